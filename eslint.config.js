@@ -1,0 +1,60 @@
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+/** DESIGN §6: core imports nothing of ours; engine sees core and the store interface only. */
+const nodeBuiltins = { group: ["node:*"], message: "core/ is pure: no Node-specific imports." };
+
+export default tseslint.config(
+  { ignores: ["dist/", "node_modules/", "coverage/", ".stet/"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+  {
+    files: ["src/core/**/*.ts"],
+    ignores: ["src/core/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            nodeBuiltins,
+            { group: ["../*", "!../core/*"], message: "core/ imports nothing of ours outside core/." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/engine/**/*.ts"],
+    ignores: ["src/engine/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["../*", "!../core/*", "!../store/types.js"],
+              message: "engine/ depends on core/ and the store interface (store/types.ts) only.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/{core,engine,solvers,scorers,dataset,eval,store,evalport}/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-console": "error",
+      "no-restricted-properties": [
+        "error",
+        { object: "process", property: "exit", message: "Only the CLI exits." },
+      ],
+    },
+  },
+);
