@@ -1,0 +1,135 @@
+import { compareKeys } from "./keys.js";
+import type { AttemptStatus, Key, Reducer, Score, Usage } from "./types.js";
+
+/** The fields of an outcome that metrics look at. */
+export interface OutcomeFacts extends Key {
+  status: AttemptStatus;
+  scores: readonly Score[];
+}
+
+export interface ScorerMetrics {
+  scorer: string;
+  /** Mean over samples of the epoch-reduced value; null when no sample was scored. */
+  mean: number | null;
+  /** Standard error of that mean (sample standard deviation / √n); 0 for one sample. */
+  stderr: number | null;
+  /** Samples with at least one scored epoch. */
+  samples: number;
+}
+
+/**
+ * Reduces the epochs of one sample to one value.
+ *
+ * @example reduceEpochs([1, 0, 1], "mean") // 0.666…
+ * @example reduceEpochs([1, 0, 0], "pass@2") // 2/3: the chance that 2 draws contain a pass
+ */
+export function reduceEpochs(values: readonly number[], reducer: Reducer): number {
+  if (values.length === 0) throw new Error("reduceEpochs needs at least one value");
+  switch (reducer) {
+    case "mean":
+      return sum(values) / values.length;
+    case "max":
+      return Math.max(...values);
+    case "min":
+      return Math.min(...values);
+    case "mode":
+      return mode(values);
+    default:
+      return passAtK(values, Number(reducer.slice("pass@".length)));
+  }
+}
+
+/**
+ * Metrics per scorer over the current outcomes. Pure, and independent of the order outcomes
+ * arrive in: values are sorted by key before anything is summed, so a resumed run reports the
+ * same floating-point figures as an uninterrupted one.
+ */
+export function aggregate(
+  outcomes: readonly OutcomeFacts[],
+  scorers: readonly string[],
+  reducer: Reducer,
+): ScorerMetrics[] {
+  const sorted = [...outcomes].filter((o) => o.status === "scored").sort(compareKeys);
+  return scorers.map((scorer) => {
+    const perSample: number[] = [];
+    let current: string | undefined;
+    let values: number[] = [];
+    const close = () => {
+      if (values.length > 0) perSample.push(reduceEpochs(values, reducer));
+      values = [];
+    };
+    for (const outcome of sorted) {
+      if (outcome.sampleId !== current) {
+        close();
+        current = outcome.sampleId;
+      }
+      const score = outcome.scores.find((s) => s.scorer === scorer);
+      if (score) values.push(score.value);
+    }
+    close();
+    return { scorer, ...meanAndStderr(perSample), samples: perSample.length };
+  });
+}
+
+export interface UsageTotal {
+  attempts: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+/** Adds usage up in key order, so equal sets of attempts give equal totals. */
+export function totalUsage(items: readonly (Key & { usage: Usage | null })[]): UsageTotal {
+  const total: UsageTotal = { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  for (const item of [...items].sort(compareKeys)) {
+    total.attempts++;
+    total.inputTokens += item.usage?.inputTokens ?? 0;
+    total.outputTokens += item.usage?.outputTokens ?? 0;
+    total.costUsd += item.usage?.costUsd ?? 0;
+  }
+  return total;
+}
+
+function meanAndStderr(values: readonly number[]): { mean: number | null; stderr: number | null } {
+  const n = values.length;
+  if (n === 0) return { mean: null, stderr: null };
+  const mean = sum(values) / n;
+  if (n === 1) return { mean, stderr: 0 };
+  const variance = sum(values.map((v) => (v - mean) ** 2)) / (n - 1);
+  return { mean, stderr: Math.sqrt(variance / n) };
+}
+
+function sum(values: readonly number[]): number {
+  let total = 0;
+  for (const v of values) total += v;
+  return total;
+}
+
+/** The most frequent value; ties go to the larger value, so the result never depends on order. */
+function mode(values: readonly number[]): number {
+  const counts = new Map<number, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best = -Infinity;
+  let bestCount = 0;
+  for (const [value, count] of counts) {
+    if (count > bestCount || (count === bestCount && value > best)) {
+      best = value;
+      bestCount = count;
+    }
+  }
+  return best;
+}
+
+/**
+ * The unbiased pass@k estimator (Chen et al., 2021): 1 − C(n−c, k) / C(n, k), where c counts
+ * the epochs scored 1. With fewer than k scored epochs it uses k = n.
+ */
+function passAtK(values: readonly number[], k: number): number {
+  const n = values.length;
+  const c = values.filter((v) => v >= 1).length;
+  const kk = Math.min(k, n);
+  if (n - c < kk) return 1;
+  let failAll = 1;
+  for (let i = n - c + 1; i <= n; i++) failAll *= 1 - kk / i;
+  return 1 - failAll;
+}

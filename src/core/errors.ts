@@ -1,0 +1,47 @@
+/**
+ * Stable error codes. The CLI maps them to exit codes, the server to HTTP statuses; both
+ * print the message and never a stack trace.
+ */
+export type StetErrorCode =
+  | "E_USAGE" // bad flag or argument (exit 2)
+  | "E_CONFIG" // bad eval definition or option (exit 1)
+  | "E_DATASET" // unreadable or malformed dataset (exit 1)
+  | "E_DUPLICATE_ID" // two dataset rows with one id (exit 1)
+  | "E_EVAL_LOAD" // eval file not found or without a default export (exit 1)
+  | "E_RUN_NOT_FOUND" // unknown run id (exit 1)
+  | "E_RUN_ACTIVE" // run owned by a live process (exit 5)
+  | "E_NOTHING_TO_RESUME"
+  | "E_CHANGED_SAMPLES" // dataset rows changed since the run started (exit 1)
+  | "E_FENCED" // a write by an owner that lost the run (exit 1)
+  | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt
+  | "E_STORE" // the store failed (exit 1)
+  | "E_STORE_UNWRITABLE" // the store stayed unwritable; attempts went to the fallback file
+  | "E_ILLEGAL_TRANSITION"
+  | "E_INVALID_INPUT"; // malformed JSON/JSONL, schema violation
+
+/**
+ * The one error class of the library. `code` is stable and machine-readable; `message` is
+ * for people and names what is wrong and where.
+ *
+ * @example throw new StetError("E_RUN_NOT_FOUND", `no run with id "${id}"`);
+ */
+export class StetError extends Error {
+  override readonly name = "StetError";
+  readonly code: StetErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    code: StetErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** True when `error` is a StetError, optionally with the given code. */
+export function isStetError(error: unknown, code?: StetErrorCode): error is StetError {
+  return error instanceof StetError && (code === undefined || error.code === code);
+}

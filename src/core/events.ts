@@ -1,0 +1,49 @@
+import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
+import type { Plan } from "./plan.js";
+import type { Attempt, AttemptErrorType, RunStatus } from "./types.js";
+
+/** A plan without its key and sample lists: what events and reports carry. */
+export type PlanSummary = Omit<Plan, "toExecute" | "samples"> & { toExecute: number };
+
+export interface Progress {
+  total: number;
+  /** Keys with a scored outcome, preserved ones included. */
+  done: number;
+  /** Keys whose current outcome is an error. */
+  errored: number;
+  /** Attempts committed by this invocation. */
+  executed: number;
+  inflight: number;
+  spentNowUsd: number;
+  elapsedMs: number;
+}
+
+export interface RunReport {
+  runId: string;
+  evalName: string;
+  status: RunStatus;
+  resumed: boolean;
+  plan: PlanSummary;
+  counts: { total: number; scored: number; errored: number; remaining: number };
+  metrics: ScorerMetrics[];
+  errorsByType: Partial<Record<AttemptErrorType, number>>;
+  usage: {
+    /** Attempts executed by this invocation. */
+    spentNow: UsageTotal;
+    /** Every attempt ever executed for the run (imported ones excluded). */
+    totalSpent: UsageTotal;
+    /** Outcomes this invocation did not pay for: preserved or imported. */
+    reused: UsageTotal;
+  };
+  executed: number;
+  preserved: number;
+  wallMs: number;
+}
+
+/** What the engine tells its renderers (CLI, server, UI). It never prints. */
+export type RunEvent =
+  | { type: "run-started"; runId: string; evalName: string; resumed: boolean; plan: PlanSummary }
+  | { type: "attempt-committed"; attempt: Attempt; progress: Progress }
+  | { type: "store-retry"; message: string; failures: number; retryInMs: number }
+  | { type: "stopping"; reason: "signal" | "store-unwritable" | "ownership-lost"; inflight: number }
+  | { type: "run-finished"; report: RunReport };

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import type { ScoreValue, SolverResult, SolverReturn } from "./eval.js";
+import { jsonSchema } from "./json.js";
+import { usageSchema } from "./schemas.js";
+import type { Score } from "./types.js";
+
+const solverResultSchema = z.object({
+  output: jsonSchema,
+  usage: usageSchema.optional(),
+  transcript: jsonSchema.optional(),
+});
+
+/**
+ * A solver may return a bare value or `{ output, usage?, transcript? }`; this gives the latter.
+ * Throws when the value is not JSON (a function, a symbol, `undefined`).
+ *
+ * @example normalizeSolverReturn("42") // { output: "42" }
+ */
+export function normalizeSolverReturn(value: SolverReturn | undefined): SolverResult {
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && "output" in value) {
+    const parsed = solverResultSchema.safeParse(value);
+    if (!parsed.success)
+      throw new Error(`solver returned an invalid result: ${parsed.error.message}`);
+    return parsed.data;
+  }
+  const parsed = jsonSchema.safeParse(value);
+  if (!parsed.success) throw new Error(`solver returned ${describe(value)}, which is not JSON`);
+  return { output: parsed.data };
+}
+
+/**
+ * Turns what a scorer returned into a Score: booleans become 0/1, numbers must lie in [0, 1].
+ *
+ * @example normalizeScore("exact", true) // { scorer: "exact", value: 1 }
+ */
+export function normalizeScore(scorer: string, value: ScoreValue): Score {
+  const details = typeof value === "object" && value !== null ? value : { value };
+  const raw = details.value;
+  const number = typeof raw === "boolean" ? (raw ? 1 : 0) : raw;
+  if (typeof number !== "number" || !Number.isFinite(number) || number < 0 || number > 1) {
+    throw new Error(
+      `scorer "${scorer}" returned ${describe(raw)}; a score is a number in [0, 1] or a boolean`,
+    );
+  }
+  const score: Score = { scorer, value: number };
+  if ("answer" in details && details.answer !== undefined) score.answer = String(details.answer);
+  if ("explanation" in details && details.explanation !== undefined) {
+    score.explanation = String(details.explanation);
+  }
+  if ("metadata" in details && details.metadata !== undefined) score.metadata = details.metadata;
+  return score;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "function") return "a function";
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import { planRun, type AttemptFacts } from "./plan.js";
+import type { SampleRecord } from "./types.js";
+
+const record = (id: string, fingerprint = `fp-${id}`): SampleRecord => ({
+  sample: { id, input: id },
+  fingerprint,
+});
+const snapshot = [record("a"), record("b"), record("c")];
+const attempt = (
+  sampleId: string,
+  epoch: number,
+  status: "scored" | "error",
+  fingerprint = `fp-${sampleId}`,
+): AttemptFacts => ({
+  sampleId,
+  epoch,
+  status,
+  fingerprint,
+});
+
+describe("planRun", () => {
+  it("executes every key of a fresh run, epoch by epoch in dataset order", () => {
+    const plan = planRun({ snapshot, epochs: 2, attempts: [], inflight: [] });
+    expect(plan.toExecute.map((k) => `${k.sampleId}${k.epoch}`)).toEqual([
+      "a1",
+      "b1",
+      "c1",
+      "a2",
+      "b2",
+      "c2",
+    ]);
+    expect(plan).toMatchObject({ total: 6, preserved: 0, neverStarted: 6 });
+  });
+
+  it("preserves scored keys and classifies the rest as errored, interrupted or never started", () => {
+    const plan = planRun({
+      snapshot,
+      epochs: 1,
+      attempts: [attempt("a", 1, "scored"), attempt("b", 1, "error")],
+      inflight: [{ sampleId: "c", epoch: 1 }],
+    });
+    expect(plan).toMatchObject({ preserved: 1, errored: 1, interrupted: 1, neverStarted: 0 });
+    expect(plan.toExecute.map((k) => k.sampleId)).toEqual(["b", "c"]);
+  });
+
+  it("keeps a key scored once even when a later attempt errored", () => {
+    const plan = planRun({
+      snapshot,
+      epochs: 1,
+      attempts: [attempt("a", 1, "scored"), attempt("a", 1, "error")],
+      inflight: [],
+    });
+    expect(plan.preserved).toBe(1);
+  });
+
+  it("leaves errored keys alone when asked", () => {
+    const plan = planRun({
+      snapshot,
+      epochs: 1,
+      attempts: [attempt("a", 1, "error")],
+      inflight: [],
+      rerunErrors: false,
+    });
+    expect(plan).toMatchObject({ erroredKept: 1, errored: 0 });
+    expect(plan.toExecute.map((k) => k.sampleId)).toEqual(["b", "c"]);
+  });
+
+  it("reports changed samples and re-runs only their keys with the new content when told to", () => {
+    const current = new Map([
+      ["a", record("a")],
+      ["b", record("b", "fp-b-new")],
+      ["c", record("c")],
+    ]);
+    const attempts = ["a", "b", "c"].map((id) => attempt(id, 1, "scored"));
+    const refused = planRun({ snapshot, current, epochs: 1, attempts, inflight: [] });
+    expect(refused.changed).toEqual(["b"]);
+    const rerun = planRun({
+      snapshot,
+      current,
+      epochs: 1,
+      attempts,
+      inflight: [],
+      rerunChanged: true,
+    });
+    expect(rerun.toExecute).toEqual([{ sampleId: "b", epoch: 1 }]);
+    expect(rerun).toMatchObject({ preserved: 2, changedKeys: 1 });
+    expect(rerun.samples.find((r) => r.sample.id === "b")?.fingerprint).toBe("fp-b-new");
+  });
+
+  it("is independent of the dataset's order when matching by id", () => {
+    const current = new Map([...snapshot].reverse().map((r) => [r.sample.id, r]));
+    const plan = planRun({
+      snapshot,
+      current,
+      epochs: 1,
+      attempts: [attempt("b", 1, "scored")],
+      inflight: [],
+    });
+    expect(plan).toMatchObject({ changed: [], preserved: 1, missing: [] });
+  });
+
+  it("names samples that left the dataset and still executes them from the run's copy", () => {
+    const current = new Map([["a", record("a")]]);
+    const plan = planRun({ snapshot, current, epochs: 1, attempts: [], inflight: [] });
+    expect(plan.missing).toEqual(["b", "c"]);
+    expect(plan.toExecute).toHaveLength(3);
+  });
+});

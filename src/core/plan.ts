@@ -1,0 +1,111 @@
+import { keyString } from "./keys.js";
+import type { AttemptStatus, Key, SampleRecord } from "./types.js";
+
+/** The fields of a stored attempt that planning looks at. */
+export interface AttemptFacts extends Key {
+  status: AttemptStatus;
+  fingerprint: string;
+}
+
+export interface PlanInput {
+  /** The samples the run recorded when it started, in dataset order. */
+  snapshot: readonly SampleRecord[];
+  /** The dataset as it is now (absent: trust the snapshot). */
+  current?: ReadonlyMap<string, SampleRecord>;
+  epochs: number;
+  attempts: readonly AttemptFacts[];
+  /** Keys dispatched but never committed. */
+  inflight: readonly Key[];
+  /** Re-run keys whose latest attempt is an error (default true). */
+  rerunErrors?: boolean;
+  /** Re-run the keys of samples whose content changed, using the new content. */
+  rerunChanged?: boolean;
+}
+
+export interface Plan {
+  total: number;
+  /** Keys with a scored attempt for the sample's effective fingerprint: never re-executed. */
+  preserved: number;
+  /** Keys to execute, epoch by epoch, in dataset order. */
+  toExecute: Key[];
+  neverStarted: number;
+  interrupted: number;
+  errored: number;
+  /** Errored keys left alone because `rerunErrors` is false. */
+  erroredKept: number;
+  /** Sample ids whose content changed since the run started. */
+  changed: string[];
+  /** Keys of changed samples that will execute (with `rerunChanged`; else the run must refuse). */
+  changedKeys: number;
+  /** Sample ids in the run but no longer in the dataset: executed from the run's copy. */
+  missing: string[];
+  /** The samples to execute with: the snapshot, with changed ones replaced when re-running them. */
+  samples: SampleRecord[];
+}
+
+/**
+ * Decides what a run still has to execute. Pure: the same inputs give the same plan whatever
+ * order attempts completed in.
+ *
+ * @example
+ * const plan = planRun({ snapshot, epochs: 3, attempts: heads, inflight: [] });
+ * plan.toExecute; // the keys without a scored attempt
+ */
+export function planRun(input: PlanInput): Plan {
+  const { current, epochs, rerunErrors = true, rerunChanged = false } = input;
+  const changed: string[] = [];
+  const missing: string[] = [];
+  const samples = input.snapshot.map((record) => {
+    const now = current?.get(record.sample.id);
+    if (current && !now) missing.push(record.sample.id);
+    if (!now || now.fingerprint === record.fingerprint) return record;
+    changed.push(record.sample.id);
+    return rerunChanged ? now : record;
+  });
+  const changedIds = new Set(changed);
+
+  const latest = new Map<string, AttemptStatus>();
+  const fingerprintOf = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  for (const attempt of input.attempts) {
+    if (fingerprintOf.get(attempt.sampleId) !== attempt.fingerprint) continue;
+    const k = keyString(attempt);
+    if (latest.get(k) !== "scored") latest.set(k, attempt.status);
+  }
+  const inflight = new Set(input.inflight.map(keyString));
+
+  const plan: Plan = {
+    total: samples.length * epochs,
+    preserved: 0,
+    toExecute: [],
+    neverStarted: 0,
+    interrupted: 0,
+    errored: 0,
+    erroredKept: 0,
+    changed,
+    changedKeys: 0,
+    missing,
+    samples,
+  };
+  for (let epoch = 1; epoch <= epochs; epoch++) {
+    for (const { sample } of samples) {
+      const key = { sampleId: sample.id, epoch };
+      const k = keyString(key);
+      const status = latest.get(k);
+      if (status === "scored") {
+        plan.preserved++;
+        continue;
+      }
+      if (changedIds.has(sample.id)) plan.changedKeys++;
+      else if (inflight.has(k)) plan.interrupted++;
+      else if (status === "error") {
+        if (!rerunErrors) {
+          plan.erroredKept++;
+          continue;
+        }
+        plan.errored++;
+      } else plan.neverStarted++;
+      plan.toExecute.push(key);
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { jsonSchema } from "./json.js";
+
+/** zod schemas for domain values read back from a store column, a file or the network. */
+
+export const sampleSchema = z.object({
+  id: z.string().min(1),
+  input: jsonSchema,
+  target: jsonSchema.optional(),
+  metadata: z.record(z.string(), jsonSchema).optional(),
+});
+
+export const usageSchema = z.object({
+  inputTokens: z.number().nonnegative(),
+  outputTokens: z.number().nonnegative(),
+  costUsd: z.number().nonnegative().optional(),
+});
+
+export const scoreSchema = z.object({
+  scorer: z.string(),
+  value: z.number().min(0).max(1),
+  answer: z.string().optional(),
+  explanation: z.string().optional(),
+  metadata: z.record(z.string(), jsonSchema).optional(),
+});
+
+export const attemptErrorSchema = z.object({
+  type: z.enum(["timeout", "provider", "solver", "scorer"]),
+  message: z.string(),
+  status: z.number().int().optional(),
+  scorer: z.string().optional(),
+});
+
+export const provenanceSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("executed") }),
+  z.object({ kind: z.literal("imported"), source: z.string() }),
+]);
+
+export const reducerSchema = z.union([
+  z.enum(["mean", "max", "min", "mode"]),
+  z.templateLiteral(["pass@", z.number().int().positive()]),
+]);
+
+export const runConfigSchema = z.object({
+  evalName: z.string(),
+  evalPath: z.string().optional(),
+  model: z.string().optional(),
+  epochs: z.number().int().positive(),
+  concurrency: z.number().int().positive(),
+  timeoutMs: z.number().int().positive().optional(),
+  retries: z.number().int().nonnegative(),
+  reducer: reducerSchema,
+  limit: z.number().int().positive().optional(),
+  solver: z.record(z.string(), jsonSchema),
+  scorers: z.array(z.string()),
+});
+
+export const runStatusSchema = z.enum(["running", "interrupted", "completed", "errored"]);

@@ -1,0 +1,126 @@
+import type { Json } from "./json.js";
+
+/** One dataset row after mapping: `id` is stable and unique within the dataset. */
+export interface Sample {
+  id: string;
+  /** A string, or an array of chat messages `{ role, content }`. */
+  input: Json;
+  target?: Json;
+  metadata?: Record<string, Json>;
+}
+
+/** A sample as the run recorded it: the identity a resume compares against. */
+export interface SampleRecord {
+  sample: Sample;
+  /** sha256 of the canonical JSON of input, target and metadata. */
+  fingerprint: string;
+}
+
+/** The unit of work. Epochs are 1-based. */
+export interface Key {
+  sampleId: string;
+  epoch: number;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  /** US dollars; absent when the price is unknown. */
+  costUsd?: number;
+}
+
+/** What one scorer said about one attempt. `value` is in [0, 1]. */
+export interface Score {
+  scorer: string;
+  value: number;
+  answer?: string;
+  explanation?: string;
+  metadata?: Record<string, Json>;
+}
+
+export type AttemptErrorType = "timeout" | "provider" | "solver" | "scorer";
+
+export interface AttemptError {
+  type: AttemptErrorType;
+  message: string;
+  /** For provider errors: the HTTP status of the last response, when there was one. */
+  status?: number;
+  /** For scorer errors: which scorer threw. */
+  scorer?: string;
+}
+
+/** Where an attempt came from: executed by a solver here, or restored from a file. */
+export type Provenance = { kind: "executed" } | { kind: "imported"; source: string };
+
+export type AttemptStatus = "scored" | "error";
+
+/** An attempt as the engine hands it to the store; the store assigns `attempt`. */
+export interface AttemptDraft extends Key {
+  status: AttemptStatus;
+  /** The solver's output: a string, or JSON. Null when the solver failed. */
+  output: Json;
+  scores: Score[];
+  usage: Usage | null;
+  transcript: Json;
+  error: AttemptError | null;
+  startedAt: string;
+  completedAt: string;
+  durationMs: number;
+  /** The fingerprint of the sample this attempt executed. */
+  fingerprint: string;
+  provenance: Provenance;
+}
+
+/** One stored execution of one key. Attempts are immutable and never deleted. */
+export interface Attempt extends AttemptDraft {
+  runId: string;
+  /** 1-based, per key, in the order the store accepted them. */
+  attempt: number;
+}
+
+export type RunStatus = "running" | "interrupted" | "completed" | "errored";
+
+export type Reducer = "mean" | "max" | "min" | "mode" | `pass@${number}`;
+
+/** The resolved configuration a run was started with; resume reuses it. Holds no secrets. */
+export interface RunConfig {
+  evalName: string;
+  /** Absolute path of the eval file, when the run came from one. */
+  evalPath?: string;
+  model?: string;
+  epochs: number;
+  concurrency: number;
+  timeoutMs?: number;
+  retries: number;
+  reducer: Reducer;
+  limit?: number;
+  /** A description of the solver with secrets replaced by the names of their sources. */
+  solver: Record<string, Json>;
+  scorers: string[];
+}
+
+/** Who is executing a run. `token` changes on every claim and fences late writers. */
+export interface OwnerIdentity {
+  host: string;
+  pid: number;
+  token: string;
+}
+
+export interface Owner extends OwnerIdentity {
+  heartbeatAt: string;
+  /** Age of the heartbeat by the store's clock, in milliseconds. */
+  heartbeatAgeMs: number;
+}
+
+export interface Run {
+  id: string;
+  evalName: string;
+  status: RunStatus;
+  config: RunConfig;
+  /** Number of samples in the run's snapshot; keys = samples × epochs. */
+  sampleCount: number;
+  createdAt: string;
+  updatedAt: string;
+  owner: Owner | null;
+  note: string | null;
+}

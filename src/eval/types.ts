@@ -1,0 +1,41 @@
+import type { Json } from "../core/json.js";
+import type { Reducer, Sample } from "../core/types.js";
+import type { ScorerLike, SolverFn } from "../core/eval.js";
+
+/** A dataset row as read from a file or given inline. */
+export type DatasetRow = Record<string, Json>;
+
+/** A row after the optional mapper: `id` is derived from the content when absent. */
+export type SampleInput = Omit<Sample, "id"> & { id?: string | number };
+
+export type DatasetSource<Row = DatasetRow> =
+  | string
+  | readonly Row[]
+  | Iterable<Row>
+  | AsyncIterable<Row>;
+
+/** What `defineEval` accepts. */
+export interface EvalDefinition<Row = DatasetRow> {
+  name: string;
+  /** A path (JSONL, JSON array or CSV; relative paths resolve against the eval file), an array, or an (async) iterable. */
+  dataset: DatasetSource<Row>;
+  /** Maps a row whose columns are not `{ id?, input, target?, metadata? }`. */
+  sample?: (row: Row) => SampleInput;
+  solver: SolverFn;
+  scorers: ScorerLike[];
+  epochs?: number;
+  reducer?: Reducer;
+  concurrency?: number;
+  /** Per-attempt timeout. */
+  timeoutMs?: number;
+  /** Extra attempts for a key whose attempt ended in error, within one invocation. */
+  retries?: number;
+}
+
+/** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */
+export type Eval<Row = DatasetRow> = Readonly<EvalDefinition<Row>> & {
+  readonly [EVAL_BRAND]: true;
+};
+
+/** A registry-wide symbol, so an eval defined with the user's copy of stet is recognised by ours. */
+export const EVAL_BRAND: unique symbol = Symbol.for("stet.eval");

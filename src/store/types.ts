@@ -1,0 +1,107 @@
+import type {
+  Attempt,
+  AttemptDraft,
+  Key,
+  OwnerIdentity,
+  Run,
+  RunConfig,
+  RunStatus,
+  SampleRecord,
+} from "../core/types.js";
+
+/** An attempt without its (possibly large) output and transcript: enough to plan and aggregate. */
+export type AttemptHead = Omit<Attempt, "output" | "transcript">;
+
+/** Key counts computed from the stored attempts, never from a cached copy. */
+export interface RunCounts {
+  /** samples × epochs */
+  total: number;
+  /** keys with a scored attempt for the sample's current fingerprint */
+  scored: number;
+  /** keys whose attempts (for the current fingerprint) are all errors */
+  errored: number;
+  /** total − scored */
+  remaining: number;
+}
+
+export interface RunListing {
+  run: Run;
+  counts: RunCounts;
+}
+
+export interface RunFilter {
+  status?: RunStatus;
+  evalName?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export interface NewRun {
+  id: string;
+  config: RunConfig;
+  samples: SampleRecord[];
+  owner: OwnerIdentity;
+}
+
+export interface AttemptFilter {
+  sampleId?: string;
+  epoch?: number;
+}
+
+/**
+ * The store port. Adapters (sqlite.ts, later postgres.ts) implement it; the engine depends on
+ * nothing else. Every method is async so a networked store fits the same shape.
+ *
+ * Ownership: a run has at most one owner, identified by a random token. `claimRun` is a single
+ * compare-and-set on that token. Every write that touches a run's state takes the caller's token
+ * and is rejected with `E_FENCED` when the token is no longer the owner's, so a presumed-dead
+ * owner that wakes up can never clobber its successor's work.
+ */
+export interface Store {
+  /** Human-readable location (file path or connection string without password). */
+  readonly location: string;
+  /** Directory where the engine writes attempts it could not commit. */
+  readonly fallbackDir: string;
+
+  /** Creates the run, owned by `owner` and running, with its sample snapshot, atomically. */
+  createRun(input: NewRun): Promise<Run>;
+  getRun(runId: string): Promise<Run | undefined>;
+  listRuns(filter?: RunFilter): Promise<RunListing[]>;
+  countKeys(runId: string): Promise<RunCounts>;
+  getSamples(runId: string): Promise<SampleRecord[]>;
+  /** Replaces snapshot entries (same ids) after the caller chose to re-run changed samples. */
+  updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void>;
+
+  /**
+   * Makes `owner` the run's owner if the current owner token equals `expectedToken` (null: the
+   * run has no owner). Sets status `running` and a fresh heartbeat. Returns false if another
+   * claimant got there first.
+   */
+  claimRun(runId: string, owner: OwnerIdentity, expectedToken: string | null): Promise<boolean>;
+  /** Refreshes the heartbeat; false when `token` no longer owns the run. */
+  heartbeat(runId: string, token: string): Promise<boolean>;
+  /** Drops ownership and sets the final status; false when `token` no longer owns the run. */
+  releaseRun(runId: string, token: string, status: RunStatus, note?: string): Promise<boolean>;
+  /**
+   * Orphan recovery: if the owner token is still `expectedToken`, clears the owner and marks the
+   * run interrupted with `note`. False if the run changed hands meanwhile.
+   */
+  interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean>;
+
+  /** Records keys as dispatched (informational: lets a plan tell interrupted from never started). */
+  markInflight(runId: string, token: string, keys: Key[]): Promise<void>;
+  listInflight(runId: string): Promise<Key[]>;
+
+  /**
+   * Commits attempts in one transaction, all or nothing, and clears their in-flight marks.
+   * Rejects with `E_FENCED` if `token` does not own the run, and with `E_ALREADY_SCORED` if a key
+   * already has a scored attempt for the same fingerprint (completed work stands).
+   */
+  recordAttempts(runId: string, token: string, drafts: AttemptDraft[]): Promise<Attempt[]>;
+  /** All attempts of a run, ordered by sample id, epoch, attempt. */
+  listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
+  /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
+  listAttemptHeads(runId: string): Promise<AttemptHead[]>;
+
+  close(): Promise<void>;
+}
