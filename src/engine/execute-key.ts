@@ -1,0 +1,141 @@
+import type { Scorer, SolverContext, SolverFn } from "../core/eval.js";
+import type { Json } from "../core/json.js";
+import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
+import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
+
+export interface KeyTask {
+  key: Key;
+  record: SampleRecord;
+  solver: SolverFn;
+  scorers: readonly Scorer[];
+  runId: string;
+  model?: string;
+  timeoutMs?: number;
+  /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
+  abort: AbortSignal;
+}
+
+/** Thrown when the run aborted an attempt: such an attempt is not recorded, resume re-runs it. */
+export class AttemptAborted extends Error {
+  override readonly name = "AttemptAborted";
+}
+
+class AttemptTimedOut extends Error {}
+
+/**
+ * Executes one key: the solver, then each scorer. Expected failure is data: a throwing solver,
+ * a provider error, a timeout or a throwing scorer give an error draft, never an exception.
+ * Only an abort by the run throws (`AttemptAborted`).
+ */
+export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
+  task.abort.addEventListener("abort", onAbort, { once: true });
+  if (task.abort.aborted) onAbort();
+  const timer =
+    task.timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => controller.abort(new AttemptTimedOut(`timed out after ${task.timeoutMs} ms`)),
+          task.timeoutMs,
+        );
+  const ctx: SolverContext = {
+    runId: task.runId,
+    epoch: task.key.epoch,
+    signal: controller.signal,
+    ...(task.model === undefined ? {} : { model: task.model }),
+  };
+
+  try {
+    return await attempt(task, ctx, controller.signal, startedAt, t0);
+  } finally {
+    clearTimeout(timer);
+    task.abort.removeEventListener("abort", onAbort);
+  }
+}
+
+async function attempt(
+  task: KeyTask,
+  ctx: SolverContext,
+  signal: AbortSignal,
+  startedAt: Date,
+  t0: number,
+): Promise<AttemptDraft> {
+  let output: Json = null;
+  let usage: Usage | null = null;
+  let transcript: Json = null;
+  const scores: Score[] = [];
+  let error: AttemptError | null = null;
+  try {
+    const returned = await untilAborted(
+      Promise.resolve().then(() => task.solver(task.record.sample, ctx)),
+      signal,
+    );
+    const result = normalizeSolverReturn(returned);
+    output = result.output;
+    usage = result.usage ?? null;
+    transcript = result.transcript ?? null;
+  } catch (thrown) {
+    error = solverError(thrown, signal);
+  }
+  for (const scorer of error ? [] : task.scorers) {
+    try {
+      const value = await untilAborted(
+        Promise.resolve().then(() => scorer.score({ sample: task.record.sample, output, ctx })),
+        signal,
+      );
+      scores.push(normalizeScore(scorer.name, value));
+    } catch (thrown) {
+      const typed = solverError(thrown, signal);
+      error =
+        typed.type === "timeout"
+          ? typed
+          : { type: "scorer", scorer: scorer.name, message: typed.message };
+      break;
+    }
+  }
+  const completedAt = new Date();
+  return {
+    ...task.key,
+    status: error ? "error" : "scored",
+    output,
+    scores,
+    usage,
+    transcript,
+    error,
+    startedAt: startedAt.toISOString(),
+    completedAt: completedAt.toISOString(),
+    durationMs: Math.round(performance.now() - t0),
+    fingerprint: task.record.fingerprint,
+    provenance: { kind: "executed" },
+  };
+}
+
+/** Resolves or rejects with `work`, or rejects with the abort reason as soon as `signal` fires. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Types a thrown value. Solvers signal provider/timeout failures with an error carrying `type`. */
+function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
+  if (signal.aborted && signal.reason instanceof AttemptAborted) throw signal.reason;
+  if (signal.aborted && signal.reason instanceof AttemptTimedOut) {
+    return { type: "timeout", message: signal.reason.message };
+  }
+  const message = thrown instanceof Error ? thrown.message : String(thrown);
+  const tagged = thrown as { type?: unknown; status?: unknown } | null;
+  const type = typeof tagged === "object" && tagged !== null ? tagged.type : undefined;
+  const error: AttemptError = {
+    type: type === "provider" || type === "timeout" ? type : "solver",
+    message,
+  };
+  if (typeof tagged?.status === "number") error.status = tagged.status;
+  return error;
+}

@@ -1,0 +1,218 @@
+import { StetError } from "../core/errors.js";
+import type { Scorer, SolverFn } from "../core/eval.js";
+import type { Progress, RunEvent, RunReport } from "../core/events.js";
+import { keyString } from "../core/keys.js";
+import type { Plan } from "../core/plan.js";
+import { assertTransition } from "../core/run-status.js";
+import type { Attempt, Key, OwnerIdentity, Run, RunStatus } from "../core/types.js";
+import type { Store } from "../store/types.js";
+import { AttemptWriter } from "./attempt-writer.js";
+import { AttemptAborted, executeKey } from "./execute-key.js";
+import { startHeartbeat } from "./heartbeat.js";
+import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
+import { buildReport, summarizePlan } from "./report.js";
+
+/** Options shared by starting and resuming a run. */
+export interface ExecuteOptions {
+  store: Store;
+  /** Graceful stop: no new dispatches; in-flight attempts get `graceMs`, then are aborted. */
+  signal?: AbortSignal;
+  /** Immediate stop: in-flight attempts are aborted at once (and not recorded). */
+  abortSignal?: AbortSignal;
+  graceMs?: number;
+  onEvent?: (event: RunEvent) => void;
+  heartbeatMs?: number;
+  staleMs?: number;
+  /** Backoff between retries of a failed store commit (tests shorten it). */
+  storeRetryDelaysMs?: readonly number[];
+}
+
+export interface Execution {
+  run: Run;
+  owner: OwnerIdentity;
+  plan: Plan;
+  resumed: boolean;
+  solver: SolverFn;
+  scorers: readonly Scorer[];
+}
+
+/**
+ * Executes a claimed run's plan: a pool of `concurrency` workers that refills a slot the moment
+ * an attempt is committed, write-through via group commit, heartbeats, graceful and immediate
+ * stops. Ends by releasing the run with its final status and returns the report.
+ */
+export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
+  const { store } = options;
+  const { run, owner, plan } = exec;
+  const t0 = performance.now();
+  const emit = options.onEvent ?? (() => {});
+  const abort = new AbortController();
+  let stopReason: "signal" | "store-unwritable" | "ownership-lost" | null = null;
+  const stop = (reason: NonNullable<typeof stopReason>, now: boolean) => {
+    if (!stopReason) {
+      stopReason = reason;
+      emit({ type: "stopping", reason, inflight: progress.inflight });
+    }
+    if (now) abort.abort();
+  };
+
+  const writer = new AttemptWriter({
+    store,
+    runId: run.id,
+    token: owner.token,
+    fallbackPath: `${store.fallbackDir}/${run.id}.fallback.jsonl`,
+    ...(options.storeRetryDelaysMs ? { retryDelaysMs: options.storeRetryDelaysMs } : {}),
+    onRetry: (message, failures, retryInMs) =>
+      emit({ type: "store-retry", message, failures, retryInMs }),
+  });
+  const stopHeartbeat = startHeartbeat({
+    store,
+    runId: run.id,
+    token: owner.token,
+    intervalMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    onLost: () => stop("ownership-lost", true),
+  });
+  const onSignal = () => {
+    stop("signal", false);
+    const grace = setTimeout(() => abort.abort(), options.graceMs ?? 10_000);
+    grace.unref();
+  };
+  const onAbortSignal = () => stop("signal", true);
+  options.signal?.addEventListener("abort", onSignal, { once: true });
+  options.abortSignal?.addEventListener("abort", onAbortSignal, { once: true });
+
+  const progress: Progress = {
+    total: plan.total,
+    done: plan.preserved,
+    errored: plan.erroredKept,
+    executed: 0,
+    inflight: 0,
+    spentNowUsd: 0,
+    elapsedMs: 0,
+  };
+  const committedNow = new Set<string>();
+  const samples = new Map(plan.samples.map((r) => [r.sample.id, r]));
+  emit({
+    type: "run-started",
+    runId: run.id,
+    evalName: run.evalName,
+    resumed: exec.resumed,
+    plan: summarizePlan(plan),
+  });
+
+  const onCommitted = (attempt: Attempt, final: boolean) => {
+    committedNow.add(`${keyString(attempt)}#${attempt.attempt}`);
+    progress.executed++;
+    progress.spentNowUsd += attempt.usage?.costUsd ?? 0;
+    if (attempt.status === "scored") progress.done++;
+    else if (final) progress.errored++;
+    progress.elapsedMs = performance.now() - t0;
+    emit({ type: "attempt-committed", attempt, progress: { ...progress } });
+  };
+
+  const runKey = async (key: Key) => {
+    const record = samples.get(key.sampleId)!;
+    for (let i = 0; i <= run.config.retries; i++) {
+      writer.markInflight(key);
+      progress.inflight++;
+      try {
+        const draft = await executeKey({
+          key,
+          record,
+          solver: exec.solver,
+          scorers: exec.scorers,
+          runId: run.id,
+          ...(run.config.model === undefined ? {} : { model: run.config.model }),
+          ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
+          abort: abort.signal,
+        });
+        const attempt = await writer.write(draft);
+        const final =
+          attempt.status === "scored" || i === run.config.retries || stopReason !== null;
+        onCommitted(attempt, final);
+        if (final) return;
+      } finally {
+        progress.inflight--;
+      }
+    }
+  };
+
+  try {
+    await pool(
+      plan.toExecute,
+      run.config.concurrency,
+      () => stopReason !== null,
+      async (key) => {
+        try {
+          await runKey(key);
+        } catch (error) {
+          if (error instanceof AttemptAborted) return;
+          if (writer.failure) {
+            stop(writer.failure.code === "E_FENCED" ? "ownership-lost" : "store-unwritable", false);
+            return;
+          }
+          throw error;
+        }
+      },
+    );
+    await writer.drain();
+  } finally {
+    stopHeartbeat();
+    options.signal?.removeEventListener("abort", onSignal);
+    options.abortSignal?.removeEventListener("abort", onAbortSignal);
+  }
+
+  if (stopReason === "ownership-lost") {
+    throw new StetError(
+      "E_FENCED",
+      `run ${run.id} was taken over by another process; this one stopped`,
+    );
+  }
+  if (writer.failure) {
+    await store
+      .releaseRun(run.id, owner.token, "interrupted", writer.failure.message)
+      .catch(() => {});
+    throw writer.failure;
+  }
+
+  const counts = await store.countKeys(run.id);
+  const status: RunStatus =
+    stopReason === "signal" ? "interrupted" : counts.remaining === 0 ? "completed" : "errored";
+  assertTransition("running", status);
+  const note = stopReason === "signal" ? "interrupted by a signal" : undefined;
+  if (!(await store.releaseRun(run.id, owner.token, status, note))) {
+    throw new StetError(
+      "E_FENCED",
+      `run ${run.id} was taken over by another process before it finished`,
+    );
+  }
+  const finished = (await store.getRun(run.id)) ?? { ...run, status };
+  const report = await buildReport({
+    store,
+    run: finished,
+    samples: plan.samples,
+    plan: summarizePlan(plan),
+    resumed: exec.resumed,
+    committedNow,
+    wallMs: performance.now() - t0,
+  });
+  emit({ type: "run-finished", report });
+  return report;
+}
+
+/**
+ * Runs `work` over `items` with at most `concurrency` at a time. Each worker takes the next item
+ * as soon as its previous one is done, so the pool stays full instead of advancing in waves.
+ */
+async function pool<T>(
+  items: readonly T[],
+  concurrency: number,
+  stopped: () => boolean,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (!stopped() && next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+}
