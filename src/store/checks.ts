@@ -1,0 +1,93 @@
+import { z } from "zod";
+import { StetError } from "../core/errors.js";
+import { attemptErrorSchema, runConfigSchema, scoreSchema, usageSchema } from "../core/schemas.js";
+import type { AttemptDraft, SampleRecord } from "../core/types.js";
+import type { NewRun } from "./types.js";
+
+/**
+ * Checks and errors every Store adapter shares, so that SQLite and PostgreSQL refuse the same
+ * input with the same codes and messages.
+ */
+
+export const scoresSchema = z.array(scoreSchema);
+
+/**
+ * Refuses a run whose config could not be read back, or whose snapshot repeats a sample id.
+ *
+ * @example checkNewRun({ id, config, samples, owner }); // throws E_INVALID_INPUT | E_DUPLICATE_ID
+ */
+export function checkNewRun({ config, samples }: NewRun): void {
+  const parsed = runConfigSchema.safeParse(config);
+  if (!parsed.success) throw invalidInput(`run config: ${z.prettifyError(parsed.error)}`);
+  checkUniqueSampleIds(samples);
+}
+
+/**
+ * Refuses an update or snapshot that names one sample twice.
+ *
+ * @example checkUniqueSampleIds(records); // throws E_DUPLICATE_ID naming the id
+ */
+export function checkUniqueSampleIds(records: SampleRecord[]): void {
+  const seen = new Set<string>();
+  for (const { sample } of records) {
+    if (seen.has(sample.id)) {
+      throw new StetError("E_DUPLICATE_ID", `two samples have the id "${sample.id}"`);
+    }
+    seen.add(sample.id);
+  }
+}
+
+/**
+ * Refuses drafts whose JSON could not be read back (a NaN score, a negative token count): one
+ * unreadable row would make the whole run unreadable. Scores come from user code.
+ *
+ * @example checkDrafts(drafts); // throws E_INVALID_INPUT naming the key and the field
+ */
+export function checkDrafts(drafts: AttemptDraft[]): void {
+  for (const draft of drafts) {
+    const checks = [
+      ["scores", scoresSchema.safeParse(draft.scores)],
+      ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
+      ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
+    ] as const;
+    for (const [field, result] of checks) {
+      if (result && !result.success) {
+        throw invalidInput(
+          `attempt for sample "${draft.sampleId}" epoch ${draft.epoch}: ${field}: ${z.prettifyError(result.error)}`,
+        );
+      }
+    }
+  }
+}
+
+export function invalidInput(message: string): StetError {
+  return new StetError("E_INVALID_INPUT", message);
+}
+
+export function runNotFound(runId: string): StetError {
+  return new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`, { details: { runId } });
+}
+
+export function fenced(runId: string): StetError {
+  return new StetError(
+    "E_FENCED",
+    `run ${runId} has another owner now; this process lost it and its write was rejected`,
+    { details: { runId } },
+  );
+}
+
+export function alreadyScored(runId: string, sampleId: string, epoch: number): StetError {
+  return new StetError(
+    "E_ALREADY_SCORED",
+    `run ${runId}: sample "${sampleId}" epoch ${epoch} already has a scored attempt; nothing of the batch was recorded`,
+    { details: { runId, sampleId, epoch } },
+  );
+}
+
+export function notInSnapshot(runId: string, sampleId: string): StetError {
+  return invalidInput(`sample "${sampleId}" is not in the snapshot of run ${runId}`);
+}
+
+export function illegalRelease(runId: string): StetError {
+  return new StetError("E_ILLEGAL_TRANSITION", `releasing run ${runId} cannot leave it running`);
+}

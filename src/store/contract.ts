@@ -1,0 +1,44 @@
+import { afterEach, beforeEach, describe } from "vitest";
+import { describeAttemptContract } from "./contract/attempts.js";
+import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
+import { describeOwnershipContract } from "./contract/ownership.js";
+import { describeRunContract } from "./contract/runs.js";
+import type { Store } from "./types.js";
+
+export type { StoreHarness } from "./contract/fixtures.js";
+
+/**
+ * The behaviour every Store adapter must have. Each adapter's test file calls it once with a
+ * factory that opens a fresh, empty store; every case gets its own.
+ *
+ * @example
+ * describeStoreContract("sqlite", async () => {
+ *   const path = join(await mkdtemp(join(tmpdir(), "stet-")), "stet.db");
+ *   return { store: openSqliteStore(path), connect: async () => openSqliteStore(path), cleanup };
+ * });
+ */
+export function describeStoreContract(name: string, makeStore: () => Promise<StoreHarness>): void {
+  describe(`Store contract: ${name}`, () => {
+    let harness: StoreHarness | undefined;
+    beforeEach(async () => {
+      harness = await makeStore();
+    });
+    afterEach(async () => {
+      await harness?.cleanup();
+      harness = undefined;
+    });
+    const ref: HarnessRef = {
+      get store(): Store {
+        if (!harness) throw new Error("the store harness is only available inside a test");
+        return harness.store;
+      },
+      connect: () => {
+        if (!harness) throw new Error("the store harness is only available inside a test");
+        return harness.connect();
+      },
+    };
+    describeRunContract(ref);
+    describeOwnershipContract(ref);
+    describeAttemptContract(ref);
+  });
+}

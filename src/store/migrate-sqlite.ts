@@ -1,0 +1,96 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { StetError } from "../core/errors.js";
+import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
+
+/** The numbered SQL files shipped beside this module (scripts/build.mjs copies them to dist/). */
+export const SQLITE_MIGRATIONS_DIR = new URL("./migrations/sqlite/", import.meta.url);
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export interface MigrationResult {
+  version: number;
+  name: string;
+  status: "applied" | "already-applied";
+}
+
+const FILE_NAME = /^(\d+)_([\w-]+)\.sql$/;
+
+/**
+ * Reads `NNN_name.sql` files from `dir`, ordered by number.
+ *
+ * @example loadMigrations(SQLITE_MIGRATIONS_DIR) // [{ version: 1, name: "init", sql: "…" }]
+ */
+export function loadMigrations(dir: URL = SQLITE_MIGRATIONS_DIR): Migration[] {
+  const migrations = readdirSync(dir)
+    .map((file) => ({ file, match: FILE_NAME.exec(file) }))
+    .filter((entry) => entry.match !== null)
+    .map(({ file, match }) => ({
+      version: Number(match?.[1]),
+      name: match?.[2] ?? file,
+      sql: readFileSync(new URL(file, dir), "utf8"),
+    }))
+    .sort((a, b) => a.version - b.version);
+  migrations.forEach((migration, index) => {
+    if (index > 0 && migrations[index - 1]?.version === migration.version) {
+      throw new StetError("E_STORE", `two SQLite migrations are numbered ${migration.version}`);
+    }
+  });
+  return migrations;
+}
+
+/**
+ * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction,
+ * and reports what it did. Running it again is harmless: everything comes back already-applied.
+ *
+ * @example migrateSqlite(db).filter((m) => m.status === "applied")
+ */
+export function migrateSqlite(
+  db: SqliteDatabase,
+  migrations: Migration[] = loadMigrations(),
+): MigrationResult[] {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
+       version INTEGER PRIMARY KEY,
+       name TEXT NOT NULL,
+       applied_at TEXT NOT NULL
+     )`,
+  );
+  const isApplied = db.prepare<{ version: number }>(
+    "SELECT version FROM schema_migrations WHERE version = ?",
+  );
+  const record = db.prepare(
+    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+  );
+  refuseNewerSchema(db, migrations);
+
+  return migrations.map(({ version, name, sql }) => {
+    if (isApplied.get(version)) return { version, name, status: "already-applied" };
+    // Another process may be migrating the same fresh file: the re-check under the write lock
+    // makes exactly one of them apply each migration.
+    const applied = immediate(db, () => {
+      if (isApplied.get(version)) return false;
+      db.exec(sql);
+      record.run(version, name, new Date().toISOString());
+      return true;
+    });
+    return { version, name, status: applied ? "applied" : "already-applied" };
+  });
+}
+
+function refuseNewerSchema(db: SqliteDatabase, migrations: Migration[]): void {
+  const latest = db.prepare<{ version: number | null }>(
+    "SELECT MAX(version) AS version FROM schema_migrations",
+  );
+  const stored = latest.get()?.version ?? 0;
+  const known = migrations.at(-1)?.version ?? 0;
+  if (stored > known) {
+    throw new StetError(
+      "E_STORE",
+      `the store's schema (version ${stored}) is newer than this stet knows (version ${known}); upgrade stet`,
+    );
+  }
+}

@@ -1,0 +1,249 @@
+import { z } from "zod";
+import { StetError } from "../core/errors.js";
+import { jsonSchema, type Json } from "../core/json.js";
+import {
+  attemptErrorSchema,
+  runConfigSchema,
+  runStatusSchema,
+  sampleSchema,
+} from "../core/schemas.js";
+import type {
+  Attempt,
+  AttemptDraft,
+  AttemptError,
+  Provenance,
+  Run,
+  SampleRecord,
+  Score,
+  Usage,
+} from "../core/types.js";
+import { scoresSchema } from "./checks.js";
+import type { AttemptHead } from "./types.js";
+
+/** Rows as the SQL of sqlite-statements.ts selects them; mapped to domain objects here only. */
+export interface RunRow {
+  id: string;
+  eval_name: string;
+  status: string;
+  config: string;
+  sample_count: number;
+  created_at: string;
+  updated_at: string;
+  owner_host: string | null;
+  owner_pid: number | null;
+  owner_token: string | null;
+  heartbeat_at: number | null;
+  note: string | null;
+}
+
+export interface SampleRow {
+  sample: string;
+  fingerprint: string;
+}
+
+/**
+ * Attempt rows are read in raw mode (arrays, not objects): for a 100,000-attempt listing the
+ * driver builds rows noticeably faster. The tuple's order is ATTEMPT_HEAD_COLUMNS' order.
+ */
+export type AttemptHeadRow = [
+  sampleId: string,
+  epoch: number,
+  attempt: number,
+  status: string,
+  fingerprint: string,
+  scores: string,
+  inputTokens: number | null,
+  outputTokens: number | null,
+  costUsd: number | null,
+  error: string | null,
+  startedAt: string,
+  completedAt: string,
+  durationMs: number,
+  provenanceKind: string,
+  provenanceSource: string | null,
+];
+
+export const ATTEMPT_HEAD_COLUMNS = `sample_id, epoch, attempt, status, fingerprint, scores,
+  input_tokens, output_tokens, cost_usd, error, started_at, completed_at, duration_ms,
+  provenance_kind, provenance_source`;
+
+export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string | null];
+
+export const ATTEMPT_COLUMNS = `${ATTEMPT_HEAD_COLUMNS}, output, transcript`;
+
+/** Parses a JSON column with its schema; a value that does not fit is a corrupt store, named. */
+function parseColumn<T>(schema: z.ZodType<T>, text: string, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new StetError("E_STORE", `corrupt ${what}: not JSON`, { cause });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new StetError("E_STORE", `corrupt ${what}: ${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+export function toRun(row: RunRow, nowMs: number): Run {
+  const what = `run ${row.id}`;
+  const status = runStatusSchema.safeParse(row.status);
+  if (!status.success) throw new StetError("E_STORE", `corrupt status of ${what}: ${row.status}`);
+  return {
+    id: row.id,
+    evalName: row.eval_name,
+    status: status.data,
+    config: parseColumn(runConfigSchema, row.config, `config of ${what}`),
+    sampleCount: row.sample_count,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    owner:
+      row.owner_token !== null && row.heartbeat_at !== null
+        ? {
+            host: row.owner_host ?? "",
+            pid: row.owner_pid ?? 0,
+            token: row.owner_token,
+            heartbeatAt: new Date(row.heartbeat_at).toISOString(),
+            heartbeatAgeMs: Math.max(0, nowMs - row.heartbeat_at),
+          }
+        : null,
+    note: row.note,
+  };
+}
+
+export function toSampleRecord(row: SampleRow, runId: string): SampleRecord {
+  return {
+    sample: parseColumn(sampleSchema, row.sample, `sample snapshot of run ${runId}`),
+    fingerprint: row.fingerprint,
+  };
+}
+
+/**
+ * Maps attempt rows of one run. Listings repeat the same scores text many times (every exact
+ * match scores `[{"scorer":"exact","value":1}]`), so each distinct text is parsed once and
+ * the parsed value, deep-frozen, is shared by the attempts that stored it.
+ */
+export function attemptMapper(runId: string) {
+  const scoresCache = new Map<string, Score[]>();
+  const errorCache = new Map<string, AttemptError>();
+
+  function cached<T>(
+    cache: Map<string, T>,
+    schema: z.ZodType<T>,
+    text: string,
+    row: AnyAttemptRow,
+    column: string,
+  ): T {
+    let value = cache.get(text);
+    if (value === undefined) {
+      value = deepFreeze(parseColumn(schema, text, where(runId, row, column)));
+      cache.set(text, value);
+    }
+    return value;
+  }
+
+  const head = (row: AnyAttemptRow): AttemptHead => {
+    const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
+    const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
+    if (status !== "scored" && status !== "error") {
+      throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
+    }
+    return {
+      runId,
+      sampleId,
+      epoch,
+      attempt,
+      status,
+      fingerprint,
+      scores: cached(scoresCache, scoresSchema, scores, row, "scores"),
+      usage: toUsage(inputTokens, outputTokens, costUsd),
+      error: error === null ? null : cached(errorCache, attemptErrorSchema, error, row, "error"),
+      startedAt,
+      completedAt,
+      durationMs,
+      provenance: toProvenance(kind, source, runId, row),
+    };
+  };
+
+  const full = (row: AttemptRow): Attempt => {
+    const [, , , , , , , , , , , , , , , output, transcript] = row;
+    return {
+      ...head(row),
+      output: parseColumn(jsonSchema, output, where(runId, row, "output")),
+      transcript:
+        transcript === null
+          ? null
+          : parseColumn(jsonSchema, transcript, where(runId, row, "transcript")),
+    };
+  };
+
+  return { head, full };
+}
+
+type AnyAttemptRow = AttemptHeadRow | AttemptRow;
+
+/** Names a corrupt column; built only on failure, since a label per row costs more than mapping it. */
+function where(runId: string, [sampleId, epoch, attempt]: AnyAttemptRow, column: string): string {
+  return `${column} of attempt ${attempt} of ${runId}/${sampleId}#${epoch}`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const member of Object.values(value)) deepFreeze(member);
+  }
+  return value;
+}
+
+function toUsage(
+  inputTokens: number | null,
+  outputTokens: number | null,
+  costUsd: number | null,
+): Usage | null {
+  if (inputTokens === null || outputTokens === null) return null;
+  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
+}
+
+function toProvenance(
+  kind: string,
+  source: string | null,
+  runId: string,
+  row: AnyAttemptRow,
+): Provenance {
+  if (kind === "executed") return { kind };
+  if (kind === "imported" && source !== null) return { kind, source };
+  throw new StetError("E_STORE", `corrupt ${where(runId, row, "provenance")}: ${kind}`);
+}
+
+/** Named parameters of the attempt INSERT. JSON null transcripts are stored as SQL NULL. */
+export function attemptParams(runId: string, attempt: number, draft: AttemptDraft) {
+  return {
+    runId,
+    sampleId: draft.sampleId,
+    epoch: draft.epoch,
+    attempt,
+    status: draft.status,
+    fingerprint: draft.fingerprint,
+    output: jsonText(draft.output),
+    scores: JSON.stringify(draft.scores),
+    inputTokens: draft.usage?.inputTokens ?? null,
+    outputTokens: draft.usage?.outputTokens ?? null,
+    costUsd: draft.usage?.costUsd ?? null,
+    transcript:
+      draft.transcript === null || draft.transcript === undefined
+        ? null
+        : jsonText(draft.transcript),
+    error: draft.error === null ? null : JSON.stringify(draft.error),
+    startedAt: draft.startedAt,
+    completedAt: draft.completedAt,
+    durationMs: draft.durationMs,
+    provenanceKind: draft.provenance.kind,
+    provenanceSource: draft.provenance.kind === "imported" ? draft.provenance.source : null,
+  };
+}
+
+/** `undefined` (a solver that returned nothing) is stored as JSON null. */
+function jsonText(value: Json | undefined): string {
+  return JSON.stringify(value ?? null);
+}

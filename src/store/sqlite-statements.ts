@@ -1,0 +1,117 @@
+import type { SqliteDatabase } from "./sqlite-driver.js";
+import {
+  ATTEMPT_COLUMNS,
+  ATTEMPT_HEAD_COLUMNS,
+  type AttemptHeadRow,
+  type AttemptRow,
+  type RunRow,
+  type SampleRow,
+} from "./sqlite-rows.js";
+
+const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL`;
+
+/** Every statement the adapter runs, prepared once when the store opens. */
+export function prepareStatements(db: SqliteDatabase) {
+  return {
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
+         owner_host, owner_pid, owner_token, heartbeat_at, note)
+       VALUES (@id, @evalName, 'running', @config, @sampleCount, @now, @now,
+         @host, @pid, @token, @nowMs, NULL)`,
+    ),
+    insertSample: db.prepare(
+      `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES (?, ?, ?, ?)`,
+    ),
+    getRun: db.prepare<RunRow>(`SELECT * FROM runs WHERE id = ?`),
+    ownerToken: db.prepare<{ owner_token: string | null }>(
+      `SELECT owner_token FROM runs WHERE id = ?`,
+    ),
+    // Newest first; rowid breaks ties between runs created in the same millisecond.
+    listRuns: db.prepare<RunRow>(
+      `SELECT * FROM runs
+       WHERE (@status IS NULL OR status = @status) AND (@evalName IS NULL OR eval_name = @evalName)
+       ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
+    ),
+    // One row per key that has an attempt for the sample's current fingerprint.
+    countKeys: db.prepare<{ keys: number; scored: number | null }>(
+      `SELECT COUNT(*) AS keys, SUM(scored) AS scored FROM (
+         SELECT MAX(a.status = 'scored') AS scored
+         FROM attempts a
+         JOIN samples s ON s.run_id = a.run_id AND s.sample_id = a.sample_id
+         WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
+         GROUP BY a.sample_id, a.epoch)`,
+    ),
+    getSamples: db.prepare<SampleRow>(
+      `SELECT sample, fingerprint FROM samples WHERE run_id = ? ORDER BY sample_id`,
+    ),
+    updateSample: db.prepare(
+      `UPDATE samples SET fingerprint = ?, sample = ? WHERE run_id = ? AND sample_id = ?`,
+    ),
+    sampleFingerprint: db.prepare<{ fingerprint: string }>(
+      `SELECT fingerprint FROM samples WHERE run_id = ? AND sample_id = ?`,
+    ),
+    touchRun: db.prepare(`UPDATE runs SET updated_at = ? WHERE id = ?`),
+
+    // The compare-and-set: `IS` matches a NULL expected token against an ownerless run.
+    claimRun: db.prepare(
+      `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
+         heartbeat_at = @nowMs, status = 'running', note = NULL, updated_at = @now
+       WHERE id = @runId AND owner_token IS @expectedToken`,
+    ),
+    heartbeat: db.prepare(
+      `UPDATE runs SET heartbeat_at = @nowMs WHERE id = @runId AND owner_token = @token`,
+    ),
+    releaseRun: db.prepare(
+      `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = @now
+       WHERE id = @runId AND owner_token = @token`,
+    ),
+    interruptOrphan: db.prepare(
+      `UPDATE runs SET ${CLEAR_OWNER}, status = 'interrupted', note = @note, updated_at = @now
+       WHERE id = @runId AND owner_token = @token`,
+    ),
+
+    markInflight: db.prepare(
+      `INSERT OR IGNORE INTO inflight (run_id, sample_id, epoch) VALUES (?, ?, ?)`,
+    ),
+    clearInflight: db.prepare(
+      `DELETE FROM inflight WHERE run_id = ? AND sample_id = ? AND epoch = ?`,
+    ),
+    listInflight: db.prepare<{ sample_id: string; epoch: number }>(
+      `SELECT sample_id, epoch FROM inflight WHERE run_id = ? ORDER BY sample_id, epoch`,
+    ),
+
+    // Everything recordAttempts checks about one key, in one round trip.
+    keyState: db.prepare<{ inSnapshot: number; scored: number; next: number }>(
+      `SELECT
+         EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS inSnapshot,
+         EXISTS (SELECT 1 FROM attempts WHERE run_id = @runId AND sample_id = @sampleId
+           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
+         (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
+           WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
+    ),
+    insertAttempt: db.prepare(
+      `INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
+         input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
+         duration_ms, provenance_kind, provenance_source)
+       VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
+         @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
+         @durationMs, @provenanceKind, @provenanceSource)`,
+    ),
+    listAttempts: db
+      .prepare<AttemptRow>(
+        `SELECT ${ATTEMPT_COLUMNS} FROM attempts
+         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
+           AND (@epoch IS NULL OR epoch = @epoch)
+         ORDER BY sample_id, epoch, attempt`,
+      )
+      .raw(),
+    listAttemptHeads: db
+      .prepare<AttemptHeadRow>(
+        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts WHERE run_id = ?
+         ORDER BY sample_id, epoch, attempt`,
+      )
+      .raw(),
+  };
+}
+
+export type Statements = ReturnType<typeof prepareStatements>;

@@ -1,0 +1,215 @@
+import Database from "better-sqlite3";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describeStoreContract } from "./contract.js";
+import { draft, fingerprintOf, newRun, owner, sampleRecords } from "./contract/fixtures.js";
+import { loadMigrations, migrateSqlite } from "./migrate-sqlite.js";
+import { openSqliteStore } from "./sqlite.js";
+import type { SqliteDatabase } from "./sqlite-driver.js";
+import type { Store } from "./types.js";
+
+describeStoreContract("sqlite", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "stet-store-"));
+  const path = join(dir, "stet.db");
+  const store = openSqliteStore(path);
+  const opened: Store[] = [store];
+  const connect = async () => {
+    const another = openSqliteStore(path);
+    opened.push(another);
+    return another;
+  };
+  return {
+    store,
+    connect,
+    cleanup: async () => {
+      await Promise.all(opened.map((store) => store.close()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe("SQLite store", () => {
+  let dir: string;
+  let path: string;
+  const open: { close(): unknown }[] = [];
+  const track = <T extends { close(): unknown }>(handle: T): T => (open.push(handle), handle);
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "stet-sqlite-"));
+    path = join(dir, "nested", "dir", "stet.db");
+  });
+  afterEach(async () => {
+    for (const handle of open.splice(0)) await handle.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("creates the parent directory, uses WAL and reports its location", async () => {
+    const store = track(openSqliteStore(path));
+    await newRun(store);
+    expect(store).toMatchObject({ location: path, fallbackDir: join(dir, "nested", "dir") });
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    const raw = track(new Database(path));
+    expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+  });
+
+  it("keeps its data across reopening the file", async () => {
+    const first = openSqliteStore(path);
+    const { run, owner: me } = await newRun(first, { id: "kept" });
+    await first.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const before = await first.listAttempts(run.id);
+    await first.close();
+    const again = track(openSqliteStore(path));
+    expect(await again.getRun("kept")).toMatchObject({ id: "kept", owner: { token: me.token } });
+    expect(await again.listAttempts("kept")).toEqual(before);
+  });
+
+  it("applies migrations once; running them again is harmless", async () => {
+    track(openSqliteStore(path));
+    const raw = track(new Database(path));
+    const again = migrateSqlite(raw);
+    expect(again.map((m) => m.status)).toEqual(loadMigrations().map(() => "already-applied"));
+    expect(migrateSqlite(raw).every((m) => m.status === "already-applied")).toBe(true);
+    const versions = raw.prepare("SELECT version FROM schema_migrations ORDER BY version").all();
+    expect(versions).toEqual(loadMigrations().map((m) => ({ version: m.version })));
+  });
+
+  it("re-checks under the write lock: a migration another process applied first is skipped", () => {
+    const mine = track(new Database(join(dir, "raced.db")));
+    const theirs = track(new Database(mine.name));
+    let raced = false;
+    // Between our "is it applied?" read and our BEGIN IMMEDIATE, the other process migrates.
+    const racing: SqliteDatabase = {
+      prepare: (sql) => mine.prepare(sql),
+      pragma: (source) => mine.pragma(source),
+      close: () => mine.close(),
+      get inTransaction() {
+        return mine.inTransaction;
+      },
+      exec(sql) {
+        if (sql === "BEGIN IMMEDIATE" && !raced) {
+          raced = true;
+          migrateSqlite(theirs);
+        }
+        return mine.exec(sql);
+      },
+    };
+    expect(migrateSqlite(racing).map((m) => m.status)).toEqual(
+      loadMigrations().map(() => "already-applied"),
+    );
+    expect(raced).toBe(true);
+  });
+
+  it("refuses a store migrated by a newer stet", async () => {
+    track(openSqliteStore(path)).close();
+    const raw = new Database(path);
+    raw.prepare("INSERT INTO schema_migrations VALUES (999, 'future', 'now')").run();
+    raw.close();
+    expect(() => openSqliteStore(path)).toThrow(expect.objectContaining({ code: "E_STORE" }));
+  });
+
+  it.each([
+    ["UPDATE attempts SET output = '\"changed\"'", /immutable/],
+    ["DELETE FROM attempts", /never deleted/],
+  ])("aborts %s", async (sql, message) => {
+    const store = track(openSqliteStore(path));
+    const { run, owner: me } = await newRun(store);
+    await store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const before = await store.listAttempts(run.id);
+    const raw = track(new Database(path));
+    expect(() => raw.prepare(sql).run()).toThrow(message);
+    expect(await store.listAttempts(run.id)).toEqual(before);
+  });
+
+  it("never changes a stored attempt's bytes through a takeover and later writes", async () => {
+    const store = track(openSqliteStore(path));
+    const { run, owner: first } = await newRun(store);
+    await store.recordAttempts(run.id, first.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const raw = track(new Database(path));
+    const bytes = () => raw.prepare("SELECT * FROM attempts ORDER BY rowid LIMIT 1").raw().get();
+    const before = bytes();
+    const next = owner("next");
+    await store.claimRun(run.id, next, first.token);
+    await store.updateSamples(run.id, next.token, sampleRecords(["s1"], 2));
+    await store.recordAttempts(run.id, next.token, [
+      draft({ sampleId: "s1", epoch: 1 }, { fingerprint: fingerprintOf("s1", 2) }),
+      draft({ sampleId: "s2", epoch: 1 }),
+    ]);
+    await store.releaseRun(run.id, next.token, "completed");
+    expect(bytes()).toEqual(before);
+  });
+
+  it("works in memory", async () => {
+    const store = track(openSqliteStore(":memory:"));
+    const { run, owner: me } = await newRun(store);
+    await store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    expect(await store.countKeys(run.id)).toMatchObject({ scored: 1 });
+  });
+
+  it("computes heartbeat ages with its clock", async () => {
+    let now = Date.parse("2025-06-01T12:00:00.000Z");
+    const store = track(openSqliteStore(path, { now: () => now }));
+    const { run } = await newRun(store);
+    expect(run.owner).toMatchObject({ heartbeatAt: "2025-06-01T12:00:00.000Z", heartbeatAgeMs: 0 });
+    now += 31_000;
+    expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(31_000);
+  });
+
+  it("names a corrupt JSON column instead of returning a cast value", async () => {
+    const store = track(openSqliteStore(path));
+    const { run } = await newRun(store, { id: "bad" });
+    const raw = track(new Database(path));
+    raw.prepare(`UPDATE runs SET config = '{"epochs":"two"}' WHERE id = ?`).run(run.id);
+    await expect(store.getRun("bad")).rejects.toMatchObject({
+      code: "E_STORE",
+      message: expect.stringContaining("config of run bad"),
+    });
+  });
+
+  it("wraps driver failures as E_STORE", async () => {
+    const store = openSqliteStore(path);
+    await store.close();
+    await expect(store.getRun("any")).rejects.toMatchObject({ code: "E_STORE" });
+  });
+
+  describe("across processes", () => {
+    const child = (code: string) =>
+      promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code]);
+    const storeModule = new URL("./sqlite.ts", import.meta.url).href;
+
+    it("migrates a fresh file once when several processes open it at the same time", async () => {
+      const startAt = Date.now() + 1_500;
+      const code = `import { openSqliteStore } from ${JSON.stringify(storeModule)};
+        while (Date.now() < ${startAt}) await new Promise((r) => setTimeout(r, 1));
+        await openSqliteStore(${JSON.stringify(path)}).close();`;
+      await Promise.all(Array.from({ length: 4 }, () => child(code)));
+      const raw = track(new Database(path));
+      expect(raw.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({
+        n: loadMigrations().length,
+      });
+    });
+
+    it("lets exactly one of several processes claim an ownerless run", async () => {
+      const store = track(openSqliteStore(path));
+      const { owner: first } = await newRun(store, { id: "contested" });
+      await store.releaseRun("contested", first.token, "interrupted");
+      const startAt = Date.now() + 1_500;
+      const claims = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => {
+          const me = JSON.stringify(owner(`p${i}`));
+          return child(`import { openSqliteStore } from ${JSON.stringify(storeModule)};
+            const store = openSqliteStore(${JSON.stringify(path)});
+            while (Date.now() < ${startAt}) await new Promise((r) => setTimeout(r, 1));
+            process.stdout.write(String(await store.claimRun("contested", ${me}, null)));
+            await store.close();`);
+        }),
+      );
+      expect(claims.map((c) => c.stdout).filter((out) => out === "true")).toHaveLength(1);
+      expect(claims.map((c) => c.stdout).filter((out) => out === "false")).toHaveLength(3);
+    });
+  });
+});

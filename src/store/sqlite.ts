@@ -1,0 +1,331 @@
+import Database from "better-sqlite3";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { StetError, isStetError } from "../core/errors.js";
+import type {
+  Attempt,
+  AttemptDraft,
+  Key,
+  OwnerIdentity,
+  Run,
+  RunStatus,
+  SampleRecord,
+} from "../core/types.js";
+import {
+  alreadyScored,
+  checkDrafts,
+  checkNewRun,
+  checkUniqueSampleIds,
+  fenced,
+  illegalRelease,
+  invalidInput,
+  notInSnapshot,
+  runNotFound,
+} from "./checks.js";
+import { migrateSqlite } from "./migrate-sqlite.js";
+import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
+import { attemptMapper, attemptParams, toRun, toSampleRecord, type RunRow } from "./sqlite-rows.js";
+import { prepareStatements, type Statements } from "./sqlite-statements.js";
+import type {
+  AttemptFilter,
+  AttemptHead,
+  NewRun,
+  RunCounts,
+  RunFilter,
+  RunListing,
+  Store,
+} from "./types.js";
+
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's lock before failing (E_STORE). Default 10 s. */
+  busyTimeoutMs?: number;
+  /** The store's clock, in ms since the epoch: heartbeats and their ages use it. */
+  now?: () => number;
+}
+
+/**
+ * Opens (creating it and its directory if missing) a SQLite store file and migrates it.
+ * Several processes may open the same file: writes serialize on SQLite's lock.
+ *
+ * @example const store = openSqliteStore(".stet/stet.db");
+ */
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
+  const inMemory = path === ":memory:";
+  let db: Database.Database | undefined;
+  try {
+    if (!inMemory) mkdirSync(dirname(path), { recursive: true });
+    db = new Database(path);
+    configure(db, options.busyTimeoutMs ?? 10_000, inMemory);
+    migrateSqlite(db);
+  } catch (cause) {
+    db?.close();
+    if (isStetError(cause)) throw cause;
+    throw new StetError("E_STORE", `cannot open the store ${path}: ${messageOf(cause)}`, { cause });
+  }
+  return createSqliteStore(db, { location: path, fallbackDir: dirname(path), now: options.now });
+}
+
+function configure(db: SqliteDatabase, busyTimeoutMs: number, inMemory: boolean): void {
+  // Set first: the other pragmas and the migrations may have to wait for another process.
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+  if (!inMemory) {
+    const mode = db.pragma("journal_mode = WAL", { simple: true });
+    if (mode !== "wal") {
+      throw new StetError("E_STORE", `WAL journal mode unavailable (got ${String(mode)})`);
+    }
+  }
+  // FULL: a commit is on disk when recordAttempts resolves (guarantee 1). The engine batches
+  // attempts into group commits, so the fsync per commit is not per attempt.
+  db.pragma("synchronous = FULL");
+  db.pragma("foreign_keys = ON");
+}
+
+/**
+ * A Store over an open, migrated SQLite database (see openSqliteStore for the usual entry).
+ *
+ * `updatedAt` changes when the run's state changes (create, claim, release, interrupt, snapshot
+ * update), not on heartbeats: the owner's `heartbeatAt` says when it was last alive.
+ *
+ * @example createSqliteStore(db, { location: "test.db", fallbackDir: "." })
+ */
+export function createSqliteStore(
+  db: SqliteDatabase,
+  options: { location: string; fallbackDir: string; now?: (() => number) | undefined },
+): Store {
+  return new SqliteStore(db, options.location, options.fallbackDir, options.now ?? Date.now);
+}
+
+class SqliteStore implements Store {
+  private readonly s: Statements;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    readonly location: string,
+    readonly fallbackDir: string,
+    private readonly now: () => number,
+  ) {
+    this.s = prepareStatements(db);
+  }
+
+  async createRun(input: NewRun): Promise<Run> {
+    const { id, config, samples, owner } = input;
+    return this.guard(() => {
+      checkNewRun(input);
+      const nowMs = this.now();
+      immediate(this.db, () => {
+        if (this.s.getRun.get(id)) throw invalidInput(`a run with id "${id}" already exists`);
+        this.s.insertRun.run({
+          id,
+          evalName: config.evalName,
+          config: JSON.stringify(config),
+          sampleCount: samples.length,
+          now: new Date(nowMs).toISOString(),
+          nowMs,
+          ...ownerParams(owner),
+        });
+        for (const { sample, fingerprint } of samples) {
+          this.s.insertSample.run(id, sample.id, fingerprint, JSON.stringify(sample));
+        }
+      });
+      return this.requireRun(id);
+    });
+  }
+
+  async getRun(runId: string): Promise<Run | undefined> {
+    return this.guard(() => this.readRun(runId));
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
+    return this.guard(() => {
+      const rows = this.s.listRuns.all({
+        status: filter.status ?? null,
+        evalName: filter.evalName ?? null,
+        limit: filter.limit ?? -1,
+        offset: filter.offset ?? 0,
+      });
+      const nowMs = this.now();
+      return rows.map((row) => {
+        const run = toRun(row, nowMs);
+        return { run, counts: this.counts(run) };
+      });
+    });
+  }
+
+  async countKeys(runId: string): Promise<RunCounts> {
+    return this.guard(() => this.counts(this.requireRun(runId)));
+  }
+
+  async getSamples(runId: string): Promise<SampleRecord[]> {
+    return this.guard(() => {
+      this.requireRun(runId);
+      return this.s.getSamples.all(runId).map((row) => toSampleRecord(row, runId));
+    });
+  }
+
+  async updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void> {
+    return this.guard(() => {
+      checkUniqueSampleIds(records);
+      immediate(this.db, () => {
+        this.fence(runId, token);
+        for (const { sample, fingerprint } of records) {
+          const { changes } = this.s.updateSample.run(
+            fingerprint,
+            JSON.stringify(sample),
+            runId,
+            sample.id,
+          );
+          if (changes === 0) throw notInSnapshot(runId, sample.id);
+        }
+        this.s.touchRun.run(new Date(this.now()).toISOString(), runId);
+      });
+    });
+  }
+
+  async claimRun(
+    runId: string,
+    owner: OwnerIdentity,
+    expectedToken: string | null,
+  ): Promise<boolean> {
+    return this.guard(() => {
+      const nowMs = this.now();
+      const { changes } = this.s.claimRun.run({
+        runId,
+        expectedToken,
+        nowMs,
+        now: new Date(nowMs).toISOString(),
+        ...ownerParams(owner),
+      });
+      return changes === 1;
+    });
+  }
+
+  async heartbeat(runId: string, token: string): Promise<boolean> {
+    return this.guard(
+      () => this.s.heartbeat.run({ runId, token, nowMs: this.now() }).changes === 1,
+    );
+  }
+
+  async releaseRun(
+    runId: string,
+    token: string,
+    status: RunStatus,
+    note?: string,
+  ): Promise<boolean> {
+    return this.guard(() => {
+      if (status === "running") throw illegalRelease(runId);
+      const now = new Date(this.now()).toISOString();
+      return this.s.releaseRun.run({ runId, token, status, note: note ?? null, now }).changes === 1;
+    });
+  }
+
+  async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {
+    return this.guard(() => {
+      const now = new Date(this.now()).toISOString();
+      return this.s.interruptOrphan.run({ runId, token: expectedToken, note, now }).changes === 1;
+    });
+  }
+
+  async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
+    return this.guard(() =>
+      immediate(this.db, () => {
+        this.fence(runId, token);
+        for (const key of keys) {
+          this.requireSample(runId, key.sampleId);
+          this.s.markInflight.run(runId, key.sampleId, key.epoch);
+        }
+      }),
+    );
+  }
+
+  async listInflight(runId: string): Promise<Key[]> {
+    return this.guard(() =>
+      this.s.listInflight.all(runId).map((row) => ({ sampleId: row.sample_id, epoch: row.epoch })),
+    );
+  }
+
+  async recordAttempts(runId: string, token: string, drafts: AttemptDraft[]): Promise<Attempt[]> {
+    return this.guard(() => {
+      checkDrafts(drafts);
+      return immediate(this.db, () => {
+        this.fence(runId, token);
+        return drafts.map((draft) => this.insertAttempt(runId, draft));
+      });
+    });
+  }
+
+  async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
+    return this.guard(() =>
+      this.s.listAttempts
+        .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
+        .map(attemptMapper(runId).full),
+    );
+  }
+
+  async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
+    return this.guard(() => this.s.listAttemptHeads.all(runId).map(attemptMapper(runId).head));
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
+  private insertAttempt(runId: string, draft: AttemptDraft): Attempt {
+    const { sampleId, epoch, fingerprint } = draft;
+    const state = this.s.keyState.get({ runId, sampleId, epoch, fingerprint });
+    if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
+    if (state.scored) throw alreadyScored(runId, sampleId, epoch);
+    this.s.insertAttempt.run(attemptParams(runId, state.next, draft));
+    this.s.clearInflight.run(runId, sampleId, epoch);
+    return { ...draft, runId, attempt: state.next };
+  }
+
+  /** Must run inside an IMMEDIATE transaction: the token read then holds until commit. */
+  private fence(runId: string, token: string): void {
+    const row = this.s.ownerToken.get(runId);
+    if (!row) throw runNotFound(runId);
+    if (row.owner_token !== token) throw fenced(runId);
+  }
+
+  private requireSample(runId: string, sampleId: string): void {
+    if (!this.s.sampleFingerprint.get(runId, sampleId)) throw notInSnapshot(runId, sampleId);
+  }
+
+  private readRun(runId: string): Run | undefined {
+    const row: RunRow | undefined = this.s.getRun.get(runId);
+    return row && toRun(row, this.now());
+  }
+
+  private requireRun(runId: string): Run {
+    const run = this.readRun(runId);
+    if (!run) throw runNotFound(runId);
+    return run;
+  }
+
+  private counts(run: Run): RunCounts {
+    const epochs = run.config.epochs;
+    const row = this.s.countKeys.get({ runId: run.id, epochs });
+    const withAttempts = row?.keys ?? 0;
+    const scored = row?.scored ?? 0;
+    const total = run.sampleCount * epochs;
+    return { total, scored, errored: withAttempts - scored, remaining: total - scored };
+  }
+
+  /** Driver failures (busy, disk full, closed) become E_STORE, which the engine may retry. */
+  private guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (cause) {
+      if (isStetError(cause)) throw cause;
+      throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
+    }
+  }
+}
+
+function ownerParams(owner: OwnerIdentity) {
+  return { host: owner.host, pid: owner.pid, token: owner.token };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
