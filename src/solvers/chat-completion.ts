@@ -1,0 +1,256 @@
+import { z } from "zod";
+import type { Json } from "../core/json.js";
+import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
+import type { Backoff } from "./backoff.js";
+import { bareModel } from "./model-name.js";
+import { SolverError } from "./solver-error.js";
+import type { SolverErrorType } from "./solver-error.js";
+
+/** One chat message; extra members (name, tool_call_id, …) are passed through. */
+export type ChatMessage = { role: string; content: Json } & { [key: string]: Json };
+
+/** Where and how to reach an OpenAI-compatible endpoint. */
+export interface ChatEndpoint {
+  /** Defaults to env OPENAI_BASE_URL, else https://api.openai.com/v1. */
+  baseURL?: string;
+  /** Defaults to env OPENAI_API_KEY; no Authorization header when neither is set. */
+  apiKey?: string;
+  /** Extra request headers (they override the defaults). */
+  headers?: Record<string, string>;
+  /** Per HTTP request, in milliseconds. Default 300 000. */
+  timeoutMs?: number;
+  /** Retries after the first request on 429, 5xx, network errors and timeouts. Default 5. */
+  maxRetries?: number;
+  backoff?: Partial<Backoff>;
+}
+
+export interface ChatRequest extends ChatEndpoint {
+  /** A model id; a `provider:` prefix such as `openai:` is dropped. */
+  model: string;
+  messages: ChatMessage[];
+  temperature?: number;
+  maxTokens?: number;
+  /** Extra request-body fields (seed, top_p, response_format, …). */
+  params?: Record<string, Json>;
+  signal?: AbortSignal;
+}
+
+export interface ChatCompletion {
+  /** The assistant's text ("" when the reply had no content). */
+  content: string;
+  /** The model id sent to the endpoint. */
+  model: string;
+  usage?: { inputTokens: number; outputTokens: number };
+  /** HTTP requests made, retries included. */
+  requests: number;
+}
+
+export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+const responseSchema = z.object({
+  choices: z
+    .array(z.object({ message: z.object({ content: z.string().nullish() }).loose() }).loose())
+    .min(1),
+  usage: z
+    .object({
+      prompt_tokens: z.number().nonnegative(),
+      completion_tokens: z.number().nonnegative(),
+    })
+    .loose()
+    .nullish(),
+});
+
+const errorBodySchema = z.object({
+  error: z.union([
+    z.string(),
+    z.object({ message: z.string().optional(), code: z.unknown().optional() }).loose(),
+  ]),
+});
+
+type Failure = { type: SolverErrorType; message: string; status?: number; retryAfterMs?: number };
+
+/**
+ * Resolves the endpoint of a request: the explicit values, else the environment.
+ *
+ * @example resolveEndpoint({}).apiKeyEnv // "OPENAI_API_KEY"
+ */
+export function resolveEndpoint(endpoint: ChatEndpoint): {
+  baseURL: string;
+  apiKey: string | undefined;
+  apiKeyEnv: "OPENAI_API_KEY" | "explicit";
+} {
+  const baseURL = (endpoint.baseURL ?? process.env.OPENAI_BASE_URL ?? DEFAULT_BASE_URL).replace(
+    /\/+$/,
+    "",
+  );
+  if (endpoint.apiKey !== undefined)
+    return { baseURL, apiKey: endpoint.apiKey, apiKeyEnv: "explicit" };
+  return { baseURL, apiKey: process.env.OPENAI_API_KEY || undefined, apiKeyEnv: "OPENAI_API_KEY" };
+}
+
+/**
+ * One chat completion against an OpenAI-compatible `/chat/completions` endpoint, retried with
+ * exponential backoff and full jitter on 429, 5xx, network errors and per-request timeouts
+ * (honouring Retry-After). Aborting `signal` rejects at once with its reason, also mid-backoff.
+ * Exhausted retries or a non-retryable status throw a SolverError that names the endpoint
+ * and status, never the key.
+ *
+ * @example
+ * const reply = await chatCompletion({ model: "gpt-4o-mini", messages: [{ role: "user", content: "2+2?" }] });
+ * reply.content; // "4"
+ */
+export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
+  const { baseURL, apiKey } = resolveEndpoint(request);
+  const url = `${baseURL}/chat/completions`;
+  const model = bareModel(request.model);
+  const maxRetries = request.maxRetries ?? 5;
+  const backoff = { ...defaultBackoff, ...request.backoff };
+  const init = {
+    method: "POST",
+    headers: requestHeaders(apiKey, request.headers),
+    body: JSON.stringify(requestBody(model, request)),
+  };
+  const where = `POST ${redactUrl(url)} (model ${model})`;
+  for (let retry = 0; ; retry++) {
+    const result = await attempt(url, init, request.timeoutMs ?? 300_000, request.signal, apiKey);
+    if (!("type" in result)) return { ...result, model, requests: retry + 1 };
+    const retryable = result.type === "timeout" || isRetryableStatus(result.status);
+    if (!retryable || retry >= maxRetries) {
+      const tries = retry + 1 === 1 ? "" : ` after ${retry + 1} attempts`;
+      throw new SolverError(result.type, `${where} failed${tries}: ${result.message}`, {
+        ...(result.status === undefined ? {} : { status: result.status }),
+      });
+    }
+    await sleep(retryDelayMs(retry, backoff, result.retryAfterMs), request.signal);
+  }
+}
+
+async function attempt(
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  apiKey: string | undefined,
+): Promise<Omit<ChatCompletion, "model" | "requests"> | Failure> {
+  if (signal?.aborted) throw abortReason(signal);
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  try {
+    const response = await fetch(url, { ...init, signal: controller.signal });
+    const text = await response.text();
+    if (!response.ok) {
+      const retryAfterMs = parseRetryAfter(response.headers);
+      return {
+        type: "provider",
+        status: response.status,
+        message: `HTTP ${response.status}${serverSays(text, apiKey)}`,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      };
+    }
+    return parseCompletion(text, apiKey);
+  } catch (error) {
+    if (signal?.aborted) throw abortReason(signal);
+    if (timedOut) return { type: "timeout", message: `no response within ${timeoutMs} ms` };
+    return { type: "provider", message: `network error: ${networkCause(error)}` };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+function parseCompletion(
+  text: string,
+  apiKey: string | undefined,
+): Omit<ChatCompletion, "model" | "requests"> | Failure {
+  const json = safeJson(text);
+  const parsed = responseSchema.safeParse(json);
+  if (parsed.success) {
+    const { choices, usage } = parsed.data;
+    return {
+      content: choices[0]?.message.content ?? "",
+      ...(usage == null
+        ? {}
+        : { usage: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+    };
+  }
+  // Some gateways (OpenRouter) report upstream failures as a 200 whose body is an error.
+  const failure = errorBodySchema.safeParse(json);
+  if (failure.success && typeof failure.data.error === "object") {
+    const code = failure.data.error.code;
+    return {
+      type: "provider",
+      status: typeof code === "number" ? code : 200,
+      message: `error in response body${serverSays(text, apiKey)}`,
+    };
+  }
+  return { type: "provider", status: 200, message: "malformed chat completion response" };
+}
+
+function requestHeaders(apiKey: string | undefined, extra: Record<string, string> = {}): Headers {
+  const headers = new Headers({ "content-type": "application/json" });
+  if (apiKey) headers.set("authorization", `Bearer ${apiKey}`);
+  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+  return headers;
+}
+
+function requestBody(model: string, request: ChatRequest): Record<string, Json> {
+  // OpenAI's reasoning models reject max_tokens; most other servers only know max_tokens.
+  const maxTokensField = /^(o\d|gpt-5)/.test(model) ? "max_completion_tokens" : "max_tokens";
+  return {
+    model,
+    messages: request.messages,
+    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    ...(request.maxTokens === undefined ? {} : { [maxTokensField]: request.maxTokens }),
+    ...request.params,
+  };
+}
+
+function isRetryableStatus(status: number | undefined): boolean {
+  return status === undefined || status === 429 || status >= 500;
+}
+
+function serverSays(text: string, apiKey: string | undefined): string {
+  const body = errorBodySchema.safeParse(safeJson(text));
+  const error = body.success ? body.data.error : undefined;
+  let detail = typeof error === "string" ? error : (error?.message ?? text);
+  detail = detail.replace(/\s+/g, " ").trim().slice(0, 300);
+  if (apiKey) detail = detail.replaceAll(apiKey, "***");
+  return detail === "" ? "" : `: ${detail}`;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function networkCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause === undefined ? error.message : `${error.message} (${cause})`;
+}
+
+/**
+ * A URL without user info, for messages and recorded configuration.
+ *
+ * @example redactUrl("https://u:secret@host/v1") // "https://***@host/v1"
+ */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.username === "" && parsed.password === "") return url;
+    parsed.username = "***";
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,100 @@
+import { z } from "zod";
+import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
+import { jsonSchema } from "../core/json.js";
+import type { Json } from "../core/json.js";
+import type { Sample, Usage } from "../core/types.js";
+import { chatCompletion, redactUrl, resolveEndpoint } from "./chat-completion.js";
+import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
+import { bareModel } from "./model-name.js";
+import { costUsd } from "./prices.js";
+import type { Price } from "./prices.js";
+import { SolverError } from "./solver-error.js";
+
+export interface ChatSolverOptions extends ChatEndpoint {
+  /** E.g. "gpt-4o-mini" or "openai:gpt-4o-mini"; the run's `--model` overrides it. */
+  model: string;
+  /** Prepended as a system message unless the sample's messages already have one. */
+  system?: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** USD per 1M tokens; overrides the built-in price table. */
+  prices?: Price;
+  /** Extra request-body fields (seed, top_p, response_format, …). */
+  params?: Record<string, Json>;
+}
+
+const messagesSchema = z.array(z.object({ role: z.string().min(1), content: jsonSchema }).loose());
+
+/**
+ * A solver that sends each sample to an OpenAI-compatible chat-completions endpoint (OpenAI,
+ * vLLM, Ollama, llama.cpp, OpenRouter). The sample's `input` is the user message, or an array
+ * of `{ role, content }` messages. Records token usage and, when the price is known, cost.
+ *
+ * @example
+ * solvers.chat({ model: "openai:gpt-4o-mini", system: "Answer with a number.", temperature: 0 });
+ */
+export function chat(options: ChatSolverOptions): SolverFn {
+  const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
+    const model = bareModel(ctx.model ?? options.model);
+    const messages = toMessages(sample, options.system);
+    const reply = await chatCompletion({ ...options, model, messages, signal: ctx.signal });
+    const transcript: Json = [...messages, { role: "assistant", content: reply.content }];
+    return {
+      output: reply.content,
+      transcript,
+      ...(reply.usage === undefined ? {} : { usage: withCost(model, reply.usage, options.prices) }),
+    };
+  };
+  solver.describe = () => describeChat(options);
+  return solver;
+}
+
+function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
+  const { input } = sample;
+  let messages: ChatMessage[];
+  if (typeof input === "string") {
+    messages = [{ role: "user", content: input }];
+  } else {
+    const parsed = messagesSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new SolverError(
+        "solver",
+        `sample "${sample.id}": the chat solver needs an input that is a string or an array of { role, content } messages`,
+      );
+    }
+    messages = parsed.data as ChatMessage[];
+  }
+  if (system === undefined || messages.some((m) => m.role === "system")) return messages;
+  return [{ role: "system", content: system }, ...messages];
+}
+
+function withCost(
+  model: string,
+  tokens: { inputTokens: number; outputTokens: number },
+  price: Price | undefined,
+): Usage {
+  const cost = costUsd(model, tokens, price);
+  return cost === undefined ? { ...tokens } : { ...tokens, costUsd: cost };
+}
+
+function describeChat(options: ChatSolverOptions): Record<string, Json> {
+  const { baseURL, apiKeyEnv } = resolveEndpoint(options);
+  const description: Record<string, Json | undefined> = {
+    kind: "chat",
+    model: bareModel(options.model),
+    baseURL: redactUrl(baseURL),
+    apiKeyEnv,
+    system: options.system,
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    prices: options.prices === undefined ? undefined : { ...options.prices },
+    params: options.params,
+    // Header values may carry credentials; only their names are recorded.
+    headers: options.headers === undefined ? undefined : Object.keys(options.headers),
+  };
+  return Object.fromEntries(
+    Object.entries(description).filter((entry): entry is [string, Json] => entry[1] !== undefined),
+  );
+}

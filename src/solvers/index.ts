@@ -1,0 +1,19 @@
+import { chat } from "./chat.js";
+import { command } from "./command.js";
+
+/** The built-in solvers. Any `async (sample, ctx) => output` function is a solver too. */
+export const solvers = { chat, command };
+
+export { chat, command };
+export type { ChatSolverOptions } from "./chat.js";
+export type { CommandSolverOptions } from "./command.js";
+export { chatCompletion, resolveEndpoint, redactUrl, DEFAULT_BASE_URL } from "./chat-completion.js";
+export type { ChatCompletion, ChatEndpoint, ChatMessage, ChatRequest } from "./chat-completion.js";
+export { defaultBackoff, parseRetryAfter, retryDelayMs } from "./backoff.js";
+export type { Backoff } from "./backoff.js";
+export { bareModel } from "./model-name.js";
+export { costUsd, knownPrices, priceFor } from "./prices.js";
+export type { Price } from "./prices.js";
+export { normalizeSolverReturn } from "../core/normalize.js";
+export { SolverError, isSolverError } from "./solver-error.js";
+export type { SolverErrorType } from "./solver-error.js";
