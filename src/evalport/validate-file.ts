@@ -1,0 +1,84 @@
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { StetError } from "../core/errors.js";
+import { parseJson } from "./parse-json.js";
+import { suiteGraderIds } from "./suite-rules.js";
+import { validateDocument } from "./validate-document.js";
+import { validateJsonLines } from "./validate-json-lines.js";
+import {
+  type DocumentKind,
+  type ValidationError,
+  type ValidationResult,
+  isObject,
+} from "./validation-types.js";
+
+/**
+ * Validates an EvalPort file: a `.json` suite, test case or ResultSet, or a `.jsonl` of Results
+ * or test cases (each line validated; errors carry `file` and `line`). A suite's
+ * `test_cases_file` is read too, relative to the suite, and its lines are checked against the
+ * suite's graders. Malformed JSON is an error naming the line and column. Invalid input is
+ * returned as data; only a file that cannot be read throws (`StetError` `E_INVALID_INPUT`).
+ *
+ * @example
+ * const result = await validateFile("results.json");
+ * if (!result.valid) for (const e of result.errors) console.error(formatValidationError(e));
+ */
+export async function validateFile(
+  path: string,
+  options: { kind?: DocumentKind | "auto" } = {},
+): Promise<ValidationResult> {
+  const text = await readText(path);
+  if (/\.(jsonl|ndjson)$/i.test(path)) return validateJsonLines(text, { file: path, ...options });
+  const parsed = parseJson(text);
+  const kind = options.kind === "auto" ? undefined : options.kind;
+  if (!parsed.ok) {
+    const { line, column } = parsed;
+    const message = `not valid JSON: ${parsed.message}`;
+    return {
+      valid: false,
+      kind,
+      errors: [{ path: "", code: "json.syntax", message, file: path, line, column }],
+    };
+  }
+  const result = validateDocument(parsed.value, kind ?? "auto");
+  const errors: ValidationError[] = result.errors.map((e) => ({ ...e, file: path }));
+  if (result.kind === "suite" && isObject(parsed.value)) {
+    errors.push(...(await testCasesFileErrors(path, parsed.value)));
+  }
+  return { valid: errors.length === 0, kind: result.kind, errors };
+}
+
+async function testCasesFileErrors(
+  suitePath: string,
+  suite: Record<string, unknown>,
+): Promise<ValidationError[]> {
+  const file = suite.test_cases_file;
+  if (typeof file !== "string" || suite.test_cases !== undefined) return [];
+  const casesPath = resolve(dirname(suitePath), file);
+  let text: string;
+  try {
+    text = await readText(casesPath);
+  } catch (error) {
+    const message = `test_cases_file ${JSON.stringify(file)}: ${(error as Error).message}`;
+    return [
+      {
+        path: "/test_cases_file",
+        code: "suite.test_cases_file_unreadable",
+        message,
+        file: suitePath,
+      },
+    ];
+  }
+  const graderIds = suiteGraderIds(suite);
+  return validateJsonLines(text, { file: casesPath, kind: "testcase", graderIds }).errors;
+}
+
+async function readText(path: string): Promise<string> {
+  try {
+    const text = await readFile(path, "utf8");
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause: error });
+  }
+}

@@ -1,0 +1,64 @@
+import { detectKind } from "./detect-kind.js";
+import { parseJson } from "./parse-json.js";
+import { type LocatedTestCase, testCaseSetErrors } from "./suite-rules.js";
+import { validateDocument } from "./validate-document.js";
+import type { DocumentKind, ValidationError, ValidationResult } from "./validation-types.js";
+
+export interface JsonLinesOptions {
+  /** Named in each error's `file`. */
+  file?: string;
+  /** What every line is; by default told from the first line that parses. */
+  kind?: DocumentKind | "auto";
+  /** The suite's grader ids, to check the test cases' references (a suite's test_cases_file). */
+  graderIds?: ReadonlySet<string>;
+}
+
+/**
+ * Validates JSON Lines: one Result (stet's `--output` file) or one test case (a suite's
+ * `test_cases_file`) per line. Each error carries its 1-based `line`; paths are JSON Pointers
+ * within that line's document. Blank lines are skipped; a line that is not JSON is a
+ * `json.syntax` error naming its line and column. Test case ids must be unique across lines.
+ *
+ * @example validateJsonLines('{"test_case_id":"a","passed":true,"grader_results":[]}\n{oops\n', { file: "r.jsonl" })
+ * // { valid: false, kind: "result", errors: [{ file: "r.jsonl", line: 2, column: 2, code: "json.syntax", ... }] }
+ */
+export function validateJsonLines(text: string, options: JsonLinesOptions = {}): ValidationResult {
+  const { file } = options;
+  let kind = options.kind === "auto" ? undefined : options.kind;
+  const errors: ValidationError[] = [];
+  const testCases: LocatedTestCase[] = [];
+  let records = 0;
+  text.split("\n").forEach((raw, index) => {
+    const line = index + 1;
+    if (raw.trim() === "") return;
+    records++;
+    const where = { ...(file !== undefined && { file }), line };
+    const parsed = parseJson(raw);
+    if (!parsed.ok) {
+      const message = `line ${line} is not JSON: ${parsed.message}`;
+      errors.push({ path: "", code: "json.syntax", message, ...where, column: parsed.column });
+      return;
+    }
+    kind ??= detectKind(parsed.value);
+    const result = validateDocument(parsed.value, kind ?? "auto");
+    errors.push(...result.errors.map((e) => ({ ...e, ...where })));
+    if (kind === "testcase") testCases.push({ value: parsed.value, path: "", ...where });
+  });
+  if (records === 0) {
+    errors.push({ path: "", code: "file.empty", message: "no JSON lines", ...(file && { file }) });
+  }
+  // validateDocument already checked each line's own inline graders; keep only the cross-line
+  // findings (duplicate ids, dangling references) from the set check.
+  const crossLine = testCaseSetErrors(testCases, options.graderIds).filter(
+    (e) => e.code === "suite.duplicate_test_case_id" || e.code === "suite.dangling_grader_ref",
+  );
+  errors.push(...crossLine);
+  return { valid: errors.length === 0, kind, errors: sortByLine(errors) };
+}
+
+function sortByLine(errors: ValidationError[]): ValidationError[] {
+  return errors
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => (a.e.line ?? Infinity) - (b.e.line ?? Infinity) || a.i - b.i)
+    .map(({ e }) => e);
+}
