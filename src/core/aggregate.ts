@@ -64,7 +64,7 @@ export function aggregate(
         current = outcome.sampleId;
       }
       const score = outcome.scores.find((s) => s.scorer === scorer);
-      if (score) values.push(score.value);
+      if (score && score.value !== null) values.push(score.value);
     }
     close();
     return { scorer, ...meanAndStderr(perSample), samples: perSample.length };

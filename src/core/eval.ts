@@ -26,10 +26,14 @@ export interface SolverFn {
   describe?: () => Record<string, Json>;
 }
 
-/** What a scorer may return: a number in [0, 1], a boolean, or a value with details. */
+/**
+ * What a scorer may return: a number in [0, 1], a boolean, a value with details, or a skip
+ * (`{ value: null, skipped: "unsupported_grader_type" }`) that metrics leave out.
+ */
 export type ScoreValue =
   | number
   | boolean
+  | { value: null; skipped: string; explanation?: string; metadata?: Record<string, Json> }
   | {
       value: number | boolean;
       answer?: string;

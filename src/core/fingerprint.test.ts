@@ -1,5 +1,11 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { contentId, contentIdFromFingerprint, fingerprintSample } from "./fingerprint.js";
+import {
+  contentId,
+  contentIdFromFingerprint,
+  fingerprintSample,
+  sha256Hex,
+} from "./fingerprint.js";
 
 const base = { input: [{ role: "user", content: "2+2" }], target: "4", metadata: { a: 1, b: 2 } };
 
@@ -32,6 +38,23 @@ describe("fingerprintSample", () => {
     ["a number for a string", { ...base, target: 4 }],
   ])("changes with %s", (_, changed) => {
     expect(fingerprintSample(changed)).not.toBe(fingerprintSample(base));
+  });
+});
+
+describe("sha256Hex", () => {
+  it.each(["", "abc", "naïve — 数学 🎲", '{"input":"2+2"}'])(
+    "equals node:crypto's digest for %j",
+    (text) => {
+      expect(sha256Hex(text)).toBe(createHash("sha256").update(text).digest("hex"));
+    },
+  );
+
+  it("can be swapped for node:crypto's without changing a fingerprint", () => {
+    const nodeHash = (text: string) => createHash("sha256").update(text).digest("hex");
+    const unicode = { input: "¿Cuánto es 2+2? 🤔", metadata: { nested: [{ ü: null }] } };
+    for (const sample of [base, unicode]) {
+      expect(fingerprintSample(sample, nodeHash)).toBe(fingerprintSample(sample));
+    }
   });
 });
 

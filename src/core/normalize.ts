@@ -35,6 +35,12 @@ export function normalizeSolverReturn(value: SolverReturn | undefined): SolverRe
  */
 export function normalizeScore(scorer: string, value: ScoreValue): Score {
   const details = typeof value === "object" && value !== null ? value : { value };
+  if (details.value === null && "skipped" in details && typeof details.skipped === "string") {
+    const skip: Score = { scorer, value: null, skipped: details.skipped };
+    if (details.explanation !== undefined) skip.explanation = details.explanation;
+    if (details.metadata !== undefined) skip.metadata = details.metadata;
+    return skip;
+  }
   const raw = details.value;
   const number = typeof raw === "boolean" ? (raw ? 1 : 0) : raw;
   if (typeof number !== "number" || !Number.isFinite(number) || number < 0 || number > 1) {

@@ -29,10 +29,14 @@ export interface Usage {
   costUsd?: number;
 }
 
-/** What one scorer said about one attempt. `value` is in [0, 1]. */
+/**
+ * What one scorer said about one attempt. `value` is in [0, 1], or null when the scorer did not
+ * score (an unsupported EvalPort grader type): then `skipped` says why, and metrics leave it out.
+ */
 export interface Score {
   scorer: string;
-  value: number;
+  value: number | null;
+  skipped?: string;
   answer?: string;
   explanation?: string;
   metadata?: Record<string, Json>;

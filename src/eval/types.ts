@@ -9,10 +9,7 @@ export type DatasetRow = Record<string, Json>;
 export type SampleInput = Omit<Sample, "id"> & { id?: string | number };
 
 export type DatasetSource<Row = DatasetRow> =
-  | string
-  | readonly Row[]
-  | Iterable<Row>
-  | AsyncIterable<Row>;
+  string | readonly Row[] | Iterable<Row> | AsyncIterable<Row>;
 
 /** What `defineEval` accepts. */
 export interface EvalDefinition<Row = DatasetRow> {

@@ -1,0 +1,196 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contentId, fingerprintSample } from "../core/fingerprint.js";
+import type { DatasetRow } from "../eval/types.js";
+import { loadSamples } from "./load-samples.js";
+
+const humaneval = fileURLToPath(
+  new URL("../../../shared/datasets/humaneval.jsonl", import.meta.url),
+);
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "stet-samples-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function write(name: string, text: string): Promise<string> {
+  await writeFile(join(dir, name), text);
+  return join(dir, name);
+}
+
+const chat = {
+  input: [{ role: "user", content: "2+2" }],
+  target: "4",
+  metadata: { level: "easy" },
+};
+const rows = [
+  { id: "a", input: "1+1", target: "2" },
+  { id: 7, ...chat },
+  { input: "3+3", target: "6" },
+];
+
+describe("loadSamples", () => {
+  it("reads JSONL, JSON and CSV files relative to baseDir into the same samples", async () => {
+    const jsonl = rows.map((row) => JSON.stringify(row)).join("\n");
+    await write("rows.jsonl", jsonl);
+    await write("rows.json", JSON.stringify(rows));
+    const fromJsonl = await loadSamples("rows.jsonl", { baseDir: dir });
+    expect(fromJsonl.map((r) => r.sample)).toEqual([
+      { id: "a", input: "1+1", target: "2" },
+      { id: "7", ...chat },
+      { id: contentId({ input: "3+3", target: "6" }), input: "3+3", target: "6" },
+    ]);
+    expect(fromJsonl[1]?.fingerprint).toBe(fingerprintSample(chat));
+    expect(await loadSamples("rows.json", { baseDir: dir })).toEqual(fromJsonl);
+  });
+
+  it("gathers CSV metadata.* columns into metadata", async () => {
+    await write("rows.csv", 'id,input,target,metadata.level\na,"1+1, quickly",2,easy\n');
+    const [record] = await loadSamples("rows.csv", { baseDir: dir });
+    expect(record?.sample).toEqual({
+      id: "a",
+      input: "1+1, quickly",
+      target: "2",
+      metadata: { level: "easy" },
+    });
+  });
+
+  it("derives missing ids from content, not position", async () => {
+    const unnamed = Array.from({ length: 20 }, (_, i) => ({ input: `q${i}`, target: `${i}` }));
+    const shuffled = [...unnamed].reverse();
+    const idsOf = async (source: DatasetRow[]) =>
+      new Map(
+        (await loadSamples(source, { baseDir: dir })).map((r) => [r.sample.input, r.sample.id]),
+      );
+    expect(await idsOf(shuffled)).toEqual(await idsOf(unnamed));
+  });
+
+  it("keeps dataset order", async () => {
+    const ordered = ["z", "a", "m"].map((id) => ({ id, input: id }));
+    const records = await loadSamples(ordered, { baseDir: dir });
+    expect(records.map((r) => r.sample.id)).toEqual(["z", "a", "m"]);
+  });
+
+  it("rejects duplicate ids naming both rows", async () => {
+    const file = await write(
+      "dup.jsonl",
+      '{"id":1,"input":"a"}\n{"id":2,"input":"b"}\n{"id":"1","input":"c"}\n',
+    );
+    const loading = loadSamples(file, { baseDir: dir });
+    await expect(loading).rejects.toMatchObject({
+      code: "E_DUPLICATE_ID",
+      message: `duplicate sample id "1": ${file}:1 and ${file}:3`,
+    });
+  });
+
+  it("treats two id-less rows with the same content as duplicates", async () => {
+    const same = [{ input: "x" }, { input: "y" }, { input: "x" }];
+    await expect(loadSamples(same, { baseDir: dir })).rejects.toMatchObject({
+      code: "E_DUPLICATE_ID",
+      message: expect.stringMatching(/dataset\[0\] and dataset\[2\] \(neither row has an id/),
+    });
+  });
+
+  it("applies the sample(row) mapper", async () => {
+    const source = [{ question: "2+2", answer: 4, topic: "sums" }];
+    const records = await loadSamples(source, {
+      baseDir: dir,
+      mapper: (row) => ({
+        id: `q-${row.question}`,
+        input: row.question,
+        target: String(row.answer),
+      }),
+    });
+    expect(records[0]?.sample).toEqual({ id: "q-2+2", input: "2+2", target: "4" });
+  });
+
+  it("names the row when the mapper throws", async () => {
+    const file = await write("mapped.jsonl", '{"q":"a"}\n{"nothing":1}\n');
+    const mapper = (row: DatasetRow) => {
+      if (row.q === undefined) throw new Error("no q column");
+      return { input: row.q };
+    };
+    await expect(loadSamples(file, { baseDir: dir, mapper })).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: `${file}:2: sample(row) threw: no q column`,
+    });
+  });
+
+  it.each([
+    ["undefined", undefined],
+    ["a Promise", Promise.resolve({ input: "x" })],
+  ])("rejects a mapper that returns %s", async (got, value) => {
+    const loading = loadSamples([{ q: "x" }], { baseDir: dir, mapper: () => value as never });
+    await expect(loading).rejects.toThrow(
+      `dataset[0]: sample(row) returned ${got}; it must return`,
+    );
+  });
+
+  it.each([
+    ["a missing input", { target: "x" }, "dataset[0]: input: required"],
+    ["an unknown column", { input: "x", answer: "y" }, 'dataset[0]: unknown field "answer"'],
+    ["an empty id", { id: "", input: "x" }, "dataset[0]: id: "],
+    [
+      "a non-object metadata",
+      { input: "x", metadata: [1] },
+      "dataset[0]: metadata: expected an object",
+    ],
+    [
+      "a NaN deep in the input",
+      { input: { a: [1, NaN] } },
+      "dataset[0]: input.a.1: NaN is not JSON",
+    ],
+    ["a Date", { input: "x", metadata: { at: new Date(0) } }, "metadata.at: a Date is not JSON"],
+    ["a row that is not an object", "just text", "dataset[0]: sample: "],
+  ])("rejects %s, naming the row and field", async (_, row, message) => {
+    const loading = loadSamples([row as DatasetRow], { baseDir: dir });
+    await expect(loading).rejects.toMatchObject({ code: "E_DATASET" });
+    await expect(loading).rejects.toThrow(message);
+  });
+
+  it("reads sync and async iterables", async () => {
+    function* sync() {
+      yield { input: "a" };
+      yield { input: "b" };
+    }
+    async function* asynchronous() {
+      yield { input: "a" };
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      yield { input: "b" };
+    }
+    const fromSync = await loadSamples(sync(), { baseDir: dir });
+    const fromAsync = await loadSamples(asynchronous(), { baseDir: dir });
+    expect(fromAsync).toEqual(fromSync);
+    expect(fromAsync.map((r) => r.sample.input)).toEqual(["a", "b"]);
+  });
+
+  it("stops reading after `limit` samples", async () => {
+    async function* endless() {
+      for (let i = 0; ; i += 1) yield { id: i, input: `q${i}` };
+    }
+    const records = await loadSamples(endless(), { baseDir: dir, limit: 3 });
+    expect(records.map((r) => r.sample.id)).toEqual(["0", "1", "2"]);
+  });
+
+  it("rejects a source that is neither a path nor iterable", async () => {
+    await expect(loadSamples(42 as never, { baseDir: dir })).rejects.toMatchObject({
+      code: "E_DATASET",
+    });
+  });
+
+  it("loads HumanEval through a mapper", async () => {
+    const records = await loadSamples(humaneval, {
+      baseDir: dir,
+      mapper: (row) => ({ id: String(row.task_id), input: row.prompt ?? null }),
+    });
+    expect(records).toHaveLength(164);
+    expect(records[0]?.sample.id).toBe("HumanEval/0");
+    expect(records[163]?.sample.id).toBe("HumanEval/163");
+  });
+});

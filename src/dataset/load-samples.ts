@@ -1,0 +1,121 @@
+import { resolve } from "node:path";
+import { StetError } from "../core/errors.js";
+import { contentIdFromFingerprint } from "../core/fingerprint.js";
+import type { SampleRecord } from "../core/types.js";
+import type { DatasetRow, DatasetSource, SampleInput } from "../eval/types.js";
+import type { LocatedRow } from "./dataset-file.js";
+import { readRows } from "./read-rows.js";
+import { toSampleRecord } from "./to-sample-record.js";
+
+export interface LoadSamplesOptions<Row = DatasetRow> {
+  /** Directory a relative dataset path resolves against (the eval file's). */
+  baseDir: string;
+  /** Maps a row whose columns are not `{ id?, input, target?, metadata? }`. */
+  mapper?: (row: Row) => SampleInput;
+  /** Keep only the first `limit` samples, in dataset order; the rest is not read. */
+  limit?: number;
+}
+
+/**
+ * Loads a dataset as samples with ids and fingerprints, in dataset order. A row without an id
+ * gets one derived from its content (never its position); two rows with one id are rejected
+ * with E_DUPLICATE_ID naming both. Malformed rows throw E_DATASET naming the row.
+ *
+ * @example
+ * const records = await loadSamples("humaneval.jsonl", {
+ *   baseDir: "/evals",
+ *   mapper: (row) => ({ id: String(row.task_id), input: row.prompt ?? null }),
+ * });
+ * records[0]; // { sample: { id: "HumanEval/0", input: "from typing…" }, fingerprint: "…" }
+ */
+export async function loadSamples(
+  source: string,
+  options: LoadSamplesOptions<DatasetRow>,
+): Promise<SampleRecord[]>;
+export async function loadSamples<Row = DatasetRow>(
+  source: DatasetSource<Row>,
+  options: LoadSamplesOptions<Row>,
+): Promise<SampleRecord[]>;
+export async function loadSamples<Row = DatasetRow>(
+  source: DatasetSource<Row>,
+  options: LoadSamplesOptions<Row>,
+): Promise<SampleRecord[]> {
+  const { mapper, limit = Infinity } = options;
+  const records: SampleRecord[] = [];
+  if (limit <= 0) return records;
+  const seen = new Map<string, string>();
+  for await (const { row, where } of locatedRows(source, options.baseDir)) {
+    const record = toSampleRecord(mapper ? mapRow(mapper, row, where) : row, where, {
+      mapped: mapper !== undefined,
+    });
+    const id = record.sample.id;
+    const first = seen.get(id);
+    if (first !== undefined) {
+      const derived = id === contentIdFromFingerprint(record.fingerprint);
+      const why = derived ? " (neither row has an id, and their content is identical)" : "";
+      throw new StetError(
+        "E_DUPLICATE_ID",
+        `duplicate sample id "${id}": ${first} and ${where}${why}`,
+        { details: { id, rows: [first, where] } },
+      );
+    }
+    seen.set(id, where);
+    records.push(record);
+    if (records.length >= limit) break;
+  }
+  return records;
+}
+
+function mapRow<Row>(mapper: (row: Row) => SampleInput, row: Row, where: string): unknown {
+  let mapped: unknown;
+  try {
+    mapped = mapper(row);
+  } catch (cause) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    throw new StetError("E_DATASET", `${where}: sample(row) threw: ${message}`, { cause });
+  }
+  if (mapped === null || typeof mapped !== "object" || mapped instanceof Promise) {
+    const got = mapped instanceof Promise ? "a Promise" : String(mapped);
+    throw new StetError(
+      "E_DATASET",
+      `${where}: sample(row) returned ${got}; it must return { id?, input, target?, metadata? }`,
+    );
+  }
+  return mapped;
+}
+
+function locatedRows<Row>(
+  source: DatasetSource<Row>,
+  baseDir: string,
+): AsyncIterable<LocatedRow<Row>> {
+  if (typeof source === "string") {
+    // A file's rows are JSON objects; what `Row` claims about their columns is the mapper's
+    // contract with the file, which cannot be checked here.
+    return readRows(resolve(baseDir, source)) as AsyncIterable<LocatedRow<never>>;
+  }
+  if (!isIterable(source) && !isAsyncIterable(source)) {
+    throw new StetError(
+      "E_DATASET",
+      "dataset must be a file path, an array, an iterable or an async iterable",
+    );
+  }
+  return indexed(source);
+}
+
+async function* indexed<Row>(
+  source: Iterable<Row> | AsyncIterable<Row>,
+): AsyncGenerator<LocatedRow<Row>> {
+  let index = 0;
+  for await (const row of source) {
+    yield { row, where: `dataset[${index}]` };
+    index += 1;
+  }
+}
+
+function isIterable(value: unknown): value is Iterable<unknown> {
+  return typeof (value as Iterable<unknown> | null)?.[Symbol.iterator] === "function";
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === "function";
+}

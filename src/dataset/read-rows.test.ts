@@ -1,0 +1,147 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LocatedRow } from "./dataset-file.js";
+import { readRows } from "./read-rows.js";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "stet-rows-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function write(name: string, text: string): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, text);
+  return file;
+}
+
+async function collect(file: string): Promise<LocatedRow[]> {
+  const rows: LocatedRow[] = [];
+  for await (const row of readRows(file)) rows.push(row);
+  return rows;
+}
+
+describe("readRows: JSONL", () => {
+  it("yields one object per line, skipping blank lines, with file:line", async () => {
+    const file = await write(
+      "a.jsonl",
+      '\uFEFF{"input":"a"}\n\n  \n{"input":"b"}\r\n{"input":"c"}',
+    );
+    expect(await collect(file)).toEqual([
+      { row: { input: "a" }, where: `${file}:1` },
+      { row: { input: "b" }, where: `${file}:4` },
+      { row: { input: "c" }, where: `${file}:5` },
+    ]);
+  });
+
+  it("accepts .ndjson", async () => {
+    const file = await write("a.ndjson", '{"input":1}\n');
+    expect(await collect(file)).toEqual([{ row: { input: 1 }, where: `${file}:1` }]);
+  });
+
+  it("names file:line and the parse problem for a malformed line", async () => {
+    const file = await write("bad.jsonl", '{"input":"a"}\n{"input":"b"}\n{"input": oops}\n');
+    const error = collect(file);
+    await expect(error).rejects.toMatchObject({ code: "E_DATASET" });
+    await expect(error).rejects.toThrow(new RegExp(`^${file}:3: invalid JSON: .+`));
+  });
+
+  it.each([
+    ["an array", "[1,2]"],
+    ["a string", '"text"'],
+    ["null", "null"],
+  ])("rejects a line that is %s", async (kind, line) => {
+    const file = await write("shape.jsonl", `{"input":"a"}\n${line}\n`);
+    await expect(collect(file)).rejects.toThrow(
+      `${file}:2: a row must be a JSON object, got ${kind}`,
+    );
+  });
+
+  it("stops reading when the consumer stops", async () => {
+    const file = await write("long.jsonl", '{"input":1}\n'.repeat(10_000));
+    for await (const { where } of readRows(file)) {
+      expect(where).toBe(`${file}:1`);
+      break;
+    }
+  });
+});
+
+describe("readRows: JSON array", () => {
+  it("yields each element with file[index]", async () => {
+    const file = await write("a.json", '[{"input":"a"},\n {"input":{"x":[1]}}]');
+    expect(await collect(file)).toEqual([
+      { row: { input: "a" }, where: `${file}[0]` },
+      { row: { input: { x: [1] } }, where: `${file}[1]` },
+    ]);
+  });
+
+  it("names file:line:column of a syntax error", async () => {
+    const file = await write("bad.json", '[{"input":"a"},\n {"input": }]');
+    await expect(collect(file)).rejects.toThrow(new RegExp(`^${file}:2:\\d+: invalid JSON`));
+  });
+
+  it("rejects a file that is not an array, and elements that are not objects", async () => {
+    const object = await write("object.json", '{"input":"a"}');
+    await expect(collect(object)).rejects.toThrow(`${object}: expected a JSON array of rows`);
+    const mixed = await write("mixed.json", '[{"input":"a"}, 3]');
+    await expect(collect(mixed)).rejects.toThrow(`${mixed}[1]: a row must be a JSON object`);
+  });
+});
+
+describe("readRows: CSV", () => {
+  it.each([
+    ["LF", "\n"],
+    ["CRLF", "\r\n"],
+  ])(
+    "uses the header as column names, keeps quoted commas and newlines, names the start line (%s)",
+    async (_, eol) => {
+      const text = [
+        "id,input,target",
+        '1,"a, b",x',
+        "",
+        `2,"multi${eol}line ""quoted""",y`,
+        "3,c,z",
+      ];
+      const file = await write(`eol-${_}.csv`, text.join(eol) + eol);
+      expect(await collect(file)).toEqual([
+        { row: { id: "1", input: "a, b", target: "x" }, where: `${file}:2` },
+        { row: { id: "2", input: `multi${eol}line "quoted"`, target: "y" }, where: `${file}:4` },
+        { row: { id: "3", input: "c", target: "z" }, where: `${file}:6` },
+      ]);
+    },
+  );
+
+  it("names the line of a record with the wrong number of columns", async () => {
+    const file = await write("ragged.csv", 'input,target\r\n"a\r\nb",b\r\nc\r\n');
+    const error = collect(file);
+    await expect(error).rejects.toMatchObject({ code: "E_DATASET" });
+    await expect(error).rejects.toThrow(`${file}:4: invalid CSV`);
+  });
+
+  it("rejects a header with a repeated column", async () => {
+    const file = await write("dup.csv", "input,input\na,b\n");
+    await expect(collect(file)).rejects.toThrow(`${file}:1: the CSV column "input" appears twice`);
+  });
+});
+
+describe("readRows: files", () => {
+  it.each(["dir.jsonl", "dir.json", "dir.csv"])("rejects a directory (%s)", async (name) => {
+    await mkdir(join(dir, name));
+    await expect(collect(join(dir, name))).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: `dataset path is not a file: ${join(dir, name)}`,
+    });
+  });
+
+  it("rejects an unknown extension and a missing file", async () => {
+    expect(() => readRows(join(dir, "data.txt"))).toThrow(/unsupported dataset file .*data\.txt/);
+    await expect(collect(join(dir, "missing.jsonl"))).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: `dataset file not found: ${join(dir, "missing.jsonl")}`,
+    });
+  });
+});

@@ -1,0 +1,35 @@
+import { extname } from "node:path";
+import { StetError } from "../core/errors.js";
+import type { LocatedRow } from "./dataset-file.js";
+import { readCsv } from "./read-csv.js";
+import { readJsonArray } from "./read-json-array.js";
+import { readJsonl } from "./read-jsonl.js";
+
+const readers: Record<string, (file: string) => AsyncIterable<LocatedRow>> = {
+  ".jsonl": readJsonl,
+  ".ndjson": readJsonl,
+  ".json": readJsonArray,
+  ".csv": readCsv,
+};
+
+/**
+ * Streams the rows of a dataset file, choosing the format from the extension: `.jsonl` /
+ * `.ndjson` (one object per line), `.json` (an array of objects) or `.csv` (header row, string
+ * values). Malformed input throws E_DATASET naming `file:line` (or `file[index]`).
+ *
+ * @example
+ * for await (const { row, where } of readRows("/data/qa.jsonl")) {
+ *   console.log(where, row.input); // "/data/qa.jsonl:1" "What is 2+2?"
+ * }
+ */
+export function readRows(file: string): AsyncIterable<LocatedRow> {
+  const extension = extname(file).toLowerCase();
+  const reader = readers[extension];
+  if (reader === undefined) {
+    throw new StetError(
+      "E_DATASET",
+      `unsupported dataset file ${file}: expected .jsonl, .ndjson, .json or .csv`,
+    );
+  }
+  return reader(file);
+}

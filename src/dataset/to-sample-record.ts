@@ -1,0 +1,86 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { StetError } from "../core/errors.js";
+import {
+  contentIdFromFingerprint,
+  fingerprintSample,
+  type Sha256Hex,
+} from "../core/fingerprint.js";
+import type { Sample, SampleRecord } from "../core/types.js";
+import { jsonObjectSchema, jsonValueSchema } from "./json-value-schema.js";
+
+const sampleInputSchema = z.strictObject({
+  id: z.union([z.string().min(1), z.number().finite()]).optional(),
+  input: jsonValueSchema,
+  target: jsonValueSchema.optional(),
+  metadata: jsonObjectSchema.optional(),
+});
+
+const METADATA_PREFIX = "metadata.";
+
+/** node:crypto's digest equals core's portable one, and halves the time to load 100,000 rows. */
+const nodeSha256Hex: Sha256Hex = (text) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * Validates one `{ id?, input, target?, metadata? }` value and gives it its id (the given one
+ * as a string, else one derived from the content) and fingerprint. An unmapped row's
+ * `metadata.<key>` columns are gathered into `metadata` (so a CSV can carry metadata).
+ *
+ * @example toSampleRecord({ input: "2+2", target: "4" }, "qa.jsonl:1", { mapped: false })
+ */
+export function toSampleRecord(
+  value: unknown,
+  where: string,
+  options: { mapped: boolean },
+): SampleRecord {
+  const candidate = options.mapped ? value : gatherMetadata(value);
+  const result = sampleInputSchema.safeParse(candidate);
+  if (!result.success) {
+    throw new StetError("E_DATASET", `${where}: ${describeIssues(result.error, options.mapped)}`, {
+      details: { where, issues: result.error.issues },
+    });
+  }
+  const { id, input, target, metadata } = result.data;
+  const sample: Sample = { id: "", input };
+  if (target !== undefined) sample.target = target;
+  if (metadata !== undefined) sample.metadata = metadata;
+  const fingerprint = fingerprintSample(sample, nodeSha256Hex);
+  sample.id = id === undefined ? contentIdFromFingerprint(fingerprint) : String(id);
+  return { sample, fingerprint };
+}
+
+function gatherMetadata(value: unknown): unknown {
+  if (!isRecord(value) || !hasDottedKey(value)) return value;
+  const metadata = value.metadata ?? {};
+  if (!isRecord(metadata)) return value;
+  const gathered: Record<string, unknown> = { ...metadata };
+  const row: Record<string, unknown> = { metadata: gathered };
+  for (const key in value) {
+    if (key.startsWith(METADATA_PREFIX)) gathered[key.slice(METADATA_PREFIX.length)] = value[key];
+    else if (key !== "metadata") row[key] = value[key];
+  }
+  return row;
+}
+
+function hasDottedKey(value: Record<string, unknown>): boolean {
+  for (const key in value) if (key.startsWith(METADATA_PREFIX)) return true;
+  return false;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function describeIssues(error: z.ZodError, mapped: boolean): string {
+  return error.issues
+    .map((issue) => {
+      if (issue.code === "unrecognized_keys") {
+        const fix = mapped
+          ? "a sample has only id, input, target and metadata"
+          : "map other columns with `sample(row)` or prefix them with `metadata.`";
+        return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")} (${fix})`;
+      }
+      return `${issue.path.length > 0 ? issue.path.join(".") : "sample"}: ${issue.message}`;
+    })
+    .join("; ");
+}

@@ -1,0 +1,116 @@
+import { stat } from "node:fs/promises";
+import { dirname, extname, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { tsImport } from "tsx/esm/api";
+import { StetError, isStetError } from "../core/errors.js";
+import { asEval, isEval } from "./define-eval.js";
+import type { Eval } from "./types.js";
+
+const TS_EXTENSIONS = new Set([".ts", ".mts", ".cts"]);
+const JS_EXTENSIONS = new Set([".js", ".mjs", ".cjs"]);
+
+export interface LoadedEvalFile {
+  eval: Eval;
+  /** Absolute path of the eval file. */
+  path: string;
+  /** The file's directory: relative dataset paths resolve against it. */
+  baseDir: string;
+}
+
+/**
+ * Loads an eval file (`.ts`, `.mts`, `.cts`, `.js`, `.mjs`, `.cjs`) from any directory and
+ * returns its default export. TypeScript goes through tsx's scoped `tsImport`, which
+ * registers no global loader; `import … from "stet"` inside the file resolves from the file's
+ * own `node_modules`. A default export that is a plain definition object is passed through
+ * `defineEval`.
+ *
+ * @example
+ * const { eval: ev, baseDir } = await loadEvalFile("evals/arithmetic.ts");
+ * const resolved = await resolveEval(ev, { baseDir });
+ */
+export async function loadEvalFile(file: string): Promise<LoadedEvalFile> {
+  const path = resolve(file);
+  const extension = extname(path).toLowerCase();
+  if (!TS_EXTENSIONS.has(extension) && !JS_EXTENSIONS.has(extension)) {
+    throw new StetError(
+      "E_EVAL_LOAD",
+      `cannot load ${path}: an eval file ends in .ts, .mts, .cts, .js, .mjs or .cjs`,
+    );
+  }
+  await assertFile(path);
+  const module = unwrapCommonJs(await importModule(path, TS_EXTENSIONS.has(extension)));
+  return { eval: toEval(path, module), path, baseDir: dirname(path) };
+}
+
+async function assertFile(path: string): Promise<void> {
+  const info = await stat(path).catch((cause: unknown) => {
+    throw new StetError("E_EVAL_LOAD", `eval file not found: ${path}`, { cause });
+  });
+  if (!info.isFile()) throw new StetError("E_EVAL_LOAD", `eval file is not a file: ${path}`);
+}
+
+async function importModule(path: string, typescript: boolean): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(path).href;
+  try {
+    return (await (typescript ? tsImport(url, import.meta.url) : import(url))) as Record<
+      string,
+      unknown
+    >;
+  } catch (cause) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const hint = /Cannot find (module|package) 'stet'/.test(message)
+      ? " (install stet in the eval's project: npm install --save-dev stet)"
+      : "";
+    throw new StetError("E_EVAL_LOAD", `failed to load eval file ${path}: ${message}${hint}`, {
+      cause,
+    });
+  }
+}
+
+/**
+ * tsx compiles a `.ts` file outside a `"type": "module"` package to CommonJS, and Node exposes
+ * that module's `exports` object, with its own `default`, as the default export.
+ */
+function unwrapCommonJs(module: Record<string, unknown>): Record<string, unknown> {
+  const exports = module.default;
+  if (!isPlainObject(exports) || exports.__esModule !== true) return module;
+  const { __esModule: _, ...names } = exports;
+  return names;
+}
+
+function toEval(path: string, module: Record<string, unknown>): Eval {
+  const exported = module.default;
+  if (isEval(exported) || isPlainObject(exported)) {
+    try {
+      return asEval(exported);
+    } catch (cause) {
+      if (!isStetError(cause, "E_CONFIG")) throw cause;
+      throw new StetError("E_EVAL_LOAD", `${path}: ${cause.message}`, { cause });
+    }
+  }
+  throw new StetError(
+    "E_EVAL_LOAD",
+    `${path} must default-export an eval (export default defineEval({ … })), but ${describeExport(module)}`,
+  );
+}
+
+function describeExport(module: Record<string, unknown>): string {
+  if (!("default" in module)) {
+    const names = Object.keys(module);
+    return `it has no default export${names.length > 0 ? ` (it exports ${names.join(", ")})` : ""}`;
+  }
+  const value = module.default;
+  if (value === null) return "its default export is null";
+  if (typeof value === "function")
+    return `its default export is a function (${value.name || "anonymous"})`;
+  if (Array.isArray(value)) return "its default export is an array";
+  if (typeof value === "object")
+    return `its default export is a ${value.constructor?.name ?? "object"}`;
+  return `its default export is ${typeof value === "string" ? "a string" : String(value)}`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object") return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

@@ -1,0 +1,47 @@
+import { StetError } from "../core/errors.js";
+import { loadSamples } from "../dataset/load-samples.js";
+import type { EngineEval } from "../engine/run-eval.js";
+import { toScorer } from "../scorers/normalize.js";
+import type { Eval } from "./types.js";
+
+export interface ResolveEvalOptions {
+  /** Directory a relative dataset path resolves against (the eval file's). */
+  baseDir: string;
+  /** Keep only the first `limit` samples, in dataset order. */
+  limit?: number;
+}
+
+export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
+
+/**
+ * Turns an eval definition into what the engine executes: the dataset loaded as samples with
+ * ids and fingerprints, scorers normalised (a plain function is named after itself), and
+ * defaults filled in (epochs 1, reducer "mean", concurrency 8, retries 0).
+ *
+ * @example
+ * const { eval: ev, baseDir } = await loadEvalFile("evals/arithmetic.ts");
+ * const resolved = await resolveEval(ev, { baseDir, limit: 10 });
+ * await runEval({ store, eval: resolved });
+ */
+export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promise<EngineEval> {
+  const { limit } = options;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) {
+    throw new StetError("E_CONFIG", `limit must be a positive integer, got ${limit}`);
+  }
+  const samples = await loadSamples(ev.dataset, {
+    baseDir: options.baseDir,
+    ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
+    ...(limit === undefined ? {} : { limit }),
+  });
+  return {
+    name: ev.name,
+    samples,
+    solver: ev.solver,
+    scorers: ev.scorers.map(toScorer),
+    epochs: ev.epochs ?? EVAL_DEFAULTS.epochs,
+    reducer: ev.reducer ?? EVAL_DEFAULTS.reducer,
+    concurrency: ev.concurrency ?? EVAL_DEFAULTS.concurrency,
+    retries: ev.retries ?? EVAL_DEFAULTS.retries,
+    ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
+  };
+}
