@@ -5,7 +5,11 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 rmSync("dist", { recursive: true, force: true });
-execFileSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json"], {
-  stdio: "inherit",
-});
+execFileSync(
+  process.execPath,
+  [require.resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json"],
+  {
+    stdio: "inherit",
+  },
+);
 cpSync("src/store/migrations", "dist/store/migrations", { recursive: true });

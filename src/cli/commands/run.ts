@@ -1,0 +1,59 @@
+import { loadEvalFile } from "../../eval/load-eval-file.js";
+import { resolveEval } from "../../eval/resolve-eval.js";
+import { runEval } from "../../engine/run-eval.js";
+import { createIo } from "../io.js";
+import { openStore } from "../open-store.js";
+import { runWithUi } from "../run-ui.js";
+import { resumeCommand } from "./resume.js";
+
+export interface RunFlags {
+  model?: string;
+  epochs?: number;
+  concurrency?: number;
+  limit?: number;
+  timeout?: number;
+  store?: string;
+  json?: boolean;
+  resume?: string;
+  failUnder?: number;
+  rerunChanged?: boolean;
+}
+
+/** `stet run <eval>`: start a run (or, with `--resume <id>`, continue one). */
+export async function runCommand(target: string, flags: RunFlags): Promise<number> {
+  if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
+  const io = createIo(flags.json ?? false);
+  const loaded = await loadEvalFile(target);
+  const resolved = await resolveEval(loaded.eval, {
+    baseDir: loaded.baseDir,
+    ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+  });
+  const ev = {
+    ...resolved,
+    ...(flags.epochs === undefined ? {} : { epochs: flags.epochs }),
+    ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
+    ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout }),
+  };
+  const store = openStore(flags.store);
+  try {
+    return await runWithUi(io, uiOptions(flags), (controls) =>
+      runEval({
+        store,
+        eval: ev,
+        evalPath: loaded.path,
+        ...(flags.model === undefined ? {} : { model: flags.model }),
+        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+        ...controls,
+      }),
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+export function uiOptions(flags: { json?: boolean; failUnder?: number }) {
+  return {
+    json: flags.json ?? false,
+    ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
+  };
+}

@@ -1,0 +1,39 @@
+import type { StetErrorCode } from "../core/errors.js";
+import type { RunStatus } from "../core/types.js";
+
+/** DESIGN §4.2 exit codes. */
+export const EXIT = {
+  ok: 0,
+  fatal: 1,
+  usage: 2,
+  errored: 3,
+  belowThreshold: 4,
+  runActive: 5,
+  interrupted: 130,
+} as const;
+
+/** The exit code for a run that ended with `status`. */
+export function exitCodeForStatus(status: RunStatus): number {
+  switch (status) {
+    case "completed":
+      return EXIT.ok;
+    case "errored":
+      return EXIT.errored;
+    case "interrupted":
+      return EXIT.interrupted;
+    case "running":
+      return EXIT.fatal;
+  }
+}
+
+/** The exit code for a failure with a stable code. */
+export function exitCodeForError(code: StetErrorCode): number {
+  switch (code) {
+    case "E_USAGE":
+      return EXIT.usage;
+    case "E_RUN_ACTIVE":
+      return EXIT.runActive;
+    default:
+      return EXIT.fatal;
+  }
+}

@@ -1,0 +1,122 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { isStetError } from "../core/errors.js";
+import { exportCommand } from "./commands/export.js";
+import { listCommand } from "./commands/list.js";
+import { resumeCommand } from "./commands/resume.js";
+import { runCommand } from "./commands/run.js";
+import { showCommand } from "./commands/show.js";
+import { EXIT, exitCodeForError } from "./exit-codes.js";
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
+  return n;
+}
+
+function fraction(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError("expected a number in [0, 1]");
+  return n;
+}
+
+const storeOption = () =>
+  new Option("--store <path>", "store location (default: $STET_STORE or .stet/stet.db)");
+const jsonOption = () => new Option("--json", "print machine-readable JSON on stdout");
+
+/** The `stet` program. Actions set `process.exitCode`; nothing below this file exits. */
+export function buildProgram(): Command {
+  const program = new Command("stet")
+    .description(
+      "Evaluation harness whose every finished sample stands: kill a run anywhere, resume it.",
+    )
+    .version("0.1.0")
+    .exitOverride()
+    .showHelpAfterError("(run with --help for usage)");
+
+  program
+    .command("run")
+    .description("start a run of an eval file")
+    .argument("<eval>", "eval module (.ts, .mts, .js, .mjs) with a default export")
+    .option("--model <model>", "model override passed to model-calling solvers")
+    .option("--epochs <n>", "repetitions of every sample", positiveInt)
+    .option("--concurrency <n>", "samples executing at once", positiveInt)
+    .option("--limit <n>", "only the first n samples", positiveInt)
+    .option("--timeout <ms>", "per-sample timeout in milliseconds", positiveInt)
+    .option("--resume <run-id>", "continue this run instead of starting a new one")
+    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (target: string, flags) => {
+      process.exitCode = await runCommand(target, flags);
+    });
+
+  program
+    .command("resume")
+    .description("continue a run: execute only the keys without a scored attempt")
+    .argument("<run-id>")
+    .option("--rerun-changed", "re-run samples whose content changed since the run started")
+    .option("--no-rerun-errors", "keep errored keys as they are")
+    .option("--eval <file>", "the eval file, when it moved since the run started")
+    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runId: string, flags) => {
+      process.exitCode = await resumeCommand(runId, flags);
+    });
+
+  program
+    .command("list")
+    .description("runs with status and progress")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (flags) => {
+      process.exitCode = await listCommand(flags);
+    });
+
+  program
+    .command("show")
+    .description("one run: status, owner, metrics, cost, errors")
+    .argument("<run-id>")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runId: string, flags) => {
+      process.exitCode = await showCommand(runId, flags);
+    });
+
+  program
+    .command("export")
+    .description("export each key's current outcome")
+    .argument("<run-id>")
+    .addOption(
+      new Option("--format <format>", "output format").choices(["jsonl", "csv"]).default("jsonl"),
+    )
+    .option("-o, --output <file>", "write to a file instead of stdout")
+    .addOption(storeOption())
+    .action(async (runId: string, flags) => {
+      process.exitCode = await exportCommand(runId, flags);
+    });
+
+  return program;
+}
+
+/** Parses argv, runs the command, maps failures to DESIGN §4.2 exit codes. */
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv], { from: "user" });
+    return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Commander already printed the problem; help and version are not failures.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (isStetError(error)) {
+      process.stderr.write(`stet: ${error.message}\n`);
+      return exitCodeForError(error.code);
+    }
+    process.stderr.write(
+      `stet: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    return EXIT.fatal;
+  }
+}

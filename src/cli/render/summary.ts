@@ -1,0 +1,51 @@
+import type { PlanSummary, RunReport } from "../../core/events.js";
+import { formatCount, formatDuration, formatUsd, table } from "./format.js";
+
+/** The plan a resume prints before executing anything. */
+export function renderPlan(plan: PlanSummary): string {
+  const lines = [
+    `plan: ${formatCount(plan.preserved)} preserved · ${formatCount(plan.toExecute)} to execute ` +
+      `(${plan.neverStarted} never started, ${plan.interrupted} interrupted, ${plan.errored} errored` +
+      `${plan.changedKeys > 0 ? `, ${plan.changedKeys} changed` : ""}) · ${plan.changed.length} changed`,
+  ];
+  if (plan.erroredKept > 0)
+    lines.push(`      ${plan.erroredKept} errored keys kept (--no-rerun-errors)`);
+  if (plan.changed.length > 0)
+    lines.push(`      changed samples: ${plan.changed.slice(0, 10).join(", ")}`);
+  if (plan.missing.length > 0) {
+    lines.push(
+      `      ${plan.missing.length} sample(s) no longer in the dataset run from the run's copy`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** The end-of-run summary: metrics per scorer, counts, tokens, cost split, timing. */
+export function renderSummary(report: RunReport): string {
+  const rows = [
+    ["scorer", "mean", "± stderr", "samples"],
+    ...report.metrics.map((m) => [
+      m.scorer,
+      m.mean === null ? "-" : m.mean.toFixed(4),
+      m.stderr === null ? "-" : m.stderr.toFixed(4),
+      formatCount(m.samples),
+    ]),
+  ];
+  const { counts, usage } = report;
+  const errors = Object.entries(report.errorsByType)
+    .map(([type, n]) => `${type} ${n}`)
+    .join(", ");
+  const tokens = usage.totalSpent;
+  return [
+    table(rows, [false, true, true, true]),
+    "",
+    `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored · ` +
+      `${formatCount(counts.errored)} errored${errors ? ` (${errors})` : ""} · ${formatCount(counts.remaining)} remaining`,
+    `work     ${formatCount(report.executed)} executed now · ${formatCount(report.preserved)} preserved`,
+    `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
+    `cost     ${formatUsd(usage.spentNow.costUsd)} spent now · ${formatUsd(usage.totalSpent.costUsd)} ` +
+      `total on this run · ${formatUsd(usage.reused.costUsd)} reused (not re-bought)`,
+    `time     ${formatDuration(report.wallMs)}`,
+    `status   ${report.status}`,
+  ].join("\n");
+}

@@ -1,0 +1,87 @@
+import type { RunEvent, RunReport } from "../core/events.js";
+import { exitCodeForStatus, EXIT } from "./exit-codes.js";
+import type { Io } from "./io.js";
+import { createProgress } from "./render/progress.js";
+import { renderPlan, renderSummary } from "./render/summary.js";
+import { trapSignals } from "./signals.js";
+
+export interface UiOptions {
+  json: boolean;
+  /** Every scorer's mean must reach this, else exit 4. */
+  failUnder?: number;
+}
+
+type Engine = (controls: {
+  signal: AbortSignal;
+  abortSignal: AbortSignal;
+  onEvent: (event: RunEvent) => void;
+}) => Promise<RunReport>;
+
+/**
+ * Runs the engine with the terminal attached: the run id first, the plan for resumes, a live
+ * progress display, signals, and the summary; returns the exit code.
+ */
+export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Promise<number> {
+  const progress = createProgress(io.stderr);
+  let runId = "";
+  const signals = trapSignals((signal) => {
+    progress.done();
+    io.stderr.write(
+      `\n${signal}: finishing in-flight samples (press Ctrl-C again to abort them now)…\n`,
+    );
+  });
+  const onEvent = (event: RunEvent) => {
+    switch (event.type) {
+      case "run-started":
+        runId = event.runId;
+        io.say(`run ${event.runId} · ${event.evalName} · ${event.plan.total} keys`);
+        if (event.resumed) io.say(renderPlan(event.plan));
+        if (event.resumed && event.plan.toExecute === 0) io.say("nothing left to execute");
+        break;
+      case "attempt-committed":
+        progress.update(event.progress);
+        break;
+      case "store-retry":
+        progress.done();
+        io.stderr.write(
+          `store write failed (${event.message}); retry ${event.failures} in ${event.retryInMs}ms\n`,
+        );
+        break;
+      case "stopping":
+        break;
+      case "run-finished":
+        progress.done();
+        break;
+    }
+  };
+  let report: RunReport;
+  try {
+    report = await engine({ signal: signals.stop, abortSignal: signals.abort, onEvent });
+  } finally {
+    signals.release();
+    progress.done();
+  }
+  io.say(renderSummary(report));
+  if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  return finalCode(io, report, options, runId);
+}
+
+function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {
+  const code = exitCodeForStatus(report.status);
+  if (report.status === "interrupted") {
+    io.stderr.write(
+      `interrupted; ${report.counts.remaining} keys left. Resume with: stet resume ${runId}\n`,
+    );
+  } else if (report.status === "errored") {
+    io.stderr.write(
+      `${report.counts.errored} keys ended in error. Re-run them with: stet resume ${runId}\n`,
+    );
+  }
+  if (code !== EXIT.ok || options.failUnder === undefined) return code;
+  const low = report.metrics.filter((m) => m.mean === null || m.mean < options.failUnder!);
+  if (low.length === 0) return code;
+  io.stderr.write(
+    `below --fail-under ${options.failUnder}: ${low.map((m) => `${m.scorer} ${m.mean?.toFixed(4) ?? "-"}`).join(", ")}\n`,
+  );
+  return EXIT.belowThreshold;
+}

@@ -1,0 +1,33 @@
+/** stet's public library surface. */
+export { defineEval } from "./eval/define-eval.js";
+export { loadEvalFile } from "./eval/load-eval-file.js";
+export { resolveEval } from "./eval/resolve-eval.js";
+export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types.js";
+export { solvers } from "./solvers/index.js";
+export { scorers } from "./scorers/index.js";
+export { runEval, resumeRun } from "./engine/run-eval.js";
+export type { EngineEval, RunEvalOptions, ResumeOptions } from "./engine/run-eval.js";
+export { openSqliteStore } from "./store/sqlite.js";
+export type { Store } from "./store/types.js";
+export { StetError, isStetError } from "./core/errors.js";
+export type { StetErrorCode } from "./core/errors.js";
+export type { RunEvent, RunReport, Progress } from "./core/events.js";
+export type {
+  Sample,
+  Score,
+  Usage,
+  Attempt,
+  AttemptError,
+  Run,
+  RunStatus,
+  Reducer,
+} from "./core/types.js";
+export type {
+  SolverFn,
+  SolverContext,
+  SolverResult,
+  Scorer,
+  ScorerArgs,
+  ScoreValue,
+} from "./core/eval.js";
+export type { Json } from "./core/json.js";
