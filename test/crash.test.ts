@@ -1,0 +1,111 @@
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, startCli } from "./helpers/cli.js";
+import { evalProject, questions, rawAttempts, type RawAttempt } from "./helpers/eval-project.js";
+import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+
+const N = 150;
+const CONCURRENCY = 4;
+const API_KEY = `sk-stet-test-${Math.random().toString(36).slice(2)}`;
+
+const EVAL = `
+import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "crash",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL }),
+  scorers: [scorers.includes()],
+  concurrency: ${CONCURRENCY},
+});
+`;
+
+let mock: MockOpenAI;
+beforeAll(async () => {
+  mock = await startMockOpenAI({
+    latencyMs: 50,
+    reply: ({ key }) => key.replace("question", "answer"),
+  });
+});
+afterAll(() => mock.close());
+
+const keyOf = (a: RawAttempt) => `${a.sample_id}#${a.epoch}`;
+
+describe("crash safety with real processes", () => {
+  it("SIGKILLed at random points and resumed, every stored key keeps one request and its bytes", async () => {
+    const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
+    const env = { MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY };
+    try {
+      const storedBeforeKills: RawAttempt[][] = [];
+      const countsAtKills: Record<string, number>[] = [];
+      let runId = "";
+      for (let kill = 0; kill < 3; kill++) {
+        const cli =
+          kill === 0
+            ? startCli(["run", "eval.mjs"], { cwd: project.dir, env })
+            : startCli(["resume", runId], { cwd: project.dir, env });
+        runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
+        // Let some attempts commit, then kill somewhere random in the middle of the work.
+        await new Promise((r) => setTimeout(r, 150 + Math.random() * 300));
+        cli.child.kill("SIGKILL");
+        const result = await cli.done;
+        expect(result.signal).toBe("SIGKILL");
+        storedBeforeKills.push(rawAttempts(project.db));
+        countsAtKills.push({ ...mock.counts() });
+      }
+      const requestsBeforeFinal = Object.values(mock.counts()).reduce((a, b) => a + b, 0);
+      const last = storedBeforeKills.at(-1)!;
+      expect(last.length).toBeLessThan(N); // the kills really interrupted the work
+
+      const final = await runCli(["resume", runId], { cwd: project.dir, env });
+      expect(final.code, final.stderr).toBe(0);
+      expect(final.stdout).toMatch(/plan: \d+ preserved/);
+
+      const after = rawAttempts(project.db);
+      const afterByKey = new Map(after.map((a) => [keyOf(a), a]));
+      for (const before of storedBeforeKills) {
+        for (const row of before) {
+          // Byte-identical: every column of the stored row, unchanged by later resumes.
+          expect(afterByKey.get(keyOf(row))).toEqual(row);
+        }
+      }
+      // Every key exactly once, each scored; one request for every key stored before a kill.
+      expect(after).toHaveLength(N);
+      expect(new Set(after.map(keyOf)).size).toBe(N);
+      expect(after.every((a) => a.status === "scored")).toBe(true);
+      // A key stored before a kill is never requested again; those stored before the first kill
+      // were requested exactly once.
+      const counts = mock.counts();
+      const question = (row: RawAttempt) => `question ${Number(row.sample_id.slice(1))}`;
+      storedBeforeKills.forEach((rows, k) => {
+        for (const row of rows)
+          expect(counts[question(row)]).toBe(countsAtKills[k]![question(row)]);
+      });
+      for (const row of storedBeforeKills[0]!) expect(counts[question(row)]).toBe(1);
+      // A kill loses at most the attempts in flight: re-executions per kill ≤ concurrency.
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      expect(total - N).toBeLessThanOrEqual(3 * CONCURRENCY);
+      expect(total).toBeGreaterThanOrEqual(requestsBeforeFinal);
+
+      const exported = await runCli(["export", runId, "--format", "jsonl"], { cwd: project.dir });
+      const lines = exported.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { sampleId: string });
+      expect(lines.map((l) => l.sampleId)).toEqual(after.map((a) => a.sample_id));
+
+      // The key reached the model server but never the store.
+      expect(mock.requests.some((r) => r.headers.authorization === `Bearer ${API_KEY}`)).toBe(true);
+      for (const file of [project.db, `${project.db}-wal`]) {
+        let bytes = "";
+        try {
+          bytes = readFileSync(file).toString("latin1");
+        } catch {
+          continue;
+        }
+        expect(bytes.includes(API_KEY)).toBe(false);
+      }
+    } finally {
+      project.cleanup();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * A throwaway user project: its own directory with `node_modules/stet` linked to this repo, so
+ * eval files there `import { defineEval } from "stet"` exactly as a user's would.
+ */
+export function evalProject(files: Record<string, string>): {
+  dir: string;
+  db: string;
+  cleanup: () => void;
+} {
+  const dir = mkdtempSync(join(tmpdir(), "stet-project-"));
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(REPO, join(dir, "node_modules/stet"), "dir");
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return {
+    dir,
+    db: join(dir, ".stet/stet.db"),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** JSONL text for `n` question samples with unique inputs. */
+export function questions(n: number): string {
+  return Array.from({ length: n }, (_, i) =>
+    JSON.stringify({
+      id: `q${String(i).padStart(3, "0")}`,
+      input: `question ${i}`,
+      target: `answer ${i}`,
+    }),
+  ).join("\n");
+}
+
+export interface RawAttempt {
+  sample_id: string;
+  epoch: number;
+  attempt: number;
+  [column: string]: unknown;
+}
+
+/** Every stored attempt row, exactly as the database holds it. */
+export function rawAttempts(db: string): RawAttempt[] {
+  const conn = new Database(db, { readonly: true, fileMustExist: true });
+  try {
+    return conn
+      .prepare("SELECT * FROM attempts ORDER BY sample_id, epoch, attempt")
+      .all() as RawAttempt[];
+  } finally {
+    conn.close();
+  }
+}
+
+export function rawRun(db: string, runId: string): Record<string, unknown> | undefined {
+  const conn = new Database(db, { readonly: true, fileMustExist: true });
+  try {
+    return conn.prepare("SELECT * FROM runs WHERE id = ?").get(runId) as
+      Record<string, unknown> | undefined;
+  } finally {
+    conn.close();
+  }
+}
