@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { defineEval, scorers, solvers } from "stet";
 
 /**
@@ -11,10 +12,9 @@ export default defineEval({
   dataset: "./arithmetic.jsonl",
   solver: solvers.command({
     command: process.execPath,
-    args: [new URL("./calc.mjs", import.meta.url).pathname],
+    args: [fileURLToPath(new URL("./calc.mjs", import.meta.url))],
   }),
   scorers: [scorers.exact(), scorers.numeric({ tolerance: 1e-9 })],
-  epochs: 2,
   concurrency: 4,
   timeoutMs: 10_000,
 });

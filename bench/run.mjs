@@ -1,0 +1,185 @@
+// stet benchmarks: prints figures (medians of repeated runs), asserts nothing.
+//   npm run bench            all of them
+//   npm run bench -- quick   fewer repetitions
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { fingerprintSample, openSqliteStore, resumeRun, runEval } from "./stet.mjs";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const BIN = join(REPO, "bin/stet.js");
+const RSS = join(REPO, "bench/report-rss.mjs");
+const quick = process.argv.includes("quick");
+const reps = quick ? 1 : 3;
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const rows = [];
+function report(name, figure, target, ok) {
+  rows.push({ name, figure, target, ok });
+  console.log(`${ok ? "✓" : "✗"} ${name}: ${figure} (target ${target})`);
+}
+
+function project(files) {
+  const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(REPO, join(dir, "node_modules/stet"), "dir");
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function jsonl(n) {
+  let out = "";
+  for (let i = 0; i < n; i++) out += `{"id":"s${i}","input":"question ${i}","target":"question ${i}"}\n`;
+  return out;
+}
+
+function records(n) {
+  return Array.from({ length: n }, (_, i) => {
+    const sample = { id: `s${i}`, input: `question ${i}`, target: `question ${i}` };
+    return { sample, fingerprint: fingerprintSample(sample) };
+  });
+}
+
+/** Runs the CLI; resolves with wall time (ms, from spawn to exit) and peak RSS. */
+function cli(args, cwd, env = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, ["--import", RSS, BIN, ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (code) => {
+      const wallMs = performance.now() - t0;
+      if (code !== 0) return reject(new Error(`stet ${args.join(" ")} exited ${code}\n${stderr}`));
+      const rssKb = Number(stderr.match(/bench:maxrss_kb=(\d+)/)?.[1] ?? NaN);
+      resolve({ wallMs, rssKb, stdout });
+    });
+  });
+}
+
+/** A chat-completions server on loopback answering after `latencyMs`. */
+async function mockModel(latencyMs) {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      const { messages } = JSON.parse(body);
+      const answer = JSON.stringify({
+        choices: [{ index: 0, message: { role: "assistant", content: messages.at(-1).content }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 12, completion_tokens: 4 },
+      });
+      const send = () => res.writeHead(200, { "content-type": "application/json" }).end(answer);
+      latencyMs ? setTimeout(send, latencyMs) : send();
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, close: () => server.close() };
+}
+
+const chatEval = (concurrency) => `
+import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "bench-chat",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL, apiKey: "sk-bench" }),
+  scorers: [scorers.exact()],
+  concurrency: ${concurrency},
+});
+`;
+
+const instantEval = `
+import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "bench-instant",
+  dataset: "./data.jsonl",
+  solver: (sample) => sample.input,
+  scorers: [scorers.exact()],
+  concurrency: 16,
+});
+`;
+
+async function throughput() {
+  const samples = records(10_000);
+  const figures = [];
+  for (let i = 0; i < reps; i++) {
+    const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
+    const store = openSqliteStore(join(dir, "stet.db"));
+    const t0 = performance.now();
+    await runEval({
+      store,
+      eval: { name: "t", samples, solver: (s) => s.input, scorers: [{ name: "exact", score: ({ sample, output }) => output === sample.target }], epochs: 1, reducer: "mean", concurrency: 16, retries: 0 },
+    });
+    figures.push(10_000 / ((performance.now() - t0) / 1000));
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const rate = median(figures);
+  report("10,000 samples, instant solver, durable SQLite (in-process)", `${Math.round(rate).toLocaleString()} samples/s`, "≥ 10,000/s", rate >= 10_000);
+}
+
+async function chat(n, latencyMs, concurrency, label, target, check) {
+  const mock = await mockModel(latencyMs);
+  const dir = project({ "eval.mjs": chatEval(concurrency), "data.jsonl": jsonl(n) });
+  const walls = [];
+  try {
+    for (let i = 0; i < reps; i++) {
+      const { wallMs } = await cli(["run", "eval.mjs", "--store", join(dir, `s${i}.db`)], dir, { MOCK_URL: mock.url });
+      walls.push(wallMs);
+    }
+  } finally {
+    mock.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const wall = median(walls);
+  report(label, check.figure(wall), target, check.ok(wall));
+}
+
+async function large() {
+  const dir = project({ "eval.mjs": instantEval, "data.jsonl": jsonl(100_000) });
+  try {
+    const run = await cli(["run", "eval.mjs", "--json"], dir);
+    const runId = JSON.parse(run.stdout).runId;
+    report("peak RSS running 100,000 samples (CLI)", `${Math.round(run.rssKb / 1024)} MB (wall ${fmt(run.wallMs)})`, "< 250 MB", run.rssKb / 1024 < 250);
+
+    const plans = [];
+    const store = openSqliteStore(join(dir, ".stet/stet.db"));
+    const samples = records(100_000);
+    for (let i = 0; i < reps; i++) {
+      const t0 = performance.now();
+      const r = await resumeRun({ store, runId, eval: { name: "bench-instant", samples, solver: () => "", scorers: [], epochs: 1, reducer: "mean", concurrency: 1, retries: 0 } });
+      plans.push(performance.now() - t0);
+      if (r.plan.toExecute !== 0) throw new Error("the complete run had work left");
+    }
+    await store.close();
+    report("plan the resume of a complete 100,000-sample run (in-process, dataset in memory)", fmt(median(plans)), "< 2 s", median(plans) < 2_000);
+    const resumes = [];
+    for (let i = 0; i < reps; i++) resumes.push((await cli(["resume", runId], dir)).wallMs);
+    report("`stet resume` of that run, end to end (start-up, dataset read, plan, report)", fmt(median(resumes)), "—", true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log(`stet benchmarks on ${process.version}, ${reps} repetition(s) each, medians\n`);
+await throughput();
+await chat(2_000, 0, 50, "2,000 chat samples, mock answering in 0 ms, concurrency 50 (CLI, incl. start-up)", "< 2 s", {
+  figure: fmt,
+  ok: (w) => w < 2_000,
+});
+await chat(200, 200, 20, "200 chat samples × 200 ms latency, concurrency 20 (CLI, incl. start-up; ideal 2.00 s)", "≤ 1.1 × ideal", {
+  figure: (w) => `${fmt(w)} = ${(w / 2_000).toFixed(2)} × ideal`,
+  ok: (w) => w <= 2_200,
+});
+await large();
+const failed = rows.filter((r) => !r.ok).length;
+console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);
