@@ -1,6 +1,7 @@
 import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { isStetError, StetError } from "../core/errors.js";
+import { keyString } from "../core/keys.js";
 import type { Attempt, AttemptDraft, Key } from "../core/types.js";
 import type { Store } from "../store/types.js";
 
@@ -82,8 +83,11 @@ export class AttemptWriter {
 
   async #flushLoop(): Promise<void> {
     while (!this.#failure && (this.#queue.length > 0 || this.#inflight.length > 0)) {
-      const marks = this.#inflight.splice(0);
       const batch = this.#queue.splice(0, MAX_BATCH);
+      // A key whose attempt commits in this batch needs no in-flight mark: the commit would
+      // clear it at once. Fast solvers then cost one transaction per batch, not two.
+      const finished = new Set(batch.map((p) => keyString(p.draft)));
+      const marks = this.#inflight.splice(0).filter((k) => !finished.has(keyString(k)));
       try {
         const stored = await this.#commit(marks, batch);
         batch.forEach((p, i) => p.resolve(stored[i]!));

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { StetError } from "../core/errors.js";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, RunReport } from "../core/events.js";
@@ -47,6 +48,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const t0 = performance.now();
   const emit = options.onEvent ?? (() => {});
   const abort = new AbortController();
+  // Every in-flight attempt listens on this one signal: as many listeners as the concurrency.
+  setMaxListeners(0, abort.signal);
   let stopReason: "signal" | "store-unwritable" | "ownership-lost" | null = null;
   const stop = (reason: NonNullable<typeof stopReason>, now: boolean) => {
     if (!stopReason) {

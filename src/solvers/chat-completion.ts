@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Json } from "../core/json.js";
 import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
+import { httpPost } from "./http-post.js";
 import { bareModel } from "./model-name.js";
 import { SolverError } from "./solver-error.js";
 import type { SolverErrorType } from "./solver-error.js";
@@ -106,7 +107,6 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
   const maxRetries = request.maxRetries ?? 5;
   const backoff = { ...defaultBackoff, ...request.backoff };
   const init = {
-    method: "POST",
     headers: requestHeaders(apiKey, request.headers),
     body: JSON.stringify(requestBody(model, request)),
   };
@@ -127,7 +127,7 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
 
 async function attempt(
   url: string,
-  init: RequestInit,
+  init: { headers: Headers; body: string },
   timeoutMs: number,
   signal: AbortSignal | undefined,
   apiKey: string | undefined,
@@ -142,8 +142,8 @@ async function attempt(
     controller.abort();
   }, timeoutMs);
   try {
-    const response = await fetch(url, { ...init, signal: controller.signal });
-    const text = await response.text();
+    const response = await httpPost(url, init.headers, init.body, controller.signal);
+    const text = response.text;
     if (!response.ok) {
       const retryAfterMs = parseRetryAfter(response.headers);
       return {
