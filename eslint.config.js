@@ -1,4 +1,5 @@
 import js from "@eslint/js";
+import globals from "globals";
 import tseslint from "typescript-eslint";
 
 /** DESIGN §6: core imports nothing of ours; engine sees core and the store interface only. */
@@ -6,7 +7,7 @@ const nodeBuiltins = { group: ["node:*"], message: "core/ is pure: no Node-speci
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "coverage/", ".stet/"] },
-  { files: ["**/*.{js,mjs}"], languageOptions: { globals: { process: "readonly", console: "readonly" } } },
+  { files: ["**/*.{js,mjs}"], languageOptions: { globals: globals.node } },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -33,7 +33,8 @@ function project(files) {
 
 function jsonl(n) {
   let out = "";
-  for (let i = 0; i < n; i++) out += `{"id":"s${i}","input":"question ${i}","target":"question ${i}"}\n`;
+  for (let i = 0; i < n; i++)
+    out += `{"id":"s${i}","input":"question ${i}","target":"question ${i}"}\n`;
   return out;
 }
 
@@ -74,11 +75,18 @@ async function mockModel(latencyMs) {
     req.on("end", () => {
       const { messages } = JSON.parse(body);
       const answer = JSON.stringify({
-        choices: [{ index: 0, message: { role: "assistant", content: messages.at(-1).content }, finish_reason: "stop" }],
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: messages.at(-1).content },
+            finish_reason: "stop",
+          },
+        ],
         usage: { prompt_tokens: 12, completion_tokens: 4 },
       });
       const send = () => res.writeHead(200, { "content-type": "application/json" }).end(answer);
-      latencyMs ? setTimeout(send, latencyMs) : send();
+      if (latencyMs) setTimeout(send, latencyMs);
+      else send();
     });
   });
   server.keepAliveTimeout = 30_000;
@@ -117,14 +125,28 @@ async function throughput() {
     const t0 = performance.now();
     await runEval({
       store,
-      eval: { name: "t", samples, solver: (s) => s.input, scorers: [{ name: "exact", score: ({ sample, output }) => output === sample.target }], epochs: 1, reducer: "mean", concurrency: 16, retries: 0 },
+      eval: {
+        name: "t",
+        samples,
+        solver: (s) => s.input,
+        scorers: [{ name: "exact", score: ({ sample, output }) => output === sample.target }],
+        epochs: 1,
+        reducer: "mean",
+        concurrency: 16,
+        retries: 0,
+      },
     });
     figures.push(10_000 / ((performance.now() - t0) / 1000));
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
   const rate = median(figures);
-  report("10,000 samples, instant solver, durable SQLite (in-process)", `${Math.round(rate).toLocaleString()} samples/s`, "≥ 10,000/s", rate >= 10_000);
+  report(
+    "10,000 samples, instant solver, durable SQLite (in-process)",
+    `${Math.round(rate).toLocaleString()} samples/s`,
+    "≥ 10,000/s",
+    rate >= 10_000,
+  );
 }
 
 async function chat(n, latencyMs, concurrency, label, target, check) {
@@ -133,7 +155,9 @@ async function chat(n, latencyMs, concurrency, label, target, check) {
   const walls = [];
   try {
     for (let i = 0; i < reps; i++) {
-      const { wallMs } = await cli(["run", "eval.mjs", "--store", join(dir, `s${i}.db`)], dir, { MOCK_URL: mock.url });
+      const { wallMs } = await cli(["run", "eval.mjs", "--store", join(dir, `s${i}.db`)], dir, {
+        MOCK_URL: mock.url,
+      });
       walls.push(wallMs);
     }
   } finally {
@@ -149,22 +173,50 @@ async function large() {
   try {
     const run = await cli(["run", "eval.mjs", "--json"], dir);
     const runId = JSON.parse(run.stdout).runId;
-    report("peak RSS running 100,000 samples (CLI)", `${Math.round(run.rssKb / 1024)} MB (wall ${fmt(run.wallMs)})`, "< 250 MB", run.rssKb / 1024 < 250);
+    report(
+      "peak RSS running 100,000 samples (CLI)",
+      `${Math.round(run.rssKb / 1024)} MB (wall ${fmt(run.wallMs)})`,
+      "< 250 MB",
+      run.rssKb / 1024 < 250,
+    );
 
     const plans = [];
     const store = openSqliteStore(join(dir, ".stet/stet.db"));
     const samples = records(100_000);
     for (let i = 0; i < reps; i++) {
       const t0 = performance.now();
-      const r = await resumeRun({ store, runId, eval: { name: "bench-instant", samples, solver: () => "", scorers: [], epochs: 1, reducer: "mean", concurrency: 1, retries: 0 } });
+      const r = await resumeRun({
+        store,
+        runId,
+        eval: {
+          name: "bench-instant",
+          samples,
+          solver: () => "",
+          scorers: [],
+          epochs: 1,
+          reducer: "mean",
+          concurrency: 1,
+          retries: 0,
+        },
+      });
       plans.push(performance.now() - t0);
       if (r.plan.toExecute !== 0) throw new Error("the complete run had work left");
     }
     await store.close();
-    report("plan the resume of a complete 100,000-sample run (in-process, dataset in memory)", fmt(median(plans)), "< 2 s", median(plans) < 2_000);
+    report(
+      "plan the resume of a complete 100,000-sample run (in-process, dataset in memory)",
+      fmt(median(plans)),
+      "< 2 s",
+      median(plans) < 2_000,
+    );
     const resumes = [];
     for (let i = 0; i < reps; i++) resumes.push((await cli(["resume", runId], dir)).wallMs);
-    report("`stet resume` of that run, end to end (start-up, dataset read, plan, report)", fmt(median(resumes)), "—", true);
+    report(
+      "`stet resume` of that run, end to end (start-up, dataset read, plan, report)",
+      fmt(median(resumes)),
+      "—",
+      true,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -172,14 +224,28 @@ async function large() {
 
 console.log(`stet benchmarks on ${process.version}, ${reps} repetition(s) each, medians\n`);
 await throughput();
-await chat(2_000, 0, 50, "2,000 chat samples, mock answering in 0 ms, concurrency 50 (CLI, incl. start-up)", "< 2 s", {
-  figure: fmt,
-  ok: (w) => w < 2_000,
-});
-await chat(200, 200, 20, "200 chat samples × 200 ms latency, concurrency 20 (CLI, incl. start-up; ideal 2.00 s)", "≤ 1.1 × ideal", {
-  figure: (w) => `${fmt(w)} = ${(w / 2_000).toFixed(2)} × ideal`,
-  ok: (w) => w <= 2_200,
-});
+await chat(
+  2_000,
+  0,
+  50,
+  "2,000 chat samples, mock answering in 0 ms, concurrency 50 (CLI, incl. start-up)",
+  "< 2 s",
+  {
+    figure: fmt,
+    ok: (w) => w < 2_000,
+  },
+);
+await chat(
+  200,
+  200,
+  20,
+  "200 chat samples × 200 ms latency, concurrency 20 (CLI, incl. start-up; ideal 2.00 s)",
+  "≤ 1.1 × ideal",
+  {
+    figure: (w) => `${fmt(w)} = ${(w / 2_000).toFixed(2)} × ideal`,
+    ok: (w) => w <= 2_200,
+  },
+);
 await large();
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

@@ -1,10 +1,13 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { exportCommand } from "./commands/export.js";
+import { importCommand } from "./commands/import.js";
 import { listCommand } from "./commands/list.js";
+import { mergeCommand } from "./commands/merge.js";
 import { resumeCommand } from "./commands/resume.js";
 import { runCommand } from "./commands/run.js";
 import { showCommand } from "./commands/show.js";
+import { validateCommand } from "./commands/validate.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 
 function positiveInt(value: string): number {
@@ -37,13 +40,24 @@ export function buildProgram(): Command {
   program
     .command("run")
     .description("start a run of an eval file")
-    .argument("<eval>", "eval module (.ts, .mts, .js, .mjs) with a default export")
+    .argument(
+      "<eval>",
+      "eval module (.ts, .mts, .js, .mjs) with a default export, or an EvalPort suite .json",
+    )
     .option("--model <model>", "model override passed to model-calling solvers")
     .option("--epochs <n>", "repetitions of every sample", positiveInt)
     .option("--concurrency <n>", "samples executing at once", positiveInt)
     .option("--limit <n>", "only the first n samples", positiveInt)
     .option("--timeout <ms>", "per-sample timeout in milliseconds", positiveInt)
     .option("--resume <run-id>", "continue this run instead of starting a new one")
+    .option(
+      "--resume-from <file>",
+      "seed the new run with the completed results of a (partial) ResultSet or Results JSONL",
+    )
+    .option(
+      "--output <file>",
+      "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
+    )
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
     .addOption(storeOption())
     .addOption(jsonOption())
@@ -59,6 +73,10 @@ export function buildProgram(): Command {
     .option("--no-rerun-errors", "keep errored keys as they are")
     .option("--eval <file>", "the eval file, when it moved since the run started")
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--output <file>",
+      "the run's --output file, to go on appending to (the run does not remember it)",
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -89,12 +107,47 @@ export function buildProgram(): Command {
     .description("export each key's current outcome")
     .argument("<run-id>")
     .addOption(
-      new Option("--format <format>", "output format").choices(["jsonl", "csv"]).default("jsonl"),
+      new Option("--format <format>", "output format")
+        .choices(["jsonl", "csv", "resultset"])
+        .default("jsonl"),
     )
-    .option("-o, --output <file>", "write to a file instead of stdout")
+    .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())
     .action(async (runId: string, flags) => {
       process.exitCode = await exportCommand(runId, flags);
+    });
+
+  program
+    .command("import")
+    .description("restore completed work from a ResultSet, Results JSONL or fallback JSONL")
+    .argument("<file>", "resultset.json, results.jsonl or <run>.fallback.jsonl")
+    .requiredOption("--into <run-id>", "the run to restore into")
+    .option("--sha256 <hex>", "refuse unless the file's bytes have this sha256")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (file: string, flags) => {
+      process.exitCode = await importCommand(file, flags);
+    });
+
+  program
+    .command("merge")
+    .description("merge EvalPort ResultSets (or Results JSONL) of one run into one ResultSet")
+    .argument("<files...>", "ResultSet .json or Results .jsonl files of the same run")
+    .requiredOption("-o, --output <file>", "where to write the merged ResultSet")
+    .option("--prefer <file>", "the input whose result wins collisions timestamps cannot decide")
+    .option("--suite <suite.json>", "the EvalPort suite: the merge is partial until it covers it")
+    .addOption(jsonOption())
+    .action(async (files: string[], flags) => {
+      process.exitCode = await mergeCommand(files, flags);
+    });
+
+  program
+    .command("validate")
+    .description("validate an EvalPort suite, test cases or ResultSet (.json or .jsonl)")
+    .argument("<file>")
+    .addOption(jsonOption())
+    .action(async (file: string, flags) => {
+      process.exitCode = await validateCommand(file, flags);
     });
 
   return program;

@@ -3,10 +3,11 @@ import { StetError } from "../core/errors.js";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
-import { planRun } from "../core/plan.js";
-import type { Reducer, RunConfig, SampleRecord } from "../core/types.js";
+import { planRun, type Plan } from "../core/plan.js";
+import type { AttemptDraft, Reducer, Run, RunConfig, SampleRecord } from "../core/types.js";
+import type { Store } from "../store/types.js";
 import { acquireRun, assertClaimable } from "./acquire.js";
-import { executeRun, type ExecuteOptions } from "./execute-run.js";
+import { executeRun, type ExecuteOptions, type Execution } from "./execute-run.js";
 import { newOwnerIdentity } from "./owner.js";
 import { buildReport, summarizePlan } from "./report.js";
 
@@ -31,6 +32,12 @@ export interface RunEvalOptions extends ExecuteOptions {
   model?: string;
   limit?: number;
   runId?: string;
+  /**
+   * Attempts recorded, all or nothing, right after the run is created and before it is planned,
+   * so their keys are not executed: the completed results of a partial ResultSet (`stet run
+   * --resume-from`). Give them `provenance: { kind: "imported", source }`.
+   */
+  seed?: AttemptDraft[];
 }
 
 /**
@@ -62,7 +69,10 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     samples: [...ev.samples],
     owner,
   });
-  const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: [], inflight: [] });
+  const seeded = options.seed?.length
+    ? await seedRun(store, run.id, owner.token, options.seed)
+    : [];
+  const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
   return executeRun(
     { run, owner, plan, resumed: false, solver: ev.solver, scorers: ev.scorers },
     options,
@@ -85,6 +95,49 @@ export interface ResumeOptions extends ExecuteOptions {
  * @example await resumeRun({ store, runId: "r_abc", eval: resolved });
  */
 export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
+  const planned = await planResume(options);
+  const { run, plan } = planned;
+  if (plan.toExecute.length === 0 && run.status !== "running") {
+    const t0 = performance.now();
+    const report = await buildReport({
+      store: options.store,
+      run,
+      samples: plan.samples,
+      plan: summarizePlan(plan),
+      resumed: true,
+      committedNow: new Set(),
+      wallMs: performance.now() - t0,
+    });
+    options.onEvent?.({
+      type: "run-started",
+      runId: run.id,
+      evalName: run.evalName,
+      resumed: true,
+      plan: report.plan,
+    });
+    options.onEvent?.({ type: "run-finished", report });
+    return report;
+  }
+  return executeRun(await claimResume(options, planned), options);
+}
+
+/** A resume planned against the run as it was read, before claiming it. */
+export interface PlannedResume {
+  run: Run;
+  plan: Plan;
+}
+
+/**
+ * The first half of `resumeRun`: reads the run and plans what it still has to execute, without
+ * claiming it. Throws `E_RUN_NOT_FOUND`, `E_RUN_ACTIVE` while a live owner executes the run, and
+ * `E_CHANGED_SAMPLES`. A server calls it (then `claimResume`) to answer with a status code
+ * before it opens a stream.
+ *
+ * @example
+ * const planned = await planResume({ store, runId, eval: resolved });
+ * if (planned.plan.toExecute.length > 0) await executeRun(await claimResume(opts, planned), opts);
+ */
+export async function planResume(options: ResumeOptions): Promise<PlannedResume> {
   const { store, runId } = options;
   const run = await store.getRun(runId);
   if (!run)
@@ -114,52 +167,57 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
       { details: { plan: summarizePlan(plan) } },
     );
   }
-  if (plan.toExecute.length === 0 && run.status !== "running") {
-    const t0 = performance.now();
-    const report = await buildReport({
-      store,
-      run,
-      samples: plan.samples,
-      plan: summarizePlan(plan),
-      resumed: true,
-      committedNow: new Set(),
-      wallMs: performance.now() - t0,
-    });
-    options.onEvent?.({
-      type: "run-started",
-      runId,
-      evalName: run.evalName,
-      resumed: true,
-      plan: report.plan,
-    });
-    options.onEvent?.({ type: "run-finished", report });
-    return report;
-  }
+  return { run, plan };
+}
 
+/**
+ * The second half of `resumeRun`: claims the planned run with the store's compare-and-set on the
+ * owner token the plan judged dead, and returns what `executeRun` executes. Of any number of
+ * concurrent claimants exactly one gets an execution; the others get `E_RUN_ACTIVE`.
+ *
+ * @example const exec = await claimResume(options, await planResume(options));
+ */
+export async function claimResume(
+  options: ResumeOptions,
+  planned: PlannedResume,
+): Promise<Execution> {
+  const { store, runId } = options;
+  const { run, plan } = planned;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
   const changedRecords = plan.samples.filter((r) => plan.changed.includes(r.sample.id));
   if (changedRecords.length > 0) await store.updateSamples(runId, owner.token, changedRecords);
   const claimed = (await store.getRun(runId)) ?? run;
-  return executeRun(
-    {
-      run: claimed,
-      owner,
-      plan,
-      resumed: true,
-      solver: options.eval.solver,
-      scorers: options.eval.scorers,
-    },
-    options,
-  );
+  return {
+    run: claimed,
+    owner,
+    plan,
+    resumed: true,
+    solver: options.eval.solver,
+    scorers: options.eval.scorers,
+  };
+}
+
+/** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
+async function seedRun(store: Store, runId: string, token: string, seed: AttemptDraft[]) {
+  try {
+    return await store.recordAttempts(runId, token, seed);
+  } catch (error) {
+    await store.releaseRun(runId, token, "interrupted", "seeding the run failed").catch(() => {});
+    throw error;
+  }
 }
 
 function describeSolver(solver: SolverFn): Record<string, Json> {
   return solver.describe?.() ?? { kind: "function", name: solver.name || "anonymous" };
 }
 
-/** A short, URL- and shell-safe id. */
-function newRunId(): string {
+/**
+ * A short, URL- and shell-safe run id.
+ *
+ * @example newRunId() // "r_k3xq9amz0b"
+ */
+export function newRunId(): string {
   return `r_${randomBytes(8).toString("base64url").replace(/[-_]/g, "x").slice(0, 10).toLowerCase()}`;
 }
 

@@ -1,10 +1,12 @@
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
+import { open, rename, rm } from "node:fs/promises";
+import { dirname } from "node:path";
 import { stringify } from "csv-stringify";
 import { StetError } from "../../core/errors.js";
-import { compareKeys } from "../../core/keys.js";
-import { selectOutcomes } from "../../core/outcomes.js";
 import type { Attempt } from "../../core/types.js";
+import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
+import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
 import { openStore } from "../open-store.js";
 
 export interface ExportFlags {
@@ -13,44 +15,66 @@ export interface ExportFlags {
   output?: string;
 }
 
+const FORMATS = ["jsonl", "csv", "resultset"];
+
 /**
  * `stet export <run-id>`: one row per key's current outcome, sorted by sample id and epoch, so
- * the same stored attempts always export as the same bytes.
+ * the same stored attempts always export as the same bytes. `--format resultset` writes the
+ * EvalPort ResultSet (`buildResultSet`). `-o` replaces the file atomically (temp + rename).
  */
 export async function exportCommand(runId: string, flags: ExportFlags): Promise<number> {
   const format = flags.format ?? "jsonl";
-  if (format !== "jsonl" && format !== "csv") {
-    throw new StetError("E_USAGE", `unknown export format "${format}" (expected jsonl or csv)`);
+  if (!FORMATS.includes(format)) {
+    throw new StetError(
+      "E_USAGE",
+      `unknown export format "${format}" (expected jsonl, csv or resultset)`,
+    );
   }
   const store = openStore(flags.store);
   try {
-    const run = await store.getRun(runId);
-    if (!run)
-      throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
-    const samples = await store.getSamples(runId);
-    const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
-    const outcomes = selectOutcomes(await store.listAttempts(runId), fingerprints).sort(
-      compareKeys,
-    );
-    const out = flags.output ? createWriteStream(flags.output) : process.stdout;
-    if (format === "jsonl") {
-      for (const a of outcomes) {
-        if (!out.write(`${JSON.stringify(exportRow(a))}\n`)) await once(out, "drain");
-      }
-    } else {
-      const csv = stringify({ header: true, columns: CSV_COLUMNS });
-      csv.pipe(out, { end: false });
-      for (const a of outcomes) csv.write(csvRow(a));
-      csv.end();
-      await once(csv, "end");
+    if (format === "resultset") {
+      const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;
+      if (flags.output) await writeFileAtomic(flags.output, text);
+      else if (!process.stdout.write(text)) await once(process.stdout, "drain");
+      return 0;
     }
-    if (flags.output) {
-      out.end();
-      await once(out, "finish");
+    const { outcomes } = await loadOutcomes(store, runId);
+    const temp = flags.output && `${flags.output}.${process.pid}.tmp`;
+    const out = temp ? createWriteStream(temp) : process.stdout;
+    try {
+      if (format === "jsonl") {
+        for (const a of outcomes) {
+          if (!out.write(`${JSON.stringify(exportRow(a))}\n`)) await once(out, "drain");
+        }
+      } else {
+        const csv = stringify({ header: true, columns: CSV_COLUMNS });
+        csv.pipe(out, { end: false });
+        for (const a of outcomes) csv.write(csvRow(a));
+        csv.end();
+        await once(csv, "end");
+      }
+      if (temp && flags.output) {
+        out.end();
+        await once(out, "finish");
+        await fsyncFile(temp);
+        await rename(temp, flags.output);
+        syncDirectory(dirname(flags.output));
+      }
+    } finally {
+      if (temp) await rm(temp, { force: true });
     }
     return 0;
   } finally {
     await store.close();
+  }
+}
+
+async function fsyncFile(path: string): Promise<void> {
+  const handle = await open(path, "r+");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

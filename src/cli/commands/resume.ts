@@ -1,10 +1,11 @@
 import { StetError } from "../../core/errors.js";
 import { renderPlan } from "../render/summary.js";
-import { loadEvalFile } from "../../eval/load-eval-file.js";
+import { loadEvalSource } from "../../eval/load-eval-source.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { resumeRun } from "../../engine/run-eval.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { withRunOutput } from "../run-output.js";
 import { runWithUi } from "../run-ui.js";
 import { uiOptions } from "./run.js";
 import type { PlanSummary } from "../../core/events.js";
@@ -16,6 +17,8 @@ export interface ResumeFlags {
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   failUnder?: number;
+  /** Results JSONL to go on appending to (the run does not remember it: pass it again). */
+  output?: string;
 }
 
 /** `stet resume <run-id>`: print the plan, then execute only the keys without a scored attempt. */
@@ -33,7 +36,7 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
         `run ${runId} was not started from an eval file; pass --eval <file>`,
       );
     }
-    const loaded = await loadEvalFile(evalPath);
+    const loaded = await loadEvalSource(evalPath);
     const resolved = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
     const ev = {
       ...resolved,
@@ -43,15 +46,18 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
       reducer: run.config.reducer,
       ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
     };
-    return await runWithUi(io, uiOptions(flags), (controls) =>
-      resumeRun({
-        store,
-        runId,
-        eval: ev,
-        ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
-        ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
-        ...controls,
-      }),
+    return await withRunOutput(store, io, flags.output, (tee) =>
+      runWithUi(io, uiOptions(flags), (controls) =>
+        resumeRun({
+          store,
+          runId,
+          eval: ev,
+          ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
+          ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+          ...controls,
+          onEvent: tee(controls.onEvent),
+        }),
+      ),
     ).catch((error: unknown) => {
       if (error instanceof StetError && error.code === "E_CHANGED_SAMPLES") {
         const plan = error.details?.plan as PlanSummary | undefined;

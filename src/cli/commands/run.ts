@@ -1,8 +1,10 @@
-import { loadEvalFile } from "../../eval/load-eval-file.js";
+import { loadEvalSource } from "../../eval/load-eval-source.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { runEval } from "../../engine/run-eval.js";
+import { readSeed } from "../../evalport/read-seed.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { withRunOutput } from "../run-output.js";
 import { runWithUi } from "../run-ui.js";
 import { resumeCommand } from "./resume.js";
 
@@ -17,13 +19,16 @@ export interface RunFlags {
   resume?: string;
   failUnder?: number;
   rerunChanged?: boolean;
+  resumeFrom?: string;
+  /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
+  output?: string;
 }
 
 /** `stet run <eval>`: start a run (or, with `--resume <id>`, continue one). */
 export async function runCommand(target: string, flags: RunFlags): Promise<number> {
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   const io = createIo(flags.json ?? false);
-  const loaded = await loadEvalFile(target);
+  const loaded = await loadEvalSource(target);
   const resolved = await resolveEval(loaded.eval, {
     baseDir: loaded.baseDir,
     ...(flags.limit === undefined ? {} : { limit: flags.limit }),
@@ -34,17 +39,23 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
     ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout }),
   };
+  // Read and checked before the run exists: a bad file refuses without creating one.
+  const seed = flags.resumeFrom === undefined ? undefined : await readSeed(flags.resumeFrom, ev);
   const store = openStore(flags.store);
   try {
-    return await runWithUi(io, uiOptions(flags), (controls) =>
-      runEval({
-        store,
-        eval: ev,
-        evalPath: loaded.path,
-        ...(flags.model === undefined ? {} : { model: flags.model }),
-        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
-        ...controls,
-      }),
+    return await withRunOutput(store, io, flags.output, (tee) =>
+      runWithUi(io, uiOptions(flags), (controls) =>
+        runEval({
+          store,
+          eval: ev,
+          ...(seed === undefined ? {} : { seed: seed.drafts }),
+          evalPath: loaded.path,
+          ...(flags.model === undefined ? {} : { model: flags.model }),
+          ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+          ...controls,
+          onEvent: tee(controls.onEvent),
+        }),
+      ),
     );
   } finally {
     await store.close();

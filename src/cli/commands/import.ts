@@ -1,0 +1,60 @@
+import type { Key } from "../../core/types.js";
+import { importResults } from "../../evalport/import-results.js";
+import { EXIT } from "../exit-codes.js";
+import { createIo } from "../io.js";
+import { openStore } from "../open-store.js";
+
+export interface ImportFlags {
+  into: string;
+  sha256?: string;
+  store?: string;
+  json?: boolean;
+}
+
+/**
+ * `stet import <file> --into <run-id>`: restores completed work from a ResultSet, a Results
+ * JSONL or a fallback JSONL into a run, all or nothing (see `importResults`). Prints what was
+ * imported, what was already there, and how the run stands; `--json` prints the report.
+ */
+export async function importCommand(file: string, flags: ImportFlags): Promise<number> {
+  const io = createIo(flags.json ?? false);
+  const store = openStore(flags.store);
+  try {
+    const report = await importResults({
+      store,
+      runId: flags.into,
+      file,
+      ...(flags.sha256 === undefined ? {} : { sha256: flags.sha256 }),
+    });
+    if (flags.json) {
+      io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return EXIT.ok;
+    }
+    io.say(
+      `imported ${report.imported.length} result(s) into run ${report.runId} from ${file} (${report.source})`,
+    );
+    if (report.alreadyScored.length > 0) {
+      io.say(
+        `skipped ${report.alreadyScored.length} the run already had: ${preview(report.alreadyScored)}`,
+      );
+    }
+    if (report.notCompleted.length > 0) {
+      io.say(
+        `not imported, errors in the file: ${report.notCompleted.length} (${preview(report.notCompleted)})`,
+      );
+    }
+    const { scored, total, remaining } = report.counts;
+    const next = remaining > 0 ? `; ${remaining} left: stet resume ${report.runId}` : "";
+    io.say(`run ${report.runId}: ${report.status}, ${scored}/${total} keys scored${next}`);
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
+}
+
+function preview(keys: readonly Key[]): string {
+  const shown = keys
+    .slice(0, 5)
+    .map((k) => (k.epoch === 1 ? k.sampleId : `${k.sampleId}#${k.epoch}`));
+  return keys.length > 5 ? `${shown.join(", ")} and ${keys.length - 5} more` : shown.join(", ");
+}

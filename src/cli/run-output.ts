@@ -1,0 +1,43 @@
+import type { RunEvent } from "../core/events.js";
+import { createResultStream } from "../evalport/result-stream.js";
+import type { Store } from "../store/types.js";
+import { EXIT } from "./exit-codes.js";
+import type { Io } from "./io.js";
+
+type Listener = (event: RunEvent) => void;
+
+/**
+ * `--output <file>` for `stet run` and `stet resume`: `execute` gets a `tee` that adds the
+ * Results stream to the UI's event listener; afterwards the ResultSet is written and where
+ * it went is said. Without `path` this is just `execute`. A stream or ResultSet that could not
+ * be written turns a successful exit into 1; "no finished sample yet" is only reported.
+ *
+ * @example
+ * return withRunOutput(store, io, flags.output, (tee) =>
+ *   runWithUi(io, ui, (controls) => runEval({ ...opts, ...controls, onEvent: tee(controls.onEvent) })));
+ */
+export async function withRunOutput(
+  store: Store,
+  io: Io,
+  path: string | undefined,
+  execute: (tee: (onEvent: Listener) => Listener) => Promise<number>,
+): Promise<number> {
+  if (path === undefined) return execute((onEvent) => onEvent);
+  const stream = createResultStream({ store, path });
+  let code: number | undefined;
+  try {
+    code = await execute((onEvent) => (event) => {
+      onEvent(event);
+      stream.onEvent(event);
+    });
+  } finally {
+    const report = await stream.finish();
+    if (report.written)
+      io.say(`results: ${report.lines} (+${report.appended} lines), ${report.resultSet}`);
+    if (report.problem) {
+      io.stderr.write(`--output: ${report.problem.message}\n`);
+      if (report.problem.fatal && code === EXIT.ok) code = EXIT.fatal;
+    }
+  }
+  return code ?? EXIT.fatal;
+}

@@ -1,0 +1,97 @@
+import { createRequire } from "node:module";
+import { z } from "zod";
+import { StetError } from "../core/errors.js";
+import { compareKeys } from "../core/keys.js";
+import { selectOutcomes } from "../core/outcomes.js";
+import type { Attempt, Run, RunConfig, SampleRecord } from "../core/types.js";
+import type { Store } from "../store/types.js";
+import { assembleResultSet } from "./assemble-result-set.js";
+import { toResult } from "./result-mapping.js";
+import {
+  EVALPORT_VERSION,
+  type ResultSetDocument,
+  type ResultSetProvider,
+} from "./result-set-types.js";
+import { rfc3339 } from "./timestamps.js";
+
+/** A run with its sample snapshot and each key's current outcome, sorted by key. */
+export interface RunOutcomes {
+  run: Run;
+  samples: SampleRecord[];
+  outcomes: Attempt[];
+}
+
+/**
+ * Reads a run's current outcomes: per key, the latest scored attempt for the sample's snapshot
+ * fingerprint, else its latest error (`selectOutcomes`), in key order. `E_RUN_NOT_FOUND` for
+ * an unknown run.
+ *
+ * @example const { run, outcomes } = await loadOutcomes(store, "r_abc");
+ */
+export async function loadOutcomes(store: Store, runId: string): Promise<RunOutcomes> {
+  const run = await store.getRun(runId);
+  if (!run)
+    throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
+  const [samples, attempts] = await Promise.all([
+    store.getSamples(runId),
+    store.listAttempts(runId),
+  ]);
+  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  return { run, samples, outcomes: selectOutcomes(attempts, fingerprints).sort(compareKeys) };
+}
+
+/**
+ * The EvalPort ResultSet of a run: one Result per key's current outcome (see `toResult`),
+ * sorted by (test_case_id, attempt); `suite_id` is the eval name, `started_at` the run's
+ * creation; `provider` from the run's model and solver settings; `runner` stet and its
+ * version. A run with keys not yet scored is partial (`metadata.openeval.partial`, with the
+ * covered ids; see `assembleResultSet`). A run without any outcome has no valid ResultSet
+ * (`results` needs one item): StetError `E_INVALID_INPUT`, so no invalid file is written.
+ *
+ * @example
+ * const doc = await buildResultSet(store, "r_abc");
+ * validateDocument(doc, "resultset").valid; // true
+ */
+export async function buildResultSet(store: Store, runId: string): Promise<ResultSetDocument> {
+  const { run, samples, outcomes } = await loadOutcomes(store, runId);
+  if (outcomes.length === 0) {
+    throw new StetError(
+      "E_INVALID_INPUT",
+      `run ${runId} has no finished sample yet, and an EvalPort ResultSet needs at least one result; nothing was written`,
+    );
+  }
+  const provider = providerOf(run.config);
+  return assembleResultSet(
+    {
+      version: EVALPORT_VERSION,
+      suite_id: run.evalName,
+      run_id: run.id,
+      started_at: rfc3339(run.createdAt),
+      ...(provider && { provider }),
+      runner: { name: "stet", version: stetVersion() },
+    },
+    outcomes.map((a) => toResult(a, { epochs: run.config.epochs })),
+    { testCaseIds: samples.map((r) => r.sample.id), epochs: run.config.epochs },
+  );
+}
+
+function providerOf(config: RunConfig): ResultSetProvider | undefined {
+  const { temperature, maxTokens } = config.solver;
+  const model = config.model ?? config.solver.model;
+  const provider: ResultSetProvider = {
+    ...(typeof model === "string" && { model }),
+    ...(typeof temperature === "number" && { temperature }),
+    ...(typeof maxTokens === "number" && Number.isInteger(maxTokens) && { max_tokens: maxTokens }),
+  };
+  return Object.keys(provider).length > 0 ? provider : undefined;
+}
+
+let version: string | undefined;
+
+/** stet's package version, read once from package.json (two levels up in src/ and in dist/). */
+function stetVersion(): string {
+  version ??= z
+    .object({ version: z.string() })
+    .parse(createRequire(import.meta.url)("../../package.json")).version;
+  return version;
+}

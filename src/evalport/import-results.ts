@@ -1,0 +1,137 @@
+import { basename } from "node:path";
+import { StetError } from "../core/errors.js";
+import type { Key, Run, RunStatus } from "../core/types.js";
+import { acquireRun, assertClaimable } from "../engine/acquire.js";
+import { newOwnerIdentity } from "../engine/owner.js";
+import type { RunCounts, Store } from "../store/types.js";
+import { planImport, type ImportPlan } from "./plan-import.js";
+import { readImportFile, type ImportFile, type ImportFormat } from "./read-import-file.js";
+
+export interface ImportOptions {
+  store: Store;
+  runId: string;
+  file: string;
+  /** Expected sha256 of the file's bytes (hex, optionally `sha256:`-prefixed). */
+  sha256?: string;
+  staleMs?: number;
+}
+
+export interface ImportReport {
+  runId: string;
+  file: string;
+  format: ImportFormat;
+  /** `sha256:<hex>`: the provenance source of the inserted attempts. */
+  source: string;
+  /** Keys inserted by this import. */
+  imported: Key[];
+  /** Keys the run already had scored: left untouched. */
+  alreadyScored: Key[];
+  /** Keys whose record in the file is an error: not imported. */
+  notCompleted: Key[];
+  previousStatus: RunStatus;
+  status: RunStatus;
+  counts: RunCounts;
+}
+
+/**
+ * Restores completed work from a ResultSet, a Results JSONL or the engine's fallback JSONL into
+ * a run, all or nothing. Everything is checked before the store is touched (the sha256 when
+ * given, the file's validity, every result against the run's samples, epochs and fingerprints).
+ * Then the run is claimed (a live owner: `E_RUN_ACTIVE`), the new completed attempts are
+ * recorded in one commit with provenance `{ kind: "imported", source: "sha256:<hex>" }` (their
+ * cost is reused, never spend), and the run is released: `completed` when nothing remains, else
+ * `interrupted` (if it was interrupted or its owner died) or `errored`, so it stays resumable.
+ * Keys the run already scored are skipped and reported; an import that adds nothing writes
+ * nothing, so importing a file twice changes nothing the second time.
+ *
+ * @example
+ * const report = await importResults({ store, runId: "r_abc", file: "backup.json", sha256 });
+ * report.imported.length; // 42
+ */
+export async function importResults(options: ImportOptions): Promise<ImportReport> {
+  const { store, runId } = options;
+  const file = await readImportFile(options.file, {
+    ...(options.sha256 === undefined ? {} : { sha256: options.sha256 }),
+  });
+  const run = await store.getRun(runId);
+  if (!run)
+    throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
+  if (file.runId !== undefined && file.runId !== runId) {
+    throw new StetError(
+      "E_INVALID_INPUT",
+      `${file.path} holds attempts of run ${file.runId}, not of ${runId}; nothing was imported`,
+    );
+  }
+  assertClaimable(run, options);
+  const planned = await plan(store, run, file);
+  if (planned.drafts.length === 0) {
+    return report(file, run, planned, [], run.status, await store.countKeys(runId));
+  }
+  const owner = newOwnerIdentity();
+  await acquireRun(store, run, owner, options);
+  const resumable: RunStatus =
+    run.status === "interrupted" || run.status === "running" ? "interrupted" : "errored";
+  let inserted: ImportPlan;
+  try {
+    // Owned now, the run cannot change under us: plan again against what is stored.
+    inserted = await plan(store, run, file);
+    if (inserted.drafts.length > 0) await store.recordAttempts(runId, owner.token, inserted.drafts);
+  } catch (error) {
+    await store
+      .releaseRun(runId, owner.token, restoredStatus(run), run.note ?? undefined)
+      .catch(() => {});
+    throw error;
+  }
+  const counts = await store.countKeys(runId);
+  const status = counts.remaining === 0 ? "completed" : resumable;
+  const note = `imported ${inserted.drafts.length} result(s) from ${basename(file.path)} (sha256:${file.sha256.slice(0, 12)}…)`;
+  if (!(await store.releaseRun(runId, owner.token, status, note))) {
+    throw new StetError(
+      "E_FENCED",
+      `run ${runId} was taken over by another process during the import`,
+    );
+  }
+  return report(file, run, inserted, inserted.drafts, status, counts);
+}
+
+async function plan(store: Store, run: Run, file: ImportFile): Promise<ImportPlan> {
+  const [snapshot, stored] = await Promise.all([
+    store.getSamples(run.id),
+    store.listAttemptHeads(run.id),
+  ]);
+  return planImport({
+    records: file.records,
+    snapshot,
+    epochs: run.config.epochs,
+    stored,
+    source: `sha256:${file.sha256}`,
+    file: file.path,
+  });
+}
+
+/** The status to put back when the import fails after claiming: never `running`. */
+function restoredStatus(run: Run): RunStatus {
+  return run.status === "running" ? "interrupted" : run.status;
+}
+
+function report(
+  file: ImportFile,
+  run: Run,
+  planned: ImportPlan,
+  inserted: readonly Key[],
+  status: RunStatus,
+  counts: RunCounts,
+): ImportReport {
+  return {
+    runId: run.id,
+    file: file.path,
+    format: file.format,
+    source: `sha256:${file.sha256}`,
+    imported: inserted.map(({ sampleId, epoch }) => ({ sampleId, epoch })),
+    alreadyScored: planned.alreadyScored,
+    notCompleted: planned.notCompleted,
+    previousStatus: run.status,
+    status,
+    counts,
+  };
+}

@@ -1,0 +1,209 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { z } from "zod";
+import { StetError, isStetError } from "../core/errors.js";
+import { fallbackLineSchema, isFallbackLine } from "./fallback-line.js";
+import { formatValidationError } from "./format-validation-error.js";
+import { isPartial } from "./is-partial.js";
+import { parseJson } from "./parse-json.js";
+import { fromResult, type ResultAttempt } from "./result-mapping.js";
+import type { EvalPortResult, ResultSetDocument } from "./result-set-types.js";
+import { validateDocument } from "./validate-document.js";
+import { validateJsonLines } from "./validate-json-lines.js";
+import type { ValidationError } from "./validation-types.js";
+
+export type ImportFormat = "resultset" | "results-jsonl" | "fallback-jsonl";
+
+/** One attempt read from a file, and where it was: `results[3]` or `line 4`. */
+export interface ImportRecord {
+  attempt: ResultAttempt;
+  where: string;
+}
+
+export interface ImportFile {
+  /** Absolute path. */
+  path: string;
+  /** sha256 of the file's bytes, lowercase hex. */
+  sha256: string;
+  format: ImportFormat;
+  records: ImportRecord[];
+  /** The run a fallback file was written for. */
+  runId?: string;
+  /** A ResultSet that declares `openeval.partial`. */
+  partial: boolean;
+}
+
+const SHOWN_ERRORS = 20;
+
+/**
+ * Reads a file to import: a ResultSet (`.json`), a Results JSONL (`stet run --output`), or the
+ * engine's fallback JSONL (`<run>.fallback.jsonl`, lines `{ runId, ...AttemptDraft }`). With
+ * `sha256`, the file's bytes must hash to it. The file is validated whole (EvalPort schemas and
+ * rules, or the fallback line schema) and mapped with `fromResult`; any problem throws
+ * StetError `E_INVALID_INPUT` listing every error as `file:line:col: /path: message [code]`.
+ *
+ * @example const file = await readImportFile("partial.json", { sha256: "9f86d0…" });
+ */
+export async function readImportFile(
+  file: string,
+  options: { sha256?: string } = {},
+): Promise<ImportFile> {
+  const path = resolve(file);
+  const bytes = await readFile(path).catch((cause: unknown) => {
+    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
+    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
+  });
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  if (options.sha256 !== undefined && normalizeHex(options.sha256) !== sha256) {
+    throw new StetError(
+      "E_INVALID_INPUT",
+      `sha256 mismatch for ${path}: expected ${normalizeHex(options.sha256)}, the file's bytes hash to ${sha256}; nothing was imported`,
+      { details: { expected: options.sha256, actual: sha256 } },
+    );
+  }
+  let text = bytes.toString("utf8");
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const base = { path, sha256 };
+  if (!/\.(jsonl|ndjson)$/i.test(path)) return { ...base, ...readResultSet(path, text) };
+  return {
+    ...base,
+    ...(isFallback(text) ? readFallback(path, text) : readResultLines(path, text)),
+  };
+}
+
+/** Accepts `<hex>` or `sha256:<hex>`, any case. */
+function normalizeHex(value: string): string {
+  const hex = value
+    .trim()
+    .replace(/^sha256:/i, "")
+    .toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(hex)) {
+    throw new StetError("E_USAGE", `--sha256 expects 64 hex digits, got "${value}"`);
+  }
+  return hex;
+}
+
+type Parsed = Omit<ImportFile, "path" | "sha256">;
+
+function readResultSet(path: string, text: string): Parsed {
+  const parsed = parseJson(text);
+  if (!parsed.ok) {
+    const { line, column, message } = parsed;
+    refuse(path, "ResultSet", [
+      {
+        file: path,
+        line,
+        column,
+        path: "",
+        code: "json.syntax",
+        message: `not valid JSON: ${message}`,
+      },
+    ]);
+  }
+  const validation = validateDocument(parsed.value, "resultset");
+  if (!validation.valid)
+    refuse(
+      path,
+      "ResultSet",
+      validation.errors.map((e) => ({ file: path, ...e })),
+    );
+  const doc = parsed.value as ResultSetDocument;
+  const fallbackTime = doc.completed_at ?? doc.started_at;
+  const records = doc.results.map((result, i) =>
+    mapResult(path, result, `results[${i}]`, fallbackTime),
+  );
+  return { format: "resultset", records, partial: isPartial(doc) };
+}
+
+function readResultLines(path: string, text: string): Parsed {
+  const validation = validateJsonLines(text, { file: path, kind: "result" });
+  if (!validation.valid) refuse(path, "Results JSONL", validation.errors);
+  const fallbackTime = new Date().toISOString();
+  const records: ImportRecord[] = [];
+  text.split("\n").forEach((line, i) => {
+    if (line.trim() === "") return;
+    const result = JSON.parse(line) as EvalPortResult;
+    records.push(mapResult(path, result, `line ${i + 1}`, fallbackTime));
+  });
+  return { format: "results-jsonl", records, partial: false };
+}
+
+function readFallback(path: string, text: string): Parsed {
+  const errors: ValidationError[] = [];
+  const records: ImportRecord[] = [];
+  const runIds = new Set<string>();
+  text.split("\n").forEach((raw, i) => {
+    const line = i + 1;
+    if (raw.trim() === "") return;
+    const parsed = parseJson(raw);
+    if (!parsed.ok) {
+      const message = `line ${line} is not JSON: ${parsed.message}`;
+      errors.push({
+        file: path,
+        line,
+        column: parsed.column,
+        path: "",
+        code: "json.syntax",
+        message,
+      });
+      return;
+    }
+    const result = fallbackLineSchema.safeParse(parsed.value);
+    if (!result.success) {
+      errors.push(...result.error.issues.map((issue) => zodError(path, line, issue)));
+      return;
+    }
+    const { runId, ...draft } = result.data;
+    runIds.add(runId);
+    records.push({ attempt: draft, where: `line ${line}` });
+  });
+  if (errors.length > 0) refuse(path, "fallback JSONL", errors);
+  if (runIds.size > 1) {
+    throw new StetError(
+      "E_INVALID_INPUT",
+      `${path} mixes attempts of runs ${[...runIds].join(", ")}`,
+    );
+  }
+  return {
+    format: "fallback-jsonl",
+    records,
+    partial: false,
+    ...(runIds.size === 1 && { runId: [...runIds][0]! }),
+  };
+}
+
+function isFallback(text: string): boolean {
+  const first = text.split("\n").find((line) => line.trim() !== "");
+  const parsed = first === undefined ? undefined : parseJson(first);
+  return parsed?.ok === true && isFallbackLine(parsed.value);
+}
+
+function mapResult(
+  path: string,
+  result: EvalPortResult,
+  where: string,
+  fallbackTime: string,
+): ImportRecord {
+  try {
+    return { attempt: fromResult(result, { fallbackTime }), where };
+  } catch (error) {
+    if (!isStetError(error)) throw error;
+    throw new StetError("E_INVALID_INPUT", `${path}: ${where}: ${error.message}`, { cause: error });
+  }
+}
+
+function zodError(file: string, line: number, issue: z.core.$ZodIssue): ValidationError {
+  const pointer = issue.path.map((p) => `/${String(p)}`).join("");
+  return { file, line, path: pointer, code: `fallback.${issue.code}`, message: issue.message };
+}
+
+function refuse(path: string, what: string, errors: ValidationError[]): never {
+  const shown = errors.slice(0, SHOWN_ERRORS).map((e) => `  ${formatValidationError(e)}`);
+  const more = errors.length - shown.length;
+  throw new StetError(
+    "E_INVALID_INPUT",
+    `${path} is not a valid ${what}; nothing was imported:\n${shown.join("\n")}${more > 0 ? `\n  … and ${more} more` : ""}`,
+    { details: { errors } },
+  );
+}

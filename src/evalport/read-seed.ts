@@ -1,0 +1,38 @@
+import type { AttemptDraft, Key, SampleRecord } from "../core/types.js";
+import { planImport } from "./plan-import.js";
+import { readImportFile, type ImportFile } from "./read-import-file.js";
+
+export interface Seed {
+  file: ImportFile;
+  /** The completed results, as attempts for `runEval({ seed })`. */
+  drafts: AttemptDraft[];
+  /** Keys whose record in the file is an error: they execute like any other. */
+  notCompleted: Key[];
+}
+
+/**
+ * The completed results of a (partial) ResultSet or Results JSONL as the seed of a new run
+ * (`stet run <eval> --resume-from partial.json`): checked against the eval's samples and epochs
+ * exactly as an import is, before the run exists, so a bad file refuses without creating one.
+ * The seeded attempts carry provenance `imported` with the file's sha256.
+ *
+ * @example
+ * const seed = await readSeed("partial.json", resolved);
+ * await runEval({ store, eval: resolved, seed: seed.drafts });
+ */
+export async function readSeed(
+  path: string,
+  ev: { samples: readonly SampleRecord[]; epochs: number },
+  options: { sha256?: string } = {},
+): Promise<Seed> {
+  const file = await readImportFile(path, options);
+  const plan = planImport({
+    records: file.records,
+    snapshot: ev.samples,
+    epochs: ev.epochs,
+    stored: [],
+    source: `sha256:${file.sha256}`,
+    file: file.path,
+  });
+  return { file, drafts: plan.drafts, notCompleted: plan.notCompleted };
+}
