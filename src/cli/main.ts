@@ -9,10 +9,19 @@ import { runCommand } from "./commands/run.js";
 import { showCommand } from "./commands/show.js";
 import { validateCommand } from "./commands/validate.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
+import { DEFAULT_PORT, serveCommand } from "../server/serve-command.js";
 
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
+  return n;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) {
+    throw new InvalidArgumentError("expected a port number (0 picks a free one)");
+  }
   return n;
 }
 
@@ -100,6 +109,17 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
       process.exitCode = await showCommand(runId, flags);
+    });
+
+  program
+    .command("serve")
+    .description("HTTP API over the store: list, start, resume, cancel and follow runs")
+    .option("--port <n>", `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`, port)
+    .option("--host <host>", "address to bind; beyond 127.0.0.1 needs STET_TOKEN", "127.0.0.1")
+    .option("--evals <dir>", "directory of eval files and suites that POST /api/runs may start")
+    .addOption(storeOption())
+    .action(async (flags) => {
+      process.exitCode = await serveCommand(flags);
     });
 
   program

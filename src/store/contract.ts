@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
+import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
 import type { Store } from "./types.js";
 
@@ -40,5 +41,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeRunContract(ref);
     describeOwnershipContract(ref);
     describeAttemptContract(ref);
+    describeReadModelContract(ref);
   });
 }

@@ -72,7 +72,7 @@ export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string 
 export const ATTEMPT_COLUMNS = `${ATTEMPT_HEAD_COLUMNS}, output, transcript`;
 
 /** Parses a JSON column with its schema; a value that does not fit is a corrupt store, named. */
-function parseColumn<T>(schema: z.ZodType<T>, text: string, what: string): T {
+export function parseColumn<T>(schema: z.ZodType<T>, text: string, what: string): T {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -25,11 +25,16 @@ import {
 import { migrateSqlite } from "./migrate-sqlite.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
 import { attemptMapper, attemptParams, toRun, toSampleRecord, type RunRow } from "./sqlite-rows.js";
+import { prepareReadModel } from "./sqlite-read-model.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import type {
+  AttemptFeed,
   AttemptFilter,
   AttemptHead,
+  BenchmarkSummary,
   NewRun,
+  OutcomeFilter,
+  OutcomePage,
   RunCounts,
   RunFilter,
   RunListing,
@@ -97,6 +102,7 @@ export function createSqliteStore(
 
 class SqliteStore implements Store {
   private readonly s: Statements;
+  private readonly read: ReturnType<typeof prepareReadModel>;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -105,6 +111,7 @@ class SqliteStore implements Store {
     private readonly now: () => number,
   ) {
     this.s = prepareStatements(db);
+    this.read = prepareReadModel(db);
   }
 
   async createRun(input: NewRun): Promise<Run> {
@@ -263,6 +270,26 @@ class SqliteStore implements Store {
 
   async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
     return this.guard(() => this.s.listAttemptHeads.all(runId).map(attemptMapper(runId).head));
+  }
+
+  async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
+    return this.guard(() => {
+      const run = this.requireRun(runId);
+      return this.read.listOutcomes(runId, run.config.epochs, filter);
+    });
+  }
+
+  async listAttemptsAfter(
+    runId: string,
+    options: { after?: number; limit?: number } = {},
+  ): Promise<AttemptFeed> {
+    return this.guard(() =>
+      this.read.listAttemptsAfter(runId, options.after, options.limit ?? 1_000),
+    );
+  }
+
+  async listBenchmarks(): Promise<BenchmarkSummary[]> {
+    return this.guard(() => this.read.listBenchmarks());
   }
 
   async close(): Promise<void> {

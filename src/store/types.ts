@@ -1,11 +1,14 @@
+import type { Json } from "../core/json.js";
 import type {
   Attempt,
   AttemptDraft,
+  AttemptStatus,
   Key,
   OwnerIdentity,
   Run,
   RunConfig,
   RunStatus,
+  Sample,
   SampleRecord,
 } from "../core/types.js";
 
@@ -46,6 +49,58 @@ export interface NewRun {
 export interface AttemptFilter {
   sampleId?: string;
   epoch?: number;
+}
+
+/** A key's current outcome: its scored or errored attempt, or `pending` while it has none. */
+export type OutcomeStatus = AttemptStatus | "pending";
+
+export interface OutcomeFilter {
+  sampleId?: string;
+  status?: OutcomeStatus;
+  /** Only outcomes with a (non-null) value from this scorer; with `result`, judged by it alone. */
+  scorer?: string;
+  /**
+   * Scored outcomes only. `pass`: every value (of `scorer`, if given) is 1 and there is at least
+   * one; `fail`: some value is below 1.
+   */
+  result?: "pass" | "fail";
+  /** Case-insensitive (ASCII) substring of the sample id, the sample's JSON or the output's JSON. */
+  search?: string;
+  limit?: number;
+  offset?: number;
+}
+
+/** One key of a run with its current outcome, for tables of samples. */
+export interface OutcomeEntry extends Key {
+  sample: Sample;
+  /** The sample's fingerprint in the run's snapshot. */
+  fingerprint: string;
+  status: OutcomeStatus;
+  /** Attempts stored for the key, those of an old fingerprint included. */
+  attempts: number;
+  /** The outcome's attempt without its transcript; null while pending. */
+  outcome: (AttemptHead & { output: Json }) | null;
+}
+
+export interface OutcomePage {
+  /** Keys matching the filter, before limit and offset. */
+  total: number;
+  /** In key order: sample id (binary), then epoch. */
+  entries: OutcomeEntry[];
+}
+
+/** Attempts in commit order, and the cursor to continue from. */
+export interface AttemptFeed {
+  attempts: AttemptHead[];
+  cursor: number;
+}
+
+/** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
+export interface BenchmarkSummary {
+  evalName: string;
+  runs: number;
+  running: number;
+  lastCreatedAt: string;
 }
 
 /**
@@ -102,6 +157,20 @@ export interface Store {
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
   listAttemptHeads(runId: string): Promise<AttemptHead[]>;
+
+  /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */
+  listOutcomes(runId: string, filter?: OutcomeFilter): Promise<OutcomePage>;
+  /**
+   * A feed of the run's attempts in commit order. Without `after`: no attempts, and the cursor of
+   * the newest attempt (follow from now). With `after`: up to `limit` (default 1,000) attempts
+   * committed after that cursor, and the cursor of the last one returned (else `after` itself).
+   */
+  listAttemptsAfter(
+    runId: string,
+    options?: { after?: number; limit?: number },
+  ): Promise<AttemptFeed>;
+  /** One entry per eval name that has runs, the most recently started first. */
+  listBenchmarks(): Promise<BenchmarkSummary[]>;
 
   close(): Promise<void>;
 }

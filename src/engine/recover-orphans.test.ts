@@ -1,0 +1,99 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { OwnerIdentity, RunConfig } from "../core/types.js";
+import { openSqliteStore } from "../store/sqlite.js";
+import type { Store } from "../store/types.js";
+import { hostId } from "./owner.js";
+import { recoverOrphans } from "./recover-orphans.js";
+
+const config: RunConfig = {
+  evalName: "e",
+  epochs: 1,
+  concurrency: 1,
+  retries: 0,
+  reducer: "mean",
+  solver: { kind: "function" },
+  scorers: ["exact"],
+};
+
+const opened: { store: Store; dir: string }[] = [];
+afterEach(async () => {
+  for (const { store, dir } of opened.splice(0)) {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A store whose clock the test moves, so heartbeats can age without waiting. */
+function clockedStore() {
+  const dir = mkdtempSync(join(tmpdir(), "stet-recover-"));
+  const clock = { now: Date.now() };
+  const store = openSqliteStore(join(dir, "stet.db"), { now: () => clock.now });
+  opened.push({ store, dir });
+  return { store, clock };
+}
+
+const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!;
+const create = (store: Store, id: string, owner: OwnerIdentity) =>
+  store.createRun({ id, config, samples: [], owner });
+
+describe("recoverOrphans", () => {
+  it("interrupts every dead owner's run and leaves live owners alone", async () => {
+    const { store, clock } = clockedStore();
+    const here = hostId();
+    const dead = deadPid();
+    await create(store, "stale-elsewhere", { host: "far#1", pid: 1, token: "t-stale" });
+    clock.now += 60_000;
+    // More dead runs than any page size, so a paging bug would leave some behind.
+    for (let i = 0; i < 150; i++) {
+      await create(store, `dead-${i}`, { host: here, pid: dead, token: `t-dead-${i}` });
+    }
+    await create(store, "live-here", { host: here, pid: process.pid, token: "t-live" });
+    await create(store, "fresh-elsewhere", { host: "far#1", pid: 2, token: "t-fresh" });
+
+    const result = await recoverOrphans(store, { staleMs: 30_000 });
+
+    expect(result.recovered).toHaveLength(151);
+    expect(result.recovered).toContainEqual({
+      runId: "stale-elsewhere",
+      reason: expect.stringMatching(/heartbeat is 60s old/),
+    });
+    expect(result.alive.sort()).toEqual(["fresh-elsewhere", "live-here"]);
+    expect(await store.listRuns({ status: "running" })).toHaveLength(2);
+    expect(await store.getRun("dead-7")).toMatchObject({
+      status: "interrupted",
+      owner: null,
+      note: expect.stringMatching(
+        new RegExp(`owner pid ${dead} on .* died \\(pid ${dead} is gone\\)`),
+      ),
+    });
+    expect(await store.getRun("live-here")).toMatchObject({
+      status: "running",
+      owner: { token: "t-live" },
+    });
+  });
+
+  it("skips a run that a resumer claimed between the read and the write", async () => {
+    const { store } = clockedStore();
+    await create(store, "contested", { host: hostId(), pid: deadPid(), token: "t-old" });
+    const racing: Store = Object.create(store) as Store;
+    racing.listRuns = async (filter) => {
+      const listed = await store.listRuns(filter);
+      await store.claimRun(
+        "contested",
+        { host: hostId(), pid: process.pid, token: "t-new" },
+        "t-old",
+      );
+      return listed;
+    };
+    const result = await recoverOrphans(racing);
+    expect(result).toEqual({ recovered: [], alive: [], skipped: ["contested"] });
+    expect(await store.getRun("contested")).toMatchObject({
+      status: "running",
+      owner: { token: "t-new" },
+    });
+  });
+});

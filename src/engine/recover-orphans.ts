@@ -1,0 +1,56 @@
+import type { Store } from "../store/types.js";
+import { ownerLiveness } from "./owner.js";
+
+export interface RecoveredRun {
+  runId: string;
+  /** Why the owner was judged dead, e.g. "pid 4242 is gone". */
+  reason: string;
+}
+
+export interface RecoveryResult {
+  /** Runs whose dead owner was cleared: now `interrupted` and resumable. */
+  recovered: RecoveredRun[];
+  /** Running runs whose owner is alive: left as they were. */
+  alive: string[];
+  /** Runs that changed hands between our read and our write (someone claimed or finished them). */
+  skipped: string[];
+}
+
+/**
+ * Orphan recovery, shared by every process that opens a store (server boot, periodic sweeps):
+ * each run marked running whose owner is dead (same host: its pid is gone; another host: its
+ * heartbeat is older than `staleMs`) becomes `interrupted` with a note, and so resumable.
+ * Live owners are never touched.
+ *
+ * @example
+ * const { recovered } = await recoverOrphans(store, { staleMs: 30_000 });
+ * recovered; // [{ runId: "r_abc", reason: "pid 4242 is gone" }]
+ */
+export async function recoverOrphans(
+  store: Store,
+  options: { staleMs?: number; now?: () => Date } = {},
+): Promise<RecoveryResult> {
+  const result: RecoveryResult = { recovered: [], alive: [], skipped: [] };
+  // One unpaged read: paging by offset while runs leave the "running" set would skip some.
+  const running = await store.listRuns({ status: "running" });
+  const at = (options.now ?? (() => new Date()))().toISOString();
+  for (const { run } of running) {
+    if (!run.owner) continue;
+    const liveness = ownerLiveness(run.owner, options);
+    if (liveness.alive) {
+      result.alive.push(run.id);
+      continue;
+    }
+    const note =
+      `owner pid ${run.owner.pid} on ${run.owner.host} died (${liveness.reason}); ` +
+      `recovered at ${at}`;
+    // The compare-and-set is on the token we judged dead: if a resumer claimed the run since our
+    // read, the token changed and the new owner is left alone.
+    if (await store.interruptOrphan(run.id, run.owner.token, note)) {
+      result.recovered.push({ runId: run.id, reason: liveness.reason });
+    } else {
+      result.skipped.push(run.id);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,70 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { isStetError, type StetErrorCode } from "../core/errors.js";
+
+/** The stable codes of `{ error: { code, message } }` bodies. */
+export type ApiErrorCode =
+  | "invalid_request"
+  | "unauthorized"
+  | "not_found"
+  | "run_not_found"
+  | "eval_not_found"
+  | "sample_not_found"
+  | "benchmark_not_found"
+  | "run_active"
+  | "run_not_running"
+  | "nothing_to_resume"
+  | "changed_samples"
+  | "run_taken_over"
+  | "already_scored"
+  | "illegal_transition"
+  | "eval_load_failed"
+  | "dataset_invalid"
+  | "store_unavailable"
+  | "internal";
+
+/** An error the API answers with as it is: a status, a stable code and a public message. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: ApiErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The one map from the library's error codes to HTTP. */
+const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = {
+  E_USAGE: [400, "invalid_request"],
+  E_CONFIG: [400, "invalid_request"],
+  E_INVALID_INPUT: [400, "invalid_request"],
+  E_NOTHING_TO_RESUME: [400, "nothing_to_resume"],
+  E_RUN_NOT_FOUND: [404, "run_not_found"],
+  E_RUN_ACTIVE: [409, "run_active"],
+  E_CHANGED_SAMPLES: [409, "changed_samples"],
+  E_FENCED: [409, "run_taken_over"],
+  E_ALREADY_SCORED: [409, "already_scored"],
+  E_ILLEGAL_TRANSITION: [409, "illegal_transition"],
+  E_DATASET: [422, "dataset_invalid"],
+  E_DUPLICATE_ID: [422, "dataset_invalid"],
+  E_EVAL_LOAD: [500, "eval_load_failed"],
+  E_STORE: [503, "store_unavailable"],
+  E_STORE_UNWRITABLE: [503, "store_unavailable"],
+};
+
+/**
+ * What any thrown value becomes on the wire. A StetError keeps its message (written for people,
+ * never a stack); anything else is an internal error whose details stay in the server's log.
+ *
+ * @example toApiError(new StetError("E_RUN_ACTIVE", "run r_1 is being executed by …")).status // 409
+ */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (isStetError(error)) {
+    const [status, code] = byStetCode[error.code];
+    return new ApiError(status, code, error.message);
+  }
+  return new ApiError(500, "internal", "internal error; see the server log");
+}

@@ -1,0 +1,113 @@
+import { aggregate, reduceEpochs, totalUsage } from "../core/aggregate.js";
+import { selectOutcomes } from "../core/outcomes.js";
+import type { Run, Sample } from "../core/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
+import { runSummary } from "./run-view.js";
+
+/** One run's result on one sample: its epochs and, per scorer, the epoch-reduced value. */
+interface SampleCell {
+  fingerprint: string;
+  scored: number;
+  errored: number;
+  epochs: number;
+  scores: Record<string, number | null>;
+}
+
+interface RunData {
+  run: Run;
+  samples: Map<string, { sample: Sample; fingerprint: string }>;
+  outcomes: AttemptHead[];
+  bySample: Map<string, AttemptHead[]>;
+  spent: ReturnType<typeof totalUsage>;
+}
+
+/**
+ * A benchmark side by side: per run (model, status, counts, metrics, cost) and per sample (each
+ * run's reduced scores), computed from the stored attempts. The runs are those whose eval name
+ * is the benchmark's, so a run appears once however often it was resumed.
+ *
+ * @example (await benchmarkView(store, "arithmetic", { limit: 50, offset: 0 }, 30_000))?.runs
+ */
+export async function benchmarkView(
+  store: Store,
+  evalName: string,
+  page: { limit: number; offset: number },
+  staleMs: number | undefined,
+) {
+  const listed = await store.listRuns({ evalName });
+  if (listed.length === 0) return undefined;
+  const data = await Promise.all(listed.map(({ run }) => loadRun(store, run)));
+  const runs = listed.map(({ run, counts }, i) => {
+    const { outcomes, spent } = data[i]!;
+    return {
+      ...runSummary(run, counts, staleMs),
+      metrics: aggregate(outcomes, run.config.scorers, run.config.reducer),
+      cost: { spent },
+    };
+  });
+  const ids = [...new Set(data.flatMap((d) => [...d.samples.keys()]))].sort(binary);
+  const entries = ids.slice(page.offset, page.offset + page.limit).map((sampleId) => {
+    const first = data.find((d) => d.samples.has(sampleId))!.samples.get(sampleId)!;
+    const cells: Record<string, SampleCell | null> = {};
+    for (const d of data) cells[d.run.id] = cell(d, sampleId);
+    const prints = new Set(Object.values(cells).flatMap((c) => (c ? [c.fingerprint] : [])));
+    return {
+      sampleId,
+      input: first.sample.input,
+      target: first.sample.target ?? null,
+      /** The runs saw different content under this id (the dataset changed between them). */
+      differs: prints.size > 1,
+      runs: cells,
+    };
+  });
+  return {
+    id: evalName,
+    evalName,
+    runs,
+    scorers: [...new Set(listed.flatMap(({ run }) => run.config.scorers))],
+    samples: { total: ids.length, limit: page.limit, offset: page.offset, entries },
+  };
+}
+
+async function loadRun(store: Store, run: Run): Promise<RunData> {
+  const [records, heads] = await Promise.all([
+    store.getSamples(run.id),
+    store.listAttemptHeads(run.id),
+  ]);
+  const samples = new Map(records.map((r) => [r.sample.id, r]));
+  const fingerprints = new Map(records.map((r) => [r.sample.id, r.fingerprint]));
+  const outcomes = selectOutcomes(heads, fingerprints);
+  const bySample = new Map<string, AttemptHead[]>();
+  for (const o of outcomes) {
+    const list = bySample.get(o.sampleId);
+    if (list) list.push(o);
+    else bySample.set(o.sampleId, [o]);
+  }
+  const spent = totalUsage(heads.filter((a) => a.provenance.kind === "executed"));
+  return { run, samples, outcomes, bySample, spent };
+}
+
+function cell(data: RunData, sampleId: string): SampleCell | null {
+  const record = data.samples.get(sampleId);
+  if (!record) return null;
+  const mine = data.bySample.get(sampleId) ?? [];
+  const scored = mine.filter((o) => o.status === "scored").sort((a, b) => a.epoch - b.epoch);
+  const scores: Record<string, number | null> = {};
+  for (const scorer of data.run.config.scorers) {
+    const values = scored.flatMap((o) =>
+      o.scores.flatMap((s) => (s.scorer === scorer && s.value !== null ? [s.value] : [])),
+    );
+    scores[scorer] = values.length > 0 ? reduceEpochs(values, data.run.config.reducer) : null;
+  }
+  return {
+    fingerprint: record.fingerprint,
+    scored: scored.length,
+    errored: mine.length - scored.length,
+    epochs: data.run.config.epochs,
+    scores,
+  };
+}
+
+function binary(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,99 @@
+import { Hono } from "hono";
+import type { Store } from "../store/types.js";
+import { ApiError, toApiError } from "./api-error.js";
+import type { AppDeps } from "./app-deps.js";
+import { bearerAuth } from "./bearer-auth.js";
+import { createEvalRegistry, type EvalRegistry } from "./eval-registry.js";
+import { ExecutionRegistry } from "./executions.js";
+import { createRedactor } from "./redact.js";
+import { benchmarksRoutes } from "./routes/benchmarks.js";
+import { evalsRoutes } from "./routes/evals.js";
+import { runsCancelRoutes } from "./routes/runs-cancel.js";
+import { runsEventsRoutes } from "./routes/runs-events.js";
+import { runsReadRoutes } from "./routes/runs-read.js";
+import { runsResumeRoutes } from "./routes/runs-resume.js";
+import { runsStartRoutes } from "./routes/runs-start.js";
+
+export interface AppOptions {
+  store: Store;
+  /** The evals `POST /api/runs` may start, by name (default: none). */
+  evals?: EvalRegistry;
+  /** When set, every /api request needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** The runs this app executes; pass one to stop them on shutdown (see ExecutionRegistry). */
+  executions?: ExecutionRegistry;
+  /** Values never to send or log, e.g. API keys from the environment (see secretsFromEnv). */
+  secrets?: readonly string[];
+  /** Age after which another host's owner counts as dead (default 30 s). */
+  staleMs?: number;
+  heartbeatMs?: number;
+  /** How long in-flight samples may finish after a cancel or shutdown (default 10 s). */
+  graceMs?: number;
+  /** Poll interval of store-backed event streams (default 500 ms). */
+  pollMs?: number;
+  /** Where server-side failures are described (internal errors keep their details here). */
+  log?: (line: string) => void;
+}
+
+/**
+ * The HTTP API over a store (DESIGN §4.3), without listening: `serve.ts` binds it, tests call
+ * `app.request(...)`. Errors are `{ error: { code, message } }` with a stable code; nothing sent
+ * or logged carries a stack trace or a known secret.
+ *
+ * @example
+ * const app = createApp({ store, evals: await loadEvalRegistry("evals") });
+ * const res = await app.request("/api/runs");
+ */
+export function createApp(options: AppOptions): Hono {
+  const redact = createRedactor([
+    ...(options.secrets ?? []),
+    ...(options.token ? [options.token] : []),
+  ]);
+  const write = options.log ?? (() => {});
+  const deps: AppDeps = {
+    store: options.store,
+    evals: options.evals ?? createEvalRegistry([]),
+    executions: options.executions ?? new ExecutionRegistry(),
+    redact,
+    engine: {
+      ...(options.staleMs === undefined ? {} : { staleMs: options.staleMs }),
+      ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+      ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+    },
+    pollMs: options.pollMs ?? 500,
+    log: (line) => write(redact(line)),
+  };
+
+  const app = new Hono();
+  app.onError((error, c) => {
+    const api = toApiError(error);
+    if (api.code === "internal" || api.status >= 500) {
+      deps.log(`${c.req.method} ${c.req.path}: ${describe(error)}`);
+    }
+    return c.json(redact({ error: { code: api.code, message: api.message } }), api.status);
+  });
+  app.notFound((c) => {
+    const error = new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`);
+    return c.json({ error: { code: error.code, message: error.message } }, 404);
+  });
+  if (options.token) app.use("/api/*", bearerAuth(options.token));
+
+  for (const routes of [
+    runsReadRoutes,
+    runsStartRoutes,
+    runsResumeRoutes,
+    runsCancelRoutes,
+    runsEventsRoutes,
+    benchmarksRoutes,
+    evalsRoutes,
+  ]) {
+    app.route("/api", routes(deps));
+  }
+  return app;
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `\n  caused by: ${error.cause.stack}` : "";
+  return `${error.stack ?? error.message}${cause}`;
+}

@@ -1,0 +1,71 @@
+import type { Progress } from "../core/events.js";
+import type { Json } from "../core/json.js";
+import type { AttemptHead } from "../store/types.js";
+import { toApiError } from "./api-error.js";
+import type { ExecutionEvent } from "./executions.js";
+import type { SseMessage } from "./sse.js";
+
+/**
+ * The SSE messages of a run this server executes:
+ * `started {runId, total, preserved, remaining, …}` first, then per committed attempt `sample`
+ * and `progress`, `stopping` when a stop begins, and `completed {report}` or `error {code, message}`
+ * last.
+ *
+ * @example for await (const m of executionMessages(queue)) await stream.writeSSE(m);
+ */
+export async function* executionMessages(
+  events: AsyncIterable<ExecutionEvent>,
+): AsyncGenerator<SseMessage> {
+  for await (const event of events) yield* toMessages(event);
+}
+
+function toMessages(event: ExecutionEvent): SseMessage[] {
+  switch (event.type) {
+    case "run-started":
+      return [
+        {
+          event: "started",
+          data: {
+            runId: event.runId,
+            evalName: event.evalName,
+            resumed: event.resumed,
+            total: event.plan.total,
+            preserved: event.plan.preserved,
+            remaining: event.plan.toExecute,
+            plan: event.plan,
+          },
+        },
+      ];
+    case "attempt-committed":
+      return [
+        { event: "sample", data: attemptSummary(event.attempt) },
+        { event: "progress", data: progressSummary(event.progress) },
+      ];
+    case "store-retry":
+      return [
+        { event: "store-retry", data: { failures: event.failures, retryInMs: event.retryInMs } },
+      ];
+    case "stopping":
+      return [{ event: "stopping", data: { reason: event.reason, inflight: event.inflight } }];
+    case "run-finished":
+      return [{ event: "completed", data: event.report }];
+    case "execution-failed": {
+      const { code, message } = toApiError(event.error);
+      return [{ event: "error", data: { code, message } }];
+    }
+  }
+}
+
+/**
+ * An attempt as streamed and listed: everything but the (possibly large) transcript.
+ *
+ * @example attemptSummary(attempt) // { sampleId, epoch, attempt, status, output, scores, … }
+ */
+export function attemptSummary<A extends AttemptHead & { transcript?: Json }>(attempt: A) {
+  const { runId: _runId, transcript: _transcript, ...summary } = attempt;
+  return summary;
+}
+
+function progressSummary(progress: Progress) {
+  return { ...progress, remaining: progress.total - progress.done };
+}

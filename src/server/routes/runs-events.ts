@@ -1,0 +1,101 @@
+import { Hono } from "hono";
+import { StetError } from "../../core/errors.js";
+import type { Run } from "../../core/types.js";
+import { ownerLiveness } from "../../engine/owner.js";
+import type { RunCounts } from "../../store/types.js";
+import type { AppDeps } from "../app-deps.js";
+import { attemptSummary } from "../execution-messages.js";
+import { sseResponse, type SseMessage } from "../sse.js";
+
+/**
+ * GET /runs/:id/events: live progress of a run executing anywhere, read from the store (so it
+ * works for runs of other servers and CLI processes). `progress {total, done, errored,
+ * remaining}` at once and whenever the counts change, `sample` per newly committed attempt, and
+ * `completed {status, …}` when the run is no longer running (or its owner died), then the end.
+ *
+ * @example app.route("/api", runsEventsRoutes(deps));
+ */
+export function runsEventsRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+
+  app.get("/runs/:id/events", async (c) => {
+    const runId = c.req.param("id");
+    const run = await deps.store.getRun(runId);
+    if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
+    const stop = new AbortController();
+    return sseResponse(c, follow(deps, run, stop.signal), {
+      redact: deps.redact,
+      log: deps.log,
+      onAbort: () => stop.abort(),
+    });
+  });
+
+  return app;
+}
+
+async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGenerator<SseMessage> {
+  const { store } = deps;
+  let run = first;
+  let { cursor } = await store.listAttemptsAfter(run.id);
+  let counts = await store.countKeys(run.id);
+  yield { event: "progress", data: { status: run.status, ...countsView(counts) } };
+  for (;;) {
+    // The run was read before the counts: an owner commits before it releases, so once the run
+    // reads as finished the counts read after it are final.
+    if (!isLive(run, deps)) {
+      yield { event: "completed", data: ended(run, counts, deps) };
+      return;
+    }
+    await sleep(deps.pollMs, signal);
+    if (signal.aborted) return;
+    run = (await store.getRun(run.id)) ?? run;
+    for (;;) {
+      const page = await store.listAttemptsAfter(run.id, { after: cursor });
+      for (const attempt of page.attempts) yield { event: "sample", data: attemptSummary(attempt) };
+      cursor = page.cursor;
+      if (page.attempts.length === 0) break;
+    }
+    const next = await store.countKeys(run.id);
+    if (!sameCounts(next, counts)) {
+      counts = next;
+      yield { event: "progress", data: { status: run.status, ...countsView(counts) } };
+    }
+  }
+}
+
+/** Running with a live owner: a dead owner's run will not progress until someone resumes it. */
+function isLive(run: Run, deps: AppDeps): boolean {
+  return run.status === "running" && !!run.owner && ownerLiveness(run.owner, deps.engine).alive;
+}
+
+function ended(run: Run, counts: RunCounts, deps: AppDeps) {
+  const orphaned = run.status === "running";
+  return {
+    status: run.status,
+    note: run.note,
+    ...countsView(counts),
+    ...(orphaned && run.owner
+      ? { orphaned, reason: ownerLiveness(run.owner, deps.engine).reason }
+      : {}),
+  };
+}
+
+function countsView({ total, scored, errored, remaining }: RunCounts) {
+  return { total, done: scored, errored, remaining };
+}
+
+function sameCounts(a: RunCounts, b: RunCounts): boolean {
+  return a.scored === b.scored && a.errored === b.errored && a.total === b.total;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,102 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { runStatusSchema } from "../../core/schemas.js";
+import { ApiError } from "../api-error.js";
+import type { AppDeps } from "../app-deps.js";
+import { attemptSummary } from "../execution-messages.js";
+import { runDetail, runSummary } from "../run-view.js";
+import { pagingSchema, parseQuery } from "../validate.js";
+
+const listQuery = pagingSchema.extend({
+  status: runStatusSchema.optional(),
+  eval: z.string().min(1).optional(),
+  benchmark: z.string().min(1).optional(),
+});
+
+const samplesQuery = pagingSchema.extend({
+  status: z.enum(["scored", "error", "pending"]).optional(),
+  scorer: z.string().min(1).optional(),
+  result: z.enum(["pass", "fail"]).optional(),
+  search: z.string().min(1).max(500).optional(),
+});
+
+/**
+ * GET /runs, /runs/:id, /runs/:id/samples, /runs/:id/samples/:sampleId.
+ *
+ * @example app.route("/api", runsReadRoutes(deps));
+ */
+export function runsReadRoutes(deps: AppDeps): Hono {
+  const { store, redact } = deps;
+  const staleMs = deps.engine.staleMs;
+  const app = new Hono();
+
+  app.get("/runs", async (c) => {
+    const q = parseQuery(c, listQuery);
+    // A benchmark is the runs of one eval, so both filters name an eval.
+    if (q.eval && q.benchmark && q.eval !== q.benchmark) {
+      return c.json({ runs: [], limit: q.limit, offset: q.offset, nextOffset: null });
+    }
+    const evalName = q.eval ?? q.benchmark;
+    const listed = await store.listRuns({
+      ...(q.status ? { status: q.status } : {}),
+      ...(evalName ? { evalName } : {}),
+      limit: q.limit + 1,
+      offset: q.offset,
+    });
+    const runs = listed.slice(0, q.limit).map((l) => runSummary(l.run, l.counts, staleMs));
+    const nextOffset = listed.length > q.limit ? q.offset + q.limit : null;
+    return c.json(redact({ runs, limit: q.limit, offset: q.offset, nextOffset }));
+  });
+
+  app.get("/runs/:id", async (c) => {
+    return c.json(redact(await runDetail(store, c.req.param("id"), { staleMs })));
+  });
+
+  app.get("/runs/:id/samples", async (c) => {
+    const q = parseQuery(c, samplesQuery);
+    const page = await store.listOutcomes(c.req.param("id"), q);
+    return c.json(
+      redact({
+        total: page.total,
+        limit: q.limit,
+        offset: q.offset,
+        samples: page.entries.map(({ sample, outcome, ...entry }) => ({
+          ...entry,
+          input: sample.input,
+          target: sample.target ?? null,
+          metadata: sample.metadata ?? null,
+          outcome: outcome && attemptSummary(outcome),
+        })),
+      }),
+    );
+  });
+
+  app.get("/runs/:id/samples/:sampleId", async (c) => {
+    const runId = c.req.param("id");
+    const sampleId = c.req.param("sampleId");
+    const { entries } = await store.listOutcomes(runId, { sampleId });
+    const first = entries[0];
+    if (!first) {
+      throw new ApiError(404, "sample_not_found", `run ${runId} has no sample "${sampleId}"`);
+    }
+    const attempts = await store.listAttempts(runId, { sampleId });
+    return c.json(
+      redact({
+        sample: first.sample,
+        fingerprint: first.fingerprint,
+        epochs: entries.map((e) => ({
+          epoch: e.epoch,
+          status: e.status,
+          outcomeAttempt: e.outcome?.attempt ?? null,
+        })),
+        attempts: attempts.map(({ runId: _runId, ...attempt }) => ({
+          ...attempt,
+          // An attempt of an earlier version of the sample: history, not the outcome.
+          stale: attempt.fingerprint !== first.fingerprint,
+        })),
+      }),
+    );
+  });
+
+  return app;
+}

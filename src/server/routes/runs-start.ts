@@ -1,0 +1,74 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { newRunId, runEval } from "../../engine/run-eval.js";
+import { resolveEval } from "../../eval/resolve-eval.js";
+import { ApiError } from "../api-error.js";
+import type { AppDeps } from "../app-deps.js";
+import { EventQueue } from "../event-queue.js";
+import { executionMessages } from "../execution-messages.js";
+import type { ExecutionEvent } from "../executions.js";
+import { sseResponse } from "../sse.js";
+import { parseBody } from "../validate.js";
+
+const startBody = z
+  .object({
+    eval: z.string().min(1),
+    model: z.string().min(1).max(200).optional(),
+    epochs: z.number().int().min(1).max(1_000).optional(),
+    limit: z.number().int().min(1).optional(),
+    concurrency: z.number().int().min(1).max(1_000).optional(),
+  })
+  .strict();
+
+/**
+ * POST /runs: starts a run of a registered eval and streams it (see executionMessages). The run
+ * belongs to the server, not to the request: a client that goes away only stops listening.
+ *
+ * @example app.route("/api", runsStartRoutes(deps));
+ */
+export function runsStartRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+
+  app.post("/runs", async (c) => {
+    const body = await parseBody(c, startBody);
+    const loaded = deps.evals.get(body.eval);
+    if (!loaded) {
+      throw new ApiError(404, "eval_not_found", `no eval named "${body.eval}" is registered`);
+    }
+    // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
+    const resolved = await resolveEval(loaded.eval, {
+      baseDir: loaded.baseDir,
+      ...(body.limit === undefined ? {} : { limit: body.limit }),
+    });
+    const ev = {
+      ...resolved,
+      ...(body.epochs === undefined ? {} : { epochs: body.epochs }),
+      ...(body.concurrency === undefined ? {} : { concurrency: body.concurrency }),
+    };
+    const runId = newRunId();
+    const queue = new EventQueue<ExecutionEvent>();
+    const execution = deps.executions.start(runId, (controls) =>
+      runEval({
+        store: deps.store,
+        eval: ev,
+        evalPath: loaded.path,
+        runId,
+        ...(body.model === undefined ? {} : { model: body.model }),
+        ...(body.limit === undefined ? {} : { limit: body.limit }),
+        ...deps.engine,
+        ...controls,
+      }),
+    );
+    const unsubscribe = execution.subscribe(queue);
+    return sseResponse(c, executionMessages(queue), {
+      redact: deps.redact,
+      log: deps.log,
+      onAbort: () => {
+        unsubscribe();
+        queue.close();
+      },
+    });
+  });
+
+  return app;
+}

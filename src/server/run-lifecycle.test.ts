@@ -1,0 +1,301 @@
+import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { hostId } from "../engine/owner.js";
+import { resolveEval } from "../eval/resolve-eval.js";
+import type { Eval } from "../eval/types.js";
+import {
+  additionEval,
+  gatedEval,
+  storedCounts,
+  testApp,
+  waitFor,
+} from "../../test/helpers/server-app.js";
+import { collectSse, readSse, readUntil, type SseEvent } from "../../test/helpers/sse.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+function setup(...args: Parameters<typeof testApp>) {
+  const t = testApp(...args);
+  cleanups.push(t.cleanup);
+  return t;
+}
+type App = ReturnType<typeof setup>;
+
+/** GET /api/runs/:id counts must equal what the stored attempts say. */
+async function expectCountsMatch(t: App, runId: string) {
+  const { body } = await t.json<{ counts: unknown }>(`/api/runs/${runId}`);
+  expect(body.counts).toEqual(await storedCounts(t.store, runId));
+  return body.counts;
+}
+
+const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid;
+
+/** A running run of `ev` whose owner (a process of this host) is dead, with `scored` keys done. */
+async function orphanedRun(t: App, ev: Eval, scored: number) {
+  const resolved = await resolveEval(ev, { baseDir: t.dir });
+  const owner = { host: hostId(), pid: deadPid(), token: "dead-owner-token" };
+  const run = await t.store.createRun({
+    id: "r_orphan",
+    config: {
+      evalName: ev.name,
+      epochs: 1,
+      concurrency: 2,
+      retries: 0,
+      reducer: "mean",
+      solver: { kind: "function" },
+      scorers: ["exact"],
+    },
+    samples: [...resolved.samples],
+    owner,
+  });
+  const drafts = resolved.samples.slice(0, scored).map(({ sample, fingerprint }) => ({
+    sampleId: sample.id,
+    epoch: 1,
+    status: "scored" as const,
+    output: sample.target ?? null,
+    scores: [{ scorer: "exact", value: 1 }],
+    usage: null,
+    transcript: null,
+    error: null,
+    startedAt: new Date().toISOString(),
+    completedAt: new Date().toISOString(),
+    durationMs: 1,
+    fingerprint,
+    provenance: { kind: "executed" as const },
+  }));
+  if (drafts.length > 0) await t.store.recordAttempts(run.id, owner.token, drafts);
+  return run.id;
+}
+
+describe("POST /api/runs", () => {
+  it("streams started first, a sample and progress per committed attempt, completed last", async () => {
+    const t = setup([additionEval().ev]);
+    const res = await t.post("/api/runs", {
+      eval: "addition",
+      model: "m-1",
+      epochs: 2,
+      limit: 4,
+      concurrency: 3,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = await collectSse(res);
+    expect(events[0]).toMatchObject({
+      event: "started",
+      data: { runId: expect.stringMatching(/^r_/), total: 8, preserved: 0, remaining: 8 },
+    });
+    expect(events.filter((e) => e.event === "sample")).toHaveLength(8);
+    expect(events.filter((e) => e.event === "progress").at(-1)?.data).toMatchObject({
+      total: 8,
+      done: 8,
+      remaining: 0,
+    });
+    expect(events.at(-1)).toMatchObject({
+      event: "completed",
+      data: { status: "completed", counts: { total: 8, scored: 8 } },
+    });
+    const runId = String(events[0]?.data.runId);
+    expect((await t.json(`/api/runs/${runId}`)).body).toMatchObject({
+      model: "m-1",
+      config: { model: "m-1", epochs: 2, limit: 4, concurrency: 3 },
+    });
+  });
+
+  it("keeps executing when the client disconnects", async () => {
+    const { ev, calls } = additionEval({ delayMs: 20 });
+    const t = setup([ev]);
+    const stream = readSse(await t.post("/api/runs", { eval: "addition" }));
+    const [started] = await readUntil(stream, "started");
+    await stream.return(undefined);
+    await t.executions.idle();
+    const runId = String(started?.data.runId);
+    expect((await t.json(`/api/runs/${runId}`)).body).toMatchObject({
+      status: "completed",
+      counts: { done: 6, remaining: 0 },
+    });
+    expect([...calls.values()]).toEqual([1, 1, 1, 1, 1, 1]);
+  });
+});
+
+describe("cancel and resume", () => {
+  it("cancel then resume completes the run; counts match the stored attempts at every step", async () => {
+    const gate = gatedEval({ n: 10, concurrency: 2 });
+    const t = setup([gate.ev]);
+    gate.allow(3);
+    const stream = readSse(await t.post("/api/runs", { eval: "gated" }));
+    const seen = await readUntil(stream, "sample", 3);
+    const runId = String(seen[0]?.data.runId);
+    await waitFor(async () => (gate.waiting() === 2 ? true : undefined), "2 blocked calls");
+    expect(await expectCountsMatch(t, runId)).toMatchObject({ done: 3, remaining: 7 });
+
+    const cancel = await t.post(`/api/runs/${runId}/cancel`);
+    expect(cancel.status).toBe(202);
+    expect(await cancel.json()).toEqual({ runId, status: "stopping" });
+    gate.allow(2); // the two in-flight calls finish within the grace period and are kept
+    const rest: SseEvent[] = [];
+    for await (const e of stream) rest.push(e);
+    expect(rest.map((e) => e.event)).toContain("stopping");
+    expect(rest.at(-1)).toMatchObject({ event: "completed", data: { status: "interrupted" } });
+    await t.executions.idle();
+    const stopped = await t.json(`/api/runs/${runId}`);
+    expect(stopped.body).toMatchObject({ status: "interrupted", note: "interrupted by a signal" });
+    expect(await expectCountsMatch(t, runId)).toMatchObject({ done: 5, remaining: 5 });
+
+    gate.allow();
+    const resumed = await collectSse(await t.post(`/api/runs/${runId}/resume`));
+    expect(resumed[0]).toMatchObject({
+      event: "started",
+      data: { runId, resumed: true, total: 10, preserved: 5, remaining: 5 },
+    });
+    expect(resumed.filter((e) => e.event === "sample")).toHaveLength(5);
+    expect(resumed.at(-1)).toMatchObject({ event: "completed", data: { status: "completed" } });
+    expect(await expectCountsMatch(t, runId)).toEqual({
+      total: 10,
+      done: 10,
+      errored: 0,
+      remaining: 0,
+    });
+    expect([...gate.calls.values()].every((n) => n === 1)).toBe(true);
+    expect(gate.calls.size).toBe(10);
+
+    const again = await t.post(`/api/runs/${runId}/resume`);
+    expect(again.status).toBe(400);
+    expect(await again.json()).toMatchObject({ error: { code: "nothing_to_resume" } });
+  });
+
+  it("answers 409 run_active to a resume while this server executes the run", async () => {
+    const gate = gatedEval();
+    const t = setup([gate.ev]);
+    const stream = readSse(await t.post("/api/runs", { eval: "gated" }));
+    const [started] = await readUntil(stream, "started");
+    const runId = String(started?.data.runId);
+    const res = await t.post(`/api/runs/${runId}/resume`);
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({
+      error: {
+        code: "run_active",
+        message: expect.stringMatching(
+          new RegExp(`pid ${process.pid} on .*heartbeat \\d+\\.\\ds ago`),
+        ),
+      },
+    });
+    gate.allow();
+    await t.executions.idle();
+  });
+
+  it("lets exactly one of 20 concurrent resume requests execute; the others get 409", async () => {
+    const gate = gatedEval({ n: 6 });
+    const t = setup([gate.ev]);
+    const runId = await orphanedRun(t, gate.ev, 2);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => t.post(`/api/runs/${runId}/resume`)),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(19);
+    for (const r of answers.filter((a) => a.status === 409)) {
+      expect(await r.json()).toMatchObject({ error: { code: "run_active" } });
+    }
+    gate.allow();
+    const winner = answers.find((r) => r.status === 200)!;
+    const events = await collectSse(winner);
+    expect(events[0]).toMatchObject({ data: { preserved: 2, remaining: 4 } });
+    expect(gate.calls.size).toBe(4);
+    expect([...gate.calls.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("settles a dead owner's run whose every key is scored: 400, and it reads as completed", async () => {
+    const gate = gatedEval({ n: 3 });
+    const t = setup([gate.ev]);
+    const runId = await orphanedRun(t, gate.ev, 3);
+    const res = await t.post(`/api/runs/${runId}/resume`);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: "nothing_to_resume" } });
+    expect((await t.json(`/api/runs/${runId}`)).body).toMatchObject({
+      status: "completed",
+      owner: null,
+    });
+    expect(gate.calls.size).toBe(0);
+  });
+
+  it("answers 409 changed_samples when the dataset changed, and re-runs them on request", async () => {
+    const before = gatedEval({ n: 3 });
+    const now = gatedEval({ n: 3, variant: " (edited)" });
+    const t = setup([now.ev]);
+    const runId = await orphanedRun(t, before.ev, 3);
+    const refused = await t.post(`/api/runs/${runId}/resume`);
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toEqual({
+      error: {
+        code: "changed_samples",
+        message: expect.stringMatching(/g00.*"rerunChanged": true/),
+      },
+    });
+    now.allow();
+    const events = await collectSse(
+      await t.post(`/api/runs/${runId}/resume`, { rerunChanged: true }),
+    );
+    expect(events[0]?.data).toMatchObject({ preserved: 2, remaining: 1 });
+    expect([...now.calls.keys()]).toEqual(["g00#1"]);
+  });
+
+  it.each([
+    ["a finished run", 409, "run_not_running"],
+    ["a run executed by a live process elsewhere", 409, "run_active"],
+    ["a run whose owner is dead", 200, undefined],
+  ] as const)("cancels %s → %i", async (kind, status, code) => {
+    const gate = gatedEval({ n: 2 });
+    const t = setup([gate.ev]);
+    const runId = await orphanedRun(t, gate.ev, 0);
+    const run = (await t.store.getRun(runId))!;
+    if (kind === "a finished run") {
+      await t.store.releaseRun(runId, run.owner!.token, "completed");
+    } else if (kind === "a run executed by a live process elsewhere") {
+      await t.store.claimRun(runId, { host: "elsewhere#1", pid: 1, token: "t2" }, run.owner!.token);
+    }
+    const res = await t.post(`/api/runs/${runId}/cancel`);
+    expect(res.status).toBe(status);
+    const body = await res.json();
+    if (code) expect(body).toMatchObject({ error: { code } });
+    else {
+      expect(body).toEqual({ runId, status: "interrupted" });
+      expect(await t.store.getRun(runId)).toMatchObject({
+        status: "interrupted",
+        owner: null,
+        note: expect.stringMatching(/died/),
+      });
+    }
+  });
+});
+
+describe("GET /api/runs/:id/events", () => {
+  it("follows a run from the store: progress, a sample per attempt, completed", async () => {
+    const gate = gatedEval({ n: 5 });
+    const t = setup([gate.ev]);
+    const stream = readSse(await t.post("/api/runs", { eval: "gated" }));
+    const [started] = await readUntil(stream, "started");
+    const runId = String(started?.data.runId);
+    const following = t.request(`/api/runs/${runId}/events`);
+    const res = await following;
+    expect(res.status).toBe(200);
+    const events = collectSse(res);
+    gate.allow();
+    const seen = await events;
+    expect(seen[0]).toMatchObject({ event: "progress", data: { status: "running", total: 5 } });
+    expect(seen.filter((e) => e.event === "sample")).toHaveLength(5);
+    expect(seen.at(-1)).toMatchObject({
+      event: "completed",
+      data: { status: "completed", done: 5, remaining: 0 },
+    });
+  });
+
+  it("ends at once for a run that is not running", async () => {
+    const t = setup([gatedEval({ n: 2 }).ev]);
+    const runId = await orphanedRun(t, gatedEval({ n: 2 }).ev, 1);
+    const events = await collectSse(await t.request(`/api/runs/${runId}/events`));
+    expect(events.map((e) => e.event)).toEqual(["progress", "completed"]);
+    expect(events[1]?.data).toMatchObject({ status: "running", orphaned: true, done: 1 });
+  });
+});

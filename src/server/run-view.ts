@@ -1,0 +1,90 @@
+import { StetError } from "../core/errors.js";
+import { planRun } from "../core/plan.js";
+import type { Owner, Run } from "../core/types.js";
+import { ownerLiveness } from "../engine/owner.js";
+import { buildReport, summarizePlan } from "../engine/report.js";
+import type { RunCounts, Store } from "../store/types.js";
+import { redactConfig } from "./redact.js";
+
+/**
+ * An owner as the API shows it, with its liveness; never its fencing token.
+ *
+ * @example ownerView(run.owner, 30_000) // { host, pid, heartbeatAgeMs, alive: true, reason }
+ */
+export function ownerView(owner: Owner | null, staleMs: number | undefined) {
+  if (!owner) return null;
+  const { alive, reason } = ownerLiveness(owner, staleMs === undefined ? {} : { staleMs });
+  const { host, pid, heartbeatAt, heartbeatAgeMs } = owner;
+  return { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason };
+}
+
+function countsView(counts: RunCounts) {
+  const { total, scored, errored, remaining } = counts;
+  return { total, done: scored, errored, remaining };
+}
+
+/**
+ * A run in a listing: status, owner, model and key counts (from the store's count of attempts).
+ *
+ * @example runSummary(run, await store.countKeys(run.id), 30_000).counts // { total, done, … }
+ */
+export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefined) {
+  return {
+    id: run.id,
+    evalName: run.evalName,
+    benchmark: run.evalName,
+    status: run.status,
+    model: run.config.model ?? null,
+    note: run.note,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    owner: ownerView(run.owner, staleMs),
+    counts: countsView(counts),
+  };
+}
+
+/**
+ * One run in full, computed from its stored attempts on every call (nothing cached that could
+ * drift): config without secrets, owner liveness, counts, the resume plan, metrics and cost.
+ *
+ * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
+ */
+export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
+  const run = await store.getRun(runId);
+  if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
+  const [samples, attempts, inflight] = await Promise.all([
+    store.getSamples(runId),
+    store.listAttemptHeads(runId),
+    store.listInflight(runId),
+  ]);
+  const plan = planRun({ snapshot: samples, epochs: run.config.epochs, attempts, inflight });
+  const report = await buildReport({
+    store,
+    run,
+    samples,
+    plan: summarizePlan(plan),
+    resumed: false,
+    committedNow: new Set(),
+    wallMs: 0,
+  });
+  const { counts } = report;
+  return {
+    ...runSummary(
+      run,
+      {
+        total: counts.total,
+        scored: counts.scored,
+        errored: counts.errored,
+        remaining: counts.remaining,
+      },
+      options.staleMs,
+    ),
+    config: redactConfig(run.config),
+    plan: report.plan,
+    metrics: report.metrics,
+    errorsByType: report.errorsByType,
+    // No invocation is in progress from the reader's point of view: what the run has spent in
+    // all, and what its standing outcomes are worth (a re-run would buy them again).
+    cost: { spent: report.usage.totalSpent, reused: report.usage.reused },
+  };
+}

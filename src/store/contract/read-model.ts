@@ -1,0 +1,146 @@
+import { describe, expect, it } from "vitest";
+import type { OutcomeFilter } from "../types.js";
+import {
+  draft,
+  errorDraft,
+  fingerprintOf,
+  type HarnessRef,
+  newRun,
+  owner,
+  sampleRecords,
+  sleep,
+} from "./fixtures.js";
+
+const k = (sampleId: string, epoch: number) => ({ sampleId, epoch });
+
+/** The read model behind the API's tables and live views: outcomes, attempt feed, benchmarks. */
+export function describeReadModelContract(h: HarnessRef): void {
+  describe("read model", () => {
+    /** s1..s3 × 2 epochs: s1#1 error then pass, s1#2 error, s2#1 fail, s2#2 pass (score 0.5 / 1). */
+    async function scoredRun() {
+      const { run, owner: me } = await newRun(h.store, { id: "read" });
+      await h.store.recordAttempts(run.id, me.token, [errorDraft(k("s1", 1))]);
+      await h.store.recordAttempts(run.id, me.token, [
+        draft(k("s1", 1)),
+        errorDraft(k("s1", 2)),
+        draft(k("s2", 1), {
+          output: "wrong",
+          scores: [
+            { scorer: "exact", value: 0 },
+            { scorer: "includes", value: 1 },
+          ],
+        }),
+        draft(k("s2", 2), {
+          scores: [
+            { scorer: "exact", value: 1 },
+            { scorer: "judge", value: null, skipped: "n/a" },
+          ],
+        }),
+      ]);
+      return { run, me };
+    }
+
+    it("lists every key in key order with its outcome, pending ones included", async () => {
+      const { run } = await scoredRun();
+      const page = await h.store.listOutcomes(run.id);
+      expect(page.total).toBe(6);
+      expect(page.entries.map((e) => [e.sampleId, e.epoch, e.status, e.attempts])).toEqual([
+        ["s1", 1, "scored", 2],
+        ["s1", 2, "error", 1],
+        ["s2", 1, "scored", 1],
+        ["s2", 2, "scored", 1],
+        ["s3", 1, "pending", 0],
+        ["s3", 2, "pending", 0],
+      ]);
+      expect(page.entries[0]).toMatchObject({
+        sample: sampleRecords(["s1"])[0]?.sample,
+        fingerprint: fingerprintOf("s1"),
+        outcome: { attempt: 2, status: "scored", output: "answer for s1", runId: run.id },
+      });
+      expect(page.entries[1]?.outcome).toMatchObject({ error: { type: "provider" } });
+      expect(page.entries[4]?.outcome).toBeNull();
+      expect(page.entries[0]?.outcome).not.toHaveProperty("transcript");
+    });
+
+    it.each<[string, OutcomeFilter, string[]]>([
+      ["pending keys", { status: "pending" }, ["s3#1", "s3#2"]],
+      ["errored keys", { status: "error" }, ["s1#2"]],
+      ["scored keys", { status: "scored" }, ["s1#1", "s2#1", "s2#2"]],
+      ["passes", { result: "pass" }, ["s1#1", "s2#2"]],
+      ["failures", { result: "fail" }, ["s2#1"]],
+      ["passes of one scorer", { scorer: "includes", result: "pass" }, ["s2#1"]],
+      ["failures of one scorer", { scorer: "exact", result: "fail" }, ["s2#1"]],
+      ["outcomes a scorer valued", { scorer: "judge" }, []],
+      ["a search in outputs, any case", { search: "ANSWER FOR S2" }, ["s2#2"]],
+      ["a search in samples", { search: "s3?" }, ["s3#1", "s3#2"]],
+      ["one sample", { sampleId: "s2" }, ["s2#1", "s2#2"]],
+      ["a page", { limit: 2, offset: 1 }, ["s1#2", "s2#1"]],
+      ["a page past the end", { limit: 2, offset: 10 }, []],
+    ])("filters %s", async (_label, filter, keys) => {
+      const { run } = await scoredRun();
+      const page = await h.store.listOutcomes(run.id, filter);
+      expect(page.entries.map((e) => `${e.sampleId}#${e.epoch}`)).toEqual(keys);
+      if (filter.limit === undefined) expect(page.total).toBe(keys.length);
+      else expect(page.total).toBe(6);
+    });
+
+    it("treats attempts of an old fingerprint as history, not outcome", async () => {
+      const { run, me } = await scoredRun();
+      await h.store.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
+      const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });
+      expect(page.entries.map((e) => [e.status, e.attempts, e.fingerprint])).toEqual([
+        ["pending", 2, fingerprintOf("s1", 2)],
+        ["pending", 1, fingerprintOf("s1", 2)],
+      ]);
+    });
+
+    it("refuses an unknown run", async () => {
+      await expect(h.store.listOutcomes("nope")).rejects.toMatchObject({
+        code: "E_RUN_NOT_FOUND",
+      });
+    });
+
+    it("feeds a run's attempts in commit order from a cursor", async () => {
+      const { run, owner: me } = await newRun(h.store, { id: "fed" });
+      const other = await newRun(h.store, { id: "other" });
+      await h.store.recordAttempts(run.id, me.token, [draft(k("s3", 1))]);
+      const start = await h.store.listAttemptsAfter(run.id);
+      expect(start.attempts).toEqual([]);
+
+      await h.store.recordAttempts(run.id, me.token, [draft(k("s2", 1)), errorDraft(k("s1", 1))]);
+      await h.store.recordAttempts(other.run.id, other.owner.token, [draft(k("s1", 1))]);
+      await h.store.recordAttempts(run.id, me.token, [draft(k("s1", 1))]);
+      const first = await h.store.listAttemptsAfter(run.id, { after: start.cursor, limit: 2 });
+      expect(first.attempts.map((a) => [a.sampleId, a.attempt, a.status])).toEqual([
+        ["s2", 1, "scored"],
+        ["s1", 1, "error"],
+      ]);
+      const rest = await h.store.listAttemptsAfter(run.id, { after: first.cursor });
+      expect(rest.attempts.map((a) => [a.sampleId, a.attempt])).toEqual([["s1", 2]]);
+      const none = await h.store.listAttemptsAfter(run.id, { after: rest.cursor });
+      expect(none).toEqual({ attempts: [], cursor: rest.cursor });
+      const all = await h.store.listAttemptsAfter(run.id, { after: 0 });
+      expect(all.attempts).toHaveLength(4);
+    });
+
+    it("summarizes benchmarks by eval name: a resumed run counts once", async () => {
+      const a = await newRun(h.store, { id: "a1", config: { evalName: "alpha", model: "m1" } });
+      await sleep(5);
+      await newRun(h.store, { id: "a2", config: { evalName: "alpha", model: "m2" } });
+      await sleep(5);
+      const b = await newRun(h.store, { id: "b1", config: { evalName: "beta" } });
+      await h.store.releaseRun("b1", b.owner.token, "completed");
+      await sleep(5);
+      await h.store.releaseRun("a1", a.owner.token, "interrupted");
+      for (let i = 0; i < 2; i++) {
+        const next = owner(`resumer${i}`);
+        expect(await h.store.claimRun("a1", next, null)).toBe(true);
+        await h.store.releaseRun("a1", next.token, "interrupted");
+      }
+      expect(await h.store.listBenchmarks()).toEqual([
+        { evalName: "beta", runs: 1, running: 0, lastCreatedAt: expect.any(String) },
+        { evalName: "alpha", runs: 2, running: 1, lastCreatedAt: expect.any(String) },
+      ]);
+    });
+  });
+}

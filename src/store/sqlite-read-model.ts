@@ -1,0 +1,162 @@
+import { jsonSchema } from "../core/json.js";
+import { sampleSchema } from "../core/schemas.js";
+import type { SqliteDatabase } from "./sqlite-driver.js";
+import {
+  ATTEMPT_HEAD_COLUMNS,
+  attemptMapper,
+  parseColumn,
+  type AttemptHeadRow,
+} from "./sqlite-rows.js";
+import type {
+  AttemptFeed,
+  AttemptHead,
+  BenchmarkSummary,
+  OutcomeEntry,
+  OutcomeFilter,
+  OutcomePage,
+} from "./types.js";
+
+/** Scores of the outcome (of `@scorer` when given) that have a value. */
+const VALUED_SCORES = `SELECT 1 FROM json_each(o.scores) j
+  WHERE (@scorer IS NULL OR json_extract(j.value, '$.scorer') = @scorer)
+    AND json_extract(j.value, '$.value') IS NOT NULL`;
+
+/**
+ * Every key of a run (snapshot × epochs) with its outcome attempt: the latest scored attempt for
+ * the sample's fingerprint, else the latest error for it (as selectOutcomes in core decides).
+ */
+const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
+    SELECT 1 UNION ALL SELECT epoch + 1 FROM epochs WHERE epoch < @epochs
+  ),
+  keyed AS (
+    SELECT s.sample_id AS k_sample_id, e.epoch AS k_epoch, s.fingerprint AS k_fingerprint,
+      s.sample AS k_sample,
+      (SELECT a.attempt FROM attempts a
+        WHERE a.run_id = s.run_id AND a.sample_id = s.sample_id AND a.epoch = e.epoch
+          AND a.fingerprint = s.fingerprint
+        ORDER BY a.status = 'scored' DESC, a.attempt DESC LIMIT 1) AS k_outcome,
+      (SELECT COUNT(*) FROM attempts a
+        WHERE a.run_id = s.run_id AND a.sample_id = s.sample_id AND a.epoch = e.epoch) AS k_attempts
+    FROM samples s CROSS JOIN epochs e
+    WHERE s.run_id = @runId AND (@sampleId IS NULL OR s.sample_id = @sampleId)
+  ),
+  o AS (
+    SELECT k.*, COALESCE(a.status, 'pending') AS k_status, a.*
+    FROM keyed k LEFT JOIN attempts a ON a.run_id = @runId AND a.sample_id = k.k_sample_id
+      AND a.epoch = k.k_epoch AND a.attempt = k.k_outcome
+  )
+  SELECT %COLUMNS% FROM o
+  WHERE (@status IS NULL OR o.k_status = @status)
+    AND (@scorer IS NULL OR EXISTS (${VALUED_SCORES}))
+    AND (@result IS NULL OR (o.k_status = 'scored' AND CASE @result
+      WHEN 'fail' THEN EXISTS (${VALUED_SCORES} AND json_extract(j.value, '$.value') < 1)
+      ELSE EXISTS (${VALUED_SCORES})
+        AND NOT EXISTS (${VALUED_SCORES} AND json_extract(j.value, '$.value') < 1) END))
+    AND (@search IS NULL OR instr(
+      lower(o.k_sample_id || char(10) || o.k_sample || char(10) || COALESCE(o.output, '')),
+      lower(@search)) > 0)`;
+
+type OutcomeRow = [
+  sampleId: string,
+  epoch: number,
+  fingerprint: string,
+  sample: string,
+  attempts: number,
+  ...head: AttemptHeadRow,
+  output: string | null,
+];
+
+/**
+ * The SQLite side of the store's read model for the API and UI: paged outcomes with filters, an
+ * attempt feed in commit order, and benchmark summaries.
+ *
+ * @example const read = prepareReadModel(db); read.listOutcomes(runId, 2, { status: "error" });
+ */
+export function prepareReadModel(db: SqliteDatabase) {
+  const page = db
+    .prepare<OutcomeRow>(
+      OUTCOMES.replace(
+        "%COLUMNS%",
+        `o.k_sample_id, o.k_epoch, o.k_fingerprint, o.k_sample, o.k_attempts,
+         ${ATTEMPT_HEAD_COLUMNS}, output`,
+      ) + ` ORDER BY o.k_sample_id, o.k_epoch LIMIT @limit OFFSET @offset`,
+    )
+    .raw();
+  const count = db.prepare<{ n: number }>(OUTCOMES.replace("%COLUMNS%", "COUNT(*) AS n"));
+  // rowid is the commit order: writes serialize on SQLite's lock and attempts are never deleted,
+  // so a later commit always has larger rowids (stet never VACUUMs, which could renumber them).
+  const feed = db
+    .prepare<[number, ...AttemptHeadRow]>(
+      `SELECT rowid, ${ATTEMPT_HEAD_COLUMNS} FROM attempts
+       WHERE run_id = @runId AND rowid > @after ORDER BY rowid LIMIT @limit`,
+    )
+    .raw();
+  const newest = db.prepare<{ cursor: number | null }>(`SELECT MAX(rowid) AS cursor FROM attempts`);
+  const benchmarks = db.prepare<{
+    evalName: string;
+    runs: number;
+    running: number;
+    lastCreatedAt: string;
+  }>(
+    `SELECT eval_name AS evalName, COUNT(*) AS runs, SUM(status = 'running') AS running,
+       MAX(created_at) AS lastCreatedAt
+     FROM runs GROUP BY eval_name ORDER BY lastCreatedAt DESC, eval_name`,
+  );
+
+  return {
+    listOutcomes(runId: string, epochs: number, filter: OutcomeFilter): OutcomePage {
+      const params = {
+        runId,
+        epochs,
+        sampleId: filter.sampleId ?? null,
+        status: filter.status ?? null,
+        scorer: filter.scorer ?? null,
+        result: filter.result ?? null,
+        search: filter.search ?? null,
+      };
+      const rows = page.all({ ...params, limit: filter.limit ?? -1, offset: filter.offset ?? 0 });
+      const map = attemptMapper(runId);
+      return {
+        total: count.get(params)?.n ?? 0,
+        entries: rows.map((row) => toEntry(runId, row, map.head)),
+      };
+    },
+
+    listAttemptsAfter(runId: string, after: number | undefined, limit: number): AttemptFeed {
+      if (after === undefined) return { attempts: [], cursor: newest.get()?.cursor ?? 0 };
+      const rows = feed.all({ runId, after, limit });
+      const map = attemptMapper(runId);
+      return {
+        attempts: rows.map(([, ...head]) => map.head(head)),
+        cursor: rows.at(-1)?.[0] ?? after,
+      };
+    },
+
+    listBenchmarks(): BenchmarkSummary[] {
+      return benchmarks.all();
+    },
+  };
+}
+
+function toEntry(
+  runId: string,
+  row: OutcomeRow,
+  head: (row: AttemptHeadRow) => AttemptHead,
+): OutcomeEntry {
+  const [sampleId, epoch, fingerprint, sample, attempts] = row;
+  const headRow = row.slice(5, 20) as AttemptHeadRow;
+  const output = row[20];
+  const where = `${runId}/${sampleId}`;
+  return {
+    sampleId,
+    epoch,
+    fingerprint,
+    sample: parseColumn(sampleSchema, sample, `sample snapshot of ${where}`),
+    attempts,
+    status: output === null ? "pending" : headRow[3] === "scored" ? "scored" : "error",
+    outcome:
+      output === null
+        ? null
+        : { ...head(headRow), output: parseColumn(jsonSchema, output, `output of ${where}`) },
+  };
+}

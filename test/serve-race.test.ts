@@ -1,0 +1,129 @@
+import Database from "better-sqlite3";
+import { spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { hostId } from "../src/engine/owner.js";
+import { loadEvalSource } from "../src/eval/load-eval-source.js";
+import { resolveEval } from "../src/eval/resolve-eval.js";
+import { openSqliteStore } from "../src/store/sqlite.js";
+import { startMockOpenAI } from "./helpers/mock-openai.js";
+import { startServe, writeChatEval } from "./helpers/serve.js";
+import { collectSse } from "./helpers/sse.js";
+import { tempDir } from "./helpers/temp-store.js";
+
+const N = 12;
+const PRESERVED = 4;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+/**
+ * A run of chat-eval.mjs as a SIGKILLed owner leaves it: running, its owner's pid gone, the first
+ * PRESERVED samples scored.
+ */
+async function orphanedRun(db: string, evalFile: string): Promise<string> {
+  const loaded = await loadEvalSource(evalFile);
+  const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
+  const store = openSqliteStore(db);
+  try {
+    const owner = {
+      host: hostId(),
+      pid: spawnSync(process.execPath, ["-e", ""]).pid!,
+      token: "dead",
+    };
+    await store.createRun({
+      id: "r_orphan",
+      config: {
+        evalName: ev.name,
+        evalPath: loaded.path,
+        epochs: 1,
+        concurrency: 2,
+        retries: 0,
+        reducer: "mean",
+        solver: ev.solver.describe?.() ?? {},
+        scorers: ev.scorers.map((s) => s.name),
+      },
+      samples: [...ev.samples],
+      owner,
+    });
+    const now = new Date().toISOString();
+    await store.recordAttempts(
+      "r_orphan",
+      owner.token,
+      ev.samples.slice(0, PRESERVED).map(({ sample, fingerprint }) => ({
+        sampleId: sample.id,
+        epoch: 1,
+        status: "scored",
+        output: sample.id,
+        scores: [{ scorer: "exact", value: 1 }],
+        usage: null,
+        transcript: null,
+        error: null,
+        startedAt: now,
+        completedAt: now,
+        durationMs: 1,
+        fingerprint,
+        provenance: { kind: "executed" },
+      })),
+    );
+    return "r_orphan";
+  } finally {
+    await store.close();
+  }
+}
+
+describe("racing resumes", () => {
+  it("of 50 concurrent resumes over two server processes, exactly one executes; 49 get 409", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const evals = join(tmp.dir, "evals");
+    mkdirSync(evals);
+    const evalFile = writeChatEval(evals, N);
+    const db = join(tmp.dir, "stet.db");
+    const runId = await orphanedRun(db, evalFile);
+
+    // The model answers nothing until every resume request has its answer, so the winner's run
+    // cannot finish early and turn a late loser's 409 into a 400.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const mock = await startMockOpenAI({ respond: async () => (await released, undefined) });
+    cleanups.push(() => mock.close());
+
+    const servers = await Promise.all(
+      ["B", "C"].map((name) =>
+        startServe(["--store", db, "--evals", evals], { MOCK_URL: mock.url, SERVER_NAME: name }),
+      ),
+    );
+    for (const s of servers) cleanups.push(() => void s.proc.child.kill("SIGKILL"));
+
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => servers[i % 2]!.post(`/api/runs/${runId}/resume`)),
+    );
+    release();
+    const winners = answers.filter((r) => r.status === 200);
+    const losers = answers.filter((r) => r.status !== 200);
+    expect(winners).toHaveLength(1);
+    expect(losers.map((r) => r.status)).toEqual(Array(49).fill(409));
+    for (const r of losers) {
+      expect(await r.json()).toMatchObject({ error: { code: "run_active" } });
+    }
+
+    const events = await collectSse(winners[0]!);
+    expect(events[0]).toMatchObject({
+      event: "started",
+      data: { preserved: PRESERVED, remaining: N - PRESERVED },
+    });
+    expect(events.at(-1)).toMatchObject({ event: "completed", data: { status: "completed" } });
+    expect(Object.values(mock.counts())).toEqual(Array(N - PRESERVED).fill(1));
+
+    const raw = new Database(db, { readonly: true });
+    const perKey = raw
+      .prepare("SELECT sample_id, COUNT(*) AS n FROM attempts WHERE run_id = ? GROUP BY sample_id")
+      .all(runId) as { n: number }[];
+    raw.close();
+    expect(perKey).toHaveLength(N);
+    expect(perKey.every((k) => k.n === 1)).toBe(true);
+  });
+});
