@@ -1,15 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
-import { exportCommand } from "./commands/export.js";
-import { importCommand } from "./commands/import.js";
-import { listCommand } from "./commands/list.js";
-import { mergeCommand } from "./commands/merge.js";
-import { resumeCommand } from "./commands/resume.js";
-import { runCommand } from "./commands/run.js";
-import { showCommand } from "./commands/show.js";
-import { validateCommand } from "./commands/validate.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { DEFAULT_PORT, serveCommand } from "../server/serve-command.js";
+import { DEFAULT_PORT } from "../server/default-port.js";
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -36,7 +28,11 @@ const storeOption = () =>
   new Option("--store <path>", "store location (default: $STET_STORE or .stet/stet.db)");
 const jsonOption = () => new Option("--json", "print machine-readable JSON on stdout");
 
-/** The `stet` program. Actions set `process.exitCode`; nothing below this file exits. */
+/**
+ * The `stet` program. Actions set `process.exitCode`; nothing below this file exits. Each command
+ * module is imported when its command runs, so `stet list` does not load the server, the
+ * TypeScript loader or the EvalPort schemas.
+ */
 export function buildProgram(): Command {
   const program = new Command("stet")
     .description(
@@ -71,7 +67,7 @@ export function buildProgram(): Command {
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (target: string, flags) => {
-      process.exitCode = await runCommand(target, flags);
+      process.exitCode = await (await import("./commands/run.js")).runCommand(target, flags);
     });
 
   program
@@ -89,7 +85,7 @@ export function buildProgram(): Command {
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
-      process.exitCode = await resumeCommand(runId, flags);
+      process.exitCode = await (await import("./commands/resume.js")).resumeCommand(runId, flags);
     });
 
   program
@@ -98,7 +94,7 @@ export function buildProgram(): Command {
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (flags) => {
-      process.exitCode = await listCommand(flags);
+      process.exitCode = await (await import("./commands/list.js")).listCommand(flags);
     });
 
   program
@@ -108,7 +104,7 @@ export function buildProgram(): Command {
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
-      process.exitCode = await showCommand(runId, flags);
+      process.exitCode = await (await import("./commands/show.js")).showCommand(runId, flags);
     });
 
   program
@@ -119,7 +115,7 @@ export function buildProgram(): Command {
     .option("--evals <dir>", "directory of eval files and suites that POST /api/runs may start")
     .addOption(storeOption())
     .action(async (flags) => {
-      process.exitCode = await serveCommand(flags);
+      process.exitCode = await (await import("../server/serve-command.js")).serveCommand(flags);
     });
 
   program
@@ -134,7 +130,7 @@ export function buildProgram(): Command {
     .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())
     .action(async (runId: string, flags) => {
-      process.exitCode = await exportCommand(runId, flags);
+      process.exitCode = await (await import("./commands/export.js")).exportCommand(runId, flags);
     });
 
   program
@@ -146,7 +142,7 @@ export function buildProgram(): Command {
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (file: string, flags) => {
-      process.exitCode = await importCommand(file, flags);
+      process.exitCode = await (await import("./commands/import.js")).importCommand(file, flags);
     });
 
   program
@@ -158,7 +154,7 @@ export function buildProgram(): Command {
     .option("--suite <suite.json>", "the EvalPort suite: the merge is partial until it covers it")
     .addOption(jsonOption())
     .action(async (files: string[], flags) => {
-      process.exitCode = await mergeCommand(files, flags);
+      process.exitCode = await (await import("./commands/merge.js")).mergeCommand(files, flags);
     });
 
   program
@@ -167,7 +163,9 @@ export function buildProgram(): Command {
     .argument("<file>")
     .addOption(jsonOption())
     .action(async (file: string, flags) => {
-      process.exitCode = await validateCommand(file, flags);
+      process.exitCode = await (
+        await import("./commands/validate.js")
+      ).validateCommand(file, flags);
     });
 
   return program;

@@ -1,7 +1,6 @@
 import { stat } from "node:fs/promises";
 import { dirname, extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { tsImport } from "tsx/esm/api";
 import { StetError, isStetError } from "../core/errors.js";
 import { asEval, isEval } from "./define-eval.js";
 import type { Eval } from "./types.js";
@@ -52,10 +51,10 @@ async function assertFile(path: string): Promise<void> {
 async function importModule(path: string, typescript: boolean): Promise<Record<string, unknown>> {
   const url = pathToFileURL(path).href;
   try {
-    return (await (typescript ? tsImport(url, import.meta.url) : import(url))) as Record<
-      string,
-      unknown
-    >;
+    if (!typescript) return (await import(url)) as Record<string, unknown>;
+    // Loaded on demand: the TypeScript loader costs start-up time that .mjs evals need not pay.
+    const { tsImport } = await import("tsx/esm/api");
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
   } catch (cause) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const hint = /Cannot find (module|package) 'stet'/.test(message)

@@ -1,5 +1,4 @@
 import { extname } from "node:path";
-import { loadSuite } from "../evalport/load-suite.js";
 import { loadEvalFile, type LoadedEvalFile } from "./load-eval-file.js";
 
 /**
@@ -11,5 +10,8 @@ import { loadEvalFile, type LoadedEvalFile } from "./load-eval-file.js";
  * const resolved = await resolveEval(ev, { baseDir });
  */
 export async function loadEvalSource(file: string): Promise<LoadedEvalFile> {
-  return extname(file).toLowerCase() === ".json" ? loadSuite(file) : loadEvalFile(file);
+  if (extname(file).toLowerCase() !== ".json") return loadEvalFile(file);
+  // Suites need ajv and the EvalPort schemas; eval modules should not pay for loading them.
+  const { loadSuite } = await import("../evalport/load-suite.js");
+  return loadSuite(file);
 }

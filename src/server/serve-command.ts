@@ -1,3 +1,4 @@
+import { DEFAULT_PORT } from "./default-port.js";
 import { trapSignals } from "../cli/signals.js";
 import { openStore } from "../cli/open-store.js";
 import { DEFAULT_STALE_MS } from "../engine/owner.js";
@@ -14,8 +15,6 @@ export interface ServeFlags {
   store?: string;
   evals?: string;
 }
-
-export const DEFAULT_PORT = 7477;
 
 /**
  * `stet serve`: recovers orphaned runs, binds the API and prints its URL on stdout, sweeps for
