@@ -50,10 +50,12 @@ export class AttemptWriter {
     return this.#failure;
   }
 
-  /** Notes a key as dispatched; committed with the next batch, before the attempts in it. */
+  /**
+   * Notes a key as dispatched. The mark rides along with the next batch of attempts (one commit,
+   * never a commit of its own): it only lets a later plan tell "interrupted" from "never started".
+   */
   markInflight(key: Key): void {
     if (!this.#failure) this.#inflight.push(key);
-    this.#schedule();
   }
 
   /** Resolves with the stored attempt once it is durable in the store. */
@@ -77,15 +79,15 @@ export class AttemptWriter {
       .then(() => this.#flushLoop())
       .finally(() => {
         this.#flushing = null;
-        if (this.#queue.length > 0 || this.#inflight.length > 0) this.#schedule();
+        if (this.#queue.length > 0) this.#schedule();
       });
   }
 
   async #flushLoop(): Promise<void> {
-    while (!this.#failure && (this.#queue.length > 0 || this.#inflight.length > 0)) {
+    while (!this.#failure && this.#queue.length > 0) {
       const batch = this.#queue.splice(0, MAX_BATCH);
       // A key whose attempt commits in this batch needs no in-flight mark: the commit would
-      // clear it at once. Fast solvers then cost one transaction per batch, not two.
+      // clear it at once.
       const finished = new Set(batch.map((p) => keyString(p.draft)));
       const marks = this.#inflight.splice(0).filter((k) => !finished.has(keyString(k)));
       try {
@@ -97,20 +99,16 @@ export class AttemptWriter {
     }
   }
 
-  async #commit(marks: Key[], batch: Pending[]): Promise<Attempt[]> {
+  async #commit(marks: readonly Key[], batch: Pending[]): Promise<Attempt[]> {
     const { store, runId, token } = this.#options;
     const delays = this.#options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS;
     for (let failures = 0; ; failures++) {
       try {
-        if (marks.length > 0) {
-          await store.markInflight(runId, token, marks);
-          marks = [];
-        }
-        if (batch.length === 0) return [];
         return await store.recordAttempts(
           runId,
           token,
           batch.map((p) => p.draft),
+          marks,
         );
       } catch (error) {
         // A fence or a duplicate is a verdict, not a hiccup: retrying cannot change it.

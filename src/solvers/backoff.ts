@@ -33,7 +33,10 @@ export function retryDelayMs(
  *
  * @example parseRetryAfter(new Headers({ "retry-after": "2" })) // 2000
  */
-export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
+export function parseRetryAfter(
+  headers: Pick<Headers, "get">,
+  now: number = Date.now(),
+): number | undefined {
   const ms = headers.get("retry-after-ms");
   if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
   const value = headers.get("retry-after");

@@ -127,7 +127,7 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
 
 async function attempt(
   url: string,
-  init: { headers: Headers; body: string },
+  init: { headers: Record<string, string>; body: string },
   timeoutMs: number,
   signal: AbortSignal | undefined,
   apiKey: string | undefined,
@@ -192,10 +192,13 @@ function parseCompletion(
   return { type: "provider", status: 200, message: "malformed chat completion response" };
 }
 
-function requestHeaders(apiKey: string | undefined, extra: Record<string, string> = {}): Headers {
-  const headers = new Headers({ "content-type": "application/json" });
-  if (apiKey) headers.set("authorization", `Bearer ${apiKey}`);
-  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+function requestHeaders(
+  apiKey: string | undefined,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  for (const [name, value] of Object.entries(extra)) headers[name.toLowerCase()] = value;
   return headers;
 }
 

@@ -4,7 +4,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 export interface HttpResponse {
   status: number;
   ok: boolean;
-  headers: Headers;
+  /** Response headers by lower-case name (the `Headers` subset the callers use). */
+  headers: Pick<Headers, "get">;
   text: string;
 }
 
@@ -24,7 +25,7 @@ const agents = {
  */
 export function httpPost(
   url: string,
-  headers: Headers,
+  headers: Record<string, string>,
   body: string,
   signal: AbortSignal,
 ): Promise<HttpResponse> {
@@ -38,7 +39,7 @@ export function httpPost(
         method: "POST",
         agent,
         signal,
-        headers: { ...Object.fromEntries(headers), "content-length": Buffer.byteLength(body) },
+        headers: { ...headers, "content-length": Buffer.byteLength(body) },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -46,10 +47,13 @@ export function httpPost(
         res.on("error", reject);
         res.on("end", () => {
           const status = res.statusCode ?? 0;
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(res.headers)) {
-            if (typeof value === "string") responseHeaders.set(name, value);
-          }
+          // Plain lookups, not the global Headers: that would load undici on first use.
+          const responseHeaders = {
+            get: (name: string) => {
+              const value = res.headers[name.toLowerCase()];
+              return typeof value === "string" ? value : null;
+            },
+          };
           resolve({
             status,
             ok: status >= 200 && status < 300,

@@ -250,11 +250,20 @@ class SqliteStore implements Store {
     );
   }
 
-  async recordAttempts(runId: string, token: string, drafts: AttemptDraft[]): Promise<Attempt[]> {
+  async recordAttempts(
+    runId: string,
+    token: string,
+    drafts: AttemptDraft[],
+    inflight: readonly Key[] = [],
+  ): Promise<Attempt[]> {
     return this.guard(() => {
       checkDrafts(drafts);
       return immediate(this.db, () => {
         this.fence(runId, token);
+        for (const key of inflight) {
+          this.requireSample(runId, key.sampleId);
+          this.s.markInflight.run(runId, key.sampleId, key.epoch);
+        }
         return drafts.map((draft) => this.insertAttempt(runId, draft));
       });
     });

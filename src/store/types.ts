@@ -148,11 +148,18 @@ export interface Store {
   listInflight(runId: string): Promise<Key[]>;
 
   /**
-   * Commits attempts in one transaction, all or nothing, and clears their in-flight marks.
-   * Rejects with `E_FENCED` if `token` does not own the run, and with `E_ALREADY_SCORED` if a key
-   * already has a scored attempt for the same fingerprint (completed work stands).
+   * Commits attempts in one transaction, all or nothing, and clears their in-flight marks;
+   * `inflight` keys are marked in the same transaction (one commit for a batch of finished and
+   * newly dispatched keys). Rejects with `E_FENCED` if `token` does not own the run, and with
+   * `E_ALREADY_SCORED` if a key already has a scored attempt for the same fingerprint (completed
+   * work stands).
    */
-  recordAttempts(runId: string, token: string, drafts: AttemptDraft[]): Promise<Attempt[]>;
+  recordAttempts(
+    runId: string,
+    token: string,
+    drafts: AttemptDraft[],
+    inflight?: readonly Key[],
+  ): Promise<Attempt[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */

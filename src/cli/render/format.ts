@@ -12,8 +12,9 @@ export function formatDuration(ms: number): string {
   return m < 60 ? `${m}m${Math.round(s % 60)}s` : `${Math.floor(m / 60)}h${m % 60}m`;
 }
 
+/** 12345 → "12,345". (Not toLocaleString: initialising Intl costs start-up time.) */
 export function formatCount(n: number): string {
-  return n.toLocaleString("en-US");
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 /** Left-aligned text columns, right-aligned numeric ones; the header row is the first row. */
