@@ -11,6 +11,8 @@ export interface ReportInput {
   run: Run;
   /** The samples whose fingerprints define the current outcomes. */
   samples?: readonly SampleRecord[];
+  /** The run's attempts, when the caller has just read them. */
+  heads?: readonly AttemptHead[];
   plan: PlanSummary;
   resumed: boolean;
   /** `keyString + "#" + attempt` of the attempts this invocation committed. */
@@ -25,7 +27,7 @@ export interface ReportInput {
 export async function buildReport(input: ReportInput): Promise<RunReport> {
   const { store, run, committedNow } = input;
   const samples = input.samples ?? (await store.getSamples(run.id));
-  const heads = await store.listAttemptHeads(run.id);
+  const heads = input.heads ?? (await store.listAttemptHeads(run.id));
   const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   const outcomes = selectOutcomes(heads, fingerprints);
   const isNow = (a: AttemptHead) => committedNow.has(`${keyString(a)}#${a.attempt}`);

@@ -5,7 +5,7 @@ import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { AttemptDraft, Reducer, Run, RunConfig, SampleRecord } from "../core/types.js";
-import type { Store } from "../store/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
 import { acquireRun, assertClaimable } from "./acquire.js";
 import { executeRun, type ExecuteOptions, type Execution } from "./execute-run.js";
 import { newOwnerIdentity } from "./owner.js";
@@ -103,6 +103,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
       store: options.store,
       run,
       samples: plan.samples,
+      heads: planned.attempts,
       plan: summarizePlan(plan),
       resumed: true,
       committedNow: new Set(),
@@ -125,6 +126,8 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
 export interface PlannedResume {
   run: Run;
   plan: Plan;
+  /** The attempts the plan was made from. */
+  attempts: AttemptHead[];
 }
 
 /**
@@ -144,12 +147,13 @@ export async function planResume(options: ResumeOptions): Promise<PlannedResume>
     throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
   assertClaimable(run, options);
 
-  const [snapshot, attempts, inflight] = await Promise.all([
-    store.getSamples(runId),
+  const [fingerprints, attempts, inflight] = await Promise.all([
+    store.listSampleFingerprints(runId),
     store.listAttemptHeads(runId),
     store.listInflight(runId),
   ]);
   const current = new Map(options.eval.samples.map((r) => [r.sample.id, r]));
+  const snapshot = await snapshotRecords(store, runId, fingerprints, current);
   const plan = planRun({
     snapshot,
     current,
@@ -167,7 +171,25 @@ export async function planResume(options: ResumeOptions): Promise<PlannedResume>
       { details: { plan: summarizePlan(plan) } },
     );
   }
-  return { run, plan };
+  return { run, plan, attempts };
+}
+
+/**
+ * The run's snapshot as records. An entry whose fingerprint the current dataset matches is the
+ * dataset's record (same sha256, same content); the stored copies are read only when some sample
+ * changed or left the dataset, so planning a large unchanged run parses no sample JSON.
+ */
+async function snapshotRecords(
+  store: Store,
+  runId: string,
+  fingerprints: readonly { sampleId: string; fingerprint: string }[],
+  current: ReadonlyMap<string, SampleRecord>,
+): Promise<SampleRecord[]> {
+  const same = (e: { sampleId: string; fingerprint: string }) =>
+    current.get(e.sampleId)?.fingerprint === e.fingerprint;
+  if (fingerprints.every(same)) return fingerprints.map((e) => current.get(e.sampleId)!);
+  const stored = new Map((await store.getSamples(runId)).map((r) => [r.sample.id, r]));
+  return fingerprints.map((e) => (same(e) ? current.get(e.sampleId)! : stored.get(e.sampleId)!));
 }
 
 /**

@@ -41,6 +41,9 @@ export function prepareStatements(db: SqliteDatabase) {
          WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
          GROUP BY a.sample_id, a.epoch)`,
     ),
+    listSampleFingerprints: db.prepare<{ sample_id: string; fingerprint: string }>(
+      `SELECT sample_id, fingerprint FROM samples WHERE run_id = ? ORDER BY sample_id`,
+    ),
     getSamples: db.prepare<SampleRow>(
       `SELECT sample, fingerprint FROM samples WHERE run_id = ? ORDER BY sample_id`,
     ),

@@ -169,6 +169,17 @@ class SqliteStore implements Store {
     });
   }
 
+  async listSampleFingerprints(
+    runId: string,
+  ): Promise<{ sampleId: string; fingerprint: string }[]> {
+    return this.guard(() => {
+      this.requireRun(runId);
+      return this.s.listSampleFingerprints
+        .all(runId)
+        .map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
+    });
+  }
+
   async updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void> {
     return this.guard(() => {
       checkUniqueSampleIds(records);

@@ -124,6 +124,8 @@ export interface Store {
   listRuns(filter?: RunFilter): Promise<RunListing[]>;
   countKeys(runId: string): Promise<RunCounts>;
   getSamples(runId: string): Promise<SampleRecord[]>;
+  /** The snapshot's ids and fingerprints only, ordered by sample id: what a resume plan compares. */
+  listSampleFingerprints(runId: string): Promise<{ sampleId: string; fingerprint: string }[]>;
   /** Replaces snapshot entries (same ids) after the caller chose to re-run changed samples. */
   updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void>;
 

@@ -68,6 +68,13 @@ export function describeRunContract(h: HarnessRef): void {
       ];
       await h.store.createRun({ id: "snap", config: runConfig(), samples, owner: owner() });
       expect(await h.store.getSamples("snap")).toEqual([samples[1], samples[0]]);
+      expect(await h.store.listSampleFingerprints("snap")).toEqual([
+        { sampleId: "a", fingerprint: "fp-a" },
+        { sampleId: "b", fingerprint: "fp-b" },
+      ]);
+      await expect(h.store.listSampleFingerprints("nope")).rejects.toMatchObject({
+        code: "E_RUN_NOT_FOUND",
+      });
     });
 
     it("replaces snapshot entries for the owner, all or nothing", async () => {
