@@ -120,7 +120,7 @@ export default defineEval({
 });
 `;
 
-async function throughput() {
+async function throughput(concurrency) {
   const samples = records(10_000);
   const figures = [];
   for (let i = 0; i < reps; i++) {
@@ -136,7 +136,7 @@ async function throughput() {
         scorers: [{ name: "exact", score: ({ sample, output }) => output === sample.target }],
         epochs: 1,
         reducer: "mean",
-        concurrency: 16,
+        concurrency,
         retries: 0,
       },
     });
@@ -146,7 +146,7 @@ async function throughput() {
   }
   const rate = median(figures);
   report(
-    "10,000 samples, instant solver, durable SQLite (in-process)",
+    `10,000 samples, instant solver, durable SQLite, concurrency ${concurrency} (in-process)`,
     `${Math.round(rate).toLocaleString()} samples/s`,
     "≥ 10,000/s",
     rate >= 10_000,
@@ -227,7 +227,8 @@ async function large() {
 }
 
 console.log(`stet benchmarks on ${process.version}, ${reps} repetition(s) each, medians\n`);
-await throughput();
+await throughput(16);
+await throughput(64);
 await chat(
   2_000,
   0,
