@@ -13,6 +13,7 @@ export type ApiErrorCode =
   | "run_active"
   | "run_not_running"
   | "nothing_to_resume"
+  | "no_results"
   | "changed_samples"
   | "run_taken_over"
   | "already_scored"

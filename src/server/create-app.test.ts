@@ -3,6 +3,7 @@ import { StetError } from "../core/errors.js";
 import { hostId } from "../engine/owner.js";
 import { additionEval, testApp } from "../../test/helpers/server-app.js";
 import { collectSse } from "../../test/helpers/sse.js";
+import { validateDocument } from "../evalport/validate-document.js";
 import { toApiError } from "./api-error.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -29,6 +30,7 @@ describe("errors", () => {
     ["GET", "/api/runs/nope/samples", 404, "run_not_found"],
     ["GET", "/api/runs/nope/samples/q00", 404, "run_not_found"],
     ["GET", "/api/runs/nope/events", 404, "run_not_found"],
+    ["GET", "/api/runs/nope/resultset", 404, "run_not_found"],
     ["POST", "/api/runs/nope/resume", 404, "run_not_found"],
     ["POST", "/api/runs/nope/cancel", 404, "run_not_found"],
     ["GET", "/api/benchmarks/nope", 404, "benchmark_not_found"],
@@ -181,6 +183,18 @@ describe("reading", () => {
     });
     expect(body).toMatchObject({ owner: null });
     expect(JSON.stringify(body)).not.toMatch(/"token"/);
+  });
+
+  it("serves the run's EvalPort ResultSet, which validates", async () => {
+    const t = setup([additionEval().ev]);
+    const runId = await completedRun(t);
+    const { status, body } = await t.json(`/api/runs/${runId}/resultset`);
+    expect(status).toBe(200);
+    expect(validateDocument(body, "resultset")).toMatchObject({ valid: true, errors: [] });
+    expect(body).toMatchObject({
+      results: expect.arrayContaining([expect.objectContaining({ test_case_id: "q00" })]),
+    });
+    expect((body as { results: unknown[] }).results).toHaveLength(6);
   });
 
   it("pages a run's samples with filters, and shows one sample's attempt history", async () => {

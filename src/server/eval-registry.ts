@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
@@ -65,6 +65,9 @@ export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
   const loaded: LoadedEvalFile[] = [];
   const problems: EvalProblem[] = [];
   for (const file of files) {
+    // Importing a module runs it: only import those that say they define an eval, so a helper
+    // script beside the evals (a program under test, a build script) is never executed.
+    if (!(await looksLikeEval(file))) continue;
     try {
       loaded.push(await loadEvalSource(file));
     } catch (error) {
@@ -72,4 +75,11 @@ export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
     }
   }
   return createEvalRegistry(loaded, problems);
+}
+
+/** A suite is any .json (validation decides); a module must mention `defineEval` or `export default`. */
+async function looksLikeEval(file: string): Promise<boolean> {
+  if (extname(file).toLowerCase() === ".json") return true;
+  const text = await readFile(file, "utf8").catch(() => "");
+  return /\bdefineEval\b|\bexport\s+default\b/.test(text);
 }

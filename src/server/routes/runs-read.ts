@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
+import { isStetError } from "../../core/errors.js";
 import { runStatusSchema } from "../../core/schemas.js";
+import { buildResultSet } from "../../evalport/build-result-set.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
@@ -21,7 +23,7 @@ const samplesQuery = pagingSchema.extend({
 });
 
 /**
- * GET /runs, /runs/:id, /runs/:id/samples, /runs/:id/samples/:sampleId.
+ * GET /runs, /runs/:id, /runs/:id/samples, /runs/:id/samples/:sampleId, /runs/:id/resultset.
  *
  * @example app.route("/api", runsReadRoutes(deps));
  */
@@ -69,6 +71,20 @@ export function runsReadRoutes(deps: AppDeps): Hono {
         })),
       }),
     );
+  });
+
+  app.get("/runs/:id/resultset", async (c) => {
+    const runId = c.req.param("id");
+    if (!(await store.getRun(runId))) {
+      throw new ApiError(404, "run_not_found", `no run with id "${runId}"`);
+    }
+    const doc = await buildResultSet(store, runId).catch((error: unknown) => {
+      // A ResultSet needs one result: a run with no finished sample has none to give.
+      if (isStetError(error, "E_INVALID_INPUT"))
+        throw new ApiError(409, "no_results", error.message);
+      throw error;
+    });
+    return c.json(redact(doc));
   });
 
   app.get("/runs/:id/samples/:sampleId", async (c) => {
