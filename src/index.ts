@@ -4,6 +4,7 @@ export { loadEvalFile } from "./eval/load-eval-file.js";
 export { resolveEval } from "./eval/resolve-eval.js";
 export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types.js";
 export { solvers } from "./solvers/index.js";
+export { SolverError, chatCompletion } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
 export { runEval, resumeRun } from "./engine/run-eval.js";
 export type { EngineEval, RunEvalOptions, ResumeOptions } from "./engine/run-eval.js";
