@@ -2,7 +2,7 @@ import { aggregate, totalUsage } from "../core/aggregate.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import { selectOutcomes } from "../core/outcomes.js";
-import type { Plan } from "../core/plan.js";
+import { planRun, type Plan } from "../core/plan.js";
 import type { AttemptErrorType, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
@@ -65,4 +65,29 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
 export function summarizePlan(plan: Plan): PlanSummary {
   const { toExecute, samples: _samples, ...rest } = plan;
   return { ...rest, toExecute: toExecute.length };
+}
+
+/**
+ * The report of a run as it stands in the store, without executing anything: what `stet show`
+ * and the API's run detail print.
+ *
+ * @example const report = await storedReport(store, run); report.counts.remaining;
+ */
+export async function storedReport(store: Store, run: Run): Promise<RunReport> {
+  const [samples, heads, inflight] = await Promise.all([
+    store.getSamples(run.id),
+    store.listAttemptHeads(run.id),
+    store.listInflight(run.id),
+  ]);
+  const plan = planRun({ snapshot: samples, epochs: run.config.epochs, attempts: heads, inflight });
+  return buildReport({
+    store,
+    run,
+    samples,
+    heads,
+    plan: summarizePlan(plan),
+    resumed: false,
+    committedNow: new Set(),
+    wallMs: 0,
+  });
 }

@@ -1,8 +1,7 @@
 import { StetError } from "../core/errors.js";
-import { planRun } from "../core/plan.js";
 import type { Owner, Run } from "../core/types.js";
 import { ownerLiveness } from "../engine/owner.js";
-import { buildReport, summarizePlan } from "../engine/report.js";
+import { storedReport } from "../engine/report.js";
 import type { RunCounts, Store } from "../store/types.js";
 import { redactConfig } from "./redact.js";
 
@@ -52,21 +51,7 @@ export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefi
 export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
   const run = await store.getRun(runId);
   if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
-  const [samples, attempts, inflight] = await Promise.all([
-    store.getSamples(runId),
-    store.listAttemptHeads(runId),
-    store.listInflight(runId),
-  ]);
-  const plan = planRun({ snapshot: samples, epochs: run.config.epochs, attempts, inflight });
-  const report = await buildReport({
-    store,
-    run,
-    samples,
-    plan: summarizePlan(plan),
-    resumed: false,
-    committedNow: new Set(),
-    wallMs: 0,
-  });
+  const report = await storedReport(store, run);
   const { counts } = report;
   return {
     ...runSummary(

@@ -1,7 +1,6 @@
 import { StetError } from "../../core/errors.js";
-import { planRun } from "../../core/plan.js";
 import { ownerLiveness } from "../../engine/owner.js";
-import { buildReport, summarizePlan } from "../../engine/report.js";
+import { storedReport } from "../../engine/report.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderSummary } from "../render/summary.js";
@@ -17,21 +16,7 @@ export async function showCommand(
     const run = await store.getRun(runId);
     if (!run)
       throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
-    const [samples, attempts, inflight] = await Promise.all([
-      store.getSamples(runId),
-      store.listAttemptHeads(runId),
-      store.listInflight(runId),
-    ]);
-    const plan = planRun({ snapshot: samples, epochs: run.config.epochs, attempts, inflight });
-    const report = await buildReport({
-      store,
-      run,
-      samples,
-      plan: summarizePlan(plan),
-      resumed: false,
-      committedNow: new Set(),
-      wallMs: 0,
-    });
+    const report = await storedReport(store, run);
     const owner = run.owner ? { ...run.owner, ...ownerLiveness(run.owner) } : null;
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;

@@ -12,10 +12,7 @@ import {
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { evalForRun } from "../eval-for-run.js";
-import { EventQueue } from "../event-queue.js";
-import { executionMessages } from "../execution-messages.js";
-import type { ExecutionEvent } from "../executions.js";
-import { sseResponse } from "../sse.js";
+import { streamExecution } from "../stream-execution.js";
 import { parseBody } from "../validate.js";
 
 const resumeBody = z
@@ -69,19 +66,9 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
     // the rest get E_RUN_ACTIVE (409) while no stream has been opened yet.
     const execution = await claimResume(options, planned);
 
-    const queue = new EventQueue<ExecutionEvent>();
-    const active = deps.executions.start(runId, (controls) =>
+    return streamExecution(c, deps, runId, (controls) =>
       executeRun(execution, { ...options, ...controls }),
     );
-    const unsubscribe = active.subscribe(queue);
-    return sseResponse(c, executionMessages(queue), {
-      redact: deps.redact,
-      log: deps.log,
-      onAbort: () => {
-        unsubscribe();
-        queue.close();
-      },
-    });
   });
 
   return app;

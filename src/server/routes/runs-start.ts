@@ -4,10 +4,7 @@ import { newRunId, runEval } from "../../engine/run-eval.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
-import { EventQueue } from "../event-queue.js";
-import { executionMessages } from "../execution-messages.js";
-import type { ExecutionEvent } from "../executions.js";
-import { sseResponse } from "../sse.js";
+import { streamExecution } from "../stream-execution.js";
 import { parseBody } from "../validate.js";
 
 const startBody = z
@@ -46,8 +43,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
       ...(body.concurrency === undefined ? {} : { concurrency: body.concurrency }),
     };
     const runId = newRunId();
-    const queue = new EventQueue<ExecutionEvent>();
-    const execution = deps.executions.start(runId, (controls) =>
+    return streamExecution(c, deps, runId, (controls) =>
       runEval({
         store: deps.store,
         eval: ev,
@@ -59,15 +55,6 @@ export function runsStartRoutes(deps: AppDeps): Hono {
         ...controls,
       }),
     );
-    const unsubscribe = execution.subscribe(queue);
-    return sseResponse(c, executionMessages(queue), {
-      redact: deps.redact,
-      log: deps.log,
-      onAbort: () => {
-        unsubscribe();
-        queue.close();
-      },
-    });
   });
 
   return app;
