@@ -1,5 +1,4 @@
 import type { RunEvent } from "../core/events.js";
-import { createResultStream } from "../evalport/result-stream.js";
 import type { Store } from "../store/types.js";
 import { EXIT } from "./exit-codes.js";
 import type { Io } from "./io.js";
@@ -23,6 +22,8 @@ export async function withRunOutput(
   execute: (tee: (onEvent: Listener) => Listener) => Promise<number>,
 ): Promise<number> {
   if (path === undefined) return execute((onEvent) => onEvent);
+  // EvalPort mapping and validation load only when --output asks for them.
+  const { createResultStream } = await import("../evalport/result-stream.js");
   const stream = createResultStream({ store, path });
   let code: number | undefined;
   try {

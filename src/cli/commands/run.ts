@@ -1,7 +1,6 @@
 import { loadEvalSource } from "../../eval/load-eval-source.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { runEval } from "../../engine/run-eval.js";
-import { readSeed } from "../../evalport/read-seed.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { withRunOutput } from "../run-output.js";
@@ -40,7 +39,10 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout }),
   };
   // Read and checked before the run exists: a bad file refuses without creating one.
-  const seed = flags.resumeFrom === undefined ? undefined : await readSeed(flags.resumeFrom, ev);
+  const seed =
+    flags.resumeFrom === undefined
+      ? undefined
+      : await (await import("../../evalport/read-seed.js")).readSeed(flags.resumeFrom, ev);
   const store = openStore(flags.store);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>
