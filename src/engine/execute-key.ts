@@ -30,30 +30,34 @@ class AttemptTimedOut extends Error {}
 export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
   const startedAt = new Date();
   const t0 = performance.now();
+  if (task.timeoutMs === undefined) {
+    // Without a timeout the run's own signal is the attempt's: no controller and listener per
+    // attempt. The run aborts it with an AttemptAborted reason.
+    return attempt(task, context(task, task.abort), task.abort, startedAt, t0);
+  }
   const controller = new AbortController();
   const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
   task.abort.addEventListener("abort", onAbort, { once: true });
   if (task.abort.aborted) onAbort();
-  const timer =
-    task.timeoutMs === undefined
-      ? undefined
-      : setTimeout(
-          () => controller.abort(new AttemptTimedOut(`timed out after ${task.timeoutMs} ms`)),
-          task.timeoutMs,
-        );
-  const ctx: SolverContext = {
-    runId: task.runId,
-    epoch: task.key.epoch,
-    signal: controller.signal,
-    ...(task.model === undefined ? {} : { model: task.model }),
-  };
-
+  const timer = setTimeout(
+    () => controller.abort(new AttemptTimedOut(`timed out after ${task.timeoutMs} ms`)),
+    task.timeoutMs,
+  );
   try {
-    return await attempt(task, ctx, controller.signal, startedAt, t0);
+    return await attempt(task, context(task, controller.signal), controller.signal, startedAt, t0);
   } finally {
     clearTimeout(timer);
     task.abort.removeEventListener("abort", onAbort);
   }
+}
+
+function context(task: KeyTask, signal: AbortSignal): SolverContext {
+  return {
+    runId: task.runId,
+    epoch: task.key.epoch,
+    signal,
+    ...(task.model === undefined ? {} : { model: task.model }),
+  };
 }
 
 async function attempt(

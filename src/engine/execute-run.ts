@@ -56,7 +56,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       stopReason = reason;
       emit({ type: "stopping", reason, inflight: progress.inflight });
     }
-    if (now) abort.abort();
+    if (now) abort.abort(new AttemptAborted("aborted by the run"));
   };
 
   const writer = new AttemptWriter({
@@ -77,7 +77,10 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   });
   const onSignal = () => {
     stop("signal", false);
-    const grace = setTimeout(() => abort.abort(), options.graceMs ?? 10_000);
+    const grace = setTimeout(
+      () => abort.abort(new AttemptAborted("aborted by the run")),
+      options.graceMs ?? 10_000,
+    );
     grace.unref();
   };
   const onAbortSignal = () => stop("signal", true);
