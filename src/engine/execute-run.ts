@@ -182,10 +182,11 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   }
 
   const counts = await store.countKeys(run.id);
+  // A signal that arrives after the last commit interrupts nothing: the run is complete.
   const status: RunStatus =
-    stopReason === "signal" ? "interrupted" : counts.remaining === 0 ? "completed" : "errored";
+    counts.remaining === 0 ? "completed" : stopReason === "signal" ? "interrupted" : "errored";
   assertTransition("running", status);
-  const note = stopReason === "signal" ? "interrupted by a signal" : undefined;
+  const note = status === "interrupted" ? "interrupted by a signal" : undefined;
   if (!(await store.releaseRun(run.id, owner.token, status, note))) {
     throw new StetError(
       "E_FENCED",

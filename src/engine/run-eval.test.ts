@@ -259,6 +259,35 @@ describe("resumeRun", () => {
     ).toBe("changed");
   });
 
+  it("calls a run complete when the stop signal arrives after its last commit", async () => {
+    const stop = new AbortController();
+    let committed = 0;
+    const report = await runEval({
+      store: store(),
+      eval: countingEval(records(4)).ev,
+      signal: stop.signal,
+      onEvent: (e) => {
+        if (e.type === "attempt-committed" && ++committed === 8) stop.abort();
+      },
+    });
+    expect(report.status).toBe("completed");
+  });
+
+  it("settles a run whose status lags its attempts (all scored, marked interrupted) as completed", async () => {
+    const s = store();
+    const done = await runEval({ store: s, eval: countingEval(records(3)).ev });
+    const owner = { host: "h", pid: 1, token: "t" };
+    expect(await s.claimRun(done.runId, owner, null)).toBe(true);
+    expect(await s.releaseRun(done.runId, "t", "interrupted", "killed after its last commit")).toBe(
+      true,
+    );
+    const again = countingEval(records(3));
+    const report = await resumeRun({ store: s, runId: done.runId, eval: again.ev });
+    expect(again.calls.size).toBe(0);
+    expect(report.status).toBe("completed");
+    expect((await s.getRun(done.runId))?.status).toBe("completed");
+  });
+
   it("answers an unknown run id with E_RUN_NOT_FOUND", async () => {
     await expect(
       resumeRun({ store: store(), runId: "r_nope", eval: countingEval([]).ev }),

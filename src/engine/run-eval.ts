@@ -97,7 +97,11 @@ export interface ResumeOptions extends ExecuteOptions {
 export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
   const planned = await planResume(options);
   const { run, plan } = planned;
-  if (plan.toExecute.length === 0 && run.status !== "running") {
+  // Nothing to execute and the status already says so: report without claiming. A run whose
+  // status lags its attempts (every key scored, but interrupted or running under a dead owner)
+  // is claimed and released below, which settles it as completed.
+  const settled = run.status === "completed" || (run.status === "errored" && plan.erroredKept > 0);
+  if (plan.toExecute.length === 0 && settled) {
     const t0 = performance.now();
     const report = await buildReport({
       store: options.store,
