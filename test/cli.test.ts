@@ -187,6 +187,18 @@ describe("bad input", () => {
     expect(existsSync(p.db)).toBe(false);
   });
 
+  it("exits 2 on a bad STET_STALE_MS and creates nothing", async () => {
+    const p = project({ "eval.mjs": evalFile(1), "data.jsonl": questions(2) });
+    const result = await runCli(["run", "eval.mjs"], {
+      cwd: p.dir,
+      env: { STET_STALE_MS: "soon" },
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("STET_STALE_MS");
+    expect(calls(p.dir)).toHaveLength(0);
+    expect(existsSync(p.db)).toBe(false);
+  });
+
   it("exports outcomes as JSONL and CSV in key order, the same bytes every time", async () => {
     const p = project({ "eval.mjs": evalFile(1), "data.jsonl": questions(5) });
     const run = await runCli(["run", "eval.mjs", "--epochs", "2"], { cwd: p.dir });

@@ -2,6 +2,7 @@ import { DEFAULT_PORT } from "./default-port.js";
 import { trapSignals } from "../cli/signals.js";
 import { openStore } from "../cli/open-store.js";
 import { DEFAULT_STALE_MS } from "../engine/owner.js";
+import { staleLimit } from "../engine/stale-limit.js";
 import { recoverOrphans, type RecoveryResult } from "../engine/recover-orphans.js";
 import { createApp } from "./create-app.js";
 import { createEvalRegistry, loadEvalRegistry } from "./eval-registry.js";
@@ -36,7 +37,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   try {
     const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
     for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
-    const sweep = async () => report(await recoverOrphans(store, {}), log);
+    const stale = staleLimit();
+    const sweep = async () => report(await recoverOrphans(store, stale), log);
     await sweep();
 
     const executions = new ExecutionRegistry();
@@ -46,6 +48,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
       executions,
       secrets,
       log,
+      ...stale,
       ...(token ? { token } : {}),
     });
     const server = await listen(app, { host, port: flags.port ?? DEFAULT_PORT });
@@ -54,7 +57,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     );
     const timer = setInterval(
       () => void sweep().catch((e: unknown) => log(`orphan sweep failed: ${String(e)}`)),
-      DEFAULT_STALE_MS,
+      stale.staleMs ?? DEFAULT_STALE_MS,
     );
     timer.unref();
 

@@ -2,6 +2,7 @@ import type { Key } from "../../core/types.js";
 import { importResults } from "../../evalport/import-results.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
+import { staleLimit } from "../../engine/stale-limit.js";
 import { openStore } from "../open-store.js";
 
 export interface ImportFlags {
@@ -25,6 +26,7 @@ export async function importCommand(file: string, flags: ImportFlags): Promise<n
       runId: flags.into,
       file,
       ...(flags.sha256 === undefined ? {} : { sha256: flags.sha256 }),
+      ...staleLimit(),
     });
     if (flags.json) {
       io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -7,6 +7,7 @@ import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { withRunOutput } from "../run-output.js";
 import { runWithUi } from "../run-ui.js";
+import { staleLimit } from "../../engine/stale-limit.js";
 import { uiOptions } from "./run.js";
 import type { PlanSummary } from "../../core/events.js";
 
@@ -24,6 +25,7 @@ export interface ResumeFlags {
 /** `stet resume <run-id>`: print the plan, then execute only the keys without a scored attempt. */
 export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
   const store = openStore(flags.store);
   try {
     const run = await store.getRun(runId);
@@ -54,6 +56,7 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
           eval: ev,
           ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
           ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+          ...stale,
           ...controls,
           onEvent: tee(controls.onEvent),
         }),

@@ -5,6 +5,7 @@ import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { withRunOutput } from "../run-output.js";
 import { runWithUi } from "../run-ui.js";
+import { staleLimit } from "../../engine/stale-limit.js";
 import { resumeCommand } from "./resume.js";
 
 export interface RunFlags {
@@ -27,6 +28,7 @@ export interface RunFlags {
 export async function runCommand(target: string, flags: RunFlags): Promise<number> {
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
   const loaded = await loadEvalSource(target);
   const resolved = await resolveEval(loaded.eval, {
     baseDir: loaded.baseDir,
@@ -54,6 +56,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
           evalPath: loaded.path,
           ...(flags.model === undefined ? {} : { model: flags.model }),
           ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+          ...stale,
           ...controls,
           onEvent: tee(controls.onEvent),
         }),

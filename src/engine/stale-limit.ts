@@ -1,0 +1,20 @@
+import { StetError } from "../core/errors.js";
+
+/**
+ * `STET_STALE_MS`: how old another host's heartbeat must be before its run counts as dead
+ * (default 30 s). Same-host owners are judged by their pid at once, whatever this says.
+ *
+ * @example staleLimit({ STET_STALE_MS: "10000" }) // { staleMs: 10000 }
+ */
+export function staleLimit(env: NodeJS.ProcessEnv = process.env): { staleMs?: number } {
+  const raw = env.STET_STALE_MS;
+  if (raw === undefined || raw === "") return {};
+  const staleMs = Number(raw);
+  if (!Number.isInteger(staleMs) || staleMs < 1_000) {
+    throw new StetError(
+      "E_USAGE",
+      `STET_STALE_MS must be a whole number of milliseconds ≥ 1000, not "${raw}"`,
+    );
+  }
+  return { staleMs };
+}
