@@ -49,7 +49,7 @@ export function aggregate(
   scorers: readonly string[],
   reducer: Reducer,
 ): ScorerMetrics[] {
-  const sorted = [...outcomes].filter((o) => o.status === "scored").sort(compareKeys);
+  const sorted = inKeyOrder(outcomes.filter((o) => o.status === "scored"));
   return scorers.map((scorer) => {
     const perSample: number[] = [];
     let current: string | undefined;
@@ -81,7 +81,7 @@ export interface UsageTotal {
 /** Adds usage up in key order, so equal sets of attempts give equal totals. */
 export function totalUsage(items: readonly (Key & { usage: Usage | null })[]): UsageTotal {
   const total: UsageTotal = { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  for (const item of [...items].sort(compareKeys)) {
+  for (const item of inKeyOrder(items)) {
     total.attempts++;
     total.inputTokens += item.usage?.inputTokens ?? 0;
     total.outputTokens += item.usage?.outputTokens ?? 0;
@@ -132,4 +132,12 @@ function passAtK(values: readonly number[], k: number): number {
   let failAll = 1;
   for (let i = n - c + 1; i <= n; i++) failAll *= 1 - kk / i;
   return 1 - failAll;
+}
+
+/** `items` in key order: as they are when already sorted (store listings are), else a sorted copy. */
+function inKeyOrder<T extends Key>(items: readonly T[]): readonly T[] {
+  for (let i = 1; i < items.length; i++) {
+    if (compareKeys(items[i - 1]!, items[i]!) > 0) return [...items].sort(compareKeys);
+  }
+  return items;
 }

@@ -1,4 +1,4 @@
-import { keyString } from "./keys.js";
+import { compareKeys, keyString } from "./keys.js";
 import type { AttemptStatus, Key } from "./types.js";
 
 /**
@@ -11,14 +11,36 @@ import type { AttemptStatus, Key } from "./types.js";
 export function selectOutcomes<
   A extends Key & { status: AttemptStatus; attempt: number; fingerprint: string },
 >(attempts: readonly A[], fingerprints: ReadonlyMap<string, string>): A[] {
+  const current = attempts.filter((a) => fingerprints.get(a.sampleId) === a.fingerprint);
+  if (!sortedByKey(current)) return bestPerKey(current);
+  // Store listings come in key order: the attempts of a key are adjacent, so one pass and no
+  // map of 100,000 key strings is needed.
+  const out: A[] = [];
+  for (const attempt of current) {
+    const held = out[out.length - 1];
+    if (held && compareKeys(held, attempt) === 0) {
+      if (rank(attempt) > rank(held)) out[out.length - 1] = attempt;
+    } else out.push(attempt);
+  }
+  return out;
+}
+
+function bestPerKey<A extends Key & { status: AttemptStatus; attempt: number }>(
+  attempts: readonly A[],
+): A[] {
   const best = new Map<string, A>();
   for (const attempt of attempts) {
-    if (fingerprints.get(attempt.sampleId) !== attempt.fingerprint) continue;
     const k = keyString(attempt);
     const held = best.get(k);
     if (!held || rank(attempt) > rank(held)) best.set(k, attempt);
   }
   return [...best.values()];
+}
+
+function sortedByKey(items: readonly Key[]): boolean {
+  for (let i = 1; i < items.length; i++)
+    if (compareKeys(items[i - 1]!, items[i]!) > 0) return false;
+  return true;
 }
 
 function rank(a: { status: AttemptStatus; attempt: number }): number {

@@ -56,7 +56,7 @@ function context(task: KeyTask, signal: AbortSignal): SolverContext {
     runId: task.runId,
     epoch: task.key.epoch,
     signal,
-    ...(task.model === undefined ? {} : { model: task.model }),
+    model: task.model,
   };
 }
 
@@ -101,8 +101,12 @@ async function attempt(
     }
   }
   const completedAt = new Date();
+  // Fields listed, not `...task.key`: spreading a 2-field object into a 14-field literal builds
+  // out-of-object property stores, and at thousands of attempts a second that garbage was
+  // promoted to the old generation (hundreds of MB of RSS on a 100,000-sample run).
   return {
-    ...task.key,
+    sampleId: task.key.sampleId,
+    epoch: task.key.epoch,
     status: error ? "error" : "scored",
     output,
     scores,

@@ -128,8 +128,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           solver: exec.solver,
           scorers: exec.scorers,
           runId: run.id,
-          ...(run.config.model === undefined ? {} : { model: run.config.model }),
-          ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
+          model: run.config.model,
+          timeoutMs: run.config.timeoutMs,
           abort: abort.signal,
         });
         const attempt = await writer.write(draft);

@@ -6,6 +6,7 @@ export interface SqliteStatement<Row> {
   run(...params: unknown[]): { changes: number };
   get(...params: unknown[]): Row | undefined;
   all(...params: unknown[]): Row[];
+  iterate(...params: unknown[]): IterableIterator<Row>;
   /** Rows as arrays in SELECT order; declare `Row` as the matching tuple. */
   raw(toggle?: boolean): this;
 }

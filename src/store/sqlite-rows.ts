@@ -205,13 +205,16 @@ function toUsage(
   return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
 }
 
+// Shared by every executed attempt a listing maps (frozen, like the shared scores).
+const EXECUTED: Provenance = Object.freeze({ kind: "executed" });
+
 function toProvenance(
   kind: string,
   source: string | null,
   runId: string,
   row: AnyAttemptRow,
 ): Provenance {
-  if (kind === "executed") return { kind };
+  if (kind === "executed") return EXECUTED;
   if (kind === "imported" && source !== null) return { kind, source };
   throw new StetError("E_STORE", `corrupt ${where(runId, row, "provenance")}: ${kind}`);
 }

@@ -289,7 +289,14 @@ class SqliteStore implements Store {
   }
 
   async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
-    return this.guard(() => this.s.listAttemptHeads.all(runId).map(attemptMapper(runId).head));
+    return this.guard(() => {
+      // Row by row: `.all()` would hold every raw row and every mapped head at once (twice the
+      // memory of a 100,000-attempt listing).
+      const head = attemptMapper(runId).head;
+      const heads: AttemptHead[] = [];
+      for (const row of this.s.listAttemptHeads.iterate(runId)) heads.push(head(row));
+      return heads;
+    });
   }
 
   async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
@@ -324,7 +331,25 @@ class SqliteStore implements Store {
     if (state.scored) throw alreadyScored(runId, sampleId, epoch);
     this.s.insertAttempt.run(attemptParams(runId, state.next, draft));
     this.s.clearInflight.run(runId, sampleId, epoch);
-    return { ...draft, runId, attempt: state.next };
+    // Listed field by field: a spread plus two more properties builds an out-of-object property
+    // store per attempt, garbage that showed up as old-generation growth at high throughput.
+    return {
+      runId,
+      sampleId: draft.sampleId,
+      epoch: draft.epoch,
+      attempt: state.next,
+      status: draft.status,
+      output: draft.output,
+      scores: draft.scores,
+      usage: draft.usage,
+      transcript: draft.transcript,
+      error: draft.error,
+      startedAt: draft.startedAt,
+      completedAt: draft.completedAt,
+      durationMs: draft.durationMs,
+      fingerprint: draft.fingerprint,
+      provenance: draft.provenance,
+    };
   }
 
   /** Must run inside an IMMEDIATE transaction: the token read then holds until commit. */
