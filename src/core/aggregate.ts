@@ -90,7 +90,10 @@ export function totalUsage(items: readonly (Key & { usage: Usage | null })[]): U
   return total;
 }
 
-function meanAndStderr(values: readonly number[]): { mean: number | null; stderr: number | null } {
+export function meanAndStderr(values: readonly number[]): {
+  mean: number | null;
+  stderr: number | null;
+} {
   const n = values.length;
   if (n === 0) return { mean: null, stderr: null };
   const mean = sum(values) / n;

@@ -198,6 +198,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     store,
     run: finished,
     samples: plan.samples,
+    sampleById: samples,
     plan: summarizePlan(plan),
     resumed: exec.resumed,
     committedNow,

@@ -1,9 +1,8 @@
-import { aggregate, totalUsage } from "../core/aggregate.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
-import { selectOutcomes } from "../core/outcomes.js";
+import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
-import type { AttemptErrorType, Run, SampleRecord } from "../core/types.js";
+import type { Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 export interface ReportInput {
@@ -11,6 +10,8 @@ export interface ReportInput {
   run: Run;
   /** The samples whose fingerprints define the current outcomes. */
   samples?: readonly SampleRecord[];
+  /** The same, by id, when the caller has them indexed (saves a second index of a large run). */
+  sampleById?: ReadonlyMap<string, SampleRecord>;
   /** The run's attempts, when the caller has just read them. */
   heads?: readonly AttemptHead[];
   plan: PlanSummary;
@@ -22,40 +23,41 @@ export interface ReportInput {
 
 /**
  * A run's report, computed from the stored attempts alone: the same store state always gives
- * the same figures, however many interruptions led to it.
+ * the same figures, however many interruptions led to it. The attempts are folded page by page
+ * (or from `heads` when the caller has them), so a large run's report holds no attempt list.
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
   const { store, run, committedNow } = input;
   const samples = input.samples ?? (await store.getSamples(run.id));
-  const heads = input.heads ?? (await store.listAttemptHeads(run.id));
-  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
-  const outcomes = selectOutcomes(heads, fingerprints);
-  const isNow = (a: AttemptHead) => committedNow.has(`${keyString(a)}#${a.attempt}`);
-
-  const errorsByType: Partial<Record<AttemptErrorType, number>> = {};
-  let scored = 0;
-  for (const outcome of outcomes) {
-    if (outcome.status === "scored") scored++;
-    else if (outcome.error)
-      errorsByType[outcome.error.type] = (errorsByType[outcome.error.type] ?? 0) + 1;
-  }
+  const byId = input.sampleById ?? new Map(samples.map((r) => [r.sample.id, r]));
+  const fold = new OutcomeFold<AttemptHead>({
+    fingerprintOf: (id) => byId.get(id)?.fingerprint,
+    scorers: run.config.scorers,
+    reducer: run.config.reducer,
+    isNow: (a) => committedNow.size > 0 && committedNow.has(`${keyString(a)}#${a.attempt}`),
+  });
+  if (input.heads) for (const head of input.heads) fold.add(head);
+  else
+    for await (const page of store.attemptHeadPages(run.id))
+      for (const head of page) fold.add(head);
+  const figures = fold.finish();
   const total = samples.length * run.config.epochs;
-  const errored = outcomes.length - scored;
   return {
     runId: run.id,
     evalName: run.evalName,
     status: run.status,
     resumed: input.resumed,
     plan: input.plan,
-    counts: { total, scored, errored, remaining: total - scored },
-    metrics: aggregate(outcomes, run.config.scorers, run.config.reducer),
-    errorsByType,
-    usage: {
-      spentNow: totalUsage(heads.filter((a) => isNow(a) && a.provenance.kind === "executed")),
-      totalSpent: totalUsage(heads.filter((a) => a.provenance.kind === "executed")),
-      reused: totalUsage(outcomes.filter((a) => !isNow(a))),
+    counts: {
+      total,
+      scored: figures.scored,
+      errored: figures.errored,
+      remaining: total - figures.scored,
     },
-    executed: heads.filter(isNow).length,
+    metrics: figures.metrics,
+    errorsByType: figures.errorsByType,
+    usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
+    executed: figures.executedNow,
     preserved: input.plan.preserved,
     wallMs: input.wallMs,
   };

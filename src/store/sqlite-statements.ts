@@ -108,6 +108,14 @@ export function prepareStatements(db: SqliteDatabase) {
          ORDER BY sample_id, epoch, attempt`,
       )
       .raw(),
+    attemptHeadPage: db
+      .prepare<AttemptHeadRow>(
+        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts
+         WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
+           AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
+         ORDER BY sample_id, epoch, attempt LIMIT @limit`,
+      )
+      .raw(),
     listAttemptHeads: db
       .prepare<AttemptHeadRow>(
         `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts WHERE run_id = ?

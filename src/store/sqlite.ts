@@ -299,6 +299,21 @@ class SqliteStore implements Store {
     });
   }
 
+  async *attemptHeadPages(runId: string, pageSize = 5_000): AsyncIterable<AttemptHead[]> {
+    const head = attemptMapper(runId).head;
+    let after = { sampleId: "", epoch: 0, attempt: 0 };
+    for (;;) {
+      const rows = await this.guard(() =>
+        this.s.attemptHeadPage.all({ runId, ...after, limit: pageSize }),
+      );
+      if (rows.length === 0) return;
+      const page = rows.map(head);
+      const last = page[page.length - 1]!;
+      after = { sampleId: last.sampleId, epoch: last.epoch, attempt: last.attempt };
+      yield page;
+    }
+  }
+
   async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
     return this.guard(() => {
       const run = this.requireRun(runId);

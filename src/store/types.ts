@@ -166,6 +166,12 @@ export interface Store {
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
   listAttemptHeads(runId: string): Promise<AttemptHead[]>;
+  /**
+   * The same heads, in the same order, a page at a time: what a report folds over without
+   * holding every attempt of a large run. Pages are read one by one (keyset), not from one open
+   * cursor, so other statements may run between them.
+   */
+  attemptHeadPages(runId: string, pageSize?: number): AsyncIterable<AttemptHead[]>;
 
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */
   listOutcomes(runId: string, filter?: OutcomeFilter): Promise<OutcomePage>;

@@ -253,6 +253,21 @@ export function describeAttemptContract(h: HarnessRef): void {
         );
       });
 
+      it.each([1, 2, 4, 1_000])(
+        "pages the attempt heads in the same order, %i at a time",
+        async (pageSize) => {
+          const runId = await recordedRun();
+          const pages: number[] = [];
+          const heads = [];
+          for await (const page of h.store.attemptHeadPages(runId, pageSize)) {
+            pages.push(page.length);
+            heads.push(...page);
+          }
+          expect(heads).toEqual(await h.store.listAttemptHeads(runId));
+          expect(Math.max(...pages)).toBeLessThanOrEqual(pageSize);
+        },
+      );
+
       it.each([
         [{ sampleId: "a9" }, ["a9#1.1", "a9#2.1", "a9#2.2"]],
         [{ epoch: 1 }, ["B#1.1", "a10#1.1", "a9#1.1", "b#1.1", "é#1.1"]],
