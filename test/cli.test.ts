@@ -131,6 +131,21 @@ describe("stet run and resume", () => {
     expect(rawAttempts(p.db)).toHaveLength(7);
   });
 
+  it.each([
+    ["0.5", 0],
+    ["0.9", 4],
+  ])("--fail-under %s on a run scoring 0.75 exits %i", async (bar, code) => {
+    const wrongOnEveryFourth = evalFile(1).replace(
+      'return String(sample.input).replace("question", "answer");',
+      'return sample.id.endsWith("3") || sample.id.endsWith("7") ? "wrong" : String(sample.input).replace("question", "answer");',
+    );
+    const p = project({ "eval.mjs": wrongOnEveryFourth, "data.jsonl": questions(8) });
+    const result = await runCli(["run", "eval.mjs", "--fail-under", bar], { cwd: p.dir });
+    expect(result.stdout).toMatch(/exact\s+0\.7500/);
+    expect(result.code).toBe(code);
+    if (code === 4) expect(result.stderr).toContain(`below --fail-under ${bar}: exact 0.7500`);
+  });
+
   it("exits 3 when samples end in error, and a resume re-runs only those", async () => {
     const failing = evalFile(1).replace(
       "appendFileSync(new URL",

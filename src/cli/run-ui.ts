@@ -78,7 +78,12 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
     );
   }
   if (code !== EXIT.ok || options.failUnder === undefined) return code;
-  const low = report.metrics.filter((m) => m.mean === null || m.mean < options.failUnder!);
+  // A scorer that scored nothing (every grader skipped) has no mean to hold against the bar; a
+  // run in which no scorer scored anything has nothing to pass it with.
+  const scoredAny = report.metrics.some((m) => m.mean !== null);
+  const low = report.metrics.filter((m) =>
+    m.mean === null ? !scoredAny : m.mean < options.failUnder!,
+  );
   if (low.length === 0) return code;
   io.stderr.write(
     `below --fail-under ${options.failUnder}: ${low.map((m) => `${m.scorer} ${m.mean?.toFixed(4) ?? "-"}`).join(", ")}\n`,
