@@ -2,7 +2,6 @@ import { setMaxListeners } from "node:events";
 import { StetError } from "../core/errors.js";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, RunReport } from "../core/events.js";
-import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import { assertTransition } from "../core/run-status.js";
 import type { Attempt, Key, OwnerIdentity, Run, RunStatus } from "../core/types.js";
@@ -96,8 +95,17 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     spentNowUsd: 0,
     elapsedMs: 0,
   };
-  const committedNow = new Set<string>();
-  const samples = new Map(plan.samples.map((r) => [r.sample.id, r]));
+  // Per key (sample index × epochs + epoch − 1), the first attempt number this invocation
+  // committed: attempts are numbered in commit order, so "committed now" is "at least that".
+  // Typed arrays and an index, not a set of key strings: a large run's report needs no more.
+  const { epochs } = run.config;
+  const indexOf = new Map(plan.samples.map((r, i) => [r.sample.id, i]));
+  const firstNow = new Int32Array(plan.samples.length * epochs);
+  const slot = (key: Key) => indexOf.get(key.sampleId)! * epochs + key.epoch - 1;
+  const isNow = (a: Key & { attempt: number }) => {
+    const first = indexOf.has(a.sampleId) ? firstNow[slot(a)]! : 0;
+    return first > 0 && a.attempt >= first;
+  };
   emit({
     type: "run-started",
     runId: run.id,
@@ -107,7 +115,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   });
 
   const onCommitted = (attempt: Attempt, final: boolean) => {
-    committedNow.add(`${keyString(attempt)}#${attempt.attempt}`);
+    if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
     progress.spentNowUsd += attempt.usage?.costUsd ?? 0;
     if (attempt.status === "scored") progress.done++;
@@ -117,7 +125,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   };
 
   const runKey = async (key: Key) => {
-    const record = samples.get(key.sampleId)!;
+    const record = plan.samples[indexOf.get(key.sampleId)!]!;
     for (let i = 0; i <= run.config.retries; i++) {
       writer.markInflight(key);
       progress.inflight++;
@@ -198,10 +206,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     store,
     run: finished,
     samples: plan.samples,
-    sampleById: samples,
+    fingerprintOf: (id) => {
+      const i = indexOf.get(id);
+      return i === undefined ? undefined : plan.samples[i]!.fingerprint;
+    },
     plan: summarizePlan(plan),
     resumed: exec.resumed,
-    committedNow,
+    isNow,
     wallMs: performance.now() - t0,
   });
   emit({ type: "run-finished", report });

@@ -1,5 +1,4 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
-import { keyString } from "../core/keys.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Run, SampleRecord } from "../core/types.js";
@@ -10,14 +9,14 @@ export interface ReportInput {
   run: Run;
   /** The samples whose fingerprints define the current outcomes. */
   samples?: readonly SampleRecord[];
-  /** The same, by id, when the caller has them indexed (saves a second index of a large run). */
-  sampleById?: ReadonlyMap<string, SampleRecord>;
+  /** The current fingerprint of a sample, when the caller has the samples indexed already. */
+  fingerprintOf?: (sampleId: string) => string | undefined;
   /** The run's attempts, when the caller has just read them. */
   heads?: readonly AttemptHead[];
   plan: PlanSummary;
   resumed: boolean;
-  /** `keyString + "#" + attempt` of the attempts this invocation committed. */
-  committedNow: ReadonlySet<string>;
+  /** Whether this invocation committed the attempt (default: none did). */
+  isNow?: (attempt: AttemptHead) => boolean;
   wallMs: number;
 }
 
@@ -27,14 +26,14 @@ export interface ReportInput {
  * (or from `heads` when the caller has them), so a large run's report holds no attempt list.
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
-  const { store, run, committedNow } = input;
+  const { store, run } = input;
   const samples = input.samples ?? (await store.getSamples(run.id));
-  const byId = input.sampleById ?? new Map(samples.map((r) => [r.sample.id, r]));
+  const fingerprintOf = input.fingerprintOf ?? indexFingerprints(samples);
   const fold = new OutcomeFold<AttemptHead>({
-    fingerprintOf: (id) => byId.get(id)?.fingerprint,
+    fingerprintOf,
     scorers: run.config.scorers,
     reducer: run.config.reducer,
-    isNow: (a) => committedNow.size > 0 && committedNow.has(`${keyString(a)}#${a.attempt}`),
+    isNow: input.isNow ?? (() => false),
   });
   if (input.heads) for (const head of input.heads) fold.add(head);
   else
@@ -89,7 +88,13 @@ export async function storedReport(store: Store, run: Run): Promise<RunReport> {
     heads,
     plan: summarizePlan(plan),
     resumed: false,
-    committedNow: new Set(),
     wallMs: 0,
   });
+}
+
+function indexFingerprints(
+  samples: readonly SampleRecord[],
+): (sampleId: string) => string | undefined {
+  const byId = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  return (sampleId) => byId.get(sampleId);
 }

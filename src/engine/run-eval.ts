@@ -110,7 +110,6 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
       heads: planned.attempts,
       plan: summarizePlan(plan),
       resumed: true,
-      committedNow: new Set(),
       wallMs: performance.now() - t0,
     });
     options.onEvent?.({
