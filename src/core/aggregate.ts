@@ -1,11 +1,4 @@
-import { compareKeys } from "./keys.js";
-import type { AttemptStatus, Key, Reducer, Score, Usage } from "./types.js";
-
-/** The fields of an outcome that metrics look at. */
-export interface OutcomeFacts extends Key {
-  status: AttemptStatus;
-  scores: readonly Score[];
-}
+import type { Reducer } from "./types.js";
 
 export interface ScorerMetrics {
   scorer: string;
@@ -39,38 +32,6 @@ export function reduceEpochs(values: readonly number[], reducer: Reducer): numbe
   }
 }
 
-/**
- * Metrics per scorer over the current outcomes. Pure, and independent of the order outcomes
- * arrive in: values are sorted by key before anything is summed, so a resumed run reports the
- * same floating-point figures as an uninterrupted one.
- */
-export function aggregate(
-  outcomes: readonly OutcomeFacts[],
-  scorers: readonly string[],
-  reducer: Reducer,
-): ScorerMetrics[] {
-  const sorted = inKeyOrder(outcomes.filter((o) => o.status === "scored"));
-  return scorers.map((scorer) => {
-    const perSample: number[] = [];
-    let current: string | undefined;
-    let values: number[] = [];
-    const close = () => {
-      if (values.length > 0) perSample.push(reduceEpochs(values, reducer));
-      values = [];
-    };
-    for (const outcome of sorted) {
-      if (outcome.sampleId !== current) {
-        close();
-        current = outcome.sampleId;
-      }
-      const score = outcome.scores.find((s) => s.scorer === scorer);
-      if (score && score.value !== null) values.push(score.value);
-    }
-    close();
-    return { scorer, ...meanAndStderr(perSample), samples: perSample.length };
-  });
-}
-
 export interface UsageTotal {
   attempts: number;
   inputTokens: number;
@@ -78,18 +39,7 @@ export interface UsageTotal {
   costUsd: number;
 }
 
-/** Adds usage up in key order, so equal sets of attempts give equal totals. */
-export function totalUsage(items: readonly (Key & { usage: Usage | null })[]): UsageTotal {
-  const total: UsageTotal = { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  for (const item of inKeyOrder(items)) {
-    total.attempts++;
-    total.inputTokens += item.usage?.inputTokens ?? 0;
-    total.outputTokens += item.usage?.outputTokens ?? 0;
-    total.costUsd += item.usage?.costUsd ?? 0;
-  }
-  return total;
-}
-
+/** Mean and standard error (sample standard deviation / √n) of per-sample values. */
 export function meanAndStderr(values: readonly number[]): {
   mean: number | null;
   stderr: number | null;
@@ -135,12 +85,4 @@ function passAtK(values: readonly number[], k: number): number {
   let failAll = 1;
   for (let i = n - c + 1; i <= n; i++) failAll *= 1 - kk / i;
   return 1 - failAll;
-}
-
-/** `items` in key order: as they are when already sorted (store listings are), else a sorted copy. */
-function inKeyOrder<T extends Key>(items: readonly T[]): readonly T[] {
-  for (let i = 1; i < items.length; i++) {
-    if (compareKeys(items[i - 1]!, items[i]!) > 0) return [...items].sort(compareKeys);
-  }
-  return items;
 }

@@ -1,4 +1,5 @@
-import { aggregate, reduceEpochs, totalUsage } from "../core/aggregate.js";
+import { reduceEpochs, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
+import { OutcomeFold } from "../core/outcome-fold.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Run, Sample } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
@@ -16,9 +17,9 @@ interface SampleCell {
 interface RunData {
   run: Run;
   samples: Map<string, { sample: Sample; fingerprint: string }>;
-  outcomes: AttemptHead[];
   bySample: Map<string, AttemptHead[]>;
-  spent: ReturnType<typeof totalUsage>;
+  metrics: ScorerMetrics[];
+  spent: UsageTotal;
 }
 
 /**
@@ -38,10 +39,10 @@ export async function benchmarkView(
   if (listed.length === 0) return undefined;
   const data = await Promise.all(listed.map(({ run }) => loadRun(store, run)));
   const runs = listed.map(({ run, counts }, i) => {
-    const { outcomes, spent } = data[i]!;
+    const { metrics, spent } = data[i]!;
     return {
       ...runSummary(run, counts, staleMs),
-      metrics: aggregate(outcomes, run.config.scorers, run.config.reducer),
+      metrics,
       cost: { spent },
     };
   });
@@ -83,8 +84,16 @@ async function loadRun(store: Store, run: Run): Promise<RunData> {
     if (list) list.push(o);
     else bySample.set(o.sampleId, [o]);
   }
-  const spent = totalUsage(heads.filter((a) => a.provenance.kind === "executed"));
-  return { run, samples, outcomes, bySample, spent };
+  // The same fold as a run's report, so a benchmark shows exactly the run's own figures.
+  const fold = new OutcomeFold<AttemptHead>({
+    fingerprintOf: (id) => fingerprints.get(id),
+    scorers: run.config.scorers,
+    reducer: run.config.reducer,
+    isNow: () => false,
+  });
+  for (const head of heads) fold.add(head);
+  const { metrics, totalSpent: spent } = fold.finish();
+  return { run, samples, bySample, metrics, spent };
 }
 
 function cell(data: RunData, sampleId: string): SampleCell | null {
