@@ -288,6 +288,25 @@ describe("resumeRun", () => {
     expect((await s.getRun(done.runId))?.status).toBe("completed");
   });
 
+  it("resumes with the run's recorded configuration, not the eval's current defaults", async () => {
+    const s = store();
+    const stop = new AbortController();
+    let committed = 0;
+    const partial = await runEval({
+      store: s,
+      eval: { ...countingEval(records(6)).ev, epochs: 3, retries: 1 },
+      signal: stop.signal,
+      onEvent: (e) => {
+        if (e.type === "attempt-committed" && ++committed === 4) stop.abort();
+      },
+    });
+    expect(partial.status).toBe("interrupted");
+    const now = countingEval(records(6), { epochs: 1, retries: 0, concurrency: 1 });
+    const report = await resumeRun({ store: s, runId: partial.runId, eval: now.ev });
+    expect(report.counts).toMatchObject({ total: 18, scored: 18, remaining: 0 });
+    expect([...now.calls.keys()].some((k) => k.endsWith("#3"))).toBe(true);
+  });
+
   it("answers an unknown run id with E_RUN_NOT_FOUND", async () => {
     await expect(
       resumeRun({ store: store(), runId: "r_nope", eval: countingEval([]).ev }),

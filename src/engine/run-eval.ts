@@ -81,8 +81,12 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
-  /** The eval as it is now; its samples are compared with the run's snapshot. */
-  eval: EngineEval;
+  /**
+   * The eval as it is now: its samples are compared with the run's snapshot, its solver and
+   * scorers execute. Everything else (epochs, concurrency, retries, timeout, reducer, model)
+   * comes from the run's recorded configuration.
+   */
+  eval: Pick<EngineEval, "samples" | "solver" | "scorers">;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
 }

@@ -8,8 +8,8 @@ import type { EvalRegistry } from "./eval-registry.js";
 
 /**
  * The eval a resume of `run` executes with: the registered eval of the run's name, else the file
- * the run was started from; configured as the run recorded it (epochs, concurrency, retries,
- * reducer, timeout), as `stet resume` does.
+ * the run was started from. The resume executes it with the run's recorded configuration
+ * (epochs, concurrency, retries, reducer, timeout), as `stet resume` does.
  *
  * @example const ev = await evalForRun(evals, run); await planResume({ store, runId, eval: ev });
  */
@@ -23,14 +23,5 @@ export async function evalForRun(evals: EvalRegistry, run: Run): Promise<EngineE
       `run ${run.id}'s eval "${run.evalName}" is not registered on this server and the run names no eval file`,
     );
   }
-  const resolved = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
-  const { config } = run;
-  return {
-    ...resolved,
-    epochs: config.epochs,
-    concurrency: config.concurrency,
-    retries: config.retries,
-    reducer: config.reducer,
-    ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
-  };
+  return resolveEval(loaded.eval, { baseDir: loaded.baseDir });
 }

@@ -39,15 +39,8 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
       );
     }
     const loaded = await loadEvalSource(evalPath);
-    const resolved = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
-    const ev = {
-      ...resolved,
-      epochs: run.config.epochs,
-      concurrency: run.config.concurrency,
-      retries: run.config.retries,
-      reducer: run.config.reducer,
-      ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
-    };
+    // The run's recorded configuration applies; the eval contributes samples, solver, scorers.
+    const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
     return await withRunOutput(store, io, flags.output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) =>
         resumeRun({
