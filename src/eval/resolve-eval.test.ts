@@ -46,6 +46,18 @@ describe("resolveEval", () => {
     expect(resolved.scorers[0]?.score).toBe(exact);
   });
 
+  it("lets a run's overrides win over the eval's own options", async () => {
+    const ev = defineEval({ ...base, epochs: 2, concurrency: 3, timeoutMs: 500 });
+    expect(await resolveEval(ev, { baseDir: dir })).toMatchObject({
+      epochs: 2,
+      concurrency: 3,
+      timeoutMs: 500,
+    });
+    expect(
+      await resolveEval(ev, { baseDir: dir, epochs: 5, concurrency: 1, timeoutMs: 90 }),
+    ).toMatchObject({ epochs: 5, concurrency: 1, timeoutMs: 90 });
+  });
+
   it("keeps the options the eval sets", async () => {
     const options = {
       epochs: 4,

@@ -9,6 +9,10 @@ export interface ResolveEvalOptions {
   baseDir: string;
   /** Keep only the first `limit` samples, in dataset order. */
   limit?: number;
+  /** A run's overrides (`--epochs`, `--concurrency`, `--timeout`, a request body): they win. */
+  epochs?: number;
+  concurrency?: number;
+  timeoutMs?: number;
 }
 
 export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
@@ -38,10 +42,14 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     samples,
     solver: ev.solver,
     scorers: ev.scorers.map(toScorer),
-    epochs: ev.epochs ?? EVAL_DEFAULTS.epochs,
+    epochs: options.epochs ?? ev.epochs ?? EVAL_DEFAULTS.epochs,
     reducer: ev.reducer ?? EVAL_DEFAULTS.reducer,
-    concurrency: ev.concurrency ?? EVAL_DEFAULTS.concurrency,
+    concurrency: options.concurrency ?? ev.concurrency ?? EVAL_DEFAULTS.concurrency,
     retries: ev.retries ?? EVAL_DEFAULTS.retries,
-    ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
+    ...timeout(options.timeoutMs ?? ev.timeoutMs),
   };
+}
+
+function timeout(ms: number | undefined): { timeoutMs?: number } {
+  return ms === undefined ? {} : { timeoutMs: ms };
 }

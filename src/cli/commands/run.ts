@@ -30,16 +30,13 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   const loaded = await loadEvalSource(target);
-  const resolved = await resolveEval(loaded.eval, {
+  const ev = await resolveEval(loaded.eval, {
     baseDir: loaded.baseDir,
-    ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+    limit: flags.limit,
+    epochs: flags.epochs,
+    concurrency: flags.concurrency,
+    timeoutMs: flags.timeout,
   });
-  const ev = {
-    ...resolved,
-    ...(flags.epochs === undefined ? {} : { epochs: flags.epochs }),
-    ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
-    ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout }),
-  };
   // Read and checked before the run exists: a bad file refuses without creating one.
   const seed =
     flags.resumeFrom === undefined

@@ -33,15 +33,12 @@ export function runsStartRoutes(deps: AppDeps): Hono {
       throw new ApiError(404, "eval_not_found", `no eval named "${body.eval}" is registered`);
     }
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
-    const resolved = await resolveEval(loaded.eval, {
+    const ev = await resolveEval(loaded.eval, {
       baseDir: loaded.baseDir,
-      ...(body.limit === undefined ? {} : { limit: body.limit }),
+      limit: body.limit,
+      epochs: body.epochs,
+      concurrency: body.concurrency,
     });
-    const ev = {
-      ...resolved,
-      ...(body.epochs === undefined ? {} : { epochs: body.epochs }),
-      ...(body.concurrency === undefined ? {} : { concurrency: body.concurrency }),
-    };
     const runId = newRunId();
     return streamExecution(c, deps, runId, (controls) =>
       runEval({
