@@ -4,6 +4,11 @@ import tseslint from "typescript-eslint";
 
 /** DESIGN §6: core imports nothing of ours; engine sees core and the store interface only. */
 const nodeBuiltins = { group: ["node:*"], message: "core/ is pure: no Node-specific imports." };
+/** zod's named `z` export holds all of zod; the namespace import lets the bundle keep what is used. */
+const zodNamespace = {
+  selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+  message: 'Write `import * as z from "zod"`: the named `z` pulls all of zod into dist/.',
+};
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "coverage/", ".stet/"] },
@@ -17,6 +22,7 @@ export default tseslint.config(
         "error",
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_" },
       ],
+      "no-restricted-syntax": ["error", zodNamespace],
     },
   },
   {

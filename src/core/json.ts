@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** Any JSON value. Everything stet stores or exports is JSON. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

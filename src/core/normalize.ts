@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ScoreValue, SolverResult, SolverReturn } from "./eval.js";
 import { jsonSchema } from "./json.js";
 import { usageSchema } from "./schemas.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { jsonSchema } from "./json.js";
 
 /** zod schemas for domain values read back from a store column, a file or the network. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
 import { StetError } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { validateDocument } from "./validate-document.js";
 
 // The spec's conformance fixtures, read in place (shared/ sits beside the repository).

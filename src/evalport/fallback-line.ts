@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { jsonSchema } from "../core/json.js";
 import { attemptErrorSchema, provenanceSchema, scoreSchema, usageSchema } from "../core/schemas.js";
 import type { AttemptDraft } from "../core/types.js";

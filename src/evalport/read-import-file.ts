@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { StetError, isStetError } from "../core/errors.js";
 import { fallbackLineSchema, isFallbackLine } from "./fallback-line.js";
 import { formatValidationError } from "./format-validation-error.js";

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { formatValidationError } from "./format-validation-error.js";
 import type { MergeInput } from "./merge-result-sets.js";

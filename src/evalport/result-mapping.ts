@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
 import { provenanceSchema } from "../core/schemas.js";

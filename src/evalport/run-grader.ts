@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ScorerArgs, ScoreValue } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { exact } from "../scorers/exact.js";

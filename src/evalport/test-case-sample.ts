@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { jsonSchema, type Json } from "../core/json.js";
 import type { Sample } from "../core/types.js";
 import type { DatasetRow } from "../eval/types.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Json } from "../core/json.js";
 import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";

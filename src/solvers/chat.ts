@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
 import type { Json } from "../core/json.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { attemptErrorSchema, runConfigSchema, scoreSchema, usageSchema } from "../core/schemas.js";
 import type { AttemptDraft, SampleRecord } from "../core/types.js";

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { isStetError, StetError } from "../../core/errors.js";
 import { assertClaimable } from "../../engine/acquire.js";
 import { executeRun } from "../../engine/execute-run.js";

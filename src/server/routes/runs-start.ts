@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { newRunId, runEval } from "../../engine/run-eval.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { ApiError } from "../api-error.js";
