@@ -7,7 +7,9 @@ import { validateFile } from "../src/evalport/validate-file.js";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts } from "./helpers/eval-project.js";
 
-const N = 60;
+// Enough work (N × EPOCHS keys × ~8 ms ÷ concurrency 4 ≈ 0.8 s) that three kills, each at most
+// 0.2 s after the run starts, all land before the end.
+const N = 200;
 const EPOCHS = 2;
 
 /** A function solver that sleeps a few ms. */
@@ -55,7 +57,7 @@ describe("stet run --output (real processes)", () => {
           ? startCli(["run", "eval.mjs", ...args], { cwd: p.dir })
           : startCli(["resume", runId, ...args], { cwd: p.dir });
       runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-      await new Promise((r) => setTimeout(r, 40 + Math.random() * 200));
+      await new Promise((r) => setTimeout(r, 40 + Math.random() * 160));
       cli.child.kill("SIGKILL");
       expect((await cli.done).signal).toBe("SIGKILL");
 

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { z } from "zod";
+import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { compareKeys } from "../core/keys.js";
 import { selectOutcomes } from "../core/outcomes.js";
@@ -88,10 +88,13 @@ function providerOf(config: RunConfig): ResultSetProvider | undefined {
 
 let version: string | undefined;
 
-/** stet's package version, read once from package.json (two levels up in src/ and in dist/). */
+/**
+ * stet's package version, read once from its package.json. Resolved by the package's own name
+ * (a self-reference through "exports"), so it holds from src/, from dist/ and from any bundle chunk.
+ */
 function stetVersion(): string {
   version ??= z
     .object({ version: z.string() })
-    .parse(createRequire(import.meta.url)("../../package.json")).version;
+    .parse(createRequire(import.meta.url)("stet/package.json")).version;
   return version;
 }

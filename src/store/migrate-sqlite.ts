@@ -1,9 +1,6 @@
-import { readFileSync, readdirSync } from "node:fs";
 import { StetError } from "../core/errors.js";
+import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
-
-/** The numbered SQL files shipped beside this module (scripts/build.mjs copies them to dist/). */
-export const SQLITE_MIGRATIONS_DIR = new URL("./migrations/sqlite/", import.meta.url);
 
 export interface Migration {
   version: number;
@@ -17,31 +14,6 @@ export interface MigrationResult {
   status: "applied" | "already-applied";
 }
 
-const FILE_NAME = /^(\d+)_([\w-]+)\.sql$/;
-
-/**
- * Reads `NNN_name.sql` files from `dir`, ordered by number.
- *
- * @example loadMigrations(SQLITE_MIGRATIONS_DIR) // [{ version: 1, name: "init", sql: "…" }]
- */
-export function loadMigrations(dir: URL = SQLITE_MIGRATIONS_DIR): Migration[] {
-  const migrations = readdirSync(dir)
-    .map((file) => ({ file, match: FILE_NAME.exec(file) }))
-    .filter((entry) => entry.match !== null)
-    .map(({ file, match }) => ({
-      version: Number(match?.[1]),
-      name: match?.[2] ?? file,
-      sql: readFileSync(new URL(file, dir), "utf8"),
-    }))
-    .sort((a, b) => a.version - b.version);
-  migrations.forEach((migration, index) => {
-    if (index > 0 && migrations[index - 1]?.version === migration.version) {
-      throw new StetError("E_STORE", `two SQLite migrations are numbered ${migration.version}`);
-    }
-  });
-  return migrations;
-}
-
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction,
  * and reports what it did. Running it again is harmless: everything comes back already-applied.
@@ -50,7 +22,7 @@ export function loadMigrations(dir: URL = SQLITE_MIGRATIONS_DIR): Migration[] {
  */
 export function migrateSqlite(
   db: SqliteDatabase,
-  migrations: Migration[] = loadMigrations(),
+  migrations: readonly Migration[] = SQLITE_MIGRATIONS,
 ): MigrationResult[] {
   db.exec(
     `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -81,7 +53,7 @@ export function migrateSqlite(
   });
 }
 
-function refuseNewerSchema(db: SqliteDatabase, migrations: Migration[]): void {
+function refuseNewerSchema(db: SqliteDatabase, migrations: readonly Migration[]): void {
   const latest = db.prepare<{ version: number | null }>(
     "SELECT MAX(version) AS version FROM schema_migrations",
   );

@@ -8,7 +8,8 @@ import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { describeStoreContract } from "./contract.js";
 import { draft, fingerprintOf, newRun, owner, sampleRecords } from "./contract/fixtures.js";
-import { loadMigrations, migrateSqlite } from "./migrate-sqlite.js";
+import { migrateSqlite } from "./migrate-sqlite.js";
+import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import { openSqliteStore } from "./sqlite.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
 import type { Store } from "./types.js";
@@ -68,14 +69,18 @@ describe("SQLite store", () => {
     expect(await again.listAttempts("kept")).toEqual(before);
   });
 
+  it("numbers its migrations 1, 2, 3… with no gaps or repeats", () => {
+    expect(SQLITE_MIGRATIONS.map((m) => m.version)).toEqual(SQLITE_MIGRATIONS.map((_, i) => i + 1));
+  });
+
   it("applies migrations once; running them again is harmless", async () => {
     track(openSqliteStore(path));
     const raw = track(new Database(path));
     const again = migrateSqlite(raw);
-    expect(again.map((m) => m.status)).toEqual(loadMigrations().map(() => "already-applied"));
+    expect(again.map((m) => m.status)).toEqual(SQLITE_MIGRATIONS.map(() => "already-applied"));
     expect(migrateSqlite(raw).every((m) => m.status === "already-applied")).toBe(true);
     const versions = raw.prepare("SELECT version FROM schema_migrations ORDER BY version").all();
-    expect(versions).toEqual(loadMigrations().map((m) => ({ version: m.version })));
+    expect(versions).toEqual(SQLITE_MIGRATIONS.map((m) => ({ version: m.version })));
   });
 
   it("re-checks under the write lock: a migration another process applied first is skipped", () => {
@@ -99,7 +104,7 @@ describe("SQLite store", () => {
       },
     };
     expect(migrateSqlite(racing).map((m) => m.status)).toEqual(
-      loadMigrations().map(() => "already-applied"),
+      SQLITE_MIGRATIONS.map(() => "already-applied"),
     );
     expect(raced).toBe(true);
   });
@@ -189,7 +194,7 @@ describe("SQLite store", () => {
       await Promise.all(Array.from({ length: 4 }, () => child(code)));
       const raw = track(new Database(path));
       expect(raw.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({
-        n: loadMigrations().length,
+        n: SQLITE_MIGRATIONS.length,
       });
     });
 
