@@ -7,8 +7,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createHash } from "node:crypto";
-import { fingerprintSample, openSqliteStore, resumeRun, runEval } from "./stet.mjs";
+import { defineEval, openSqliteStore, resolveEval, resumeRun, runEval, scorers } from "./stet.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const BIN = join(REPO, "bin/stet.js");
@@ -39,14 +38,21 @@ function jsonl(n) {
   return out;
 }
 
-// The dataset loader hashes with node:crypto too (core's pure hash is for environments without it).
-const sha256 = (text) => createHash("sha256").update(text).digest("hex");
-
-function records(n) {
-  return Array.from({ length: n }, (_, i) => {
-    const sample = { id: `s${i}`, input: `question ${i}`, target: `question ${i}` };
-    return { sample, fingerprint: fingerprintSample(sample, sha256) };
+/** An in-memory eval of `n` samples whose solver echoes the input, resolved as the CLI would. */
+function instant(n, concurrency) {
+  const dataset = Array.from({ length: n }, (_, i) => ({
+    id: `s${i}`,
+    input: `question ${i}`,
+    target: `question ${i}`,
+  }));
+  const ev = defineEval({
+    name: "bench-instant",
+    dataset,
+    solver: (sample) => sample.input,
+    scorers: [scorers.exact()],
+    concurrency,
   });
+  return resolveEval(ev, { baseDir: process.cwd() });
 }
 
 /** Runs the CLI; resolves with wall time (ms, from spawn to exit) and peak RSS. */
@@ -121,25 +127,13 @@ export default defineEval({
 `;
 
 async function throughput(concurrency) {
-  const samples = records(10_000);
+  const ev = await instant(10_000, concurrency);
   const figures = [];
   for (let i = 0; i < reps; i++) {
     const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
     const store = openSqliteStore(join(dir, "stet.db"));
     const t0 = performance.now();
-    await runEval({
-      store,
-      eval: {
-        name: "t",
-        samples,
-        solver: (s) => s.input,
-        scorers: [{ name: "exact", score: ({ sample, output }) => output === sample.target }],
-        epochs: 1,
-        reducer: "mean",
-        concurrency,
-        retries: 0,
-      },
-    });
+    await runEval({ store, eval: ev });
     figures.push(10_000 / ((performance.now() - t0) / 1000));
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -186,23 +180,10 @@ async function large() {
 
     const plans = [];
     const store = openSqliteStore(join(dir, ".stet/stet.db"));
-    const samples = records(100_000);
+    const ev = await instant(100_000, 16);
     for (let i = 0; i < reps; i++) {
       const t0 = performance.now();
-      const r = await resumeRun({
-        store,
-        runId,
-        eval: {
-          name: "bench-instant",
-          samples,
-          solver: () => "",
-          scorers: [],
-          epochs: 1,
-          reducer: "mean",
-          concurrency: 1,
-          retries: 0,
-        },
-      });
+      const r = await resumeRun({ store, runId, eval: ev });
       plans.push(performance.now() - t0);
       if (r.plan.toExecute !== 0) throw new Error("the complete run had work left");
     }

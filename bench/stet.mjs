@@ -1,3 +1,9 @@
-// The benchmark uses the built package, as a user would.
-export { openSqliteStore, runEval, resumeRun } from "../dist/index.js";
-export { fingerprintSample } from "../dist/core/fingerprint.js";
+// The benchmark uses the built package's public API, as a user would.
+export {
+  defineEval,
+  openSqliteStore,
+  resolveEval,
+  resumeRun,
+  runEval,
+  scorers,
+} from "../dist/index.js";

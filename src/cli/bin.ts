@@ -1,4 +1,13 @@
+import { setFlagsFromString } from "node:v8";
 import { main } from "./main.js";
+
+// V8 "pretenures" objects from an allocation site that once survived a young-generation GC in
+// bulk: it allocates them straight into the old generation from then on. A run's per-attempt
+// objects are short-lived, but a burst (the first group commits) can look long-lived; on about
+// one 100,000-sample run in three that decision sent every later attempt's garbage to the old
+// generation and peak RSS rose from ~200 MB to ~300 MB. The CLI is a batch process with one
+// workload, so it turns the heuristic off (checked at each GC, so setting it here takes effect).
+setFlagsFromString("--no-allocation-site-pretenuring");
 
 const code = await main(process.argv.slice(2));
 // Solvers may leave keep-alive sockets or timers behind; the run is recorded, so leave promptly.

@@ -299,7 +299,9 @@ class SqliteStore implements Store {
     });
   }
 
-  async *attemptHeadPages(runId: string, pageSize = 5_000): AsyncIterable<AttemptHead[]> {
+  // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
+  // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
+  async *attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
     const head = attemptMapper(runId).head;
     let after = { sampleId: "", epoch: 0, attempt: 0 };
     for (;;) {
