@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isPartial } from "../src/evalport/is-partial.js";
@@ -45,7 +46,7 @@ const keyOf = (r: EvalPortResult) => `${r.test_case_id}#${r.attempt ?? 1}`;
 const byKey = (a: EvalPortResult, b: EvalPortResult) => (keyOf(a) < keyOf(b) ? -1 : 1);
 
 describe("stet run --output (real processes)", () => {
-  it("SIGKILLed at random points: every line is a stored attempt; after resume, each key once", async () => {
+  it("SIGKILLed at random points: every line is a stored attempt; after resume, each key once (resume remembers --output)", async () => {
     const p = project();
     const out = join(p.dir, "out.jsonl");
     let runId = "";
@@ -55,7 +56,8 @@ describe("stet run --output (real processes)", () => {
       const cli =
         kill === 0
           ? startCli(["run", "eval.mjs", ...args], { cwd: p.dir })
-          : startCli(["resume", runId, ...args], { cwd: p.dir });
+          : // The run remembers its --output: the second resume does not name it.
+            startCli(["resume", runId, ...(kill === 1 ? args : [])], { cwd: p.dir });
       runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
       await new Promise((r) => setTimeout(r, 40 + Math.random() * 160));
       cli.child.kill("SIGKILL");
@@ -80,7 +82,8 @@ describe("stet run --output (real processes)", () => {
     expect(Math.max(...linesAtKills)).toBeGreaterThan(0);
     expect(rawAttempts(p.db).length).toBeLessThan(N * EPOCHS);
 
-    const final = await runCli(["resume", runId, "--output", "out.jsonl"], { cwd: p.dir });
+    // From another directory, without --output: the remembered path is absolute.
+    const final = await runCli(["resume", runId, "--store", p.db], { cwd: tmpdir() });
     expect(final.code, final.stderr).toBe(0);
     expect(final.stdout).toContain("out.json");
     const lines = parseLines(readFileSync(out, "utf8"));

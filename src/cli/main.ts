@@ -80,7 +80,7 @@ export function buildProgram(): Command {
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
     .option(
       "--output <file>",
-      "the run's --output file, to go on appending to (the run does not remember it)",
+      "append Results to this file instead of the one the run was started with (--output)",
     )
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -45,6 +45,7 @@ export const reducerSchema = z.union([
 export const runConfigSchema = z.object({
   evalName: z.string(),
   evalPath: z.string().optional(),
+  output: z.string().optional(),
   model: z.string().optional(),
   epochs: z.number().int().positive(),
   concurrency: z.number().int().positive(),

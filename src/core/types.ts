@@ -91,6 +91,8 @@ export interface RunConfig {
   evalName: string;
   /** Absolute path of the eval file, when the run came from one. */
   evalPath?: string;
+  /** Absolute path of the Results JSONL the run streams to (`--output`); resume goes on appending. */
+  output?: string;
   model?: string;
   epochs: number;
   concurrency: number;

@@ -28,6 +28,8 @@ export interface RunEvalOptions extends ExecuteOptions {
   eval: EngineEval;
   /** Recorded so `stet resume` can load the eval again. */
   evalPath?: string;
+  /** Recorded so `stet resume` goes on appending to the same Results JSONL. */
+  output?: string;
   /** The `--model` override, passed to solvers as `ctx.model`. */
   model?: string;
   limit?: number;
@@ -59,6 +61,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     solver: describeSolver(ev.solver),
     scorers: ev.scorers.map((s) => s.name),
     ...(options.evalPath === undefined ? {} : { evalPath: options.evalPath }),
+    ...(options.output === undefined ? {} : { output: options.output }),
     ...(options.model === undefined ? {} : { model: options.model }),
     ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),

@@ -18,7 +18,7 @@ export interface ResumeFlags {
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   failUnder?: number;
-  /** Results JSONL to go on appending to (the run does not remember it: pass it again). */
+  /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
 }
 
@@ -41,7 +41,8 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
     const loaded = await loadEvalSource(evalPath);
     // The run's recorded configuration applies; the eval contributes samples, solver, scorers.
     const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
-    return await withRunOutput(store, io, flags.output, (tee) =>
+    const output = flags.output ?? run.config.output;
+    return await withRunOutput(store, io, output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) =>
         resumeRun({
           store,

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { loadEvalSource } from "../../eval/load-eval-source.js";
 import { resolveEval } from "../../eval/resolve-eval.js";
 import { runEval } from "../../engine/run-eval.js";
@@ -51,6 +52,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
           eval: ev,
           ...(seed === undefined ? {} : { seed: seed.drafts }),
           evalPath: loaded.path,
+          ...(flags.output === undefined ? {} : { output: resolve(flags.output) }),
           ...(flags.model === undefined ? {} : { model: flags.model }),
           ...(flags.limit === undefined ? {} : { limit: flags.limit }),
           ...stale,
