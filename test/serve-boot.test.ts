@@ -1,27 +1,19 @@
 import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RunConfig } from "../src/core/types.js";
 import { hostId } from "../src/engine/owner.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { runCli } from "./helpers/cli.js";
 import { startServe } from "./helpers/serve.js";
 import { tempDir } from "./helpers/temp-store.js";
+import { runConfig } from "../src/store/contract/fixtures.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-const config: RunConfig = {
-  evalName: "e",
-  epochs: 1,
-  concurrency: 1,
-  retries: 0,
-  reducer: "mean",
-  solver: { kind: "function" },
-  scorers: ["exact"],
-};
+const config = runConfig({ evalName: "e", epochs: 1, concurrency: 1 });
 
 function tmpDb() {
   const tmp = tempDir();

@@ -3,21 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { OwnerIdentity, RunConfig } from "../core/types.js";
+import type { OwnerIdentity } from "../core/types.js";
 import { openSqliteStore } from "../store/sqlite.js";
 import type { Store } from "../store/types.js";
 import { hostId } from "./owner.js";
 import { recoverOrphans } from "./recover-orphans.js";
+import { runConfig } from "../store/contract/fixtures.js";
 
-const config: RunConfig = {
-  evalName: "e",
-  epochs: 1,
-  concurrency: 1,
-  retries: 0,
-  reducer: "mean",
-  solver: { kind: "function" },
-  scorers: ["exact"],
-};
+const config = runConfig({ evalName: "e", epochs: 1, concurrency: 1 });
 
 const opened: { store: Store; dir: string }[] = [];
 afterEach(async () => {

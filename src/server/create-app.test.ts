@@ -1,20 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { StetError } from "../core/errors.js";
 import { hostId } from "../engine/owner.js";
-import { additionEval, testApp } from "../../test/helpers/server-app.js";
+import { additionEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
 import { collectSse } from "../../test/helpers/sse.js";
 import { validateDocument } from "../evalport/validate-document.js";
 import { toApiError } from "./api-error.js";
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function setup(...args: Parameters<typeof testApp>) {
-  const t = testApp(...args);
-  cleanups.push(t.cleanup);
-  return t;
-}
 
 /** A completed run of `addition` (6 samples, every fifth sum wrong). */
 async function completedRun(t: ReturnType<typeof setup>) {

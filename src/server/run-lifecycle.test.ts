@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hostId } from "../engine/owner.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import type { Eval } from "../eval/types.js";
@@ -7,20 +7,11 @@ import {
   additionEval,
   gatedEval,
   storedCounts,
-  testApp,
+  setupTestApp as setup,
   waitFor,
 } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil, type SseEvent } from "../../test/helpers/sse.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function setup(...args: Parameters<typeof testApp>) {
-  const t = testApp(...args);
-  cleanups.push(t.cleanup);
-  return t;
-}
 type App = ReturnType<typeof setup>;
 
 /** GET /api/runs/:id counts must equal what the stored attempts say. */

@@ -1,3 +1,4 @@
+import { onTestFinished } from "vitest";
 import { keyString } from "../../src/core/keys.js";
 import { selectOutcomes } from "../../src/core/outcomes.js";
 import type { SolverFn } from "../../src/core/eval.js";
@@ -102,6 +103,13 @@ export function testApp(evals: Eval[] = [], options: Partial<AppOptions> = {}) {
       await t.cleanup();
     },
   };
+}
+
+/** `testApp`, closed (executions aborted, store removed) when the current test finishes. */
+export function setupTestApp(...args: Parameters<typeof testApp>) {
+  const t = testApp(...args);
+  onTestFinished(t.cleanup);
+  return t;
 }
 
 /** Counts computed straight from the stored attempts, independently of the server's code. */
