@@ -31,6 +31,8 @@ await build({
     js: 'import { createRequire as __stetCreateRequire } from "node:module"; const require = __stetCreateRequire(import.meta.url);',
   },
   sourcemap: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: "warning",
 });
 
