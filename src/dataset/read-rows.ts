@@ -1,16 +1,20 @@
 import { extname } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { LocatedRow } from "./dataset-file.js";
-import { readCsv } from "./read-csv.js";
-import { readJsonArray } from "./read-json-array.js";
 import { readJsonl } from "./read-jsonl.js";
 
+// The CSV and JSON-array readers (and the parsers under them) load with their format only: a
+// JSONL dataset starts without them.
 const readers: Record<string, (file: string) => AsyncIterable<LocatedRow>> = {
   ".jsonl": readJsonl,
   ".ndjson": readJsonl,
-  ".json": readJsonArray,
-  ".csv": readCsv,
+  ".json": (file) => loaded(async () => (await import("./read-json-array.js")).readJsonArray(file)),
+  ".csv": (file) => loaded(async () => (await import("./read-csv.js")).readCsv(file)),
 };
+
+async function* loaded(load: () => Promise<AsyncIterable<LocatedRow>>): AsyncIterable<LocatedRow> {
+  yield* await load();
+}
 
 /**
  * Streams the rows of a dataset file, choosing the format from the extension: `.jsonl` /

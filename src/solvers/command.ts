@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import type { ChildProcess, ChildProcessWithoutNullStreams } from "node:child_process";
 import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import type { Sample } from "../core/types.js";
@@ -47,6 +46,8 @@ function runCommand(
   if (signal.aborted) return Promise.reject(abortReason(signal));
   const name = [options.command, ...(options.args ?? [])].join(" ");
   return new Promise((resolve, reject) => {
+    // Loaded on first use: an eval without a command solver never pays for child_process.
+    const { spawn } = process.getBuiltinModule("node:child_process");
     const child = spawn(options.command, options.args ?? [], {
       cwd: options.cwd,
       env: { ...process.env, ...options.env, ...stetEnv(sample, ctx) },

@@ -1,5 +1,5 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Agent as HttpsAgent } from "node:https";
 
 export interface HttpResponse {
   status: number;
@@ -11,10 +11,17 @@ export interface HttpResponse {
 
 // Keep-alive pools shared by every chat call of the process: at concurrency 50 a run reuses 50
 // sockets instead of opening one per request.
-const agents = {
-  "http:": new HttpAgent({ keepAlive: true, maxSockets: Infinity }),
-  "https:": new HttpsAgent({ keepAlive: true, maxSockets: Infinity }),
-};
+const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: Infinity });
+let https: { agent: HttpsAgent; request: typeof httpRequest } | undefined;
+
+/** node:https (and TLS under it) is loaded on the first https URL, not at start-up. */
+function httpsClient(): NonNullable<typeof https> {
+  if (!https) {
+    const { Agent, request } = process.getBuiltinModule("node:https");
+    https = { agent: new Agent({ keepAlive: true, maxSockets: Infinity }), request };
+  }
+  return https;
+}
 
 /**
  * POSTs `body` and reads the whole response as text. node:http with keep-alive agents rather than
@@ -30,8 +37,8 @@ export function httpPost(
   signal: AbortSignal,
 ): Promise<HttpResponse> {
   const target = new URL(url);
-  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
-  const agent = target.protocol === "https:" ? agents["https:"] : agents["http:"];
+  const { request: send, agent } =
+    target.protocol === "https:" ? httpsClient() : { request: httpRequest, agent: httpAgent };
   return new Promise((resolve, reject) => {
     const req = send(
       target,

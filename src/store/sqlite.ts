@@ -102,7 +102,7 @@ export function createSqliteStore(
 
 class SqliteStore implements Store {
   private readonly s: Statements;
-  private readonly read: ReturnType<typeof prepareReadModel>;
+  private readModel: ReturnType<typeof prepareReadModel> | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -111,7 +111,11 @@ class SqliteStore implements Store {
     private readonly now: () => number,
   ) {
     this.s = prepareStatements(db);
-    this.read = prepareReadModel(db);
+  }
+
+  /** The browsing queries (outcome pages, feeds, benchmarks), prepared on first use: a run needs none. */
+  private get read(): ReturnType<typeof prepareReadModel> {
+    return (this.readModel ??= prepareReadModel(this.db));
   }
 
   async createRun(input: NewRun): Promise<Run> {
