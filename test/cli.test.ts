@@ -112,8 +112,11 @@ describe("stet run and resume", () => {
 
   it("reports a changed dataset row and refuses; --rerun-changed re-runs only its keys", async () => {
     const p = project({ "eval.mjs": evalFile(1), "data.jsonl": questions(6) });
-    const run = await runCli(["run", "eval.mjs"], { cwd: p.dir });
+    const run = await runCli(["run", "eval.mjs", "--output", "out.jsonl"], { cwd: p.dir });
     const runId = run.stdout.match(/^run (r_\w+)/)![1]!;
+    const outLines = () => readFileSync(join(p.dir, "out.jsonl"), "utf8").split("\n").slice(0, -1);
+    const before = outLines();
+    expect(before).toHaveLength(6);
     const lines = questions(6).split("\n");
     lines[2] = JSON.stringify({ id: "q002", input: "question 2 (edited)", target: "answer 2" });
     writeFileSync(join(p.dir, "data.jsonl"), lines.join("\n"));
@@ -125,10 +128,21 @@ describe("stet run and resume", () => {
     expect(refused.stderr).toContain("--rerun-changed");
     expect(rawAttempts(p.db)).toHaveLength(6);
 
+    expect(outLines()).toEqual(before);
+
     const rerun = await runCli(["resume", runId, "--rerun-changed"], { cwd: p.dir });
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(calls(p.dir).filter(Boolean)).toEqual(["q002#1"]);
     expect(rawAttempts(p.db)).toHaveLength(7);
+    // The Results JSONL (remembered from the run) holds q002 once, re-run; the other lines
+    // are the same bytes in the same order.
+    const after = outLines();
+    const isQ002 = (line: string) => JSON.parse(line).test_case_id === "q002";
+    expect(after.filter((l) => !isQ002(l))).toEqual(before.filter((l) => !isQ002(l)));
+    const storedAttempts = (lines: string[]) =>
+      lines.filter(isQ002).map((l) => JSON.parse(l).metadata.stet.attempt);
+    expect(storedAttempts(before)).toEqual([1]);
+    expect(storedAttempts(after)).toEqual([2]);
   });
 
   it.each([

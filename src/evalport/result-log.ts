@@ -13,7 +13,7 @@ import { formatValidationError } from "./format-validation-error.js";
 import { resultKey, type EvalPortResult } from "./result-set-types.js";
 import { validateJsonLines } from "./validate-json-lines.js";
 import { isObject } from "./validation-types.js";
-import { syncDirectory } from "./write-file-atomic.js";
+import { syncDirectory, writeFileAtomicSync } from "./write-file-atomic.js";
 
 /**
  * An append-only Results JSONL file holding each key (test_case_id, attempt) at most once.
@@ -45,18 +45,31 @@ export class ResultLog {
    * line (no final newline) is truncated away; a file whose lines are not Results, or are
    * another run's (`metadata.stet.run_id`), is refused with `E_INVALID_INPUT` and left as is.
    *
+   * Lines that `isCurrent` rejects (a result the run has since superseded, such as a changed
+   * sample re-run with `--rerun-changed`) are dropped: the file is rewritten atomically with the
+   * other lines byte for byte, and the key becomes free for its current result.
+   *
    * @example const log = ResultLog.reopen("results.jsonl", "r_abc"); log.has(result);
    */
-  static reopen(path: string, runId: string): ResultLog {
+  static reopen(
+    path: string,
+    runId: string,
+    isCurrent: (result: EvalPortResult) => boolean = () => true,
+  ): ResultLog {
     if (!existsSync(path)) return ResultLog.create(path);
     const bytes = readFileSync(path);
     const end = bytes.lastIndexOf(0x0a) + 1;
     const text = bytes.subarray(0, end).toString("utf8");
     const lines = text.trim() === "" ? [] : checkedLines(path, text, runId);
-    if (end < bytes.length) truncateSync(path, end);
+    const kept = lines.filter((l) => isCurrent(l.result));
+    if (kept.length < lines.length) {
+      writeFileAtomicSync(path, kept.map((l) => `${l.text}\n`).join(""));
+    } else if (end < bytes.length) {
+      truncateSync(path, end);
+    }
     const fd = openSync(path, "a");
     fsyncSync(fd);
-    return new ResultLog(path, fd, new Set(lines.map(resultKey)));
+    return new ResultLog(path, fd, new Set(kept.map((l) => resultKey(l.result))));
   }
 
   /** Whether the file already holds a result for this key. */
@@ -93,7 +106,11 @@ export class ResultLog {
   }
 }
 
-function checkedLines(path: string, text: string, runId: string): EvalPortResult[] {
+function checkedLines(
+  path: string,
+  text: string,
+  runId: string,
+): { text: string; result: EvalPortResult }[] {
   const { valid, errors } = validateJsonLines(text, { file: path, kind: "result" });
   if (!valid) {
     const shown = errors.slice(0, 5).map((e) => `  ${formatValidationError(e)}`);
@@ -107,8 +124,8 @@ function checkedLines(path: string, text: string, runId: string): EvalPortResult
     .split("\n")
     .filter((line) => line.trim() !== "")
     // Each line was just validated as a Result against the EvalPort schema.
-    .map((line) => JSON.parse(line) as EvalPortResult);
-  for (const r of lines) {
+    .map((line) => ({ text: line, result: JSON.parse(line) as EvalPortResult }));
+  for (const { result: r } of lines) {
     const stet = r.metadata?.stet;
     const id = isObject(stet) ? stet.run_id : undefined;
     if (typeof id === "string" && id !== runId) {

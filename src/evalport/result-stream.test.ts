@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Scorer, SolverFn } from "../core/eval.js";
@@ -155,6 +155,22 @@ describe("ResultLog", () => {
     writeFileSync(path, `${line("a")}\n{"oops": 1}\n${line("b")}\n`);
     expect(() => ResultLog.reopen(path, "r_1")).toThrow(/not EvalPort Results/);
     expect(readFileSync(path, "utf8")).toBe(`${line("a")}\n{"oops": 1}\n${line("b")}\n`);
+  });
+
+  it("drops the lines a run superseded, keeping the others byte for byte, and frees their keys", () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const path = join(dir, "r.jsonl");
+    // Spacing no serializer would write: kept lines must be the file's bytes, not re-encoded.
+    const a = line("a").replace(":", ": ");
+    writeFileSync(path, `${a}\n${line("b")}\n${line("c")}\n{"test_case_id":"d","pas`);
+    const log = ResultLog.reopen(path, "r_1", (r) => r.test_case_id !== "b");
+    expect(readFileSync(path, "utf8")).toBe(`${a}\n${line("c")}\n`);
+    const parse = (l: string) => JSON.parse(l) as EvalPortResult;
+    expect(log.append([parse(line("a")), parse(line("b"))])).toBe(1);
+    log.close();
+    expect(readFileSync(path, "utf8")).toBe(`${a}\n${line("c")}\n${line("b")}\n`);
+    expect(readdirSync(dir)).toEqual(["r.jsonl"]);
   });
 
   it("never appends a key it holds, and cuts only a torn tail", () => {

@@ -5,6 +5,8 @@ import type { Store } from "../store/types.js";
 import { buildResultSet, loadOutcomes } from "./build-result-set.js";
 import { toResult } from "./result-mapping.js";
 import { ResultLog } from "./result-log.js";
+import { resultKey, type EvalPortResult } from "./result-set-types.js";
+import { isObject } from "./validation-types.js";
 import { writeFileAtomic } from "./write-file-atomic.js";
 
 /**
@@ -42,9 +44,10 @@ export interface ResultStream {
  * (`attempt-committed` fires only after the store made it durable), in batches of one write
  * and one fsync each. Error attempts are not streamed: they are not finished work (the final
  * ResultSet has them). A new run starts the file afresh; a resumed run (`run-started` with
- * `resumed`) reopens it, cuts a torn last line and refuses another run's file. Either way the
- * scored outcomes already stored that the file lacks (committed just before a kill, or seeded
- * with `--resume-from`) are back-filled first, so the file holds each key exactly once. The
+ * `resumed`) reopens it, cuts a torn last line, drops lines the run has superseded (a changed
+ * sample re-run under `--rerun-changed`) and refuses another run's file. Either way the scored
+ * outcomes already stored that the file lacks (committed just before a kill, or seeded with
+ * `--resume-from`) are back-filled first, so the file holds each key exactly once, current. The
  * file is opened only at `run-started`, after the engine owns the run, so a refused resume
  * never touches it. `finish` writes the run's ResultSet to the `.json` path (see
  * `resultOutputPaths`) whatever the run's final status.
@@ -79,10 +82,21 @@ export function createResultStream(options: { store: Store; path: string }): Res
   };
 
   const start = async (id: string, resumed: boolean) => {
-    log = resumed ? ResultLog.reopen(paths.lines, id) : ResultLog.create(paths.lines);
     const { run, outcomes } = await loadOutcomes(store, id);
     epochs = run.config.epochs;
-    appended += log.append(lines(outcomes));
+    const current = lines(outcomes);
+    if (resumed) {
+      // A line stays while it is its key's current outcome (the same stored attempt); one that
+      // the run superseded (a changed sample about to be re-run) is dropped, not left stale.
+      const stored = new Map(current.map((r) => [resultKey(r), storedAttempt(r)]));
+      log = ResultLog.reopen(paths.lines, id, (line) => {
+        const key = resultKey(line);
+        return stored.has(key) && (storedAttempt(line) ?? stored.get(key)) === stored.get(key);
+      });
+    } else {
+      log = ResultLog.create(paths.lines);
+    }
+    appended += log.append(current);
   };
   const lines = (attempts: readonly Attempt[]) =>
     attempts.filter((a) => a.status === "scored").map((a) => toResult(a, { epochs }));
@@ -119,4 +133,10 @@ export function createResultStream(options: { store: Store; path: string }): Res
   };
 
   return { onEvent, finish };
+}
+
+/** The stored attempt number a stet-written Result names (`metadata.stet.attempt`). */
+function storedAttempt(result: EvalPortResult): number | undefined {
+  const stet = result.metadata?.stet;
+  return isObject(stet) && typeof stet.attempt === "number" ? stet.attempt : undefined;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -11,7 +11,7 @@ import { basename, dirname, join } from "node:path";
  * @example await writeFileAtomic("results.json", `${JSON.stringify(doc, null, 2)}\n`);
  */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = tempPath(path);
   try {
     const handle = await open(temp, "wx");
     try {
@@ -26,6 +26,32 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
     throw error;
   }
   syncDirectory(dirname(path));
+}
+
+/** `writeFileAtomic` for callers that must not yield (a log reopened before it appends). */
+export function writeFileAtomicSync(path: string, text: string): void {
+  const temp = tempPath(path);
+  try {
+    const fd = openSync(temp, "wx");
+    try {
+      const bytes = Buffer.from(text, "utf8");
+      for (let offset = 0; offset < bytes.length;) {
+        offset += writeSync(fd, bytes, offset, bytes.length - offset);
+      }
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  syncDirectory(dirname(path));
+}
+
+function tempPath(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
 }
 
 /**
