@@ -1,18 +1,7 @@
 import { StetError } from "../core/errors.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
+import type { Migration, MigrationResult } from "./migrations/types.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
-
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-export interface MigrationResult {
-  version: number;
-  name: string;
-  status: "applied" | "already-applied";
-}
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction,

@@ -1,20 +1,14 @@
-import { jsonSchema } from "../core/json.js";
-import { sampleSchema } from "../core/schemas.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
 import {
   ATTEMPT_HEAD_COLUMNS,
   attemptMapper,
-  parseColumn,
+  feedPage,
+  outcomeParams,
+  toOutcomeEntry,
   type AttemptHeadRow,
-} from "./sqlite-rows.js";
-import type {
-  AttemptFeed,
-  AttemptHead,
-  BenchmarkSummary,
-  OutcomeEntry,
-  OutcomeFilter,
-  OutcomePage,
-} from "./types.js";
+  type OutcomeRow,
+} from "./rows.js";
+import type { AttemptFeed, BenchmarkSummary, OutcomeFilter, OutcomePage } from "./types.js";
 
 /** Scores of the outcome (of `@scorer` when given) that have a value. */
 const VALUED_SCORES = `SELECT 1 FROM json_each(o.scores) j
@@ -56,16 +50,6 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
       lower(o.k_sample_id || char(10) || o.k_sample || char(10) || COALESCE(o.output, '')),
       lower(@search)) > 0)`;
 
-type OutcomeRow = [
-  sampleId: string,
-  epoch: number,
-  fingerprint: string,
-  sample: string,
-  attempts: number,
-  ...head: AttemptHeadRow,
-  output: string | null,
-];
-
 /**
  * The SQLite side of the store's read model for the API and UI: paged outcomes with filters, an
  * attempt feed in commit order, and benchmark summaries.
@@ -105,58 +89,22 @@ export function prepareReadModel(db: SqliteDatabase) {
 
   return {
     listOutcomes(runId: string, epochs: number, filter: OutcomeFilter): OutcomePage {
-      const params = {
-        runId,
-        epochs,
-        sampleId: filter.sampleId ?? null,
-        status: filter.status ?? null,
-        scorer: filter.scorer ?? null,
-        result: filter.result ?? null,
-        search: filter.search ?? null,
-      };
+      const params = outcomeParams(runId, epochs, filter);
       const rows = page.all({ ...params, limit: filter.limit ?? -1, offset: filter.offset ?? 0 });
       const map = attemptMapper(runId);
       return {
         total: count.get(params)?.n ?? 0,
-        entries: rows.map((row) => toEntry(runId, row, map.head)),
+        entries: rows.map((row) => toOutcomeEntry(runId, row, map.head)),
       };
     },
 
     listAttemptsAfter(runId: string, after: number | undefined, limit: number): AttemptFeed {
       if (after === undefined) return { attempts: [], cursor: newest.get()?.cursor ?? 0 };
-      const rows = feed.all({ runId, after, limit });
-      const map = attemptMapper(runId);
-      return {
-        attempts: rows.map(([, ...head]) => map.head(head)),
-        cursor: rows.at(-1)?.[0] ?? after,
-      };
+      return feedPage(runId, feed.all({ runId, after, limit }), after);
     },
 
     listBenchmarks(): BenchmarkSummary[] {
       return benchmarks.all();
     },
-  };
-}
-
-function toEntry(
-  runId: string,
-  row: OutcomeRow,
-  head: (row: AttemptHeadRow) => AttemptHead,
-): OutcomeEntry {
-  const [sampleId, epoch, fingerprint, sample, attempts] = row;
-  const headRow = row.slice(5, 20) as AttemptHeadRow;
-  const output = row[20];
-  const where = `${runId}/${sampleId}`;
-  return {
-    sampleId,
-    epoch,
-    fingerprint,
-    sample: parseColumn(sampleSchema, sample, `sample snapshot of ${where}`),
-    attempts,
-    status: output === null ? "pending" : headRow[3] === "scored" ? "scored" : "error",
-    outcome:
-      output === null
-        ? null
-        : { ...head(headRow), output: parseColumn(jsonSchema, output, `output of ${where}`) },
   };
 }

@@ -6,7 +6,7 @@ import {
   type AttemptRow,
   type RunRow,
   type SampleRow,
-} from "./sqlite-rows.js";
+} from "./rows.js";
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL`;
 

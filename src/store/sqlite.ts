@@ -24,7 +24,18 @@ import {
 } from "./checks.js";
 import { migrateSqlite } from "./migrate-sqlite.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
-import { attemptMapper, attemptParams, toRun, toSampleRecord, type RunRow } from "./sqlite-rows.js";
+import {
+  attemptMapper,
+  attemptParams,
+  countsOf,
+  headPages,
+  messageOf,
+  ownerParams,
+  storedAttempt,
+  toRun,
+  toSampleRecord,
+  type RunRow,
+} from "./rows.js";
 import { prepareReadModel } from "./sqlite-read-model.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import type {
@@ -305,19 +316,10 @@ class SqliteStore implements Store {
 
   // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
   // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
-  async *attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
-    const head = attemptMapper(runId).head;
-    let after = { sampleId: "", epoch: 0, attempt: 0 };
-    for (;;) {
-      const rows = await this.guard(() =>
-        this.s.attemptHeadPage.all({ runId, ...after, limit: pageSize }),
-      );
-      if (rows.length === 0) return;
-      const page = rows.map(head);
-      const last = page[page.length - 1]!;
-      after = { sampleId: last.sampleId, epoch: last.epoch, attempt: last.attempt };
-      yield page;
-    }
+  attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+    return headPages(runId, pageSize, async (after, limit) =>
+      this.guard(() => this.s.attemptHeadPage.all({ runId, ...after, limit })),
+    );
   }
 
   async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
@@ -352,25 +354,7 @@ class SqliteStore implements Store {
     if (state.scored) throw alreadyScored(runId, sampleId, epoch);
     this.s.insertAttempt.run(attemptParams(runId, state.next, draft));
     this.s.clearInflight.run(runId, sampleId, epoch);
-    // Listed field by field: a spread plus two more properties builds an out-of-object property
-    // store per attempt, garbage that showed up as old-generation growth at high throughput.
-    return {
-      runId,
-      sampleId: draft.sampleId,
-      epoch: draft.epoch,
-      attempt: state.next,
-      status: draft.status,
-      output: draft.output,
-      scores: draft.scores,
-      usage: draft.usage,
-      transcript: draft.transcript,
-      error: draft.error,
-      startedAt: draft.startedAt,
-      completedAt: draft.completedAt,
-      durationMs: draft.durationMs,
-      fingerprint: draft.fingerprint,
-      provenance: draft.provenance,
-    };
+    return storedAttempt(runId, state.next, draft);
   }
 
   /** Must run inside an IMMEDIATE transaction: the token read then holds until commit. */
@@ -396,12 +380,7 @@ class SqliteStore implements Store {
   }
 
   private counts(run: Run): RunCounts {
-    const epochs = run.config.epochs;
-    const row = this.s.countKeys.get({ runId: run.id, epochs });
-    const withAttempts = row?.keys ?? 0;
-    const scored = row?.scored ?? 0;
-    const total = run.sampleCount * epochs;
-    return { total, scored, errored: withAttempts - scored, remaining: total - scored };
+    return countsOf(run, this.s.countKeys.get({ runId: run.id, epochs: run.config.epochs }));
   }
 
   /** Driver failures (busy, disk full, closed) become E_STORE, which the engine may retry. */
@@ -413,12 +392,4 @@ class SqliteStore implements Store {
       throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
     }
   }
-}
-
-function ownerParams(owner: OwnerIdentity) {
-  return { host: owner.host, pid: owner.pid, token: owner.token };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate-sqlite.js";
+import type { Migration } from "./types.js";
 
 /**
  * The SQLite schema, one numbered step at a time. Append new steps; never edit a shipped one

@@ -11,6 +11,7 @@ import type {
   Attempt,
   AttemptDraft,
   AttemptError,
+  OwnerIdentity,
   Provenance,
   Run,
   SampleRecord,
@@ -18,9 +19,9 @@ import type {
   Usage,
 } from "../core/types.js";
 import { scoresSchema } from "./checks.js";
-import type { AttemptHead } from "./types.js";
+import type { AttemptFeed, AttemptHead, OutcomeEntry, OutcomeFilter, RunCounts } from "./types.js";
 
-/** Rows as the SQL of sqlite-statements.ts selects them; mapped to domain objects here only. */
+/** Rows as both adapters select them (the same columns); mapped to domain objects here only. */
 export interface RunRow {
   id: string;
   eval_name: string;
@@ -249,4 +250,136 @@ export function attemptParams(runId: string, attempt: number, draft: AttemptDraf
 /** `undefined` (a solver that returned nothing) is stored as JSON null. */
 function jsonText(value: Json | undefined): string {
   return JSON.stringify(value ?? null);
+}
+
+/** A row of either adapter's outcome query: the key, its snapshot entry, then the outcome attempt. */
+export type OutcomeRow = [
+  sampleId: string,
+  epoch: number,
+  fingerprint: string,
+  sample: string,
+  attempts: number,
+  ...head: AttemptHeadRow,
+  output: string | null,
+];
+
+/** Maps an outcome row; a pending key (no outcome attempt) has a null `output` column. */
+export function toOutcomeEntry(
+  runId: string,
+  row: OutcomeRow,
+  head: (row: AttemptHeadRow) => AttemptHead,
+): OutcomeEntry {
+  const [sampleId, epoch, fingerprint, sample, attempts] = row;
+  const headRow = row.slice(5, 20) as AttemptHeadRow;
+  const output = row[20];
+  const where = `${runId}/${sampleId}`;
+  return {
+    sampleId,
+    epoch,
+    fingerprint,
+    sample: parseColumn(sampleSchema, sample, `sample snapshot of ${where}`),
+    attempts,
+    status: output === null ? "pending" : headRow[3] === "scored" ? "scored" : "error",
+    outcome:
+      output === null
+        ? null
+        : { ...head(headRow), output: parseColumn(jsonSchema, output, `output of ${where}`) },
+  };
+}
+
+/**
+ * The Attempt a commit stored: the draft with its run and attempt number. Listed field by field:
+ * a spread plus two more properties builds an out-of-object property store per attempt, garbage
+ * that showed up as old-generation growth at high throughput.
+ */
+export function storedAttempt(runId: string, attempt: number, draft: AttemptDraft): Attempt {
+  return {
+    runId,
+    sampleId: draft.sampleId,
+    epoch: draft.epoch,
+    attempt,
+    status: draft.status,
+    output: draft.output,
+    scores: draft.scores,
+    usage: draft.usage,
+    transcript: draft.transcript,
+    error: draft.error,
+    startedAt: draft.startedAt,
+    completedAt: draft.completedAt,
+    durationMs: draft.durationMs,
+    fingerprint: draft.fingerprint,
+    provenance: draft.provenance,
+  };
+}
+
+/** A run's key counts from its count query's row: keys with attempts, and how many are scored. */
+export function countsOf(
+  run: Run,
+  row: { keys: number; scored: number | null } | undefined,
+): RunCounts {
+  const total = run.sampleCount * run.config.epochs;
+  const scored = row?.scored ?? 0;
+  return { total, scored, errored: (row?.keys ?? 0) - scored, remaining: total - scored };
+}
+
+/** An owner's columns, as the INSERT and claim statements name their parameters. */
+export function ownerParams(owner: OwnerIdentity): { host: string; pid: number; token: string } {
+  return { host: owner.host, pid: owner.pid, token: owner.token };
+}
+
+/** The position after which the next page of attempt heads starts: (sample id, epoch, attempt). */
+export type HeadCursor = Pick<AttemptHead, "sampleId" | "epoch" | "attempt">;
+
+/**
+ * Folds keyset pages of attempt heads in key order: `fetch` reads up to `limit` rows after the
+ * cursor, and a short or empty page ends it. Pages are read one by one, not from one open
+ * cursor, so other statements may run between them.
+ *
+ * @example yield* headPages(runId, 1_000, (after, limit) => page.all({ runId, ...after, limit }));
+ */
+export async function* headPages(
+  runId: string,
+  pageSize: number,
+  fetch: (after: HeadCursor, limit: number) => Promise<AttemptHeadRow[]>,
+): AsyncIterable<AttemptHead[]> {
+  const head = attemptMapper(runId).head;
+  let after: HeadCursor = { sampleId: "", epoch: 0, attempt: 0 };
+  for (;;) {
+    const rows = await fetch(after, pageSize);
+    if (rows.length === 0) return;
+    const page = rows.map(head);
+    const last = page[page.length - 1]!;
+    after = { sampleId: last.sampleId, epoch: last.epoch, attempt: last.attempt };
+    yield page;
+  }
+}
+
+/** The named parameters of either adapter's outcome query. */
+export function outcomeParams(runId: string, epochs: number, filter: OutcomeFilter) {
+  return {
+    runId,
+    epochs,
+    sampleId: filter.sampleId ?? null,
+    status: filter.status ?? null,
+    scorer: filter.scorer ?? null,
+    result: filter.result ?? null,
+    search: filter.search ?? null,
+  };
+}
+
+/** A page of the attempt feed from rows of (cursor, ...head), and the cursor to go on from. */
+export function feedPage(
+  runId: string,
+  rows: [number, ...AttemptHeadRow][],
+  after: number,
+): AttemptFeed {
+  const map = attemptMapper(runId);
+  return {
+    attempts: rows.map(([, ...head]) => map.head(head)),
+    cursor: rows.at(-1)?.[0] ?? after,
+  };
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
