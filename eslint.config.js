@@ -4,6 +4,11 @@ import tseslint from "typescript-eslint";
 
 /** DESIGN §6: core imports nothing of ours; engine sees core and the store interface only. */
 const nodeBuiltins = { group: ["node:*"], message: "core/ is pure: no Node-specific imports." };
+/** Database drivers belong to their store adapters (DESIGN §6): everything else sees the Store port. */
+const drivers = ["better-sqlite3", "pg"].map((name) => ({
+  name,
+  message: "Only store/ adapters import a database driver; use the Store port.",
+}));
 /** zod's named `z` export holds all of zod; the namespace import lets the bundle keep what is used. */
 const zodNamespace = {
   selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
@@ -26,12 +31,18 @@ export default tseslint.config(
     },
   },
   {
+    files: ["src/**/*.ts"],
+    ignores: ["src/store/**/*.ts", "**/*.test.ts"],
+    rules: { "no-restricted-imports": ["error", { paths: drivers }] },
+  },
+  {
     files: ["src/core/**/*.ts"],
     ignores: ["src/core/**/*.test.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
+          paths: drivers,
           patterns: [
             nodeBuiltins,
             { regex: "^\\.\\./", message: "core/ imports nothing of ours outside core/." },
@@ -47,6 +58,7 @@ export default tseslint.config(
       "no-restricted-imports": [
         "error",
         {
+          paths: drivers,
           patterns: [
             {
               regex: "^\\.\\./(?!core/|store/types\\.js$)",

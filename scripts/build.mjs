@@ -1,9 +1,10 @@
 // Builds dist/: JavaScript bundled by esbuild, declarations by tsc.
 //
-// One build for all public entries (the library, stet/evalport, stet/server and the CLI) with
-// shared chunks: the CLI and an eval file's `import "stet"` load the same modules, so there is
-// one StetError class and one registry of everything. Bundling is for start-up time: Node's ESM
-// loader pays per file, and zod alone is ~100 files; a run starts ~0.15 s sooner bundled.
+// One build for all public entries (the library, stet/evalport, stet/server, stet/postgres and
+// the CLI) with shared chunks: the CLI and an eval file's `import "stet"` load the same modules,
+// so there is one StetError class and one registry of everything. Bundling is for start-up
+// time: Node's ESM loader pays per file, and zod alone is ~100 files; a run starts ~0.15 s
+// sooner bundled.
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,7 +14,13 @@ const require = createRequire(import.meta.url);
 rmSync("dist", { recursive: true, force: true });
 
 await build({
-  entryPoints: ["src/index.ts", "src/evalport/index.ts", "src/server/index.ts", "src/cli/bin.ts"],
+  entryPoints: [
+    "src/index.ts",
+    "src/evalport/index.ts",
+    "src/server/index.ts",
+    "src/postgres.ts",
+    "src/cli/bin.ts",
+  ],
   outbase: "src",
   outdir: "dist",
   chunkNames: "chunks/[name]-[hash]",
@@ -24,8 +31,9 @@ await build({
   target: "node20",
   // Prefer a dependency's ESM build, which esbuild can tree-shake.
   mainFields: ["module", "main"],
-  // A native addon, and the TypeScript loader that is imported only for .ts eval files.
-  external: ["better-sqlite3", "tsx"],
+  // Database drivers (a native addon; pg's optional native binding cannot be bundled) and the
+  // TypeScript loader that is imported only for .ts eval files.
+  external: ["better-sqlite3", "pg", "tsx"],
   // CommonJS dependencies bundled into ESM still call require() for Node's built-ins.
   banner: {
     js: 'import { createRequire as __stetCreateRequire } from "node:module"; const require = __stetCreateRequire(import.meta.url);',

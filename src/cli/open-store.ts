@@ -8,14 +8,22 @@ export function storeLocation(flag: string | undefined): string {
   return flag ?? process.env.STET_STORE ?? ".stet/stet.db";
 }
 
-/** Opens the store the user selected. The composition root: the only place that picks an adapter. */
-export function openStore(flag: string | undefined): Store {
+/** Whether a store location names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/**
+ * Opens the store the user selected. The composition root: the only place that picks an adapter.
+ * A `postgres://` URL may name the schema for stet's tables with `?schema=name`; the PostgreSQL
+ * driver loads only for such a URL.
+ */
+export async function openStore(flag: string | undefined): Promise<Store> {
   const location = storeLocation(flag);
-  if (/^postgres(ql)?:\/\//.test(location)) {
-    throw new StetError(
-      "E_CONFIG",
-      "PostgreSQL stores are not supported yet; use a SQLite file path",
-    );
+  if (isPostgresUrl(location)) {
+    const { openPostgresStore } = await import("../store/postgres.js");
+    const { url, schema } = splitSchema(location);
+    return openPostgresStore(url, schema === undefined ? {} : { schema });
   }
   try {
     return openSqliteStore(resolve(location));
@@ -28,4 +36,22 @@ export function openStore(flag: string | undefined): Store {
       },
     );
   }
+}
+
+/**
+ * Takes stet's own `schema` parameter off a PostgreSQL URL; the rest goes to the driver.
+ *
+ * @example splitSchema("postgres://db/evals?schema=stet") // { url: "postgres://db/evals", schema: "stet" }
+ */
+export function splitSchema(location: string): { url: string; schema?: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(location);
+  } catch {
+    throw new StetError("E_CONFIG", "the --store URL is not a valid postgres:// URL");
+  }
+  const schema = parsed.searchParams.get("schema") ?? undefined;
+  if (schema === undefined) return { url: location };
+  parsed.searchParams.delete("schema");
+  return { url: parsed.toString(), schema };
 }

@@ -33,7 +33,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const redact = createRedactor(secrets);
   const log = (line: string) => void process.stderr.write(`${redact(line)}\n`);
 
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
     for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);

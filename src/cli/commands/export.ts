@@ -30,7 +30,7 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       `unknown export format "${format}" (expected jsonl, csv or resultset)`,
     );
   }
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     if (format === "resultset") {
       const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;

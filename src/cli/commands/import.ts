@@ -19,7 +19,7 @@ export interface ImportFlags {
  */
 export async function importCommand(file: string, flags: ImportFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     const report = await importResults({
       store,

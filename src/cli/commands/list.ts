@@ -5,7 +5,7 @@ import { formatCount, table } from "../render/format.js";
 /** `stet list`: runs with status and progress, newest first. */
 export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     const runs = await store.listRuns();
     const rows = runs.map(({ run, counts }) => ({

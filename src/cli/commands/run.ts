@@ -43,7 +43,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     flags.resumeFrom === undefined
       ? undefined
       : await (await import("../../evalport/read-seed.js")).readSeed(flags.resumeFrom, ev);
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) =>

@@ -11,7 +11,7 @@ export async function showCommand(
   flags: { store?: string; json?: boolean },
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = openStore(flags.store);
+  const store = await openStore(flags.store);
   try {
     const run = await store.getRun(runId);
     if (!run)

@@ -1,0 +1,55 @@
+import type { Pool } from "pg";
+import { StetError } from "../core/errors.js";
+import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
+import type { Migration, MigrationResult } from "./migrations/types.js";
+import { transaction } from "./postgres-driver.js";
+
+/**
+ * Applies the migrations not yet recorded in `schema_migrations` of the connection's schema, all
+ * in one transaction (PostgreSQL's DDL is transactional), and reports what it did. Concurrent
+ * callers on the same schema queue on an advisory lock, so exactly one applies each step;
+ * running it again is harmless.
+ *
+ * @example await migratePostgres(pool); // [{ version: 1, name: "init", status: "applied" }]
+ */
+export async function migratePostgres(
+  pool: Pool,
+  migrations: readonly Migration[] = POSTGRES_MIGRATIONS,
+): Promise<MigrationResult[]> {
+  return transaction(pool, async (tx) => {
+    await tx.query(
+      `SELECT pg_advisory_xact_lock(hashtext('stet migrations ' || current_schema()))`,
+    );
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         version INTEGER PRIMARY KEY,
+         name TEXT NOT NULL,
+         applied_at TEXT NOT NULL
+       )`,
+    );
+    const { rows } = await tx.query<{ version: number }>("SELECT version FROM schema_migrations");
+    const applied = new Set(rows.map((r) => r.version));
+    const stored = Math.max(0, ...applied);
+    const known = migrations.at(-1)?.version ?? 0;
+    if (stored > known) {
+      throw new StetError(
+        "E_STORE",
+        `the store's schema (version ${stored}) is newer than this stet knows (version ${known}); upgrade stet`,
+      );
+    }
+    const results: MigrationResult[] = [];
+    for (const { version, name, sql } of migrations) {
+      if (applied.has(version)) {
+        results.push({ version, name, status: "already-applied" });
+        continue;
+      }
+      await tx.query(sql);
+      await tx.query(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+        [version, name, new Date().toISOString()],
+      );
+      results.push({ version, name, status: "applied" });
+    }
+    return results;
+  });
+}

@@ -1,0 +1,96 @@
+import type { Migration } from "./types.js";
+
+/**
+ * The PostgreSQL schema, one numbered step at a time: the SQLite schema's tables and columns,
+ * so both adapters map rows with the same code. Append new steps; never edit a shipped one.
+ *
+ * - JSON columns are `text`, not `jsonb`: a stored attempt must read back byte for byte.
+ * - Ids are `COLLATE "C"`: keys order by their bytes, as in SQLite, whatever the database locale.
+ * - `heartbeat_at` is milliseconds on the database server's clock, so that every host judges a
+ *   heartbeat's age by the same clock.
+ * - `seq` columns give insertion order: runs created in the same millisecond, and the attempt
+ *   feed's cursor (a run's writes serialize on its row lock, so within a run `seq` is commit order).
+ */
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "init",
+    sql: `
+CREATE TABLE runs (
+  id TEXT COLLATE "C" PRIMARY KEY,
+  seq BIGSERIAL NOT NULL UNIQUE,
+  eval_name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'completed', 'errored')),
+  config TEXT NOT NULL,
+  sample_count INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  owner_host TEXT,
+  owner_pid INTEGER,
+  owner_token TEXT,
+  heartbeat_at DOUBLE PRECISION,
+  note TEXT,
+  CHECK (
+    (owner_token IS NULL) = (heartbeat_at IS NULL)
+    AND (owner_token IS NULL) = (owner_host IS NULL)
+    AND (owner_token IS NULL) = (owner_pid IS NULL)
+  )
+);
+
+CREATE INDEX runs_by_created ON runs (created_at);
+
+CREATE TABLE samples (
+  run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id),
+  sample_id TEXT COLLATE "C" NOT NULL,
+  fingerprint TEXT NOT NULL,
+  sample TEXT NOT NULL,
+  PRIMARY KEY (run_id, sample_id)
+);
+
+CREATE TABLE attempts (
+  seq BIGSERIAL NOT NULL UNIQUE,
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL CHECK (epoch >= 1),
+  attempt INTEGER NOT NULL CHECK (attempt >= 1),
+  status TEXT NOT NULL CHECK (status IN ('scored', 'error')),
+  fingerprint TEXT NOT NULL,
+  output TEXT NOT NULL,
+  scores TEXT NOT NULL,
+  input_tokens DOUBLE PRECISION,
+  output_tokens DOUBLE PRECISION,
+  cost_usd DOUBLE PRECISION,
+  transcript TEXT,
+  error TEXT,
+  started_at TEXT NOT NULL,
+  completed_at TEXT NOT NULL,
+  duration_ms DOUBLE PRECISION NOT NULL,
+  provenance_kind TEXT NOT NULL CHECK (provenance_kind IN ('executed', 'imported')),
+  provenance_source TEXT,
+  PRIMARY KEY (run_id, sample_id, epoch, attempt),
+  FOREIGN KEY (run_id, sample_id) REFERENCES samples (run_id, sample_id)
+);
+
+CREATE INDEX attempts_by_outcome ON attempts (run_id, sample_id, epoch, fingerprint, status);
+CREATE INDEX attempts_by_seq ON attempts (run_id, seq);
+
+-- Completed work stands: stored attempts are never changed or removed, whoever asks.
+CREATE FUNCTION stet_attempts_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'attempts are immutable';
+END
+$$;
+
+CREATE TRIGGER attempts_immutable BEFORE UPDATE OR DELETE ON attempts
+  FOR EACH ROW EXECUTE FUNCTION stet_attempts_immutable();
+
+CREATE TABLE inflight (
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL,
+  PRIMARY KEY (run_id, sample_id, epoch),
+  FOREIGN KEY (run_id, sample_id) REFERENCES samples (run_id, sample_id)
+);
+`,
+  },
+];

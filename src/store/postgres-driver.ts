@@ -1,0 +1,81 @@
+import type { Pool, PoolClient, QueryResultRow } from "pg";
+
+/** Where a statement runs: the pool (one statement, auto-commit) or a transaction's client. */
+export type Queryable = Pick<Pool | PoolClient, "query">;
+
+/** A statement written with `@name` parameters, compiled once to PostgreSQL's `$n` placeholders. */
+export interface Statement {
+  /** Rows as objects keyed by column name. */
+  rows<Row extends QueryResultRow>(db: Queryable, params?: Params): Promise<Row[]>;
+  /** Rows as arrays in SELECT order; declare `Row` as the matching tuple. */
+  tuples<Row extends unknown[]>(db: Queryable, params?: Params): Promise<Row[]>;
+  /** Runs it and returns how many rows it changed. */
+  run(db: Queryable, params?: Params): Promise<number>;
+}
+
+type Params = Record<string, unknown>;
+
+/**
+ * Compiles SQL with `@name` parameters (as the SQLite adapter writes them) into a Statement.
+ * A name may appear several times; each distinct name becomes one `$n`.
+ *
+ * @example
+ * const byId = statement("SELECT * FROM runs WHERE id = @runId");
+ * const [row] = await byId.rows(pool, { runId: "r_1" });
+ */
+export function statement(sql: string): Statement {
+  const names: string[] = [];
+  const text = sql.replace(/@([A-Za-z_]\w*)/g, (_, name: string) => {
+    const index = names.indexOf(name);
+    if (index >= 0) return `$${index + 1}`;
+    names.push(name);
+    return `$${names.length}`;
+  });
+  const values = (params: Params = {}) =>
+    names.map((name) => {
+      if (!(name in params)) throw new Error(`missing SQL parameter @${name}`);
+      return params[name];
+    });
+  return {
+    async rows<Row extends QueryResultRow>(db: Queryable, params?: Params) {
+      return (await db.query<Row>(text, values(params))).rows;
+    },
+    async tuples<Row extends unknown[]>(db: Queryable, params?: Params) {
+      const result = await db.query<Row>({ text, values: values(params), rowMode: "array" });
+      return result.rows;
+    },
+    async run(db: Queryable, params?: Params) {
+      return (await db.query(text, values(params))).rowCount ?? 0;
+    },
+  };
+}
+
+/**
+ * Runs `fn` in a transaction on one pooled connection: commits when it returns, rolls back when
+ * it throws. A connection whose rollback fails is discarded rather than returned to the pool.
+ *
+ * @example await transaction(pool, async (tx) => insert.run(tx, row));
+ */
+export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("BEGIN");
+    const result = await fn(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch((rollback: Error) => {
+      broken = rollback;
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** The database server's clock in milliseconds since the epoch: one clock for every host. */
+export const DB_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8`;
+
+/** The database server's clock as ISO-8601 UTC with milliseconds, as `Date.toISOString` writes. */
+export const DB_NOW_ISO = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

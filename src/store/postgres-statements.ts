@@ -1,0 +1,123 @@
+import { DB_NOW_ISO, DB_NOW_MS, statement } from "./postgres-driver.js";
+import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "./rows.js";
+
+const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL`;
+
+/** A run row with the database clock beside it, so heartbeat ages need no other clock. */
+const RUN_COLUMNS = `*, ${DB_NOW_MS} AS db_now_ms`;
+
+/**
+ * Every statement the PostgreSQL adapter runs: the SQLite adapter's, in PostgreSQL's dialect.
+ * Times come from the database server's clock (see DB_NOW_MS).
+ */
+export const pg = {
+  insertRun: statement(
+    `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
+       owner_host, owner_pid, owner_token, heartbeat_at, note)
+     VALUES (@id, @evalName, 'running', @config, @sampleCount, ${DB_NOW_ISO}, ${DB_NOW_ISO},
+       @host, @pid, @token, ${DB_NOW_MS}, NULL)
+     ON CONFLICT (id) DO NOTHING`,
+  ),
+  // One statement for the whole snapshot: a 100,000-sample run is one round trip, not 100,000.
+  insertSamples: statement(
+    `INSERT INTO samples (run_id, sample_id, fingerprint, sample)
+     SELECT @runId::text, u.sample_id, u.fingerprint, u.sample
+     FROM unnest(@ids::text[], @fingerprints::text[], @samples::text[])
+       AS u(sample_id, fingerprint, sample)`,
+  ),
+  getRun: statement(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = @runId`),
+  // FOR UPDATE: the fence. The run's row stays locked until the transaction ends, so the owner
+  // it read cannot change before the writes that depend on it commit.
+  lockOwner: statement(`SELECT owner_token FROM runs WHERE id = @runId FOR UPDATE`),
+  listRuns: statement(
+    `SELECT ${RUN_COLUMNS} FROM runs
+     WHERE (@status::text IS NULL OR status = @status) AND (@evalName::text IS NULL OR eval_name = @evalName)
+     ORDER BY created_at DESC, seq DESC LIMIT @limit::int OFFSET @offset::int`,
+  ),
+  countKeys: statement(
+    `SELECT COUNT(*)::int AS keys, COALESCE(SUM(scored), 0)::int AS scored FROM (
+       SELECT MAX(CASE WHEN a.status = 'scored' THEN 1 ELSE 0 END) AS scored
+       FROM attempts a
+       JOIN samples s ON s.run_id = a.run_id AND s.sample_id = a.sample_id
+       WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
+       GROUP BY a.sample_id, a.epoch) AS keyed`,
+  ),
+  listSampleFingerprints: statement(
+    `SELECT sample_id, fingerprint FROM samples WHERE run_id = @runId ORDER BY sample_id`,
+  ),
+  getSamples: statement(
+    `SELECT sample, fingerprint FROM samples WHERE run_id = @runId ORDER BY sample_id`,
+  ),
+  updateSample: statement(
+    `UPDATE samples SET fingerprint = @fingerprint, sample = @sample
+     WHERE run_id = @runId AND sample_id = @sampleId`,
+  ),
+  touchRun: statement(`UPDATE runs SET updated_at = ${DB_NOW_ISO} WHERE id = @runId`),
+
+  // The compare-and-set. Under READ COMMITTED a competing claim waits for this row's lock, then
+  // re-checks the token on the committed row and changes nothing.
+  claimRun: statement(
+    `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
+       heartbeat_at = ${DB_NOW_MS}, status = 'running', note = NULL, updated_at = ${DB_NOW_ISO}
+     WHERE id = @runId AND owner_token IS NOT DISTINCT FROM @expectedToken::text`,
+  ),
+  heartbeat: statement(
+    `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token`,
+  ),
+  releaseRun: statement(
+    `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}
+     WHERE id = @runId AND owner_token = @token`,
+  ),
+  interruptOrphan: statement(
+    `UPDATE runs SET ${CLEAR_OWNER}, status = 'interrupted', note = @note, updated_at = ${DB_NOW_ISO}
+     WHERE id = @runId AND owner_token = @token`,
+  ),
+
+  // Marks the key when its sample is in the snapshot, and says whether it is.
+  markInflight: statement(
+    `WITH sample AS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId),
+       marked AS (
+         INSERT INTO inflight (run_id, sample_id, epoch)
+         SELECT @runId::text, @sampleId::text, @epoch::int FROM sample ON CONFLICT DO NOTHING)
+     SELECT EXISTS (SELECT 1 FROM sample) AS "inSnapshot"`,
+  ),
+  listInflight: statement(
+    `SELECT sample_id, epoch FROM inflight WHERE run_id = @runId ORDER BY sample_id, epoch`,
+  ),
+
+  // Everything recordAttempts checks about one key, in one round trip.
+  keyState: statement(
+    `SELECT
+       EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS "inSnapshot",
+       EXISTS (SELECT 1 FROM attempts WHERE run_id = @runId AND sample_id = @sampleId
+         AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
+       (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
+         WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
+  ),
+  // The attempt, and the clearing of its key's in-flight mark, in one round trip.
+  insertAttempt: statement(
+    `WITH inserted AS (
+       INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
+         input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
+         duration_ms, provenance_kind, provenance_source)
+       VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
+         @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
+         @durationMs, @provenanceKind, @provenanceSource))
+     DELETE FROM inflight WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
+  ),
+  listAttempts: statement(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts
+     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
+       AND (@epoch::int IS NULL OR epoch = @epoch)
+     ORDER BY sample_id, epoch, attempt`,
+  ),
+  attemptHeadPage: statement(
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts
+     WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
+     ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
+  ),
+  listAttemptHeads: statement(
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts WHERE run_id = @runId
+     ORDER BY sample_id, epoch, attempt`,
+  ),
+};

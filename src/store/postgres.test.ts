@@ -1,0 +1,151 @@
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
+import { describeStoreContract } from "./contract.js";
+import { draft, newRun, owner } from "./contract/fixtures.js";
+import { migratePostgres } from "./migrate-postgres.js";
+import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
+import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
+import { openPostgresStore, redactPassword } from "./postgres.js";
+import type { Store } from "./types.js";
+
+describe.skipIf(SKIP_POSTGRES)("postgres", () => {
+  describeStoreContract("postgres", async () => {
+    const { schema, drop } = testSchema();
+    const opened: Store[] = [];
+    const connect = async () => {
+      const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
+      opened.push(store);
+      return store;
+    };
+    return {
+      store: await connect(),
+      connect,
+      cleanup: async () => {
+        await Promise.all(opened.map((store) => store.close()));
+        await drop();
+      },
+    };
+  });
+});
+
+describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+  function open(schema: string): Store {
+    const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
+    cleanups.push(() => store.close());
+    return store;
+  }
+  function schema(): string {
+    const s = testSchema();
+    cleanups.push(s.drop);
+    return s.schema;
+  }
+  async function pool(name: string): Promise<pg.Pool> {
+    const p = new pg.Pool({
+      connectionString: TEST_POSTGRES_URL,
+      options: `-c search_path=${name}`,
+    });
+    cleanups.push(() => p.end());
+    await p.query(`CREATE SCHEMA IF NOT EXISTS "${name}"`);
+    return p;
+  }
+
+  it("numbers its migrations 1, 2, 3… with no gaps or repeats", () => {
+    expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual(
+      POSTGRES_MIGRATIONS.map((_, i) => i + 1),
+    );
+  });
+
+  it("migrates once when several connect at the same time; running it again is harmless", async () => {
+    const name = schema();
+    const pools = await Promise.all([pool(name), pool(name), pool(name)]);
+    const results = await Promise.all(pools.map((p) => migratePostgres(p)));
+    const applied = results.flat().filter((r) => r.status === "applied");
+    expect(applied.map((r) => r.version)).toEqual(POSTGRES_MIGRATIONS.map((m) => m.version));
+    expect((await migratePostgres(pools[0]!)).every((r) => r.status === "already-applied")).toBe(
+      true,
+    );
+  });
+
+  it("refuses a schema migrated by a newer stet", async () => {
+    const name = schema();
+    const p = await pool(name);
+    await migratePostgres(p);
+    await p.query(`INSERT INTO schema_migrations VALUES (999, 'future', '2030-01-01T00:00:00Z')`);
+    await expect(open(name).listRuns()).rejects.toMatchObject({
+      code: "E_STORE",
+      message: expect.stringMatching(/version 999.*newer.*upgrade stet/),
+    });
+  });
+
+  it("keeps stored attempts immutable even against direct SQL", async () => {
+    const name = schema();
+    const store = open(name);
+    const { owner: o } = await newRun(store, { id: "r1", ids: ["a"] });
+    await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 })]);
+    const p = await pool(name);
+    await expect(p.query(`UPDATE attempts SET output = '"x"'`)).rejects.toThrow(/immutable/);
+    await expect(p.query(`DELETE FROM attempts`)).rejects.toThrow(/immutable/);
+  });
+
+  it("lets exactly one of eight connections racing for a dead owner's run claim it", async () => {
+    const name = schema();
+    const { owner: dead } = await newRun(open(name), { id: "race" });
+    const racers = Array.from({ length: 8 }, () => open(name));
+    const owners = racers.map((_, i) => owner(`racer${i}`));
+    const wins = await Promise.all(
+      racers.map((s, i) => s.claimRun("race", owners[i]!, dead.token)),
+    );
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    const winner = owners[wins.indexOf(true)]!;
+    expect((await racers[0]!.getRun("race"))?.owner?.token).toBe(winner.token);
+  });
+
+  it("stores JSON as text, so an attempt reads back byte for byte", async () => {
+    const name = schema();
+    const store = open(name);
+    const { owner: o } = await newRun(store, { id: "r1", ids: ["a"] });
+    // Key order and spacing that jsonb would normalise away.
+    const output = { z: 1, a: [1, 2, { y: "é", b: null }] };
+    await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 }, { output })]);
+    const p = await pool(name);
+    const { rows } = await p.query<{ output: string }>(`SELECT output FROM attempts`);
+    expect(rows[0]!.output).toBe(JSON.stringify(output));
+    expect((await store.listAttempts("r1"))[0]!.output).toEqual(output);
+  });
+
+  it("orders sample ids by their bytes, whatever the database's locale", async () => {
+    const store = open(schema());
+    const ids = ["b", "B", "a", "A", "_", "a-1", "a_1", "é"];
+    await newRun(store, { id: "r1", ids });
+    const listed = (await store.listSampleFingerprints("r1")).map((e) => e.sampleId);
+    expect(listed).toEqual([...ids].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+  });
+
+  it("fails with E_STORE naming the database, without its password, when it cannot connect", async () => {
+    const store = openPostgresStore("postgres://stet:s3cret@127.0.0.1:1/none");
+    cleanups.push(() => store.close());
+    const failure = store.listRuns();
+    await expect(failure).rejects.toMatchObject({ code: "E_STORE" });
+    const message = await failure.catch((e: Error) => e.message);
+    expect(message).toContain("postgres://stet:***@127.0.0.1:1/none");
+    expect(message).not.toContain("s3cret");
+  });
+
+  it("recognises and redacts connection URLs", () => {
+    expect(isPostgresUrl("postgres://db/x")).toBe(true);
+    expect(isPostgresUrl("postgresql://db/x")).toBe(true);
+    expect(isPostgresUrl("./postgres.db")).toBe(false);
+    expect(redactPassword("postgres://u:secret@db:5432/x")).toBe("postgres://u:***@db:5432/x");
+    expect(redactPassword("postgres://db/x")).toBe("postgres://db/x");
+    expect(splitSchema("postgres://db/x?schema=stet&sslmode=require")).toEqual({
+      url: "postgres://db/x?sslmode=require",
+      schema: "stet",
+    });
+    expect(splitSchema("postgres://db/x")).toEqual({ url: "postgres://db/x" });
+  });
+});

@@ -1,0 +1,407 @@
+import pg from "pg";
+import { resolve } from "node:path";
+import { StetError, isStetError } from "../core/errors.js";
+import type {
+  Attempt,
+  AttemptDraft,
+  Key,
+  OwnerIdentity,
+  Run,
+  RunStatus,
+  SampleRecord,
+} from "../core/types.js";
+import {
+  alreadyScored,
+  checkDrafts,
+  checkNewRun,
+  checkUniqueSampleIds,
+  fenced,
+  illegalRelease,
+  invalidInput,
+  notInSnapshot,
+  runNotFound,
+} from "./checks.js";
+import { migratePostgres } from "./migrate-postgres.js";
+import { transaction, type Queryable } from "./postgres-driver.js";
+import { postgresReadModel } from "./postgres-read-model.js";
+import { pg as sql } from "./postgres-statements.js";
+import {
+  attemptMapper,
+  attemptParams,
+  countsOf,
+  headPages,
+  messageOf,
+  ownerParams,
+  storedAttempt,
+  toRun,
+  toSampleRecord,
+  type AttemptHeadRow,
+  type AttemptRow,
+  type RunRow,
+  type SampleRow,
+} from "./rows.js";
+import type {
+  AttemptFeed,
+  AttemptFilter,
+  AttemptHead,
+  BenchmarkSummary,
+  NewRun,
+  OutcomeFilter,
+  OutcomePage,
+  RunCounts,
+  RunFilter,
+  RunListing,
+  Store,
+} from "./types.js";
+
+export interface PostgresStoreOptions {
+  /** The schema holding stet's tables (created if missing). Default: the connection's `search_path`. */
+  schema?: string;
+  /** Connections the store may hold at once. Default 4. */
+  maxConnections?: number;
+  /** Where the engine writes attempts it could not commit. Default `.stet` in the working directory. */
+  fallbackDir?: string;
+}
+
+type DbRun = RunRow & { db_now_ms: number };
+
+/**
+ * A store in a PostgreSQL database, shared by every process and machine that connects to it:
+ * ownership claims are compare-and-set updates, fencing holds the run's row lock until commit,
+ * and heartbeat ages are read on the database server's clock, so hosts with skewed clocks agree
+ * on who is stale. Connects, and migrates the schema, on first use; a database that cannot be
+ * reached fails that call with `E_STORE` (and a later call tries again).
+ *
+ * @example const store = openPostgresStore("postgres://stet@db.internal/evals");
+ */
+export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Store {
+  const { schema } = options;
+  if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new StetError("E_CONFIG", `invalid PostgreSQL schema name "${schema}"`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.maxConnections ?? 4,
+    ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+  });
+  // An idle connection that the server drops emits here; the next query opens a new one.
+  pool.on("error", () => {});
+  return new PostgresStore(
+    pool,
+    `${redactPassword(url)}${schema === undefined ? "" : ` (schema ${schema})`}`,
+    options.fallbackDir ?? resolve(".stet"),
+    schema,
+  );
+}
+
+class PostgresStore implements Store {
+  private ready: Promise<void> | undefined;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly location: string,
+    readonly fallbackDir: string,
+    private readonly schema: string | undefined,
+  ) {}
+
+  async createRun(input: NewRun): Promise<Run> {
+    const { id, config, samples, owner } = input;
+    checkNewRun(input);
+    return this.guard(async () => {
+      await transaction(this.pool, async (tx) => {
+        const inserted = await sql.insertRun.run(tx, {
+          id,
+          evalName: config.evalName,
+          config: JSON.stringify(config),
+          sampleCount: samples.length,
+          ...ownerParams(owner),
+        });
+        if (inserted === 0) throw invalidInput(`a run with id "${id}" already exists`);
+        await sql.insertSamples.run(tx, {
+          runId: id,
+          ids: samples.map((r) => r.sample.id),
+          fingerprints: samples.map((r) => r.fingerprint),
+          samples: samples.map((r) => JSON.stringify(r.sample)),
+        });
+      });
+      return this.requireRun(this.pool, id);
+    });
+  }
+
+  async getRun(runId: string): Promise<Run | undefined> {
+    return this.guard(() => this.readRun(this.pool, runId));
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
+    return this.guard(async () => {
+      const rows = await sql.listRuns.rows<DbRun>(this.pool, {
+        status: filter.status ?? null,
+        evalName: filter.evalName ?? null,
+        limit: filter.limit ?? null,
+        offset: filter.offset ?? 0,
+      });
+      return Promise.all(
+        rows.map(async (row) => {
+          const run = toRun(row, row.db_now_ms);
+          return { run, counts: await this.counts(run) };
+        }),
+      );
+    });
+  }
+
+  async countKeys(runId: string): Promise<RunCounts> {
+    return this.guard(async () => this.counts(await this.requireRun(this.pool, runId)));
+  }
+
+  async getSamples(runId: string): Promise<SampleRecord[]> {
+    return this.guard(async () => {
+      await this.requireRun(this.pool, runId);
+      const rows = await sql.getSamples.rows<SampleRow>(this.pool, { runId });
+      return rows.map((row) => toSampleRecord(row, runId));
+    });
+  }
+
+  async listSampleFingerprints(
+    runId: string,
+  ): Promise<{ sampleId: string; fingerprint: string }[]> {
+    return this.guard(async () => {
+      await this.requireRun(this.pool, runId);
+      const rows = await sql.listSampleFingerprints.rows<{
+        sample_id: string;
+        fingerprint: string;
+      }>(this.pool, { runId });
+      return rows.map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
+    });
+  }
+
+  async updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void> {
+    checkUniqueSampleIds(records);
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        for (const { sample, fingerprint } of records) {
+          const changed = await sql.updateSample.run(tx, {
+            runId,
+            sampleId: sample.id,
+            fingerprint,
+            sample: JSON.stringify(sample),
+          });
+          if (changed === 0) throw notInSnapshot(runId, sample.id);
+        }
+        await sql.touchRun.run(tx, { runId });
+      }),
+    );
+  }
+
+  async claimRun(
+    runId: string,
+    owner: OwnerIdentity,
+    expectedToken: string | null,
+  ): Promise<boolean> {
+    return this.guard(
+      async () =>
+        (await sql.claimRun.run(this.pool, { runId, expectedToken, ...ownerParams(owner) })) === 1,
+    );
+  }
+
+  async heartbeat(runId: string, token: string): Promise<boolean> {
+    return this.guard(async () => (await sql.heartbeat.run(this.pool, { runId, token })) === 1);
+  }
+
+  async releaseRun(
+    runId: string,
+    token: string,
+    status: RunStatus,
+    note?: string,
+  ): Promise<boolean> {
+    if (status === "running") throw illegalRelease(runId);
+    return this.guard(
+      async () =>
+        (await sql.releaseRun.run(this.pool, { runId, token, status, note: note ?? null })) === 1,
+    );
+  }
+
+  async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {
+    return this.guard(
+      async () =>
+        (await sql.interruptOrphan.run(this.pool, { runId, token: expectedToken, note })) === 1,
+    );
+  }
+
+  async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        await this.mark(tx, runId, keys);
+      }),
+    );
+  }
+
+  async listInflight(runId: string): Promise<Key[]> {
+    return this.guard(async () => {
+      const rows = await sql.listInflight.rows<{ sample_id: string; epoch: number }>(this.pool, {
+        runId,
+      });
+      return rows.map((row) => ({ sampleId: row.sample_id, epoch: row.epoch }));
+    });
+  }
+
+  async recordAttempts(
+    runId: string,
+    token: string,
+    drafts: AttemptDraft[],
+    inflight: readonly Key[] = [],
+  ): Promise<Attempt[]> {
+    checkDrafts(drafts);
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        await this.mark(tx, runId, inflight);
+        const stored: Attempt[] = [];
+        for (const draft of drafts) stored.push(await this.insertAttempt(tx, runId, draft));
+        return stored;
+      }),
+    );
+  }
+
+  async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
+    return this.guard(async () => {
+      const rows = await sql.listAttempts.tuples<AttemptRow>(this.pool, {
+        runId,
+        sampleId: filter.sampleId ?? null,
+        epoch: filter.epoch ?? null,
+      });
+      return rows.map(attemptMapper(runId).full);
+    });
+  }
+
+  async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
+    return this.guard(async () => {
+      const rows = await sql.listAttemptHeads.tuples<AttemptHeadRow>(this.pool, { runId });
+      return rows.map(attemptMapper(runId).head);
+    });
+  }
+
+  attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+    return headPages(runId, pageSize, (after, limit) =>
+      this.guard(() =>
+        sql.attemptHeadPage.tuples<AttemptHeadRow>(this.pool, { runId, ...after, limit }),
+      ),
+    );
+  }
+
+  async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
+    return this.guard(async () => {
+      const run = await this.requireRun(this.pool, runId);
+      return postgresReadModel.listOutcomes(this.pool, runId, run.config.epochs, filter);
+    });
+  }
+
+  async listAttemptsAfter(
+    runId: string,
+    options: { after?: number; limit?: number } = {},
+  ): Promise<AttemptFeed> {
+    return this.guard(() =>
+      postgresReadModel.listAttemptsAfter(this.pool, runId, options.after, options.limit ?? 1_000),
+    );
+  }
+
+  async listBenchmarks(): Promise<BenchmarkSummary[]> {
+    return this.guard(() => postgresReadModel.listBenchmarks(this.pool));
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** Runs inside the caller's transaction, after `fence`: the run's row lock orders the checks. */
+  private async insertAttempt(tx: Queryable, runId: string, draft: AttemptDraft): Promise<Attempt> {
+    const { sampleId, epoch, fingerprint } = draft;
+    const [state] = await sql.keyState.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
+      tx,
+      { runId, sampleId, epoch, fingerprint },
+    );
+    if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
+    if (state.scored) throw alreadyScored(runId, sampleId, epoch);
+    await sql.insertAttempt.run(tx, attemptParams(runId, state.next, draft));
+    return storedAttempt(runId, state.next, draft);
+  }
+
+  private async mark(tx: Queryable, runId: string, keys: readonly Key[]): Promise<void> {
+    for (const key of keys) {
+      const [row] = await sql.markInflight.rows<{ inSnapshot: boolean }>(tx, {
+        runId,
+        sampleId: key.sampleId,
+        epoch: key.epoch,
+      });
+      if (!row?.inSnapshot) throw notInSnapshot(runId, key.sampleId);
+    }
+  }
+
+  /** Locks the run's row until the transaction ends and checks that `token` owns the run. */
+  private async fence(tx: Queryable, runId: string, token: string): Promise<void> {
+    const [row] = await sql.lockOwner.rows<{ owner_token: string | null }>(tx, { runId });
+    if (!row) throw runNotFound(runId);
+    if (row.owner_token !== token) throw fenced(runId);
+  }
+
+  private async readRun(db: Queryable, runId: string): Promise<Run | undefined> {
+    const [row] = await sql.getRun.rows<DbRun>(db, { runId });
+    return row && toRun(row, row.db_now_ms);
+  }
+
+  private async requireRun(db: Queryable, runId: string): Promise<Run> {
+    const run = await this.readRun(db, runId);
+    if (!run) throw runNotFound(runId);
+    return run;
+  }
+
+  private async counts(run: Run): Promise<RunCounts> {
+    const [row] = await sql.countKeys.rows<{ keys: number; scored: number }>(this.pool, {
+      runId: run.id,
+      epochs: run.config.epochs,
+    });
+    return countsOf(run, row);
+  }
+
+  /**
+   * Connects and migrates on first use, then runs `fn`. Driver and connection failures become
+   * E_STORE, which the engine may retry; a failed connect is tried again on the next call.
+   */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      this.ready ??= this.prepare().catch((error: unknown) => {
+        this.ready = undefined;
+        throw error;
+      });
+      await this.ready;
+      return await fn();
+    } catch (cause) {
+      if (isStetError(cause)) throw cause;
+      throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
+    }
+  }
+
+  private async prepare(): Promise<void> {
+    if (this.schema !== undefined) {
+      await this.pool.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
+    }
+    await migratePostgres(this.pool);
+  }
+}
+
+/**
+ * A connection URL fit for messages and listings: the password replaced.
+ *
+ * @example redactPassword("postgres://u:secret@db/x") // "postgres://u:***@db/x"
+ */
+export function redactPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === "") return url;
+    parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
+  }
+}

@@ -1,0 +1,139 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { runCli, startCli } from "./helpers/cli.js";
+import { evalProject, questions } from "./helpers/eval-project.js";
+import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
+
+const N = 120;
+const CONCURRENCY = 4;
+const API_KEY = `sk-stet-test-${Math.random().toString(36).slice(2)}`;
+
+const EVAL = `
+import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "shared",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL }),
+  scorers: [scorers.includes()],
+  concurrency: ${CONCURRENCY},
+});
+`;
+
+interface Row {
+  sample_id: string;
+  epoch: number;
+  attempt: number;
+  status: string;
+  output: string;
+  completed_at: string;
+}
+
+let mock: MockOpenAI;
+beforeAll(async () => {
+  mock = await startMockOpenAI({
+    latencyMs: 40,
+    reply: ({ key }) => key.replace("question", "answer"),
+  });
+});
+afterAll(() => mock.close());
+
+/** A project whose CLI store is a fresh schema of the test PostgreSQL, and a reader of it. */
+function sharedStore() {
+  const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
+  const { schema, drop } = testSchema();
+  const db = new pg.Pool({
+    connectionString: TEST_POSTGRES_URL,
+    options: `-c search_path=${schema}`,
+  });
+  onTestFinished(async () => {
+    project.cleanup();
+    await db.end();
+    await drop();
+  });
+  const url = new URL(TEST_POSTGRES_URL);
+  url.searchParams.set("schema", schema);
+  const env = { STET_STORE: url.toString(), MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY };
+  const attempts = async () =>
+    (
+      await db.query<Row>(
+        `SELECT sample_id, epoch, attempt, status, output, completed_at FROM attempts
+         ORDER BY sample_id, epoch, attempt`,
+      )
+    ).rows;
+  return { dir: project.dir, env, db, attempts };
+}
+
+describe.skipIf(SKIP_POSTGRES)(
+  "a PostgreSQL store shared by processes (real processes, real PostgreSQL)",
+  () => {
+    it("refuses a second owner while the first is alive, survives SIGKILLs, and resumes exactly the missing keys", async () => {
+      const store = sharedStore();
+      const opts = { cwd: store.dir, env: store.env };
+
+      const first = startCli(["run", "eval.mjs"], opts);
+      const runId = (await first.waitFor(/^run (r_\w+)/m))[1]!;
+      await new Promise((r) => setTimeout(r, 300));
+
+      // Another process (as from another machine) may not execute a run whose owner is alive.
+      const refused = await runCli(["resume", runId], opts);
+      expect(refused.code, refused.stderr).toBe(5);
+      expect(refused.stderr).toMatch(/is being executed by pid \d+ on /);
+
+      first.child.kill("SIGKILL");
+      expect((await first.done).signal).toBe("SIGKILL");
+      const beforeResume = await store.attempts();
+      expect(beforeResume.length).toBeGreaterThan(0);
+      expect(beforeResume.length).toBeLessThan(N);
+
+      // The owner's pid is gone on this host: the takeover is immediate.
+      const second = startCli(["resume", runId], opts);
+      await second.waitFor(/^run (r_\w+)/m);
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 200));
+      second.child.kill("SIGKILL");
+      await second.done;
+      const beforeFinal = await store.attempts();
+
+      const final = await runCli(["resume", runId], opts);
+      expect(final.code, final.stderr).toBe(0);
+      expect(final.stdout).toMatch(/plan: \d+ preserved/);
+
+      const after = await store.attempts();
+      const byKey = new Map(after.map((a) => [`${a.sample_id}#${a.epoch}#${a.attempt}`, a]));
+      for (const row of [...beforeResume, ...beforeFinal]) {
+        expect(byKey.get(`${row.sample_id}#${row.epoch}#${row.attempt}`)).toEqual(row);
+      }
+      expect(after).toHaveLength(N);
+      expect(new Set(after.map((a) => a.sample_id)).size).toBe(N);
+      expect(after.every((a) => a.status === "scored")).toBe(true);
+
+      const list = await runCli(["list", "--json"], opts);
+      expect(JSON.parse(list.stdout)).toEqual([
+        expect.objectContaining({ id: runId, status: "completed", total: N, done: N }),
+      ]);
+
+      // The API key reached the model server, never the database.
+      const { rows } = await store.db.query<{ hits: number }>(
+        `SELECT (SELECT COUNT(*) FROM runs WHERE config LIKE $1)
+            + (SELECT COUNT(*) FROM attempts WHERE output LIKE $1 OR transcript LIKE $1) AS hits`,
+        [`%${API_KEY}%`],
+      );
+      expect(Number(rows[0]!.hits)).toBe(0);
+    });
+
+    it("fails with exit 1 and names the database, without its password, when it is unreachable", async () => {
+      const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(3) });
+      onTestFinished(() => project.cleanup());
+      const requests = mock.requests.length;
+      const result = await runCli(
+        ["run", "eval.mjs", "--store", "postgres://stet:hunter2@127.0.0.1:1/none"],
+        { cwd: project.dir, env: { MOCK_URL: mock.url } },
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("postgres://stet:***@127.0.0.1:1/none");
+      expect(result.stderr).not.toContain("hunter2");
+      // Nothing was bought that could not be kept.
+      expect(mock.requests.length).toBe(requests);
+    });
+  },
+);
