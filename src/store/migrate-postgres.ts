@@ -5,21 +5,26 @@ import type { Migration, MigrationResult } from "./migrations/types.js";
 import { transaction } from "./postgres-driver.js";
 
 /**
- * Applies the migrations not yet recorded in `schema_migrations` of the connection's schema, all
- * in one transaction (PostgreSQL's DDL is transactional), and reports what it did. Concurrent
- * callers on the same schema queue on an advisory lock, so exactly one applies each step;
- * running it again is harmless.
+ * Applies the migrations not yet recorded in `schema_migrations`, all in one transaction
+ * (PostgreSQL's DDL is transactional), and reports what it did. `schema`, when given, is created
+ * first; the pool's connections must have it as their `search_path`. Concurrent callers on the
+ * same schema queue on an advisory lock, so exactly one creates it and applies each step (a bare
+ * `CREATE SCHEMA IF NOT EXISTS` is not safe against a concurrent one); running it again is
+ * harmless.
  *
- * @example await migratePostgres(pool); // [{ version: 1, name: "init", status: "applied" }]
+ * @example await migratePostgres(pool, { schema: "stet" }); // [{ version: 1, ... "applied" }]
  */
 export async function migratePostgres(
   pool: Pool,
-  migrations: readonly Migration[] = POSTGRES_MIGRATIONS,
+  options: { schema?: string; migrations?: readonly Migration[] } = {},
 ): Promise<MigrationResult[]> {
+  const { schema, migrations = POSTGRES_MIGRATIONS } = options;
   return transaction(pool, async (tx) => {
     await tx.query(
-      `SELECT pg_advisory_xact_lock(hashtext('stet migrations ' || current_schema()))`,
+      `SELECT pg_advisory_xact_lock(hashtext('stet migrations ' || COALESCE($1, current_schema())))`,
+      [schema ?? null],
     );
+    if (schema !== undefined) await tx.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await tx.query(
       `CREATE TABLE IF NOT EXISTS schema_migrations (
          version INTEGER PRIMARY KEY,

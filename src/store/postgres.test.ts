@@ -44,13 +44,12 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     cleanups.push(s.drop);
     return s.schema;
   }
-  async function pool(name: string): Promise<pg.Pool> {
+  function pool(name: string): pg.Pool {
     const p = new pg.Pool({
       connectionString: TEST_POSTGRES_URL,
       options: `-c search_path=${name}`,
     });
     cleanups.push(() => p.end());
-    await p.query(`CREATE SCHEMA IF NOT EXISTS "${name}"`);
     return p;
   }
 
@@ -60,21 +59,23 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     );
   });
 
-  it("migrates once when several connect at the same time; running it again is harmless", async () => {
+  it("creates the schema and migrates once when several connect at once; again is harmless", async () => {
     const name = schema();
-    const pools = await Promise.all([pool(name), pool(name), pool(name)]);
-    const results = await Promise.all(pools.map((p) => migratePostgres(p)));
+    const pools = Array.from({ length: 6 }, () => pool(name));
+    const results = await Promise.all(pools.map((p) => migratePostgres(p, { schema: name })));
     const applied = results.flat().filter((r) => r.status === "applied");
     expect(applied.map((r) => r.version)).toEqual(POSTGRES_MIGRATIONS.map((m) => m.version));
-    expect((await migratePostgres(pools[0]!)).every((r) => r.status === "already-applied")).toBe(
-      true,
-    );
+    expect(
+      (await migratePostgres(pools[0]!, { schema: name })).every(
+        (r) => r.status === "already-applied",
+      ),
+    ).toBe(true);
   });
 
   it("refuses a schema migrated by a newer stet", async () => {
     const name = schema();
-    const p = await pool(name);
-    await migratePostgres(p);
+    const p = pool(name);
+    await migratePostgres(p, { schema: name });
     await p.query(`INSERT INTO schema_migrations VALUES (999, 'future', '2030-01-01T00:00:00Z')`);
     await expect(open(name).listRuns()).rejects.toMatchObject({
       code: "E_STORE",
@@ -87,7 +88,7 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const store = open(name);
     const { owner: o } = await newRun(store, { id: "r1", ids: ["a"] });
     await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 })]);
-    const p = await pool(name);
+    const p = pool(name);
     await expect(p.query(`UPDATE attempts SET output = '"x"'`)).rejects.toThrow(/immutable/);
     await expect(p.query(`DELETE FROM attempts`)).rejects.toThrow(/immutable/);
   });
@@ -112,7 +113,7 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     // Key order and spacing that jsonb would normalise away.
     const output = { z: 1, a: [1, 2, { y: "é", b: null }] };
     await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 }, { output })]);
-    const p = await pool(name);
+    const p = pool(name);
     const { rows } = await p.query<{ output: string }>(`SELECT output FROM attempts`);
     expect(rows[0]!.output).toBe(JSON.stringify(output));
     expect((await store.listAttempts("r1"))[0]!.output).toEqual(output);

@@ -383,10 +383,7 @@ class PostgresStore implements Store {
   }
 
   private async prepare(): Promise<void> {
-    if (this.schema !== undefined) {
-      await this.pool.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
-    }
-    await migratePostgres(this.pool);
+    await migratePostgres(this.pool, this.schema === undefined ? {} : { schema: this.schema });
   }
 }
 
