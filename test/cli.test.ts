@@ -1,7 +1,8 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli, startCli } from "./helpers/cli.js";
+import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
 
 /** A function solver that sleeps, logging each call to calls.log so tests can count executions. */
@@ -254,5 +255,20 @@ describe("bad input", () => {
       "runId,sampleId,epoch,attempt,status,output,scores,usage,startedAt,completedAt,durationMs,error,provenance",
     );
     expect(csv.stdout.trim().split("\n")).toHaveLength(11);
+  });
+
+  it("stops quietly, exit 0, when the reader of its output goes away (stet export | head)", async () => {
+    const p = project({ "eval.mjs": evalFile(0), "data.jsonl": questions(1500) });
+    const run = await runCli(["run", "eval.mjs", "--concurrency", "32"], { cwd: p.dir });
+    const runId = run.stdout.match(/^run (r_\w+)/)![1]!;
+    // ~400 KB of JSONL against a 64 KB pipe: the writes after head exits meet EPIPE.
+    const piped = spawnSync(
+      "bash",
+      ["-c", `set -o pipefail; "${process.execPath}" "${STET_BIN}" export ${runId} | head -n 1`],
+      { cwd: p.dir, encoding: "utf8" },
+    );
+    expect(piped.stderr).toBe("");
+    expect(piped.status).toBe(0);
+    expect(JSON.parse(piped.stdout)).toMatchObject({ runId, sampleId: "q000" });
   });
 });

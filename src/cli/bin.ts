@@ -9,6 +9,12 @@ import { main } from "./main.js";
 // workload, so it turns the heuristic off (checked at each GC, so setting it here takes effect).
 setFlagsFromString("--no-allocation-site-pretenuring");
 
+// `stet export … | head`: when the reader goes away, stop quietly instead of dying on EPIPE.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(0);
+});
+
 const code = await main(process.argv.slice(2));
 // Solvers may leave keep-alive sockets or timers behind; the run is recorded, so leave promptly.
 process.exit(code);

@@ -171,6 +171,10 @@ export function buildProgram(): Command {
   return program;
 }
 
+function isBrokenPipe(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === "EPIPE";
+}
+
 /** Parses argv, runs the command, maps failures to DESIGN §4.2 exit codes. */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
@@ -185,6 +189,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`stet: ${error.message}\n`);
       return exitCodeForError(error.code);
     }
+    // The reader of our output went away (`stet export … | head`): nothing is left to say.
+    if (isBrokenPipe(error)) return EXIT.ok;
     process.stderr.write(
       `stet: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );
