@@ -67,18 +67,44 @@ export interface SqliteStoreOptions {
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const inMemory = path === ":memory:";
-  let db: Database.Database | undefined;
-  try {
-    if (!inMemory) mkdirSync(dirname(path), { recursive: true });
-    db = new Database(path);
-    configure(db, options.busyTimeoutMs ?? 10_000, inMemory);
-    migrateSqlite(db);
-  } catch (cause) {
-    db?.close();
-    if (isStetError(cause)) throw cause;
-    throw new StetError("E_STORE", `cannot open the store ${path}: ${messageOf(cause)}`, { cause });
+  const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let tries = 1; ; tries++) {
+    let db: Database.Database | undefined;
+    try {
+      if (!inMemory) mkdirSync(dirname(path), { recursive: true });
+      db = new Database(path);
+      configure(db, busyTimeoutMs, inMemory);
+      migrateSqlite(db);
+      return createSqliteStore(db, {
+        location: path,
+        fallbackDir: dirname(path),
+        now: options.now,
+      });
+    } catch (cause) {
+      db?.close();
+      if (isStetError(cause)) throw cause;
+      // Switching a fresh file to WAL while another process does the same can fail with
+      // SQLITE_BUSY at once, without waiting on busy_timeout: open again until the deadline.
+      if (isBusy(cause) && Date.now() < deadline) {
+        sleepSync(Math.min(10 * tries, 100) * (0.5 + Math.random()));
+        continue;
+      }
+      throw new StetError("E_STORE", `cannot open the store ${path}: ${messageOf(cause)}`, {
+        cause,
+      });
+    }
   }
-  return createSqliteStore(db, { location: path, fallbackDir: dirname(path), now: options.now });
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
+/** Blocks the thread for `ms`: opening a store is synchronous, and this is only its retry pause. */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function configure(db: SqliteDatabase, busyTimeoutMs: number, inMemory: boolean): void {
