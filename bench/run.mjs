@@ -1,20 +1,30 @@
 // stet benchmarks: prints figures (medians of repeated runs), asserts nothing.
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
-//   npm run bench -- chat    only some groups (throughput, chat, large), with or without quick
+//   npm run bench -- chat    only some groups (throughput, chat, large, postgres), with or without quick
+// The postgres group uses STET_BENCH_POSTGRES, else postgres://postgres@127.0.0.1:5432/test, in a
+// schema of its own that it drops afterwards; it is skipped when that server does not answer.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defineEval, openSqliteStore, resolveEval, resumeRun, runEval, scorers } from "./stet.mjs";
+import {
+  defineEval,
+  openPostgresStore,
+  openSqliteStore,
+  resolveEval,
+  resumeRun,
+  runEval,
+  scorers,
+} from "./stet.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const BIN = join(REPO, "bin/stet.js");
 const RSS = join(REPO, "bench/report-rss.mjs");
 const quick = process.argv.includes("quick");
-const GROUPS = ["throughput", "chat", "large"];
+const GROUPS = ["throughput", "chat", "large", "postgres"];
 const chosen = GROUPS.filter((g) => process.argv.includes(g));
 const runs = (group) => chosen.length === 0 || chosen.includes(group);
 const reps = quick ? 1 : 3;
@@ -130,25 +140,70 @@ export default defineEval({
 });
 `;
 
-async function throughput(concurrency) {
+/** Samples per second of 10,000 instant samples on fresh stores that `open` makes. */
+async function rate(concurrency, open) {
   const ev = await instant(10_000, concurrency);
   const figures = [];
   for (let i = 0; i < reps; i++) {
-    const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
-    const store = openSqliteStore(join(dir, "stet.db"));
+    const { store, dispose } = await open();
     const t0 = performance.now();
     await runEval({ store, eval: ev });
     figures.push(10_000 / ((performance.now() - t0) / 1000));
     await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await dispose();
   }
-  const rate = median(figures);
+  return median(figures);
+}
+
+async function throughput(concurrency) {
+  const perSecond = await rate(concurrency, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
+    const store = openSqliteStore(join(dir, "stet.db"));
+    return { store, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  });
   report(
     `10,000 samples, instant solver, durable SQLite, concurrency ${concurrency} (in-process)`,
-    `${Math.round(rate).toLocaleString()} samples/s`,
+    `${Math.round(perSecond).toLocaleString()} samples/s`,
     "≥ 10,000/s",
-    rate >= 10_000,
+    perSecond >= 10_000,
   );
+}
+
+const POSTGRES = process.env.STET_BENCH_POSTGRES ?? "postgres://postgres@127.0.0.1:5432/test";
+
+async function postgres(concurrency) {
+  const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
+  const reachable = await probe.listRuns({ limit: 1 }).then(
+    () => true,
+    () => false,
+  );
+  await probe.close();
+  if (!reachable) {
+    console.log(`- PostgreSQL at ${POSTGRES} does not answer; skipping the postgres group`);
+    return;
+  }
+  await dropSchema("stet_bench_probe");
+  const perSecond = await rate(concurrency, async () => {
+    const schema = `stet_bench_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+    return {
+      store: openPostgresStore(POSTGRES, { schema }),
+      dispose: () => dropSchema(schema),
+    };
+  });
+  report(
+    `10,000 samples, instant solver, PostgreSQL store (loopback), concurrency ${concurrency} (in-process)`,
+    `${Math.round(perSecond).toLocaleString()} samples/s`,
+    "—",
+    true,
+  );
+}
+
+async function dropSchema(schema) {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
 }
 
 /**
@@ -291,5 +346,9 @@ if (runs("chat")) {
   );
 }
 if (runs("large")) await large();
+if (runs("postgres")) {
+  await postgres(16);
+  await postgres(64);
+}
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

@@ -7,3 +7,4 @@ export {
   runEval,
   scorers,
 } from "../dist/index.js";
+export { openPostgresStore } from "../dist/postgres.js";

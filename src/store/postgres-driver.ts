@@ -15,15 +15,19 @@ export interface Statement {
 
 type Params = Record<string, unknown>;
 
+let prepared = 0;
+
 /**
  * Compiles SQL with `@name` parameters (as the SQLite adapter writes them) into a Statement.
- * A name may appear several times; each distinct name becomes one `$n`.
+ * A name may appear several times; each distinct name becomes one `$n`. `prepare` makes it a
+ * named prepared statement, parsed once per connection: for the hot write path, not for queries
+ * whose best plan depends on which optional filters are null.
  *
  * @example
  * const byId = statement("SELECT * FROM runs WHERE id = @runId");
  * const [row] = await byId.rows(pool, { runId: "r_1" });
  */
-export function statement(sql: string): Statement {
+export function statement(sql: string, options: { prepare?: boolean } = {}): Statement {
   const names: string[] = [];
   const text = sql.replace(/@([A-Za-z_]\w*)/g, (_, name: string) => {
     const index = names.indexOf(name);
@@ -31,6 +35,7 @@ export function statement(sql: string): Statement {
     names.push(name);
     return `$${names.length}`;
   });
+  const name = options.prepare ? `stet_${++prepared}` : undefined;
   const values = (params: Params = {}) =>
     names.map((name) => {
       if (!(name in params)) throw new Error(`missing SQL parameter @${name}`);
@@ -38,14 +43,14 @@ export function statement(sql: string): Statement {
     });
   return {
     async rows<Row extends QueryResultRow>(db: Queryable, params?: Params) {
-      return (await db.query<Row>(text, values(params))).rows;
+      return (await db.query<Row>({ name, text, values: values(params) })).rows;
     },
     async tuples<Row extends unknown[]>(db: Queryable, params?: Params) {
-      const result = await db.query<Row>({ text, values: values(params), rowMode: "array" });
+      const result = await db.query<Row>({ name, text, values: values(params), rowMode: "array" });
       return result.rows;
     },
     async run(db: Queryable, params?: Params) {
-      return (await db.query(text, values(params))).rowCount ?? 0;
+      return (await db.query({ name, text, values: values(params) })).rowCount ?? 0;
     },
   };
 }

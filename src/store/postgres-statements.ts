@@ -33,6 +33,7 @@ export const pg = {
     `SELECT ${RUN_COLUMNS} FROM runs
      WHERE (@status::text IS NULL OR status = @status) AND (@evalName::text IS NULL OR eval_name = @evalName)
      ORDER BY created_at DESC, seq DESC LIMIT @limit::int OFFSET @offset::int`,
+    { prepare: true },
   ),
   countKeys: statement(
     `SELECT COUNT(*)::int AS keys, COALESCE(SUM(scored), 0)::int AS scored FROM (
@@ -63,6 +64,7 @@ export const pg = {
   ),
   heartbeat: statement(
     `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token`,
+    { prepare: true },
   ),
   releaseRun: statement(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}
@@ -73,37 +75,52 @@ export const pg = {
      WHERE id = @runId AND owner_token = @token`,
   ),
 
-  // Marks the key when its sample is in the snapshot, and says whether it is.
+  // Marks the keys whose sample is in the snapshot, and names one that is not (if any): one
+  // round trip for a batch. Duplicate keys are harmless (DO NOTHING).
   markInflight: statement(
-    `WITH sample AS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId),
+    `WITH k AS (SELECT * FROM unnest(@sampleIds::text[], @epochs::int[]) AS k(sample_id, epoch)),
+       known AS (
+         SELECT k.* FROM k JOIN samples s ON s.run_id = @runId AND s.sample_id = k.sample_id),
        marked AS (
          INSERT INTO inflight (run_id, sample_id, epoch)
-         SELECT @runId::text, @sampleId::text, @epoch::int FROM sample ON CONFLICT DO NOTHING)
-     SELECT EXISTS (SELECT 1 FROM sample) AS "inSnapshot"`,
+         SELECT @runId, sample_id, epoch FROM known ON CONFLICT DO NOTHING)
+     SELECT k.sample_id AS "sampleId" FROM k
+     WHERE NOT EXISTS (SELECT 1 FROM known WHERE known.sample_id = k.sample_id) LIMIT 1`,
+    { prepare: true },
   ),
   listInflight: statement(
     `SELECT sample_id, epoch FROM inflight WHERE run_id = @runId ORDER BY sample_id, epoch`,
   ),
 
-  // Everything recordAttempts checks about one key, in one round trip.
-  keyState: statement(
+  // Everything recordAttempts checks about each key of a batch, in one round trip, in order.
+  keyStates: statement(
     `SELECT
-       EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS "inSnapshot",
-       EXISTS (SELECT 1 FROM attempts WHERE run_id = @runId AND sample_id = @sampleId
-         AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
-       (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
-         WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
+       EXISTS (SELECT 1 FROM samples s WHERE s.run_id = @runId AND s.sample_id = k.sample_id)
+         AS "inSnapshot",
+       EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = @runId AND a.sample_id = k.sample_id
+         AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored') AS scored,
+       (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
+         WHERE a.run_id = @runId AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
+     FROM unnest(@sampleIds::text[], @epochs::int[], @fingerprints::text[])
+       WITH ORDINALITY AS k(sample_id, epoch, fingerprint, ord)
+     ORDER BY k.ord`,
+    { prepare: true },
   ),
-  // The attempt, and the clearing of its key's in-flight mark, in one round trip.
-  insertAttempt: statement(
+  // A batch of attempts, one array per column (see attemptColumns), and the clearing of their
+  // keys' in-flight marks: one round trip.
+  insertAttempts: statement(
     `WITH inserted AS (
        INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
          duration_ms, provenance_kind, provenance_source)
-       VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
-         @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
-         @durationMs, @provenanceKind, @provenanceSource))
-     DELETE FROM inflight WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
+       SELECT @runId::text, * FROM unnest(@sampleId::text[], @epoch::int[], @attempt::int[],
+         @status::text[], @fingerprint::text[], @output::text[], @scores::text[],
+         @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[], @transcript::text[],
+         @error::text[], @startedAt::text[], @completedAt::text[], @durationMs::float8[],
+         @provenanceKind::text[], @provenanceSource::text[]))
+     DELETE FROM inflight WHERE run_id = @runId
+       AND (sample_id, epoch) IN (SELECT * FROM unnest(@sampleId::text[], @epoch::int[]))`,
+    { prepare: true },
   ),
   listAttempts: statement(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { resolve } from "node:path";
 import { StetError, isStetError } from "../core/errors.js";
+import { keyString } from "../core/keys.js";
 import type {
   Attempt,
   AttemptDraft,
@@ -257,9 +258,7 @@ class PostgresStore implements Store {
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
         await this.mark(tx, runId, inflight);
-        const stored: Attempt[] = [];
-        for (const draft of drafts) stored.push(await this.insertAttempt(tx, runId, draft));
-        return stored;
+        return this.insertAttempts(tx, runId, drafts);
       }),
     );
   }
@@ -314,28 +313,56 @@ class PostgresStore implements Store {
     await this.pool.end();
   }
 
-  /** Runs inside the caller's transaction, after `fence`: the run's row lock orders the checks. */
-  private async insertAttempt(tx: Queryable, runId: string, draft: AttemptDraft): Promise<Attempt> {
-    const { sampleId, epoch, fingerprint } = draft;
-    const [state] = await sql.keyState.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
+  /**
+   * Numbers and inserts a batch in three round trips whatever its size. Runs inside the caller's
+   * transaction after `fence`: the run's row lock keeps the states it read true until commit.
+   * Within the batch, a key's later drafts number on from its earlier ones, and a second scored
+   * attempt for a key and fingerprint is refused like one already stored.
+   */
+  private async insertAttempts(
+    tx: Queryable,
+    runId: string,
+    drafts: AttemptDraft[],
+  ): Promise<Attempt[]> {
+    if (drafts.length === 0) return [];
+    const states = await sql.keyStates.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
       tx,
-      { runId, sampleId, epoch, fingerprint },
+      {
+        runId,
+        sampleIds: drafts.map((d) => d.sampleId),
+        epochs: drafts.map((d) => d.epoch),
+        fingerprints: drafts.map((d) => d.fingerprint),
+      },
     );
-    if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
-    if (state.scored) throw alreadyScored(runId, sampleId, epoch);
-    await sql.insertAttempt.run(tx, attemptParams(runId, state.next, draft));
-    return storedAttempt(runId, state.next, draft);
+    const next = new Map<string, number>();
+    const scored = new Set<string>();
+    const stored = drafts.map((draft, i) => {
+      const state = states[i]!;
+      const { sampleId, epoch } = draft;
+      if (!state.inSnapshot) throw notInSnapshot(runId, sampleId);
+      const key = keyString(draft);
+      const scoredKey = `${key}\u0000${draft.fingerprint}`;
+      if (state.scored || scored.has(scoredKey)) throw alreadyScored(runId, sampleId, epoch);
+      if (draft.status === "scored") scored.add(scoredKey);
+      const attempt = next.get(key) ?? state.next;
+      next.set(key, attempt + 1);
+      return storedAttempt(runId, attempt, draft);
+    });
+    await sql.insertAttempts.run(tx, {
+      ...attemptColumns(stored.map((a, i) => attemptParams(runId, a.attempt, drafts[i]!))),
+      runId,
+    });
+    return stored;
   }
 
   private async mark(tx: Queryable, runId: string, keys: readonly Key[]): Promise<void> {
-    for (const key of keys) {
-      const [row] = await sql.markInflight.rows<{ inSnapshot: boolean }>(tx, {
-        runId,
-        sampleId: key.sampleId,
-        epoch: key.epoch,
-      });
-      if (!row?.inSnapshot) throw notInSnapshot(runId, key.sampleId);
-    }
+    if (keys.length === 0) return;
+    const [missing] = await sql.markInflight.rows<{ sampleId: string }>(tx, {
+      runId,
+      sampleIds: keys.map((k) => k.sampleId),
+      epochs: keys.map((k) => k.epoch),
+    });
+    if (missing) throw notInSnapshot(runId, missing.sampleId);
   }
 
   /** Locks the run's row until the transaction ends and checks that `token` owns the run. */
@@ -401,4 +428,13 @@ export function redactPassword(url: string): string {
   } catch {
     return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
   }
+}
+
+/** Rows of named parameters turned into one array per name, for an `unnest` INSERT. */
+function attemptColumns(rows: ReturnType<typeof attemptParams>[]): Record<string, unknown[]> {
+  const columns: Record<string, unknown[]> = {};
+  for (const row of rows) {
+    for (const [name, value] of Object.entries(row)) (columns[name] ??= []).push(value);
+  }
+  return columns;
 }
