@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -6,10 +5,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { hostId } from "../src/engine/owner.js";
 import { loadEvalSource } from "../src/eval/load-eval-source.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
+import { openPostgresStore } from "../src/store/postgres.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
+import type { Store } from "../src/store/types.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { startServe, writeChatEval } from "./helpers/serve.js";
 import { collectSse } from "./helpers/sse.js";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
 import { tempDir } from "./helpers/temp-store.js";
 
 const N = 12;
@@ -23,66 +25,96 @@ afterEach(async () => {
  * A run of chat-eval.mjs as a SIGKILLed owner leaves it: running, its owner's pid gone, the first
  * PRESERVED samples scored.
  */
-async function orphanedRun(db: string, evalFile: string): Promise<string> {
+async function orphanedRun(store: Store, evalFile: string): Promise<string> {
   const loaded = await loadEvalSource(evalFile);
   const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
-  const store = openSqliteStore(db);
-  try {
-    const owner = {
-      host: hostId(),
-      pid: spawnSync(process.execPath, ["-e", ""]).pid!,
-      token: "dead",
-    };
-    await store.createRun({
-      id: "r_orphan",
-      config: {
-        evalName: ev.name,
-        evalPath: loaded.path,
-        epochs: 1,
-        concurrency: 2,
-        retries: 0,
-        reducer: "mean",
-        solver: ev.solver.describe?.() ?? {},
-        scorers: ev.scorers.map((s) => s.name),
-      },
-      samples: [...ev.samples],
-      owner,
-    });
-    const now = new Date().toISOString();
-    await store.recordAttempts(
-      "r_orphan",
-      owner.token,
-      ev.samples.slice(0, PRESERVED).map(({ sample, fingerprint }) => ({
-        sampleId: sample.id,
-        epoch: 1,
-        status: "scored",
-        output: sample.id,
-        scores: [{ scorer: "exact", value: 1 }],
-        usage: null,
-        transcript: null,
-        error: null,
-        startedAt: now,
-        completedAt: now,
-        durationMs: 1,
-        fingerprint,
-        provenance: { kind: "executed" },
-      })),
-    );
-    return "r_orphan";
-  } finally {
-    await store.close();
-  }
+  const owner = {
+    host: hostId(),
+    pid: spawnSync(process.execPath, ["-e", ""]).pid!,
+    token: "dead",
+  };
+  await store.createRun({
+    id: "r_orphan",
+    config: {
+      evalName: ev.name,
+      evalPath: loaded.path,
+      epochs: 1,
+      concurrency: 2,
+      retries: 0,
+      reducer: "mean",
+      solver: ev.solver.describe?.() ?? {},
+      scorers: ev.scorers.map((s) => s.name),
+    },
+    samples: [...ev.samples],
+    owner,
+  });
+  const now = new Date().toISOString();
+  await store.recordAttempts(
+    "r_orphan",
+    owner.token,
+    ev.samples.slice(0, PRESERVED).map(({ sample, fingerprint }) => ({
+      sampleId: sample.id,
+      epoch: 1,
+      status: "scored",
+      output: sample.id,
+      scores: [{ scorer: "exact", value: 1 }],
+      usage: null,
+      transcript: null,
+      error: null,
+      startedAt: now,
+      completedAt: now,
+      durationMs: 1,
+      fingerprint,
+      provenance: { kind: "executed" },
+    })),
+  );
+  return "r_orphan";
 }
 
-describe("racing resumes", () => {
+/** The store both servers share: its `--store` location and a way to open it in the test. */
+interface SharedStore {
+  location: string;
+  open: () => Store;
+}
+
+const stores: [string, () => SharedStore][] = [
+  [
+    "a SQLite file",
+    () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const location = join(tmp.dir, "stet.db");
+      return { location, open: () => openSqliteStore(location) };
+    },
+  ],
+];
+if (!SKIP_POSTGRES) {
+  stores.push([
+    "PostgreSQL",
+    () => {
+      const { schema, drop } = testSchema();
+      cleanups.push(drop);
+      const url = new URL(TEST_POSTGRES_URL);
+      url.searchParams.set("schema", schema);
+      return {
+        location: url.toString(),
+        open: () => openPostgresStore(TEST_POSTGRES_URL, { schema }),
+      };
+    },
+  ]);
+}
+
+describe.each(stores)("racing resumes on %s", (_name, shared) => {
   it("of 50 concurrent resumes over two server processes, exactly one executes; 49 get 409", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const evals = join(tmp.dir, "evals");
     mkdirSync(evals);
     const evalFile = writeChatEval(evals, N);
-    const db = join(tmp.dir, "stet.db");
-    const runId = await orphanedRun(db, evalFile);
+    const { location, open } = shared();
+    const store = open();
+    cleanups.push(() => store.close());
+    const runId = await orphanedRun(store, evalFile);
 
     // The model answers nothing until every resume request has its answer, so the winner's run
     // cannot finish early and turn a late loser's 409 into a 400.
@@ -93,7 +125,10 @@ describe("racing resumes", () => {
 
     const servers = await Promise.all(
       ["B", "C"].map((name) =>
-        startServe(["--store", db, "--evals", evals], { MOCK_URL: mock.url, SERVER_NAME: name }),
+        startServe(["--store", location, "--evals", evals], {
+          MOCK_URL: mock.url,
+          SERVER_NAME: name,
+        }),
       ),
     );
     for (const s of servers) cleanups.push(() => void s.proc.child.kill("SIGKILL"));
@@ -118,12 +153,11 @@ describe("racing resumes", () => {
     expect(events.at(-1)).toMatchObject({ event: "completed", data: { status: "completed" } });
     expect(Object.values(mock.counts())).toEqual(Array(N - PRESERVED).fill(1));
 
-    const raw = new Database(db, { readonly: true });
-    const perKey = raw
-      .prepare("SELECT sample_id, COUNT(*) AS n FROM attempts WHERE run_id = ? GROUP BY sample_id")
-      .all(runId) as { n: number }[];
-    raw.close();
-    expect(perKey).toHaveLength(N);
-    expect(perKey.every((k) => k.n === 1)).toBe(true);
+    const perKey = new Map<string, number>();
+    for (const a of await store.listAttempts(runId)) {
+      perKey.set(a.sampleId, (perKey.get(a.sampleId) ?? 0) + 1);
+    }
+    expect(perKey.size).toBe(N);
+    expect([...perKey.values()].every((n) => n === 1)).toBe(true);
   });
 });
