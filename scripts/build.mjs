@@ -44,6 +44,19 @@ await build({
   logLevel: "warning",
 });
 
+// The web UI: a browser bundle that `stet serve` sends as /ui/app.js (src/server/ui-routes.ts).
+await build({
+  entryPoints: ["src/ui/app.ts"],
+  outfile: "dist/ui/app.js",
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  minify: true,
+  sourcemap: true,
+  logLevel: "warning",
+});
+
 execFileSync(
   process.execPath,
   [require.resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json", "--emitDeclarationOnly"],

@@ -120,6 +120,19 @@ describe("the token rule", () => {
     const t = setup();
     expect((await t.request("/api/runs")).status).toBe(200);
   });
+
+  it("serves the web UI's page and script without the token: they carry no data", async () => {
+    const t = setup([], { token: "s3cret-token-value" });
+    const page = await t.request("/");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(await page.text()).toContain('<script type="module" src="/ui/app.js">');
+    const script = await t.request("/ui/app.js");
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect(await script.text()).toContain("/api/runs");
+    expect((await t.request("/ui/other.js")).status).toBe(404);
+  });
 });
 
 describe("reading", () => {

@@ -13,6 +13,7 @@ import { runsEventsRoutes } from "./routes/runs-events.js";
 import { runsReadRoutes } from "./routes/runs-read.js";
 import { runsResumeRoutes } from "./routes/runs-resume.js";
 import { runsStartRoutes } from "./routes/runs-start.js";
+import { uiRoutes } from "./ui-routes.js";
 
 export interface AppOptions {
   store: Store;
@@ -89,6 +90,7 @@ export function createApp(options: AppOptions): Hono {
   ]) {
     app.route("/api", routes(deps));
   }
+  app.route("/", uiRoutes());
   return app;
 }
 

@@ -1,0 +1,113 @@
+/** The API's JSON as the UI reads it (the server's run-view.ts and routes define it). */
+
+export interface Counts {
+  total: number;
+  done: number;
+  errored: number;
+  remaining: number;
+}
+
+export interface OwnerView {
+  host: string;
+  pid: number;
+  heartbeatAgeMs: number;
+  alive: boolean;
+  reason: string;
+}
+
+export interface RunSummary {
+  id: string;
+  evalName: string;
+  status: string;
+  model: string | null;
+  note: string | null;
+  createdAt: string;
+  updatedAt: string;
+  owner: OwnerView | null;
+  counts: Counts;
+}
+
+export interface Metric {
+  scorer: string;
+  mean: number | null;
+  stderr: number | null;
+  samples: number;
+}
+
+export interface UsageTotal {
+  attempts: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+export interface RunDetail extends RunSummary {
+  config: { scorers: string[]; epochs: number; concurrency: number } & Record<string, unknown>;
+  metrics: Metric[];
+  errorsByType: Record<string, number>;
+  cost: { spent: UsageTotal; reused: UsageTotal };
+}
+
+export interface Score {
+  scorer: string;
+  value: number | null;
+  answer?: string;
+  explanation?: string;
+}
+
+export interface AttemptView {
+  sampleId: string;
+  epoch: number;
+  attempt: number;
+  status: "scored" | "error";
+  output: unknown;
+  scores: Score[];
+  usage: { inputTokens: number; outputTokens: number; costUsd?: number } | null;
+  error: { type: string; message: string } | null;
+  startedAt: string;
+  completedAt: string;
+  durationMs: number;
+  transcript?: unknown;
+  stale?: boolean;
+  provenance: { kind: string; source?: string };
+}
+
+export interface SampleRow {
+  sampleId: string;
+  epoch: number;
+  status: "scored" | "error" | "pending";
+  attempts: number;
+  input: unknown;
+  target: unknown;
+  outcome: AttemptView | null;
+}
+
+export interface SamplePage {
+  total: number;
+  limit: number;
+  offset: number;
+  samples: SampleRow[];
+}
+
+export interface SampleDetail {
+  sample: { id: string; input: unknown; target?: unknown; metadata?: unknown };
+  epochs: { epoch: number; status: string; outcomeAttempt: number | null }[];
+  attempts: AttemptView[];
+}
+
+export interface BenchmarkView {
+  evalName: string;
+  scorers: string[];
+  runs: (RunSummary & { metrics: Metric[]; cost: { spent: UsageTotal } })[];
+  samples: {
+    total: number;
+    limit: number;
+    offset: number;
+    entries: {
+      sampleId: string;
+      input: unknown;
+      differs: boolean;
+      runs: Record<string, { scores: Record<string, number | null>; errored: number } | null>;
+    }[];
+  };
+}
