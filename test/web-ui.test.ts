@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openPage } from "./helpers/browser.js";
@@ -73,6 +73,17 @@ describe("web UI (real server process, real Chromium)", () => {
     const twice = Object.entries(counts).filter(([, n]) => n > 1);
     expect(twice.length).toBeLessThanOrEqual(CONCURRENCY);
     for (const [key] of twice) expect(requestedBeforeKill[key]).toBe(1);
+
+    // The ResultSet button saves the run's EvalPort ResultSet.
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "ResultSet" }).click(),
+    ]);
+    const resultSet = JSON.parse(readFileSync(await download.path(), "utf8")) as {
+      results: { test_case_id: string }[];
+    };
+    expect(download.suggestedFilename()).toBe(`${runId}.resultset.json`);
+    expect(resultSet.results).toHaveLength(N);
 
     // Filters: the failing samples are exactly those answered wrong.
     await page.locator('select[name="result"]').selectOption("fail");

@@ -101,12 +101,20 @@ async function runsView(signal: AbortSignal): Promise<void> {
       table,
     ),
   );
+  // Score and cost are computed from a run's attempts, one detail request per run: asked again
+  // only when the run's listing changed (status, progress), not on every poll.
+  const cache = new Map<string, { version: string; detail: RunDetail }>();
+  const detailOf = async (run: RunSummary) => {
+    const version = [run.status, run.updatedAt, run.counts.done, run.counts.errored].join("|");
+    const hit = cache.get(run.id);
+    if (hit?.version === version) return hit.detail;
+    const detail = await getJson<RunDetail>(`/api/runs/${encodeURIComponent(run.id)}`, signal);
+    cache.set(run.id, { version, detail });
+    return detail;
+  };
   for (;;) {
     const { runs } = await getJson<{ runs: RunSummary[] }>("/api/runs?limit=50", signal);
-    // Score and cost are computed per run from its attempts: one detail request each.
-    const details = await Promise.all(
-      runs.map((r) => getJson<RunDetail>(`/api/runs/${encodeURIComponent(r.id)}`, signal)),
-    );
+    const details = await Promise.all(runs.map(detailOf));
     fill(
       table,
       details.length === 0 && h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")),
@@ -261,7 +269,7 @@ async function runView(runId: string, signal: AbortSignal): Promise<void> {
       if (e.event === "progress") {
         run = { ...run, counts: { ...run.counts, ...(e.data as Partial<RunDetail["counts"]>) } };
         draw();
-        if (Date.now() - last > 1_000) {
+        if (Date.now() - last > 2_000) {
           last = Date.now();
           await refresh();
         }
@@ -272,6 +280,20 @@ async function runView(runId: string, signal: AbortSignal): Promise<void> {
     }
   };
   if (run.status === "running" && run.owner?.alive) await follow();
+}
+
+/** Saves the run's EvalPort ResultSet (fetched with the token, so a plain link would not do). */
+async function downloadResultSet(runId: string): Promise<void> {
+  try {
+    const doc = await getJson<unknown>(`/api/runs/${encodeURIComponent(runId)}/resultset`);
+    const url = URL.createObjectURL(
+      new Blob([`${JSON.stringify(doc, null, 2)}\n`], { type: "application/json" }),
+    );
+    h("a", { href: url, download: `${runId}.resultset.json` }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (error) {
+    alert(message(error));
+  }
 }
 
 function loadRun(runId: string, signal: AbortSignal): Promise<RunDetail> {
@@ -310,8 +332,8 @@ function runSummary(run: RunDetail, actions: { resume: () => void; cancel: () =>
         ),
       live && h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
       h(
-        "a",
-        { href: `/api/runs/${encodeURIComponent(run.id)}/resultset`, download: `${run.id}.json` },
+        "button",
+        { class: "resultset", onclick: () => void downloadResultSet(run.id) },
         "ResultSet",
       ),
     ),
