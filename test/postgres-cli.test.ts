@@ -1,11 +1,13 @@
+import { spawn, spawnSync } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { runCli, startCli } from "./helpers/cli.js";
+import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
 
 const N = 120;
+const CAN_UNSHARE = spawnSync("unshare", ["-u", "true"]).status === 0;
 const CONCURRENCY = 4;
 const API_KEY = `sk-stet-test-${Math.random().toString(36).slice(2)}`;
 
@@ -120,6 +122,49 @@ describe.skipIf(SKIP_POSTGRES)(
       );
       expect(Number(rows[0]!.hits)).toBe(0);
     });
+
+    // Another machine, as far as stet can tell: a UTS namespace with its own hostname (root only).
+    it.skipIf(!CAN_UNSHARE)(
+      "waits out the stale limit before taking over a run whose owner ran on another host",
+      async () => {
+        const store = sharedStore();
+        const env = { ...store.env, STET_STALE_MS: "3000" };
+        const opts = { cwd: store.dir, env };
+        const otherHost = spawn(
+          "unshare",
+          [
+            "-u",
+            "sh",
+            "-c",
+            `hostname stet-host-b && exec "${process.execPath}" "${STET_BIN}" run eval.mjs`,
+          ],
+          { cwd: store.dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+        );
+        let out = "";
+        otherHost.stdout.on("data", (d: Buffer) => (out += d));
+        while (!/^run (r_\w+)/m.test(out)) await new Promise((r) => setTimeout(r, 20));
+        const runId = /^run (r_\w+)/m.exec(out)![1]!;
+        while ((await store.attempts()).length < 10) await new Promise((r) => setTimeout(r, 20));
+        const exited = new Promise((r) => otherHost.on("close", r));
+        otherHost.kill("SIGKILL");
+        await exited;
+        const killedAt = Date.now();
+        const stored = await store.attempts();
+
+        // Its pid means nothing here: the owner counts as alive until its heartbeat is stale.
+        const early = await runCli(["resume", runId], opts);
+        expect(early.code, early.stderr).toBe(5);
+        expect(early.stderr).toMatch(/on stet-host-b/);
+
+        await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 3_500 - Date.now())));
+        const late = await runCli(["resume", runId], opts);
+        expect(late.code, late.stderr).toBe(0);
+        const after = await store.attempts();
+        expect(after).toHaveLength(N);
+        const byKey = new Map(after.map((a) => [`${a.sample_id}#${a.attempt}`, a]));
+        for (const row of stored) expect(byKey.get(`${row.sample_id}#${row.attempt}`)).toEqual(row);
+      },
+    );
 
     it("fails with exit 1 and names the database, without its password, when it is unreachable", async () => {
       const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(3) });
