@@ -10,7 +10,7 @@ const RUN_COLUMNS = `*, ${DB_NOW_MS} AS db_now_ms`;
  * Every statement the PostgreSQL adapter runs: the SQLite adapter's, in PostgreSQL's dialect.
  * Times come from the database server's clock (see DB_NOW_MS).
  */
-export const pg = {
+export const postgresStatements = {
   insertRun: statement(
     `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
        owner_host, owner_pid, owner_token, heartbeat_at, note)

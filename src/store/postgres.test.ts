@@ -137,6 +137,14 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(message).not.toContain("s3cret");
   });
 
+  it("refuses a schema name it could not use as given", () => {
+    for (const schema of ["Stet", "stet-x", "1stet", "a;drop"]) {
+      expect(() => openPostgresStore(TEST_POSTGRES_URL, { schema })).toThrow(
+        expect.objectContaining({ code: "E_CONFIG" }),
+      );
+    }
+  });
+
   it("recognises and redacts connection URLs", () => {
     expect(isPostgresUrl("postgres://db/x")).toBe(true);
     expect(isPostgresUrl("postgresql://db/x")).toBe(true);

@@ -25,7 +25,7 @@ import {
 import { migratePostgres } from "./migrate-postgres.js";
 import { transaction, type Queryable } from "./postgres-driver.js";
 import { postgresReadModel } from "./postgres-read-model.js";
-import { pg as sql } from "./postgres-statements.js";
+import { postgresStatements as sql } from "./postgres-statements.js";
 import {
   attemptMapper,
   attemptParams,
@@ -77,8 +77,12 @@ type DbRun = RunRow & { db_now_ms: number };
  */
 export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Store {
   const { schema } = options;
-  if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-    throw new StetError("E_CONFIG", `invalid PostgreSQL schema name "${schema}"`);
+  // Lower case only: the name is used unquoted in search_path, where PostgreSQL folds case.
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new StetError(
+      "E_CONFIG",
+      `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _`,
+    );
   }
   const pool = new pg.Pool({
     connectionString: url,
