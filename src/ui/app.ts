@@ -102,14 +102,18 @@ async function runsView(signal: AbortSignal): Promise<void> {
     ),
   );
   // Score and cost are computed from a run's attempts, one detail request per run: asked again
-  // only when the run's listing changed (status, progress), not on every poll.
-  const cache = new Map<string, { version: string; detail: RunDetail }>();
-  const detailOf = async (run: RunSummary) => {
+  // only when the run's listing changed (status, progress), and for a running run at most every
+  // 5 s (its progress comes from the listing meanwhile), not on every poll.
+  const cache = new Map<string, { version: string; at: number; detail: RunDetail }>();
+  const detailOf = async (run: RunSummary): Promise<RunDetail> => {
     const version = [run.status, run.updatedAt, run.counts.done, run.counts.errored].join("|");
     const hit = cache.get(run.id);
-    if (hit?.version === version) return hit.detail;
+    const fresh =
+      hit && (hit.version === version || (run.status === "running" && Date.now() - hit.at < 5_000));
+    if (hit && fresh)
+      return { ...hit.detail, status: run.status, counts: run.counts, owner: run.owner };
     const detail = await getJson<RunDetail>(`/api/runs/${encodeURIComponent(run.id)}`, signal);
-    cache.set(run.id, { version, detail });
+    cache.set(run.id, { version, at: Date.now(), detail });
     return detail;
   };
   for (;;) {
