@@ -26,6 +26,8 @@ export type {
 export type {
   SolverFn,
   SolverContext,
+  ModelCall,
+  ModelReply,
   SolverResult,
   Scorer,
   ScorerArgs,

@@ -1,7 +1,7 @@
 import type { Json } from "./json.js";
 import type { Reducer, Sample, Score, Usage } from "./types.js";
 
-/** What a solver receives besides the sample. */
+/** What a solver (and a scorer) receives besides the sample. */
 export interface SolverContext {
   runId: string;
   epoch: number;
@@ -9,7 +9,51 @@ export interface SolverContext {
   signal: AbortSignal;
   /** The run's model override (`--model`), if any; model-calling solvers prefer it. */
   model?: string;
+  /**
+   * Calls an OpenAI-compatible chat model (as `solvers.chat` does: retries, Retry-After, this
+   * attempt's signal). Its tokens and cost are added to the attempt's usage, so an agent that
+   * calls the model several times records all of its spend; usage the solver returns itself is
+   * added too, so return only usage of work done outside `ctx.chat`.
+   *
+   * @example const { content } = await ctx.chat({ messages: [{ role: "user", content: "2+2?" }] });
+   */
+  chat(call: ModelCall): Promise<ModelReply>;
 }
+
+/** One model call through `ctx.chat`. Endpoint fields default as in `solvers.chat`. */
+export interface ModelCall {
+  /** The model id (a `provider:` prefix is dropped). The run's `--model`, when set, wins. */
+  model?: string;
+  messages: ({ role: string; content: Json } & { [key: string]: Json })[];
+  /** Prepended as a system message. */
+  system?: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** Extra request-body fields (seed, top_p, response_format, …). */
+  params?: Record<string, Json>;
+  baseURL?: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+  maxRetries?: number;
+  /** USD per 1M tokens; overrides the built-in price table. */
+  prices?: { input: number; output: number };
+}
+
+export interface ModelReply {
+  /** The assistant's text ("" when the reply had no content). */
+  content: string;
+  /** The model id sent to the endpoint. */
+  model: string;
+  /** Tokens, and cost when the model's price is known. */
+  usage?: Usage;
+}
+
+/** Makes model calls for `ctx.chat`; the eval loader supplies the real one (solvers/model-call.ts). */
+export type ModelCaller = (
+  call: ModelCall,
+  context: { signal: AbortSignal; model?: string },
+) => Promise<ModelReply>;
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */
 export interface SolverResult {

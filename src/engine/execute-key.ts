@@ -1,4 +1,4 @@
-import type { Scorer, SolverContext, SolverFn } from "../core/eval.js";
+import type { ModelCaller, ModelReply, Scorer, SolverContext, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
@@ -8,6 +8,8 @@ export interface KeyTask {
   record: SampleRecord;
   solver: SolverFn;
   scorers: readonly Scorer[];
+  /** What `ctx.chat` calls (see SolverContext.chat). */
+  callModel?: ModelCaller | undefined;
   runId: string;
   model?: string;
   timeoutMs?: number;
@@ -33,7 +35,7 @@ export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
   if (task.timeoutMs === undefined) {
     // Without a timeout the run's own signal is the attempt's: no controller and listener per
     // attempt. The run aborts it with an AttemptAborted reason.
-    return attempt(task, context(task, task.abort), task.abort, startedAt, t0);
+    return attempt(task, task.abort, startedAt, t0);
   }
   const controller = new AbortController();
   const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
@@ -44,29 +46,38 @@ export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
     task.timeoutMs,
   );
   try {
-    return await attempt(task, context(task, controller.signal), controller.signal, startedAt, t0);
+    return await attempt(task, controller.signal, startedAt, t0);
   } finally {
     clearTimeout(timer);
     task.abort.removeEventListener("abort", onAbort);
   }
 }
 
-function context(task: KeyTask, signal: AbortSignal): SolverContext {
+/** The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call. */
+function context(task: KeyTask, signal: AbortSignal, spent: Usage[]): SolverContext {
+  const { callModel, model } = task;
   return {
     runId: task.runId,
     epoch: task.key.epoch,
     signal,
-    model: task.model,
+    model,
+    async chat(call): Promise<ModelReply> {
+      if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
+      const reply = await callModel(call, model === undefined ? { signal } : { signal, model });
+      if (reply.usage) spent.push(reply.usage);
+      return reply;
+    },
   };
 }
 
 async function attempt(
   task: KeyTask,
-  ctx: SolverContext,
   signal: AbortSignal,
   startedAt: Date,
   t0: number,
 ): Promise<AttemptDraft> {
+  const spent: Usage[] = [];
+  const ctx = context(task, signal, spent);
   let output: Json = null;
   let usage: Usage | null = null;
   let transcript: Json = null;
@@ -110,7 +121,8 @@ async function attempt(
     status: error ? "error" : "scored",
     output,
     scores,
-    usage,
+    // Model calls through ctx.chat were paid for, whatever became of the attempt.
+    usage: spent.reduce<Usage | null>(addUsage, usage),
     transcript,
     error,
     startedAt: startedAt.toISOString(),
@@ -146,4 +158,16 @@ function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
   };
   if (typeof tagged?.status === "number") error.status = tagged.status;
   return error;
+}
+
+function addUsage(total: Usage | null, more: Usage): Usage {
+  if (total === null) return { ...more };
+  const sum: Usage = {
+    inputTokens: total.inputTokens + more.inputTokens,
+    outputTokens: total.outputTokens + more.outputTokens,
+  };
+  if (total.costUsd !== undefined || more.costUsd !== undefined) {
+    sum.costUsd = (total.costUsd ?? 0) + (more.costUsd ?? 0);
+  }
+  return sum;
 }

@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { StetError } from "../core/errors.js";
-import type { Scorer, SolverFn } from "../core/eval.js";
+import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, RunReport } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
 import { assertTransition } from "../core/run-status.js";
@@ -34,6 +34,7 @@ export interface Execution {
   resumed: boolean;
   solver: SolverFn;
   scorers: readonly Scorer[];
+  callModel?: ModelCaller;
 }
 
 /**
@@ -135,6 +136,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           record,
           solver: exec.solver,
           scorers: exec.scorers,
+          callModel: exec.callModel,
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { StetError } from "../core/errors.js";
-import type { Scorer, SolverFn } from "../core/eval.js";
+import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import { planRun, type Plan } from "../core/plan.js";
@@ -22,6 +22,8 @@ export interface EngineEval {
   concurrency: number;
   timeoutMs?: number;
   retries: number;
+  /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
+  callModel?: ModelCaller;
 }
 
 export interface RunEvalOptions extends ExecuteOptions {
@@ -77,7 +79,15 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     : [];
   const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
   return executeRun(
-    { run, owner, plan, resumed: false, solver: ev.solver, scorers: ev.scorers },
+    {
+      run,
+      owner,
+      plan,
+      resumed: false,
+      solver: ev.solver,
+      scorers: ev.scorers,
+      ...(ev.callModel ? { callModel: ev.callModel } : {}),
+    },
     options,
   );
 }
@@ -89,7 +99,7 @@ export interface ResumeOptions extends ExecuteOptions {
    * scorers execute. Everything else (epochs, concurrency, retries, timeout, reducer, model)
    * comes from the run's recorded configuration.
    */
-  eval: Pick<EngineEval, "samples" | "solver" | "scorers">;
+  eval: Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel">;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
 }
@@ -227,6 +237,7 @@ export async function claimResume(
     resumed: true,
     solver: options.eval.solver,
     scorers: options.eval.scorers,
+    ...(options.eval.callModel ? { callModel: options.eval.callModel } : {}),
   };
 }
 

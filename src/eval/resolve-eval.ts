@@ -1,3 +1,4 @@
+import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
 import type { EngineEval } from "../engine/run-eval.js";
@@ -42,6 +43,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     samples,
     solver: ev.solver,
     scorers: ev.scorers.map(toScorer),
+    callModel,
     epochs: options.epochs ?? ev.epochs ?? EVAL_DEFAULTS.epochs,
     reducer: ev.reducer ?? EVAL_DEFAULTS.reducer,
     concurrency: options.concurrency ?? ev.concurrency ?? EVAL_DEFAULTS.concurrency,

@@ -4,6 +4,7 @@ import type { Json } from "../core/json.js";
 import { queryJsonPath } from "./json-path-grader.js";
 import { createGraderRunner } from "./run-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
 const grade = createGraderRunner({
   endpoint: {},
@@ -12,7 +13,7 @@ const grade = createGraderRunner({
 
 function args(output: Json, target?: string): ScorerArgs {
   const sample = { id: "tc", input: "q", ...(target === undefined ? {} : { target }) };
-  return { sample, output, ctx: { runId: "r", epoch: 1, signal: new AbortController().signal } };
+  return { sample, output, ctx: solverContext() };
 }
 
 const g = (type: string, params?: Record<string, Json>): SuiteGrader => ({

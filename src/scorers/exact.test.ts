@@ -3,8 +3,9 @@ import type { Json } from "../core/json.js";
 import { exact } from "./exact.js";
 import type { ExactOptions } from "./exact.js";
 import { normalizeScore } from "../core/normalize.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 const score = async (options: ExactOptions, output: Json, target: Json) => {
   const scorer = exact(options);
   return normalizeScore(

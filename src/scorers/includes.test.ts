@@ -3,8 +3,9 @@ import type { Json } from "../core/json.js";
 import { includes } from "./includes.js";
 import type { IncludesOptions } from "./includes.js";
 import { normalizeScore } from "../core/normalize.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 
 describe("scorers.includes", () => {
   it.each<[string, IncludesOptions, Json, Json, number, string | undefined]>([

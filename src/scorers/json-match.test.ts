@@ -3,8 +3,9 @@ import type { Json } from "../core/json.js";
 import { isSubset, jsonMatch, parseJson } from "./json-match.js";
 import type { JsonMatchOptions } from "./json-match.js";
 import { normalizeScore } from "../core/normalize.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 
 describe("scorers.jsonMatch", () => {
   it.each<[string, JsonMatchOptions, Json, Json, number]>([

@@ -6,6 +6,7 @@ import { SolverError } from "../solvers/solver-error.js";
 import { modelGraded, parseGrade } from "./model-graded.js";
 import type { ModelGradedOptions } from "./model-graded.js";
 import { normalizeScore } from "../core/normalize.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
 let mock: MockOpenAI;
 let judgeSays = "GRADE: C";
@@ -20,12 +21,8 @@ afterEach(() => mock.reset());
 afterAll(() => mock.close());
 
 const sample: Sample = { id: "q1", input: "What is the capital of France?", target: "Paris" };
-const ctx = (signal = new AbortController().signal) => ({
-  runId: "r",
-  epoch: 1,
-  signal,
-  model: "model-under-test",
-});
+const ctx = (signal = new AbortController().signal) =>
+  solverContext({ signal, model: "model-under-test" });
 const judge = (options: Partial<ModelGradedOptions> = {}) =>
   modelGraded({
     model: "openai:gpt-4o",

@@ -3,8 +3,9 @@ import type { ScorerArgs } from "../core/eval.js";
 import { isStetError } from "../core/errors.js";
 import { custom } from "./custom.js";
 import { toScorer } from "./normalize.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 
 describe("toScorer", () => {
   it("names a plain function after itself", async () => {

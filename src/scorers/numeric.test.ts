@@ -3,8 +3,9 @@ import type { Json } from "../core/json.js";
 import { normalizeScore } from "../core/normalize.js";
 import { extractNumber, numeric } from "./numeric.js";
 import type { NumericOptions } from "./numeric.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 
 describe("scorers.numeric", () => {
   it.each<[string, NumericOptions, Json, Json, number]>([

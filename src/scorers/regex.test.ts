@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { Json } from "../core/json.js";
 import { normalizeScore } from "../core/normalize.js";
 import { regex } from "./regex.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const ctx = { runId: "r", epoch: 1, signal: new AbortController().signal };
+const ctx = solverContext();
 
 describe("scorers.regex", () => {
   it.each<[string, string | RegExp, string | undefined, Json, number, string | undefined]>([

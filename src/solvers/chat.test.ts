@@ -6,16 +6,13 @@ import type { MockOpenAI, MockOpenAIOptions } from "../../test/helpers/mock-open
 import { chat } from "./chat.js";
 import type { ChatSolverOptions } from "./chat.js";
 import { SolverError } from "./solver-error.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
 const KEY = "sk-test-do-not-leak-1234567890";
 const tiny = { initialMs: 1, maxMs: 5, retryAfterCapMs: 5_000 };
 const sample = (input: Sample["input"], id = "s1"): Sample => ({ id, input });
-const context = (signal = new AbortController().signal, model?: string): SolverContext => ({
-  runId: "run-1",
-  epoch: 1,
-  signal,
-  ...(model === undefined ? {} : { model }),
-});
+const context = (signal = new AbortController().signal, model?: string): SolverContext =>
+  solverContext({ runId: "run-1", signal, ...(model === undefined ? {} : { model }) });
 
 let mock: MockOpenAI;
 let scripted: MockOpenAIOptions["respond"];

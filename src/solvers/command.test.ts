@@ -6,12 +6,10 @@ import type { SolverContext } from "../core/eval.js";
 import type { Sample } from "../core/types.js";
 import { command } from "./command.js";
 import { SolverError } from "./solver-error.js";
+import { solverContext } from "../../test/helpers/solver-context.js";
 
-const context = (signal = new AbortController().signal): SolverContext => ({
-  runId: "run-1",
-  epoch: 2,
-  signal,
-});
+const context = (signal = new AbortController().signal): SolverContext =>
+  solverContext({ runId: "run-1", epoch: 2, signal });
 const sample = (input: Sample["input"]): Sample => ({ id: "sample-7", input });
 
 /** Alive unless gone or a zombie (a container's init may never reap it). */
