@@ -51,4 +51,32 @@ describe("the bundled examples", () => {
       tmp.cleanup();
     }
   });
+
+  it("runs the agent example: two model calls per sample through ctx.chat, both paid for", async () => {
+    const tmp = tempDir();
+    mock.reset();
+    try {
+      const store = `${tmp.dir}/stet.db`;
+      const env = { OPENAI_BASE_URL: mock.url, OPENAI_API_KEY: "sk-example" };
+      const result = await runCli(["run", "examples/agent/eval.ts", "--store", store], {
+        cwd: REPO,
+        env,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/includes\s+0\.4000/);
+      expect(mock.requests).toHaveLength(10);
+      const runId = result.stdout.match(/^run (r_\w+)/)![1]!;
+      const exported = await runCli(["export", runId, "--store", store], { cwd: REPO });
+      const rows = exported.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { usage: { inputTokens: number; outputTokens: number } });
+      // The mock charges 10 prompt and 5 completion tokens a call: two calls per sample.
+      expect(rows.map((r) => r.usage)).toEqual(
+        Array(5).fill(expect.objectContaining({ inputTokens: 20, outputTokens: 10 })),
+      );
+    } finally {
+      tmp.cleanup();
+    }
+  });
 });
