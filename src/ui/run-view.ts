@@ -1,0 +1,208 @@
+/** One run: live progress, metrics, cost, Resume and Cancel, and its samples. */
+import { getJson, postJson, sse } from "./api.js";
+import { badge, bar, dollars, fill, h, score, when, type Child } from "./dom.js";
+import { sampleFilters, samplesTable } from "./samples-table.js";
+import { link, message } from "./shared.js";
+import type { RunDetail, SamplePage } from "./types.js";
+
+export async function runView(
+  main: HTMLElement,
+  runId: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const summary = h("section", { class: "summary" });
+  const samples = h("section", { class: "samples" });
+  const notice = h("p", { class: "notice", role: "status" });
+  fill(main, h("p", {}, link("#/", "← Runs")), summary, notice, samples);
+
+  let run = await loadRun(runId, signal);
+  const filters = sampleFilters(run, () => void drawSamples());
+  const page = { offset: 0 };
+  const drawSamples = async () => {
+    const list = await getJson<SamplePage>(
+      `/api/runs/${encodeURIComponent(runId)}/samples?${filters.query(page.offset)}`,
+      signal,
+    );
+    fill(
+      samples,
+      h("h2", {}, "Samples"),
+      filters.form,
+      samplesTable(runId, list, page, drawSamples),
+    );
+  };
+
+  const draw = () =>
+    fill(summary, runSummary(run, { resume: () => void resume(), cancel: () => void cancel() }));
+  draw();
+  await drawSamples();
+
+  const refresh = async () => {
+    run = await loadRun(runId, signal);
+    draw();
+    await drawSamples();
+  };
+
+  const resume = async () => {
+    fill(notice, "Resuming…");
+    const stream = new AbortController();
+    signal.addEventListener("abort", () => stream.abort(), { once: true });
+    try {
+      for await (const e of sse(
+        `/api/runs/${encodeURIComponent(runId)}/resume`,
+        { method: "POST" },
+        stream.signal,
+      )) {
+        if (e.event === "started") {
+          const d = e.data as { preserved: number; remaining: number };
+          fill(notice, `Resumed: ${d.preserved} preserved, ${d.remaining} to execute.`);
+          break;
+        }
+      }
+    } catch (error) {
+      fill(notice, h("span", { class: "error" }, message(error)));
+      return;
+    } finally {
+      // The run goes on without this request; its progress is followed from the store.
+      stream.abort();
+    }
+    await refresh();
+    void follow();
+  };
+
+  const cancel = async () => {
+    try {
+      await postJson(`/api/runs/${encodeURIComponent(runId)}/cancel`);
+      fill(notice, "Cancelling: in-flight samples finish, then the run can be resumed.");
+    } catch (error) {
+      fill(notice, h("span", { class: "error" }, message(error)));
+    }
+  };
+
+  /** Follows a live run's progress from the store until it ends, redrawing as it goes. */
+  const follow = async () => {
+    let last = 0;
+    for await (const e of sse(`/api/runs/${encodeURIComponent(runId)}/events`, {}, signal)) {
+      if (e.event === "progress") {
+        run = { ...run, counts: { ...run.counts, ...(e.data as Partial<RunDetail["counts"]>) } };
+        draw();
+        if (Date.now() - last > 2_000) {
+          last = Date.now();
+          await refresh();
+        }
+      } else if (e.event === "completed") {
+        await refresh();
+        return;
+      }
+    }
+  };
+  if (run.status === "running" && run.owner?.alive) await follow();
+}
+
+/** Saves the run's EvalPort ResultSet (fetched with the token, so a plain link would not do). */
+async function downloadResultSet(runId: string): Promise<void> {
+  try {
+    const doc = await getJson<unknown>(`/api/runs/${encodeURIComponent(runId)}/resultset`);
+    const url = URL.createObjectURL(
+      new Blob([`${JSON.stringify(doc, null, 2)}\n`], { type: "application/json" }),
+    );
+    h("a", { href: url, download: `${runId}.resultset.json` }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (error) {
+    alert(message(error));
+  }
+}
+
+function loadRun(runId: string, signal: AbortSignal): Promise<RunDetail> {
+  return getJson<RunDetail>(`/api/runs/${encodeURIComponent(runId)}`, signal);
+}
+
+function runSummary(run: RunDetail, actions: { resume: () => void; cancel: () => void }): Child[] {
+  const { counts } = run;
+  const live = run.status === "running" && !!run.owner?.alive;
+  const resumable = !live && counts.remaining > 0;
+  return [
+    h("h1", {}, run.id, " ", badge(run.status)),
+    h(
+      "p",
+      { class: "meta" },
+      "Eval ",
+      link(`#/benchmarks/${encodeURIComponent(run.evalName)}`, run.evalName),
+      run.model && ` · model ${run.model}`,
+      ` · started ${when(run.createdAt)}`,
+      run.note && ` · ${run.note}`,
+    ),
+    run.owner &&
+      h(
+        "p",
+        { class: "meta" },
+        `Owner: pid ${run.owner.pid} on ${run.owner.host} (${run.owner.alive ? "alive" : "dead"}: ${run.owner.reason})`,
+      ),
+    h(
+      "div",
+      { class: "actions" },
+      resumable &&
+        h(
+          "button",
+          { class: "resume", onclick: actions.resume },
+          `Resume (${counts.remaining} left)`,
+        ),
+      live && h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
+      h(
+        "button",
+        { class: "resultset", onclick: () => void downloadResultSet(run.id) },
+        "ResultSet",
+      ),
+    ),
+    h(
+      "div",
+      { class: "progress" },
+      bar(counts.done, counts.errored, counts.total),
+      h(
+        "span",
+        { class: "counts" },
+        `${counts.done}/${counts.total} done · ${counts.errored} errored · ${counts.remaining} remaining`,
+      ),
+    ),
+    h(
+      "table",
+      { class: "metrics" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ["Scorer", "Mean ± stderr", "Samples"].map((c) => h("th", {}, c)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        run.metrics.map((m) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, m.scorer),
+            h("td", {}, score(m.mean, m.stderr)),
+            h("td", {}, m.samples),
+          ),
+        ),
+      ),
+    ),
+    h(
+      "p",
+      { class: "meta" },
+      `Cost ${dollars(run.cost.spent.costUsd)} spent · ${dollars(run.cost.reused.costUsd)} reused · `,
+      `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
+    ),
+    Object.keys(run.errorsByType).length > 0 &&
+      h(
+        "p",
+        { class: "meta" },
+        "Errors: ",
+        Object.entries(run.errorsByType)
+          .map(([type, n]) => `${type} ${n}`)
+          .join(" · "),
+      ),
+  ];
+}

@@ -1,0 +1,124 @@
+/** The runs page: every run with status, progress, score and cost, and a form to start one. */
+import { getJson, sse } from "./api.js";
+import { badge, bar, dollars, fill, h, score, when } from "./dom.js";
+import { link, message, pause, runHref } from "./shared.js";
+import type { RunDetail, RunSummary } from "./types.js";
+
+export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<void> {
+  const evals = await getJson<{ evals: { name: string }[] }>("/api/evals", signal);
+  const table = h("tbody");
+  const notice = h("p", { class: "notice", role: "status" });
+  fill(
+    main,
+    h("h1", {}, "Runs"),
+    evals.evals.length > 0 && startForm(evals.evals, notice),
+    notice,
+    h(
+      "table",
+      { class: "runs" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ["Run", "Eval", "Status", "Progress", "Score", "Cost", "Started"].map((c) =>
+            h("th", {}, c),
+          ),
+        ),
+      ),
+      table,
+    ),
+  );
+  // Score and cost are computed from a run's attempts, one detail request per run: asked again
+  // only when the run's listing changed (status, progress), and for a running run at most every
+  // 5 s (its progress comes from the listing meanwhile), not on every poll.
+  const cache = new Map<string, { version: string; at: number; detail: RunDetail }>();
+  const detailOf = async (run: RunSummary): Promise<RunDetail> => {
+    const version = [run.status, run.updatedAt, run.counts.done, run.counts.errored].join("|");
+    const hit = cache.get(run.id);
+    const fresh =
+      hit && (hit.version === version || (run.status === "running" && Date.now() - hit.at < 5_000));
+    if (hit && fresh)
+      return { ...hit.detail, status: run.status, counts: run.counts, owner: run.owner };
+    const detail = await getJson<RunDetail>(`/api/runs/${encodeURIComponent(run.id)}`, signal);
+    cache.set(run.id, { version, at: Date.now(), detail });
+    return detail;
+  };
+  for (;;) {
+    const { runs } = await getJson<{ runs: RunSummary[] }>("/api/runs?limit=50", signal);
+    const details = await Promise.all(runs.map(detailOf));
+    fill(
+      table,
+      details.length === 0 && h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")),
+      details.map((run) =>
+        h(
+          "tr",
+          { "data-run": run.id },
+          h("td", {}, link(runHref(run.id), run.id)),
+          h("td", {}, link(`#/benchmarks/${encodeURIComponent(run.evalName)}`, run.evalName)),
+          h("td", {}, badge(run.status)),
+          h(
+            "td",
+            { class: "progress" },
+            bar(run.counts.done, run.counts.errored, run.counts.total),
+            h("span", {}, `${run.counts.done}/${run.counts.total}`),
+            run.counts.errored > 0 && h("span", { class: "err" }, ` · ${run.counts.errored} err`),
+          ),
+          h(
+            "td",
+            {},
+            run.metrics[0] ? `${run.metrics[0].scorer} ${score(run.metrics[0].mean)}` : "—",
+          ),
+          h("td", {}, dollars(run.cost.spent.costUsd)),
+          h("td", {}, when(run.createdAt)),
+        ),
+      ),
+    );
+    await pause(runs.some((r) => r.status === "running") ? 1_000 : 5_000, signal);
+  }
+}
+
+function startForm(evals: { name: string }[], notice: HTMLElement): HTMLElement {
+  const select = h(
+    "select",
+    { name: "eval" },
+    evals.map((e) => h("option", { value: e.name }, e.name)),
+  ) as HTMLSelectElement;
+  const button = h("button", { type: "submit" }, "Start run") as HTMLButtonElement;
+  return h(
+    "form",
+    {
+      class: "start",
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        button.disabled = true;
+        void startRun(select.value, notice).finally(() => (button.disabled = false));
+      },
+    },
+    h("label", {}, "Eval ", select),
+    button,
+  );
+}
+
+/** POST /api/runs streams the run; the UI follows it on the run's page (the run goes on anyway). */
+async function startRun(evalName: string, notice: HTMLElement): Promise<void> {
+  const stop = new AbortController();
+  try {
+    for await (const e of sse(
+      "/api/runs",
+      { method: "POST", body: { eval: evalName } },
+      stop.signal,
+    )) {
+      if (e.event === "started") {
+        location.hash = runHref((e.data as { runId: string }).runId);
+        return;
+      }
+      if (e.event === "error") throw new Error((e.data as { message: string }).message);
+    }
+  } catch (error) {
+    fill(notice, h("span", { class: "error" }, message(error)));
+  } finally {
+    stop.abort();
+  }
+}

@@ -1,0 +1,94 @@
+/** One sample of a run: its input, target and metadata, and every attempt made at it. */
+import { getJson } from "./api.js";
+import { badge, dollars, fill, full, h, score, when } from "./dom.js";
+import { link, runHref } from "./shared.js";
+import type { AttemptView, SampleDetail } from "./types.js";
+
+export async function sampleView(
+  main: HTMLElement,
+  runId: string,
+  sampleId: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const detail = await getJson<SampleDetail>(
+    `/api/runs/${encodeURIComponent(runId)}/samples/${encodeURIComponent(sampleId)}`,
+    signal,
+  );
+  const { sample } = detail;
+  fill(
+    main,
+    h("p", {}, link(runHref(runId), `← ${runId}`)),
+    h("h1", {}, sample.id),
+    h("h2", {}, "Input"),
+    h("pre", { class: "input" }, full(sample.input)),
+    sample.target !== undefined && [
+      h("h2", {}, "Target"),
+      h("pre", { class: "target" }, full(sample.target)),
+    ],
+    sample.metadata !== undefined && [h("h2", {}, "Metadata"), h("pre", {}, full(sample.metadata))],
+    h("h2", {}, "Attempts"),
+    detail.attempts.length === 0 && h("p", { class: "muted" }, "Not executed yet."),
+    detail.attempts.map((a) => attemptCard(a, detail)),
+  );
+}
+
+function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
+  const outcome = detail.epochs.find((e) => e.epoch === a.epoch)?.outcomeAttempt === a.attempt;
+  return h(
+    "article",
+    { class: `attempt ${a.status}`, "data-attempt": a.attempt },
+    h(
+      "h3",
+      {},
+      `Epoch ${a.epoch} · attempt ${a.attempt} `,
+      badge(a.status),
+      outcome && h("span", { class: "tag" }, "outcome"),
+      a.stale && h("span", { class: "tag" }, "earlier version of the sample"),
+      a.provenance.kind === "imported" &&
+        h("span", { class: "tag" }, `imported from ${a.provenance.source ?? "?"}`),
+    ),
+    h(
+      "p",
+      { class: "meta" },
+      `${when(a.startedAt)} · ${a.durationMs} ms`,
+      a.usage &&
+        ` · ${a.usage.inputTokens} in / ${a.usage.outputTokens} out tokens · ${dollars(a.usage.costUsd)}`,
+    ),
+    a.error && h("p", { class: "error" }, `${a.error.type}: ${a.error.message}`),
+    a.scores.length > 0 &&
+      h(
+        "ul",
+        { class: "scores" },
+        a.scores.map((s) =>
+          h(
+            "li",
+            {},
+            `${s.scorer}: ${score(s.value)}`,
+            s.answer !== undefined && ` (answer ${s.answer})`,
+            s.explanation && h("div", { class: "explanation" }, s.explanation),
+          ),
+        ),
+      ),
+    a.status === "scored" && [h("h4", {}, "Output"), h("pre", { class: "output" }, full(a.output))],
+    a.transcript !== null && a.transcript !== undefined && transcript(a.transcript),
+  );
+}
+
+function transcript(value: unknown): HTMLElement {
+  const messages = Array.isArray(value) ? value : null;
+  return h(
+    "details",
+    { class: "transcript" },
+    h("summary", {}, "Transcript"),
+    messages
+      ? messages.map((m: { role?: unknown; content?: unknown }) =>
+          h(
+            "div",
+            { class: "message" },
+            h("strong", {}, String(m.role ?? "?")),
+            h("pre", {}, full(m.content)),
+          ),
+        )
+      : h("pre", {}, full(value)),
+  );
+}
