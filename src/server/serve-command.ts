@@ -53,7 +53,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
     });
     const server = await listen(app, { host, port: flags.port ?? DEFAULT_PORT });
     process.stdout.write(
-      `stet serve listening on ${server.url} (store ${store.location}; ${evals.list().length} eval(s))\n`,
+      `stet serve listening on ${server.url} (store ${store.location}; ${evals.list().length} eval(s))\n` +
+        `web UI: ${server.url}/\n`,
     );
     const timer = setInterval(
       () => void sweep().catch((e: unknown) => log(`orphan sweep failed: ${String(e)}`)),
