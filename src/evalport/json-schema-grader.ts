@@ -1,7 +1,6 @@
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { canonicalJson, type Json } from "../core/json.js";
-import type { ScoreValue } from "../core/eval.js";
 import { parseJson } from "../scorers/json-match.js";
 
 /**
@@ -17,7 +16,7 @@ import { parseJson } from "../scorers/json-match.js";
 export function jsonSchemaGrader(): (
   output: Json,
   params: { schema: Record<string, Json>; strict?: boolean },
-) => ScoreValue {
+) => { value: 0 | 1; explanation?: string } {
   // Its own instance: the schemas here are the suite author's, not EvalPort's.
   const ajv = new Ajv2020({ allErrors: true, strict: false, logger: false });
   addFormats.default(ajv);

@@ -1,12 +1,16 @@
 import type { ScorerArgs, ScoreValue } from "../core/eval.js";
+import type { Json } from "../core/json.js";
 import { modelGraded } from "../scorers/model-graded.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
+import type { jsonSchemaGrader } from "./json-schema-grader.js";
 import { testCaseDetails } from "./test-case-sample.js";
 
 export interface LlmJudgeParams {
   model: string;
   prompt: string;
   temperature?: number;
+  /** The JSON Schema the judge's reply must satisfy (the spec's `{score, reason}` shape). */
+  schema?: Record<string, Json>;
 }
 
 /**
@@ -15,8 +19,9 @@ export interface LlmJudgeParams {
  * and `{expected}` are filled by modelGraded, `{context}` here from the test case's context.
  * The judge answers with a `GRADE:` line or JSON with a numeric `score` (the spec's
  * `{score, reason}` schema). The judge is `params.model` on the suite's provider endpoint; the
- * run's `--model` never replaces it. A failing judge call throws: the attempt is recorded as
- * a scorer error and resume retries it.
+ * run's `--model` never replaces it. With `params.schema` the reply must be JSON (a ```json
+ * fence is accepted) that validates against it; a reply that does not is a judge failure. A
+ * failing judge call throws: the attempt is recorded as a scorer error and resume retries it.
  *
  * @example await llmJudgeScore("gr_judge", { model: "gpt-4o", prompt: "Is {output} right? Expected {expected}." }, {}, args)
  */
@@ -25,6 +30,7 @@ export async function llmJudgeScore(
   params: LlmJudgeParams,
   endpoint: ChatEndpoint,
   args: ScorerArgs,
+  validate?: ReturnType<typeof jsonSchemaGrader>,
 ): Promise<ScoreValue> {
   const context = (testCaseDetails(args.sample).context ?? []).join("\n\n");
   const judge = modelGraded({
@@ -34,5 +40,15 @@ export async function llmJudgeScore(
     template: params.prompt.replaceAll("{context}", context),
     ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
   });
-  return judge.score(args);
+  const verdict = await judge.score(args);
+  if (params.schema && validate) {
+    const reply = typeof verdict === "object" && verdict !== null ? verdict.explanation : undefined;
+    const checked = validate(reply ?? "", { schema: params.schema });
+    if (checked.value !== 1) {
+      throw new Error(
+        `llm_judge "${name}": the judge's reply does not match params.schema: ${checked.explanation ?? "invalid"}`,
+      );
+    }
+  }
+  return verdict;
 }

@@ -85,7 +85,8 @@ interface Tools {
  * | regex                    | scorers.regex (RE2 inline flags `(?i)` → JS flags)          |
  * | json_schema              | ajv against params.schema (strict: whole output is JSON)    |
  * | json_path                | single-value JSONPath + operator                            |
- * | llm_judge, model graded  | scorers.modelGraded through chatCompletion                  |
+ * | llm_judge, model graded  | scorers.modelGraded through chatCompletion; reply checked   |
+ * |                          | against params.schema when given                            |
  * | numeric, custom handler  | registered handlers: numeric, json_match (+ stet.*), yours  |
  * | human                    | null, skipped "human_review_pending"                        |
  * | semantic_similarity, code, unknown | null, skipped "unsupported_grader_type"          |
@@ -127,9 +128,11 @@ async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): P
           model: str("model") ?? "",
           prompt: str("prompt") ?? "",
           ...(typeof p.temperature === "number" ? { temperature: p.temperature } : {}),
+          ...(isRecord(p.schema) ? { schema: p.schema } : {}),
         },
         tools.env.endpoint,
         args,
+        tools.jsonSchema,
       );
     case "human":
       return { value: null, skipped: "human_review_pending", explanation: str("instructions") };
@@ -177,4 +180,8 @@ function annotate(value: ScoreValue, type: string, threshold: number): ScoreValu
     value: n,
     metadata: { ...value.metadata, [GRADER_TYPE_KEY]: type, [GRADER_PASSED_KEY]: n >= threshold },
   };
+}
+
+function isRecord(value: unknown): value is Record<string, Json> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
