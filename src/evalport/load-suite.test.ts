@@ -138,7 +138,7 @@ describe("loadSuite", () => {
     expect(scoresOf(attempts, "tc_pi")).toEqual({ gr_pi: 1 });
     expect(scoresOf(attempts, "tc_json")).toEqual({ gr_schema: 1 });
     expect(scoresOf(attempts, "tc_unsupported")).toEqual({
-      gr_semantic: "unsupported_grader_type",
+      gr_semantic: "grader_error",
       gr_custom: "unsupported_grader_type",
       gr_inline: 1,
     });

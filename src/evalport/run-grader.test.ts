@@ -87,11 +87,6 @@ describe("EvalPort graders", () => {
   });
 
   it.each([
-    [
-      "semantic_similarity",
-      g("semantic_similarity", { threshold: 0.5 }),
-      "unsupported_grader_type",
-    ],
     ["code", g("code", { language: "python", source: "x" }), "unsupported_grader_type"],
     ["unknown custom handler", g("custom", { handler: "x.y" }), "unsupported_grader_type"],
     ["unknown type", g("trulens_feedback", { handler: "t" }), "unsupported_grader_type"],

@@ -11,6 +11,7 @@ import { GRADER_PASSED_KEY, GRADER_TYPE_KEY } from "./grader-mapping.js";
 import { jsonPathScore } from "./json-path-grader.js";
 import { jsonSchemaGrader } from "./json-schema-grader.js";
 import { llmJudgeScore } from "./llm-judge-grader.js";
+import { semanticSimilarityScore } from "./semantic-similarity-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
 
 /** A scorer for a `custom` (or framework-specific) grader, found by its `params.handler`. */
@@ -63,13 +64,19 @@ export function createGraderRunner(env: GraderEnv) {
     try {
       value = await gradeWith(grader, args, { env, handlers, jsonSchema });
     } catch (error) {
-      if (grader.type === "llm_judge" || grader.type === "model graded") throw error;
+      // A failed model call must stay retryable: the attempt becomes a scorer error.
+      if (MODEL_GRADERS.has(grader.type)) throw error;
       const explanation = error instanceof Error ? error.message : String(error);
       value = { value: null, skipped: "grader_error", explanation };
     }
     return annotate(value, grader.type, typeof p.threshold === "number" ? p.threshold : 1);
   };
 }
+
+/** semantic_similarity's `model` is optional in the SPEC; OpenAI's small embedding model then. */
+const DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small";
+
+const MODEL_GRADERS = new Set(["llm_judge", "model graded", "semantic_similarity"]);
 
 interface Tools {
   env: GraderEnv;
@@ -89,7 +96,9 @@ interface Tools {
  * |                          | against params.schema when given                            |
  * | numeric, custom handler  | registered handlers: numeric, json_match (+ stet.*), yours  |
  * | human                    | null, skipped "human_review_pending"                        |
- * | semantic_similarity, code, unknown | null, skipped "unsupported_grader_type"          |
+ * | semantic_similarity      | cosine similarity of embeddings (params.model, else         |
+ * |                          | text-embedding-3-small, on the suite's provider endpoint)   |
+ * | code, unknown            | null, skipped "unsupported_grader_type"                     |
  */
 async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): Promise<ScoreValue> {
   const p = grader.params ?? {};
@@ -137,7 +146,11 @@ async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): P
     case "human":
       return { value: null, skipped: "human_review_pending", explanation: str("instructions") };
     case "semantic_similarity":
-      return unsupported("stet has no embedding-based grader");
+      return semanticSimilarityScore(
+        { model: str("model") ?? DEFAULT_EMBEDDING_MODEL },
+        tools.env.endpoint,
+        args,
+      );
     case "code":
       return unsupported("stet does not execute grader code (the spec requires a sandbox)");
     default: {

@@ -68,7 +68,15 @@ const errorBodySchema = z.object({
   ]),
 });
 
-type Failure = { type: SolverErrorType; message: string; status?: number; retryAfterMs?: number };
+/** A failed request or an unusable reply: retried when `type` and `status` say so. */
+export class Failure {
+  constructor(
+    readonly type: SolverErrorType,
+    readonly message: string,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {}
+}
 
 /**
  * Resolves the endpoint of a request: the explicit values, else the environment.
@@ -101,19 +109,46 @@ export function resolveEndpoint(endpoint: ChatEndpoint): {
  * reply.content; // "4"
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
-  const { baseURL, apiKey } = resolveEndpoint(request);
-  const url = `${baseURL}/chat/completions`;
   const model = bareModel(request.model);
-  const maxRetries = request.maxRetries ?? 5;
-  const backoff = { ...defaultBackoff, ...request.backoff };
-  const init = {
-    headers: requestHeaders(apiKey, request.headers),
-    body: JSON.stringify(requestBody(model, request)),
-  };
-  const where = `POST ${redactUrl(url)} (model ${model})`;
+  const { value, requests } = await postWithRetries(
+    request,
+    "/chat/completions",
+    requestBody(model, request),
+    `model ${model}`,
+    parseCompletion,
+  );
+  return { ...value, model, requests };
+}
+
+/**
+ * POSTs `body` to `path` under the endpoint's base URL and parses the reply, retrying as
+ * chatCompletion documents. For every OpenAI-compatible call (chat, embeddings).
+ *
+ * @example await postWithRetries({}, "/embeddings", { model, input }, "model m", parseEmbeddings)
+ */
+export async function postWithRetries<T>(
+  endpoint: ChatEndpoint & { signal?: AbortSignal | undefined },
+  path: string,
+  body: Record<string, Json>,
+  what: string,
+  parse: (text: string, apiKey: string | undefined) => T | Failure,
+): Promise<{ value: T; requests: number }> {
+  const { baseURL, apiKey } = resolveEndpoint(endpoint);
+  const url = `${baseURL}${path}`;
+  const maxRetries = endpoint.maxRetries ?? 5;
+  const backoff = { ...defaultBackoff, ...endpoint.backoff };
+  const init = { headers: requestHeaders(apiKey, endpoint.headers), body: JSON.stringify(body) };
+  const where = `POST ${redactUrl(url)} (${what})`;
   for (let retry = 0; ; retry++) {
-    const result = await attempt(url, init, request.timeoutMs ?? 300_000, request.signal, apiKey);
-    if (!("type" in result)) return { ...result, model, requests: retry + 1 };
+    const result = await attempt(
+      url,
+      init,
+      endpoint.timeoutMs ?? 300_000,
+      endpoint.signal,
+      apiKey,
+      parse,
+    );
+    if (!(result instanceof Failure)) return { value: result, requests: retry + 1 };
     const retryable = result.type === "timeout" || isRetryableStatus(result.status);
     if (!retryable || retry >= maxRetries) {
       const tries = retry + 1 === 1 ? "" : ` after ${retry + 1} attempts`;
@@ -121,17 +156,18 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
         ...(result.status === undefined ? {} : { status: result.status }),
       });
     }
-    await sleep(retryDelayMs(retry, backoff, result.retryAfterMs), request.signal);
+    await sleep(retryDelayMs(retry, backoff, result.retryAfterMs), endpoint.signal);
   }
 }
 
-async function attempt(
+async function attempt<T>(
   url: string,
   init: { headers: Record<string, string>; body: string },
   timeoutMs: number,
   signal: AbortSignal | undefined,
   apiKey: string | undefined,
-): Promise<Omit<ChatCompletion, "model" | "requests"> | Failure> {
+  parse: (text: string, apiKey: string | undefined) => T | Failure,
+): Promise<T | Failure> {
   if (signal?.aborted) throw abortReason(signal);
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(signal?.reason);
@@ -146,18 +182,18 @@ async function attempt(
     const text = response.text;
     if (!response.ok) {
       const retryAfterMs = parseRetryAfter(response.headers);
-      return {
-        type: "provider",
-        status: response.status,
-        message: `HTTP ${response.status}${serverSays(text, apiKey)}`,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      };
+      return new Failure(
+        "provider",
+        `HTTP ${response.status}${serverSays(text, apiKey)}`,
+        response.status,
+        retryAfterMs,
+      );
     }
-    return parseCompletion(text, apiKey);
+    return parse(text, apiKey);
   } catch (error) {
     if (signal?.aborted) throw abortReason(signal);
-    if (timedOut) return { type: "timeout", message: `no response within ${timeoutMs} ms` };
-    return { type: "provider", message: `network error: ${networkCause(error)}` };
+    if (timedOut) return new Failure("timeout", `no response within ${timeoutMs} ms`);
+    return new Failure("provider", `network error: ${networkCause(error)}`);
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
@@ -183,13 +219,13 @@ function parseCompletion(
   const failure = errorBodySchema.safeParse(json);
   if (failure.success && typeof failure.data.error === "object") {
     const code = failure.data.error.code;
-    return {
-      type: "provider",
-      status: typeof code === "number" ? code : 200,
-      message: `error in response body${serverSays(text, apiKey)}`,
-    };
+    return new Failure(
+      "provider",
+      `error in response body${serverSays(text, apiKey)}`,
+      typeof code === "number" ? code : 200,
+    );
   }
-  return { type: "provider", status: 200, message: "malformed chat completion response" };
+  return new Failure("provider", "malformed chat completion response", 200);
 }
 
 function requestHeaders(

@@ -95,6 +95,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       writeCounts();
       return send(res, 200, {});
     }
+    if (req.method === "POST" && path.endsWith("/embeddings")) return embed(req, res);
     if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
       return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
     }
@@ -114,6 +115,31 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     const action = (await options.respond?.(request)) ??
       options.sequence?.[request.n - 1] ?? { reply: await (options.reply?.(request) ?? key) };
     await answer(res, request, action, options);
+  }
+
+  /** /embeddings: each input's letter counts (a–z), so similar texts get similar vectors. */
+  async function embed(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const input = body?.input;
+    const texts = Array.isArray(input) ? input.map(String) : [String(input)];
+    requests.push({
+      key: "embeddings",
+      n: 0,
+      index: requests.length + 1,
+      body: body ?? {},
+      headers: req.headers,
+    });
+    const vector = (text: string) =>
+      Array.from(
+        { length: 26 },
+        (_, i) => [...text.toLowerCase()].filter((c) => c.charCodeAt(0) === 97 + i).length,
+      );
+    send(res, 200, {
+      object: "list",
+      data: texts.map((text, index) => ({ object: "embedding", index, embedding: vector(text) })),
+      model: body?.model ?? "embedding-model",
+      usage: { prompt_tokens: texts.join(" ").length, total_tokens: texts.join(" ").length },
+    });
   }
 
   await new Promise<void>((resolve) =>
