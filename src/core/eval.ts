@@ -77,12 +77,20 @@ export interface SolverFn {
 export type ScoreValue =
   | number
   | boolean
-  | { value: null; skipped: string; explanation?: string; metadata?: Record<string, Json> }
+  | {
+      value: null;
+      skipped: string;
+      explanation?: string;
+      metadata?: Record<string, Json>;
+      usage?: Usage;
+    }
   | {
       value: number | boolean;
       answer?: string;
       explanation?: string;
       metadata?: Record<string, Json>;
+      /** What scoring cost (a judge's tokens and cost): added to the attempt's usage. */
+      usage?: Usage;
     };
 
 export interface ScorerArgs {

@@ -102,6 +102,8 @@ async function attempt(
         signal,
       );
       scores.push(normalizeScore(scorer.name, value));
+      // A scorer that paid for a model (a judge) reports it; it is the attempt's spend too.
+      if (typeof value === "object" && value.usage) spent.push(value.usage);
     } catch (thrown) {
       const typed = solverError(thrown, signal);
       error =

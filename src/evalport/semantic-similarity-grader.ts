@@ -40,6 +40,8 @@ export async function semanticSimilarityScore(
       embeddingModel: model,
       ...(usage ? { embeddingTokens: usage.inputTokens } : {}),
     },
+    // The tokens count toward the attempt's usage; embeddings have no price table entry.
+    ...(usage ? { usage: { inputTokens: usage.inputTokens, outputTokens: 0 } } : {}),
   };
 }
 

@@ -50,8 +50,10 @@ const LETTERS: Record<string, number> = { C: 1, P: 0.5, I: 0 };
 
 /**
  * Asks a judge model, through the chat solver's `chatCompletion`, to grade the output against
- * the target and rubric. The judge's tokens and cost go in the score's metadata (`judgeUsage`),
- * never in the solver's usage. A reply without a readable grade is a scorer error.
+ * the target and rubric. The judge's tokens and cost are added to the attempt's usage (the run's
+ * spend includes its judging) and shown apart in the score's metadata (`judgeUsage`). The judge
+ * model is the option's; the run's `--model` never replaces it. A reply without a readable grade
+ * is a scorer error.
  *
  * @example scorers.modelGraded({ model: "openai:gpt-4o", rubric: "Full marks only if the units are given." })
  */
@@ -81,17 +83,19 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       }
       const cost =
         reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);
-      const judgeUsage: Json =
+      // Inferred, not declared: the same value is the attempt's Usage and the metadata's JSON.
+      const usage =
         reply.usage === undefined
-          ? null
+          ? undefined
           : { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
       return {
         value: grade.value,
+        ...(usage === undefined ? {} : { usage }),
         answer: grade.grade,
         explanation: reply.content.trim(),
         metadata: {
           judgeModel: reply.model,
-          judgeUsage,
+          judgeUsage: usage ?? null,
           "openeval.judge_hardening": "delimited+length_capped",
         },
       };

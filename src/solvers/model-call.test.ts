@@ -11,7 +11,7 @@ import { tempStore } from "../../test/helpers/temp-store.js";
 let mock: MockOpenAI;
 beforeAll(async () => {
   mock = await startMockOpenAI({
-    reply: ({ key }) => `echo ${key}`,
+    reply: ({ key }) => (key.includes("GRADE") ? "Fine.\nGRADE: C" : `echo ${key}`),
     usage: { prompt_tokens: 1000, completion_tokens: 100 },
     respond: ({ key }) => (key === "hang" ? { hang: true } : undefined),
   });
@@ -27,7 +27,13 @@ afterEach(async () => {
 /** Runs one sample through `solver` (and an optional scorer) with the engine, as the CLI would. */
 async function runOne(
   solver: SolverFn,
-  options: { input?: string; model?: string; timeoutMs?: number; scorer?: boolean } = {},
+  options: {
+    input?: string;
+    model?: string;
+    timeoutMs?: number;
+    scorer?: boolean;
+    judge?: boolean;
+  } = {},
 ) {
   const t = tempStore();
   stores.push(t.cleanup);
@@ -37,17 +43,19 @@ async function runOne(
       dataset: [{ id: "s1", input: options.input ?? "question" }] as DatasetRow[],
       solver,
       scorers: [
-        options.scorer
-          ? scorers.custom("judge", async ({ ctx }) => {
-              const verdict = await ctx.chat({
-                model: "gpt-4o-mini",
-                baseURL: mock.url,
-                apiKey: "sk-judge",
-                messages: [{ role: "user", content: "judge" }],
-              });
-              return verdict.content === "echo judge";
-            })
-          : scorers.custom("ok", () => true),
+        options.judge
+          ? scorers.modelGraded({ model: "gpt-4o-mini", baseURL: mock.url, apiKey: "sk-judge" })
+          : options.scorer
+            ? scorers.custom("judge", async ({ ctx }) => {
+                const verdict = await ctx.chat({
+                  model: "gpt-4o-mini",
+                  baseURL: mock.url,
+                  apiKey: "sk-judge",
+                  messages: [{ role: "user", content: "judge" }],
+                });
+                return verdict.content === "echo judge";
+              })
+            : scorers.custom("ok", () => true),
       ],
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     }),
@@ -99,6 +107,19 @@ describe("ctx.chat", () => {
     );
     expect(attempt.scores).toEqual([expect.objectContaining({ value: 1 })]);
     expect(attempt.usage).toMatchObject({ inputTokens: 3005, outputTokens: 307 });
+  });
+
+  it("adds a modelGraded judge's spend to the attempt, and shows it apart in the score", async () => {
+    const attempt = await runOne(() => "4", { judge: true });
+    const judgeUsage = {
+      inputTokens: 1000,
+      outputTokens: 100,
+      costUsd: expect.closeTo((1000 * 0.15 + 100 * 0.6) * 1e-6, 12),
+    };
+    expect(attempt.scores).toEqual([
+      expect.objectContaining({ value: 1, metadata: expect.objectContaining({ judgeUsage }) }),
+    ]);
+    expect(attempt.usage).toEqual(judgeUsage);
   });
 
   it("keeps the spend of an attempt whose solver fails after calling the model", async () => {
