@@ -23,15 +23,17 @@ if [ -z "${STET_TEST_POSTGRES:-}" ] && [ "${STET_SKIP_POSTGRES:-}" != "1" ]; the
     createdb -h 127.0.0.1 -U postgres test
 fi
 
-# Chromium for playwright-core (which downloads no browser): Debian's package, or $STET_CHROMIUM.
-if [ -z "${STET_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
+# Chromium for playwright-core (which downloads no browser): Debian's package, or $STET_CHROMIUM,
+# unless STET_SKIP_BROWSER=1 skips the web UI tests.
+if [ -z "${STET_CHROMIUM:-}" ] && [ "${STET_SKIP_BROWSER:-}" != "1" ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     echo "installing Chromium from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends chromium >/dev/null
   else
-    echo "The web UI tests need Chromium: apt-get install chromium, or STET_CHROMIUM=<binary>." >&2
+    echo "The web UI tests need Chromium: apt-get install chromium, STET_CHROMIUM=<binary>," >&2
+    echo "or STET_SKIP_BROWSER=1 to skip them." >&2
     exit 1
   fi
 fi

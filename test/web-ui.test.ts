@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openPage } from "./helpers/browser.js";
+import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { startCli } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 import { startServe, writeChatEval } from "./helpers/serve.js";
@@ -32,7 +32,7 @@ async function interruptedRun(mock: MockOpenAI) {
   return { db, evals, runId, requestedBeforeKill: { ...mock.counts() } };
 }
 
-describe("web UI (real server process, real Chromium)", () => {
+describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () => {
   it("shows an interrupted run, resumes it to completion without re-buying finished samples, filters samples and opens one", async () => {
     // Samples whose id ends in 3 are answered wrong, so the run has failures to filter.
     const mock = await startMockOpenAI({

@@ -7,6 +7,9 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
  */
 export const CHROMIUM_PATH = process.env.STET_CHROMIUM || "/usr/bin/chromium";
 
+/** STET_SKIP_BROWSER=1 skips the browser tests on a machine without Chromium; CI never sets it. */
+export const SKIP_BROWSER = process.env.STET_SKIP_BROWSER === "1";
+
 /**
  * Headless, sandbox-less, and quiet on the network: without the background-networking switches
  * Chromium opens connections of its own, and those get refused many at a time here.
