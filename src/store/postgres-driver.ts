@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Pool, PoolClient, QueryResultRow } from "pg";
 
 /** Where a statement runs: the pool (one statement, auto-commit) or a transaction's client. */
@@ -14,8 +15,6 @@ export interface Statement {
 }
 
 type Params = Record<string, unknown>;
-
-let prepared = 0;
 
 /**
  * Compiles SQL with `@name` parameters (as the SQLite adapter writes them) into a Statement.
@@ -35,7 +34,10 @@ export function statement(sql: string, options: { prepare?: boolean } = {}): Sta
     names.push(name);
     return `$${names.length}`;
   });
-  const name = options.prepare ? `stet_${++prepared}` : undefined;
+  // Named after the SQL itself: the same statement gets the same name on every connection.
+  const name = options.prepare
+    ? `stet_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`
+    : undefined;
   const values = (params: Params = {}) =>
     names.map((name) => {
       if (!(name in params)) throw new Error(`missing SQL parameter @${name}`);
