@@ -15,8 +15,18 @@ export async function runView(
   const notice = h("p", { class: "notice", role: "status" });
   fill(main, h("p", {}, link("#/", "← Runs")), summary, notice, samples);
 
+  /** Runs work started by a click; a failure shows in the notice, unless the view was left. */
+  const background = (work: () => Promise<void>) => () => {
+    work().catch((error: unknown) => {
+      if (!signal.aborted) fill(notice, h("span", { class: "error" }, message(error)));
+    });
+  };
+
   let run = await loadRun(runId, signal);
-  const filters = sampleFilters(run, () => void drawSamples());
+  const filters = sampleFilters(
+    run,
+    background(() => drawSamples()),
+  );
   const page = { offset: 0 };
   const drawSamples = async () => {
     const list = await getJson<SamplePage>(
@@ -27,12 +37,15 @@ export async function runView(
       samples,
       h("h2", {}, "Samples"),
       filters.form,
-      samplesTable(runId, list, page, drawSamples),
+      samplesTable(runId, list, page, background(drawSamples)),
     );
   };
 
   const draw = () =>
-    fill(summary, runSummary(run, { resume: () => void resume(), cancel: () => void cancel() }));
+    fill(
+      summary,
+      runSummary(run, { resume: background(() => resume()), cancel: background(() => cancel()) }),
+    );
   draw();
   await drawSamples();
 
@@ -66,7 +79,7 @@ export async function runView(
       stream.abort();
     }
     await refresh();
-    void follow();
+    await follow();
   };
 
   const cancel = async () => {

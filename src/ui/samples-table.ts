@@ -57,11 +57,11 @@ export function samplesTable(
   runId: string,
   list: SamplePage,
   page: { offset: number },
-  redraw: () => Promise<void>,
+  redraw: () => void,
 ): Child[] {
   const move = (offset: number) => () => {
     page.offset = offset;
-    void redraw();
+    redraw();
   };
   return [
     h(
