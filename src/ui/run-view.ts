@@ -91,16 +91,21 @@ export async function runView(
     }
   };
 
-  /** Follows a live run's progress from the store until it ends, redrawing as it goes. */
+  /**
+   * Follows a live run's progress from the store until it ends. Counts redraw at once; metrics
+   * and samples (a fold of every attempt on the server) at most every 2 s, and for a large run
+   * no more often than every 5× the time the last refresh took.
+   */
   const follow = async () => {
-    let last = 0;
+    let next = 0;
     for await (const e of sse(`/api/runs/${encodeURIComponent(runId)}/events`, {}, signal)) {
       if (e.event === "progress") {
         run = { ...run, counts: { ...run.counts, ...(e.data as Partial<RunDetail["counts"]>) } };
         draw();
-        if (Date.now() - last > 2_000) {
-          last = Date.now();
+        if (Date.now() >= next) {
+          const started = Date.now();
           await refresh();
+          next = Date.now() + Math.max(2_000, 5 * (Date.now() - started));
         }
       } else if (e.event === "completed") {
         await refresh();
