@@ -1,6 +1,6 @@
 /** A benchmark: the runs of one eval side by side, overall and per sample. */
 import { getJson } from "./api.js";
-import { badge, dollars, fill, h, preview, score } from "./dom.js";
+import { badge, dollars, fill, h, preview, score, type Child } from "./dom.js";
 import { link, runHref } from "./shared.js";
 import type { BenchmarkView } from "./types.js";
 
@@ -13,7 +13,10 @@ export async function benchmarkView(
     `/api/benchmarks/${encodeURIComponent(name)}?limit=100`,
     signal,
   );
-  const scorer = b.scorers[0];
+  const perSample = h("section", { class: "per-sample" });
+  const drawPerSample = (scorer: string): void =>
+    fill(perSample, perSampleTable(b, scorer, drawPerSample));
+  if (b.scorers[0] !== undefined) drawPerSample(b.scorers[0]);
   fill(
     main,
     h("p", {}, link("#/", "← Runs")),
@@ -53,52 +56,71 @@ export async function benchmarkView(
         ),
       ),
     ),
-    scorer && [
-      h("h2", {}, `Per sample (${scorer})`),
+    perSample,
+  );
+}
+
+/** The per-sample comparison for one scorer: each run's epoch-reduced value, linked to the sample. */
+function perSampleTable(b: BenchmarkView, scorer: string, show: (scorer: string) => void): Child[] {
+  return [
+    h(
+      "h2",
+      {},
+      "Per sample: ",
+      b.scorers.length > 1
+        ? h(
+            "select",
+            {
+              name: "scorer",
+              onchange: (event: Event) => show((event.target as HTMLSelectElement).value),
+            },
+            b.scorers.map((s) => h("option", { value: s, selected: s === scorer }, s)),
+          )
+        : scorer,
+    ),
+    h(
+      "table",
+      { class: "per-sample" },
       h(
-        "table",
-        { class: "per-sample" },
+        "thead",
+        {},
         h(
-          "thead",
+          "tr",
           {},
+          h("th", {}, "Sample"),
+          h("th", {}, "Input"),
+          b.runs.map((r) => h("th", {}, r.id)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        b.samples.entries.map((e) =>
           h(
             "tr",
             {},
-            h("th", {}, "Sample"),
-            h("th", {}, "Input"),
-            b.runs.map((r) => h("th", {}, r.id)),
-          ),
-        ),
-        h(
-          "tbody",
-          {},
-          b.samples.entries.map((e) =>
             h(
-              "tr",
+              "td",
               {},
-              h(
-                "td",
-                {},
-                e.sampleId,
-                e.differs &&
-                  h("span", { class: "tag", title: "the runs saw different content" }, "differs"),
-              ),
-              h("td", { class: "output" }, preview(e.input, 60)),
-              b.runs.map((r) => {
-                const cell = e.runs[r.id];
-                const href = `${runHref(r.id)}/samples/${encodeURIComponent(e.sampleId)}`;
-                return h("td", {}, cell ? link(href, score(cell.scores[scorer] ?? null)) : "—");
-              }),
+              e.sampleId,
+              e.differs &&
+                h("span", { class: "tag", title: "the runs saw different content" }, "differs"),
             ),
+            h("td", { class: "output" }, preview(e.input, 60)),
+            b.runs.map((r) => {
+              const cell = e.runs[r.id];
+              const href = `${runHref(r.id)}/samples/${encodeURIComponent(e.sampleId)}`;
+              return h("td", {}, cell ? link(href, score(cell.scores[scorer] ?? null)) : "—");
+            }),
           ),
         ),
       ),
-      b.samples.total > b.samples.entries.length &&
-        h(
-          "p",
-          { class: "muted" },
-          `First ${b.samples.entries.length} of ${b.samples.total} samples.`,
-        ),
-    ],
-  );
+    ),
+    b.samples.total > b.samples.entries.length &&
+      h(
+        "p",
+        { class: "muted" },
+        `First ${b.samples.entries.length} of ${b.samples.total} samples.`,
+      ),
+  ];
 }
