@@ -5,6 +5,7 @@ import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { startCli } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 import { startServe, writeChatEval } from "./helpers/serve.js";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
 import { tempDir } from "./helpers/temp-store.js";
 
 const N = 40;
@@ -164,6 +165,58 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
     expect(Object.values(mock.counts())).toEqual(Array(N).fill(1));
     expect(errors).toEqual([]);
   });
+
+  it.skipIf(SKIP_POSTGRES)(
+    "two servers on one PostgreSQL store: one follows the other's run, may not cancel it, and resumes it once cancelled",
+    async () => {
+      // ~3 s of work: time enough to open the second page and try to cancel there.
+      const mock = await startMockOpenAI({ latencyMs: 150 });
+      cleanups.push(() => mock.close());
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      writeChatEval(tmp.dir, N, CONCURRENCY);
+      const { schema, drop } = testSchema();
+      cleanups.push(drop);
+      const url = new URL(TEST_POSTGRES_URL);
+      url.searchParams.set("schema", schema);
+      const args = ["--store", url.toString(), "--evals", tmp.dir];
+      const [a, b] = await Promise.all([
+        startServe(args, { MOCK_URL: mock.url }),
+        startServe(args, { MOCK_URL: mock.url }),
+      ]);
+      for (const s of [a, b]) cleanups.push(() => s!.proc.child.kill("SIGKILL"));
+
+      const pageA = await openPage(`${a!.url}/`);
+      cleanups.push(pageA.close);
+      await pageA.page.locator('select[name="eval"]').selectOption("chat-eval");
+      await pageA.page.getByRole("button", { name: "Start run" }).click();
+      await pageA.page.waitForURL(/#\/runs\/r_\w+$/);
+      const runId = pageA.page.url().split("/").pop()!;
+
+      // Server B follows the run from the store; it may not cancel what A executes.
+      const pageB = await openPage(`${b!.url}/#/runs/${runId}`);
+      cleanups.push(pageB.close);
+      await pageB.page.locator(".summary .badge.running").waitFor();
+      await pageB.page.getByRole("button", { name: "Cancel" }).click();
+      await expect(pageB.page.locator(".notice .error").textContent()).resolves.toMatch(
+        /executed by another process/,
+      );
+
+      await pageA.page.getByRole("button", { name: "Cancel" }).click();
+      const resume = pageB.page.getByRole("button", { name: /^Resume \(\d+ left\)$/ });
+      await resume.waitFor({ timeout: 20_000 });
+      await resume.click();
+      await pageB.page.locator(".summary .badge.completed").waitFor({ timeout: 30_000 });
+      await expect(pageB.page.locator(".summary .counts").textContent()).resolves.toMatch(
+        new RegExp(`^${N}/${N} done`),
+      );
+      // Cancelled, then resumed on the other server: every sample was bought once.
+      expect(Object.values(mock.counts())).toEqual(Array(N).fill(1));
+      expect(pageA.errors).toEqual([]);
+      // B's refused cancel is the one failed request (the browser logs its 409).
+      expect(pageB.errors).toEqual([expect.stringMatching(/status of 409/)]);
+    },
+  );
 
   it("asks for the server's token and then shows the runs", async () => {
     const tmp = tempDir();
