@@ -59,13 +59,20 @@ export function statement(sql: string, options: { prepare?: boolean } = {}): Sta
 
 /**
  * Runs `fn` in a transaction on one pooled connection: commits when it returns, rolls back when
- * it throws. A connection whose rollback fails is discarded rather than returned to the pool.
+ * it throws. A connection that fails (or whose rollback fails) is discarded rather than returned
+ * to the pool.
  *
  * @example await transaction(pool, async (tx) => insert.run(tx, row));
  */
 export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A connection that drops between two statements emits "error" on the checked-out client;
+  // unheard, that would crash the process. The next statement fails with it instead.
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     const result = await fn(client);
@@ -77,6 +84,7 @@ export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise
     });
     throw error;
   } finally {
+    client.off("error", onError);
     client.release(broken);
   }
 }

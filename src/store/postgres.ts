@@ -62,6 +62,8 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** Where the engine writes attempts it could not commit. Default `.stet` in the working directory. */
   fallbackDir?: string;
+  /** The connections' `application_name`, as pg_stat_activity shows it. Default "stet". */
+  applicationName?: string;
 }
 
 type DbRun = RunRow & { db_now_ms: number };
@@ -87,6 +89,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.maxConnections ?? 4,
+    application_name: options.applicationName ?? "stet",
     ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
   });
   // An idle connection that the server drops emits here; the next query opens a new one.
