@@ -169,8 +169,10 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
   it.skipIf(SKIP_POSTGRES)(
     "two servers on one PostgreSQL store: one follows the other's run, may not cancel it, and resumes it once cancelled",
     async () => {
-      // ~3 s of work: time enough to open the second page and try to cancel there.
-      const mock = await startMockOpenAI({ latencyMs: 150 });
+      // The model answers nothing until A cancels, so the run is still live when B tries to.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const mock = await startMockOpenAI({ respond: async () => (await gate, undefined) });
       cleanups.push(() => mock.close());
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
@@ -203,6 +205,12 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       );
 
       await pageA.page.getByRole("button", { name: "Cancel" }).click();
+      // Cancelling lets the in-flight samples finish: now the model may answer.
+      await pageA.page
+        .locator(".notice")
+        .getByText(/Cancelling/)
+        .waitFor();
+      release();
       const resume = pageB.page.getByRole("button", { name: /^Resume \(\d+ left\)$/ });
       await resume.waitFor({ timeout: 20_000 });
       await resume.click();

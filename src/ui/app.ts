@@ -42,7 +42,12 @@ function route(): void {
 
 function showError(error: unknown): void {
   if (error instanceof ApiFailure && error.status === 401) {
-    const input = h("input", { type: "password", name: "token", placeholder: "STET_TOKEN" });
+    const input = h("input", {
+      type: "password",
+      name: "token",
+      placeholder: "STET_TOKEN",
+      "aria-label": "Token",
+    });
     fill(
       main,
       h("h1", {}, "Sign in"),

@@ -72,6 +72,7 @@ function perSampleTable(b: BenchmarkView, scorer: string, show: (scorer: string)
             "select",
             {
               name: "scorer",
+              "aria-label": "Scorer",
               onchange: (event: Event) => show((event.target as HTMLSelectElement).value),
             },
             b.scorers.map((s) => h("option", { value: s, selected: s === scorer }, s)),

@@ -17,9 +17,11 @@ export async function runView(
 
   /** Runs work started by a click; a failure shows in the notice, unless the view was left. */
   const background = (work: () => Promise<void>) => () => {
-    work().catch((error: unknown) => {
-      if (!signal.aborted) fill(notice, h("span", { class: "error" }, message(error)));
-    });
+    Promise.resolve()
+      .then(work)
+      .catch((error: unknown) => {
+        if (!signal.aborted) fill(notice, h("span", { class: "error" }, message(error)));
+      });
   };
 
   let run = await loadRun(runId, signal);
@@ -41,14 +43,32 @@ export async function runView(
     );
   };
 
-  const draw = () =>
-    fill(
-      summary,
-      runSummary(run, { resume: background(() => resume()), cancel: background(() => cancel()) }),
-    );
-  draw();
-  await drawSamples();
-
+  const head = h("div", { class: "head" });
+  const progress = h("div", { class: "progress" });
+  const details = h("div", { class: "details" });
+  fill(summary, head, progress, details);
+  let drawnHead = "";
+  const draw = () => {
+    // Replacing the buttons under a pointer would swallow a click: redraw them only on change.
+    const live = run.status === "running" && !!run.owner?.alive;
+    // The count on Resume matters only when Resume is shown (the run is not executing).
+    const shape = JSON.stringify([
+      run.status,
+      live,
+      run.owner?.pid,
+      live ? null : run.counts.remaining,
+      run.note,
+    ]);
+    if (shape !== drawnHead) {
+      drawnHead = shape;
+      fill(
+        head,
+        runHead(run, { resume: background(() => resume()), cancel: background(() => cancel()) }),
+      );
+    }
+    fill(progress, runProgress(run));
+    fill(details, runDetails(run));
+  };
   const refresh = async () => {
     run = await loadRun(runId, signal);
     draw();
@@ -113,6 +133,10 @@ export async function runView(
       }
     }
   };
+  // Drawn only now that every handler the buttons call exists: a click on a button drawn
+  // earlier, landing while the samples load, would have met an uninitialised handler.
+  draw();
+  await drawSamples();
   if (run.status === "running" && run.owner?.alive) await follow();
 }
 
@@ -134,7 +158,8 @@ function loadRun(runId: string, signal: AbortSignal): Promise<RunDetail> {
   return getJson<RunDetail>(`/api/runs/${encodeURIComponent(runId)}`, signal);
 }
 
-function runSummary(run: RunDetail, actions: { resume: () => void; cancel: () => void }): Child[] {
+/** Title, owner and the actions; redrawn only when they change, so a click is never lost. */
+function runHead(run: RunDetail, actions: { resume: () => void; cancel: () => void }): Child[] {
   const { counts } = run;
   const live = run.status === "running" && !!run.owner?.alive;
   const resumable = !live && counts.remaining > 0;
@@ -153,7 +178,7 @@ function runSummary(run: RunDetail, actions: { resume: () => void; cancel: () =>
       h(
         "p",
         { class: "meta" },
-        `Owner: pid ${run.owner.pid} on ${run.owner.host} (${run.owner.alive ? "alive" : "dead"}: ${run.owner.reason})`,
+        `Owner: pid ${run.owner.pid} on ${run.owner.host} (${run.owner.alive ? "alive" : "dead"})`,
       ),
     h(
       "div",
@@ -171,16 +196,22 @@ function runSummary(run: RunDetail, actions: { resume: () => void; cancel: () =>
         "ResultSet",
       ),
     ),
+  ];
+}
+
+function runProgress({ counts }: RunDetail): Child[] {
+  return [
+    bar(counts.done, counts.errored, counts.total),
     h(
-      "div",
-      { class: "progress" },
-      bar(counts.done, counts.errored, counts.total),
-      h(
-        "span",
-        { class: "counts" },
-        `${counts.done}/${counts.total} done · ${counts.errored} errored · ${counts.remaining} remaining`,
-      ),
+      "span",
+      { class: "counts" },
+      `${counts.done}/${counts.total} done · ${counts.errored} errored · ${counts.remaining} remaining`,
     ),
+  ];
+}
+
+function runDetails(run: RunDetail): Child[] {
+  return [
     h(
       "table",
       { class: "metrics" },

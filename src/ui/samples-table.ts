@@ -14,7 +14,7 @@ export function sampleFilters(run: RunDetail, onChange: () => void) {
   };
   const status = control(
     "select",
-    { name: "status" },
+    { name: "status", "aria-label": "Status" },
     ["", "any status"],
     ["scored", "scored"],
     ["error", "error"],
@@ -22,19 +22,20 @@ export function sampleFilters(run: RunDetail, onChange: () => void) {
   );
   const result = control(
     "select",
-    { name: "result" },
+    { name: "result", "aria-label": "Result" },
     ["", "any result"],
     ["pass", "pass"],
     ["fail", "fail"],
   );
   const scorer = control(
     "select",
-    { name: "scorer" },
+    { name: "scorer", "aria-label": "Scorer" },
     ["", "any scorer"],
     ...run.config.scorers.map((s): [string, string] => [s, s]),
   );
   const search = h("input", {
     name: "search",
+    "aria-label": "Search",
     type: "search",
     placeholder: "search id, input, output",
   }) as HTMLInputElement;
