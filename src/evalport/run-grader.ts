@@ -13,6 +13,7 @@ import { jsonSchemaGrader } from "./json-schema-grader.js";
 import { llmJudgeScore } from "./llm-judge-grader.js";
 import { semanticSimilarityScore } from "./semantic-similarity-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
+import { isObject } from "./validation-types.js";
 
 /** A scorer for a `custom` (or framework-specific) grader, found by its `params.handler`. */
 export type GraderHandler = (
@@ -137,7 +138,7 @@ async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): P
           model: str("model") ?? "",
           prompt: str("prompt") ?? "",
           ...(typeof p.temperature === "number" ? { temperature: p.temperature } : {}),
-          ...(isRecord(p.schema) ? { schema: p.schema } : {}),
+          ...(isObject(p.schema) ? { schema: p.schema } : {}),
         },
         tools.env.endpoint,
         args,
@@ -193,8 +194,4 @@ function annotate(value: ScoreValue, type: string, threshold: number): ScoreValu
     value: n,
     metadata: { ...value.metadata, [GRADER_TYPE_KEY]: type, [GRADER_PASSED_KEY]: n >= threshold },
   };
-}
-
-function isRecord(value: unknown): value is Record<string, Json> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

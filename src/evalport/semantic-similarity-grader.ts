@@ -1,5 +1,6 @@
 import type { ScorerArgs, ScoreValue } from "../core/eval.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
+import { outputText } from "../scorers/targets.js";
 import { embeddings } from "../solvers/embeddings.js";
 
 /**
@@ -28,7 +29,7 @@ export async function semanticSimilarityScore(
   const { vectors, model, usage } = await embeddings({
     ...endpoint,
     model: params.model,
-    input: [asText(args.output), asText(expected)],
+    input: [outputText(args.output), outputText(expected)],
     signal: args.ctx.signal,
   });
   const similarity = cosine(vectors[0]!, vectors[1]!);
@@ -43,10 +44,6 @@ export async function semanticSimilarityScore(
     // The tokens count toward the attempt's usage; embeddings have no price table entry.
     ...(usage ? { usage: { inputTokens: usage.inputTokens, outputTokens: 0 } } : {}),
   };
-}
-
-function asText(value: unknown): string {
-  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 /** Cosine similarity; 0 for a zero vector or vectors of different lengths. */

@@ -263,7 +263,8 @@ function serverSays(text: string, apiKey: string | undefined): string {
   return detail === "" ? "" : `: ${detail}`;
 }
 
-function safeJson(text: string): unknown {
+/** The JSON in `text`, or undefined when it is not JSON. */
+export function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { Failure, postWithRetries, type ChatEndpoint } from "./chat-completion.js";
+import { Failure, postWithRetries, safeJson, type ChatEndpoint } from "./chat-completion.js";
 import { bareModel } from "./model-name.js";
 
 export interface EmbeddingsRequest extends ChatEndpoint {
@@ -40,10 +40,8 @@ export async function embeddings(request: EmbeddingsRequest): Promise<Embeddings
 }
 
 function parseEmbeddings(text: string, count: number): Omit<Embeddings, "model"> | Failure {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
+  const json = safeJson(text);
+  if (json === undefined) {
     return new Failure("provider", "malformed embeddings response: not JSON", 200);
   }
   const parsed = responseSchema.safeParse(json);

@@ -1,5 +1,5 @@
 import type { Pool } from "pg";
-import { StetError } from "../core/errors.js";
+import { refuseNewerSchema } from "./migrations/newer-schema.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import type { Migration, MigrationResult } from "./migrations/types.js";
 import { transaction } from "./postgres-driver.js";
@@ -34,14 +34,7 @@ export async function migratePostgres(
     );
     const { rows } = await tx.query<{ version: number }>("SELECT version FROM schema_migrations");
     const applied = new Set(rows.map((r) => r.version));
-    const stored = Math.max(0, ...applied);
-    const known = migrations.at(-1)?.version ?? 0;
-    if (stored > known) {
-      throw new StetError(
-        "E_STORE",
-        `the store's schema (version ${stored}) is newer than this stet knows (version ${known}); upgrade stet`,
-      );
-    }
+    refuseNewerSchema(Math.max(0, ...applied), migrations);
     const results: MigrationResult[] = [];
     for (const { version, name, sql } of migrations) {
       if (applied.has(version)) {

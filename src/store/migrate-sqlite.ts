@@ -1,5 +1,5 @@
-import { StetError } from "../core/errors.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
+import { refuseNewerSchema } from "./migrations/newer-schema.js";
 import type { Migration, MigrationResult } from "./migrations/types.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
 
@@ -26,7 +26,10 @@ export function migrateSqlite(
   const record = db.prepare(
     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
   );
-  refuseNewerSchema(db, migrations);
+  const latest = db.prepare<{ version: number | null }>(
+    "SELECT MAX(version) AS version FROM schema_migrations",
+  );
+  refuseNewerSchema(latest.get()?.version ?? 0, migrations);
 
   return migrations.map(({ version, name, sql }) => {
     if (isApplied.get(version)) return { version, name, status: "already-applied" };
@@ -40,18 +43,4 @@ export function migrateSqlite(
     });
     return { version, name, status: applied ? "applied" : "already-applied" };
   });
-}
-
-function refuseNewerSchema(db: SqliteDatabase, migrations: readonly Migration[]): void {
-  const latest = db.prepare<{ version: number | null }>(
-    "SELECT MAX(version) AS version FROM schema_migrations",
-  );
-  const stored = latest.get()?.version ?? 0;
-  const known = migrations.at(-1)?.version ?? 0;
-  if (stored > known) {
-    throw new StetError(
-      "E_STORE",
-      `the store's schema (version ${stored}) is newer than this stet knows (version ${known}); upgrade stet`,
-    );
-  }
 }
