@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, type RawAttempt } from "./helpers/eval-project.js";
@@ -30,6 +30,25 @@ afterAll(() => mock.close());
 
 const keyOf = (a: RawAttempt) => `${a.sample_id}#${a.epoch}`;
 
+/** Polls the store until more than `count` attempts are committed; fails after `timeoutMs`. */
+async function waitForCommitted(db: string, count: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const committed = existsSync(db) ? rawAttempts(db).length : 0;
+    if (committed > count) return;
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for more than ${count} committed attempts (${committed})`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** The store's files as text: the database must be there; its WAL is read when it exists. */
+function storeBytes(db: string): string[] {
+  const files = [db, ...(existsSync(`${db}-wal`) ? [`${db}-wal`] : [])];
+  return files.map((file) => readFileSync(file).toString("latin1"));
+}
+
 describe("crash safety with real processes", () => {
   it("SIGKILLed at random points and resumed, every stored key keeps one request and its bytes", async () => {
     const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
@@ -44,12 +63,18 @@ describe("crash safety with real processes", () => {
             ? startCli(["run", "eval.mjs"], { cwd: project.dir, env })
             : startCli(["resume", runId], { cwd: project.dir, env });
         runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-        // Let some attempts commit, then kill somewhere random in the middle of the work.
-        await new Promise((r) => setTimeout(r, 150 + Math.random() * 300));
+        // Wait until this process has committed some attempts of its own (a random number of
+        // them, so the kill lands somewhere random in the middle of the work), then kill it.
+        const before = kill === 0 ? 0 : storedBeforeKills.at(-1)!.length;
+        await waitForCommitted(project.db, before + Math.floor(Math.random() * 20));
         cli.child.kill("SIGKILL");
         const result = await cli.done;
         expect(result.signal).toBe("SIGKILL");
-        storedBeforeKills.push(rawAttempts(project.db));
+        const stored = rawAttempts(project.db);
+        expect(stored.length).toBeGreaterThan(before);
+        storedBeforeKills.push(stored);
+        // The key never reaches the store, WAL included (a killed process leaves its WAL).
+        for (const bytes of storeBytes(project.db)) expect(bytes.includes(API_KEY)).toBe(false);
         countsAtKills.push({ ...mock.counts() });
       }
       const requestsBeforeFinal = Object.values(mock.counts()).reduce((a, b) => a + b, 0);
@@ -95,15 +120,7 @@ describe("crash safety with real processes", () => {
 
       // The key reached the model server but never the store.
       expect(mock.requests.some((r) => r.headers.authorization === `Bearer ${API_KEY}`)).toBe(true);
-      for (const file of [project.db, `${project.db}-wal`]) {
-        let bytes = "";
-        try {
-          bytes = readFileSync(file).toString("latin1");
-        } catch {
-          continue;
-        }
-        expect(bytes.includes(API_KEY)).toBe(false);
-      }
+      for (const bytes of storeBytes(project.db)) expect(bytes.includes(API_KEY)).toBe(false);
     } finally {
       project.cleanup();
     }
