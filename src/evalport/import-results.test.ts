@@ -251,7 +251,7 @@ describe("importResults", () => {
 describe("importResults of another tool's ResultSet", () => {
   it("imports the spec's examples/results.json into a run of examples/basic-suite.json", async () => {
     const spec = (name: string) =>
-      fileURLToPath(new URL(`../../../shared/spec/evalport/examples/${name}`, import.meta.url));
+      fileURLToPath(new URL(`../../test/fixtures/evalport/examples/${name}`, import.meta.url));
     const loaded = await loadSuite(spec("basic-suite.json"));
     const resolved = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
     const { store } = openStore();

@@ -10,7 +10,7 @@ import { tempDir, tempStore } from "../../test/helpers/temp-store.js";
 import { loadSuite } from "./load-suite.js";
 
 const BASIC_SUITE = fileURLToPath(
-  new URL("../../../shared/spec/evalport/examples/basic-suite.json", import.meta.url),
+  new URL("../../test/fixtures/evalport/examples/basic-suite.json", import.meta.url),
 );
 
 const REPLIES: Record<string, string> = {

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
-const SPEC = new URL("../../../shared/spec/evalport/schemas/", import.meta.url);
+// The spec's schemas, vendored unchanged with the other EvalPort test fixtures.
+const SPEC = new URL("../../test/fixtures/evalport/schemas/", import.meta.url);
 const OURS = new URL("./schemas/", import.meta.url);
 
 describe("shipped EvalPort schemas", () => {
