@@ -1,7 +1,7 @@
 import type { StetErrorCode } from "../core/errors.js";
 import type { RunStatus } from "../core/types.js";
 
-/** DESIGN §4.2 exit codes. */
+/** The CLI's exit codes (the README's "Exit codes" table). */
 export const EXIT = {
   ok: 0,
   fatal: 1,

@@ -175,7 +175,7 @@ function isBrokenPipe(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === "EPIPE";
 }
 
-/** Parses argv, runs the command, maps failures to DESIGN §4.2 exit codes. */
+/** Parses argv, runs the command, maps failures to the CLI's exit codes (`EXIT`). */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
     await buildProgram().parseAsync([...argv], { from: "user" });

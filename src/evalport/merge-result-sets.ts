@@ -34,7 +34,7 @@ export interface MergeConflict {
 }
 
 /**
- * Merges ResultSets (or Results JSONL) of one run (DESIGN §5, SPEC "Resumable Runs & Partial
+ * Merges ResultSets (or Results JSONL) of one run (the EvalPort spec's "Resumable Runs & Partial
  * ResultSets"). Pure. Every input must name the same `run_id` (a JSONL line's is
  * `metadata.stet.run_id`), else the merge is refused naming each input's run. Results are
  * united by key (test_case_id, attempt — absent = 1); identical results (canonical JSON) are

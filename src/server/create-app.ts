@@ -37,7 +37,7 @@ export interface AppOptions {
 }
 
 /**
- * The HTTP API over a store (DESIGN §4.3), without listening: `serve.ts` binds it, tests call
+ * The HTTP API over a store (`stet serve`), without listening: `serve.ts` binds it, tests call
  * `app.request(...)`. Errors are `{ error: { code, message } }` with a stable code; nothing sent
  * or logged carries a stack trace or a known secret.
  *

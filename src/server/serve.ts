@@ -25,7 +25,7 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
- * DESIGN §4.3: binding anything but loopback requires a bearer token (STET_TOKEN).
+ * Binding anything but loopback requires a bearer token (STET_TOKEN).
  *
  * @example assertBindable("0.0.0.0", undefined) // throws E_CONFIG
  */

@@ -1,5 +1,5 @@
 /**
- * stet's web UI (DESIGN §4.4), served by `stet serve` at `/`: runs, a run's detail with live
+ * stet's web UI, served by `stet serve` at `/`: runs, a run's detail with live
  * progress, Resume and Cancel, its samples with filters, a sample's attempt history, and the runs
  * of a benchmark side by side. Everything comes from the HTTP API; routes live in the URL hash.
  */
