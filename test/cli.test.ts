@@ -30,6 +30,14 @@ function project(files: Record<string, string>) {
   projects.push(p);
   return p;
 }
+/** Polls `probe` until it holds; fails after `timeoutMs` with `what`. */
+async function until(probe: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 const calls = (dir: string) =>
   existsSync(join(dir, "calls.log"))
     ? readFileSync(join(dir, "calls.log"), "utf8").trim().split("\n")
@@ -68,7 +76,8 @@ describe("stet run and resume", () => {
     const p = project({ "eval.mjs": evalFile(100), "data.jsonl": questions(40) });
     const cli = startCli(["run", "eval.mjs"], { cwd: p.dir });
     const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-    await new Promise((r) => setTimeout(r, 400));
+    // Interrupt once some samples are committed (and most are still to run).
+    await until(() => rawAttempts(p.db).length > 0, "a committed attempt");
     cli.child.kill("SIGINT");
     const result = await cli.done;
     expect(result.code).toBe(130);

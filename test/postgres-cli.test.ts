@@ -40,6 +40,19 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
+/** Polls `probe` until it holds; fails after `timeoutMs` with `what`. */
+async function until(
+  probe: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** A project whose CLI store is a fresh schema of the test PostgreSQL, and a reader of it. */
 function sharedStore() {
   const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
@@ -75,7 +88,7 @@ describe.skipIf(SKIP_POSTGRES)(
 
       const first = startCli(["run", "eval.mjs"], opts);
       const runId = (await first.waitFor(/^run (r_\w+)/m))[1]!;
-      await new Promise((r) => setTimeout(r, 300));
+      await until(async () => (await store.attempts()).length > 0, "a committed attempt");
 
       // Another process (as from another machine) may not execute a run whose owner is alive.
       const refused = await runCli(["resume", runId], opts);
@@ -91,10 +104,14 @@ describe.skipIf(SKIP_POSTGRES)(
       // The owner's pid is gone on this host: the takeover is immediate.
       const second = startCli(["resume", runId], opts);
       await second.waitFor(/^run (r_\w+)/m);
-      await new Promise((r) => setTimeout(r, 200 + Math.random() * 200));
+      // Kill it once it has committed a random number of attempts of its own (at least one).
+      const target = beforeResume.length + 1 + Math.floor(Math.random() * 20);
+      await until(async () => (await store.attempts()).length >= target, `${target} attempts`);
       second.child.kill("SIGKILL");
       await second.done;
       const beforeFinal = await store.attempts();
+      expect(beforeFinal.length).toBeGreaterThan(beforeResume.length);
+      expect(beforeFinal.length).toBeLessThan(N);
 
       const final = await runCli(["resume", runId], opts);
       expect(final.code, final.stderr).toBe(0);
@@ -142,9 +159,9 @@ describe.skipIf(SKIP_POSTGRES)(
         );
         let out = "";
         otherHost.stdout.on("data", (d: Buffer) => (out += d));
-        while (!/^run (r_\w+)/m.test(out)) await new Promise((r) => setTimeout(r, 20));
+        await until(() => /^run (r_\w+)/m.test(out), "the run id");
         const runId = /^run (r_\w+)/m.exec(out)![1]!;
-        while ((await store.attempts()).length < 10) await new Promise((r) => setTimeout(r, 20));
+        await until(async () => (await store.attempts()).length >= 10, "10 committed attempts");
         const exited = new Promise((r) => otherHost.on("close", r));
         otherHost.kill("SIGKILL");
         await exited;

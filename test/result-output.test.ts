@@ -8,8 +8,8 @@ import { validateFile } from "../src/evalport/validate-file.js";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts } from "./helpers/eval-project.js";
 
-// Enough work (N × EPOCHS keys × ~8 ms ÷ concurrency 4 ≈ 0.8 s) that three kills, each at most
-// 0.2 s after the run starts, all land before the end.
+// Enough work (N × EPOCHS = 400 keys) that three kills, each at most 30 lines after the last
+// one (plus what is in flight), all land before the end.
 const N = 200;
 const EPOCHS = 2;
 
@@ -42,6 +42,9 @@ const parseLines = (text: string) =>
     .split("\n")
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l) as EvalPortResult);
+/** The number of whole lines in a file, 0 when it is not there yet. */
+const wholeLines = (path: string) =>
+  existsSync(path) ? readFileSync(path, "utf8").split("\n").length - 1 : 0;
 const keyOf = (r: EvalPortResult) => `${r.test_case_id}#${r.attempt ?? 1}`;
 const byKey = (a: EvalPortResult, b: EvalPortResult) => (keyOf(a) < keyOf(b) ? -1 : 1);
 
@@ -59,7 +62,13 @@ describe("stet run --output (real processes)", () => {
           : // The run remembers its --output: the second resume does not name it.
             startCli(["resume", runId, ...(kill === 1 ? args : [])], { cwd: p.dir });
       runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-      await new Promise((r) => setTimeout(r, 40 + Math.random() * 160));
+      // Kill once this process has streamed a random number of new lines (at least one).
+      const target = (linesAtKills.at(-1) ?? 0) + 1 + Math.floor(Math.random() * 30);
+      const deadline = Date.now() + 30_000;
+      while (wholeLines(out) < target) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${target} lines`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
       cli.child.kill("SIGKILL");
       expect((await cli.done).signal).toBe("SIGKILL");
 
