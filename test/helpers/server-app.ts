@@ -1,6 +1,5 @@
 import { onTestFinished } from "vitest";
 import { keyString } from "../../src/core/keys.js";
-import { selectOutcomes } from "../../src/core/outcomes.js";
 import type { SolverFn } from "../../src/core/eval.js";
 import { defineEval } from "../../src/eval/define-eval.js";
 import { scorers } from "../../src/scorers/index.js";
@@ -112,16 +111,23 @@ export function setupTestApp(...args: Parameters<typeof testApp>) {
   return t;
 }
 
-/** Counts computed straight from the stored attempts, independently of the server's code. */
+/**
+ * Counts computed straight from the stored attempts, independently of the server's code (and of
+ * src/core/outcomes.ts): of the attempts for a sample's current fingerprint, a key is done when
+ * one of them is scored, and errored when it has only errors.
+ */
 export async function storedCounts(store: Store, runId: string) {
   const run = await store.getRun(runId);
   const samples = await store.getSamples(runId);
   const attempts = await store.listAttempts(runId);
   const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
-  const outcomes = selectOutcomes(attempts, fingerprints);
+  const current = attempts.filter((a) => fingerprints.get(a.sampleId) === a.fingerprint);
+  const keysWith = (status: string) =>
+    new Set(current.filter((a) => a.status === status).map((a) => `${a.sampleId}#${a.epoch}`));
+  const scored = keysWith("scored");
+  const errored = [...keysWith("error")].filter((k) => !scored.has(k)).length;
   const total = samples.length * (run?.config.epochs ?? 1);
-  const done = outcomes.filter((o) => o.status === "scored").length;
-  return { total, done, errored: outcomes.length - done, remaining: total - done };
+  return { total, done: scored.size, errored, remaining: total - scored.size };
 }
 
 /** The keys (`id#epoch`) that have a scored attempt. */
