@@ -2,9 +2,9 @@ import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
 
-/** DESIGN §6: core imports nothing of ours; engine sees core and the store interface only. */
+/** core/ is pure: no Node-specific imports. */
 const nodeBuiltins = { group: ["node:*"], message: "core/ is pure: no Node-specific imports." };
-/** Database drivers belong to their store adapters (DESIGN §6): everything else sees the Store port. */
+/** Database drivers belong to their store adapters: everything else sees the Store port. */
 const drivers = ["better-sqlite3", "pg"].map((name) => ({
   name,
   message: "Only store/ adapters import a database driver; use the Store port.",
@@ -14,6 +14,62 @@ const zodNamespace = {
   selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
   message: 'Write `import * as z from "zod"`: the named `z` pulls all of zod into dist/.',
 };
+
+/**
+ * The dependency rule (docs/ARCHITECTURE.md): the folders of src/ each folder's modules may
+ * import. `store/types.js` is the Store port; `server/index.js` the server's public surface.
+ * Tests are exempt: they wire real parts together.
+ */
+const LAYERS = {
+  core: [],
+  store: ["core"],
+  solvers: ["core"],
+  scorers: ["core", "solvers"],
+  dataset: ["core"],
+  eval: ["core", "dataset", "scorers", "solvers"],
+  engine: ["core", "store/types.js"],
+  evalport: ["core", "eval", "scorers", "solvers", "store/types.js"],
+  runs: ["core", "engine", "evalport", "eval", "store/types.js"],
+  server: ["core", "runs", "evalport", "store/types.js"],
+  // The composition root: it picks a concrete store and starts the server.
+  cli: ["core", "runs", "evalport", "store", "server/index.js"],
+  ui: [],
+};
+
+/**
+ * One config per folder and nesting depth: an import that climbs out of the folder (`../` once
+ * per level, plus one) must land in an allowed folder or module. Every folder but store/ is also
+ * kept from the database drivers, and core/ from Node's built-ins.
+ */
+function layerRules() {
+  return Object.entries(LAYERS).flatMap(([layer, allowed]) => {
+    const targets = allowed.map((t) => (t.endsWith(".js") ? `${t.replace(".", "\\.")}$` : `${t}/`));
+    const message =
+      allowed.length === 0
+        ? `${layer}/ imports nothing of ours outside ${layer}/.`
+        : `${layer}/ may import only ${allowed.join(", ")} (docs/ARCHITECTURE.md).`;
+    return [0, 1, 2].map((depth) => ({
+      files: [`src/${layer}/${"*/".repeat(depth)}*.ts`],
+      // The package's `stet/evalport` entry re-exports the lifecycle's importResults.
+      ignores: ["**/*.test.ts", ...(layer === "evalport" ? ["src/evalport/index.ts"] : [])],
+      rules: {
+        "no-restricted-imports": [
+          "error",
+          {
+            paths: layer === "store" ? [] : drivers,
+            patterns: [
+              ...(layer === "core" ? [nodeBuiltins] : []),
+              {
+                regex: `^(\\.\\./){${depth + 1}}${targets.length ? `(?!${targets.join("|")})` : ""}`,
+                message,
+              },
+            ],
+          },
+        ],
+      },
+    }));
+  });
+}
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "coverage/", ".stet/"] },
@@ -30,45 +86,7 @@ export default tseslint.config(
       "no-restricted-syntax": ["error", zodNamespace],
     },
   },
-  {
-    files: ["src/**/*.ts"],
-    ignores: ["src/store/**/*.ts", "**/*.test.ts"],
-    rules: { "no-restricted-imports": ["error", { paths: drivers }] },
-  },
-  {
-    files: ["src/core/**/*.ts"],
-    ignores: ["src/core/**/*.test.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          paths: drivers,
-          patterns: [
-            nodeBuiltins,
-            { regex: "^\\.\\./", message: "core/ imports nothing of ours outside core/." },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ["src/engine/**/*.ts"],
-    ignores: ["src/engine/**/*.test.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          paths: drivers,
-          patterns: [
-            {
-              regex: "^\\.\\./(?!core/|store/types\\.js$)",
-              message: "engine/ depends on core/ and the store interface (store/types.ts) only.",
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ...layerRules(),
   {
     files: ["src/{core,engine,solvers,scorers,dataset,eval,store,evalport}/**/*.ts"],
     ignores: ["**/*.test.ts"],

@@ -6,8 +6,11 @@ export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types
 export { solvers } from "./solvers/index.js";
 export { SolverError, chatCompletion } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
-export { runEval, resumeRun } from "./engine/run-eval.js";
-export type { EngineEval, RunEvalOptions, ResumeOptions } from "./engine/run-eval.js";
+export { runEval } from "./runs/start-run.js";
+export { resumeRun } from "./runs/resume-run.js";
+export type { RunEvalOptions } from "./runs/start-run.js";
+export type { ResumeOptions } from "./runs/resume-run.js";
+export type { EngineEval } from "./core/eval.js";
 export { openSqliteStore } from "./store/sqlite.js";
 export type { Store } from "./store/types.js";
 export { StetError, isStetError } from "./core/errors.js";

@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fingerprintSample } from "../src/core/fingerprint.js";
 import type { SampleRecord } from "../src/core/types.js";
-import { resumeRun, runEval, type EngineEval } from "../src/engine/run-eval.js";
+import type { EngineEval } from "../src/core/eval.js";
+import { resumeRun } from "../src/runs/resume-run.js";
+import { runEval } from "../src/runs/start-run.js";
 import { scorers } from "../src/scorers/index.js";
 import { solvers } from "../src/solvers/index.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";

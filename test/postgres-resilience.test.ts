@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunEvent } from "../src/core/events.js";
-import { runEval } from "../src/engine/run-eval.js";
+import { runEval } from "../src/runs/start-run.js";
 import { defineEval } from "../src/eval/define-eval.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
 import type { DatasetRow } from "../src/eval/types.js";

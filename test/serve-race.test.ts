@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { hostId } from "../src/engine/owner.js";
-import { loadEvalSource } from "../src/eval/load-eval-source.js";
+import { loadEvalSource } from "../src/runs/load-eval-source.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
 import { openPostgresStore } from "../src/store/postgres.js";
 import { openSqliteStore } from "../src/store/sqlite.js";

@@ -30,6 +30,7 @@ export function exitCodeForStatus(status: RunStatus): number {
 export function exitCodeForError(code: StetErrorCode): number {
   switch (code) {
     case "E_USAGE":
+    case "E_EVAL_NOT_FOUND":
       return EXIT.usage;
     case "E_RUN_ACTIVE":
       return EXIT.runActive;

@@ -1,7 +1,9 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { DEFAULT_PORT } from "../server/default-port.js";
+
+/** `stet serve`'s port when `--port` is not given. */
+const DEFAULT_PORT = 7477;
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -14,6 +16,12 @@ function port(value: string): number {
   if (!Number.isInteger(n) || n < 0 || n > 65_535) {
     throw new InvalidArgumentError("expected a port number (0 picks a free one)");
   }
+  return n;
+}
+
+function milliseconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected milliseconds ≥ 0");
   return n;
 }
 
@@ -115,7 +123,20 @@ export function buildProgram(): Command {
     .option("--evals <dir>", "directory of eval files and suites that POST /api/runs may start")
     .addOption(storeOption())
     .action(async (flags) => {
-      process.exitCode = await (await import("../server/serve-command.js")).serveCommand(flags);
+      process.exitCode = await (
+        await import("./commands/serve.js")
+      ).serveCommand({ ...flags, port: flags.port ?? DEFAULT_PORT });
+    });
+
+  program
+    .command("cancel")
+    .description("stop a run wherever it executes; it becomes interrupted and resumable")
+    .argument("<run-id>")
+    .option("--wait <ms>", "how long to wait for the run to stop; 0: do not wait", milliseconds)
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runId: string, flags) => {
+      process.exitCode = await (await import("./commands/cancel.js")).cancelCommand(runId, flags);
     });
 
   program

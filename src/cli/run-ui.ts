@@ -11,6 +11,14 @@ export interface UiOptions {
   failUnder?: number;
 }
 
+/** The UI options of `stet run` and `stet resume` flags. */
+export function uiOptions(flags: { json?: boolean; failUnder?: number }): UiOptions {
+  return {
+    json: flags.json ?? false,
+    ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
+  };
+}
+
 type Engine = (controls: {
   signal: AbortSignal;
   abortSignal: AbortSignal;
@@ -48,6 +56,10 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
         );
         break;
       case "stopping":
+        if (event.reason === "cancel") {
+          progress.done();
+          io.stderr.write(`\n${event.note ?? "cancelled"}: finishing in-flight samples…\n`);
+        }
         break;
       case "run-finished":
         progress.done();

@@ -1,5 +1,5 @@
 import type { Json } from "./json.js";
-import type { Reducer, Sample, Score, Usage } from "./types.js";
+import type { Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
 
 /** What a solver (and a scorer) receives besides the sample. */
 export interface SolverContext {
@@ -108,3 +108,21 @@ export interface Scorer {
 export type ScorerLike = Scorer | ((args: ScorerArgs) => Promise<ScoreValue> | ScoreValue);
 
 export type { Score, Reducer };
+
+/**
+ * An eval ready to execute: samples loaded, scorers normalised, defaults filled in (what
+ * `resolveEval` returns and a run executes).
+ */
+export interface EngineEval {
+  name: string;
+  samples: readonly SampleRecord[];
+  solver: SolverFn;
+  scorers: readonly Scorer[];
+  epochs: number;
+  reducer: Reducer;
+  concurrency: number;
+  timeoutMs?: number;
+  retries: number;
+  /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
+  callModel?: ModelCaller;
+}

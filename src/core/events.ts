@@ -40,10 +40,16 @@ export interface RunReport {
   wallMs: number;
 }
 
+/**
+ * Why an execution stops dispatching early: a signal (Ctrl-C, a server shutting down), a cancel
+ * request (`stet cancel`, the API), a store that stayed unwritable, or a takeover by another owner.
+ */
+export type StopReason = "signal" | "cancel" | "store-unwritable" | "ownership-lost";
+
 /** What the engine tells its renderers (CLI, server, UI). It never prints. */
 export type RunEvent =
   | { type: "run-started"; runId: string; evalName: string; resumed: boolean; plan: PlanSummary }
   | { type: "attempt-committed"; attempt: Attempt; progress: Progress }
   | { type: "store-retry"; message: string; failures: number; retryInMs: number }
-  | { type: "stopping"; reason: "signal" | "store-unwritable" | "ownership-lost"; inflight: number }
+  | { type: "stopping"; reason: StopReason; inflight: number; note?: string }
   | { type: "run-finished"; report: RunReport };

@@ -1,7 +1,7 @@
 import { open, type FileHandle } from "node:fs/promises";
 import type { Json } from "../core/json.js";
 import { StetError } from "../core/errors.js";
-import type { DatasetRow } from "../eval/types.js";
+import type { DatasetRow } from "./types.js";
 
 /** A dataset row and where it came from: `file:line`, `file[index]` or `dataset[index]`. */
 export interface LocatedRow<Row = DatasetRow> {

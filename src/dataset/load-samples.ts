@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { contentIdFromFingerprint } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
-import type { DatasetRow, DatasetSource, SampleInput } from "../eval/types.js";
+import type { DatasetRow, DatasetSource, SampleInput } from "./types.js";
 import type { LocatedRow } from "./dataset-file.js";
 import { readRows } from "./read-rows.js";
 import { toSampleRecord } from "./to-sample-record.js";

@@ -28,20 +28,24 @@ export async function acquireRun(
 
 /** Throws `E_RUN_ACTIVE` when the run has a live owner. */
 export function assertClaimable(run: Run, options: { staleMs?: number } = {}): void {
-  if (!run.owner) return;
-  const liveness = ownerLiveness(run.owner, options);
-  if (liveness.alive) {
-    throw new StetError(
-      "E_RUN_ACTIVE",
-      `run ${run.id} is being executed by ${describeOwner(run)}`,
-      {
-        details: { owner: run.owner },
-      },
-    );
-  }
+  const refusal = claimRefusal(run, options);
+  if (refusal) throw refusal;
 }
 
-function describeOwner(run: Run): string {
+/**
+ * The `E_RUN_ACTIVE` error naming the run's live owner, or undefined when nobody (alive) owns it.
+ *
+ * @example const active = claimRefusal(run, { staleMs: 30_000 }); if (active) return refuse(active);
+ */
+export function claimRefusal(run: Run, options: { staleMs?: number } = {}): StetError | undefined {
+  if (!run.owner || !ownerLiveness(run.owner, options).alive) return undefined;
+  return new StetError("E_RUN_ACTIVE", `run ${run.id} is being executed by ${describeOwner(run)}`, {
+    details: { owner: run.owner },
+  });
+}
+
+/** "pid 4242 on host#1a2b, heartbeat 1.2s ago" */
+export function describeOwner(run: Run): string {
   if (!run.owner) return "nobody";
   const age = (run.owner.heartbeatAgeMs / 1000).toFixed(1);
   return `pid ${run.owner.pid} on ${run.owner.host}, heartbeat ${age}s ago`;

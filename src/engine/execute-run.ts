@@ -1,16 +1,15 @@
 import { setMaxListeners } from "node:events";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
-import type { Progress, RunEvent, RunReport } from "../core/events.js";
+import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
-import { assertTransition } from "../core/run-status.js";
-import type { Attempt, Key, OwnerIdentity, Run, RunStatus } from "../core/types.js";
+import type { Attempt, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
-import { buildReport, summarizePlan } from "./report.js";
+import { summarizePlan } from "./report.js";
 
 /** Options shared by starting and resuming a run. */
 export interface ExecuteOptions {
@@ -37,12 +36,34 @@ export interface Execution {
   callModel?: ModelCaller;
 }
 
+/** Why an execution stopped before its plan was done, and the note its run is released with. */
+export interface StopCause {
+  reason: Exclude<StopReason, "ownership-lost">;
+  note: string;
+  /** For `store-unwritable`: the failure, whose attempts went to the fallback file. */
+  error?: StetError;
+}
+
+/** How an execution ended: what `runs/` needs to decide the run's status and report it. */
+export interface ExecutionEnd {
+  /** Null when every planned key was executed. */
+  stopped: StopCause | null;
+  /** Whether this invocation committed the attempt. */
+  isNow(attempt: Key & { attempt: number }): boolean;
+  /** The plan's fingerprint of a sample (the ones the outcomes count under). */
+  fingerprintOf(sampleId: string): string | undefined;
+  /** `performance.now()` when the execution began. */
+  startedAt: number;
+}
+
 /**
  * Executes a claimed run's plan: a pool of `concurrency` workers that refills a slot the moment
- * an attempt is committed, write-through via group commit, heartbeats, graceful and immediate
- * stops. Ends by releasing the run with its final status and returns the report.
+ * an attempt is committed, write-through via group commit, heartbeats (which also carry cancel
+ * requests), graceful and immediate stops. Returns once every attempt it holds is committed (or
+ * in the fallback file), still owning the run: releasing it with a status is the caller's
+ * (`runs/`). Throws `E_FENCED` when another owner took the run over.
  */
-export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
+export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<ExecutionEnd> {
   const { store } = options;
   const { run, owner, plan } = exec;
   const t0 = performance.now();
@@ -50,13 +71,24 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const abort = new AbortController();
   // Every in-flight attempt listens on this one signal: as many listeners as the concurrency.
   setMaxListeners(0, abort.signal);
-  let stopReason: "signal" | "store-unwritable" | "ownership-lost" | null = null;
-  const stop = (reason: NonNullable<typeof stopReason>, now: boolean) => {
+  let stopReason: StopReason | null = null;
+  let stopNote = "";
+  const stop = (reason: StopReason, now: boolean, note: string) => {
     if (!stopReason) {
       stopReason = reason;
-      emit({ type: "stopping", reason, inflight: progress.inflight });
+      stopNote = note;
+      emit({ type: "stopping", reason, inflight: progress.inflight, ...(note ? { note } : {}) });
     }
     if (now) abort.abort(new AttemptAborted("aborted by the run"));
+  };
+  /** Graceful: no new dispatches; in-flight attempts get the grace period, then are aborted. */
+  const stopGracefully = (reason: "signal" | "cancel", note: string) => {
+    stop(reason, false, note);
+    const grace = setTimeout(
+      () => abort.abort(new AttemptAborted("aborted by the run")),
+      options.graceMs ?? 10_000,
+    );
+    grace.unref();
   };
 
   const writer = new AttemptWriter({
@@ -73,17 +105,11 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     runId: run.id,
     token: owner.token,
     intervalMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
-    onLost: () => stop("ownership-lost", true),
+    onLost: () => stop("ownership-lost", true, "taken over by another process"),
+    onCancel: (request) => stopGracefully("cancel", `cancelled (${request})`),
   });
-  const onSignal = () => {
-    stop("signal", false);
-    const grace = setTimeout(
-      () => abort.abort(new AttemptAborted("aborted by the run")),
-      options.graceMs ?? 10_000,
-    );
-    grace.unref();
-  };
-  const onAbortSignal = () => stop("signal", true);
+  const onSignal = () => stopGracefully("signal", "interrupted by a signal");
+  const onAbortSignal = () => stop("signal", true, "interrupted by a signal");
   options.signal?.addEventListener("abort", onSignal, { once: true });
   options.abortSignal?.addEventListener("abort", onAbortSignal, { once: true });
 
@@ -164,7 +190,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         } catch (error) {
           if (error instanceof AttemptAborted) return;
           if (writer.failure) {
-            stop(writer.failure.code === "E_FENCED" ? "ownership-lost" : "store-unwritable", false);
+            const fencedOut = writer.failure.code === "E_FENCED";
+            stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
             return;
           }
           throw error;
@@ -184,41 +211,23 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       `run ${run.id} was taken over by another process; this one stopped`,
     );
   }
+  const end = { isNow, fingerprintOf: fingerprintIndex(plan, indexOf), startedAt: t0 };
   if (writer.failure) {
-    await store
-      .releaseRun(run.id, owner.token, "interrupted", writer.failure.message)
-      .catch(() => {});
-    throw writer.failure;
+    const note = writer.failure.message;
+    return { ...end, stopped: { reason: "store-unwritable", note, error: writer.failure } };
   }
+  const reason: StopReason | null = stopReason;
+  return {
+    ...end,
+    stopped: reason === "signal" || reason === "cancel" ? { reason, note: stopNote } : null,
+  };
+}
 
-  const counts = await store.countKeys(run.id);
-  // A signal that arrives after the last commit interrupts nothing: the run is complete.
-  const status: RunStatus =
-    counts.remaining === 0 ? "completed" : stopReason === "signal" ? "interrupted" : "errored";
-  assertTransition("running", status);
-  const note = status === "interrupted" ? "interrupted by a signal" : undefined;
-  if (!(await store.releaseRun(run.id, owner.token, status, note))) {
-    throw new StetError(
-      "E_FENCED",
-      `run ${run.id} was taken over by another process before it finished`,
-    );
-  }
-  const finished = (await store.getRun(run.id)) ?? { ...run, status };
-  const report = await buildReport({
-    store,
-    run: finished,
-    samples: plan.samples,
-    fingerprintOf: (id) => {
-      const i = indexOf.get(id);
-      return i === undefined ? undefined : plan.samples[i]!.fingerprint;
-    },
-    plan: summarizePlan(plan),
-    resumed: exec.resumed,
-    isNow,
-    wallMs: performance.now() - t0,
-  });
-  emit({ type: "run-finished", report });
-  return report;
+function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
+  return (sampleId: string) => {
+    const i = indexOf.get(sampleId);
+    return i === undefined ? undefined : plan.samples[i]!.fingerprint;
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
-import type { EngineEval } from "../engine/run-eval.js";
+import type { EngineEval } from "../core/eval.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
 

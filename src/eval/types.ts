@@ -1,15 +1,8 @@
-import type { Json } from "../core/json.js";
-import type { Reducer, Sample } from "../core/types.js";
+import type { Reducer } from "../core/types.js";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
+import type { DatasetRow, DatasetSource, SampleInput } from "../dataset/types.js";
 
-/** A dataset row as read from a file or given inline. */
-export type DatasetRow = Record<string, Json>;
-
-/** A row after the optional mapper: `id` is derived from the content when absent. */
-export type SampleInput = Omit<Sample, "id"> & { id?: string | number };
-
-export type DatasetSource<Row = DatasetRow> =
-  string | readonly Row[] | Iterable<Row> | AsyncIterable<Row>;
+export type { DatasetRow, DatasetSource, SampleInput };
 
 /** What `defineEval` accepts. */
 export interface EvalDefinition<Row = DatasetRow> {

@@ -7,6 +7,8 @@ export { loadSuite } from "./load-suite.js";
 export { buildResultSet } from "./build-result-set.js";
 export { toResult, fromResult } from "./result-mapping.js";
 export { mergeResultSets } from "./merge-result-sets.js";
-export { importResults } from "./import-results.js";
-export type { ImportOptions, ImportReport } from "./import-results.js";
+// The package's `stet/evalport` surface keeps `importResults`, which lives with the run lifecycle
+// (it claims and settles a run); nothing inside evalport/ depends on runs/.
+export { importResults } from "../runs/import-into-run.js";
+export type { ImportOptions, ImportReport } from "../runs/import-into-run.js";
 export type { MergeInput, MergeOptions, MergeConflict } from "./merge-result-sets.js";

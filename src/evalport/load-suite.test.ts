@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Attempt } from "../core/types.js";
-import { runEval } from "../engine/run-eval.js";
+import { runEval } from "../runs/start-run.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { startMockOpenAI, type MockOpenAI } from "../../test/helpers/mock-openai.js";
 import { tempDir, tempStore } from "../../test/helpers/temp-store.js";

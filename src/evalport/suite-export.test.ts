@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runEval } from "../engine/run-eval.js";
+import { runEval } from "../runs/start-run.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { startMockOpenAI, type MockOpenAI } from "../../test/helpers/mock-openai.js";
 import { tempStore } from "../../test/helpers/temp-store.js";

@@ -1,5 +1,5 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { isStetError, type StetErrorCode } from "../core/errors.js";
+import { isStetError, type StetError, type StetErrorCode } from "../core/errors.js";
 
 /** The stable codes of `{ error: { code, message } }` bodies. */
 export type ApiErrorCode =
@@ -44,6 +44,8 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_NOTHING_TO_RESUME: [400, "nothing_to_resume"],
   E_RUN_NOT_FOUND: [404, "run_not_found"],
   E_RUN_ACTIVE: [409, "run_active"],
+  E_RUN_NOT_RUNNING: [409, "run_not_running"],
+  E_EVAL_NOT_FOUND: [404, "eval_not_found"],
   E_CHANGED_SAMPLES: [409, "changed_samples"],
   E_FENCED: [409, "run_taken_over"],
   E_ALREADY_SCORED: [409, "already_scored"],
@@ -65,7 +67,16 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (isStetError(error)) {
     const [status, code] = byStetCode[error.code];
-    return new ApiError(status, code, error.message);
+    return new ApiError(status, code, publicMessage(error));
   }
   return new ApiError(500, "internal", "internal error; see the server log");
+}
+
+/** A StetError's message for API clients: an unknown run is named without the store's location. */
+function publicMessage(error: StetError): string {
+  const runId = error.details?.runId;
+  if (error.code === "E_RUN_NOT_FOUND" && typeof runId === "string") {
+    return `no run with id "${runId}"`;
+  }
+  return error.message;
 }

@@ -1,5 +1,5 @@
 import type { Store } from "../store/types.js";
-import type { EvalRegistry } from "./eval-registry.js";
+import type { EvalRegistry } from "../runs/eval-registry.js";
 import type { ExecutionRegistry } from "./executions.js";
 
 /** What every route of one app shares. */

@@ -3,7 +3,7 @@ import type { Store } from "../store/types.js";
 import { ApiError, toApiError } from "./api-error.js";
 import type { AppDeps } from "./app-deps.js";
 import { bearerAuth } from "./bearer-auth.js";
-import { createEvalRegistry, type EvalRegistry } from "./eval-registry.js";
+import { createEvalRegistry, type EvalRegistry } from "../runs/eval-registry.js";
 import { ExecutionRegistry } from "./executions.js";
 import { createRedactor } from "./redact.js";
 import { benchmarksRoutes } from "./routes/benchmarks.js";

@@ -1,7 +1,5 @@
-import { StetError } from "../core/errors.js";
 import type { Owner, Run } from "../core/types.js";
-import { ownerLiveness } from "../engine/owner.js";
-import { storedReport } from "../engine/report.js";
+import { readRun, withLiveness } from "../runs/read-run.js";
 import type { RunCounts, Store } from "../store/types.js";
 import { redactConfig } from "./redact.js";
 
@@ -11,9 +9,9 @@ import { redactConfig } from "./redact.js";
  * @example ownerView(run.owner, 30_000) // { host, pid, heartbeatAgeMs, alive: true, reason }
  */
 export function ownerView(owner: Owner | null, staleMs: number | undefined) {
-  if (!owner) return null;
-  const { alive, reason } = ownerLiveness(owner, staleMs === undefined ? {} : { staleMs });
-  const { host, pid, heartbeatAt, heartbeatAgeMs } = owner;
+  const judged = withLiveness(owner, staleMs === undefined ? {} : { staleMs });
+  if (!judged) return null;
+  const { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason } = judged;
   return { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason };
 }
 
@@ -49,9 +47,7 @@ export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefi
  * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
  */
 export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
-  const run = await store.getRun(runId);
-  if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
-  const report = await storedReport(store, run);
+  const { run, report } = await readRun(store, runId, options);
   const { counts } = report;
   return {
     ...runSummary(

@@ -1,82 +1,93 @@
-import { serve } from "@hono/node-server";
-import type { Hono } from "hono";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { StetError } from "../core/errors.js";
+import type { RunReport } from "../core/events.js";
+import { DEFAULT_STALE_MS } from "../runs/stale-limit.js";
+import { recoverOrphans } from "../runs/recover-orphans.js";
+import type { EvalRegistry } from "../runs/eval-registry.js";
+import type { Store } from "../store/types.js";
+import { createApp } from "./create-app.js";
+import { ExecutionRegistry } from "./executions.js";
+import { assertBindable, listen } from "./listen.js";
+import { createRedactor } from "./redact.js";
 
-export interface Listening {
-  /** Base URL, e.g. http://127.0.0.1:7777 (the real port when 0 was asked for). */
-  url: string;
+export interface ServeOptions {
+  store: Store;
+  host: string;
+  /** 0 picks a free port. */
   port: number;
+  evals?: EvalRegistry;
+  /** Required to bind anything but loopback: every /api request then needs it as a bearer token. */
+  token?: string;
+  /** Values never to send or log (API keys from the environment, see secretsFromEnv). */
+  secrets?: readonly string[];
+  /** Where recoveries and server-side failures are described; secrets are stripped first. */
+  log?: (line: string) => void;
+  staleMs?: number;
+}
+
+export interface Serving {
+  /** Base URL, e.g. http://127.0.0.1:7477 (the real port when 0 was asked for). */
+  url: string;
+  /** The runs this server executes right now. */
+  executing(): number;
   /**
-   * Stops accepting connections, lets open responses (a stream's last events) finish for up to
-   * `drainMs` (default 2 s), then cuts whatever is still open (e.g. a follower of another run).
+   * Stops gracefully: every run this server executes stops dispatching and finishes its in-flight
+   * samples (becoming interrupted, i.e. resumable), then the listener closes. Resolves with the
+   * runs' reports (undefined for one that failed).
    */
-  close(drainMs?: number): Promise<void>;
+  shutdown(): Promise<(RunReport | undefined)[]>;
+  /** Aborts the in-flight samples of every run at once (a second Ctrl-C during `shutdown`). */
+  abort(): void;
 }
 
 /**
- * True for addresses only this machine can reach.
+ * The HTTP API and web UI over a store, bound and running: recovers orphaned runs (a dead
+ * owner's run becomes interrupted) before it listens, and again every stale period, and owns the
+ * runs it starts or resumes until `shutdown`.
  *
- * @example isLoopback("127.0.0.1") // true; isLoopback("0.0.0.0") // false
+ * @example
+ * const server = await serve({ store, host: "127.0.0.1", port: 7477, evals });
+ * process.on("SIGTERM", () => void server.shutdown());
  */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
-}
+export async function serve(options: ServeOptions): Promise<Serving> {
+  const { store } = options;
+  assertBindable(options.host, options.token);
+  const redact = createRedactor([
+    ...(options.secrets ?? []),
+    ...(options.token ? [options.token] : []),
+  ]);
+  const log = (line: string) => options.log?.(redact(line));
+  const stale = options.staleMs === undefined ? {} : { staleMs: options.staleMs };
+  const sweep = async () => {
+    for (const { runId, reason } of (await recoverOrphans(store, stale)).recovered) {
+      log(`recovered run ${runId}: its owner died (${reason}); it is interrupted and resumable`);
+    }
+  };
+  await sweep();
 
-/**
- * Binding anything but loopback requires a bearer token (STET_TOKEN).
- *
- * @example assertBindable("0.0.0.0", undefined) // throws E_CONFIG
- */
-export function assertBindable(host: string, token: string | undefined): void {
-  if (!isLoopback(host) && !token) {
-    throw new StetError(
-      "E_CONFIG",
-      `binding ${host} exposes the API beyond this machine; set STET_TOKEN to require a bearer token`,
-    );
-  }
-}
-
-/**
- * Binds `app` to `host:port` (port 0: any free port) and resolves once it listens.
- *
- * @example const { url, close } = await listen(createApp({ store }), { host: "127.0.0.1", port: 0 });
- */
-export function listen(app: Hono, options: { host: string; port: number }): Promise<Listening> {
-  return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: app.fetch,
-      hostname: options.host,
-      port: options.port,
-    }) as Server;
-    server.once("error", (cause) =>
-      reject(
-        new StetError(
-          "E_CONFIG",
-          `cannot listen on ${options.host}:${options.port}: ${cause.message}`,
-          {
-            cause,
-          },
-        ),
-      ),
-    );
-    server.once("listening", () => {
-      const { port } = server.address() as AddressInfo;
-      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-      resolve({
-        url: `http://${host}:${port}`,
-        port,
-        close: (drainMs = 2_000) =>
-          new Promise<void>((done) => {
-            const cut = setTimeout(() => server.closeAllConnections(), drainMs);
-            server.close(() => {
-              clearTimeout(cut);
-              done();
-            });
-            server.closeIdleConnections();
-          }),
-      });
-    });
+  const executions = new ExecutionRegistry();
+  const app = createApp({
+    store,
+    executions,
+    ...stale,
+    ...(options.evals ? { evals: options.evals } : {}),
+    ...(options.token ? { token: options.token } : {}),
+    ...(options.secrets ? { secrets: options.secrets } : {}),
+    ...(options.log ? { log: options.log } : {}),
   });
+  const server = await listen(app, { host: options.host, port: options.port });
+  const timer = setInterval(
+    () => void sweep().catch((e: unknown) => log(`orphan sweep failed: ${String(e)}`)),
+    options.staleMs ?? DEFAULT_STALE_MS,
+  );
+  timer.unref();
+  return {
+    url: server.url,
+    executing: () => executions.list().length,
+    shutdown: async () => {
+      const reports = await executions.stopAll();
+      clearInterval(timer);
+      await server.close();
+      return reports;
+    },
+    abort: () => executions.abortAll(),
+  };
 }

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SolverFn } from "../core/eval.js";
-import { runEval } from "../engine/run-eval.js";
+import { runEval } from "../runs/start-run.js";
 import { defineEval } from "../eval/define-eval.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import type { DatasetRow } from "../eval/types.js";

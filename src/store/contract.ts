@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
+import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
@@ -40,6 +41,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     };
     describeRunContract(ref);
     describeOwnershipContract(ref);
+    describeCancelContract(ref);
     describeAttemptContract(ref);
     describeReadModelContract(ref);
   });

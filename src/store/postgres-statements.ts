@@ -1,7 +1,8 @@
 import { DB_NOW_ISO, DB_NOW_MS, statement } from "./postgres-driver.js";
 import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "./rows.js";
 
-const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL`;
+const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
+  cancel_requested = NULL`;
 
 /** A run row with the database clock beside it, so heartbeat ages need no other clock. */
 const RUN_COLUMNS = `*, ${DB_NOW_MS} AS db_now_ms`;
@@ -59,12 +60,17 @@ export const postgresStatements = {
   // re-checks the token on the committed row and changes nothing.
   claimRun: statement(
     `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
-       heartbeat_at = ${DB_NOW_MS}, status = 'running', note = NULL, updated_at = ${DB_NOW_ISO}
+       heartbeat_at = ${DB_NOW_MS}, status = 'running', note = NULL, updated_at = ${DB_NOW_ISO},
+       cancel_requested = NULL
      WHERE id = @runId AND owner_token IS NOT DISTINCT FROM @expectedToken::text`,
   ),
   heartbeat: statement(
-    `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token`,
+    `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token
+     RETURNING cancel_requested`,
     { prepare: true },
+  ),
+  requestCancel: statement(
+    `UPDATE runs SET cancel_requested = @note WHERE id = @runId AND owner_token = @token`,
   ),
   releaseRun: statement(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}

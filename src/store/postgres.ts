@@ -46,6 +46,7 @@ import type {
   AttemptFilter,
   AttemptHead,
   BenchmarkSummary,
+  HeartbeatReply,
   NewRun,
   OutcomeFilter,
   OutcomePage,
@@ -212,8 +213,20 @@ class PostgresStore implements Store {
     );
   }
 
-  async heartbeat(runId: string, token: string): Promise<boolean> {
-    return this.guard(async () => (await sql.heartbeat.run(this.pool, { runId, token })) === 1);
+  async heartbeat(runId: string, token: string): Promise<HeartbeatReply> {
+    return this.guard(async () => {
+      const [row] = await sql.heartbeat.rows<{ cancel_requested: string | null }>(this.pool, {
+        runId,
+        token,
+      });
+      return row ? { owned: true, cancelRequested: row.cancel_requested } : { owned: false };
+    });
+  }
+
+  async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
+    return this.guard(
+      async () => (await sql.requestCancel.run(this.pool, { runId, token, note })) === 1,
+    );
   }
 
   async releaseRun(

@@ -8,7 +8,8 @@ import {
   type SampleRow,
 } from "./rows.js";
 
-const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL`;
+const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
+  cancel_requested = NULL`;
 
 /** Every statement the adapter runs, prepared once when the store opens. */
 export function prepareStatements(db: SqliteDatabase) {
@@ -58,11 +59,16 @@ export function prepareStatements(db: SqliteDatabase) {
     // The compare-and-set: `IS` matches a NULL expected token against an ownerless run.
     claimRun: db.prepare(
       `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
-         heartbeat_at = @nowMs, status = 'running', note = NULL, updated_at = @now
+         heartbeat_at = @nowMs, status = 'running', note = NULL, updated_at = @now,
+         cancel_requested = NULL
        WHERE id = @runId AND owner_token IS @expectedToken`,
     ),
-    heartbeat: db.prepare(
-      `UPDATE runs SET heartbeat_at = @nowMs WHERE id = @runId AND owner_token = @token`,
+    heartbeat: db.prepare<{ cancel_requested: string | null }>(
+      `UPDATE runs SET heartbeat_at = @nowMs WHERE id = @runId AND owner_token = @token
+       RETURNING cancel_requested`,
+    ),
+    requestCancel: db.prepare(
+      `UPDATE runs SET cancel_requested = @note WHERE id = @runId AND owner_token = @token`,
     ),
     releaseRun: db.prepare(
       `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = @now

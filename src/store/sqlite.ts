@@ -43,6 +43,7 @@ import type {
   AttemptFilter,
   AttemptHead,
   BenchmarkSummary,
+  HeartbeatReply,
   NewRun,
   OutcomeFilter,
   OutcomePage,
@@ -258,10 +259,15 @@ class SqliteStore implements Store {
     });
   }
 
-  async heartbeat(runId: string, token: string): Promise<boolean> {
-    return this.guard(
-      () => this.s.heartbeat.run({ runId, token, nowMs: this.now() }).changes === 1,
-    );
+  async heartbeat(runId: string, token: string): Promise<HeartbeatReply> {
+    return this.guard(() => {
+      const row = this.s.heartbeat.get({ runId, token, nowMs: this.now() });
+      return row ? { owned: true, cancelRequested: row.cancel_requested } : { owned: false };
+    });
+  }
+
+  async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
+    return this.guard(() => this.s.requestCancel.run({ runId, token, note }).changes === 1);
   }
 
   async releaseRun(

@@ -95,6 +95,15 @@ export interface AttemptFeed {
   cursor: number;
 }
 
+/** What a heartbeat learns: whether the caller still owns the run, and any cancel asked of it. */
+export type HeartbeatReply =
+  | { owned: false }
+  | {
+      owned: true;
+      /** Set by `requestCancel` (who asked, and when) until the run changes hands. */
+      cancelRequested: string | null;
+    };
+
 /** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
 export interface BenchmarkSummary {
   evalName: string;
@@ -135,8 +144,16 @@ export interface Store {
    * claimant got there first.
    */
   claimRun(runId: string, owner: OwnerIdentity, expectedToken: string | null): Promise<boolean>;
-  /** Refreshes the heartbeat; false when `token` no longer owns the run. */
-  heartbeat(runId: string, token: string): Promise<boolean>;
+  /**
+   * Refreshes the heartbeat and reports a pending cancel request; `owned: false` when `token` no
+   * longer owns the run.
+   */
+  heartbeat(runId: string, token: string): Promise<HeartbeatReply>;
+  /**
+   * Asks the owner holding `expectedToken` to stop (it sees `note` at its next heartbeat); false
+   * when the run changed hands meanwhile. A claim or release clears the request.
+   */
+  requestCancel(runId: string, expectedToken: string, note: string): Promise<boolean>;
   /** Drops ownership and sets the final status; false when `token` no longer owns the run. */
   releaseRun(runId: string, token: string, status: RunStatus, note?: string): Promise<boolean>;
   /**

@@ -5,7 +5,7 @@ import { defineEval } from "../../src/eval/define-eval.js";
 import { scorers } from "../../src/scorers/index.js";
 import type { DatasetRow, Eval } from "../../src/eval/types.js";
 import { createApp, type AppOptions } from "../../src/server/create-app.js";
-import { createEvalRegistry } from "../../src/server/eval-registry.js";
+import { createEvalRegistry } from "../../src/runs/eval-registry.js";
 import { ExecutionRegistry } from "../../src/server/executions.js";
 import type { Store } from "../../src/store/types.js";
 import { tempStore } from "./temp-store.js";

@@ -1,8 +1,8 @@
 import type { Key } from "../../core/types.js";
-import { importResults } from "../../evalport/import-results.js";
+import { importResults } from "../../runs/import-into-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
-import { staleLimit } from "../../engine/stale-limit.js";
 import { openStore } from "../open-store.js";
 
 export interface ImportFlags {
@@ -32,22 +32,19 @@ export async function importCommand(file: string, flags: ImportFlags): Promise<n
       io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return EXIT.ok;
     }
+    const { imported, alreadyScored, notCompleted, runId } = report;
     io.say(
-      `imported ${report.imported.length} result(s) into run ${report.runId} from ${file} (${report.source})`,
+      `imported ${imported.length} result(s) into run ${runId} from ${file} (${report.source})`,
     );
-    if (report.alreadyScored.length > 0) {
-      io.say(
-        `skipped ${report.alreadyScored.length} the run already had: ${preview(report.alreadyScored)}`,
-      );
+    if (alreadyScored.length > 0) {
+      io.say(`skipped ${alreadyScored.length} the run already had: ${preview(alreadyScored)}`);
     }
-    if (report.notCompleted.length > 0) {
-      io.say(
-        `not imported, errors in the file: ${report.notCompleted.length} (${preview(report.notCompleted)})`,
-      );
+    if (notCompleted.length > 0) {
+      io.say(`not imported, errors in the file: ${notCompleted.length} (${preview(notCompleted)})`);
     }
     const { scored, total, remaining } = report.counts;
-    const next = remaining > 0 ? `; ${remaining} left: stet resume ${report.runId}` : "";
-    io.say(`run ${report.runId}: ${report.status}, ${scored}/${total} keys scored${next}`);
+    const next = remaining > 0 ? `; ${remaining} left: stet resume ${runId}` : "";
+    io.say(`run ${runId}: ${report.status}, ${scored}/${total} keys scored${next}`);
     return EXIT.ok;
   } finally {
     await store.close();

@@ -1,15 +1,15 @@
-import { StetError } from "../../core/errors.js";
-import { renderPlan } from "../render/summary.js";
-import { loadEvalSource } from "../../eval/load-eval-source.js";
-import { resolveEval } from "../../eval/resolve-eval.js";
-import { resumeRun } from "../../engine/run-eval.js";
+import {
+  executeResume,
+  planResume,
+  settleResume,
+  type PlannedResume,
+} from "../../runs/resume-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { renderPlan } from "../render/summary.js";
 import { withRunOutput } from "../run-output.js";
-import { runWithUi } from "../run-ui.js";
-import { staleLimit } from "../../engine/stale-limit.js";
-import { uiOptions } from "./run.js";
-import type { PlanSummary } from "../../core/events.js";
+import { runWithUi, uiOptions } from "../run-ui.js";
 
 export interface ResumeFlags {
   store?: string;
@@ -28,40 +28,28 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
   const stale = staleLimit();
   const store = await openStore(flags.store);
   try {
-    const run = await store.getRun(runId);
-    if (!run)
-      throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
-    const evalPath = flags.eval ?? run.config.evalPath;
-    if (!evalPath) {
-      throw new StetError(
-        "E_USAGE",
-        `run ${runId} was not started from an eval file; pass --eval <file>`,
-      );
-    }
-    const loaded = await loadEvalSource(evalPath);
-    // The run's recorded configuration applies; the eval contributes samples, solver, scorers.
-    const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir });
-    const output = flags.output ?? run.config.output;
-    return await withRunOutput(store, io, output, (tee) =>
-      runWithUi(io, uiOptions(flags), (controls) =>
-        resumeRun({
-          store,
-          runId,
-          eval: ev,
-          ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
-          ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
-          ...stale,
-          ...controls,
-          onEvent: tee(controls.onEvent),
-        }),
-      ),
-    ).catch((error: unknown) => {
-      if (error instanceof StetError && error.code === "E_CHANGED_SAMPLES") {
-        const plan = error.details?.plan as PlanSummary | undefined;
-        if (plan) io.say(renderPlan(plan));
-      }
-      throw error;
+    const planning = await planResume({
+      store,
+      runId,
+      ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
+      ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
+      ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+      ...stale,
     });
+    let resume: PlannedResume;
+    if (planning.ok) resume = planning.resume;
+    else if (planning.refusal.reason === "nothing-to-resume") resume = planning.refusal.resume;
+    else {
+      if (planning.refusal.reason === "changed-samples") io.say(renderPlan(planning.refusal.plan));
+      throw planning.refusal.error;
+    }
+    const output = flags.output ?? resume.run.config.output;
+    return await withRunOutput(store, io, output, (tee) =>
+      runWithUi(io, uiOptions(flags), (controls) => {
+        const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
+        return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
+      }),
+    );
   } finally {
     await store.close();
   }

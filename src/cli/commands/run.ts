@@ -1,12 +1,9 @@
-import { resolve } from "node:path";
-import { loadEvalSource } from "../../eval/load-eval-source.js";
-import { resolveEval } from "../../eval/resolve-eval.js";
-import { runEval } from "../../engine/run-eval.js";
+import { prepareStart, runEval } from "../../runs/start-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { withRunOutput } from "../run-output.js";
-import { runWithUi } from "../run-ui.js";
-import { staleLimit } from "../../engine/stale-limit.js";
+import { runWithUi, uiOptions } from "../run-ui.js";
 import { resumeCommand } from "./resume.js";
 
 export interface RunFlags {
@@ -30,45 +27,25 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  const loaded = await loadEvalSource(target);
-  const ev = await resolveEval(loaded.eval, {
-    baseDir: loaded.baseDir,
-    limit: flags.limit,
+  // Loaded and checked before the store opens: a bad eval or seed refuses without a run.
+  const prepared = await prepareStart({
+    eval: target,
+    model: flags.model,
     epochs: flags.epochs,
     concurrency: flags.concurrency,
+    limit: flags.limit,
     timeoutMs: flags.timeout,
+    resumeFrom: flags.resumeFrom,
+    output: flags.output,
   });
-  // Read and checked before the run exists: a bad file refuses without creating one.
-  const seed =
-    flags.resumeFrom === undefined
-      ? undefined
-      : await (await import("../../evalport/read-seed.js")).readSeed(flags.resumeFrom, ev);
   const store = await openStore(flags.store);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) =>
-        runEval({
-          store,
-          eval: ev,
-          ...(seed === undefined ? {} : { seed: seed.drafts }),
-          evalPath: loaded.path,
-          ...(flags.output === undefined ? {} : { output: resolve(flags.output) }),
-          ...(flags.model === undefined ? {} : { model: flags.model }),
-          ...(flags.limit === undefined ? {} : { limit: flags.limit }),
-          ...stale,
-          ...controls,
-          onEvent: tee(controls.onEvent),
-        }),
+        runEval({ ...prepared, store, ...stale, ...controls, onEvent: tee(controls.onEvent) }),
       ),
     );
   } finally {
     await store.close();
   }
-}
-
-export function uiOptions(flags: { json?: boolean; failUnder?: number }) {
-  return {
-    json: flags.json ?? false,
-    ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
-  };
 }

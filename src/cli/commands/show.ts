@@ -1,11 +1,13 @@
-import { StetError } from "../../core/errors.js";
-import { ownerLiveness } from "../../engine/owner.js";
-import { storedReport } from "../../engine/report.js";
+import { readRun } from "../../runs/read-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderSummary } from "../render/summary.js";
 
-/** `stet show <run-id>`: status, owner, progress, metrics, cost and errors of one run. */
+/**
+ * `stet show <run-id>`: status, owner, progress, metrics, cost and errors of one run. A run whose
+ * owner died is recovered (interrupted, resumable) first, so it never shows as running.
+ */
 export async function showCommand(
   runId: string,
   flags: { store?: string; json?: boolean },
@@ -13,15 +15,12 @@ export async function showCommand(
   const io = createIo(flags.json ?? false);
   const store = await openStore(flags.store);
   try {
-    const run = await store.getRun(runId);
-    if (!run)
-      throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
-    const report = await storedReport(store, run);
-    const owner = run.owner ? { ...run.owner, ...ownerLiveness(run.owner) } : null;
+    const { run, owner, report } = await readRun(store, runId, { ...staleLimit(), recover: true });
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
+      const { config, createdAt, updatedAt, note } = run;
       io.stdout.write(
-        `${JSON.stringify({ ...rest, config: run.config, owner, createdAt: run.createdAt, updatedAt: run.updatedAt, note: run.note }, null, 2)}\n`,
+        `${JSON.stringify({ ...rest, config, owner, createdAt, updatedAt, note }, null, 2)}\n`,
       );
       return 0;
     }
@@ -29,16 +28,12 @@ export async function showCommand(
     io.say(
       `created ${run.createdAt} · model ${run.config.model ?? "(eval default)"} · ${run.config.epochs} epoch(s)`,
     );
-    if (owner)
-      io.say(
-        `owner   pid ${owner.pid} on ${owner.host} · ${owner.alive ? "alive" : "dead"}: ${owner.reason}`,
-      );
-    io.say(
-      renderSummary(report)
-        .split("\n")
-        .filter((l) => !/^(work|time) /.test(l))
-        .join("\n"),
-    );
+    if (owner) {
+      const liveness = `${owner.alive ? "alive" : "dead"}: ${owner.reason}`;
+      io.say(`owner   pid ${owner.pid} on ${owner.host} · ${liveness}`);
+    }
+    const summary = renderSummary(report).split("\n");
+    io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));
     return 0;
   } finally {
     await store.close();

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
-import { StetError } from "../../core/errors.js";
 import type { Run } from "../../core/types.js";
-import { ownerLiveness } from "../../engine/owner.js";
+import { withLiveness } from "../../runs/read-run.js";
+import { requireRun } from "../../runs/require-run.js";
 import type { RunCounts } from "../../store/types.js";
 import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
@@ -20,8 +20,7 @@ export function runsEventsRoutes(deps: AppDeps): Hono {
 
   app.get("/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
-    const run = await deps.store.getRun(runId);
-    if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
+    const run = await requireRun(deps.store, runId);
     const stop = new AbortController();
     return sseResponse(c, follow(deps, run, stop.signal), {
       redact: deps.redact,
@@ -65,7 +64,7 @@ async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGen
 
 /** Running with a live owner: a dead owner's run will not progress until someone resumes it. */
 function isLive(run: Run, deps: AppDeps): boolean {
-  return run.status === "running" && !!run.owner && ownerLiveness(run.owner, deps.engine).alive;
+  return run.status === "running" && !!withLiveness(run.owner, deps.engine)?.alive;
 }
 
 function ended(run: Run, counts: RunCounts, deps: AppDeps) {
@@ -75,7 +74,7 @@ function ended(run: Run, counts: RunCounts, deps: AppDeps) {
     note: run.note,
     ...countsView(counts),
     ...(orphaned && run.owner
-      ? { orphaned, reason: ownerLiveness(run.owner, deps.engine).reason }
+      ? { orphaned, reason: withLiveness(run.owner, deps.engine)?.reason }
       : {}),
   };
 }

@@ -3,6 +3,7 @@ import * as z from "zod";
 import { isStetError } from "../../core/errors.js";
 import { runStatusSchema } from "../../core/schemas.js";
 import { buildResultSet } from "../../evalport/build-result-set.js";
+import { requireRun } from "../../runs/require-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
@@ -75,9 +76,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
 
   app.get("/runs/:id/resultset", async (c) => {
     const runId = c.req.param("id");
-    if (!(await store.getRun(runId))) {
-      throw new ApiError(404, "run_not_found", `no run with id "${runId}"`);
-    }
+    await requireRun(store, runId);
     const doc = await buildResultSet(store, runId).catch((error: unknown) => {
       // A ResultSet needs one result: a run with no finished sample has none to give.
       if (isStetError(error, "E_INVALID_INPUT"))

@@ -1,17 +1,10 @@
 import { Hono } from "hono";
 import * as z from "zod";
-import { isStetError, StetError } from "../../core/errors.js";
-import { assertClaimable } from "../../engine/acquire.js";
-import { executeRun } from "../../engine/execute-run.js";
-import {
-  claimResume,
-  planResume,
-  type PlannedResume,
-  type ResumeOptions,
-} from "../../engine/run-eval.js";
+import { isStetError } from "../../core/errors.js";
+import { claimResume, planResume, settleResume } from "../../runs/resume-run.js";
+import { runExecution } from "../../runs/run-execution.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
-import { evalForRun } from "../eval-for-run.js";
 import { streamExecution } from "../stream-execution.js";
 import { parseBody } from "../validate.js";
 
@@ -35,55 +28,40 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
 
   app.post("/runs/:id/resume", async (c) => {
     const runId = c.req.param("id");
-    const body = await parseBody(c, resumeBody);
-    const run = await deps.store.getRun(runId);
-    if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
-    // Cheap refusal first; planResume checks again and the claim below decides for good.
-    assertClaimable(run, deps.engine);
-
-    const options: ResumeOptions = {
-      store: deps.store,
+    const { rerunChanged } = await parseBody(c, resumeBody);
+    const options = { store: deps.store, ...deps.engine };
+    const planning = await planResume({
+      ...options,
       runId,
-      eval: await evalForRun(deps.evals, run),
-      ...(body.rerunChanged === undefined ? {} : { rerunChanged: body.rerunChanged }),
-      ...deps.engine,
-    };
-    const planned = await planResume(options).catch((error: unknown) => {
-      if (!isStetError(error, "E_CHANGED_SAMPLES")) throw error;
-      const message = error.message.replace(/pass --rerun-changed/, 'send {"rerunChanged": true}');
-      throw new ApiError(409, "changed_samples", message);
+      registry: deps.evals,
+      ...(rerunChanged === undefined ? {} : { rerunChanged }),
     });
-    if (planned.plan.toExecute.length === 0) {
-      await settleFinished(options, planned);
-      throw new ApiError(
-        400,
-        "nothing_to_resume",
-        `run ${runId} has nothing to resume: all ${planned.plan.total} keys have a scored attempt`,
-      );
+    if (!planning.ok) {
+      const { refusal } = planning;
+      if (refusal.reason === "changed-samples") {
+        const message = refusal.error.message.replace(
+          /pass --rerun-changed/,
+          'send {"rerunChanged": true}',
+        );
+        throw new ApiError(409, "changed_samples", message);
+      }
+      // Every key is scored but the status may lag (its owner died after the last commit): settle
+      // it, so it stops offering a resume. Losing that claim to someone else is fine: they settle.
+      if (refusal.reason === "nothing-to-resume") {
+        await settleResume(refusal.resume, options).catch((error: unknown) => {
+          if (!isStetError(error, "E_RUN_ACTIVE")) throw error;
+        });
+      }
+      throw refusal.error;
     }
-    // The claim is the store's compare-and-set on the owner token planResume judged dead: of any
+    // The claim is the store's compare-and-set on the owner token the plan judged dead: of any
     // number of concurrent resumers, in this process or others, exactly one gets past this line;
     // the rest get E_RUN_ACTIVE (409) while no stream has been opened yet.
-    const execution = await claimResume(options, planned);
-
+    const execution = await claimResume(planning.resume, options);
     return streamExecution(c, deps, runId, (controls) =>
-      executeRun(execution, { ...options, ...controls }),
+      runExecution(execution, { ...options, ...controls }),
     );
   });
 
   return app;
-}
-
-/**
- * A run whose every key is scored but whose status says otherwise (its owner died after the last
- * commit) is claimed and released as completed, so it stops offering a resume. Losing that claim
- * to someone else is fine: they settle it.
- */
-async function settleFinished(options: ResumeOptions, planned: PlannedResume): Promise<void> {
-  if (planned.run.status === "completed") return;
-  try {
-    await executeRun(await claimResume(options, planned), { store: options.store });
-  } catch (error) {
-    if (!isStetError(error, "E_RUN_ACTIVE")) throw error;
-  }
 }

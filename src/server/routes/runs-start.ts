@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
-import { newRunId, runEval } from "../../engine/run-eval.js";
-import { resolveEval } from "../../eval/resolve-eval.js";
+import { prepareStart, runEval } from "../../runs/start-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
@@ -27,30 +26,13 @@ export function runsStartRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs", async (c) => {
-    const body = await parseBody(c, startBody);
-    const loaded = deps.evals.get(body.eval);
-    if (!loaded) {
-      throw new ApiError(404, "eval_not_found", `no eval named "${body.eval}" is registered`);
-    }
+    const { eval: name, ...overrides } = await parseBody(c, startBody);
+    const loaded = deps.evals.get(name);
+    if (!loaded) throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
-    const ev = await resolveEval(loaded.eval, {
-      baseDir: loaded.baseDir,
-      limit: body.limit,
-      epochs: body.epochs,
-      concurrency: body.concurrency,
-    });
-    const runId = newRunId();
-    return streamExecution(c, deps, runId, (controls) =>
-      runEval({
-        store: deps.store,
-        eval: ev,
-        evalPath: loaded.path,
-        runId,
-        ...(body.model === undefined ? {} : { model: body.model }),
-        ...(body.limit === undefined ? {} : { limit: body.limit }),
-        ...deps.engine,
-        ...controls,
-      }),
+    const prepared = await prepareStart({ eval: loaded, ...overrides });
+    return streamExecution(c, deps, prepared.runId, (controls) =>
+      runEval({ ...prepared, store: deps.store, ...deps.engine, ...controls }),
     );
   });
 

@@ -61,15 +61,18 @@ export function describeOwnershipContract(h: HarnessRef): void {
     it("refreshes the heartbeat for the owner only", async () => {
       const { run, owner: me } = await newRun(h.store, { id: "hb" });
       await sleep(100);
-      expect(await h.store.heartbeat("hb", "not-mine")).toBe(false);
-      expect(await h.store.heartbeat("ghost", me.token)).toBe(false);
+      expect(await h.store.heartbeat("hb", "not-mine")).toEqual({ owned: false });
+      expect(await h.store.heartbeat("ghost", me.token)).toEqual({ owned: false });
       // The refused heartbeats left it as it was, and it has aged.
       const before = (await h.store.getRun("hb"))?.owner;
       expect(before?.heartbeatAt).toBe(run.owner?.heartbeatAt);
       expect(before?.heartbeatAgeMs).toBeGreaterThanOrEqual(90);
 
       const started = performance.now();
-      expect(await h.store.heartbeat("hb", me.token)).toBe(true);
+      expect(await h.store.heartbeat("hb", me.token)).toEqual({
+        owned: true,
+        cancelRequested: null,
+      });
       const after = (await h.store.getRun("hb"))?.owner;
       const elapsed = performance.now() - started;
       // The new heartbeat is later than the old one by at least the age read before the call
@@ -152,7 +155,7 @@ export function describeOwnershipContract(h: HarnessRef): void {
           inflight: await h.store.listInflight("fenced"),
           samples: await h.store.getSamples("fenced"),
         }).toEqual(before);
-        expect(await late.heartbeat("fenced", old.token)).toBe(false);
+        expect(await late.heartbeat("fenced", old.token)).toEqual({ owned: false });
         expect(await late.releaseRun("fenced", old.token, "interrupted")).toBe(false);
         expect(await h.store.getRun("fenced")).toMatchObject({ status: "running", owner: next });
       });

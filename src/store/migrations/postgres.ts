@@ -93,4 +93,11 @@ CREATE TABLE inflight (
 );
 `,
   },
+  {
+    version: 2,
+    name: "cancel-requests",
+    // A cancel asked for through the store (\`stet cancel\` from anywhere): the owner reads it with
+    // its heartbeat and stops as on SIGINT. Cleared whenever the run changes hands.
+    sql: `ALTER TABLE runs ADD COLUMN cancel_requested TEXT;`,
+  },
 ];

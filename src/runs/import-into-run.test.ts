@@ -7,17 +7,19 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
 import { newOwnerIdentity } from "../engine/owner.js";
-import { resumeRun, runEval, type EngineEval } from "../engine/run-eval.js";
+import { resumeRun } from "../runs/resume-run.js";
+import { runEval } from "../runs/start-run.js";
+import type { EngineEval } from "../core/eval.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { openSqliteStore } from "../store/sqlite.js";
 import type { Store } from "../store/types.js";
 import { dumpDb } from "../../test/helpers/db-dump.js";
 import { tempDir } from "../../test/helpers/temp-store.js";
-import { buildResultSet, loadOutcomes } from "./build-result-set.js";
-import { importResults } from "./import-results.js";
-import { loadSuite } from "./load-suite.js";
-import { readSeed } from "./read-seed.js";
-import { toResult } from "./result-mapping.js";
+import { buildResultSet, loadOutcomes } from "../evalport/build-result-set.js";
+import { importResults } from "./import-into-run.js";
+import { loadSuite } from "../evalport/load-suite.js";
+import { readSeed } from "../evalport/read-seed.js";
+import { toResult } from "../evalport/result-mapping.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { OwnerIdentity } from "../core/types.js";
 import { openSqliteStore } from "../store/sqlite.js";
 import type { Store } from "../store/types.js";
-import { hostId } from "./owner.js";
+import { hostId } from "../engine/owner.js";
 import { recoverOrphans } from "./recover-orphans.js";
 import { runConfig } from "../store/contract/fixtures.js";
 

@@ -2,7 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
-import { loadEvalSource } from "../eval/load-eval-source.js";
+import { loadEvalSource } from "./load-eval-source.js";
 
 const EVAL_EXTENSIONS = new Set([".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json"]);
 

@@ -18,3 +18,5 @@ export function staleLimit(env: NodeJS.ProcessEnv = process.env): { staleMs?: nu
   }
   return { staleMs };
 }
+
+export { DEFAULT_STALE_MS } from "../engine/owner.js";

@@ -1,5 +1,5 @@
 import { extname } from "node:path";
-import { loadEvalFile, type LoadedEvalFile } from "./load-eval-file.js";
+import { loadEvalFile, type LoadedEvalFile } from "../eval/load-eval-file.js";
 
 /**
  * Loads what `stet run` and `stet resume` are given: an EvalPort suite (`.json`, see

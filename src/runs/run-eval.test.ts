@@ -4,7 +4,9 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { RunEvent } from "../core/events.js";
 import type { Sample, SampleRecord } from "../core/types.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
-import { resumeRun, runEval, type EngineEval } from "./run-eval.js";
+import { resumeRun } from "../runs/resume-run.js";
+import { runEval } from "../runs/start-run.js";
+import type { EngineEval } from "../core/eval.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -84,20 +86,27 @@ describe("runEval", () => {
     let peak = 0;
     let finished = 0;
     let finishedWhileSlowRan = -1;
+    // The slow sample holds its slot until the other 39 are done (or 10 s pass): only a pool that
+    // refills the three free slots at once gets them all through meanwhile; one that advanced in
+    // waves of 4 would stall behind it with 3 done.
+    let othersDone!: () => void;
+    const allOthers = new Promise<void>((resolve) => (othersDone = resolve));
     const solver: SolverFn = async (sample) => {
       active++;
       peak = Math.max(peak, active);
-      await new Promise((r) => setTimeout(r, sample.id === "q000" ? 400 : 5));
+      if (sample.id === "q000") {
+        await Promise.race([allOthers, new Promise((r) => setTimeout(r, 10_000))]);
+        finishedWhileSlowRan = finished;
+      } else {
+        await new Promise((r) => setTimeout(r, 1));
+        if (++finished === 39) othersDone();
+      }
       active--;
-      if (sample.id === "q000") finishedWhileSlowRan = finished;
-      finished++;
       return "x";
     };
     const ev = { ...countingEval(records(40)).ev, solver, epochs: 1, concurrency: 4 };
     await runEval({ store: store(), eval: ev });
     expect(peak).toBe(4);
-    // In waves of 4, only the slow sample's 3 wave-mates would finish before it; refilled, the
-    // other 39 samples pass through the three free slots while it runs.
     expect(finishedWhileSlowRan).toBe(39);
   });
 });

@@ -1,11 +1,17 @@
 import { basename } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { Key, Run, RunStatus } from "../core/types.js";
-import { acquireRun, assertClaimable } from "../engine/acquire.js";
+import { acquireRun, claimRefusal } from "../engine/acquire.js";
 import { newOwnerIdentity } from "../engine/owner.js";
+import { planImport, type ImportPlan } from "../evalport/plan-import.js";
+import {
+  readImportFile,
+  type ImportFile,
+  type ImportFormat,
+} from "../evalport/read-import-file.js";
 import type { RunCounts, Store } from "../store/types.js";
-import { planImport, type ImportPlan } from "./plan-import.js";
-import { readImportFile, type ImportFile, type ImportFormat } from "./read-import-file.js";
+import { requireRun } from "./require-run.js";
+import { restoredStatus, settledStatus, wasCutShort } from "./run-status.js";
 
 export interface ImportOptions {
   store: Store;
@@ -35,14 +41,14 @@ export interface ImportReport {
 
 /**
  * Restores completed work from a ResultSet, a Results JSONL or the engine's fallback JSONL into
- * a run, all or nothing. Everything is checked before the store is touched (the sha256 when
- * given, the file's validity, every result against the run's samples, epochs and fingerprints).
- * Then the run is claimed (a live owner: `E_RUN_ACTIVE`), the new completed attempts are
- * recorded in one commit with provenance `{ kind: "imported", source: "sha256:<hex>" }` (their
- * cost is reused, never spend), and the run is released: `completed` when nothing remains, else
- * `interrupted` (if it was interrupted or its owner died) or `errored`, so it stays resumable.
- * Keys the run already scored are skipped and reported; an import that adds nothing writes
- * nothing, so importing a file twice changes nothing the second time.
+ * a run, all or nothing. The EvalPort layer reads, validates and plans (the sha256 when given,
+ * the file's validity, every result against the run's samples, epochs and fingerprints) before
+ * the store is touched. Then the run is claimed (a live owner: `E_RUN_ACTIVE`), the new completed
+ * attempts are recorded in one commit with provenance `{ kind: "imported", source:
+ * "sha256:<hex>" }` (their cost is reused, never spend), and the run is released with the status
+ * `settledStatus` gives: `completed` when nothing remains, else `interrupted` (if its work was
+ * cut short) or `errored`, so it stays resumable. Keys the run already scored are skipped and
+ * reported; an import that adds nothing writes nothing, so importing a file twice changes nothing.
  *
  * @example
  * const report = await importResults({ store, runId: "r_abc", file: "backup.json", sha256 });
@@ -53,24 +59,21 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
   const file = await readImportFile(options.file, {
     ...(options.sha256 === undefined ? {} : { sha256: options.sha256 }),
   });
-  const run = await store.getRun(runId);
-  if (!run)
-    throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
+  const run = await requireRun(store, runId);
   if (file.runId !== undefined && file.runId !== runId) {
     throw new StetError(
       "E_INVALID_INPUT",
       `${file.path} holds attempts of run ${file.runId}, not of ${runId}; nothing was imported`,
     );
   }
-  assertClaimable(run, options);
+  const active = claimRefusal(run, options);
+  if (active) throw active;
   const planned = await plan(store, run, file);
   if (planned.drafts.length === 0) {
     return report(file, run, planned, [], run.status, await store.countKeys(runId));
   }
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  const resumable: RunStatus =
-    run.status === "interrupted" || run.status === "running" ? "interrupted" : "errored";
   let inserted: ImportPlan;
   try {
     // Owned now, the run cannot change under us: plan again against what is stored.
@@ -83,7 +86,7 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
     throw error;
   }
   const counts = await store.countKeys(runId);
-  const status = counts.remaining === 0 ? "completed" : resumable;
+  const status = settledStatus({ remaining: counts.remaining, cutShort: wasCutShort(run) });
   const note = `imported ${inserted.drafts.length} result(s) from ${basename(file.path)} (sha256:${file.sha256.slice(0, 12)}…)`;
   if (!(await store.releaseRun(runId, owner.token, status, note))) {
     throw new StetError(
@@ -107,11 +110,6 @@ async function plan(store: Store, run: Run, file: ImportFile): Promise<ImportPla
     source: `sha256:${file.sha256}`,
     file: file.path,
   });
-}
-
-/** The status to put back when the import fails after claiming: never `running`. */
-function restoredStatus(run: Run): RunStatus {
-  return run.status === "running" ? "interrupted" : run.status;
 }
 
 function report(

@@ -1,0 +1,51 @@
+import { cancelRun } from "../../runs/cancel-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
+import { EXIT } from "../exit-codes.js";
+import { createIo } from "../io.js";
+import { openStore } from "../open-store.js";
+
+export interface CancelFlags {
+  store?: string;
+  json?: boolean;
+  /** How long to wait for the run to stop, in ms; 0 returns once the request is recorded. */
+  wait?: number;
+}
+
+/**
+ * `stet cancel <run-id>`: asks the run's owner, on this host or any other sharing the store, to
+ * stop as on SIGINT (in-flight samples finish, the run becomes interrupted and resumable), and
+ * waits until it has. A run whose owner is dead is recovered at once.
+ */
+export async function cancelCommand(runId: string, flags: CancelFlags): Promise<number> {
+  const io = createIo(flags.json ?? false);
+  const store = await openStore(flags.store);
+  try {
+    const waitMs = flags.wait ?? 60_000;
+    const result = await cancelRun({
+      store,
+      runId,
+      ...staleLimit(),
+      ...(waitMs > 0 ? { waitMs } : {}),
+    });
+    const { run } = result;
+    if (flags.json) {
+      const { id, status, note } = run;
+      io.stdout.write(`${JSON.stringify({ runId: id, outcome: result.status, status, note })}\n`);
+    }
+    switch (result.status) {
+      case "requested":
+        io.say(`cancel of run ${runId} requested; its owner stops at its next heartbeat`);
+        return EXIT.ok;
+      case "still-running":
+        io.say(`cancel of run ${runId} requested; it is still running after ${waitMs / 1000}s`);
+        return EXIT.fatal;
+      default: {
+        const next = run.status === "completed" ? "" : `; resume it with: stet resume ${runId}`;
+        io.say(`run ${runId} is ${run.status}${run.note ? ` (${run.note})` : ""}${next}`);
+        return EXIT.ok;
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,69 @@
+import { createEvalRegistry, loadEvalRegistry } from "../../runs/eval-registry.js";
+import { staleLimit } from "../../runs/stale-limit.js";
+import { createRedactor, secretsFromEnv, serve } from "../../server/index.js";
+import { EXIT } from "../exit-codes.js";
+import { openStore } from "../open-store.js";
+import { trapSignals } from "../signals.js";
+
+export interface ServeFlags {
+  port: number;
+  host?: string;
+  store?: string;
+  evals?: string;
+}
+
+/**
+ * `stet serve`: binds the API and web UI and prints where (see `serve`), and on SIGINT/SIGTERM
+ * stops the runs it executes gracefully (they become interrupted, i.e. resumable) before it
+ * returns; a second signal aborts them at once. Returns 130 when a signal interrupted runs, else 0.
+ *
+ * @example process.exitCode = await serveCommand({ port: 0, evals: "./evals" });
+ */
+export async function serveCommand(flags: ServeFlags): Promise<number> {
+  const host = flags.host ?? "127.0.0.1";
+  const token = process.env.STET_TOKEN || undefined;
+  const secrets = secretsFromEnv(process.env);
+  const redact = createRedactor([...secrets, ...(token ? [token] : [])]);
+  const log = (line: string) => void process.stderr.write(`${redact(line)}\n`);
+
+  const store = await openStore(flags.store);
+  try {
+    const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
+    for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
+    const server = await serve({
+      store,
+      host,
+      port: flags.port,
+      evals,
+      secrets,
+      log,
+      ...staleLimit(),
+      ...(token ? { token } : {}),
+    });
+    process.stdout.write(
+      `stet serve listening on ${server.url} (store ${store.location}; ${evals.list().length} eval(s))\n` +
+        `web UI: ${server.url}/\n`,
+    );
+    const signals = trapSignals((signal) => {
+      const n = server.executing();
+      log(
+        `${signal}: stopping; ${n} run(s) finish their in-flight samples (signal again to abort)`,
+      );
+    });
+    try {
+      await new Promise((resolve) =>
+        signals.stop.addEventListener("abort", resolve, { once: true }),
+      );
+      signals.abort.addEventListener("abort", () => server.abort(), { once: true });
+      const reports = await server.shutdown();
+      const interrupted = reports.filter((r) => r?.status === "interrupted");
+      for (const r of interrupted)
+        log(`run ${r!.runId} interrupted; resume it with: stet resume ${r!.runId}`);
+      return interrupted.length > 0 ? EXIT.interrupted : EXIT.ok;
+    } finally {
+      signals.release();
+    }
+  } finally {
+    await store.close();
+  }
+}

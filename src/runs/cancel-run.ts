@@ -1,0 +1,90 @@
+import { StetError } from "../core/errors.js";
+import type { Run } from "../core/types.js";
+import { hostId, ownerLiveness } from "../engine/owner.js";
+import type { Store } from "../store/types.js";
+import { requireRun } from "./require-run.js";
+
+export interface CancelOptions {
+  store: Store;
+  runId: string;
+  staleMs?: number;
+  /**
+   * Stops the run at once if this process executes it (a server's own executions) and says
+   * whether it did; tried first.
+   */
+  stopLocal?: (runId: string) => boolean;
+  /**
+   * Whether a live owner elsewhere is asked through the store (default true): it sees the request
+   * at its next heartbeat and stops as on SIGINT. When false such a run is refused (`E_RUN_ACTIVE`).
+   */
+  throughStore?: boolean;
+  /** When given, resolves only once the run is no longer running, or this many ms have passed. */
+  waitMs?: number;
+  /** How often the wait reads the run (default 250 ms). */
+  pollMs?: number;
+}
+
+export interface CancelResult {
+  runId: string;
+  /**
+   * `stopping`: this process is stopping it; `requested`: its owner was asked through the store;
+   * `interrupted`: its owner was dead, and the run was recovered on the spot; with `waitMs`,
+   * `stopped` (the run's status says how: interrupted, or completed when its last samples were
+   * already finishing) or `still-running` when the wait ran out first.
+   */
+  status: "stopping" | "requested" | "interrupted" | "stopped" | "still-running";
+  /** The run as last read. */
+  run: Run;
+}
+
+/**
+ * Cancels a run wherever it executes; it becomes `interrupted`, i.e. resumable, and in-flight
+ * samples finish within the owner's grace period. A run that is not running is refused
+ * (`E_RUN_NOT_RUNNING`); one marked running whose owner is dead is recovered on the spot.
+ *
+ * @example await cancelRun({ store, runId: "r_abc", waitMs: 30_000 }); // { status: "interrupted" }
+ */
+export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
+  const { store, runId } = options;
+  const run = await requireRun(store, runId);
+  if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
+  if (run.status !== "running" || !run.owner) {
+    throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
+  }
+  const owner = run.owner;
+  const liveness = ownerLiveness(owner, options);
+  if (!liveness.alive) {
+    const note = `owner pid ${owner.pid} on ${owner.host} died (${liveness.reason}); interrupted by a cancel request`;
+    if (!(await store.interruptOrphan(runId, owner.token, note))) throw claimedMeanwhile(runId);
+    return { runId, status: "interrupted", run: await requireRun(store, runId) };
+  }
+  if (options.throughStore === false) {
+    throw new StetError(
+      "E_RUN_ACTIVE",
+      `run ${runId} is executed by another process (${liveness.reason}); cancel it where it runs`,
+    );
+  }
+  const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
+  if (!(await store.requestCancel(runId, owner.token, request))) throw claimedMeanwhile(runId);
+  if (options.waitMs === undefined) return { runId, status: "requested", run };
+  return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
+}
+
+async function waitForStop(
+  store: Store,
+  runId: string,
+  waitMs: number,
+  pollMs: number,
+): Promise<CancelResult> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const run = await requireRun(store, runId);
+    if (run.status !== "running") return { runId, status: "stopped", run };
+    if (Date.now() >= deadline) return { runId, status: "still-running", run };
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+function claimedMeanwhile(runId: string): StetError {
+  return new StetError("E_RUN_ACTIVE", `run ${runId} was claimed by another process just now`);
+}

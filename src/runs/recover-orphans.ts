@@ -1,0 +1,82 @@
+import type { Run } from "../core/types.js";
+import type { Store } from "../store/types.js";
+import { ownerLiveness } from "../engine/owner.js";
+
+export interface RecoveredRun {
+  runId: string;
+  /** Why the owner was judged dead, e.g. "pid 4242 is gone". */
+  reason: string;
+}
+
+export interface RecoveryResult {
+  /** Runs whose dead owner was cleared: now `interrupted` and resumable. */
+  recovered: RecoveredRun[];
+  /** Running runs whose owner is alive: left as they were. */
+  alive: string[];
+  /** Runs that changed hands between our read and our write (someone claimed or finished them). */
+  skipped: string[];
+}
+
+/**
+ * Orphan recovery, shared by every process that opens a store (server boot and sweeps, `stet
+ * list` and `stet show` on read): each run marked running whose owner is dead (same host: its
+ * pid is gone; another host: its heartbeat is older than `staleMs`) becomes `interrupted` with a
+ * note, and so resumable. Live owners are never touched.
+ *
+ * @example
+ * const { recovered } = await recoverOrphans(store, { staleMs: 30_000 });
+ * recovered; // [{ runId: "r_abc", reason: "pid 4242 is gone" }]
+ */
+export async function recoverOrphans(
+  store: Store,
+  options: RecoveryOptions = {},
+): Promise<RecoveryResult> {
+  const result: RecoveryResult = { recovered: [], alive: [], skipped: [] };
+  // One unpaged read: paging by offset while runs leave the "running" set would skip some.
+  const running = await store.listRuns({ status: "running" });
+  for (const { run } of running) {
+    const recovery = await recoverRun(store, run, options);
+    if (recovery === undefined) continue;
+    if (recovery.outcome === "recovered") {
+      result.recovered.push({ runId: run.id, reason: recovery.reason });
+    } else result[recovery.outcome].push(run.id);
+  }
+  return result;
+}
+
+export interface RecoveryOptions {
+  staleMs?: number;
+  now?: () => Date;
+}
+
+/** What recovering one run did. */
+export type Recovery =
+  | { outcome: "recovered"; reason: string }
+  | { outcome: "alive" }
+  /** The run changed hands between our read and our write. */
+  | { outcome: "skipped" };
+
+/**
+ * Recovers one run as read, if it is an orphan; undefined when it is not running.
+ *
+ * @example if ((await recoverRun(store, run))?.outcome === "recovered") run = await store.getRun(id);
+ */
+export async function recoverRun(
+  store: Store,
+  run: Run,
+  options: RecoveryOptions = {},
+): Promise<Recovery | undefined> {
+  if (run.status !== "running" || !run.owner) return undefined;
+  const liveness = ownerLiveness(run.owner, options);
+  if (liveness.alive) return { outcome: "alive" };
+  const at = (options.now ?? (() => new Date()))().toISOString();
+  const note =
+    `owner pid ${run.owner.pid} on ${run.owner.host} died (${liveness.reason}); ` +
+    `recovered at ${at}`;
+  // The compare-and-set is on the token we judged dead: if a resumer claimed the run since our
+  // read, the token changed and the new owner is left alone.
+  if (await store.interruptOrphan(run.id, run.owner.token, note)) {
+    return { outcome: "recovered", reason: liveness.reason };
+  }
+  return { outcome: "skipped" };
+}

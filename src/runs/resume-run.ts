@@ -1,0 +1,224 @@
+import { StetError } from "../core/errors.js";
+import type { EngineEval } from "../core/eval.js";
+import type { PlanSummary, RunReport } from "../core/events.js";
+import { planRun, type Plan } from "../core/plan.js";
+import type { Run, SampleRecord } from "../core/types.js";
+import { acquireRun, claimRefusal } from "../engine/acquire.js";
+import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
+import { newOwnerIdentity } from "../engine/owner.js";
+import { buildReport, summarizePlan } from "../engine/report.js";
+import type { AttemptHead, Store } from "../store/types.js";
+import { findEval, type EvalLookup } from "./find-eval.js";
+import { unknownRun } from "./require-run.js";
+import { runExecution } from "./run-execution.js";
+import { settledStatus } from "./run-status.js";
+
+/** What a resume executes with: the eval as it is now (its samples are compared with the run's). */
+export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel">;
+
+export interface ResumeOptions extends ExecuteOptions {
+  runId: string;
+  /**
+   * The eval as it is now: its samples are compared with the run's snapshot, its solver and
+   * scorers execute. Everything else (epochs, concurrency, retries, timeout, reducer, model)
+   * comes from the run's recorded configuration. Default: the one `findEval` finds for the run
+   * (`evalFile`, then `registry`, then the file the run was started from).
+   */
+  eval?: ResumeEval;
+  evalFile?: string;
+  registry?: EvalLookup;
+  rerunChanged?: boolean;
+  rerunErrors?: boolean;
+}
+
+/** A resume planned against the run as it was read, before claiming it. */
+export interface PlannedResume {
+  run: Run;
+  plan: Plan;
+  /** The attempts the plan was made from. */
+  attempts: AttemptHead[];
+  eval: ResumeEval;
+}
+
+/** Why a resume will not execute anything; `error` is what a shell throws to say so. */
+export type ResumeRefusal =
+  | { reason: "run-not-found"; error: StetError }
+  | { reason: "run-active"; error: StetError }
+  | { reason: "changed-samples"; error: StetError; plan: PlanSummary }
+  /** Every key has its outcome; `resume` still settles a run whose status lags (`settleResume`). */
+  | { reason: "nothing-to-resume"; error: StetError; resume: PlannedResume };
+
+export type ResumePlanning =
+  { ok: true; resume: PlannedResume } | { ok: false; refusal: ResumeRefusal };
+
+/**
+ * The first half of a resume: reads the run, finds its eval and plans what it still has to
+ * execute, with no side effects. Returns the plan, or a typed refusal (unknown run, a live owner,
+ * changed samples without `rerunChanged`, nothing to resume), so a server can answer with a
+ * status code before it opens a stream and the CLI can print the plan. Then `claimResume` and
+ * `runExecution` (or `executeResume`) do the rest.
+ *
+ * @example
+ * const planning = await planResume({ store, runId: "r_abc" });
+ * if (planning.ok) await executeResume(planning.resume, options);
+ */
+export async function planResume(options: ResumeOptions): Promise<ResumePlanning> {
+  const { store, runId } = options;
+  const run = await store.getRun(runId);
+  if (!run) return refuse({ reason: "run-not-found", error: unknownRun(store, runId) });
+  const active = claimRefusal(run, options);
+  if (active) return refuse({ reason: "run-active", error: active });
+
+  const ev = options.eval ?? (await findEval(run, options));
+  const [fingerprints, attempts, inflight] = await Promise.all([
+    store.listSampleFingerprints(runId),
+    store.listAttemptHeads(runId),
+    store.listInflight(runId),
+  ]);
+  const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
+  const snapshot = await snapshotRecords(store, runId, fingerprints, current);
+  const plan = planRun({
+    snapshot,
+    current,
+    epochs: run.config.epochs,
+    attempts,
+    inflight,
+    ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
+    ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
+  });
+  if (plan.changed.length > 0 && !options.rerunChanged) {
+    const summary = summarizePlan(plan);
+    const error = new StetError(
+      "E_CHANGED_SAMPLES",
+      `${plan.changed.length} sample(s) changed since run ${runId} started (${preview(plan.changed)}); ` +
+        "pass --rerun-changed to re-run them with their new content",
+      { details: { plan: summary } },
+    );
+    return refuse({ reason: "changed-samples", error, plan: summary });
+  }
+  const resume: PlannedResume = { run, plan, attempts, eval: ev };
+  if (plan.toExecute.length === 0) {
+    const error = new StetError(
+      "E_NOTHING_TO_RESUME",
+      `run ${runId} has nothing to resume: all ${plan.total} keys have ${plan.erroredKept > 0 ? "an outcome" : "a scored attempt"}`,
+    );
+    return refuse({ reason: "nothing-to-resume", error, resume });
+  }
+  return { ok: true, resume };
+}
+
+/**
+ * Claims a planned run with the store's compare-and-set on the owner token the plan judged dead,
+ * and returns what `runExecution` executes. Of any number of concurrent claimants, in this process
+ * or others, exactly one gets an execution; the others get `E_RUN_ACTIVE`.
+ *
+ * @example const exec = await claimResume(planning.resume, options);
+ */
+export async function claimResume(
+  resume: PlannedResume,
+  options: ExecuteOptions,
+): Promise<Execution> {
+  const { store } = options;
+  const { run, plan, eval: ev } = resume;
+  const owner = newOwnerIdentity();
+  await acquireRun(store, run, owner, options);
+  const changed = new Set(plan.changed);
+  const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
+  if (changedRecords.length > 0) await store.updateSamples(run.id, owner.token, changedRecords);
+  const claimed = (await store.getRun(run.id)) ?? run;
+  const exec = {
+    run: claimed,
+    owner,
+    plan,
+    resumed: true,
+    solver: ev.solver,
+    scorers: ev.scorers,
+  };
+  return ev.callModel ? { ...exec, callModel: ev.callModel } : exec;
+}
+
+/**
+ * Claims and executes a planned resume: only the keys without an outcome run.
+ *
+ * @example const report = await executeResume(planning.resume, { store, onEvent });
+ */
+export async function executeResume(
+  resume: PlannedResume,
+  options: ExecuteOptions,
+): Promise<RunReport> {
+  return runExecution(await claimResume(resume, options), options);
+}
+
+/**
+ * The ending of a resume with nothing to execute. A run whose status already says so is reported
+ * without being claimed; one whose status lags its attempts (every key scored, but interrupted,
+ * or running under a dead owner) is claimed and released, which settles it by the status rule.
+ *
+ * @example if (refusal.reason === "nothing-to-resume") await settleResume(refusal.resume, options);
+ */
+export async function settleResume(
+  resume: PlannedResume,
+  options: ExecuteOptions,
+): Promise<RunReport> {
+  const { run, plan } = resume;
+  const settled = settledStatus({ remaining: plan.erroredKept, cutShort: false });
+  if (run.status !== settled) return executeResume(resume, options);
+  const t0 = performance.now();
+  const report = await buildReport({
+    store: options.store,
+    run,
+    samples: plan.samples,
+    heads: resume.attempts,
+    plan: summarizePlan(plan),
+    resumed: true,
+    wallMs: performance.now() - t0,
+  });
+  const { id: runId, evalName } = run;
+  options.onEvent?.({ type: "run-started", runId, evalName, resumed: true, plan: report.plan });
+  options.onEvent?.({ type: "run-finished", report });
+  return report;
+}
+
+/**
+ * Continues a run under its id and recorded configuration, executing only the keys without a
+ * scored attempt; a run with nothing left is settled and reported. Throws the refusal's error
+ * otherwise: `E_RUN_NOT_FOUND`, `E_RUN_ACTIVE` while a live owner executes the run, and
+ * `E_CHANGED_SAMPLES` when samples changed, unless `rerunChanged`.
+ *
+ * @example await resumeRun({ store, runId: "r_abc", eval: resolved });
+ */
+export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
+  const planning = await planResume(options);
+  if (planning.ok) return executeResume(planning.resume, options);
+  const { refusal } = planning;
+  if (refusal.reason === "nothing-to-resume") return settleResume(refusal.resume, options);
+  throw refusal.error;
+}
+
+function refuse(refusal: ResumeRefusal): ResumePlanning {
+  return { ok: false, refusal };
+}
+
+/**
+ * The run's snapshot as records. An entry whose fingerprint the current dataset matches is the
+ * dataset's record (same sha256, same content); the stored copies are read only when some sample
+ * changed or left the dataset, so planning a large unchanged run parses no sample JSON.
+ */
+async function snapshotRecords(
+  store: Store,
+  runId: string,
+  fingerprints: readonly { sampleId: string; fingerprint: string }[],
+  current: ReadonlyMap<string, SampleRecord>,
+): Promise<SampleRecord[]> {
+  const same = (e: { sampleId: string; fingerprint: string }) =>
+    current.get(e.sampleId)?.fingerprint === e.fingerprint;
+  if (fingerprints.every(same)) return fingerprints.map((e) => current.get(e.sampleId)!);
+  const stored = new Map((await store.getSamples(runId)).map((r) => [r.sample.id, r]));
+  return fingerprints.map((e) => (same(e) ? current.get(e.sampleId)! : stored.get(e.sampleId)!));
+}
+
+function preview(ids: readonly string[]): string {
+  return ids.length <= 5
+    ? ids.join(", ")
+    : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
+}

@@ -1,0 +1,151 @@
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import type { EngineEval, SolverFn } from "../core/eval.js";
+import type { RunReport } from "../core/events.js";
+import type { Json } from "../core/json.js";
+import { planRun } from "../core/plan.js";
+import type { AttemptDraft, RunConfig } from "../core/types.js";
+import type { ExecuteOptions } from "../engine/execute-run.js";
+import { newOwnerIdentity } from "../engine/owner.js";
+import type { LoadedEvalFile } from "../eval/load-eval-file.js";
+import { resolveEval } from "../eval/resolve-eval.js";
+import type { Store } from "../store/types.js";
+import { loadEvalSource } from "./load-eval-source.js";
+import { runExecution } from "./run-execution.js";
+
+/** A new run's eval and what it records, everything but how it executes. */
+export interface RunDefinition {
+  eval: EngineEval;
+  /** Recorded so `stet resume` can load the eval again. */
+  evalPath?: string;
+  /** Recorded so `stet resume` goes on appending to the same Results JSONL. */
+  output?: string;
+  /** The `--model` override, passed to solvers as `ctx.model`. */
+  model?: string;
+  limit?: number;
+  runId?: string;
+  /**
+   * Attempts recorded, all or nothing, right after the run is created and before it is planned,
+   * so their keys are not executed: the completed results of a partial ResultSet (`stet run
+   * --resume-from`). Give them `provenance: { kind: "imported", source }`.
+   */
+  seed?: AttemptDraft[];
+}
+
+export interface RunEvalOptions extends ExecuteOptions, RunDefinition {}
+
+/**
+ * Starts a new run: records its configuration and sample snapshot, then executes every key.
+ *
+ * @example
+ * const report = await runEval({ store, eval: resolved, onEvent: (e) => render(e) });
+ * report.metrics; // [{ scorer: "exact", mean: 0.82, stderr: 0.03, samples: 100 }]
+ */
+export async function runEval(options: RunEvalOptions): Promise<RunReport> {
+  const { store, eval: ev } = options;
+  const owner = newOwnerIdentity();
+  const run = await store.createRun({
+    id: options.runId ?? newRunId(),
+    config: runConfig(options),
+    samples: [...ev.samples],
+    owner,
+  });
+  const seeded = options.seed?.length
+    ? await seedRun(store, run.id, owner.token, options.seed)
+    : [];
+  const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
+  const exec = { run, owner, plan, resumed: false, solver: ev.solver, scorers: ev.scorers };
+  return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
+}
+
+/** What `stet run` and `POST /api/runs` ask for. */
+export interface StartRequest {
+  /** An eval module or EvalPort suite to load, or one already loaded (a server's registered eval). */
+  eval: string | LoadedEvalFile;
+  model?: string;
+  epochs?: number;
+  concurrency?: number;
+  limit?: number;
+  timeoutMs?: number;
+  /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
+  resumeFrom?: string;
+  /** The Results JSONL the run streams to, recorded so a resume appends to it. */
+  output?: string;
+}
+
+/**
+ * The first half of starting a run: loads and resolves the eval, reads and checks the seed, and
+ * picks the run id, touching no store, so a broken eval, dataset or seed refuses before a run
+ * exists (and a server can answer with a status code before it streams). `runEval({ ...prepared,
+ * store, ... })` is the second half.
+ *
+ * @example const prepared = await prepareStart({ eval: "evals/qa.ts", limit: 10 });
+ */
+export async function prepareStart(
+  request: StartRequest,
+): Promise<RunDefinition & { runId: string }> {
+  const loaded =
+    typeof request.eval === "string" ? await loadEvalSource(request.eval) : request.eval;
+  const ev = await resolveEval(loaded.eval, {
+    baseDir: loaded.baseDir,
+    limit: request.limit,
+    epochs: request.epochs,
+    concurrency: request.concurrency,
+    timeoutMs: request.timeoutMs,
+  });
+  const seed =
+    request.resumeFrom === undefined
+      ? undefined
+      : // EvalPort parsing loads only for --resume-from.
+        await (await import("../evalport/read-seed.js")).readSeed(request.resumeFrom, ev);
+  return {
+    runId: newRunId(),
+    eval: ev,
+    evalPath: loaded.path,
+    ...(seed === undefined ? {} : { seed: seed.drafts }),
+    ...(request.output === undefined ? {} : { output: resolve(request.output) }),
+    ...(request.model === undefined ? {} : { model: request.model }),
+    ...(request.limit === undefined ? {} : { limit: request.limit }),
+  };
+}
+
+function runConfig(options: RunDefinition): RunConfig {
+  const ev = options.eval;
+  return {
+    evalName: ev.name,
+    epochs: ev.epochs,
+    concurrency: ev.concurrency,
+    retries: ev.retries,
+    reducer: ev.reducer,
+    solver: describeSolver(ev.solver),
+    scorers: ev.scorers.map((s) => s.name),
+    ...(options.evalPath === undefined ? {} : { evalPath: options.evalPath }),
+    ...(options.output === undefined ? {} : { output: options.output }),
+    ...(options.model === undefined ? {} : { model: options.model }),
+    ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+  };
+}
+
+/** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
+async function seedRun(store: Store, runId: string, token: string, seed: AttemptDraft[]) {
+  try {
+    return await store.recordAttempts(runId, token, seed);
+  } catch (error) {
+    await store.releaseRun(runId, token, "interrupted", "seeding the run failed").catch(() => {});
+    throw error;
+  }
+}
+
+function describeSolver(solver: SolverFn): Record<string, Json> {
+  return solver.describe?.() ?? { kind: "function", name: solver.name || "anonymous" };
+}
+
+/**
+ * A short, URL- and shell-safe run id.
+ *
+ * @example newRunId() // "r_k3xq9amz0b"
+ */
+export function newRunId(): string {
+  return `r_${randomBytes(8).toString("base64url").replace(/[-_]/g, "x").slice(0, 10).toLowerCase()}`;
+}

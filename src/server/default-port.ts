@@ -1,2 +1,0 @@
-/** Where `stet serve` listens unless told otherwise. */
-export const DEFAULT_PORT = 7477;

@@ -1,0 +1,151 @@
+import { build } from "esbuild";
+import { ESLint } from "eslint";
+import { readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..");
+
+/**
+ * The dependency rule of docs/ARCHITECTURE.md, checked against the lint configuration itself: each
+ * import that breaks it, written into a module of the folder it would break, must be refused.
+ */
+describe("the layering rule is enforced by lint", () => {
+  const eslint = new ESLint({ cwd: ROOT });
+  const lint = async (filePath: string, code: string) => {
+    const [result] = await eslint.lintText(code, { filePath: join(ROOT, filePath) });
+    return result!.messages.filter((m) => m.ruleId === "no-restricted-imports");
+  };
+
+  it.each([
+    ["src/cli/commands/x.ts", "../../engine/execute-run.js", "cli never sees the engine"],
+    ["src/cli/x.ts", "../engine/owner.js", "cli never sees the engine"],
+    [
+      "src/cli/commands/x.ts",
+      "../../server/routes/runs-read.js",
+      "cli sees the server's surface only",
+    ],
+    ["src/server/routes/x.ts", "../../cli/open-store.js", "server imports nothing of cli"],
+    ["src/server/x.ts", "../engine/owner.js", "server never sees the engine"],
+    ["src/server/x.ts", "../store/sqlite.js", "server sees the Store port only"],
+    ["src/evalport/x.ts", "../runs/start-run.js", "evalport never drives the lifecycle"],
+    ["src/evalport/x.ts", "../engine/acquire.js", "evalport never sees the engine"],
+    ["src/store/x.ts", "../engine/owner.js", "store imports core only"],
+    ["src/store/contract/x.ts", "../../runs/run-status.js", "store imports core only"],
+    ["src/engine/x.ts", "../store/sqlite.js", "engine sees the Store port only"],
+    ["src/engine/x.ts", "../runs/run-status.js", "engine never sees runs"],
+    ["src/core/x.ts", "../store/types.js", "core imports nothing of ours"],
+    ["src/core/x.ts", "node:fs", "core is pure"],
+    ["src/ui/x.ts", "../server/api-error.js", "ui imports nothing of the server"],
+    ["src/eval/x.ts", "../evalport/load-suite.js", "eval never sees evalport"],
+    ["src/runs/x.ts", "../server/executions.js", "runs never sees a shell"],
+  ])("%s importing %s is refused (%s)", async (file, specifier) => {
+    const errors = await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`);
+    expect(errors).toHaveLength(1);
+  });
+
+  it.each([
+    ["src/cli/commands/x.ts", "../../runs/resume-run.js"],
+    ["src/cli/commands/x.ts", "../../server/index.js"],
+    ["src/server/routes/x.ts", "../../runs/cancel-run.js"],
+    ["src/runs/x.ts", "../engine/execute-run.js"],
+    ["src/engine/x.ts", "../store/types.js"],
+    ["src/store/contract/x.ts", "../types.js"],
+  ])("%s importing %s is allowed", async (file, specifier) => {
+    expect(await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`)).toEqual(
+      [],
+    );
+  });
+});
+
+describe("no import cycles", () => {
+  /** The runtime import graph of src/ (static and dynamic imports; types are erased), from esbuild. */
+  const graph = async () => {
+    const entryPoints = readdirSync(join(ROOT, "src"), { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts") && !f.startsWith("ui/"))
+      .filter((f) => !f.startsWith("store/contract"))
+      .map((f) => join(ROOT, "src", f));
+    const { metafile } = await build({
+      entryPoints,
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: "node",
+      format: "esm",
+      outdir: join(ROOT, "dist-graph"),
+      packages: "external",
+      absWorkingDir: ROOT,
+      logLevel: "silent",
+    });
+    const edges = new Map<string, Set<string>>();
+    for (const [file, input] of Object.entries(metafile.inputs)) {
+      if (!file.startsWith("src/")) continue;
+      const to = new Set(input.imports.map((i) => i.path).filter((p) => p.startsWith("src/")));
+      edges.set(file, to);
+    }
+    return edges;
+  };
+
+  it("between the folders of src/", async () => {
+    const folder = (file: string) => relative("src", file).split("/")[0]!;
+    const folders = new Map<string, Set<string>>();
+    for (const [from, tos] of await graph()) {
+      if (!from.slice(4).includes("/")) continue; // src/index.ts and other package entries
+      for (const to of tos) {
+        if (!to.slice(4).includes("/") || folder(from) === folder(to)) continue;
+        if (from === "src/evalport/index.ts") continue; // the package surface; see eslint.config.js
+        (folders.get(folder(from)) ?? folders.set(folder(from), new Set()).get(folder(from))!).add(
+          folder(to),
+        );
+      }
+    }
+    expect([...(folders.get("runs") ?? [])]).toEqual(
+      expect.arrayContaining(["engine", "evalport"]),
+    );
+    expect(findCycle(folders)).toBeUndefined();
+  });
+
+  it("between the CLI's command modules", async () => {
+    const commands = new Map<string, Set<string>>();
+    for (const [from, tos] of await graph()) {
+      if (!from.startsWith("src/cli/commands/")) continue;
+      commands.set(from, new Set([...tos].filter((t) => t.startsWith("src/cli/commands/"))));
+    }
+    expect(commands.size).toBeGreaterThan(5);
+    expect(findCycle(commands)).toBeUndefined();
+  });
+
+  it("finds a cycle when there is one (the check itself)", () => {
+    const g = new Map([
+      ["a", new Set(["b"])],
+      ["b", new Set(["c"])],
+      ["c", new Set(["a"])],
+    ]);
+    expect(findCycle(g)).toEqual(["a", "b", "c", "a"]);
+    expect(findCycle(new Map([["a", new Set(["b"])]]))).toBeUndefined();
+  });
+});
+
+/** A cycle of the directed graph as a path that returns to its start, or undefined. */
+function findCycle(graph: ReadonlyMap<string, ReadonlySet<string>>): string[] | undefined {
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (node: string): string[] | undefined => {
+    if (state.get(node) === "done") return undefined;
+    if (state.get(node) === "open") return [...path.slice(path.indexOf(node)), node];
+    state.set(node, "open");
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      const cycle = visit(next);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    state.set(node, "done");
+    return undefined;
+  };
+  for (const node of graph.keys()) {
+    const cycle = visit(node);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
