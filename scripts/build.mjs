@@ -6,11 +6,12 @@
 // time: Node's ESM loader pays per file, and zod alone is ~100 files; a run starts ~0.15 s
 // sooner bundled.
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { build } from "esbuild";
 
 const require = createRequire(import.meta.url);
+const started = Date.now();
 rmSync("dist", { recursive: true, force: true });
 
 await build({
@@ -62,3 +63,7 @@ execFileSync(
   [require.resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json", "--emitDeclarationOnly"],
   { stdio: "inherit" },
 );
+
+// Last, so only a finished build has one: test/global-setup.ts refuses a dist/ whose sources
+// changed after the build that made it started.
+writeFileSync("dist/.build-stamp", `${started}\n`);
