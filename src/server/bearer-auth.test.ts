@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { setupTestApp as setup } from "../../test/helpers/server-app.js";
-import { bearerAuth } from "./bearer-auth.js";
 
 const TOKEN = "s3cret-token_value.~+/==";
 
@@ -34,9 +33,15 @@ describe("bearerAuth", () => {
     },
   );
 
-  it("refuses, when the app is made, a token no bearer header can carry", () => {
-    for (const token of ["pass word", "p@ss!", "tok=en", "x\n"]) {
-      expect(() => bearerAuth(token)).toThrow(/RFC 6750/);
-    }
-  });
+  // hono's own bearerAuth matches only RFC 6750's token characters, so a STET_TOKEN such as
+  // "p@ss!" would lock every client out: the reason this middleware stays ours.
+  it.each(["p@ss!word-with-at", "tok=en:with;punctuation"])(
+    "admits the token %j",
+    async (token) => {
+      const res = await setup([], { token }).request("/api/runs", {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+    },
+  );
 });
