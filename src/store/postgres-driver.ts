@@ -94,3 +94,19 @@ export const DB_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8
 
 /** The database server's clock as ISO-8601 UTC with milliseconds, as `Date.toISOString` writes. */
 export const DB_NOW_ISO = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * A connection URL fit for messages and listings: the password replaced.
+ *
+ * @example redactPassword("postgres://u:secret@db/x") // "postgres://u:***@db/x"
+ */
+export function redactPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === "") return url;
+    parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
+  }
+}

@@ -1,7 +1,6 @@
 import pg from "pg";
 import { resolve } from "node:path";
 import { StetError, isStetError } from "../core/errors.js";
-import { keyString } from "../core/keys.js";
 import type {
   Attempt,
   AttemptDraft,
@@ -12,7 +11,6 @@ import type {
   SampleRecord,
 } from "../core/types.js";
 import {
-  alreadyScored,
   checkDrafts,
   checkNewRun,
   checkUniqueSampleIds,
@@ -23,17 +21,16 @@ import {
   runNotFound,
 } from "./checks.js";
 import { migratePostgres } from "./migrate-postgres.js";
-import { transaction, type Queryable } from "./postgres-driver.js";
+import { redactPassword, transaction, type Queryable } from "./postgres-driver.js";
+import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
 import { postgresStatements as sql } from "./postgres-statements.js";
 import {
   attemptMapper,
-  attemptParams,
   countsOf,
   headPages,
   messageOf,
   ownerParams,
-  storedAttempt,
   toRun,
   toSampleRecord,
   type AttemptHeadRow,
@@ -278,7 +275,7 @@ class PostgresStore implements Store {
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
         await this.mark(tx, runId, inflight);
-        return this.insertAttempts(tx, runId, drafts);
+        return insertAttempts(tx, runId, drafts);
       }),
     );
   }
@@ -331,48 +328,6 @@ class PostgresStore implements Store {
 
   async close(): Promise<void> {
     await this.pool.end();
-  }
-
-  /**
-   * Numbers and inserts a batch in three round trips whatever its size. Runs inside the caller's
-   * transaction after `fence`: the run's row lock keeps the states it read true until commit.
-   * Within the batch, a key's later drafts number on from its earlier ones, and a second scored
-   * attempt for a key and fingerprint is refused like one already stored.
-   */
-  private async insertAttempts(
-    tx: Queryable,
-    runId: string,
-    drafts: AttemptDraft[],
-  ): Promise<Attempt[]> {
-    if (drafts.length === 0) return [];
-    const states = await sql.keyStates.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
-      tx,
-      {
-        runId,
-        sampleIds: drafts.map((d) => d.sampleId),
-        epochs: drafts.map((d) => d.epoch),
-        fingerprints: drafts.map((d) => d.fingerprint),
-      },
-    );
-    const next = new Map<string, number>();
-    const scored = new Set<string>();
-    const stored = drafts.map((draft, i) => {
-      const state = states[i]!;
-      const { sampleId, epoch } = draft;
-      if (!state.inSnapshot) throw notInSnapshot(runId, sampleId);
-      const key = keyString(draft);
-      const scoredKey = `${key}\u0000${draft.fingerprint}`;
-      if (state.scored || scored.has(scoredKey)) throw alreadyScored(runId, sampleId, epoch);
-      if (draft.status === "scored") scored.add(scoredKey);
-      const attempt = next.get(key) ?? state.next;
-      next.set(key, attempt + 1);
-      return storedAttempt(runId, attempt, draft);
-    });
-    await sql.insertAttempts.run(tx, {
-      ...attemptColumns(stored.map((a, i) => attemptParams(runId, a.attempt, drafts[i]!))),
-      runId,
-    });
-    return stored;
   }
 
   private async mark(tx: Queryable, runId: string, keys: readonly Key[]): Promise<void> {
@@ -434,27 +389,4 @@ class PostgresStore implements Store {
   }
 }
 
-/**
- * A connection URL fit for messages and listings: the password replaced.
- *
- * @example redactPassword("postgres://u:secret@db/x") // "postgres://u:***@db/x"
- */
-export function redactPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === "") return url;
-    parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
-  }
-}
-
-/** Rows of named parameters turned into one array per name, for an `unnest` INSERT. */
-function attemptColumns(rows: ReturnType<typeof attemptParams>[]): Record<string, unknown[]> {
-  const columns: Record<string, unknown[]> = {};
-  for (const row of rows) {
-    for (const [name, value] of Object.entries(row)) (columns[name] ??= []).push(value);
-  }
-  return columns;
-}
+export { redactPassword };
