@@ -3,6 +3,12 @@
  * description, or `undefined` when the text is valid JSON. Only used after `JSON.parse` has
  * failed, to say where; it builds no values.
  *
+ * Why not jsonc-parser's error positions (which src/dataset/read-json-array.ts uses): they fall
+ * short of what parse-json.test.ts requires. A fault inside a string (a bad escape, a control
+ * character, no closing quote) is reported at the string's opening quote, and only the last one;
+ * an unknown token (`'a'`, `nope`) says nothing of what was expected there. Matching these
+ * messages on top of jsonc-parser took more code than this scanner.
+ *
  * @example findJsonSyntaxError('[1, 2') // { offset: 5, message: "unexpected end of input, expected ',' or ']'" }
  */
 export function findJsonSyntaxError(text: string): { offset: number; message: string } | undefined {
