@@ -1,4 +1,5 @@
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
+import type { ErrorGroup } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, RunStatus } from "./types.js";
 
@@ -27,6 +28,8 @@ export interface RunReport {
   counts: { total: number; scored: number; errored: number; remaining: number };
   metrics: ScorerMetrics[];
   errorsByType: Partial<Record<AttemptErrorType, number>>;
+  /** The errored outcomes by type, most frequent first, each with its first few keys quoted. */
+  errors: ErrorGroup[];
   usage: {
     /** Attempts executed by this invocation. */
     spentNow: UsageTotal;

@@ -130,7 +130,12 @@ function history(seed: number): FoldedAttempt[] {
               ]
             : [],
           usage: rnd() > 0.2 ? { inputTokens: 10, outputTokens: 3, costUsd: rnd() / 1000 } : null,
-          error: scored ? null : { type: rnd() > 0.5 ? "provider" : "timeout" },
+          error: scored
+            ? null
+            : {
+                type: rnd() > 0.5 ? "provider" : "timeout",
+                message: `failed s${s}#${epoch}#${attempt}`,
+              },
           provenance: rnd() > 0.2 ? { kind: "executed" } : { kind: "imported", source: "sha256:x" },
         });
       }
@@ -174,6 +179,79 @@ describe("OutcomeFold", () => {
     );
     expect(folded.reused).toEqual(usageOf(outcomes.filter((o) => !isNow(o))));
     expect(folded.executedNow).toBe(attempts.filter(isNow).length);
+    // Errors by type, each with its first three outcomes in key order and their own messages.
+    const errored = outcomes.filter((o) => o.status === "error");
+    const types = [...new Set(errored.map((o) => o.error!.type))];
+    const expected = types
+      .map((type) => {
+        const of = errored.filter((o) => o.error!.type === type);
+        const examples = of.slice(0, 3).map((o) => ({
+          sampleId: o.sampleId,
+          epoch: o.epoch,
+          message: o.error!.message,
+        }));
+        return { type, count: of.length, examples };
+      })
+      .sort((p, q) => q.count - p.count || (p.type < q.type ? -1 : 1));
+    expect(expected.length).toBe(2);
+    expect(folded.errors).toEqual(expected);
+    expect(folded.errorsByType).toEqual(Object.fromEntries(expected.map((g) => [g.type, g.count])));
+  });
+
+  it("quotes the lowest keys' errors per type, their latest message's first line, never a stack", () => {
+    const base = { ...history(1)[0]!, fingerprint: "fp", scores: [], usage: null };
+    const err = (
+      sampleId: string,
+      epoch: number,
+      attempt: number,
+      type: "solver" | "timeout",
+      message: string,
+    ): FoldedAttempt => ({
+      ...base,
+      sampleId,
+      epoch,
+      attempt,
+      status: "error",
+      error: { type, message },
+    });
+    const fold = new OutcomeFold({
+      fingerprintOf: () => "fp",
+      scorers: ["s"],
+      reducer: "mean",
+      isNow: () => false,
+    });
+    const long = "x".repeat(500);
+    for (const a of [
+      err("s1", 1, 1, "solver", "first try"),
+      err("s1", 1, 2, "solver", "tool failed\n    at solve (/p/eval.mjs:3:9)\n    at run"),
+      // Scored on retry: not an errored outcome, so not quoted.
+      err("s2", 1, 1, "solver", "flaky"),
+      { ...base, sampleId: "s2", epoch: 1, attempt: 2, status: "scored" as const, error: null },
+      err("s3", 1, 1, "timeout", "timed out after 10ms"),
+      err("s3", 2, 1, "solver", long),
+      err("s4", 1, 1, "solver", "tool failed"),
+      err("s5", 1, 1, "solver", "tool failed"),
+      err("s6", 1, 1, "solver", "tool failed"),
+    ])
+      fold.add(a);
+    const { errors, errorsByType } = fold.finish();
+    expect(errorsByType).toEqual({ solver: 5, timeout: 1 });
+    expect(errors).toEqual([
+      {
+        type: "solver",
+        count: 5,
+        examples: [
+          { sampleId: "s1", epoch: 1, message: "tool failed" },
+          { sampleId: "s3", epoch: 2, message: `${"x".repeat(199)}…` },
+          { sampleId: "s4", epoch: 1, message: "tool failed" },
+        ],
+      },
+      {
+        type: "timeout",
+        count: 1,
+        examples: [{ sampleId: "s3", epoch: 1, message: "timed out after 10ms" }],
+      },
+    ]);
   });
 
   it("reduces epochs per sample, then takes mean and standard error over samples", () => {

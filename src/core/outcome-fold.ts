@@ -17,14 +17,36 @@ export interface FoldedAttempt extends Key {
   fingerprint: string;
   scores: readonly Score[];
   usage: Usage | null;
-  error: { type: AttemptErrorType } | null;
+  error: { type: AttemptErrorType; message: string } | null;
   provenance: Provenance;
+}
+
+/** How many errored outcomes a report quotes per error type. */
+export const ERROR_EXAMPLES = 3;
+/** The longest error message a report quotes; the rest is cut with "…". */
+export const ERROR_MESSAGE_MAX = 200;
+
+/** One errored outcome quoted in a report: its key and the first line of its message. */
+export interface ErrorExample extends Key {
+  message: string;
+}
+
+/**
+ * The errored outcomes of one error type: how many, and the first few in key order (lowest
+ * sample id, then epoch), so the same store always quotes the same ones.
+ */
+export interface ErrorGroup {
+  type: AttemptErrorType;
+  count: number;
+  examples: ErrorExample[];
 }
 
 export interface FoldResult {
   scored: number;
   errored: number;
   errorsByType: Partial<Record<AttemptErrorType, number>>;
+  /** The same counts with examples, most frequent type first (ties by type name). */
+  errors: ErrorGroup[];
   metrics: ScorerMetrics[];
   spentNow: UsageTotal;
   totalSpent: UsageTotal;
@@ -54,6 +76,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   #epochValues: number[][];
   readonly #perSample: number[][];
   readonly #result: FoldResult;
+  readonly #examples = new Map<AttemptErrorType, ErrorExample[]>();
 
   constructor(options: {
     /** The sample's current fingerprint; attempts for another one are history. */
@@ -72,6 +95,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       scored: 0,
       errored: 0,
       errorsByType: {},
+      errors: [],
       metrics: [],
       spentNow: emptyUsage(),
       totalSpent: emptyUsage(),
@@ -107,6 +131,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (this.#held) this.#closeKey(this.#held);
     this.#held = undefined;
     this.#closeSample();
+    this.#result.errors = Object.entries(this.#result.errorsByType)
+      .map(([type, count]) => ({
+        type: type as AttemptErrorType,
+        count,
+        examples: this.#examples.get(type as AttemptErrorType) ?? [],
+      }))
+      .sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
     this.#result.metrics = this.#scorers.map((scorer, i) => ({
       scorer,
       ...meanAndStderr(this.#perSample[i]!),
@@ -120,8 +151,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (!this.#isNow(outcome)) addUsage(r.reused, outcome.usage);
     if (outcome.status !== "scored") {
       r.errored++;
-      if (outcome.error)
-        r.errorsByType[outcome.error.type] = (r.errorsByType[outcome.error.type] ?? 0) + 1;
+      if (outcome.error) this.#countError(outcome, outcome.error);
       return;
     }
     r.scored++;
@@ -135,12 +165,38 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     });
   }
 
+  // Keys close in key order, so the first examples kept are the lowest keys.
+  #countError(key: Key, error: { type: AttemptErrorType; message: string }): void {
+    const r = this.#result;
+    r.errorsByType[error.type] = (r.errorsByType[error.type] ?? 0) + 1;
+    let examples = this.#examples.get(error.type);
+    if (!examples) this.#examples.set(error.type, (examples = []));
+    if (examples.length < ERROR_EXAMPLES) {
+      examples.push({
+        sampleId: key.sampleId,
+        epoch: key.epoch,
+        message: quoteMessage(error.message),
+      });
+    }
+  }
+
   #closeSample(): void {
     this.#epochValues.forEach((values, i) => {
       if (values.length > 0) this.#perSample[i]!.push(reduceEpochs(values, this.#reducer));
     });
     this.#epochValues = this.#scorers.map(() => []);
   }
+}
+
+/**
+ * The first line of an error message, cut to `ERROR_MESSAGE_MAX` characters: a report quotes
+ * what went wrong, never a stack or a whole command's output.
+ *
+ * @example quoteMessage("tool failed\n    at solve (eval.mjs:3:9)") // "tool failed"
+ */
+export function quoteMessage(message: string): string {
+  const line = message.trim().split(/\r?\n/, 1)[0]!.trim();
+  return line.length > ERROR_MESSAGE_MAX ? `${line.slice(0, ERROR_MESSAGE_MAX - 1)}…` : line;
 }
 
 function rank(a: { status: AttemptStatus; attempt: number }): number {

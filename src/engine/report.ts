@@ -55,6 +55,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     },
     metrics: figures.metrics,
     errorsByType: figures.errorsByType,
+    errors: figures.errors,
     usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
     executed: figures.executedNow,
     preserved: input.plan.preserved,

@@ -64,6 +64,8 @@ export async function runDetail(store: Store, runId: string, options: { staleMs?
     plan: report.plan,
     metrics: report.metrics,
     errorsByType: report.errorsByType,
+    // The same with the first few errored keys and their messages (the route redacts them).
+    errors: report.errors,
     // No invocation is in progress from the reader's point of view: what the run has spent in
     // all, and what its standing outcomes are worth (a re-run would buy them again).
     cost: { spent: report.usage.totalSpent, reused: report.usage.reused },

@@ -103,6 +103,16 @@ describe("secrets", () => {
     ];
     for (const text of texts) expect(text).not.toContain(SECRET);
     expect(texts.join()).toContain(REDACTED);
+    // The run detail quotes the solver's own message, redacted like everything it sends.
+    const { body } = await t.json(`/api/runs/${runId}`);
+    expect(body.errors).toEqual([
+      {
+        type: "solver",
+        count: 1,
+        examples: [{ sampleId: "a", epoch: 1, message: `upstream refused ${REDACTED}` }],
+      },
+    ]);
+    expect(body.errorsByType).toEqual({ solver: 1 });
   });
 });
 

@@ -244,14 +244,18 @@ function runDetails(run: RunDetail): Child[] {
       `Cost ${dollars(run.cost.spent.costUsd)} spent · ${dollars(run.cost.reused.costUsd)} reused · `,
       `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
     ),
-    Object.keys(run.errorsByType).length > 0 &&
+    run.errors.length > 0 &&
       h(
-        "p",
-        { class: "meta" },
-        "Errors: ",
-        Object.entries(run.errorsByType)
-          .map(([type, n]) => `${type} ${n}`)
-          .join(" · "),
+        "div",
+        { class: "meta errors" },
+        ...run.errors.map((group) => {
+          const more = group.count - group.examples.length;
+          const quoted = group.examples.map(
+            (e) => `${e.epoch > 1 ? `${e.sampleId}#${e.epoch}` : e.sampleId}: ${e.message}`,
+          );
+          if (more > 0) quoted.push(`… and ${more} more`);
+          return h("p", {}, `Errors: ${group.type} ${group.count} — ${quoted.join("; ")}`);
+        }),
       ),
   ];
 }

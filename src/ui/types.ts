@@ -45,6 +45,12 @@ export interface RunDetail extends RunSummary {
   config: { scorers: string[]; epochs: number; concurrency: number } & Record<string, unknown>;
   metrics: Metric[];
   errorsByType: Record<string, number>;
+  /** Errored outcomes by type, with the first few keys and their messages. */
+  errors: {
+    type: string;
+    count: number;
+    examples: { sampleId: string; epoch: number; message: string }[];
+  }[];
   cost: { spent: UsageTotal; reused: UsageTotal };
 }
 

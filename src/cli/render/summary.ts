@@ -1,4 +1,5 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
+import type { ErrorGroup } from "../../core/outcome-fold.js";
 import { formatCount, formatDuration, formatUsd, table } from "./format.js";
 
 /** The plan a resume prints before executing anything. */
@@ -41,6 +42,7 @@ export function renderSummary(report: RunReport): string {
     "",
     `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored · ` +
       `${formatCount(counts.errored)} errored${errors ? ` (${errors})` : ""} · ${formatCount(counts.remaining)} remaining`,
+    ...report.errors.map((group, i) => `${i === 0 ? "errors" : "      "}   ${renderErrors(group)}`),
     `work     ${formatCount(report.executed)} executed now · ${formatCount(report.preserved)} preserved`,
     `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
     `cost     ${formatUsd(usage.spentNow.costUsd)} spent now · ${formatUsd(usage.totalSpent.costUsd)} ` +
@@ -48,4 +50,20 @@ export function renderSummary(report: RunReport): string {
     `time     ${formatDuration(report.wallMs)}`,
     `status   ${report.status}`,
   ].join("\n");
+}
+
+/**
+ * One error type's line: its count, the first errored keys with their messages, and how many
+ * more. A key of a later epoch is shown as `id#epoch`.
+ *
+ * @example renderErrors({ type: "solver", count: 4, examples: [{ sampleId: "s3", epoch: 1, message: "tool failed" }] })
+ * // "solver 4 — s3: tool failed; … and 3 more"
+ */
+export function renderErrors(group: ErrorGroup): string {
+  const quoted = group.examples.map(
+    (e) => `${e.epoch > 1 ? `${e.sampleId}#${e.epoch}` : e.sampleId}: ${e.message}`,
+  );
+  const more = group.count - group.examples.length;
+  if (more > 0) quoted.push(`… and ${formatCount(more)} more`);
+  return `${group.type} ${formatCount(group.count)} — ${quoted.join("; ")}`;
 }
