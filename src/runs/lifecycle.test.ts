@@ -359,12 +359,20 @@ for (const [kind, open] of STORES) {
       const b = await interruptedRun(store, 1);
       for (const { runId } of [a, b]) await store.claimRun(runId, deadOwner(), null);
 
+      // A plain read derives what the run is, interrupted, and writes nothing.
       const plain = await readRun(store, a.runId);
-      expect(plain.run.status).toBe("running");
+      expect(plain.run.status).toBe("interrupted");
+      expect(plain.report.status).toBe("interrupted");
+      expect(plain.orphaned).toBe(true);
       expect(plain.owner).toMatchObject({ alive: false, reason: expect.stringMatching(/is gone/) });
+      expect(await store.getRun(a.runId)).toMatchObject({ status: "running", note: null });
 
       const recovered = await readRun(store, a.runId, { recover: true });
-      expect(recovered).toMatchObject({ run: { status: "interrupted" }, owner: null });
+      expect(recovered).toMatchObject({
+        run: { status: "interrupted" },
+        owner: null,
+        orphaned: false,
+      });
       expect(recovered.run.note).toMatch(/died/);
       const listed = await listRuns(store, {}, { recover: true });
       expect(listed.map((l) => l.run.status)).toEqual(["interrupted", "interrupted"]);

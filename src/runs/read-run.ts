@@ -10,8 +10,11 @@ import { requireRun } from "./require-run.js";
 export type OwnerWithLiveness = Owner & Liveness;
 
 export interface RunState {
+  /** The run as a reader sees it (`runAsRead`): a dead owner's run reads as interrupted. */
   run: Run;
   owner: OwnerWithLiveness | null;
+  /** Whether the run is stored as running while its owner is dead (`owner.reason` says why). */
+  orphaned: boolean;
   /** Computed from the stored attempts: counts, the resume plan, metrics, cost. */
   report: RunReport;
 }
@@ -36,11 +39,33 @@ export async function readRun(
   runId: string,
   options: ReadOptions = {},
 ): Promise<RunState> {
-  let run = await requireRun(store, runId);
-  if (options.recover && (await recoverRun(store, run, options))?.outcome === "recovered") {
-    run = await requireRun(store, runId);
+  let stored = await requireRun(store, runId);
+  if (options.recover && (await recoverRun(store, stored, options))?.outcome === "recovered") {
+    stored = await requireRun(store, runId);
   }
-  return { run, owner: withLiveness(run.owner, options), report: await storedReport(store, run) };
+  const { run, owner, orphaned } = runAsRead(stored, options);
+  return { run, owner, orphaned, report: await storedReport(store, run) };
+}
+
+/** A run as `runAsRead` gives it. */
+export interface RunAsRead {
+  run: Run;
+  owner: OwnerWithLiveness | null;
+  orphaned: boolean;
+}
+
+/**
+ * A run as a reader should see it, derived without writing anything: a run stored as running
+ * whose owner is dead (same host: its pid is gone; elsewhere: its heartbeat is stale) reads as
+ * `interrupted`, which is what it is (resumable), whether or not orphan recovery has reached it
+ * yet. The owner is kept, with its liveness, so the reason shows.
+ *
+ * @example runAsRead(run, { staleMs: 30_000 }) // { run: { …, status: "interrupted" }, orphaned: true, owner: { alive: false, reason: "pid 4242 is gone", … } }
+ */
+export function runAsRead(run: Run, options: { staleMs?: number } = {}): RunAsRead {
+  const owner = withLiveness(run.owner, options);
+  const orphaned = run.status === "running" && owner !== null && !owner.alive;
+  return { run: orphaned ? { ...run, status: "interrupted" } : run, owner, orphaned };
 }
 
 /**

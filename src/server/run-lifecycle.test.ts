@@ -287,6 +287,71 @@ describe("GET /api/runs/:id/events", () => {
     const runId = await orphanedRun(t, gatedEval({ n: 2 }).ev, 1);
     const events = await collectSse(await t.request(`/api/runs/${runId}/events`));
     expect(events.map((e) => e.event)).toEqual(["progress", "completed"]);
-    expect(events[1]?.data).toMatchObject({ status: "running", orphaned: true, done: 1 });
+    // Its owner is dead: the stream says what a resume would find, interrupted, and why.
+    expect(events[0]?.data).toMatchObject({ status: "interrupted" });
+    expect(events[1]?.data).toMatchObject({
+      status: "interrupted",
+      orphaned: true,
+      reason: expect.stringMatching(/^pid \d+ is gone$/),
+      done: 1,
+    });
+    // Derived on read: the store still says running until someone recovers or resumes it.
+    expect((await t.store.getRun(runId))?.status).toBe("running");
+  });
+});
+
+describe("reading a dead owner's run", () => {
+  it("GET /api/runs and /api/runs/:id show it interrupted and orphaned, without writing", async () => {
+    const t = setup([gatedEval({ n: 3 }).ev]);
+    const runId = await orphanedRun(t, gatedEval({ n: 3 }).ev, 1);
+    const before = await t.store.getRun(runId);
+
+    const { body: detail } = await t.json(`/api/runs/${runId}`);
+    expect(detail).toMatchObject({
+      status: "interrupted",
+      orphaned: true,
+      owner: { alive: false, reason: expect.stringMatching(/^pid \d+ is gone$/) },
+      counts: { total: 3, done: 1, remaining: 2 },
+    });
+    const { body: list } = await t.json<{ runs: object[] }>("/api/runs");
+    expect(list.runs).toEqual([
+      expect.objectContaining({ id: runId, status: "interrupted", orphaned: true }),
+    ]);
+    // It is no longer one of the running runs.
+    expect((await t.json<{ runs: object[] }>("/api/runs?status=running")).body.runs).toEqual([]);
+    // Nothing was written: the store still holds it as running, owner and all.
+    expect(await t.store.getRun(runId)).toEqual({
+      ...before,
+      owner: { ...before!.owner, heartbeatAgeMs: expect.any(Number) },
+    });
+  });
+
+  it("judges another host's owner by its heartbeat: stale is interrupted, fresh is running", async () => {
+    const t = setup([], { staleMs: 50 });
+    await t.store.createRun({
+      id: "r_far",
+      config: {
+        evalName: "x",
+        epochs: 1,
+        concurrency: 1,
+        retries: 0,
+        reducer: "mean",
+        solver: {},
+        scorers: [],
+      },
+      samples: [],
+      owner: { host: "other-host#1234", pid: 77, token: "tok-far" },
+    });
+    expect((await t.json("/api/runs/r_far")).body).toMatchObject({
+      status: "running",
+      orphaned: false,
+      owner: { alive: true },
+    });
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect((await t.json("/api/runs/r_far")).body).toMatchObject({
+      status: "interrupted",
+      orphaned: true,
+      owner: { alive: false, reason: expect.stringMatching(/heartbeat is \d+s old/) },
+    });
   });
 });

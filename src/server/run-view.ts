@@ -1,5 +1,11 @@
 import type { Owner, Run } from "../core/types.js";
-import { readRun, withLiveness } from "../runs/read-run.js";
+import {
+  readRun,
+  runAsRead,
+  withLiveness,
+  type OwnerWithLiveness,
+  type RunAsRead,
+} from "../runs/read-run.js";
 import type { RunCounts, Store } from "../store/types.js";
 import { redactConfig } from "./redact.js";
 
@@ -9,7 +15,10 @@ import { redactConfig } from "./redact.js";
  * @example ownerView(run.owner, 30_000) // { host, pid, heartbeatAgeMs, alive: true, reason }
  */
 export function ownerView(owner: Owner | null, staleMs: number | undefined) {
-  const judged = withLiveness(owner, staleMs === undefined ? {} : { staleMs });
+  return judgedOwnerView(withLiveness(owner, staleMs === undefined ? {} : { staleMs }));
+}
+
+function judgedOwnerView(judged: OwnerWithLiveness | null) {
   if (!judged) return null;
   const { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason } = judged;
   return { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason };
@@ -22,10 +31,16 @@ function countsView(counts: RunCounts) {
 
 /**
  * A run in a listing: status, owner, model and key counts (from the store's count of attempts).
+ * A run stored as running whose owner is dead is shown as it is, `interrupted` (resumable), with
+ * `orphaned: true` and the owner's liveness saying why; nothing is written (`runAsRead`).
  *
  * @example runSummary(run, await store.countKeys(run.id), 30_000).counts // { total, done, … }
  */
-export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefined) {
+export function runSummary(stored: Run, counts: RunCounts, staleMs: number | undefined) {
+  return summaryView(runAsRead(stored, staleMs === undefined ? {} : { staleMs }), counts);
+}
+
+function summaryView({ run, owner, orphaned }: RunAsRead, counts: RunCounts) {
   return {
     id: run.id,
     evalName: run.evalName,
@@ -35,7 +50,8 @@ export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefi
     note: run.note,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
-    owner: ownerView(run.owner, staleMs),
+    owner: judgedOwnerView(owner),
+    orphaned,
     counts: countsView(counts),
   };
 }
@@ -47,18 +63,17 @@ export function runSummary(run: Run, counts: RunCounts, staleMs: number | undefi
  * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
  */
 export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
-  const { run, report } = await readRun(store, runId, options);
+  const { run, owner, orphaned, report } = await readRun(store, runId, options);
   const { counts } = report;
   return {
-    ...runSummary(
-      run,
+    ...summaryView(
+      { run, owner, orphaned },
       {
         total: counts.total,
         scored: counts.scored,
         errored: counts.errored,
         remaining: counts.remaining,
       },
-      options.staleMs,
     ),
     config: redactConfig(run.config),
     plan: report.plan,

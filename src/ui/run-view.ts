@@ -178,7 +178,8 @@ function runHead(run: RunDetail, actions: { resume: () => void; cancel: () => vo
       h(
         "p",
         { class: "meta" },
-        `Owner: pid ${run.owner.pid} on ${run.owner.host} (${run.owner.alive ? "alive" : "dead"})`,
+        `Owner: pid ${run.owner.pid} on ${run.owner.host} ` +
+          (run.owner.alive ? "(alive)" : `(dead: ${run.owner.reason})`),
       ),
     h(
       "div",

@@ -40,7 +40,13 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
     const fresh =
       hit && (hit.version === version || (run.status === "running" && Date.now() - hit.at < 5_000));
     if (hit && fresh)
-      return { ...hit.detail, status: run.status, counts: run.counts, owner: run.owner };
+      return {
+        ...hit.detail,
+        status: run.status,
+        orphaned: run.orphaned,
+        counts: run.counts,
+        owner: run.owner,
+      };
     const detail = await getJson<RunDetail>(`/api/runs/${encodeURIComponent(run.id)}`, signal);
     cache.set(run.id, { version, at: Date.now(), detail });
     return detail;

@@ -24,6 +24,8 @@ export interface RunSummary {
   createdAt: string;
   updatedAt: string;
   owner: OwnerView | null;
+  /** Stored as running, but its owner is dead: shown as interrupted (owner.reason says why). */
+  orphaned: boolean;
   counts: Counts;
 }
 

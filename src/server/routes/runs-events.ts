@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { Run } from "../../core/types.js";
-import { withLiveness } from "../../runs/read-run.js";
+import { runAsRead, withLiveness } from "../../runs/read-run.js";
 import { requireRun } from "../../runs/require-run.js";
 import type { RunCounts } from "../../store/types.js";
 import type { AppDeps } from "../app-deps.js";
@@ -37,7 +37,7 @@ async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGen
   let run = first;
   let { cursor } = await store.listAttemptsAfter(run.id);
   let counts = await store.countKeys(run.id);
-  yield { event: "progress", data: { status: run.status, ...countsView(counts) } };
+  yield { event: "progress", data: { status: statusOf(run, deps), ...countsView(counts) } };
   for (;;) {
     // The run was read before the counts: an owner commits before it releases, so once the run
     // reads as finished the counts read after it are final.
@@ -57,9 +57,14 @@ async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGen
     const next = await store.countKeys(run.id);
     if (!sameCounts(next, counts)) {
       counts = next;
-      yield { event: "progress", data: { status: run.status, ...countsView(counts) } };
+      yield { event: "progress", data: { status: statusOf(run, deps), ...countsView(counts) } };
     }
   }
+}
+
+/** The status a reader sees: a dead owner's run is interrupted. */
+function statusOf(run: Run, deps: AppDeps) {
+  return runAsRead(run, deps.engine).run.status;
 }
 
 /** Running with a live owner: a dead owner's run will not progress until someone resumes it. */
@@ -67,15 +72,14 @@ function isLive(run: Run, deps: AppDeps): boolean {
   return run.status === "running" && !!withLiveness(run.owner, deps.engine)?.alive;
 }
 
-function ended(run: Run, counts: RunCounts, deps: AppDeps) {
-  const orphaned = run.status === "running";
+/** The final event: a dead owner's run reads as interrupted (`runAsRead`), with the reason. */
+function ended(stored: Run, counts: RunCounts, deps: AppDeps) {
+  const { run, owner, orphaned } = runAsRead(stored, deps.engine);
   return {
     status: run.status,
     note: run.note,
     ...countsView(counts),
-    ...(orphaned && run.owner
-      ? { orphaned, reason: withLiveness(run.owner, deps.engine)?.reason }
-      : {}),
+    ...(orphaned ? { orphaned, reason: owner?.reason } : {}),
   };
 }
 

@@ -46,7 +46,12 @@ export function runsReadRoutes(deps: AppDeps): Hono {
       limit: q.limit + 1,
       offset: q.offset,
     });
-    const runs = listed.slice(0, q.limit).map((l) => runSummary(l.run, l.counts, staleMs));
+    // A dead owner's run reads as interrupted (runSummary), so it is no longer one of the
+    // running runs; nextOffset still counts the store's rows, so paging skips nothing.
+    const runs = listed
+      .slice(0, q.limit)
+      .map((l) => runSummary(l.run, l.counts, staleMs))
+      .filter((r) => !q.status || r.status === q.status);
     const nextOffset = listed.length > q.limit ? q.offset + q.limit : null;
     return c.json(redact({ runs, limit: q.limit, offset: q.offset, nextOffset }));
   });
