@@ -2,6 +2,7 @@ import type { RunEvent, RunReport } from "../core/events.js";
 import { exitCodeForStatus, EXIT } from "./exit-codes.js";
 import type { Io } from "./io.js";
 import { createProgress } from "./render/progress.js";
+import { resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderSummary } from "./render/summary.js";
 import { trapSignals } from "./signals.js";
 
@@ -9,13 +10,20 @@ export interface UiOptions {
   json: boolean;
   /** Every scorer's mean must reach this, else exit 4. */
   failUnder?: number;
+  /** The `--store` flag, so the printed resume command names the same store. */
+  store?: string;
 }
 
 /** The UI options of `stet run` and `stet resume` flags. */
-export function uiOptions(flags: { json?: boolean; failUnder?: number }): UiOptions {
+export function uiOptions(flags: {
+  json?: boolean;
+  failUnder?: number;
+  store?: string;
+}): UiOptions {
   return {
     json: flags.json ?? false,
     ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
+    ...(flags.store === undefined ? {} : { store: flags.store }),
   };
 }
 
@@ -80,14 +88,11 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
 
 function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {
   const code = exitCodeForStatus(report.status);
+  const hint = () => withNote(resumeHint(runId, options.store));
   if (report.status === "interrupted") {
-    io.stderr.write(
-      `interrupted; ${report.counts.remaining} keys left. Resume with: stet resume ${runId}\n`,
-    );
+    io.stderr.write(`interrupted; ${report.counts.remaining} keys left. Resume with: ${hint()}\n`);
   } else if (report.status === "errored") {
-    io.stderr.write(
-      `${report.counts.errored} keys ended in error. Re-run them with: stet resume ${runId}\n`,
-    );
+    io.stderr.write(`${report.counts.errored} keys ended in error. Re-run them with: ${hint()}\n`);
   }
   if (code !== EXIT.ok || options.failUnder === undefined) return code;
   // A scorer that scored nothing (every grader skipped) has no mean to hold against the bar; a
@@ -101,4 +106,9 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
     `below --fail-under ${options.failUnder}: ${low.map((m) => `${m.scorer} ${m.mean?.toFixed(4) ?? "-"}`).join(", ")}\n`,
   );
   return EXIT.belowThreshold;
+}
+
+/** The command alone on its line (so it can be copied whole), any note on the next. */
+function withNote(hint: ResumeHint): string {
+  return hint.note === null ? hint.command : `${hint.command}\n  (${hint.note})`;
 }

@@ -3,6 +3,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { hintLine, resumeHint } from "../resume-hint.js";
 
 export interface CancelFlags {
   store?: string;
@@ -40,7 +41,10 @@ export async function cancelCommand(runId: string, flags: CancelFlags): Promise<
         io.say(`cancel of run ${runId} requested; it is still running after ${waitMs / 1000}s`);
         return EXIT.fatal;
       default: {
-        const next = run.status === "completed" ? "" : `; resume it with: stet resume ${runId}`;
+        const next =
+          run.status === "completed"
+            ? ""
+            : `; resume it with: ${hintLine(resumeHint(runId, flags.store))}`;
         io.say(`run ${runId} is ${run.status}${run.note ? ` (${run.note})` : ""}${next}`);
         return EXIT.ok;
       }

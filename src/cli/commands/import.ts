@@ -4,6 +4,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { hintLine, resumeHint } from "../resume-hint.js";
 
 export interface ImportFlags {
   into: string;
@@ -43,7 +44,8 @@ export async function importCommand(file: string, flags: ImportFlags): Promise<n
       io.say(`not imported, errors in the file: ${notCompleted.length} (${preview(notCompleted)})`);
     }
     const { scored, total, remaining } = report.counts;
-    const next = remaining > 0 ? `; ${remaining} left: stet resume ${runId}` : "";
+    const next =
+      remaining > 0 ? `; ${remaining} left: ${hintLine(resumeHint(runId, flags.store))}` : "";
     io.say(`run ${runId}: ${report.status}, ${scored}/${total} keys scored${next}`);
     return EXIT.ok;
   } finally {

@@ -3,6 +3,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { createRedactor, secretsFromEnv, serve } from "../../server/index.js";
 import { EXIT } from "../exit-codes.js";
 import { openStore } from "../open-store.js";
+import { hintLine, resumeHint } from "../resume-hint.js";
 import { trapSignals } from "../signals.js";
 
 export interface ServeFlags {
@@ -58,7 +59,9 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
       const reports = await server.shutdown();
       const interrupted = reports.filter((r) => r?.status === "interrupted");
       for (const r of interrupted)
-        log(`run ${r!.runId} interrupted; resume it with: stet resume ${r!.runId}`);
+        log(
+          `run ${r!.runId} interrupted; resume it with: ${hintLine(resumeHint(r!.runId, flags.store))}`,
+        );
       return interrupted.length > 0 ? EXIT.interrupted : EXIT.ok;
     } finally {
       signals.release();

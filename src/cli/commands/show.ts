@@ -3,10 +3,12 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderSummary } from "../render/summary.js";
+import { hintLine, resumeHint } from "../resume-hint.js";
 
 /**
- * `stet show <run-id>`: status, owner, progress, metrics, cost and errors of one run. A run whose
- * owner died is recovered (interrupted, resumable) first, so it never shows as running.
+ * `stet show <run-id>`: status, owner, progress, metrics, cost and errors of one run, and the
+ * command that resumes it when it is resumable. A run whose owner died is recovered
+ * (interrupted, resumable) first, so it never shows as running.
  */
 export async function showCommand(
   runId: string,
@@ -34,6 +36,9 @@ export async function showCommand(
     }
     const summary = renderSummary(report).split("\n");
     io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));
+    // Interrupted or errored with keys left: the command that finishes it, for this store.
+    if ((run.status === "interrupted" || run.status === "errored") && report.counts.remaining > 0)
+      io.say(`resume   ${hintLine(resumeHint(run.id, flags.store))}`);
     return 0;
   } finally {
     await store.close();

@@ -1,0 +1,97 @@
+import { isPostgresUrl } from "./open-store.js";
+
+/** A resume command to print, and what to know when it cannot be printed whole. */
+export interface ResumeHint {
+  /** `stet resume <id>`, with `--store <location>` when the run's store is not the default. */
+  command: string;
+  /** Set when the command leaves something out (a password); say it beside the command. */
+  note: string | null;
+}
+
+/** What replaces a password in a printed store URL. */
+export const HIDDEN_PASSWORD = "***";
+
+/**
+ * The command that resumes a run, as the user can type it: the store is the one this invocation
+ * used (`--store`, else `STET_STORE`; see `storeLocation`), passed as `--store`, shell-quoted, so
+ * the command works in another shell too. A PostgreSQL URL's password is never printed: from
+ * `STET_STORE`, the command leaves `--store` out (the variable still selects the store in this
+ * shell); from `--store`, the URL is printed with the password replaced and the note says to
+ * give the same URL or to put it in `STET_STORE`.
+ *
+ * @example resumeHint("r_1", "/tmp/my evals/s.db").command // "stet resume r_1 --store '/tmp/my evals/s.db'"
+ */
+export function resumeHint(
+  runId: string,
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ResumeHint {
+  const base = `stet resume ${shellQuote(runId)}`;
+  const fromFlag = flag !== undefined;
+  const location = flag ?? env.STET_STORE;
+  if (location === undefined || location === "") return { command: base, note: null };
+  if (isPostgresUrl(location)) {
+    const hidden = hidePassword(location);
+    if (hidden !== location) {
+      if (!fromFlag) {
+        return {
+          command: base,
+          note: "with STET_STORE set as it is now; its URL holds a password, so it is not printed",
+        };
+      }
+      return {
+        command: `${base} --store ${shellQuote(hidden)}`,
+        note:
+          "the store URL's password is not printed: give --store the same URL, " +
+          "or put it in STET_STORE and leave --store out",
+      };
+    }
+  }
+  return { command: `${base} --store ${shellQuote(location)}`, note: null };
+}
+
+/** A hint on one line: the command, then its note in parentheses. */
+export function hintLine(hint: ResumeHint): string {
+  return hint.note === null ? hint.command : `${hint.command} (${hint.note})`;
+}
+
+/**
+ * A URL with its password replaced by `***`, in the user info and in any query parameter whose
+ * name holds "pass" (`?password=`, `?sslpassword=`); the URL as given when it has none.
+ *
+ * @example hidePassword("postgres://ann:s3cret@db/evals") // "postgres://ann:***@db/evals"
+ */
+export function hidePassword(location: string): string {
+  let url: URL;
+  try {
+    url = new URL(location);
+  } catch {
+    // Not a URL we can take apart (no store opens from it): print none of it past the scheme.
+    return location.replace(/^([a-z]+:\/\/).*$/i, `$1${HIDDEN_PASSWORD}`);
+  }
+  let changed = false;
+  if (url.password !== "") {
+    url.password = HIDDEN_PASSWORD;
+    changed = true;
+  }
+  for (const name of [...url.searchParams.keys()]) {
+    if (/pass/i.test(name)) {
+      url.searchParams.set(name, HIDDEN_PASSWORD);
+      changed = true;
+    }
+  }
+  if (!changed) return location;
+  // URL encodes "*" in the user info; a reader should see the plain marker.
+  return url.toString().replaceAll("%2A", "*");
+}
+
+/**
+ * A word as a POSIX shell reads it: as it is when it holds only characters a shell leaves alone,
+ * else in single quotes (a single quote inside as `'\''`).
+ *
+ * @example shellQuote("my evals/s.db") // "'my evals/s.db'"
+ */
+export function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_./,:@%+=-]+$/.test(word) && !word.startsWith("=")) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
