@@ -22,6 +22,7 @@ export type {
   Usage,
   Attempt,
   AttemptError,
+  ConfigurationFault,
   Run,
   RunStatus,
   Reducer,

@@ -34,6 +34,9 @@ export function exitCodeForError(code: StetErrorCode): number {
       return EXIT.usage;
     case "E_RUN_ACTIVE":
       return EXIT.runActive;
+    // The run is interrupted (resumable), but nothing will resume it until the endpoint is fixed.
+    case "E_ENDPOINT":
+      return EXIT.fatal;
     default:
       return EXIT.fatal;
   }

@@ -1,5 +1,6 @@
+import { isStetError } from "../core/errors.js";
 import type { RunEvent, RunReport } from "../core/events.js";
-import { exitCodeForStatus, EXIT } from "./exit-codes.js";
+import { exitCodeForError, exitCodeForStatus, EXIT } from "./exit-codes.js";
 import type { Io } from "./io.js";
 import { createProgress } from "./render/progress.js";
 import { resumeHint, type ResumeHint } from "./resume-hint.js";
@@ -35,7 +36,8 @@ type Engine = (controls: {
 
 /**
  * Runs the engine with the terminal attached: the run id first, the plan for resumes, a live
- * progress display, signals, and the summary; returns the exit code.
+ * progress display, signals, and the summary; returns the exit code. A run stopped by its
+ * endpoint (`E_ENDPOINT`) is interrupted, so its message is followed by the resume command.
  */
 export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Promise<number> {
   const progress = createProgress(io.stderr);
@@ -77,6 +79,15 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
   let report: RunReport;
   try {
     report = await engine({ signal: signals.stop, abortSignal: signals.abort, onEvent });
+  } catch (error) {
+    if (!isStetError(error, "E_ENDPOINT")) throw error;
+    progress.done();
+    const remaining = error.details?.remaining;
+    const left = typeof remaining === "number" ? `; ${remaining} keys left` : "";
+    io.stderr.write(
+      `stet: ${error.message}\ninterrupted${left}. Once the endpoint is fixed, resume with: stet resume ${runId}\n`,
+    );
+    return exitCodeForError(error.code);
   } finally {
     signals.release();
     progress.done();

@@ -18,6 +18,7 @@ export type StetErrorCode =
   | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt
   | "E_STORE" // the store failed (exit 1)
   | "E_STORE_UNWRITABLE" // the store stayed unwritable; attempts went to the fallback file
+  | "E_ENDPOINT" // the first samples all failed alike at the endpoint; run interrupted (exit 1)
   | "E_ILLEGAL_TRANSITION"
   | "E_INVALID_INPUT"; // malformed JSON/JSONL, schema violation
 

@@ -45,9 +45,12 @@ export interface RunReport {
 
 /**
  * Why an execution stops dispatching early: a signal (Ctrl-C, a server shutting down), a cancel
- * request (`stet cancel`, the API), a store that stayed unwritable, or a takeover by another owner.
+ * request (`stet cancel`, the API), a store that stayed unwritable, a takeover by another owner,
+ * or a misconfigured endpoint (its first samples all failed alike with a configuration-class
+ * provider error; see `engine/misconfiguration.ts`).
  */
-export type StopReason = "signal" | "cancel" | "store-unwritable" | "ownership-lost";
+export type StopReason =
+  "signal" | "cancel" | "store-unwritable" | "ownership-lost" | "misconfigured";
 
 /** What the engine tells its renderers (CLI, server, UI). It never prints. */
 export type RunEvent =

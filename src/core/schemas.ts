@@ -25,11 +25,18 @@ export const scoreSchema = z.object({
   metadata: z.record(z.string(), jsonSchema).optional(),
 });
 
+export const configurationFaultSchema = z.object({
+  cause: z.enum(["connection-refused", "host-not-found", "http-status"]),
+  url: z.string(),
+  status: z.number().int().optional(),
+});
+
 export const attemptErrorSchema = z.object({
   type: z.enum(["timeout", "provider", "solver", "scorer"]),
   message: z.string(),
   status: z.number().int().optional(),
   scorer: z.string().optional(),
+  configuration: configurationFaultSchema.optional(),
 });
 
 export const provenanceSchema = z.discriminatedUnion("kind", [

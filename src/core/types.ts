@@ -44,6 +44,21 @@ export interface Score {
 
 export type AttemptErrorType = "timeout" | "provider" | "solver" | "scorer";
 
+/**
+ * What makes a provider error a configuration error rather than a sample's: the endpoint as
+ * configured cannot serve any request. Nothing is listening (`connection-refused`), its host does
+ * not resolve (`host-not-found`), or it answered a status that says the same to every request
+ * (`http-status`: 401, 403, 404). Set by solvers; the engine stops an invocation whose first
+ * samples all fail with the same one (see `engine/misconfiguration.ts`).
+ */
+export interface ConfigurationFault {
+  cause: "connection-refused" | "host-not-found" | "http-status";
+  /** The URL requested, user info redacted. */
+  url: string;
+  /** For `http-status`: the status. */
+  status?: number;
+}
+
 export interface AttemptError {
   type: AttemptErrorType;
   message: string;
@@ -51,6 +66,8 @@ export interface AttemptError {
   status?: number;
   /** For scorer errors: which scorer threw. */
   scorer?: string;
+  /** For provider errors that no request to the endpoint would get past. */
+  configuration?: ConfigurationFault;
 }
 
 /** Where an attempt came from: executed by a solver here, or restored from a file. */

@@ -1,6 +1,7 @@
 import type { ModelCaller, ModelReply, Scorer, SolverContext, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
+import { configurationFaultSchema } from "../core/schemas.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 
 export interface KeyTask {
@@ -145,7 +146,10 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Types a thrown value. Solvers signal provider/timeout failures with an error carrying `type`. */
+/**
+ * Types a thrown value. Solvers signal provider/timeout failures with an error carrying `type`,
+ * and a provider error that no request would get past with `configuration` (a ConfigurationFault).
+ */
 function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
   if (signal.aborted && signal.reason instanceof AttemptAborted) throw signal.reason;
   if (signal.aborted && signal.reason instanceof AttemptTimedOut) {
@@ -159,6 +163,12 @@ function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
     message,
   };
   if (typeof tagged?.status === "number") error.status = tagged.status;
+  if (error.type === "provider") {
+    const fault = configurationFaultSchema.safeParse(
+      (tagged as { configuration?: unknown } | null)?.configuration,
+    );
+    if (fault.success) error.configuration = fault.data;
+  }
   return error;
 }
 

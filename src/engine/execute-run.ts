@@ -3,11 +3,12 @@ import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
-import type { Attempt, Key, OwnerIdentity, Run } from "../core/types.js";
+import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { startHeartbeat } from "./heartbeat.js";
+import { watchMisconfiguration } from "./misconfiguration.js";
 import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
 import { summarizePlan } from "./report.js";
 
@@ -42,6 +43,8 @@ export interface StopCause {
   note: string;
   /** For `store-unwritable`: the failure, whose attempts went to the fallback file. */
   error?: StetError;
+  /** For `misconfigured`: the error the first samples all failed with, and how many did. */
+  misconfiguration?: { error: AttemptError; samples: number };
 }
 
 /** How an execution ended: what `runs/` needs to decide the run's status and report it. */
@@ -62,6 +65,12 @@ export interface ExecutionEnd {
  * requests), graceful and immediate stops. Returns once every attempt it holds is committed (or
  * in the fallback file), still owning the run: releasing it with a status is the caller's
  * (`runs/`). Throws `E_FENCED` when another owner took the run over.
+ *
+ * A misconfigured endpoint stops it early (`watchMisconfiguration`: the first 3 samples of this
+ * invocation failed alike with a configuration-class provider error, nothing succeeded). That
+ * stop is graceful, like a signal's: no new dispatches, and in-flight attempts finish (within
+ * the grace period) and are committed, because against such an endpoint they fail at once
+ * anyway, and one that does finish has been paid for and stands.
  */
 export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<ExecutionEnd> {
   const { store } = options;
@@ -82,7 +91,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     if (now) abort.abort(new AttemptAborted("aborted by the run"));
   };
   /** Graceful: no new dispatches; in-flight attempts get the grace period, then are aborted. */
-  const stopGracefully = (reason: "signal" | "cancel", note: string) => {
+  const stopGracefully = (reason: "signal" | "cancel" | "misconfigured", note: string) => {
     stop(reason, false, note);
     const grace = setTimeout(
       () => abort.abort(new AttemptAborted("aborted by the run")),
@@ -141,6 +150,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     plan: summarizePlan(plan),
   });
 
+  const misconfigured = watchMisconfiguration();
+  let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
@@ -149,6 +160,12 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - t0;
     emit({ type: "attempt-committed", attempt, progress: { ...progress } });
+    const verdict = misconfigured.observe(attempt);
+    if (verdict && stopReason === null) {
+      misconfiguration = verdict;
+      const note = `stopped early: the first ${verdict.samples} samples failed alike: ${verdict.error.message}`;
+      stopGracefully("misconfigured", note);
+    }
   };
 
   const runKey = async (key: Key) => {
@@ -217,6 +234,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     return { ...end, stopped: { reason: "store-unwritable", note, error: writer.failure } };
   }
   const reason: StopReason | null = stopReason;
+  if (reason === "misconfigured") {
+    return { ...end, stopped: { reason, note: stopNote, misconfiguration: misconfiguration! } };
+  }
   return {
     ...end,
     stopped: reason === "signal" || reason === "cancel" ? { reason, note: stopNote } : null,

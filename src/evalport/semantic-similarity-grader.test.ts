@@ -45,7 +45,7 @@ describe("semantic_similarity", () => {
   it("cannot grade without an expected output, and throws when the embeddings call fails", async () => {
     expect(await grade("Paris")).toMatchObject({ value: null, skipped: "grader_error" });
     await expect(grade("Paris", "Paris", "http://127.0.0.1:1/v1")).rejects.toThrow(
-      /embeddings.*failed: network error/,
+      /embeddings.*failed: connection refused/,
     );
   });
 

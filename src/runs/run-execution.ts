@@ -1,14 +1,23 @@
 import { StetError } from "../core/errors.js";
 import type { RunReport } from "../core/events.js";
 import { assertTransition } from "../core/run-status.js";
-import { executeRun, type ExecuteOptions, type Execution } from "../engine/execute-run.js";
+import type { AttemptError } from "../core/types.js";
+import {
+  executeRun,
+  type ExecuteOptions,
+  type Execution,
+  type StopCause,
+} from "../engine/execute-run.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import { settledStatus } from "./run-status.js";
 
 /**
  * Executes a claimed run (see `executeRun`), then lets it go with the status `settledStatus`
  * gives and reports it: the one ending of every start and resume. A store that stayed unwritable
- * leaves the run `interrupted` with the failure as its note, and the failure is rethrown.
+ * leaves the run `interrupted` with the failure as its note, and the failure is rethrown. An
+ * endpoint whose first samples all failed alike (the engine's `misconfigured` stop) leaves it
+ * `interrupted` (cut short, by `settledStatus`) with the cause as its note, the attempts made
+ * stored, and throws `E_ENDPOINT` naming the request, the status and what the server said.
  *
  * @example const report = await runExecution(await claimResume(planned, options), options);
  */
@@ -31,6 +40,10 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
       `run ${run.id} was taken over by another process before it finished`,
     );
   }
+  const misconfiguration = end.stopped?.misconfiguration;
+  if (misconfiguration && status !== "completed") {
+    throw endpointError(run.id, misconfiguration, counts.remaining);
+  }
   const finished = (await store.getRun(run.id)) ?? { ...run, status };
   const report = await buildReport({
     store,
@@ -44,4 +57,50 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
   });
   options.onEvent?.({ type: "run-finished", report });
   return report;
+}
+
+/**
+ * The error of a run stopped because its endpoint failed its first samples alike: what failed
+ * (the request with its URL, the status and the server's message, or the refused connection)
+ * and what to check.
+ *
+ * @example endpointError("r_1", { error, samples: 3 }, 97).message
+ * // "run r_1 stopped early: its first 3 samples all failed with the same error, …"
+ */
+export function endpointError(
+  runId: string,
+  misconfiguration: NonNullable<StopCause["misconfiguration"]>,
+  remaining: number,
+): StetError {
+  const { error, samples } = misconfiguration;
+  const fault = error.configuration;
+  return new StetError(
+    "E_ENDPOINT",
+    `run ${runId} stopped early: its first ${samples} samples all failed with the same error, ` +
+      `which no other sample would get past:\n  ${error.message}\n${checkHint(error)}`,
+    {
+      details: {
+        runId,
+        remaining,
+        ...(fault === undefined ? {} : { cause: fault.cause, url: fault.url }),
+        ...(error.status === undefined ? {} : { status: error.status }),
+      },
+    },
+  );
+}
+
+function checkHint(error: AttemptError): string {
+  const fault = error.configuration;
+  switch (fault?.cause) {
+    case "connection-refused":
+      return `Nothing is listening at ${fault.url}: start the server, or fix the solver's baseURL.`;
+    case "host-not-found":
+      return `The host of ${fault.url} does not resolve: fix the solver's baseURL.`;
+    default:
+      if (error.status === 401) return "Check the API key (OPENAI_API_KEY or the solver's apiKey).";
+      if (error.status === 403) return "Check that the API key may use this model and endpoint.";
+      if (error.status === 404)
+        return "Check the model name and the solver's baseURL (often …/v1).";
+      return "Check the solver's endpoint: baseURL, API key and model.";
+  }
 }

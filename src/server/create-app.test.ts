@@ -87,6 +87,7 @@ describe("errors", () => {
     ["E_CHANGED_SAMPLES", 409, "changed_samples"],
     ["E_STORE", 503, "store_unavailable"],
     ["E_DATASET", 422, "dataset_invalid"],
+    ["E_ENDPOINT", 502, "endpoint_failed"],
   ] as const)("maps %s to %i %s", (code, status, apiCode) => {
     expect(toApiError(new StetError(code, "m"))).toMatchObject({ status, code: apiCode });
   });

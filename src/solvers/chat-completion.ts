@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { Json } from "../core/json.js";
+import type { ConfigurationFault } from "../core/types.js";
 import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
 import { httpPost } from "./http-post.js";
@@ -20,7 +21,10 @@ export interface ChatEndpoint {
   headers?: Record<string, string>;
   /** Per HTTP request, in milliseconds. Default 300 000. */
   timeoutMs?: number;
-  /** Retries after the first request on 429, 5xx, network errors and timeouts. Default 5. */
+  /**
+   * Retries after the first request on 429, 5xx, dropped connections and timeouts. Default 5.
+   * A refused connection, an unknown host and 401/403/404 are never retried: no wait fixes them.
+   */
   maxRetries?: number;
   backoff?: Partial<Backoff>;
 }
@@ -68,15 +72,25 @@ const errorBodySchema = z.object({
   ]),
 });
 
-/** A failed request or an unusable reply: retried when `type` and `status` say so. */
+/**
+ * A failed request or an unusable reply: retried when `type` and `status` say so, never when
+ * `fault` says the endpoint as configured cannot serve any request.
+ */
 export class Failure {
   constructor(
     readonly type: SolverErrorType,
     readonly message: string,
     readonly status?: number,
     readonly retryAfterMs?: number,
+    readonly fault?: ConfigurationFault["cause"],
   ) {}
 }
+
+/**
+ * Statuses that say the same to every request of a run: the key is wrong (401), it may not use
+ * this model or endpoint (403), the model or the path does not exist (404).
+ */
+const CONFIGURATION_STATUSES: ReadonlySet<number> = new Set([401, 403, 404]);
 
 /**
  * Resolves the endpoint of a request: the explicit values, else the environment.
@@ -99,10 +113,11 @@ export function resolveEndpoint(endpoint: ChatEndpoint): {
 
 /**
  * One chat completion against an OpenAI-compatible `/chat/completions` endpoint, retried with
- * exponential backoff and full jitter on 429, 5xx, network errors and per-request timeouts
+ * exponential backoff and full jitter on 429, 5xx, dropped connections and per-request timeouts
  * (honouring Retry-After). Aborting `signal` rejects at once with its reason, also mid-backoff.
  * Exhausted retries or a non-retryable status throw a SolverError that names the endpoint
- * and status, never the key.
+ * and status, never the key. A refused connection, an unknown host and 401/403/404 fail at once
+ * with `configuration` set on the SolverError (see ConfigurationFault).
  *
  * @example
  * const reply = await chatCompletion({ model: "gpt-4o-mini", messages: [{ role: "user", content: "2+2?" }] });
@@ -149,11 +164,16 @@ export async function postWithRetries<T>(
       parse,
     );
     if (!(result instanceof Failure)) return { value: result, requests: retry + 1 };
-    const retryable = result.type === "timeout" || isRetryableStatus(result.status);
+    const retryable =
+      result.fault === undefined && (result.type === "timeout" || isRetryableStatus(result.status));
     if (!retryable || retry >= maxRetries) {
       const tries = retry + 1 === 1 ? "" : ` after ${retry + 1} attempts`;
+      const status = result.status === undefined ? {} : { status: result.status };
       throw new SolverError(result.type, `${where} failed${tries}: ${result.message}`, {
-        ...(result.status === undefined ? {} : { status: result.status }),
+        ...status,
+        ...(result.fault === undefined
+          ? {}
+          : { configuration: { cause: result.fault, url: redactUrl(url), ...status } }),
       });
     }
     await sleep(retryDelayMs(retry, backoff, result.retryAfterMs), endpoint.signal);
@@ -187,13 +207,14 @@ async function attempt<T>(
         `HTTP ${response.status}${serverSays(text, apiKey)}`,
         response.status,
         retryAfterMs,
+        CONFIGURATION_STATUSES.has(response.status) ? "http-status" : undefined,
       );
     }
     return parse(text, apiKey);
   } catch (error) {
     if (signal?.aborted) throw abortReason(signal);
     if (timedOut) return new Failure("timeout", `no response within ${timeoutMs} ms`);
-    return new Failure("provider", `network error: ${networkCause(error)}`);
+    return networkFailure(error, url);
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
@@ -270,6 +291,45 @@ export function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A request that got no response. Nothing listening (ECONNREFUSED) and a host that does not
+ * resolve (ENOTFOUND, EAI_AGAIN) are configuration faults: the OS answers them at once, so
+ * retrying only multiplies the wait. A reset or dropped connection stays retryable.
+ */
+function networkFailure(error: unknown, url: string): Failure {
+  const code = errnoCode(error);
+  const cause = networkCause(error);
+  if (code === "ECONNREFUSED") {
+    return new Failure(
+      "provider",
+      `connection refused (${cause})`,
+      undefined,
+      undefined,
+      "connection-refused",
+    );
+  }
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") {
+    const host = new URL(url).hostname;
+    return new Failure(
+      "provider",
+      `host not found: ${host} (${cause})`,
+      undefined,
+      undefined,
+      "host-not-found",
+    );
+  }
+  return new Failure("provider", `network error: ${cause}`);
+}
+
+/** The errno code of a failed connect, also when every address of a host failed alike. */
+function errnoCode(error: unknown): string | undefined {
+  const { code, errors } = (error ?? {}) as { code?: unknown; errors?: unknown };
+  if (typeof code === "string") return code;
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  const codes = new Set(errors.map(errnoCode));
+  return codes.size === 1 ? [...codes][0] : undefined;
 }
 
 function networkCause(error: unknown): string {

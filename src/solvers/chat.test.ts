@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SolverContext } from "../core/eval.js";
 import type { Sample } from "../core/types.js";
@@ -131,6 +132,44 @@ describe("solvers.chat", () => {
     expect(mock.counts()).toEqual({ bad: 1 });
   });
 
+  it.each([401, 403, 404])(
+    "marks a %i as a configuration fault, with the status and what the server said",
+    async (status) => {
+      scripted = () => ({ status, body: { error: { message: "Incorrect API key provided" } } });
+      const error = await failure(Promise.resolve(solver()(sample("bad"), context())));
+      expect(error.configuration).toEqual({
+        cause: "http-status",
+        url: `${mock.url}/chat/completions`,
+        status,
+      });
+      expect(error.message).toContain(`HTTP ${status}: Incorrect API key provided`);
+    },
+  );
+
+  it.each([
+    ["a 400", { status: 400 }],
+    ["a 422", { status: 422 }],
+    ["a 500 after its retries", { status: 500 }],
+    ["a 429 after its retries", { status: 429 }],
+  ])("does not mark %s as a configuration fault", async (_, action) => {
+    scripted = () => action;
+    const error = await failure(
+      Promise.resolve(solver({ maxRetries: 1 })(sample("odd"), context())),
+    );
+    expect(error.type).toBe("provider");
+    expect(error.configuration).toBeUndefined();
+  });
+
+  it("keeps retrying a dropped connection, and does not call it a configuration fault", async () => {
+    scripted = () => ({ drop: true });
+    const error = await failure(
+      Promise.resolve(solver({ maxRetries: 2 })(sample("dropped"), context())),
+    );
+    expect(error.configuration).toBeUndefined();
+    expect(error.message).toContain("network error");
+    expect(mock.counts()).toEqual({ dropped: 3 });
+  });
+
   it("never puts the key in an error, even when the server echoes it", async () => {
     scripted = () => ({ status: 401, body: { error: { message: `Incorrect API key: ${KEY}` } } });
     const error = await failure(Promise.resolve(solver()(sample("who am i"), context())));
@@ -188,6 +227,52 @@ describe("solvers.chat", () => {
     expect(mock.requests).toHaveLength(0);
   });
 });
+
+describe("solvers.chat against an endpoint that is not there", () => {
+  // Backoff this slow would make any retry outlast the test: these must fail at once.
+  const slow = { initialMs: 60_000, maxMs: 60_000, retryAfterCapMs: 60_000 };
+
+  it("fails at once on a refused connection, saying so with the URL", async () => {
+    const port = await closedPort();
+    const baseURL = `http://127.0.0.1:${port}/v1`;
+    const started = Date.now();
+    const error = await failure(
+      Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error).toMatchObject({
+      type: "provider",
+      configuration: { cause: "connection-refused", url: `${baseURL}/chat/completions` },
+    });
+    expect(error.status).toBeUndefined();
+    expect(error.message).toContain(`POST ${baseURL}/chat/completions`);
+    expect(error.message).toContain("connection refused");
+    expect(error.message).not.toContain("attempts");
+  });
+
+  it("fails at once on a host that does not resolve, saying so with the URL", async () => {
+    const baseURL = "http://stet-no-such-host.invalid/v1";
+    const started = Date.now();
+    const error = await failure(
+      Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(error).toMatchObject({
+      type: "provider",
+      configuration: { cause: "host-not-found", url: `${baseURL}/chat/completions` },
+    });
+    expect(error.message).toContain("host not found: stet-no-such-host.invalid");
+  });
+});
+
+/** A port nothing listens on: a free one, taken and let go. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 describe("solvers.chat configuration", () => {
   const saved = { ...process.env };
