@@ -1,7 +1,7 @@
 import { prepareStart, runEval } from "../../runs/start-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
-import { openStore } from "../open-store.js";
+import { openStore, storeLocation } from "../open-store.js";
 import { withRunOutput } from "../run-output.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 import { resumeCommand } from "./resume.js";
@@ -27,6 +27,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
+  storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
   // Loaded and checked before the store opens: a bad eval or seed refuses without a run.
   const prepared = await prepareStart({
     eval: target,
