@@ -2,7 +2,7 @@ import { prepareStart, runEval } from "../../runs/start-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
-import { withRunOutput } from "../run-output.js";
+import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 import { resumeCommand } from "./resume.js";
 
@@ -28,7 +28,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
-  // Loaded and checked before the store opens: a bad eval or seed refuses without a run.
+  // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart({
     eval: target,
     model: flags.model,
@@ -39,6 +39,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     resumeFrom: flags.resumeFrom,
     output: flags.output,
   });
+  await prepareRunOutput(flags.output, "--output");
   const store = await openStore(flags.store);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>
