@@ -349,6 +349,22 @@ describe("stet export", () => {
     expect(rawAttempts(p.db)).toHaveLength(8);
   });
 
+  it("stet merge -o: into a missing folder it is created; onto a directory, a usage error", async () => {
+    const p = project();
+    const run = await runCli(["run", "eval.mjs", "--output", "r.json"], { cwd: p.dir });
+    expect(run.code, run.stderr).toBe(0);
+    const merged = await runCli(["merge", "r.json", "r.jsonl", "-o", "merged/all.json"], {
+      cwd: p.dir,
+    });
+    expect(merged.code, merged.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(p.dir, "merged/all.json"), "utf8")).results).toHaveLength(
+      3,
+    );
+    const refused = await runCli(["merge", "r.json", "-o", "merged"], { cwd: p.dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("-o merged: is a directory");
+  });
+
   it("--format jsonl keeps its fields", async () => {
     const p = project();
     const run = await runCli(["run", "eval.mjs"], { cwd: p.dir });
