@@ -43,6 +43,6 @@ describe("prepareOutputFile", () => {
     await expect(prepareOutputFile(join(dir, "file/deeper/x.json"), "-o")).rejects.toThrow(
       refusal("a part of the path is a file, not a folder"),
     );
-    await expect(prepareOutputFile("", "-o")).rejects.toThrow(refusal("-o : is empty"));
+    await expect(prepareOutputFile("", "-o")).rejects.toThrow(refusal('-o "": is empty'));
   });
 });

@@ -14,8 +14,10 @@ import { ensureDirectory } from "../evalport/write-file-atomic.js";
  * @example await prepareOutputFile("out/results.jsonl", "--output"); // creates out/ if missing
  */
 export async function prepareOutputFile(path: string, flag: string): Promise<void> {
-  const refuse = (why: string) => new StetError("E_USAGE", `${flag} ${path}: ${why}`);
-  if (path.trim() === "") throw refuse("is empty; give a file path");
+  const blank = path.trim() === "";
+  const shown = blank ? JSON.stringify(path) : path;
+  const refuse = (why: string) => new StetError("E_USAGE", `${flag} ${shown}: ${why}`);
+  if (blank) throw refuse("is empty; give a file path");
   if (/[\\/]$/.test(path)) throw refuse("names a directory; give a file path");
   const dir = dirname(resolve(path));
   try {
