@@ -264,6 +264,15 @@ describe("stet export", () => {
     expect(result.stderr).toContain("-o exports: is a directory");
   });
 
+  it("-o '' is a usage error, not stdout", async () => {
+    const p = project();
+    const run = await runCli(["run", "eval.mjs"], { cwd: p.dir });
+    const result = await runCli(["export", runIdOf(run.stdout), "-o", ""], { cwd: p.dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('-o "": is empty');
+    expect(result.stdout).toBe("");
+  });
+
   it("--format csv: the columns a spreadsheet expects, a column per scorer, nested values as JSON", async () => {
     const rows = [
       { id: "q000", input: "question 0", target: "answer 0" },

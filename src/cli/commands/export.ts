@@ -33,20 +33,22 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       `unknown export format "${format}" (expected jsonl, csv or resultset)`,
     );
   }
+  // `-o ""` is refused by prepareOutputFile, not taken for stdout.
+  const output = flags.output;
   const store = await openStore(flags.store);
   try {
     if (format === "resultset") {
       const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;
-      if (flags.output) {
-        await prepareOutputFile(flags.output, "-o");
-        await writeFileAtomic(flags.output, text);
+      if (output !== undefined) {
+        await prepareOutputFile(output, "-o");
+        await writeFileAtomic(output, text);
       } else if (!process.stdout.write(text)) await once(process.stdout, "drain");
       return 0;
     }
     const { run, samples, outcomes } = await loadOutcomes(store, runId);
-    if (flags.output) await prepareOutputFile(flags.output, "-o");
-    const temp = flags.output && `${flags.output}.${process.pid}.tmp`;
-    const out = temp ? createWriteStream(temp) : process.stdout;
+    if (output !== undefined) await prepareOutputFile(output, "-o");
+    const temp = output === undefined ? undefined : `${output}.${process.pid}.tmp`;
+    const out = temp === undefined ? process.stdout : createWriteStream(temp);
     try {
       if (format === "jsonl") {
         for (const a of outcomes) {
@@ -61,15 +63,15 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
         csv.end();
         await once(csv, "end");
       }
-      if (temp && flags.output) {
+      if (temp !== undefined && output !== undefined) {
         out.end();
         await once(out, "finish");
         await fsyncFile(temp);
-        await rename(temp, flags.output);
-        syncDirectory(dirname(flags.output));
+        await rename(temp, output);
+        syncDirectory(dirname(output));
       }
     } finally {
-      if (temp) await rm(temp, { force: true });
+      if (temp !== undefined) await rm(temp, { force: true });
     }
     return 0;
   } finally {
