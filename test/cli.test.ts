@@ -261,7 +261,7 @@ describe("bad input", () => {
     });
     const csv = await runCli(["export", runId, "--format", "csv"], { cwd: p.dir });
     expect(csv.stdout.split("\n")[0]).toBe(
-      "runId,sampleId,epoch,attempt,status,output,scores,usage,startedAt,completedAt,durationMs,error,provenance",
+      "sampleId,epoch,status,input,target,output,exact,error,inputTokens,outputTokens,costUsd,startedAt,completedAt,durationMs",
     );
     expect(csv.stdout.trim().split("\n")).toHaveLength(11);
   });

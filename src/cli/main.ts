@@ -1,36 +1,10 @@
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
+import { fraction, milliseconds, port, positiveInt } from "./flag-values.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
-  return n;
-}
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65_535) {
-    throw new InvalidArgumentError("expected a port number (0 picks a free one)");
-  }
-  return n;
-}
-
-function milliseconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected milliseconds ≥ 0");
-  return n;
-}
-
-function fraction(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1)
-    throw new InvalidArgumentError("expected a number in [0, 1]");
-  return n;
-}
 
 const storeOption = () =>
   new Option("--store <path>", "store location (default: $STET_STORE or .stet/stet.db)");

@@ -2,19 +2,13 @@ import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { openSqliteStore } from "../store/sqlite.js";
 import type { Store } from "../store/types.js";
+import { isPostgresUrl, storeLocation } from "./store-location.js";
 
-/** `--store`, else `STET_STORE`, else `.stet/stet.db` in the working directory. */
-export function storeLocation(flag: string | undefined): string {
-  return flag ?? process.env.STET_STORE ?? ".stet/stet.db";
-}
-
-/** Whether a store location names a PostgreSQL database rather than a SQLite file. */
-export function isPostgresUrl(location: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(location);
-}
+export { isPostgresUrl, storeLocation } from "./store-location.js";
 
 /**
- * Opens the store the user selected. The composition root: the only place that picks an adapter.
+ * Opens the store the user selected (`storeLocation`, which refuses an empty location or a URL
+ * that is not PostgreSQL's). The composition root: the only place that picks an adapter.
  * A `postgres://` URL may name the schema for stet's tables with `?schema=name`; the PostgreSQL
  * driver loads only for such a URL.
  */

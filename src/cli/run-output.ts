@@ -2,8 +2,26 @@ import type { RunEvent } from "../core/events.js";
 import type { Store } from "../store/types.js";
 import { EXIT } from "./exit-codes.js";
 import type { Io } from "./io.js";
+import { prepareOutputFile } from "./output-file.js";
 
 type Listener = (event: RunEvent) => void;
+
+/**
+ * Checks, before the run exists, that `--output` can be written: the Results JSONL and the
+ * ResultSet beside it (`resultOutputPaths`), folders created when missing (`prepareOutputFile`).
+ * A path that cannot be written is a usage error now rather than after the eval was paid for.
+ * Without `path` there is nothing to check.
+ *
+ * @example await prepareRunOutput("out/results.jsonl", "--output"); // out/ exists afterwards
+ */
+export async function prepareRunOutput(path: string | undefined, flag: string): Promise<void> {
+  if (path === undefined) return;
+  const { resultOutputPaths } = await import("../evalport/result-stream.js");
+  const { lines, resultSet } = resultOutputPaths(path);
+  await prepareOutputFile(path, flag);
+  if (lines !== path) await prepareOutputFile(lines, `${flag} ${path}: its Results JSONL`);
+  if (resultSet !== path) await prepareOutputFile(resultSet, `${flag} ${path}: its ResultSet`);
+}
 
 /**
  * `--output <file>` for `stet run` and `stet resume`: `execute` gets a `tee` that adds the

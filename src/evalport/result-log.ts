@@ -13,7 +13,7 @@ import { formatValidationError } from "./format-validation-error.js";
 import { resultKey, type EvalPortResult } from "./result-set-types.js";
 import { validateJsonLines } from "./validate-json-lines.js";
 import { isObject } from "./validation-types.js";
-import { syncDirectory, writeFileAtomicSync } from "./write-file-atomic.js";
+import { ensureDirectory, syncDirectory, writeFileAtomicSync } from "./write-file-atomic.js";
 
 /**
  * An append-only Results JSONL file holding each key (test_case_id, attempt) at most once.
@@ -29,11 +29,12 @@ export class ResultLog {
   ) {}
 
   /**
-   * Opens `path` for a new run: created, or emptied when it exists.
+   * Opens `path` for a new run: created (its folder too), or emptied when it exists.
    *
    * @example const log = ResultLog.create("results.jsonl");
    */
   static create(path: string): ResultLog {
+    ensureDirectory(dirname(path));
     const fd = openSync(path, "w");
     fsyncSync(fd);
     syncDirectory(dirname(path));

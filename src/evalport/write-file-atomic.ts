@@ -1,16 +1,18 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 /**
  * Replaces `path` with `text` so that readers (and a crash) see the old file or the new one,
  * never a mix: the text goes to a temporary file beside it, is fsynced, then renamed over the
- * target, and the directory is fsynced so the rename itself survives a power loss.
+ * target, and the directory is fsynced so the rename itself survives a power loss. A missing
+ * folder is created first (`ensureDirectory`).
  *
  * @example await writeFileAtomic("results.json", `${JSON.stringify(doc, null, 2)}\n`);
  */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  ensureDirectory(dirname(path));
   const temp = tempPath(path);
   try {
     const handle = await open(temp, "wx");
@@ -30,6 +32,7 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
 
 /** `writeFileAtomic` for callers that must not yield (a log reopened before it appends). */
 export function writeFileAtomicSync(path: string, text: string): void {
+  ensureDirectory(dirname(path));
   const temp = tempPath(path);
   try {
     const fd = openSync(temp, "wx");
@@ -67,5 +70,21 @@ export function syncDirectory(dir: string): void {
     // Not supported here; nothing more can be done.
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Creates `dir` and any missing parents (`mkdir -p`), fsyncing the parent of each folder it
+ * created so the new folders survive a power loss with the file written into them.
+ *
+ * @example ensureDirectory("out/2026-12-01"); // then write out/2026-12-01/results.json
+ */
+export function ensureDirectory(dir: string): void {
+  const first = mkdirSync(dir, { recursive: true });
+  if (first === undefined) return;
+  // Each created folder's entry lives in its parent: from the deepest up to the first created.
+  for (let created = resolve(dir); ; created = dirname(created)) {
+    syncDirectory(dirname(created));
+    if (created === resolve(first) || dirname(created) === created) break;
   }
 }

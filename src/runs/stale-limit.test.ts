@@ -10,7 +10,7 @@ describe("staleLimit", () => {
     expect(staleLimit(value === undefined ? {} : { STET_STALE_MS: value })).toEqual(expected);
   });
 
-  it.each(["abc", "500", "1.5e3x", "-30000"])(
+  it.each(["abc", "500", "1.5e3x", "-30000", " ", " 2000", "0x7d0", "1e4", "2000.0"])(
     "refuses STET_STALE_MS=%j as a usage error",
     (value) => {
       expect(() => staleLimit({ STET_STALE_MS: value })).toThrow(

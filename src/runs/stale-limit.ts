@@ -9,8 +9,9 @@ import { StetError } from "../core/errors.js";
 export function staleLimit(env: NodeJS.ProcessEnv = process.env): { staleMs?: number } {
   const raw = env.STET_STALE_MS;
   if (raw === undefined || raw === "") return {};
-  const staleMs = Number(raw);
-  if (!Number.isInteger(staleMs) || staleMs < 1_000) {
+  // Digits only: Number() would take " 2000" and "0x7d0", and "1e4" as 10000.
+  const staleMs = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(staleMs) || staleMs < 1_000) {
     throw new StetError(
       "E_USAGE",
       `STET_STALE_MS must be a whole number of milliseconds ≥ 1000, not "${raw}"`,

@@ -7,7 +7,9 @@ import { StetError } from "../../core/errors.js";
 import type { Attempt } from "../../core/types.js";
 import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
 import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
+import { csvColumns, csvRow } from "../export-csv.js";
 import { openStore } from "../open-store.js";
+import { prepareOutputFile } from "../output-file.js";
 
 export interface ExportFlags {
   store?: string;
@@ -20,7 +22,8 @@ const FORMATS = ["jsonl", "csv", "resultset"];
 /**
  * `stet export <run-id>`: one row per key's current outcome, sorted by sample id and epoch, so
  * the same stored attempts always export as the same bytes. `--format resultset` writes the
- * EvalPort ResultSet (`buildResultSet`). `-o` replaces the file atomically (temp + rename).
+ * EvalPort ResultSet (`buildResultSet`). `--format csv` has a column per scorer (`csvColumns`).
+ * `-o` replaces the file atomically (temp + rename), creating its folder when missing.
  */
 export async function exportCommand(runId: string, flags: ExportFlags): Promise<number> {
   const format = flags.format ?? "jsonl";
@@ -30,38 +33,45 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       `unknown export format "${format}" (expected jsonl, csv or resultset)`,
     );
   }
+  // `-o ""` is refused by prepareOutputFile, not taken for stdout.
+  const output = flags.output;
   const store = await openStore(flags.store);
   try {
     if (format === "resultset") {
       const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;
-      if (flags.output) await writeFileAtomic(flags.output, text);
-      else if (!process.stdout.write(text)) await once(process.stdout, "drain");
+      if (output !== undefined) {
+        await prepareOutputFile(output, "-o");
+        await writeFileAtomic(output, text);
+      } else if (!process.stdout.write(text)) await once(process.stdout, "drain");
       return 0;
     }
-    const { outcomes } = await loadOutcomes(store, runId);
-    const temp = flags.output && `${flags.output}.${process.pid}.tmp`;
-    const out = temp ? createWriteStream(temp) : process.stdout;
+    const { run, samples, outcomes } = await loadOutcomes(store, runId);
+    if (output !== undefined) await prepareOutputFile(output, "-o");
+    const temp = output === undefined ? undefined : `${output}.${process.pid}.tmp`;
+    const out = temp === undefined ? process.stdout : createWriteStream(temp);
     try {
       if (format === "jsonl") {
         for (const a of outcomes) {
           if (!out.write(`${JSON.stringify(exportRow(a))}\n`)) await once(out, "drain");
         }
       } else {
-        const csv = stringify({ header: true, columns: CSV_COLUMNS });
+        const { scorers } = run.config;
+        const csv = stringify({ header: true, columns: csvColumns(scorers) });
         csv.pipe(out, { end: false });
-        for (const a of outcomes) csv.write(csvRow(a));
+        const byId = new Map(samples.map((r) => [r.sample.id, r]));
+        for (const a of outcomes) csv.write(csvRow(a, byId, scorers));
         csv.end();
         await once(csv, "end");
       }
-      if (temp && flags.output) {
+      if (temp !== undefined && output !== undefined) {
         out.end();
         await once(out, "finish");
         await fsyncFile(temp);
-        await rename(temp, flags.output);
-        syncDirectory(dirname(flags.output));
+        await rename(temp, output);
+        syncDirectory(dirname(output));
       }
     } finally {
-      if (temp) await rm(temp, { force: true });
+      if (temp !== undefined) await rm(temp, { force: true });
     }
     return 0;
   } finally {
@@ -94,33 +104,5 @@ export function exportRow(a: Attempt) {
     durationMs: a.durationMs,
     error: a.error,
     provenance: a.provenance.kind,
-  };
-}
-
-const CSV_COLUMNS = [
-  "runId",
-  "sampleId",
-  "epoch",
-  "attempt",
-  "status",
-  "output",
-  "scores",
-  "usage",
-  "startedAt",
-  "completedAt",
-  "durationMs",
-  "error",
-  "provenance",
-];
-
-function csvRow(a: Attempt): Record<string, string | number> {
-  const row = exportRow(a);
-  const json = (v: unknown) => (v === null ? "" : JSON.stringify(v));
-  return {
-    ...row,
-    output: typeof row.output === "string" ? row.output : json(row.output),
-    scores: json(row.scores),
-    usage: json(row.usage),
-    error: json(row.error),
   };
 }

@@ -7,6 +7,7 @@ import { readMergeInput, readSuiteIds } from "../../evalport/read-merge-input.js
 import type { ValidationError } from "../../evalport/validation-types.js";
 import { writeFileAtomic } from "../../evalport/write-file-atomic.js";
 import { createIo } from "../io.js";
+import { prepareOutputFile } from "../output-file.js";
 
 export interface MergeFlags {
   output: string;
@@ -46,6 +47,7 @@ export async function mergeCommand(files: string[], flags: MergeFlags): Promise<
     ...(prefer !== undefined && { prefer }),
     ...(suite !== undefined && { suiteIds: suite.testCaseIds, suiteId: suite.id }),
   });
+  await prepareOutputFile(flags.output, "-o");
   await writeFileAtomic(flags.output, `${JSON.stringify(merged, null, 2)}\n`);
   const partial = isPartial(merged);
   if (flags.json) {

@@ -8,7 +8,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderPlan } from "../render/summary.js";
-import { withRunOutput } from "../run-output.js";
+import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 
 export interface ResumeFlags {
@@ -44,6 +44,8 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
       throw planning.refusal.error;
     }
     const output = flags.output ?? resume.run.config.output;
+    // Before the claim: a Results file that cannot be written refuses before anything runs.
+    await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
     return await withRunOutput(store, io, output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) => {
         const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };

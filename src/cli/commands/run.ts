@@ -1,8 +1,8 @@
 import { prepareStart, runEval } from "../../runs/start-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
-import { openStore } from "../open-store.js";
-import { withRunOutput } from "../run-output.js";
+import { openStore, storeLocation } from "../open-store.js";
+import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 import { resumeCommand } from "./resume.js";
 
@@ -27,7 +27,8 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  // Loaded and checked before the store opens: a bad eval or seed refuses without a run.
+  storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
+  // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart({
     eval: target,
     model: flags.model,
@@ -38,6 +39,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     resumeFrom: flags.resumeFrom,
     output: flags.output,
   });
+  await prepareRunOutput(flags.output, "--output");
   const store = await openStore(flags.store);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>

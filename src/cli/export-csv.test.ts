@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import type { Attempt, SampleRecord } from "../core/types.js";
+import { csvColumns, csvRow } from "./export-csv.js";
+
+const attempt: Attempt = {
+  runId: "r_x",
+  sampleId: "s1",
+  epoch: 2,
+  attempt: 1,
+  fingerprint: "f",
+  status: "scored",
+  output: { answer: 42 },
+  scores: [
+    { scorer: "status", value: 1 },
+    { scorer: "judge", value: null, skipped: "no target" },
+  ],
+  usage: { inputTokens: 5, outputTokens: 7 },
+  transcript: null,
+  error: null,
+  startedAt: "2026-01-01T00:00:00.000Z",
+  completedAt: "2026-01-01T00:00:01.000Z",
+  durationMs: 1000,
+  provenance: { kind: "executed" },
+} as Attempt;
+const samples = new Map<string, SampleRecord>([
+  ["s1", { sample: { id: "s1", input: "two words", target: true }, fingerprint: "f" }],
+]);
+
+describe("the CSV export's shape", () => {
+  it("columns: fixed ones around one per scorer, each scorer once", () => {
+    expect(csvColumns(["status", "judge", "status"]).map((c) => c.header)).toEqual([
+      "sampleId",
+      "epoch",
+      "status",
+      "input",
+      "target",
+      "output",
+      "status",
+      "judge",
+      "error",
+      "inputTokens",
+      "outputTokens",
+      "costUsd",
+      "startedAt",
+      "completedAt",
+      "durationMs",
+    ]);
+  });
+
+  it("a row: strings plain, nested values and booleans as JSON, absent values empty; a scorer named like a column does not replace it", () => {
+    const columns = csvColumns(["status", "judge"]);
+    const row = csvRow(attempt, samples, ["status", "judge"]);
+    expect(columns.map((c) => row[c.key])).toEqual([
+      "s1",
+      2,
+      "scored",
+      "two words",
+      "true",
+      '{"answer":42}',
+      1,
+      "",
+      "",
+      5,
+      7,
+      "",
+      "2026-01-01T00:00:00.000Z",
+      "2026-01-01T00:00:01.000Z",
+      1000,
+    ]);
+  });
+});
