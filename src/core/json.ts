@@ -30,15 +30,23 @@ function sortKeys(value: unknown): unknown {
 type Problem = { path: (string | number)[]; message: string };
 
 /**
+ * How deeply arrays and objects may nest in a value stet accepts (a dataset row, a solver's
+ * output): a row or output is level 1, each array or object inside it one more. Deeper values
+ * are refused with a message, where they would otherwise overflow the stack of every walk.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/**
  * A JSON value, checked in one walk that copies nothing and reports the failing member's path.
  * (A recursive zod union would rebuild every value it checks: slower than the rest of loading a
  * 100,000-row dataset together.) `undefined` object members are allowed: they
- * are dropped from the canonical JSON as from `JSON.stringify`.
+ * are dropped from the canonical JSON as from `JSON.stringify`. Values nested more than
+ * `MAX_JSON_DEPTH` levels deep, and circular ones, are refused with what is wrong.
  *
  * @example jsonSchema.parse({ a: [1, "x", null] })
  */
 export const jsonSchema = z.custom<Json>().superRefine((value, ctx) => {
-  const problem = findNonJson(value, []);
+  const problem = findNonJson(value, value, []);
   if (problem) ctx.addIssue({ code: "custom", ...problem });
 });
 
@@ -50,22 +58,32 @@ export const jsonSchema = z.custom<Json>().superRefine((value, ctx) => {
 export const jsonObjectSchema = z
   .custom<Record<string, Json>>(isPlainObject, { message: "expected an object" })
   .superRefine((value, ctx) => {
-    const problem = findNonJson(value, []);
+    const problem = findNonJson(value, value, []);
     if (problem) ctx.addIssue({ code: "custom", ...problem });
   });
 
-function findNonJson(value: unknown, path: (string | number)[]): Problem | undefined {
+function findNonJson(
+  value: unknown,
+  root: unknown,
+  path: (string | number)[],
+): Problem | undefined {
   switch (typeof value) {
     case "string":
     case "boolean":
       return undefined;
     case "number":
       return Number.isFinite(value) ? undefined : { path, message: `${value} is not JSON` };
+    case "bigint":
+      return {
+        path,
+        message: `a BigInt (${value}n) is not JSON; convert it to a number or a string`,
+      };
     case "object":
       if (value === null) return undefined;
+      if (path.length >= MAX_JSON_DEPTH) return tooDeep(root, path);
       if (Array.isArray(value)) {
         for (let index = 0; index < value.length; index += 1) {
-          const problem = findNonJson(value[index] as unknown, [...path, index]);
+          const problem = findNonJson(value[index] as unknown, root, [...path, index]);
           if (problem) return problem;
         }
         return undefined;
@@ -76,7 +94,8 @@ function findNonJson(value: unknown, path: (string | number)[]): Problem | undef
       }
       for (const key in value) {
         const member = value[key];
-        const problem = member === undefined ? undefined : findNonJson(member, [...path, key]);
+        const problem =
+          member === undefined ? undefined : findNonJson(member, root, [...path, key]);
         if (problem) return problem;
       }
       return undefined;
@@ -85,6 +104,30 @@ function findNonJson(value: unknown, path: (string | number)[]): Problem | undef
     default:
       return { path, message: `${typeof value} is not JSON` };
   }
+}
+
+/**
+ * The problem with a value nested `MAX_JSON_DEPTH` levels deep at `path`: a circular reference
+ * (a member that is one of its own enclosing values) or true depth. Walks `path` down from the
+ * root once, on this failure path only.
+ */
+function tooDeep(root: unknown, path: (string | number)[]): Problem {
+  const seen = new Set<unknown>([root]);
+  let value = root;
+  for (let at = 0; at < path.length; at += 1) {
+    value = (value as Record<string | number, unknown>)[path[at]!];
+    if (seen.has(value)) {
+      return {
+        path: path.slice(0, at + 1),
+        message: "a circular reference to an enclosing value is not JSON",
+      };
+    }
+    seen.add(value);
+  }
+  return {
+    path: [],
+    message: `nesting too deep: more than ${MAX_JSON_DEPTH} levels of arrays and objects`,
+  };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
