@@ -1,27 +1,31 @@
 import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { asRow, openDatasetFile, parseJson, type LocatedRow } from "./dataset-file.js";
+import { decodeUtf8Chunks } from "./utf8.js";
 
 /**
- * Streams the rows of a JSONL file, one object per line; blank lines are skipped.
+ * Streams the rows of a JSONL file, one object per line; blank lines are skipped. The file must
+ * be UTF-8 (a byte order mark is dropped).
  *
  * @example for await (const { row, where } of readJsonl("qa.jsonl")) console.log(where, row);
  */
 export async function* readJsonl(file: string): AsyncGenerator<LocatedRow> {
   const handle = await openDatasetFile(file);
-  const stream = handle.createReadStream({ encoding: "utf8", highWaterMark: 1 << 20 });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  const stream = handle.createReadStream({ highWaterMark: 1 << 20 });
+  const text = Readable.from(decodeUtf8Chunks(stream, file));
+  const lines = createInterface({ input: text, crlfDelay: Infinity });
   let lineNumber = 0;
   try {
     for await (const line of lines) {
       lineNumber += 1;
-      const text = lineNumber === 1 && line.startsWith("\uFEFF") ? line.slice(1) : line;
-      if (text.trim() === "") continue;
+      if (line.trim() === "") continue;
       const where = `${file}:${lineNumber}`;
-      yield { row: asRow(parseJson(text, where), where), where };
+      yield { row: asRow(parseJson(line, where), where), where };
     }
   } finally {
     // readline leaves its input open when the consumer stops early (e.g. `limit`).
     lines.close();
+    text.destroy();
     stream.destroy();
   }
 }

@@ -13,7 +13,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function write(name: string, text: string): Promise<string> {
+async function write(name: string, text: string | Uint8Array): Promise<string> {
   const file = join(dir, name);
   await writeFile(file, text);
   return file;
@@ -125,6 +125,65 @@ describe("readRows: CSV", () => {
   it("rejects a header with a repeated column", async () => {
     const file = await write("dup.csv", "input,input\na,b\n");
     await expect(collect(file)).rejects.toThrow(`${file}:1: the CSV column "input" appears twice`);
+  });
+});
+
+describe("readRows: UTF-8", () => {
+  const latin1 = (text: string) => Buffer.from(text, "latin1");
+
+  it.each([
+    ["JSONL", "latin.jsonl", '{"input":"a"}\n\n{"input":"caf\u00e9"}\n', 3, 14],
+    ["JSON", "latin.json", '[{"input":"a"},\n {"input":"na\u00efve"}]', 2, 14],
+    ["CSV", "latin.csv", "id,input\n1,a\n2,caf\u00e9\n", 3, 6],
+  ])(
+    "names file:line:column of a byte that is not UTF-8 (%s)",
+    async (_, name, text, line, col) => {
+      const file = await write(name, latin1(text));
+      const reading = collect(file);
+      await expect(reading).rejects.toMatchObject({ code: "E_DATASET" });
+      await expect(reading).rejects.toThrow(
+        new RegExp(
+          `^${file}:${line}:${col}: not UTF-8 \\(byte 0x(E9|EF)\\); save the dataset as UTF-8$`,
+        ),
+      );
+    },
+  );
+
+  it("finds the bad byte past the first chunk, and accepts multi-byte characters across chunks", async () => {
+    const good = '{"input":"\u00e9\u4e2d\ud83d\ude00"}\n'.repeat(60_000);
+    const file = await write(
+      "chunks.jsonl",
+      Buffer.concat([Buffer.from(good), latin1('{"input":"\u00e9"}\n')]),
+    );
+    const reading = collect(file);
+    await expect(reading).rejects.toThrow(`${file}:60001:11: not UTF-8 (byte 0xE9)`);
+    const fine = await write("fine.jsonl", good);
+    expect(await collect(fine)).toHaveLength(60_000);
+  });
+
+  it.each([
+    ["an overlong encoding", [0xc0, 0xaf], "byte 0xC0"],
+    ["a UTF-16 surrogate", [0xed, 0xa0, 0x80], "byte 0xED"],
+    ["a lone continuation byte", [0x80], "byte 0x80"],
+  ])("refuses %s", async (_, bytes, byte) => {
+    const file = await write(
+      "odd.jsonl",
+      Buffer.from([...Buffer.from('{"input":"'), ...bytes, 0x22, 0x7d]),
+    );
+    await expect(collect(file)).rejects.toThrow(`${file}:1:11: not UTF-8 (${byte})`);
+  });
+
+  it("refuses a character cut off at the end of the file", async () => {
+    const file = await write(
+      "cut.jsonl",
+      Buffer.from([...Buffer.from('{"input":"a"}\n'), 0xe4, 0xb8]),
+    );
+    await expect(collect(file)).rejects.toThrow(`${file}:2:1: not UTF-8 (a truncated character`);
+  });
+
+  it("keeps a U+FFFD that the file really holds", async () => {
+    const file = await write("fffd.jsonl", '{"input":"\ufffd"}\n');
+    expect(await collect(file)).toEqual([{ row: { input: "\ufffd" }, where: `${file}:1` }]);
   });
 });
 
