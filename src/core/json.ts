@@ -135,3 +135,72 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
 }
+
+/** What one walk of a parsed JSON text finds: its object members and strings, and its depth. */
+export interface JsonShape {
+  /** Object members, over all objects at every depth. */
+  members: number;
+  /** String values (not keys). */
+  strings: number;
+  /** More than `maxDepth` levels of arrays and objects (the walk stopped there). */
+  tooDeep: boolean;
+}
+
+/**
+ * Walks a parsed JSON text once, counting what `mayRepeatKeys` compares with the text and
+ * checking its depth (the value itself is level 1). The walk stops at `maxDepth`, so it cannot
+ * overflow the stack whatever `JSON.parse` (which does not recurse) accepted.
+ *
+ * @example jsonShape({ a: ["x", { b: 1 }] }) // { members: 2, strings: 1, tooDeep: false }
+ */
+export function jsonShape(value: Json, maxDepth = MAX_JSON_DEPTH): JsonShape {
+  const shape: JsonShape = { members: 0, strings: 0, tooDeep: false };
+  walkShape(value, 1, maxDepth, shape);
+  return shape;
+}
+
+function walkShape(value: Json, depth: number, maxDepth: number, shape: JsonShape): void {
+  if (typeof value === "string") {
+    shape.strings += 1;
+    return;
+  }
+  if (value === null || typeof value !== "object") return;
+  if (depth > maxDepth) {
+    shape.tooDeep = true;
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length && !shape.tooDeep; index += 1) {
+      walkShape(value[index]!, depth + 1, maxDepth, shape);
+    }
+    return;
+  }
+  for (const key in value) {
+    shape.members += 1;
+    walkShape(value[key]!, depth + 1, maxDepth, shape);
+    if (shape.tooDeep) return;
+  }
+}
+
+/**
+ * False when `text`, which `JSON.parse` turned into a value of `shape`, certainly has no object
+ * with a repeated key (`JSON.parse` keeps the last silently); true when it may, and a scan must
+ * tell. Cheap, so that every row can be checked: each member of the text has one `:` outside
+ * strings, so as many colons as parsed members proves it. Else (colons inside strings) the
+ * text's strings are counted by their quotes: a repeated key is a member, and its key string,
+ * that the parsed value lost.
+ *
+ * @example mayRepeatKeys('{"a":1,"a":2}', jsonShape({ a: 2 })) // true
+ */
+export function mayRepeatKeys(text: string, shape: JsonShape): boolean {
+  let colons = 0;
+  for (let at = text.indexOf(":"); at !== -1; at = text.indexOf(":", at + 1)) colons += 1;
+  if (colons === shape.members) return false;
+  let quotes = 0;
+  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes += 1;
+    if (backslashes % 2 === 0) quotes += 1;
+  }
+  return quotes !== 2 * (shape.members + shape.strings);
+}

@@ -1,7 +1,7 @@
 import { visit } from "jsonc-parser";
 import type { Json } from "../core/json.js";
 import { StetError } from "../core/errors.js";
-import { asRow, openDatasetFile, type LocatedRow } from "./dataset-file.js";
+import { asRow, checkJsonText, openDatasetFile, type LocatedRow } from "./dataset-file.js";
 import { decodeUtf8 } from "./utf8.js";
 
 /**
@@ -44,6 +44,8 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   if (!Array.isArray(parsed)) {
     throw new StetError("E_DATASET", `${file}: expected a JSON array of rows`);
   }
+  const problem = checkJsonText(text, parsed, 2, (line, column) => `${file}:${line}:${column}`);
+  if (problem) await problem;
   return parsed;
 }
 

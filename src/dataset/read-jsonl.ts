@@ -1,11 +1,18 @@
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
-import { asRow, openDatasetFile, parseJson, type LocatedRow } from "./dataset-file.js";
+import {
+  asRow,
+  checkJsonText,
+  openDatasetFile,
+  parseJson,
+  type LocatedRow,
+} from "./dataset-file.js";
 import { decodeUtf8Chunks } from "./utf8.js";
 
 /**
  * Streams the rows of a JSONL file, one object per line; blank lines are skipped. The file must
- * be UTF-8 (a byte order mark is dropped).
+ * be UTF-8 (a byte order mark is dropped); a row nested too deep or with a repeated key is
+ * refused, naming `file:line:column`.
  *
  * @example for await (const { row, where } of readJsonl("qa.jsonl")) console.log(where, row);
  */
@@ -20,7 +27,10 @@ export async function* readJsonl(file: string): AsyncGenerator<LocatedRow> {
       lineNumber += 1;
       if (line.trim() === "") continue;
       const where = `${file}:${lineNumber}`;
-      yield { row: asRow(parseJson(line, where), where), where };
+      const row = asRow(parseJson(line, where), where);
+      const problem = checkJsonText(line, row, 1, (_, column) => `${where}:${column}`);
+      if (problem) await problem;
+      yield { row, where };
     }
   } finally {
     // readline leaves its input open when the consumer stops early (e.g. `limit`).

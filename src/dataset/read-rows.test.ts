@@ -128,6 +128,59 @@ describe("readRows: CSV", () => {
   });
 });
 
+describe("readRows: depth and repeated keys", () => {
+  const deep = (levels: number) => "[".repeat(levels) + "1" + "]".repeat(levels);
+
+  it("accepts a row 512 levels deep and refuses one deeper, naming file:line:column", async () => {
+    // The row object is level 1: its input may hold 511 nested arrays.
+    const fine = await write("deep-ok.jsonl", `{"input":${deep(511)}}\n`);
+    expect(await collect(fine)).toHaveLength(1);
+    for (const levels of [512, 100_000]) {
+      const file = await write("deep.jsonl", `{"input":"a"}\n\n{"input":${deep(levels)}}\n`);
+      const reading = collect(file);
+      await expect(reading).rejects.toMatchObject({ code: "E_DATASET" });
+      await expect(reading).rejects.toThrow(
+        `nesting too deep at ${file}:3:521: a row may nest arrays and objects 512 levels deep`,
+      );
+    }
+  });
+
+  it("refuses a JSON array whose row nests too deep", async () => {
+    const fine = await write("deep-ok.json", `[{"input":"a"},\n{"input":${deep(511)}}]`);
+    expect(await collect(fine)).toHaveLength(2);
+    const file = await write("deep.json", `[{"input":"a"},\n{"input":${deep(5_000)}}]`);
+    await expect(collect(file)).rejects.toThrow(`nesting too deep at ${file}:2:521: `);
+  });
+
+  it("refuses a repeated key, naming file:line:column and the key", async () => {
+    const file = await write(
+      "dup.jsonl",
+      '{"input":"a: b","target":"c"}\n{"input":"x","meta":{"k":1,"k":2}}\n',
+    );
+    const reading = collect(file);
+    await expect(reading).rejects.toMatchObject({
+      code: "E_DATASET",
+      details: { key: "k", pointer: "/meta/k" },
+    });
+    await expect(reading).rejects.toThrow(
+      `${file}:2:28: duplicate key "k" (JSON would keep only the last value; remove or rename one)`,
+    );
+    const array = await write(
+      "dup.json",
+      '[\n  {"input": "a"},\n  {"input": "b", "input": "c"}\n]',
+    );
+    await expect(collect(array)).rejects.toThrow(`${array}:3:18: duplicate key "input"`);
+  });
+
+  it("accepts the same key in different objects, and colons and quotes inside strings", async () => {
+    const text = '{"input":{"k":"a:\\"b\\""},"target":{"k":"\\\\"}}\n';
+    const file = await write("same.jsonl", text);
+    expect(await collect(file)).toEqual([
+      { row: { input: { k: 'a:"b"' }, target: { k: "\\" } }, where: `${file}:1` },
+    ]);
+  });
+});
+
 describe("readRows: UTF-8", () => {
   const latin1 = (text: string) => Buffer.from(text, "latin1");
 
