@@ -146,6 +146,39 @@ describe("stet run refuses a bad dataset, creating no run", () => {
   });
 });
 
+describe("stet resume", () => {
+  it("accepts a dataset emptied since the run started: the run's copy executes", async () => {
+    const p = evalProject({
+      "eval.mjs": `
+import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "emptied",
+  dataset: "./data.jsonl",
+  solver: (sample) => {
+    if (!process.env.FIXED) throw new Error("not yet");
+    return sample.input.replace("question", "answer");
+  },
+  scorers: [scorers.exact()],
+});
+`,
+      "data.jsonl": questions(2),
+    });
+    try {
+      const run = await runCli(["run", "eval.mjs"], { cwd: p.dir });
+      expect(run.code, run.stderr).toBe(3);
+      const runId = run.stdout.match(/^run (r_\w+)/)![1]!;
+      writeFileSync(join(p.dir, "data.jsonl"), "");
+      const resumed = await runCli(["resume", runId], { cwd: p.dir, env: { FIXED: "1" } });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toContain(
+        "2 sample(s) no longer in the dataset run from the run's copy",
+      );
+    } finally {
+      p.cleanup();
+    }
+  }, 60_000);
+});
+
 describe("stet validate", () => {
   it("names file:line:col of a repeated key", async () => {
     const path = join(project.dir, "repeated.jsonl");
