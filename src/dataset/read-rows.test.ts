@@ -234,6 +234,15 @@ describe("readRows: UTF-8", () => {
     await expect(collect(file)).rejects.toThrow(`${file}:2:1: not UTF-8 (a truncated character`);
   });
 
+  it("finds the bad byte after a U+FFFD that the file really holds", async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('{"input":"\ufffd"}\n{"input":"b"}\n'),
+      latin1('{"input":"\u00e9"}\n'),
+    ]);
+    const file = await write("fffd-then-latin.jsonl", bytes);
+    await expect(collect(file)).rejects.toThrow(`${file}:3:11: not UTF-8 (byte 0xE9)`);
+  });
+
   it("keeps a U+FFFD that the file really holds", async () => {
     const file = await write("fffd.jsonl", '{"input":"\ufffd"}\n');
     expect(await collect(file)).toEqual([{ row: { input: "\ufffd" }, where: `${file}:1` }]);

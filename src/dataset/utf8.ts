@@ -7,7 +7,7 @@ import { openDatasetFile } from "./dataset-file.js";
  * (as fast as the stream's own); only when it fails is the file read again, to say where.
  * A leading byte order mark is dropped.
  *
- * @example const text = Readable.from(decodeUtf8Chunks(handle.createReadStream(), "qa.jsonl"));
+ * @example const text = Readable.from(decodeUtf8Chunks(handle.createReadStream(), "qa.csv"));
  */
 export async function* decodeUtf8Chunks(
   chunks: AsyncIterable<Uint8Array>,
@@ -47,6 +47,17 @@ export function decodeUtf8(bytes: Uint8Array, file: string): string {
 }
 
 async function notUtf8(file: string): Promise<StetError> {
+  return (await findNotUtf8(file)) ?? new StetError("E_DATASET", `${file}: not UTF-8`);
+}
+
+/**
+ * Reads a dataset file again to find its first byte that is not UTF-8: E_DATASET naming
+ * `file:line:column`, or undefined when every byte is well-formed (a U+FFFD that the file
+ * really holds). For a failure path: a JavaScript loop over the bytes, up to the bad one.
+ *
+ * @example const error = await findNotUtf8("qa.jsonl"); if (error) throw error;
+ */
+export async function findNotUtf8(file: string): Promise<StetError | undefined> {
   const handle = await openDatasetFile(file);
   const scanner = new Utf8Scanner();
   try {
@@ -57,7 +68,8 @@ async function notUtf8(file: string): Promise<StetError> {
   } finally {
     await handle.close();
   }
-  return notUtf8Error(file, scanner.end());
+  const truncated = scanner.end();
+  return truncated === undefined ? undefined : notUtf8Error(file, truncated);
 }
 
 function notUtf8Error(file: string, found: InvalidByte | undefined): StetError {
