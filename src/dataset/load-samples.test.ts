@@ -148,6 +148,21 @@ describe("loadSamples", () => {
     ],
     ["a Date", { input: "x", metadata: { at: new Date(0) } }, "metadata.at: a Date is not JSON"],
     ["a row that is not an object", "just text", "dataset[0]: sample: "],
+    [
+      "an input nested far too deep",
+      { input: Array.from({ length: 100_000 }).reduce((inner: unknown) => [inner], 1) },
+      "dataset[0]: input: nesting too deep: more than 512 levels of arrays and objects",
+    ],
+    [
+      "a circular metadata",
+      (() => {
+        const metadata: Record<string, unknown> = {};
+        metadata.self = metadata;
+        return { input: "x", metadata };
+      })(),
+      "dataset[0]: metadata.self: a circular reference to an enclosing value is not JSON",
+    ],
+    ["a BigInt", { input: 3n }, "dataset[0]: input: a BigInt (3n) is not JSON"],
   ])("rejects %s, naming the row and field", async (_, row, message) => {
     const loading = loadSamples([row as DatasetRow], { baseDir: dir });
     await expect(loading).rejects.toMatchObject({ code: "E_DATASET" });
