@@ -12,20 +12,33 @@ const solverResultSchema = z.object({
 
 /**
  * A solver may return a bare value or `{ output, usage?, transcript? }`; this gives the latter.
- * Throws when the value is not JSON (a function, a symbol, `undefined`).
+ * Throws, saying what and where, when the output is not JSON-serialisable (a function, a
+ * symbol, `undefined`, a BigInt, a circular or over-deep value).
  *
  * @example normalizeSolverReturn("42") // { output: "42" }
  */
 export function normalizeSolverReturn(value: SolverReturn | undefined): SolverResult {
   if (value !== null && typeof value === "object" && !Array.isArray(value) && "output" in value) {
     const parsed = solverResultSchema.safeParse(value);
-    if (!parsed.success)
-      throw new Error(`solver returned an invalid result: ${parsed.error.message}`);
-    return parsed.data;
+    if (parsed.success) return parsed.data;
+    const [issue] = parsed.error.issues;
+    const [field, ...path] = issue?.path ?? [];
+    if (issue?.code === "custom" && (field === "output" || field === "transcript")) {
+      throw notSerialisable(String(field), path, issue.message);
+    }
+    throw new Error(`solver returned an invalid result: ${parsed.error.message}`);
   }
   const parsed = jsonSchema.safeParse(value);
-  if (!parsed.success) throw new Error(`solver returned ${describe(value)}, which is not JSON`);
-  return { output: parsed.data };
+  if (parsed.success) return { output: parsed.data };
+  const [issue] = parsed.error.issues;
+  throw notSerialisable("output", issue?.path ?? [], issue?.message ?? "not JSON");
+}
+
+/** `solver output is not JSON-serialisable: output.a.b: a BigInt (10n) is not JSON; …` */
+function notSerialisable(field: string, path: PropertyKey[], message: string): Error {
+  const where = path.length > 0 ? `${[field, ...path.map(String)].join(".")}: ` : "";
+  const why = message === "required" ? "undefined is not JSON" : message;
+  return new Error(`solver ${field} is not JSON-serialisable: ${where}${why}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { open, type FileHandle } from "node:fs/promises";
-import type { Json } from "../core/json.js";
+import { jsonShape, mayRepeatKeys, MAX_JSON_DEPTH, type Json } from "../core/json.js";
 import { StetError } from "../core/errors.js";
 import type { DatasetRow } from "./types.js";
 
@@ -55,6 +55,46 @@ export function parseJson(text: string, where: string): Json {
       cause,
     });
   }
+}
+
+/**
+ * Refuses a parsed JSON text that `JSON.parse` accepted but stet must not: one nested deeper
+ * than `MAX_JSON_DEPTH` levels per row (every later walk would overflow the stack), or one
+ * whose object repeats a key (`JSON.parse` keeps the last value, silently). `rowDepth` is the
+ * level rows are at in the text (1 for a JSONL line, 2 in a JSON array). The check is one walk
+ * of the value and a count of the text's colons; only a text that may be at fault is scanned
+ * (and the scanner loaded). Returns undefined when the text is fine, else a rejected promise
+ * of E_DATASET naming `at(line, column)`.
+ *
+ * @example const problem = checkJsonText(line, value, 1, (l, c) => `qa.jsonl:3:${c}`); if (problem) await problem;
+ */
+export function checkJsonText(
+  text: string,
+  value: Json,
+  rowDepth: number,
+  at: (line: number, column: number) => string,
+): Promise<never> | undefined {
+  const maxDepth = MAX_JSON_DEPTH + rowDepth - 1;
+  const shape = jsonShape(value, maxDepth);
+  if (!shape.tooDeep && !mayRepeatKeys(text, shape)) return undefined;
+  return (async () => {
+    const { findRepeatedKey, findTooDeep } = await import("../core/json-text.js");
+    const deep = shape.tooDeep ? findTooDeep(text, maxDepth) : undefined;
+    if (deep) {
+      throw new StetError(
+        "E_DATASET",
+        `nesting too deep at ${at(deep.line, deep.column)}: a row may nest arrays and objects ${MAX_JSON_DEPTH} levels deep`,
+      );
+    }
+    const repeated = findRepeatedKey(text);
+    if (repeated) {
+      throw new StetError(
+        "E_DATASET",
+        `${at(repeated.line, repeated.column)}: duplicate key ${JSON.stringify(repeated.key)} (JSON would keep only the last value; remove or rename one)`,
+        { details: { key: repeated.key, pointer: repeated.pointer } },
+      );
+    }
+  })() as Promise<never>;
 }
 
 function describeJson(value: Json): string {

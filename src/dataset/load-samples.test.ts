@@ -148,6 +148,21 @@ describe("loadSamples", () => {
     ],
     ["a Date", { input: "x", metadata: { at: new Date(0) } }, "metadata.at: a Date is not JSON"],
     ["a row that is not an object", "just text", "dataset[0]: sample: "],
+    [
+      "an input nested far too deep",
+      { input: Array.from({ length: 100_000 }).reduce((inner: unknown) => [inner], 1) },
+      "dataset[0]: input: nesting too deep: more than 512 levels of arrays and objects",
+    ],
+    [
+      "a circular metadata",
+      (() => {
+        const metadata: Record<string, unknown> = {};
+        metadata.self = metadata;
+        return { input: "x", metadata };
+      })(),
+      "dataset[0]: metadata.self: a circular reference to an enclosing value is not JSON",
+    ],
+    ["a BigInt", { input: 3n }, "dataset[0]: input: a BigInt (3n) is not JSON"],
   ])("rejects %s, naming the row and field", async (_, row, message) => {
     const loading = loadSamples([row as DatasetRow], { baseDir: dir });
     await expect(loading).rejects.toMatchObject({ code: "E_DATASET" });
@@ -182,6 +197,65 @@ describe("loadSamples", () => {
     await expect(loadSamples(42 as never, { baseDir: dir })).rejects.toMatchObject({
       code: "E_DATASET",
     });
+  });
+
+  it.each([
+    ["an empty file", "empty.jsonl", ""],
+    ["blank lines only", "blank.jsonl", "\n  \n\r\n"],
+    ["a CSV with only a header", "header.csv", "id,input,target\n"],
+    ["an empty JSON array", "empty.json", " [ ]\n"],
+  ])("rejects %s: no samples in <file>", async (_, name, text) => {
+    const file = await write(name, text);
+    const loading = loadSamples(name, { baseDir: dir });
+    await expect(loading).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: `no samples in ${file}`,
+    });
+    await expect(loadSamples(name, { baseDir: dir, allowEmpty: true })).resolves.toEqual([]);
+  });
+
+  it("rejects an empty inline dataset, naming the eval", async () => {
+    await expect(loadSamples([], { baseDir: dir, evalName: "qa" })).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: 'no samples in the dataset of eval "qa"',
+    });
+    async function* nothing() {}
+    await expect(loadSamples(nothing(), { baseDir: dir })).rejects.toThrow(
+      "no samples in the dataset",
+    );
+  });
+
+  it("names the eval, the row and the message when an async iterable throws", async () => {
+    async function* flaky() {
+      yield { input: "a" };
+      yield { input: "b" };
+      throw new Error("connection reset");
+    }
+    const loading = loadSamples(flaky(), { baseDir: dir, evalName: "qa" });
+    await expect(loading).rejects.toMatchObject({
+      code: "E_DATASET",
+      message: 'the dataset of eval "qa" threw reading row 3 (dataset[2]): connection reset',
+    });
+    const throwsAtOnce: Iterable<DatasetRow> = {
+      [Symbol.iterator]: () => ({
+        next: () => {
+          throw "not an Error";
+        },
+      }),
+    };
+    await expect(loadSamples(throwsAtOnce, { baseDir: dir })).rejects.toThrow(
+      "the dataset threw reading row 1 (dataset[0]): not an Error",
+    );
+  });
+
+  it("keeps a bad row's own message when the iterable is fine", async () => {
+    async function* rows() {
+      yield { input: "a" };
+      yield { nope: 1 } as DatasetRow;
+    }
+    await expect(loadSamples(rows(), { baseDir: dir, evalName: "qa" })).rejects.toThrow(
+      /^dataset\[1\]: /,
+    );
   });
 
   it("loads HumanEval through a mapper", async () => {

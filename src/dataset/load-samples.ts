@@ -14,12 +14,20 @@ export interface LoadSamplesOptions<Row = DatasetRow> {
   mapper?: (row: Row) => SampleInput;
   /** Keep only the first `limit` samples, in dataset order; the rest is not read. */
   limit?: number;
+  /** The eval's name, for the messages about an inline dataset (an array or iterable). */
+  evalName?: string;
+  /**
+   * Accept a dataset with no samples (a resume executes the run's own copy of them); by default
+   * it is E_DATASET `no samples in <file>`.
+   */
+  allowEmpty?: boolean;
 }
 
 /**
  * Loads a dataset as samples with ids and fingerprints, in dataset order. A row without an id
  * gets one derived from its content (never its position); two rows with one id are rejected
- * with E_DUPLICATE_ID naming both. Malformed rows throw E_DATASET naming the row.
+ * with E_DUPLICATE_ID naming both. Malformed rows throw E_DATASET naming the row, as do a
+ * dataset without samples and an iterable that throws (naming the eval and the row).
  *
  * @example
  * const records = await loadSamples("humaneval.jsonl", {
@@ -44,7 +52,7 @@ export async function loadSamples<Row = DatasetRow>(
   const records: SampleRecord[] = [];
   if (limit <= 0) return records;
   const seen = new Map<string, string>();
-  for await (const { row, where } of locatedRows(source, options.baseDir)) {
+  for await (const { row, where } of locatedRows(source, options)) {
     const record = toSampleRecord(mapper ? mapRow(mapper, row, where) : row, where, {
       mapped: mapper !== undefined,
     });
@@ -63,7 +71,18 @@ export async function loadSamples<Row = DatasetRow>(
     records.push(record);
     if (records.length >= limit) break;
   }
+  if (records.length === 0 && !options.allowEmpty) {
+    const what =
+      typeof source === "string" ? resolve(options.baseDir, source) : inlineName(options);
+    throw new StetError("E_DATASET", `no samples in ${what}`);
+  }
   return records;
+}
+
+function inlineName(options: { evalName?: string }): string {
+  return options.evalName === undefined
+    ? "the dataset"
+    : `the dataset of eval ${JSON.stringify(options.evalName)}`;
 }
 
 function mapRow<Row>(mapper: (row: Row) => SampleInput, row: Row, where: string): unknown {
@@ -86,12 +105,12 @@ function mapRow<Row>(mapper: (row: Row) => SampleInput, row: Row, where: string)
 
 function locatedRows<Row>(
   source: DatasetSource<Row>,
-  baseDir: string,
+  options: { baseDir: string; evalName?: string },
 ): AsyncIterable<LocatedRow<Row>> {
   if (typeof source === "string") {
     // A file's rows are JSON objects; what `Row` claims about their columns is the mapper's
     // contract with the file, which cannot be checked here.
-    return readRows(resolve(baseDir, source)) as AsyncIterable<LocatedRow<never>>;
+    return readRows(resolve(options.baseDir, source)) as AsyncIterable<LocatedRow<never>>;
   }
   if (!isIterable(source) && !isAsyncIterable(source)) {
     throw new StetError(
@@ -99,16 +118,33 @@ function locatedRows<Row>(
       "dataset must be a file path, an array, an iterable or an async iterable",
     );
   }
-  return indexed(source);
+  return indexed(source, options);
 }
 
+/**
+ * An inline dataset's rows with `dataset[index]`. What its iterator throws (a generator reading
+ * a database whose connection dropped) becomes E_DATASET naming the eval and the row it was
+ * reading, rather than an unexpected error with a stack.
+ */
 async function* indexed<Row>(
   source: Iterable<Row> | AsyncIterable<Row>,
+  options: { evalName?: string },
 ): AsyncGenerator<LocatedRow<Row>> {
   let index = 0;
-  for await (const row of source) {
-    yield { row, where: `dataset[${index}]` };
-    index += 1;
+  try {
+    for await (const row of source) {
+      yield { row, where: `dataset[${index}]` };
+      index += 1;
+    }
+  } catch (cause) {
+    // Only the source's own iteration throws here: the consumer's errors stay with it.
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const of = options.evalName === undefined ? "" : ` of eval ${JSON.stringify(options.evalName)}`;
+    throw new StetError(
+      "E_DATASET",
+      `the dataset${of} threw reading row ${index + 1} (dataset[${index}]): ${message}`,
+      { cause },
+    );
   }
 }
 

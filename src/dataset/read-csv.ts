@@ -1,6 +1,8 @@
 import { parse, type CsvError } from "csv-parse";
 import { StetError } from "../core/errors.js";
+import { Readable } from "node:stream";
 import { openDatasetFile, type LocatedRow } from "./dataset-file.js";
+import { decodeUtf8Chunks } from "./utf8.js";
 
 /**
  * Streams the rows of a CSV file. The header row names the columns; every value is a string.
@@ -12,10 +14,11 @@ import { openDatasetFile, type LocatedRow } from "./dataset-file.js";
 export async function* readCsv(file: string): AsyncGenerator<LocatedRow<Record<string, string>>> {
   const handle = await openDatasetFile(file);
   const stream = handle.createReadStream();
-  const parser = stream.pipe(
+  const text = Readable.from(decodeUtf8Chunks(stream, file));
+  const parser = text.pipe(
     parse({ columns: checkHeader(file), bom: true, skip_empty_lines: true, info: true }),
   );
-  stream.on("error", (error) => parser.destroy(error));
+  text.on("error", (error) => parser.destroy(error));
   // csv-parse counts the \r and the \n of a CRLF inside a quoted value as two lines; subtract
   // those so that `where` is the line an editor shows.
   let overcount = 0;
@@ -34,6 +37,7 @@ export async function* readCsv(file: string): AsyncGenerator<LocatedRow<Record<s
     });
   } finally {
     parser.destroy();
+    text.destroy();
     stream.destroy();
   }
 }

@@ -1,7 +1,8 @@
 import { visit } from "jsonc-parser";
 import type { Json } from "../core/json.js";
 import { StetError } from "../core/errors.js";
-import { asRow, openDatasetFile, type LocatedRow } from "./dataset-file.js";
+import { asRow, checkJsonText, openDatasetFile, type LocatedRow } from "./dataset-file.js";
+import { decodeUtf8 } from "./utf8.js";
 
 /**
  * Reads the rows of a file holding one JSON array of objects.
@@ -27,7 +28,7 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   const handle = await openDatasetFile(file);
   let text: string;
   try {
-    text = stripBom(await handle.readFile({ encoding: "utf8" }));
+    text = decodeUtf8(await handle.readFile(), file);
   } finally {
     await handle.close();
   }
@@ -43,6 +44,8 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   if (!Array.isArray(parsed)) {
     throw new StetError("E_DATASET", `${file}: expected a JSON array of rows`);
   }
+  const problem = checkJsonText(text, parsed, 2, (line, column) => `${file}:${line}:${column}`);
+  if (problem) await problem;
   return parsed;
 }
 
@@ -62,8 +65,4 @@ function locate(file: string, text: string): string {
     { disallowComments: true, allowTrailingComma: false },
   );
   return where;
-}
-
-function stripBom(text: string): string {
-  return text.startsWith("\uFEFF") ? text.slice(1) : text;
 }

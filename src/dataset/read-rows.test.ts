@@ -13,7 +13,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function write(name: string, text: string): Promise<string> {
+async function write(name: string, text: string | Uint8Array): Promise<string> {
   const file = join(dir, name);
   await writeFile(file, text);
   return file;
@@ -125,6 +125,127 @@ describe("readRows: CSV", () => {
   it("rejects a header with a repeated column", async () => {
     const file = await write("dup.csv", "input,input\na,b\n");
     await expect(collect(file)).rejects.toThrow(`${file}:1: the CSV column "input" appears twice`);
+  });
+});
+
+describe("readRows: depth and repeated keys", () => {
+  const deep = (levels: number) => "[".repeat(levels) + "1" + "]".repeat(levels);
+
+  it("accepts a row 512 levels deep and refuses one deeper, naming file:line:column", async () => {
+    // The row object is level 1: its input may hold 511 nested arrays.
+    const fine = await write("deep-ok.jsonl", `{"input":${deep(511)}}\n`);
+    expect(await collect(fine)).toHaveLength(1);
+    for (const levels of [512, 100_000]) {
+      const file = await write("deep.jsonl", `{"input":"a"}\n\n{"input":${deep(levels)}}\n`);
+      const reading = collect(file);
+      await expect(reading).rejects.toMatchObject({ code: "E_DATASET" });
+      await expect(reading).rejects.toThrow(
+        `nesting too deep at ${file}:3:521: a row may nest arrays and objects 512 levels deep`,
+      );
+    }
+  });
+
+  it("refuses a JSON array whose row nests too deep", async () => {
+    const fine = await write("deep-ok.json", `[{"input":"a"},\n{"input":${deep(511)}}]`);
+    expect(await collect(fine)).toHaveLength(2);
+    const file = await write("deep.json", `[{"input":"a"},\n{"input":${deep(5_000)}}]`);
+    await expect(collect(file)).rejects.toThrow(`nesting too deep at ${file}:2:521: `);
+  });
+
+  it("refuses a repeated key, naming file:line:column and the key", async () => {
+    const file = await write(
+      "dup.jsonl",
+      '{"input":"a: b","target":"c"}\n{"input":"x","meta":{"k":1,"k":2}}\n',
+    );
+    const reading = collect(file);
+    await expect(reading).rejects.toMatchObject({
+      code: "E_DATASET",
+      details: { key: "k", pointer: "/meta/k" },
+    });
+    await expect(reading).rejects.toThrow(
+      `${file}:2:28: duplicate key "k" (JSON would keep only the last value; remove or rename one)`,
+    );
+    const array = await write(
+      "dup.json",
+      '[\n  {"input": "a"},\n  {"input": "b", "input": "c"}\n]',
+    );
+    await expect(collect(array)).rejects.toThrow(`${array}:3:18: duplicate key "input"`);
+  });
+
+  it("accepts the same key in different objects, and colons and quotes inside strings", async () => {
+    const text = '{"input":{"k":"a:\\"b\\""},"target":{"k":"\\\\"}}\n';
+    const file = await write("same.jsonl", text);
+    expect(await collect(file)).toEqual([
+      { row: { input: { k: 'a:"b"' }, target: { k: "\\" } }, where: `${file}:1` },
+    ]);
+  });
+});
+
+describe("readRows: UTF-8", () => {
+  const latin1 = (text: string) => Buffer.from(text, "latin1");
+
+  it.each([
+    ["JSONL", "latin.jsonl", '{"input":"a"}\n\n{"input":"caf\u00e9"}\n', 3, 14],
+    ["JSON", "latin.json", '[{"input":"a"},\n {"input":"na\u00efve"}]', 2, 14],
+    ["CSV", "latin.csv", "id,input\n1,a\n2,caf\u00e9\n", 3, 6],
+  ])(
+    "names file:line:column of a byte that is not UTF-8 (%s)",
+    async (_, name, text, line, col) => {
+      const file = await write(name, latin1(text));
+      const reading = collect(file);
+      await expect(reading).rejects.toMatchObject({ code: "E_DATASET" });
+      await expect(reading).rejects.toThrow(
+        new RegExp(
+          `^${file}:${line}:${col}: not UTF-8 \\(byte 0x(E9|EF)\\); save the dataset as UTF-8$`,
+        ),
+      );
+    },
+  );
+
+  it("finds the bad byte past the first chunk, and accepts multi-byte characters across chunks", async () => {
+    const good = '{"input":"\u00e9\u4e2d\ud83d\ude00"}\n'.repeat(60_000);
+    const file = await write(
+      "chunks.jsonl",
+      Buffer.concat([Buffer.from(good), latin1('{"input":"\u00e9"}\n')]),
+    );
+    const reading = collect(file);
+    await expect(reading).rejects.toThrow(`${file}:60001:11: not UTF-8 (byte 0xE9)`);
+    const fine = await write("fine.jsonl", good);
+    expect(await collect(fine)).toHaveLength(60_000);
+  });
+
+  it.each([
+    ["an overlong encoding", [0xc0, 0xaf], "byte 0xC0"],
+    ["a UTF-16 surrogate", [0xed, 0xa0, 0x80], "byte 0xED"],
+    ["a lone continuation byte", [0x80], "byte 0x80"],
+  ])("refuses %s", async (_, bytes, byte) => {
+    const file = await write(
+      "odd.jsonl",
+      Buffer.from([...Buffer.from('{"input":"'), ...bytes, 0x22, 0x7d]),
+    );
+    await expect(collect(file)).rejects.toThrow(`${file}:1:11: not UTF-8 (${byte})`);
+  });
+
+  it("refuses a character cut off at the end of the file", async () => {
+    const file = await write(
+      "cut.jsonl",
+      Buffer.from([...Buffer.from('{"input":"a"}\n'), 0xe4, 0xb8]),
+    );
+    await expect(collect(file)).rejects.toThrow(`${file}:2:1: not UTF-8 (a truncated character`);
+  });
+
+  it("finds the bad byte after a U+FFFD that the file really holds", async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('{"input":"\ufffd"}\n{"input":"b"}\n'),
+      latin1('{"input":"\u00e9"}\n'),
+    ]);
+    const file = await write("fffd-then-latin.jsonl", bytes);
+    await expect(collect(file)).rejects.toThrow(`${file}:3:11: not UTF-8 (byte 0xE9)`);
+  });
+
+  it("keeps a U+FFFD that the file really holds", async () => {
+    const file = await write("fffd.jsonl", '{"input":"\ufffd"}\n');
+    expect(await collect(file)).toEqual([{ row: { input: "\ufffd" }, where: `${file}:1` }]);
   });
 });
 

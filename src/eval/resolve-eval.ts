@@ -14,6 +14,8 @@ export interface ResolveEvalOptions {
   epochs?: number;
   concurrency?: number;
   timeoutMs?: number;
+  /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
+  allowEmpty?: boolean;
 }
 
 export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
@@ -35,6 +37,8 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
   }
   const samples = await loadSamples(ev.dataset, {
     baseDir: options.baseDir,
+    evalName: ev.name,
+    ...(options.allowEmpty ? { allowEmpty: true } : {}),
     ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
     ...(limit === undefined ? {} : { limit }),
   });

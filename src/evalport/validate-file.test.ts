@@ -55,6 +55,33 @@ describe("validateFile", () => {
     );
   });
 
+  it("reports a repeated key with file:line:column and its pointer", async () => {
+    const text = JSON.stringify(resultSet, null, 2).replace(
+      '"run_id": "r",',
+      '"run_id": "r",\n  "suite_id": "t",',
+    );
+    const path = file("repeated.json", text);
+    const result = await validateFile(path);
+    expect(result).toMatchObject({
+      valid: false,
+      errors: [{ file: path, line: 5, column: 3, path: "/suite_id", code: "json.duplicate_key" }],
+    });
+    expect(formatValidationError(result.errors[0]!)).toBe(
+      `${path}:5:3: /suite_id: duplicate key "suite_id": JSON keeps only the last value [json.duplicate_key]`,
+    );
+  });
+
+  it("reports a repeated key on a JSONL line, and none for keys repeated across objects", async () => {
+    const repeated = '{"test_case_id":"tc_2","passed":true,"passed":false,"grader_results":[]}';
+    const path = file("repeated.jsonl", `${line(okResult)}\n${repeated}\n`);
+    expect(await validateFile(path)).toMatchObject({
+      valid: false,
+      errors: [{ file: path, line: 2, column: 38, path: "/passed", code: "json.duplicate_key" }],
+    });
+    const many = [okResult, { ...okResult, test_case_id: "tc_2" }].map(line).join("\n");
+    expect(await validateFile(file("fine.jsonl", many))).toMatchObject({ valid: true });
+  });
+
   it("skips a UTF-8 byte order mark", async () => {
     expect(
       await validateFile(file("bom.json", `\uFEFF${JSON.stringify(resultSet)}`)),

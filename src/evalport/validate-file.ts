@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { parseJson } from "./parse-json.js";
+import { repeatedKeyError } from "./repeated-key-error.js";
 import { suiteGraderIds } from "./suite-rules.js";
 import { validateDocument } from "./validate-document.js";
 import { validateJsonLines } from "./validate-json-lines.js";
@@ -16,7 +17,8 @@ import {
  * Validates an EvalPort file: a `.json` suite, test case or ResultSet, or a `.jsonl` of Results
  * or test cases (each line validated; errors carry `file` and `line`). A suite's
  * `test_cases_file` is read too, relative to the suite, and its lines are checked against the
- * suite's graders. Malformed JSON is an error naming the line and column. Invalid input is
+ * suite's graders. Malformed JSON is an error naming the line and column, and so is an object
+ * that repeats a key (`json.duplicate_key`). Invalid input is
  * returned as data; only a file that cannot be read throws (`StetError` `E_INVALID_INPUT`).
  *
  * @example
@@ -42,6 +44,8 @@ export async function validateFile(
   }
   const result = validateDocument(parsed.value, kind ?? "auto");
   const errors: ValidationError[] = result.errors.map((e) => ({ ...e, file: path }));
+  const repeated = repeatedKeyError(text, parsed.value);
+  if (repeated) errors.unshift({ ...repeated, file: path });
   if (result.kind === "suite" && isObject(parsed.value)) {
     errors.push(...(await testCasesFileErrors(path, parsed.value)));
   }

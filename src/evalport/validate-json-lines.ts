@@ -1,5 +1,6 @@
 import { detectKind } from "./detect-kind.js";
 import { parseJson } from "./parse-json.js";
+import { repeatedKeyError } from "./repeated-key-error.js";
 import { type LocatedTestCase, testCaseSetErrors } from "./suite-rules.js";
 import { validateDocument } from "./validate-document.js";
 import type { DocumentKind, ValidationError, ValidationResult } from "./validation-types.js";
@@ -17,7 +18,8 @@ export interface JsonLinesOptions {
  * Validates JSON Lines: one Result (stet's `--output` file) or one test case (a suite's
  * `test_cases_file`) per line. Each error carries its 1-based `line`; paths are JSON Pointers
  * within that line's document. Blank lines are skipped; a line that is not JSON is a
- * `json.syntax` error naming its line and column. Test case ids must be unique across lines.
+ * `json.syntax` error naming its line and column, and a line whose object repeats a key a
+ * `json.duplicate_key` error. Test case ids must be unique across lines.
  *
  * @example validateJsonLines('{"test_case_id":"a","passed":true,"grader_results":[]}\n{oops\n', { file: "r.jsonl" })
  * // { valid: false, kind: "result", errors: [{ file: "r.jsonl", line: 2, column: 2, code: "json.syntax", ... }] }
@@ -39,6 +41,8 @@ export function validateJsonLines(text: string, options: JsonLinesOptions = {}):
       errors.push({ path: "", code: "json.syntax", message, ...where, column: parsed.column });
       return;
     }
+    const repeated = repeatedKeyError(raw, parsed.value);
+    if (repeated) errors.push({ ...repeated, ...where });
     kind ??= detectKind(parsed.value);
     const result = validateDocument(parsed.value, kind ?? "auto");
     errors.push(...result.errors.map((e) => ({ ...e, ...where })));

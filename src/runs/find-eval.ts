@@ -39,5 +39,7 @@ export async function findEval(run: Run, options: FindEvalOptions = {}): Promise
         : `run ${run.id} was not started from an eval file; pass --eval <file>`,
     );
   }
-  return resolveEval(loaded.eval, { baseDir: loaded.baseDir });
+  // A dataset emptied since the run started is not a refusal: the run's copy of every sample
+  // is executed, as for any row no longer in the dataset.
+  return resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true });
 }
