@@ -195,6 +195,27 @@ describe("stet validate", () => {
   });
 });
 
+describe("stet validate of a ResultSet with a schema error", () => {
+  it("names file:line:col of the offending value as well as its JSON path", async () => {
+    const doc = JSON.parse(
+      readFileSync(join(import.meta.dirname, "fixtures/evalport/examples/results.json"), "utf8"),
+    );
+    doc.results[1].passed = "yes";
+    const text = JSON.stringify(doc, null, 2);
+    const path = join(project.dir, "bad-results.json");
+    writeFileSync(path, text);
+    // Where the value "yes" stands, counted by hand from the text written.
+    const before = text.slice(0, text.indexOf('"passed": "yes"') + '"passed": '.length);
+    const line = before.split("\n").length;
+    const column = before.length - before.lastIndexOf("\n");
+    const result = await runCli(["validate", path]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      `${path}:${line}:${column}: /results/1/passed: must be boolean, got "yes" [schema.type]`,
+    );
+  });
+});
+
 describe("a solver output that is not JSON", () => {
   it("is a solver error saying why; the run goes on and resume retries only those keys", async () => {
     const p = evalProject({

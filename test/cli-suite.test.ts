@@ -73,7 +73,7 @@ describe("stet run / resume of an EvalPort suite", () => {
     const run = await runCli(["run", file, "--store", store]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(
-      /bad-suite\.json: \/test_cases\/0\/graders\/0: grader "gr_nope" is not defined in the suite's graders \[suite\.dangling_grader_ref\]/,
+      /bad-suite\.json:\d+:\d+: \/test_cases\/0\/graders\/0: grader "gr_nope" is not defined in the suite's graders \[suite\.dangling_grader_ref\]/,
     );
     expect(existsSync(store)).toBe(false);
   });

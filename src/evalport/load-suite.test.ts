@@ -180,7 +180,7 @@ describe("loadSuite", () => {
     const loading = loadSuite(writeSuite(suite));
     await expect(loading).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
     await expect(loading).rejects.toThrow(
-      /suite\.json: \/test_cases\/0\/graders\/0: grader "gr_missing" is not defined .*\[suite\.dangling_grader_ref\]/,
+      /suite\.json:\d+:\d+: \/test_cases\/0\/graders\/0: grader "gr_missing" is not defined .*\[suite\.dangling_grader_ref\]/,
     );
     expect(mock.requests).toHaveLength(0);
   });

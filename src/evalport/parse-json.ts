@@ -1,3 +1,4 @@
+import { lineAndColumn } from "../core/json-text.js";
 import { findJsonSyntaxError } from "./find-json-syntax-error.js";
 
 /** A JSON text parsed, or where and why it is not JSON (1-based line and column). */
@@ -32,10 +33,4 @@ function locate(text: string, nativeMessage: string): { offset: number; message:
     offset: position === undefined ? text.length : Number(position),
     message: nativeMessage,
   };
-}
-
-function lineAndColumn(text: string, offset: number): { line: number; column: number } {
-  const before = text.slice(0, offset);
-  const line = before.split("\n").length;
-  return { line, column: offset - before.lastIndexOf("\n") };
 }

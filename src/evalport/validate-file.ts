@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
+import { locatePointer } from "./locate-pointer.js";
 import { parseJson } from "./parse-json.js";
 import { repeatedKeyError } from "./repeated-key-error.js";
 import { suiteGraderIds } from "./suite-rules.js";
@@ -46,10 +47,22 @@ export async function validateFile(
   const errors: ValidationError[] = result.errors.map((e) => ({ ...e, file: path }));
   const repeated = repeatedKeyError(text, parsed.value);
   if (repeated) errors.unshift({ ...repeated, file: path });
+  if (errors.some((e) => e.line === undefined)) await locateErrors(text, errors);
   if (result.kind === "suite" && isObject(parsed.value)) {
     errors.push(...(await testCasesFileErrors(path, parsed.value)));
   }
   return { valid: errors.length === 0, kind: result.kind, errors };
+}
+
+/** Gives each error its value's line and column in `text` (jsonc-parser loads only for errors). */
+async function locateErrors(text: string, errors: ValidationError[]): Promise<void> {
+  const { parseTree } = await import("jsonc-parser");
+  const root = parseTree(text);
+  for (const [i, error] of errors.entries()) {
+    if (error.line !== undefined) continue;
+    const at = locatePointer(root, text, error.path);
+    if (at) errors[i] = { ...error, ...at };
+  }
 }
 
 async function testCasesFileErrors(
