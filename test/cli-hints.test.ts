@@ -210,7 +210,14 @@ describe("a SIGKILLed run read through the API", () => {
     }
     expect(rawRun(db, runId)).toMatchObject({ status: "running", owner_pid: owner.child.pid });
 
-    // stet show recovers it on read, and prints the command that finishes it.
+    // stet list recovers it on read: listed as interrupted, and so it stays.
+    const listed = await runCli(["list", "--json", "--store", db], { cwd: p.dir });
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ id: runId, status: "interrupted" }),
+    ]);
+    expect(rawRun(db, runId)).toMatchObject({ status: "interrupted", owner_pid: null });
+
+    // stet show prints the command that finishes it.
     const show = await runCli(["show", runId, "--store", db], { cwd: p.dir });
     expect(show.stdout).toContain(`run ${runId} · hints · interrupted`);
     const command = show.stdout.match(/^resume {3}(.+)$/m)![1]!;
