@@ -4,6 +4,7 @@ import { parse } from "csv-parse/sync";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts } from "./helpers/eval-project.js";
+import { solverCalls } from "./helpers/wait.js";
 
 // The mistakes of a user's first hour with stet, through the real CLI: each gets a usage error
 // (exit 2) naming the flag and the value before anything is spent, or simply works.
@@ -36,10 +37,7 @@ function project(files: Record<string, string> = {}) {
   projects.push(p);
   return p;
 }
-const calls = (dir: string) =>
-  existsSync(join(dir, "calls.log"))
-    ? readFileSync(join(dir, "calls.log"), "utf8").trim().split("\n").filter(Boolean)
-    : [];
+const calls = solverCalls;
 /** Every file under `dir` (recursively) with its bytes, to show a command changed nothing. */
 function snapshot(dir: string): Record<string, string> {
   if (!existsSync(dir)) return {};

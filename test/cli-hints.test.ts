@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/server/create-app.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { runCli, startCli, STET_BIN, type CliResult } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
+import { until, solverCalls } from "./helpers/wait.js";
 
 /**
  * Issue 11 end to end through the real CLI: the resume command printed after Ctrl-C works as
@@ -45,18 +46,7 @@ function project(files: Record<string, string>) {
   return { ...p, path: `${bin}:${process.env.PATH ?? ""}` };
 }
 
-async function until(probe: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-const calls = (dir: string) =>
-  existsSync(join(dir, "calls.log"))
-    ? readFileSync(join(dir, "calls.log"), "utf8").trim().split("\n")
-    : [];
+const calls = solverCalls;
 
 /** Runs one command line through `sh -c`, as a user pasting it would. */
 function runShell(command: string, options: { cwd: string; env: NodeJS.ProcessEnv }) {

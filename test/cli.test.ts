@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
+import { until, solverCalls } from "./helpers/wait.js";
 
 /** A function solver that sleeps, logging each call to calls.log so tests can count executions. */
 const evalFile = (sleepMs: number, extra = "") => `
@@ -30,18 +31,7 @@ function project(files: Record<string, string>) {
   projects.push(p);
   return p;
 }
-/** Polls `probe` until it holds; fails after `timeoutMs` with `what`. */
-async function until(probe: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-const calls = (dir: string) =>
-  existsSync(join(dir, "calls.log"))
-    ? readFileSync(join(dir, "calls.log"), "utf8").trim().split("\n")
-    : [];
+const calls = solverCalls;
 
 describe("stet run and resume", () => {
   it("runs an eval to completion: run id first, summary, exit 0, and a same-summary resume with no calls", async () => {

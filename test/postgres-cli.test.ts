@@ -5,6 +5,7 @@ import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
+import { until } from "./helpers/wait.js";
 
 const N = 120;
 
@@ -59,19 +60,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => mock.close());
-
-/** Polls `probe` until it holds; fails after `timeoutMs` with `what`. */
-async function until(
-  probe: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A project whose CLI store is a fresh schema of the test PostgreSQL, and a reader of it. */
 function sharedStore() {

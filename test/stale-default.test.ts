@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
+import { until } from "./helpers/wait.js";
 
 // The default stale limit (30 s, when STET_STALE_MS is unset) as the CLI applies it to an owner
 // on another host: its pid means nothing here, so only the heartbeat's age tells.
@@ -27,15 +28,6 @@ export default defineEval({
 
 const cleanups: (() => void)[] = [];
 afterEach(() => cleanups.splice(0).forEach((c) => c()));
-
-/** Polls `probe` until it holds; fails after `timeoutMs` with `what`. */
-async function until(probe: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /**
  * Sets the owner's heartbeat `ageMs` old on the store's clock (SQLite: ms since the epoch on the

@@ -23,7 +23,6 @@ import { cancelRun } from "./cancel-run.js";
 import { importResults } from "./import-into-run.js";
 import { listRuns, readRun } from "./read-run.js";
 import { executeResume, planResume, settleResume, type ResumeEval } from "./resume-run.js";
-import { restoredStatus, settledStatus, wasCutShort } from "./run-status.js";
 import { prepareStart, runEval } from "./start-run.js";
 
 /** A store of one kind and the location the CLI opens it by. */
@@ -393,25 +392,3 @@ for (const [kind, open] of STORES) {
     });
   });
 }
-
-describe("the status rule", () => {
-  it.each([
-    [0, false, "completed"],
-    [0, true, "completed"],
-    [3, true, "interrupted"],
-    [3, false, "errored"],
-  ] as const)("%i keys left, cut short: %s → %s", (remaining, cutShort, status) => {
-    expect(settledStatus({ remaining, cutShort })).toBe(status);
-  });
-
-  it.each([
-    ["running", true, "interrupted"],
-    ["interrupted", true, "interrupted"],
-    ["errored", false, "errored"],
-    ["completed", false, "completed"],
-  ] as const)("a %s run: cut short %s, restored as %s", (status, cutShort, restored) => {
-    const run = { status } as Parameters<typeof wasCutShort>[0];
-    expect(wasCutShort(run)).toBe(cutShort);
-    expect(restoredStatus(run)).toBe(restored);
-  });
-});
