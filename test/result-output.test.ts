@@ -153,7 +153,7 @@ describe("stet merge and export (CLI)", () => {
     writeFileSync(join(p.dir, "bad.json"), JSON.stringify({ ...doc, started_at: "2026-01-01" }));
     const invalid = await runCli(["merge", "a.json", "bad.json", "-o", "x.json"], { cwd: p.dir });
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toMatch(/bad\.json: \/started_at: .*\[schema\.format\]/);
+    expect(invalid.stderr).toMatch(/bad\.json:\d+:\d+: \/started_at: .*\[schema\.format\]/);
     expect(existsSync(join(p.dir, "x.json"))).toBe(false);
 
     const stdout = await runCli(["export", doc.run_id, "--format", "resultset"], { cwd: p.dir });
