@@ -104,6 +104,20 @@ describe("a broken endpoint fails fast and says why", () => {
     expect(String(run?.note)).toContain("connection refused");
   }, 60_000);
 
+  it("the resume command after a stop names the store the run used", async () => {
+    const p = project();
+    const url = `http://127.0.0.1:${await closedPort()}/v1`;
+    const result = await runCli(["run", "eval.mjs", "--store", "elsewhere/evals.db"], {
+      cwd: p.dir,
+      env: { MOCK_URL: url, OPENAI_API_KEY: API_KEY },
+    });
+    expect(result.code, result.stderr).toBe(1);
+    const runId = runIdOf(result.stdout);
+    expect(result.stderr).toContain(
+      `Once the endpoint is fixed, resume with: stet resume ${runId} --store elsewhere/evals.db\n`,
+    );
+  }, 60_000);
+
   it("401 to everything: stops within seconds with the status and message, then resumes once fixed", async () => {
     const p = project();
     const { result, ms } = await timed(

@@ -85,7 +85,7 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     const remaining = error.details?.remaining;
     const left = typeof remaining === "number" ? `; ${remaining} keys left` : "";
     io.stderr.write(
-      `stet: ${error.message}\ninterrupted${left}. Once the endpoint is fixed, resume with: stet resume ${runId}\n`,
+      `stet: ${error.message}\ninterrupted${left}. Once the endpoint is fixed, resume with: ${withNote(resumeHint(runId, options.store))}\n`,
     );
     return exitCodeForError(error.code);
   } finally {

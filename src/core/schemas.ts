@@ -26,7 +26,7 @@ export const scoreSchema = z.object({
 });
 
 export const configurationFaultSchema = z.object({
-  cause: z.enum(["connection-refused", "host-not-found", "http-status"]),
+  cause: z.enum(["connection-refused", "host-not-found", "http-status", "invalid-url"]),
   url: z.string(),
   status: z.number().int().optional(),
 });

@@ -48,11 +48,12 @@ export type AttemptErrorType = "timeout" | "provider" | "solver" | "scorer";
  * What makes a provider error a configuration error rather than a sample's: the endpoint as
  * configured cannot serve any request. Nothing is listening (`connection-refused`), its host does
  * not resolve (`host-not-found`), or it answered a status that says the same to every request
- * (`http-status`: 401, 403, 404). Set by solvers; the engine stops an invocation whose first
+ * (`http-status`: 401, 403, 404), or the base URL is not an http(s) URL at all (`invalid-url`, e.g.
+ * an empty OPENAI_BASE_URL). Set by solvers; the engine stops an invocation whose first
  * samples all fail with the same one (see `engine/misconfiguration.ts`).
  */
 export interface ConfigurationFault {
-  cause: "connection-refused" | "host-not-found" | "http-status";
+  cause: "connection-refused" | "host-not-found" | "http-status" | "invalid-url";
   /** The URL requested, user info redacted. */
   url: string;
   /** For `http-status`: the status. */

@@ -96,6 +96,8 @@ function checkHint(error: AttemptError): string {
       return `Nothing is listening at ${fault.url}: start the server, or fix the solver's baseURL.`;
     case "host-not-found":
       return `The host of ${fault.url} does not resolve: fix the solver's baseURL.`;
+    case "invalid-url":
+      return "Set the solver's baseURL (or OPENAI_BASE_URL) to an http:// or https:// URL.";
     default:
       if (error.status === 401) return "Check the API key (OPENAI_API_KEY or the solver's apiKey).";
       if (error.status === 403) return "Check that the API key may use this model and endpoint.";

@@ -154,6 +154,12 @@ export async function postWithRetries<T>(
   const backoff = { ...defaultBackoff, ...endpoint.backoff };
   const init = { headers: requestHeaders(apiKey, endpoint.headers), body: JSON.stringify(body) };
   const where = `POST ${redactUrl(url)} (${what})`;
+  if (!isHttpUrl(url)) {
+    const message = `${where} failed: the base URL ${JSON.stringify(redactUrl(baseURL))} is not an http:// or https:// URL`;
+    throw new SolverError("provider", message, {
+      configuration: { cause: "invalid-url", url: redactUrl(url) },
+    });
+  }
   for (let retry = 0; ; retry++) {
     const result = await attempt(
       url,
@@ -177,6 +183,15 @@ export async function postWithRetries<T>(
       });
     }
     await sleep(retryDelayMs(retry, backoff, result.retryAfterMs), endpoint.signal);
+  }
+}
+
+function isHttpUrl(url: string): boolean {
+  try {
+    const { protocol } = new URL(url);
+    return protocol === "http:" || protocol === "https:";
+  } catch {
+    return false;
   }
 }
 

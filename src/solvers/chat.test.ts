@@ -263,6 +263,19 @@ describe("solvers.chat against an endpoint that is not there", () => {
     });
     expect(error.message).toContain("host not found: stet-no-such-host.invalid");
   });
+
+  it.each(["", "api.example.com/v1", "ftp://example.com/v1"])(
+    "fails at once, sending nothing, on a base URL %j that is not http(s)",
+    async (baseURL) => {
+      const started = Date.now();
+      const error = await failure(
+        Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
+      );
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(error).toMatchObject({ type: "provider", configuration: { cause: "invalid-url" } });
+      expect(error.message).toContain(`the base URL ${JSON.stringify(baseURL)} is not an http`);
+    },
+  );
 });
 
 /** A port nothing listens on: a free one, taken and let go. */
