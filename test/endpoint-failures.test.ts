@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from "node:net";
+import { closedPort } from "./helpers/closed-port.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
@@ -58,15 +58,6 @@ function project() {
   const p = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
   cleanups.push(p.cleanup);
   return p;
-}
-
-/** A port nothing listens on: a free one, taken and let go. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function timed<T>(work: Promise<T>): Promise<{ result: T; ms: number }> {

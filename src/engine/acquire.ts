@@ -16,7 +16,8 @@ export async function acquireRun(
   identity: OwnerIdentity,
   options: { staleMs?: number } = {},
 ): Promise<void> {
-  assertClaimable(run, options);
+  const active = claimRefusal(run, options);
+  if (active) throw active;
   if (await store.claimRun(run.id, identity, run.owner?.token ?? null)) return;
   const now = await store.getRun(run.id);
   throw new StetError(
@@ -24,12 +25,6 @@ export async function acquireRun(
     `run ${run.id} was claimed by another process just now${now?.owner ? ` (${describeOwner(now)})` : ""}`,
     { details: { owner: now?.owner ?? null } },
   );
-}
-
-/** Throws `E_RUN_ACTIVE` when the run has a live owner. */
-export function assertClaimable(run: Run, options: { staleMs?: number } = {}): void {
-  const refusal = claimRefusal(run, options);
-  if (refusal) throw refusal;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { StetError } from "../core/errors.js";
 import type { Run } from "../core/types.js";
-import { hostId, ownerLiveness } from "../engine/owner.js";
+import { hostId } from "../engine/owner.js";
+import { recoverRun } from "./recover-orphans.js";
 import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
 
@@ -51,21 +52,22 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   if (run.status !== "running" || !run.owner) {
     throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
   }
-  const owner = run.owner;
-  const liveness = ownerLiveness(owner, options);
-  if (!liveness.alive) {
-    const note = `owner pid ${owner.pid} on ${owner.host} died (${liveness.reason}); interrupted by a cancel request`;
-    if (!(await store.interruptOrphan(runId, owner.token, note))) throw claimedMeanwhile(runId);
+  const recovery = await recoverRun(store, run, {
+    ...options,
+    because: "interrupted by a cancel request",
+  });
+  if (recovery?.outcome === "recovered") {
     return { runId, status: "interrupted", run: await requireRun(store, runId) };
   }
+  if (recovery?.outcome !== "alive") throw claimedMeanwhile(runId);
   if (options.throughStore === false) {
     throw new StetError(
       "E_RUN_ACTIVE",
-      `run ${runId} is executed by another process (${liveness.reason}); cancel it where it runs`,
+      `run ${runId} is executed by another process (${recovery.reason}); cancel it where it runs`,
     );
   }
   const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
-  if (!(await store.requestCancel(runId, owner.token, request))) throw claimedMeanwhile(runId);
+  if (!(await store.requestCancel(runId, run.owner.token, request))) throw claimedMeanwhile(runId);
   if (options.waitMs === undefined) return { runId, status: "requested", run };
   return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
 }

@@ -47,12 +47,14 @@ export async function recoverOrphans(
 export interface RecoveryOptions {
   staleMs?: number;
   now?: () => Date;
+  /** What the note says after the owner's death (default: `recovered at <time>`). */
+  because?: string;
 }
 
 /** What recovering one run did. */
 export type Recovery =
   | { outcome: "recovered"; reason: string }
-  | { outcome: "alive" }
+  | { outcome: "alive"; reason: string }
   /** The run changed hands between our read and our write. */
   | { outcome: "skipped" };
 
@@ -68,11 +70,10 @@ export async function recoverRun(
 ): Promise<Recovery | undefined> {
   if (run.status !== "running" || !run.owner) return undefined;
   const liveness = ownerLiveness(run.owner, options);
-  if (liveness.alive) return { outcome: "alive" };
-  const at = (options.now ?? (() => new Date()))().toISOString();
-  const note =
-    `owner pid ${run.owner.pid} on ${run.owner.host} died (${liveness.reason}); ` +
-    `recovered at ${at}`;
+  if (liveness.alive) return { outcome: "alive", reason: liveness.reason };
+  const because =
+    options.because ?? `recovered at ${(options.now ?? (() => new Date()))().toISOString()}`;
+  const note = `owner pid ${run.owner.pid} on ${run.owner.host} died (${liveness.reason}); ${because}`;
   // The compare-and-set is on the token we judged dead: if a resumer claimed the run since our
   // read, the token changed and the new owner is left alone.
   if (await store.interruptOrphan(run.id, run.owner.token, note)) {

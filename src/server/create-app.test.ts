@@ -5,6 +5,7 @@ import { additionEval, setupTestApp as setup } from "../../test/helpers/server-a
 import { collectSse } from "../../test/helpers/sse.js";
 import { validateDocument } from "../evalport/validate-document.js";
 import { toApiError } from "./api-error.js";
+import { runConfig } from "../store/contract/fixtures.js";
 
 /** A completed run of `addition` (6 samples, every fifth sum wrong). */
 async function completedRun(t: ReturnType<typeof setup>) {
@@ -238,15 +239,7 @@ describe("reading", () => {
     const t = setup();
     await t.store.createRun({
       id: "r_elsewhere",
-      config: {
-        evalName: "x",
-        epochs: 1,
-        concurrency: 1,
-        retries: 0,
-        reducer: "mean",
-        solver: {},
-        scorers: [],
-      },
+      config: runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] }),
       samples: [],
       owner: { host: "other-host#1234", pid: 77, token: "tok-elsewhere" },
     });

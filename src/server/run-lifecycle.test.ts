@@ -11,6 +11,7 @@ import {
   waitFor,
 } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil, type SseEvent } from "../../test/helpers/sse.js";
+import { runConfig } from "../store/contract/fixtures.js";
 
 type App = ReturnType<typeof setup>;
 
@@ -330,15 +331,7 @@ describe("reading a dead owner's run", () => {
     const t = setup([], { staleMs: 50 });
     await t.store.createRun({
       id: "r_far",
-      config: {
-        evalName: "x",
-        epochs: 1,
-        concurrency: 1,
-        retries: 0,
-        reducer: "mean",
-        solver: {},
-        scorers: [],
-      },
+      config: runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] }),
       samples: [],
       owner: { host: "other-host#1234", pid: 77, token: "tok-far" },
     });

@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from "node:net";
+import { closedPort } from "../../test/helpers/closed-port.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SolverContext } from "../core/eval.js";
 import type { Sample } from "../core/types.js";
@@ -277,15 +277,6 @@ describe("solvers.chat against an endpoint that is not there", () => {
     },
   );
 });
-
-/** A port nothing listens on: a free one, taken and let go. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("solvers.chat configuration", () => {
   const saved = { ...process.env };
