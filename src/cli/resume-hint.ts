@@ -1,3 +1,4 @@
+import { redactPassword } from "../store/postgres-driver.js";
 import { isPostgresUrl } from "./open-store.js";
 
 /** A resume command to print, and what to know when it cannot be printed whole. */
@@ -62,27 +63,10 @@ export function hintLine(hint: ResumeHint): string {
  * @example hidePassword("postgres://ann:s3cret@db/evals") // "postgres://ann:***@db/evals"
  */
 export function hidePassword(location: string): string {
-  let url: URL;
-  try {
-    url = new URL(location);
-  } catch {
-    // Not a URL we can take apart (no store opens from it): print none of it past the scheme.
+  // Not a URL we can take apart (no store opens from it): print none of it past the scheme.
+  if (!URL.canParse(location))
     return location.replace(/^([a-z]+:\/\/).*$/i, `$1${HIDDEN_PASSWORD}`);
-  }
-  let changed = false;
-  if (url.password !== "") {
-    url.password = HIDDEN_PASSWORD;
-    changed = true;
-  }
-  for (const name of [...url.searchParams.keys()]) {
-    if (/pass/i.test(name)) {
-      url.searchParams.set(name, HIDDEN_PASSWORD);
-      changed = true;
-    }
-  }
-  if (!changed) return location;
-  // URL encodes "*" in the user info; a reader should see the plain marker.
-  return url.toString().replaceAll("%2A", "*");
+  return redactPassword(location);
 }
 
 /**

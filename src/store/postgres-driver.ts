@@ -96,17 +96,29 @@ export const DB_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8
 export const DB_NOW_ISO = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * A connection URL fit for messages and listings: the password replaced.
+ * A connection URL fit for messages and listings: the password replaced by `***`, in the user
+ * info and in any query parameter whose name holds "pass" (`?password=`, `?sslpassword=`, which
+ * the driver reads too).
  *
  * @example redactPassword("postgres://u:secret@db/x") // "postgres://u:***@db/x"
  */
 export function redactPassword(url: string): string {
+  let parsed: URL;
   try {
-    const parsed = new URL(url);
-    if (parsed.password === "") return url;
-    parsed.password = "***";
-    return parsed.toString();
+    parsed = new URL(url);
   } catch {
     return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
   }
+  let changed = false;
+  if (parsed.password !== "") {
+    parsed.password = "***";
+    changed = true;
+  }
+  for (const name of [...parsed.searchParams.keys()]) {
+    if (/pass/i.test(name)) {
+      parsed.searchParams.set(name, "***");
+      changed = true;
+    }
+  }
+  return changed ? parsed.toString() : url;
 }

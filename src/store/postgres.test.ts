@@ -151,6 +151,9 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(isPostgresUrl("./postgres.db")).toBe(false);
     expect(redactPassword("postgres://u:secret@db:5432/x")).toBe("postgres://u:***@db:5432/x");
     expect(redactPassword("postgres://db/x")).toBe("postgres://db/x");
+    expect(redactPassword("postgres://u@db/x?password=secret&sslmode=require")).toBe(
+      "postgres://u@db/x?password=***&sslmode=require",
+    );
     expect(splitSchema("postgres://db/x?schema=stet&sslmode=require")).toEqual({
       url: "postgres://db/x?sslmode=require",
       schema: "stet",
