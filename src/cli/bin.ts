@@ -1,4 +1,5 @@
 import { setFlagsFromString } from "node:v8";
+import { guardOutput } from "./guard-output.js";
 import { main } from "./main.js";
 
 // V8 "pretenures" objects from an allocation site that once survived a young-generation GC in
@@ -14,6 +15,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code !== "EPIPE") throw error;
   process.exit(0);
 });
+
+// No secret reaches the terminal or a redirected log, whichever path printed it.
+guardOutput([process.stdout, process.stderr], process.argv.slice(2), process.env);
 
 const code = await main(process.argv.slice(2));
 // Solvers may leave keep-alive sockets or timers behind; the run is recorded, so leave promptly.

@@ -1,3 +1,4 @@
+import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
 import type { Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
 
@@ -68,6 +69,8 @@ export interface SolverFn {
   (sample: Sample, ctx: SolverContext): Promise<SolverReturn> | SolverReturn;
   /** A description recorded in the run's config. Never holds secrets. */
   describe?: () => Record<string, Json>;
+  /** The credentials it sends (an explicit API key, header values): redacted wherever echoed. */
+  secrets?: () => Secret[];
 }
 
 /**
@@ -102,6 +105,8 @@ export interface ScorerArgs {
 export interface Scorer {
   name: string;
   score: (args: ScorerArgs) => Promise<ScoreValue> | ScoreValue;
+  /** The credentials a judge sends, as for SolverFn.secrets. */
+  secrets?: () => Secret[];
 }
 
 /** A plain function is accepted as a scorer and named after the function. */

@@ -44,6 +44,9 @@ export const provenanceSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("imported"), source: z.string() }),
 ]);
 
+/** The names of the secrets an attempt's content held before they were redacted. */
+export const redactedSchema = z.array(z.string().min(1)).min(1);
+
 export const reducerSchema = z.union([
   z.enum(["mean", "max", "min", "mode"]),
   z.templateLiteral(["pass@", z.number().int().positive()]),

@@ -91,6 +91,12 @@ export interface AttemptDraft extends Key {
   /** The fingerprint of the sample this attempt executed. */
   fingerprint: string;
   provenance: Provenance;
+  /**
+   * The names (never the values) of known secrets that the solver's or scorers' results held,
+   * e.g. `["OPENAI_API_KEY"]`, which were replaced with "[redacted]" before anything was written.
+   * Absent when nothing was redacted.
+   */
+  redacted?: string[];
 }
 
 /** One stored execution of one key. Attempts are immutable and never deleted. */

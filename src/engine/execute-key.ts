@@ -2,6 +2,7 @@ import type { ModelCaller, ModelReply, Scorer, SolverContext, SolverFn } from ".
 import type { Json } from "../core/json.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import { configurationFaultSchema } from "../core/schemas.js";
+import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 
 export interface KeyTask {
@@ -16,6 +17,8 @@ export interface KeyTask {
   timeoutMs?: number;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
+  /** The run's known secrets, replaced in everything the solver and scorers return. */
+  redactor?: Redactor | undefined;
 }
 
 /** Thrown when the run aborted an attempt: such an attempt is not recorded, resume re-runs it. */
@@ -79,6 +82,7 @@ async function attempt(
 ): Promise<AttemptDraft> {
   const spent: Usage[] = [];
   const ctx = context(task, signal, spent);
+  const scrub = scrubber(task.redactor);
   let output: Json = null;
   let usage: Usage | null = null;
   let transcript: Json = null;
@@ -90,9 +94,10 @@ async function attempt(
       signal,
     );
     const result = normalizeSolverReturn(returned);
-    output = result.output;
+    // Before the scorers see it: a judge must not be sent a key the endpoint echoed either.
+    output = scrub.json(result.output);
     usage = result.usage ?? null;
-    transcript = result.transcript ?? null;
+    transcript = scrub.json(result.transcript ?? null);
   } catch (thrown) {
     error = solverError(thrown, signal);
   }
@@ -115,6 +120,34 @@ async function attempt(
     }
   }
   const completedAt = new Date();
+  if (error) error = { ...error, message: scrub.text(error.message) };
+  const draft = draftOf(task, {
+    output,
+    scores: scrub.scores(scores),
+    usage: spent.reduce<Usage | null>(addUsage, usage),
+    transcript,
+    error,
+    startedAt,
+    completedAt,
+    durationMs: Math.round(performance.now() - t0),
+  });
+  if (scrub.found.size > 0) draft.redacted = [...scrub.found].sort();
+  return draft;
+}
+
+interface DraftParts {
+  output: Json;
+  scores: Score[];
+  usage: Usage | null;
+  transcript: Json;
+  error: AttemptError | null;
+  startedAt: Date;
+  completedAt: Date;
+  durationMs: number;
+}
+
+function draftOf(task: KeyTask, parts: DraftParts): AttemptDraft {
+  const { error } = parts;
   // Fields listed, not `...task.key`: spreading a 2-field object into a 14-field literal builds
   // out-of-object property stores, and at thousands of attempts a second that garbage was
   // promoted to the old generation (hundreds of MB of RSS on a 100,000-sample run).
@@ -122,17 +155,37 @@ async function attempt(
     sampleId: task.key.sampleId,
     epoch: task.key.epoch,
     status: error ? "error" : "scored",
-    output,
-    scores,
+    output: parts.output,
+    scores: parts.scores,
     // Model calls through ctx.chat were paid for, whatever became of the attempt.
-    usage: spent.reduce<Usage | null>(addUsage, usage),
-    transcript,
+    usage: parts.usage,
+    transcript: parts.transcript,
     error,
-    startedAt: startedAt.toISOString(),
-    completedAt: completedAt.toISOString(),
-    durationMs: Math.round(performance.now() - t0),
+    startedAt: parts.startedAt.toISOString(),
+    completedAt: parts.completedAt.toISOString(),
+    durationMs: parts.durationMs,
     fingerprint: task.record.fingerprint,
     provenance: { kind: "executed" },
+  };
+}
+
+/**
+ * Replaces the run's known secrets in what an attempt holds and collects which ones it found.
+ * Without secrets every step returns its input untouched.
+ */
+function scrubber(redactor: Redactor | undefined) {
+  const found = new Set<string>();
+  const active = redactor !== undefined && !redactor.empty;
+  const note = <T>(redaction: { value: T; found: string[] }): T => {
+    for (const name of redaction.found) found.add(name);
+    return redaction.value;
+  };
+  return {
+    found,
+    json: (value: Json): Json => (active ? note(redactor.json(value)) : value),
+    text: (value: string): string => (active ? note(redactor.text(value)) : value),
+    scores: (scores: Score[]): Score[] =>
+      active ? (note(redactor.json(scores as unknown as Json)) as unknown as Score[]) : scores,
   };
 }
 

@@ -3,6 +3,7 @@ import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
+import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { AttemptWriter } from "./attempt-writer.js";
@@ -25,6 +26,12 @@ export interface ExecuteOptions {
   staleMs?: number;
   /** Backoff between retries of a failed store commit (tests shorten it). */
   storeRetryDelaysMs?: readonly number[];
+  /**
+   * The run's known secrets (API keys from the environment, the server's token, the store's
+   * password): replaced in every attempt before it is written, with the solver's and scorers'
+   * own (`secrets()`). See `runSecrets`.
+   */
+  secrets?: readonly Secret[];
 }
 
 export interface Execution {
@@ -150,6 +157,11 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     plan: summarizePlan(plan),
   });
 
+  const redactor = createSecretRedactor([
+    ...(options.secrets ?? []),
+    ...(exec.solver.secrets?.() ?? []),
+    ...exec.scorers.flatMap((scorer) => scorer.secrets?.() ?? []),
+  ]);
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
@@ -184,6 +196,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,
           abort: abort.signal,
+          redactor,
         });
         const attempt = await writer.write(draft);
         const final =

@@ -1,6 +1,12 @@
 import * as z from "zod";
 import { jsonSchema } from "../core/json.js";
-import { attemptErrorSchema, provenanceSchema, scoreSchema, usageSchema } from "../core/schemas.js";
+import {
+  attemptErrorSchema,
+  provenanceSchema,
+  redactedSchema,
+  scoreSchema,
+  usageSchema,
+} from "../core/schemas.js";
 import type { AttemptDraft } from "../core/types.js";
 
 /** An RFC 3339 timestamp with an offset, as the engine writes them (`toISOString`). */
@@ -25,6 +31,7 @@ export const fallbackLineSchema = z.strictObject({
   durationMs: z.number().nonnegative(),
   fingerprint: z.string().min(1),
   provenance: provenanceSchema,
+  redacted: redactedSchema.optional(),
 });
 
 export type FallbackLine = AttemptDraft & { runId: string };

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
-import { provenanceSchema } from "../core/schemas.js";
+import { provenanceSchema, redactedSchema } from "../core/schemas.js";
 import type {
   Attempt,
   AttemptDraft,
@@ -48,7 +48,7 @@ export const NOT_REFERENCED = "not_referenced";
  * | `metadata.openeval.aggregation_status` | `"unscored"` when no grader produced a score           |
  * | `metadata.stet`               | `{ run_id, attempt (the stored attempt number), fingerprint,    |
  * |                               | provenance, started_at, output_format?, transcript?,            |
- * |                               | not_referenced? }`                                              |
+ * |                               | not_referenced?, redacted? }`                                   |
  *
  * `output_format` is `"json"` when `actual_output` is the canonical JSON of a non-string
  * output and `"none"` when the output was null; `not_referenced` names the suite graders the
@@ -80,6 +80,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
     ...(output.format && { output_format: output.format }),
     ...(attempt.transcript !== null && { transcript: attempt.transcript }),
     ...(notReferenced.length > 0 && { not_referenced: notReferenced }),
+    ...(attempt.redacted !== undefined && { redacted: [...attempt.redacted] }),
   };
   const failed = attempt.status === "error";
   return {
@@ -156,6 +157,7 @@ export function fromResult(result: EvalPortResult, options: FromResultOptions = 
     ...(note?.provenance !== undefined && { provenance: note.provenance }),
     ...(note?.run_id !== undefined && { runId: note.run_id }),
     ...(note?.attempt !== undefined && { storedAttempt: note.attempt }),
+    ...(note?.redacted !== undefined && { redacted: note.redacted }),
   };
 }
 
@@ -249,6 +251,7 @@ const stetNoteSchema = z.object({
   output_format: z.enum(["json", "none"]).optional(),
   transcript: jsonSchema.optional(),
   not_referenced: z.array(z.string()).optional(),
+  redacted: redactedSchema.optional(),
 });
 
 function stetNote(result: EvalPortResult): z.infer<typeof stetNoteSchema> | undefined {

@@ -9,6 +9,7 @@ import {
   type StopCause,
 } from "../engine/execute-run.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
+import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
 
 /**
@@ -24,7 +25,7 @@ import { settledStatus } from "./run-status.js";
 export async function runExecution(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
   const { store } = options;
   const { run, owner, plan } = exec;
-  const end = await executeRun(exec, options);
+  const end = await executeRun(exec, { ...options, secrets: runSecrets(store, options.secrets) });
   if (end.stopped?.reason === "store-unwritable") {
     await store.releaseRun(run.id, owner.token, "interrupted", end.stopped.note).catch(() => {});
     throw end.stopped.error;

@@ -1,7 +1,7 @@
 import type { Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Sample } from "../core/types.js";
-import { chatCompletion } from "../solvers/chat-completion.js";
+import { chatCompletion, endpointSecrets } from "../solvers/chat-completion.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
@@ -61,6 +61,7 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
   const { rubric = DEFAULT_RUBRIC, template = DEFAULT_TEMPLATE, name = "model_graded" } = options;
   return {
     name,
+    secrets: () => endpointSecrets(options),
     score: async ({ sample, output, ctx }) => {
       const prompt = fill(template, {
         input: text(sample.input),

@@ -1,3 +1,4 @@
+import type { Secret } from "../core/secrets.js";
 import type { Store } from "../store/types.js";
 import type { EvalRegistry } from "../runs/eval-registry.js";
 import type { ExecutionRegistry } from "./executions.js";
@@ -9,8 +10,8 @@ export interface AppDeps {
   executions: ExecutionRegistry;
   /** Strips known secrets from anything sent or logged. */
   redact: <T>(value: T) => T;
-  /** Engine settings for the runs this server executes. */
-  engine: { staleMs?: number; heartbeatMs?: number; graceMs?: number };
+  /** Engine settings for the runs this server executes (`secrets`: redacted from their attempts). */
+  engine: { staleMs?: number; heartbeatMs?: number; graceMs?: number; secrets?: Secret[] };
   /** How often store-backed event streams look for news. */
   pollMs: number;
   log: (line: string) => void;

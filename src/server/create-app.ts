@@ -60,6 +60,10 @@ export function createApp(options: AppOptions): Hono {
       ...(options.staleMs === undefined ? {} : { staleMs: options.staleMs }),
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      secrets: [
+        ...(options.secrets ?? []).map((value) => ({ name: "a server secret", value })),
+        ...(options.token ? [{ name: "STET_TOKEN", value: options.token }] : []),
+      ],
     },
     pollMs: options.pollMs ?? 500,
     log: (line) => write(redact(line)),

@@ -1,7 +1,7 @@
-/** What a redacted value is replaced with. */
-export const REDACTED = "[redacted]";
+import { createSecretRedactor, namedSecretsFromEnv, REDACTED } from "../core/secrets.js";
 
-const SECRET_ENV_NAME = /KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH/i;
+export { REDACTED };
+
 /** Keys whose string values are credentials; `…Env` keys hold the *name* of a variable instead. */
 const SECRET_KEY = /(api[-_]?key|secret|passw(or)?d|token|authorization|credential|cookie)$/i;
 
@@ -12,10 +12,7 @@ const SECRET_KEY = /(api[-_]?key|secret|passw(or)?d|token|authorization|credenti
  * @example secretsFromEnv({ OPENAI_API_KEY: "sk-abc123456", HOME: "/root" }) // ["sk-abc123456"]
  */
 export function secretsFromEnv(env: NodeJS.ProcessEnv): string[] {
-  return Object.entries(env)
-    .filter(([name, value]) => SECRET_ENV_NAME.test(name) && value !== undefined)
-    .map(([, value]) => value!)
-    .filter((value) => value.length >= 8);
+  return namedSecretsFromEnv(env).map((secret) => secret.value);
 }
 
 /**
@@ -26,19 +23,8 @@ export function secretsFromEnv(env: NodeJS.ProcessEnv): string[] {
  * @example createRedactor(["sk-live-1234"])({ error: "bad key sk-live-1234" }) // { error: "bad key [redacted]" }
  */
 export function createRedactor(secrets: readonly string[]): <T>(value: T) => T {
-  const known = [...new Set(secrets.filter((s) => s.length > 0))].sort(
-    (a, b) => b.length - a.length,
-  );
-  const text = (s: string) => known.reduce((out, secret) => out.replaceAll(secret, REDACTED), s);
-  const walk = (value: unknown): unknown => {
-    if (typeof value === "string") return text(value);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value !== null && typeof value === "object") {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
-    }
-    return value;
-  };
-  return <T>(value: T) => (known.length === 0 ? value : (walk(value) as T));
+  const redactor = createSecretRedactor(secrets.map((value) => ({ name: "secret", value })));
+  return <T>(value: T) => (redactor.empty ? value : (redactor.json(value as never).value as T));
 }
 
 /**

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { Json } from "../core/json.js";
+import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { ConfigurationFault } from "../core/types.js";
 import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
@@ -262,6 +263,22 @@ function parseCompletion(
     );
   }
   return new Failure("provider", "malformed chat completion response", 200);
+}
+
+/**
+ * The credentials requests to `endpoint` carry: the API key (explicit, or OPENAI_API_KEY's value)
+ * and every extra header value, for the run to redact wherever an endpoint echoes them.
+ *
+ * @example endpointSecrets({ apiKey: "sk-123456" }) // [{ name: "apiKey", value: "sk-123456" }]
+ */
+export function endpointSecrets(endpoint: ChatEndpoint): Secret[] {
+  const { apiKey, apiKeyEnv } = resolveEndpoint(endpoint);
+  return [
+    ...declaredSecret(apiKeyEnv === "explicit" ? "apiKey" : apiKeyEnv, apiKey),
+    ...Object.entries(endpoint.headers ?? {}).flatMap(([name, value]) =>
+      declaredSecret(`header ${name.toLowerCase()}`, value),
+    ),
+  ];
 }
 
 function requestHeaders(

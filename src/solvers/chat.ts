@@ -3,7 +3,7 @@ import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
 import type { Json } from "../core/json.js";
 import type { Sample, Usage } from "../core/types.js";
-import { chatCompletion, redactUrl, resolveEndpoint } from "./chat-completion.js";
+import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { bareModel } from "./model-name.js";
 import { costUsd } from "./prices.js";
@@ -46,6 +46,7 @@ export function chat(options: ChatSolverOptions): SolverFn {
     };
   };
   solver.describe = () => describeChat(options);
+  solver.secrets = () => endpointSecrets(options);
   return solver;
 }
 

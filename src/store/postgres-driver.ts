@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Pool, PoolClient, QueryResultRow } from "pg";
+import { declaredSecret, type Secret } from "../core/secrets.js";
 
 /** Where a statement runs: the pool (one statement, auto-commit) or a transaction's client. */
 export type Queryable = Pick<Pool | PoolClient, "query">;
@@ -94,6 +95,26 @@ export const DB_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8
 
 /** The database server's clock as ISO-8601 UTC with milliseconds, as `Date.toISOString` writes. */
 export const DB_NOW_ISO = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The credentials a connection URL carries (its password, `?password=` parameters), for runs to
+ * redact wherever they are echoed (see `redactPassword` for the URL itself).
+ *
+ * @example urlSecrets("postgres://u:hunter22@db/x") // [{ name: "--store password", value: "hunter22" }]
+ */
+export function urlSecrets(url: string): Secret[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const values = [
+    decodeURIComponent(parsed.password),
+    ...[...parsed.searchParams].filter(([name]) => /pass/i.test(name)).map(([, value]) => value),
+  ];
+  return values.flatMap((value) => declaredSecret("--store password", value));
+}
 
 /**
  * A connection URL fit for messages and listings: the password replaced by `***`, in the user

@@ -21,7 +21,8 @@ import {
   runNotFound,
 } from "./checks.js";
 import { migratePostgres } from "./migrate-postgres.js";
-import { redactPassword, transaction, type Queryable } from "./postgres-driver.js";
+import { redactPassword, transaction, urlSecrets, type Queryable } from "./postgres-driver.js";
+import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
 import { postgresStatements as sql } from "./postgres-statements.js";
@@ -97,6 +98,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     `${redactPassword(url)}${schema === undefined ? "" : ` (schema ${schema})`}`,
     options.fallbackDir ?? resolve(".stet"),
     schema,
+    urlSecrets(url),
   );
 }
 
@@ -108,6 +110,7 @@ class PostgresStore implements Store {
     readonly location: string,
     readonly fallbackDir: string,
     private readonly schema: string | undefined,
+    readonly secrets: readonly Secret[],
   ) {}
 
   async createRun(input: NewRun): Promise<Run> {

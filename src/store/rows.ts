@@ -2,6 +2,7 @@ import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema, type Json } from "../core/json.js";
 import {
+  redactedSchema,
   attemptErrorSchema,
   runConfigSchema,
   runStatusSchema,
@@ -62,11 +63,12 @@ export type AttemptHeadRow = [
   durationMs: number,
   provenanceKind: string,
   provenanceSource: string | null,
+  redacted: string | null,
 ];
 
 export const ATTEMPT_HEAD_COLUMNS = `sample_id, epoch, attempt, status, fingerprint, scores,
   input_tokens, output_tokens, cost_usd, error, started_at, completed_at, duration_ms,
-  provenance_kind, provenance_source`;
+  provenance_kind, provenance_source, redacted`;
 
 export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string | null];
 
@@ -147,10 +149,11 @@ export function attemptMapper(runId: string) {
   const head = (row: AnyAttemptRow): AttemptHead => {
     const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
+    const redacted = row[15];
     if (status !== "scored" && status !== "error") {
       throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
     }
-    return {
+    const mapped: AttemptHead = {
       runId,
       sampleId,
       epoch,
@@ -165,10 +168,14 @@ export function attemptMapper(runId: string) {
       durationMs,
       provenance: toProvenance(kind, source, runId, row),
     };
+    if (redacted !== null) {
+      mapped.redacted = parseColumn(redactedSchema, redacted, where(runId, row, "redacted"));
+    }
+    return mapped;
   };
 
   const full = (row: AttemptRow): Attempt => {
-    const [, , , , , , , , , , , , , , , output, transcript] = row;
+    const [, , , , , , , , , , , , , , , , output, transcript] = row;
     return {
       ...head(row),
       output: parseColumn(jsonSchema, output, where(runId, row, "output")),
@@ -244,6 +251,7 @@ export function attemptParams(runId: string, attempt: number, draft: AttemptDraf
     durationMs: draft.durationMs,
     provenanceKind: draft.provenance.kind,
     provenanceSource: draft.provenance.kind === "imported" ? draft.provenance.source : null,
+    redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
   };
 }
 
@@ -270,8 +278,8 @@ export function toOutcomeEntry(
   head: (row: AttemptHeadRow) => AttemptHead,
 ): OutcomeEntry {
   const [sampleId, epoch, fingerprint, sample, attempts] = row;
-  const headRow = row.slice(5, 20) as AttemptHeadRow;
-  const output = row[20];
+  const headRow = row.slice(5, 21) as AttemptHeadRow;
+  const output = row[21];
   const where = `${runId}/${sampleId}`;
   return {
     sampleId,
@@ -293,7 +301,7 @@ export function toOutcomeEntry(
  * that showed up as old-generation growth at high throughput.
  */
 export function storedAttempt(runId: string, attempt: number, draft: AttemptDraft): Attempt {
-  return {
+  const stored: Attempt = {
     runId,
     sampleId: draft.sampleId,
     epoch: draft.epoch,
@@ -310,6 +318,9 @@ export function storedAttempt(runId: string, attempt: number, draft: AttemptDraf
     fingerprint: draft.fingerprint,
     provenance: draft.provenance,
   };
+  // Only a redacted attempt has the field: the common shape stays the common one.
+  if (draft.redacted !== undefined) stored.redacted = draft.redacted;
+  return stored;
 }
 
 /** A run's key counts from its count query's row: keys with attempts, and how many are scored. */

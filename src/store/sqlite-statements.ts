@@ -101,10 +101,10 @@ export function prepareStatements(db: SqliteDatabase) {
     insertAttempt: db.prepare(
       `INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source)
+         duration_ms, provenance_kind, provenance_source, redacted)
        VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
          @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
-         @durationMs, @provenanceKind, @provenanceSource)`,
+         @durationMs, @provenanceKind, @provenanceSource, @redacted)`,
     ),
     listAttempts: db
       .prepare<AttemptRow>(

@@ -1,4 +1,5 @@
 import type { Json } from "../core/json.js";
+import type { Secret } from "../core/secrets.js";
 import type {
   Attempt,
   AttemptDraft,
@@ -124,6 +125,8 @@ export interface BenchmarkSummary {
 export interface Store {
   /** Human-readable location (file path or connection string without password). */
   readonly location: string;
+  /** The credentials of the store's own connection (a URL's password), never to be written. */
+  readonly secrets?: readonly Secret[];
   /** Directory where the engine writes attempts it could not commit. */
   readonly fallbackDir: string;
 

@@ -104,5 +104,6 @@ export function exportRow(a: Attempt) {
     durationMs: a.durationMs,
     error: a.error,
     provenance: a.provenance.kind,
+    ...(a.redacted === undefined ? {} : { redacted: a.redacted }),
   };
 }

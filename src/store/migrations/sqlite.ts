@@ -97,4 +97,11 @@ CREATE TABLE inflight (
     // its heartbeat and stops as on SIGINT. Cleared whenever the run changes hands.
     sql: `ALTER TABLE runs ADD COLUMN cancel_requested TEXT;`,
   },
+  {
+    version: 3,
+    name: "attempt-redactions",
+    // The names of the known secrets an attempt's content held, replaced before it was written
+    // (JSON array; NULL when nothing was redacted). Existing rows stay as they are.
+    sql: `ALTER TABLE attempts ADD COLUMN redacted TEXT;`,
+  },
 ];

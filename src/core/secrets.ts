@@ -1,0 +1,116 @@
+import type { Json } from "./json.js";
+
+/** What a redacted value is replaced with. */
+export const REDACTED = "[redacted]";
+
+/** A value never to write anywhere, and what it is called when a write is said to have held it. */
+export interface Secret {
+  /** E.g. "OPENAI_API_KEY", "STET_TOKEN", "--store password", "header authorization". */
+  name: string;
+  value: string;
+}
+
+const SECRET_ENV_NAME = /KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH/i;
+/** Env values shorter than this are left out: replacing "1" everywhere would garble output. */
+const MIN_ENV_SECRET = 8;
+/** A secret the user declared (a solver's apiKey, a header, a password) may be shorter. */
+const MIN_DECLARED_SECRET = 6;
+
+/**
+ * The environment variables that look like credentials (`OPENAI_API_KEY`, `STET_TOKEN`, …),
+ * named after the variable.
+ *
+ * @example namedSecretsFromEnv({ OPENAI_API_KEY: "sk-abc123456", HOME: "/root" })
+ * // [{ name: "OPENAI_API_KEY", value: "sk-abc123456" }]
+ */
+export function namedSecretsFromEnv(env: Record<string, string | undefined>): Secret[] {
+  return Object.entries(env)
+    .filter((entry): entry is [string, string] => SECRET_ENV_NAME.test(entry[0]) && !!entry[1])
+    .filter(([, value]) => value.length >= MIN_ENV_SECRET)
+    .map(([name, value]) => ({ name, value }));
+}
+
+/**
+ * A declared secret, or nothing when the value is absent or too short to replace safely.
+ *
+ * @example declaredSecret("apiKey", options.apiKey) // [{ name: "apiKey", value: "sk-…" }] or []
+ */
+export function declaredSecret(name: string, value: string | undefined): Secret[] {
+  return value !== undefined && value.length >= MIN_DECLARED_SECRET ? [{ name, value }] : [];
+}
+
+/** What `redact` returns: the clean value and the names of the secrets it held. */
+export interface Redaction<T> {
+  value: T;
+  /** Sorted, unique; empty when nothing was replaced. */
+  found: string[];
+}
+
+/** Redacts secrets from text and JSON values, reporting which ones it found. */
+export interface Redactor {
+  /** True when there is nothing to redact (every call returns its input). */
+  readonly empty: boolean;
+  text(value: string): Redaction<string>;
+  json<T extends Json | undefined>(value: T): Redaction<T>;
+}
+
+/**
+ * A redactor for `secrets`. Each secret is also looked for in the forms an echoing server
+ * writes it in: URL-encoded and base64 (as in a Basic auth header). Longer secrets are replaced
+ * first, so a secret that contains another is replaced whole.
+ *
+ * @example
+ * const redactor = createSecretRedactor([{ name: "OPENAI_API_KEY", value: "sk-live-1234" }]);
+ * redactor.text("you sent Bearer sk-live-1234") // { value: "you sent Bearer [redacted]", found: ["OPENAI_API_KEY"] }
+ */
+export function createSecretRedactor(secrets: readonly Secret[]): Redactor {
+  const forms = secretForms(secrets);
+  const text = (value: string, found: Set<string>): string => {
+    let out = value;
+    for (const { form, name } of forms) {
+      if (!out.includes(form)) continue;
+      out = out.replaceAll(form, REDACTED);
+      found.add(name);
+    }
+    return out;
+  };
+  const walk = (value: unknown, found: Set<string>): unknown => {
+    if (typeof value === "string") return text(value, found);
+    if (Array.isArray(value)) return value.map((item) => walk(item, found));
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [text(k, found), walk(v, found)]),
+      );
+    }
+    return value;
+  };
+  const run = <T>(value: T, redact: (v: T, found: Set<string>) => T): Redaction<T> => {
+    if (forms.length === 0) return { value, found: [] };
+    const found = new Set<string>();
+    const clean = redact(value, found);
+    return found.size === 0 ? { value, found: [] } : { value: clean, found: [...found].sort() };
+  };
+  return {
+    empty: forms.length === 0,
+    text: (value) => run(value, text),
+    json: (value) => run(value, (v, found) => walk(v, found) as typeof v),
+  };
+}
+
+function secretForms(secrets: readonly Secret[]): { form: string; name: string }[] {
+  const forms = new Map<string, string>();
+  for (const { name, value } of secrets) {
+    if (value.length === 0) continue;
+    for (const form of [value, encodeURIComponent(value), base64(value)]) {
+      if (!forms.has(form)) forms.set(form, name);
+    }
+  }
+  return [...forms]
+    .map(([form, name]) => ({ form, name }))
+    .sort((a, b) => b.form.length - a.form.length);
+}
+
+function base64(value: string): string {
+  const bytes = new TextEncoder().encode(value);
+  return btoa(String.fromCharCode(...bytes));
+}
