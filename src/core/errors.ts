@@ -12,6 +12,7 @@ export type StetErrorCode =
   | "E_RUN_ACTIVE" // run owned by a live process (exit 5)
   | "E_RUN_NOT_RUNNING" // a cancel of a run that is not running (exit 1)
   | "E_EVAL_NOT_FOUND" // no eval known for a run: pass --eval (exit 2)
+  | "E_EVAL_NOT_ALLOWED" // a server asked to execute an eval from outside its --evals (exit 1)
   | "E_NOTHING_TO_RESUME"
   | "E_CHANGED_SAMPLES" // dataset rows changed since the run started (exit 1)
   | "E_FENCED" // a write by an owner that lost the run (exit 1)

@@ -1,3 +1,5 @@
+import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { Run } from "../core/types.js";
@@ -15,6 +17,11 @@ export interface FindEvalOptions {
   evalFile?: string;
   /** Registered evals: the one with the run's eval name comes next. */
   registry?: EvalLookup;
+  /**
+   * A server's rule: only a registered eval may execute, and only for a run started from that
+   * very file (or from no file). Nothing else is loaded; `evalFile` is ignored.
+   */
+  onlyRegistered?: boolean;
 }
 
 /**
@@ -26,6 +33,7 @@ export interface FindEvalOptions {
  * @example const ev = await findEval(run, { evalFile: flags.eval });
  */
 export async function findEval(run: Run, options: FindEvalOptions = {}): Promise<EngineEval> {
+  if (options.onlyRegistered) return resolved(registeredEval(run, options.registry));
   const path = options.evalFile;
   let loaded: LoadedEvalFile | undefined =
     path === undefined ? undefined : await loadEvalSource(path);
@@ -39,7 +47,49 @@ export async function findEval(run: Run, options: FindEvalOptions = {}): Promise
         : `run ${run.id} was not started from an eval file; pass --eval <file>`,
     );
   }
+  return resolved(loaded);
+}
+
+function resolved(loaded: LoadedEvalFile): Promise<EngineEval> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
   return resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true });
+}
+
+/**
+ * The registered eval a server may execute for `run`. A run started from a file must have been
+ * started from the registered one: an eval of the same name elsewhere on disk is someone else's
+ * code, and the server never imports it. Throws `E_EVAL_NOT_ALLOWED` or `E_EVAL_NOT_FOUND`.
+ */
+function registeredEval(run: Run, registry: EvalLookup | undefined): LoadedEvalFile {
+  const loaded = registry?.get(run.evalName);
+  const recorded = run.config.evalPath;
+  if (recorded !== undefined && !(loaded && samePath(loaded.path, recorded))) {
+    throw new StetError(
+      "E_EVAL_NOT_ALLOWED",
+      `run ${run.id} was started from ${recorded}, which is not one of this server's evals ` +
+        `(its --evals directory); the server executes nothing from outside it. ` +
+        `Resume it where that file is: stet resume ${run.id}`,
+      { details: { runId: run.id, evalPath: recorded } },
+    );
+  }
+  if (!loaded) {
+    throw new StetError(
+      "E_EVAL_NOT_FOUND",
+      `run ${run.id}'s eval "${run.evalName}" is not registered on this server`,
+    );
+  }
+  return loaded;
+}
+
+function samePath(a: string, b: string): boolean {
+  return canonicalPath(a) === canonicalPath(b);
+}
+
+function canonicalPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }

@@ -27,6 +27,8 @@ export interface ResumeOptions extends ExecuteOptions {
   eval?: ResumeEval;
   evalFile?: string;
   registry?: EvalLookup;
+  /** Execute only a registered eval, never a file from elsewhere (see FindEvalOptions). */
+  onlyRegistered?: boolean;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
 }

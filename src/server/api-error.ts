@@ -8,6 +8,7 @@ export type ApiErrorCode =
   | "not_found"
   | "run_not_found"
   | "eval_not_found"
+  | "eval_not_allowed"
   | "sample_not_found"
   | "benchmark_not_found"
   | "run_active"
@@ -47,6 +48,7 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_RUN_ACTIVE: [409, "run_active"],
   E_RUN_NOT_RUNNING: [409, "run_not_running"],
   E_EVAL_NOT_FOUND: [404, "eval_not_found"],
+  E_EVAL_NOT_ALLOWED: [403, "eval_not_allowed"],
   E_CHANGED_SAMPLES: [409, "changed_samples"],
   E_FENCED: [409, "run_taken_over"],
   E_ALREADY_SCORED: [409, "already_scored"],

@@ -18,7 +18,9 @@ const resumeBody = z
 /**
  * POST /runs/:id/resume. Every refusal is decided before the stream opens, so it is an ordinary
  * JSON answer: 404 `run_not_found`, 409 `run_active` (a live owner, or another resumer won the
- * claim), 400 `nothing_to_resume`, 409 `changed_samples`. Then the stream: `started` first, with
+ * claim), 400 `nothing_to_resume`, 409 `changed_samples`, 403 `eval_not_allowed` (the run was
+ * started from a file outside `--evals`: the server imports nothing from there), 404
+ * `eval_not_found`. Then the stream: `started` first, with
  * `preserved` and `remaining`, and exactly the remaining keys executing.
  *
  * @example app.route("/api", runsResumeRoutes(deps));
@@ -34,6 +36,7 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
       ...options,
       runId,
       registry: deps.evals,
+      onlyRegistered: true,
       ...(rerunChanged === undefined ? {} : { rerunChanged }),
     });
     if (!planning.ok) {
