@@ -46,6 +46,12 @@ function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
       a.stale && h("span", { class: "tag" }, "earlier version of the sample"),
       a.provenance.kind === "imported" &&
         h("span", { class: "tag" }, `imported from ${a.provenance.source ?? "?"}`),
+      a.redacted &&
+        h(
+          "span",
+          { class: "tag", title: "replaced with [redacted] before the attempt was stored" },
+          `redacted: ${a.redacted.join(", ")}`,
+        ),
     ),
     h(
       "p",

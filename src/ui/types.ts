@@ -78,6 +78,8 @@ export interface AttemptView {
   transcript?: unknown;
   stale?: boolean;
   provenance: { kind: string; source?: string };
+  /** Names of the secrets replaced in this attempt before it was stored. */
+  redacted?: string[];
 }
 
 export interface SampleRow {
