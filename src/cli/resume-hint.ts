@@ -27,7 +27,26 @@ export function resumeHint(
   flag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): ResumeHint {
-  const base = `stet resume ${shellQuote(runId)}`;
+  return withStore(`stet resume ${shellQuote(runId)}`, flag, env);
+}
+
+/**
+ * The command that restores a fallback file (or another backup) into its run, naming the store
+ * as `resumeHint` does.
+ *
+ * @example importHint("/tmp/stet/r_1.fallback.jsonl", "r_1", "s.db").command
+ * // "stet import /tmp/stet/r_1.fallback.jsonl --into r_1 --store s.db"
+ */
+export function importHint(
+  file: string,
+  runId: string,
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ResumeHint {
+  return withStore(`stet import ${shellQuote(file)} --into ${shellQuote(runId)}`, flag, env);
+}
+
+function withStore(base: string, flag: string | undefined, env: NodeJS.ProcessEnv): ResumeHint {
   const fromFlag = flag !== undefined;
   const location = flag ?? env.STET_STORE;
   if (location === undefined || location === "") return { command: base, note: null };
