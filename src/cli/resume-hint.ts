@@ -1,5 +1,8 @@
+import { shellQuote } from "../core/shell-quote.js";
 import { redactPassword } from "../store/postgres-driver.js";
 import { isPostgresUrl } from "./open-store.js";
+
+export { shellQuote };
 
 /** A resume command to print, and what to know when it cannot be printed whole. */
 export interface ResumeHint {
@@ -86,15 +89,4 @@ export function hidePassword(location: string): string {
   if (!URL.canParse(location))
     return location.replace(/^([a-z]+:\/\/).*$/i, `$1${HIDDEN_PASSWORD}`);
   return redactPassword(location);
-}
-
-/**
- * A word as a POSIX shell reads it: as it is when it holds only characters a shell leaves alone,
- * else in single quotes (a single quote inside as `'\''`).
- *
- * @example shellQuote("my evals/s.db") // "'my evals/s.db'"
- */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_./,:@%+=-]+$/.test(word) && !word.startsWith("=")) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
 }
