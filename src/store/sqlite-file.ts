@@ -11,8 +11,8 @@ const HEADER_BYTES = 100;
 
 /**
  * Reads a store file's SQLite header without opening it: a file that is not SQLite, or shorter
- * than its header says (cut short by a full disk or a partial copy), is refused as corrupt
- * before SQLite sees it. Returns "missing", "empty" (0 bytes) or "store" (a SQLite file, whose
+ * than its header says with no WAL to make up the rest (cut short by a partial copy, or a disk
+ * that lost its end), is refused as corrupt before SQLite sees it. Returns "missing", "empty" (0 bytes) or "store" (a SQLite file, whose
  * tables `checkTables` judges once it is open).
  *
  * @example checkHeader(".stet/stet.db") // "store"
@@ -35,7 +35,9 @@ export function checkHeader(path: string): StoreFileState {
   const pages = header.readUInt32BE(28);
   // The page count is valid when the header's change counter matches its version-valid-for.
   const counted = header.readUInt32BE(24) === header.readUInt32BE(92);
-  if (counted && size < pageSize * pages) {
+  // A WAL with frames holds pages the file may not have yet: a checkpoint that a full disk cut
+  // off leaves the file shorter than its header says, yet SQLite reads the pages from the WAL.
+  if (counted && size < pageSize * pages && !hasFrames(`${path}-wal`)) {
     throw corruptStore(
       path,
       `it is cut short: ${size} bytes where its header says ${pageSize * pages}`,
@@ -106,6 +108,14 @@ export function notAStore(path: string, state: "missing" | "empty"): StetError {
       ? `no store at ${path}: no run was started with it (nothing was created)`
       : `${path} is empty, not a stet store yet (stet run makes one of it); nothing was written to it`;
   return new StetError("E_STORE", message, { details: { path, state } });
+}
+
+function hasFrames(wal: string): boolean {
+  try {
+    return statSync(wal).size > 0;
+  } catch {
+    return false;
+  }
 }
 
 function readStart(path: string): Buffer {
