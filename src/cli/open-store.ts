@@ -10,26 +10,22 @@ export { isPostgresUrl, storeLocation } from "./store-location.js";
  * Opens the store the user selected (`storeLocation`, which refuses an empty location or a URL
  * that is not PostgreSQL's). The composition root: the only place that picks an adapter.
  * A `postgres://` URL may name the schema for stet's tables with `?schema=name`; the PostgreSQL
- * driver loads only for such a URL.
+ * driver loads only for such a URL. Commands that only read pass `create: false`: then a missing
+ * or empty SQLite file, or a database without stet's tables, is refused instead of made a store.
  */
-export async function openStore(flag: string | undefined): Promise<Store> {
+export async function openStore(
+  flag: string | undefined,
+  options: { create?: boolean } = {},
+): Promise<Store> {
   const location = storeLocation(flag);
+  const create = options.create ?? true;
   if (isPostgresUrl(location)) {
     const { openPostgresStore } = await import("../store/postgres.js");
     const { url, schema } = splitSchema(location);
-    return openPostgresStore(url, schema === undefined ? {} : { schema });
+    return openPostgresStore(url, { ...(schema === undefined ? {} : { schema }), create });
   }
-  try {
-    return openSqliteStore(resolve(location));
-  } catch (error) {
-    throw new StetError(
-      "E_STORE",
-      `cannot open the store at ${location}: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
+  // The adapter's errors name the file (resolved, so it can be found whatever the cwd).
+  return openSqliteStore(resolve(location), { create });
 }
 
 /**

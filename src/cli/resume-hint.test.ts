@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { hidePassword, hintLine, resumeHint, shellQuote } from "./resume-hint.js";
+import { hidePassword, hintLine, importHint, resumeHint, shellQuote } from "./resume-hint.js";
 
 /** The words a POSIX shell makes of `text`, as the program it runs would receive them. */
 function shellWords(text: string): string[] {
@@ -8,6 +8,26 @@ function shellWords(text: string): string[] {
   const out = spawnSync("sh", ["-c", script], { encoding: "utf8" }).stdout;
   return out.split("\0").slice(0, -1);
 }
+
+describe("importHint", () => {
+  it("restores a fallback file into its run, in the store this invocation used, quoted", () => {
+    const file = "/var/tmp/my state/r_1.fallback.jsonl";
+    const hint = importHint(file, "r_1", "/data/s.db", {});
+    expect(hint.note).toBeNull();
+    expect(shellWords(hint.command)).toEqual([
+      "stet",
+      "import",
+      file,
+      "--into",
+      "r_1",
+      "--store",
+      "/data/s.db",
+    ]);
+    const secret = importHint(file, "r_1", undefined, { STET_STORE: "postgres://a:pw@db/x" });
+    expect(secret.command).not.toContain("pw");
+    expect(secret.note).toMatch(/STET_STORE/);
+  });
+});
 
 describe("resumeHint", () => {
   it("is a bare stet resume for the default store", () => {

@@ -1,5 +1,8 @@
+import { shellQuote } from "../core/shell-quote.js";
 import { redactPassword } from "../store/postgres-driver.js";
 import { isPostgresUrl } from "./open-store.js";
+
+export { shellQuote };
 
 /** A resume command to print, and what to know when it cannot be printed whole. */
 export interface ResumeHint {
@@ -27,7 +30,26 @@ export function resumeHint(
   flag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): ResumeHint {
-  const base = `stet resume ${shellQuote(runId)}`;
+  return withStore(`stet resume ${shellQuote(runId)}`, flag, env);
+}
+
+/**
+ * The command that restores a fallback file (or another backup) into its run, naming the store
+ * as `resumeHint` does.
+ *
+ * @example importHint("/tmp/stet/r_1.fallback.jsonl", "r_1", "s.db").command
+ * // "stet import /tmp/stet/r_1.fallback.jsonl --into r_1 --store s.db"
+ */
+export function importHint(
+  file: string,
+  runId: string,
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ResumeHint {
+  return withStore(`stet import ${shellQuote(file)} --into ${shellQuote(runId)}`, flag, env);
+}
+
+function withStore(base: string, flag: string | undefined, env: NodeJS.ProcessEnv): ResumeHint {
   const fromFlag = flag !== undefined;
   const location = flag ?? env.STET_STORE;
   if (location === undefined || location === "") return { command: base, note: null };
@@ -67,15 +89,4 @@ export function hidePassword(location: string): string {
   if (!URL.canParse(location))
     return location.replace(/^([a-z]+:\/\/).*$/i, `$1${HIDDEN_PASSWORD}`);
   return redactPassword(location);
-}
-
-/**
- * A word as a POSIX shell reads it: as it is when it holds only characters a shell leaves alone,
- * else in single quotes (a single quote inside as `'\''`).
- *
- * @example shellQuote("my evals/s.db") // "'my evals/s.db'"
- */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_./,:@%+=-]+$/.test(word) && !word.startsWith("=")) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
 }

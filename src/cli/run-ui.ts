@@ -1,9 +1,10 @@
-import { isStetError } from "../core/errors.js";
-import type { RunEvent, RunReport } from "../core/events.js";
+import { isStetError, type StetError } from "../core/errors.js";
+import type { FallbackOutcome, RunEvent, RunReport } from "../core/events.js";
 import { exitCodeForError, exitCodeForStatus, EXIT } from "./exit-codes.js";
 import type { Io } from "./io.js";
 import { createProgress } from "./render/progress.js";
-import { resumeHint, type ResumeHint } from "./resume-hint.js";
+import { renderFallback } from "./render/fallback.js";
+import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderSummary } from "./render/summary.js";
 import { trapSignals } from "./signals.js";
 
@@ -80,6 +81,11 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
   try {
     report = await engine({ signal: signals.stop, abortSignal: signals.abort, onEvent });
   } catch (error) {
+    if (isStetError(error, "E_STORE_UNWRITABLE")) {
+      progress.done();
+      io.stderr.write(`stet: ${error.message}\n${storeFailure(error, runId, options.store)}\n`);
+      return exitCodeForError(error.code);
+    }
     if (!isStetError(error, "E_ENDPOINT")) throw error;
     progress.done();
     const remaining = error.details?.remaining;
@@ -117,6 +123,15 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
     `below --fail-under ${options.failUnder}: ${low.map((m) => `${m.scorer} ${m.mean?.toFixed(4) ?? "-"}`).join(", ")}\n`,
   );
   return EXIT.belowThreshold;
+}
+
+/** Under a store-unwritable error: the spend it counts, and how to get the attempts back. */
+function storeFailure(error: StetError, runId: string, store: string | undefined): string {
+  const outcome = error.details?.fallback as FallbackOutcome | undefined;
+  const resume = withNote(resumeHint(runId, store));
+  if (!outcome) return `Once the store is writable again, resume with: ${resume}`;
+  const restore = outcome.path === null ? "" : withNote(importHint(outcome.path, runId, store));
+  return renderFallback(outcome, { import: restore, resume });
 }
 
 /** The command alone on its line (so it can be copied whole), any note on the next. */

@@ -1,4 +1,4 @@
-import type { Reducer } from "./types.js";
+import type { Reducer, Usage } from "./types.js";
 
 export interface ScorerMetrics {
   scorer: string;
@@ -37,6 +37,19 @@ export interface UsageTotal {
   inputTokens: number;
   outputTokens: number;
   costUsd: number;
+}
+
+/** A total of no attempts. */
+export function emptyUsage(): UsageTotal {
+  return { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+}
+
+/** Adds one attempt (and its usage, when it has any) to `total`. */
+export function addUsage(total: UsageTotal, usage: Usage | null): void {
+  total.attempts++;
+  total.inputTokens += usage?.inputTokens ?? 0;
+  total.outputTokens += usage?.outputTokens ?? 0;
+  total.costUsd += usage?.costUsd ?? 0;
 }
 
 /** Mean and standard error (sample standard deviation / √n) of per-sample values. */

@@ -18,6 +18,7 @@ export type StetErrorCode =
   | "E_FENCED" // a write by an owner that lost the run (exit 1)
   | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt
   | "E_STORE" // the store failed (exit 1)
+  | "E_STORE_CORRUPT" // the store's file is not an intact SQLite database (exit 1)
   | "E_STORE_UNWRITABLE" // the store stayed unwritable; attempts went to the fallback file
   | "E_ENDPOINT" // the first samples all failed alike at the endpoint; run interrupted (exit 1)
   | "E_ILLEGAL_TRANSITION"

@@ -1,7 +1,7 @@
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
 import type { ErrorGroup } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
-import type { Attempt, AttemptErrorType, RunStatus } from "./types.js";
+import type { Attempt, AttemptErrorType, Key, RunStatus } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
 export type PlanSummary = Omit<Plan, "toExecute" | "samples"> & { toExecute: number };
@@ -41,6 +41,26 @@ export interface RunReport {
   executed: number;
   preserved: number;
   wallMs: number;
+}
+
+/**
+ * What became of this invocation's attempts when the store stayed unwritable: those it committed
+ * before, those kept in the fallback file (for `stet import`), and those nothing could hold.
+ * Every one of them was paid for.
+ */
+export interface FallbackOutcome {
+  /** The fallback file holding the kept attempts; null when nothing could be written. */
+  path: string | null;
+  committed: UsageTotal;
+  kept: UsageTotal;
+  lost: UsageTotal & { keys: Key[] };
+  /** Each place a write was tried and refused, with why. */
+  refused: { path: string; message: string }[];
+  /**
+   * Every executed attempt of the run the store holds (this invocation's committed ones
+   * included), read after the failure; absent when the store could not be read either.
+   */
+  stored?: UsageTotal;
 }
 
 /**

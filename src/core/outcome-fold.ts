@@ -1,4 +1,11 @@
-import { meanAndStderr, reduceEpochs, type ScorerMetrics, type UsageTotal } from "./aggregate.js";
+import {
+  addUsage,
+  emptyUsage,
+  meanAndStderr,
+  reduceEpochs,
+  type ScorerMetrics,
+  type UsageTotal,
+} from "./aggregate.js";
 import { compareKeys } from "./keys.js";
 import type {
   AttemptErrorType,
@@ -201,15 +208,4 @@ export function quoteMessage(message: string): string {
 
 function rank(a: { status: AttemptStatus; attempt: number }): number {
   return (a.status === "scored" ? 1e9 : 0) + a.attempt;
-}
-
-function emptyUsage(): UsageTotal {
-  return { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
-}
-
-function addUsage(total: UsageTotal, usage: Usage | null): void {
-  total.attempts++;
-  total.inputTokens += usage?.inputTokens ?? 0;
-  total.outputTokens += usage?.outputTokens ?? 0;
-  total.costUsd += usage?.costUsd ?? 0;
 }

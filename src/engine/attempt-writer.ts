@@ -1,16 +1,20 @@
-import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync } from "node:fs";
-import { dirname } from "node:path";
+import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { isStetError, StetError } from "../core/errors.js";
+import type { FallbackOutcome } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import type { Attempt, AttemptDraft, Key } from "../core/types.js";
 import type { Store } from "../store/types.js";
+import { FallbackFile } from "./fallback-file.js";
 
 export interface WriterOptions {
   store: Store;
   runId: string;
   token: string;
-  /** Where attempts go when the store stays unwritable. */
-  fallbackPath: string;
+  /**
+   * Where attempts go when the store stays unwritable, in the order tried (`fallbackDirs`):
+   * `<dir>/<run id>.fallback.jsonl` in the first that takes them.
+   */
+  fallbackDirs: readonly string[];
   /** Delays between retries of a failed commit; when they run out the store is unwritable. */
   retryDelaysMs?: readonly number[];
   onRetry?: (message: string, failures: number, retryInMs: number) => void;
@@ -32,22 +36,49 @@ const MAX_BATCH = 1_000;
  *
  * A failing commit is retried with backoff. When the retries run out the writer turns
  * `failed`: the attempts it holds, and any written later, go to a JSONL fallback file (the
- * import command reads it back) and their `write` rejects with `E_STORE_UNWRITABLE`.
+ * import command reads it back; see `FallbackFile` for where it goes when the store's own
+ * filesystem is the one that failed) and their `write` rejects with `E_STORE_UNWRITABLE`. The
+ * writer counts every attempt it was given as committed, kept in the file, or lost.
  */
 export class AttemptWriter {
   #queue: Pending[] = [];
   #inflight: Key[] = [];
   #flushing: Promise<void> | null = null;
-  #failure: StetError | null = null;
+  /** A fence or a duplicate: the store answered, and the answer was no. */
+  #verdict: StetError | null = null;
+  /** Set when the store stayed unwritable: what it failed with. */
+  #storeFailure: { cause: unknown } | null = null;
+  readonly #committed = emptyUsage();
+  readonly #kept = emptyUsage();
+  readonly #lost: FallbackOutcome["lost"] = { ...emptyUsage(), keys: [] };
+  readonly #fallback: FallbackFile;
   readonly #options: WriterOptions;
 
   constructor(options: WriterOptions) {
     this.#options = options;
+    this.#fallback = new FallbackFile(options.fallbackDirs, `${options.runId}.fallback.jsonl`);
   }
 
-  /** The error that stopped the writer, if it stopped. */
+  /** The error that stopped the writer, if it stopped, saying where its attempts went. */
   get failure(): StetError | null {
-    return this.#failure;
+    if (this.#verdict) return this.#verdict;
+    if (!this.#storeFailure) return null;
+    return unwritableError(this.#options.store.location, this.#storeFailure.cause, this.outcome);
+  }
+
+  /** What became of the attempts this writer was given. */
+  get outcome(): FallbackOutcome {
+    return {
+      path: this.#fallback.path,
+      committed: { ...this.#committed },
+      kept: { ...this.#kept },
+      lost: { ...this.#lost, keys: [...this.#lost.keys] },
+      refused: this.#fallback.refused,
+    };
+  }
+
+  #failed(): boolean {
+    return this.#verdict !== null || this.#storeFailure !== null;
   }
 
   /**
@@ -55,14 +86,14 @@ export class AttemptWriter {
    * never a commit of its own): it only lets a later plan tell "interrupted" from "never started".
    */
   markInflight(key: Key): void {
-    if (!this.#failure) this.#inflight.push(key);
+    if (!this.#failed()) this.#inflight.push(key);
   }
 
   /** Resolves with the stored attempt once it is durable in the store. */
   write(draft: AttemptDraft): Promise<Attempt> {
     return new Promise((resolve, reject) => {
       const pending = { draft, resolve, reject };
-      if (this.#failure) return this.#divert([pending]);
+      if (this.#failed()) return this.#divert([pending]);
       this.#queue.push(pending);
       this.#schedule();
     });
@@ -84,7 +115,7 @@ export class AttemptWriter {
   }
 
   async #flushLoop(): Promise<void> {
-    while (!this.#failure && this.#queue.length > 0) {
+    while (!this.#failed() && this.#queue.length > 0) {
       const batch = this.#queue.splice(0, MAX_BATCH);
       // A key whose attempt commits in this batch needs no in-flight mark: the commit would
       // clear it at once.
@@ -92,7 +123,10 @@ export class AttemptWriter {
       const marks = this.#inflight.splice(0).filter((k) => !finished.has(keyString(k)));
       try {
         const stored = await this.#commit(marks, batch);
-        batch.forEach((p, i) => p.resolve(stored[i]!));
+        batch.forEach((p, i) => {
+          addUsage(this.#committed, p.draft.usage);
+          p.resolve(stored[i]!);
+        });
       } catch (error) {
         this.#fail(error, batch);
       }
@@ -123,41 +157,46 @@ export class AttemptWriter {
 
   #fail(error: unknown, batch: Pending[]): void {
     if (isStetError(error, "E_FENCED") || isStetError(error, "E_ALREADY_SCORED")) {
-      this.#failure = error;
+      this.#verdict = error;
       for (const p of [...batch, ...this.#queue.splice(0)]) p.reject(error);
       return;
     }
-    this.#failure = new StetError(
-      "E_STORE_UNWRITABLE",
-      `the store (${this.#options.store.location}) stayed unwritable: ${errorMessage(error)}; ` +
-        `unsaved attempts were written to ${this.#options.fallbackPath}`,
-      { cause: error, details: { fallbackPath: this.#options.fallbackPath } },
-    );
+    this.#storeFailure = { cause: error };
     this.#divert([...batch, ...this.#queue.splice(0)]);
   }
 
   /** Appends attempts to the fallback file, durably, and rejects their writes. */
   #divert(pending: Pending[]): void {
-    const { fallbackPath, runId } = this.#options;
-    try {
-      mkdirSync(dirname(fallbackPath), { recursive: true });
-      const fd = openSync(fallbackPath, "a");
-      try {
-        const lines = pending.map((p) => JSON.stringify({ runId, ...p.draft }) + "\n").join("");
-        appendFileSync(fd, lines);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch (error) {
-      this.#failure = new StetError(
-        "E_STORE_UNWRITABLE",
-        `the store stayed unwritable and the fallback file ${fallbackPath} could not be written either`,
-        { cause: error },
-      );
+    const { runId } = this.#options;
+    const lines = pending.map((p) => JSON.stringify({ runId, ...p.draft }) + "\n");
+    const kept = this.#fallback.append(lines);
+    for (const { draft } of pending) {
+      addUsage(kept ? this.#kept : this.#lost, draft.usage);
+      if (!kept) this.#lost.keys.push({ sampleId: draft.sampleId, epoch: draft.epoch });
     }
-    for (const p of pending) p.reject(this.#failure);
+    const failure = this.failure;
+    for (const p of pending) p.reject(failure);
   }
+}
+
+/**
+ * `E_STORE_UNWRITABLE`, saying where the attempts the store could not take went: the fallback
+ * file, and how many could be written nowhere (with each place tried and why it refused).
+ */
+function unwritableError(location: string, cause: unknown, outcome: FallbackOutcome): StetError {
+  const kept = outcome.kept.attempts;
+  const lost = outcome.lost.attempts;
+  const tried = outcome.refused.map((r) => `${r.path} (${r.message})`).join(", ");
+  const said = errorMessage(cause);
+  // The adapters' errors name the store already.
+  const store = said.includes(location) ? "the store" : `the store (${location})`;
+  const parts = [`${store} stayed unwritable: ${said}`];
+  if (kept > 0) parts.push(`${kept} unsaved attempt(s) were written to ${outcome.path}`);
+  if (lost > 0) parts.push(`${lost} attempt(s) could be written nowhere; refused: ${tried}`);
+  return new StetError("E_STORE_UNWRITABLE", parts.join("; "), {
+    cause,
+    details: { fallbackPath: outcome.path, fallback: outcome },
+  });
 }
 
 function errorMessage(error: unknown): string {

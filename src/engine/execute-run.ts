@@ -8,6 +8,7 @@ import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/typ
 import type { Store } from "../store/types.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
+import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
 import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
@@ -111,7 +112,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     store,
     runId: run.id,
     token: owner.token,
-    fallbackPath: `${store.fallbackDir}/${run.id}.fallback.jsonl`,
+    fallbackDirs: fallbackDirs(store.fallbackDir),
     ...(options.storeRetryDelaysMs ? { retryDelaysMs: options.storeRetryDelaysMs } : {}),
     onRetry: (message, failures, retryInMs) =>
       emit({ type: "store-retry", message, failures, retryInMs }),

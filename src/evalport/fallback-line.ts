@@ -13,8 +13,8 @@ import type { AttemptDraft } from "../core/types.js";
 const timestamp = z.iso.datetime({ offset: true });
 
 /**
- * One line of the engine's fallback file (`<store dir>/<run>.fallback.jsonl`): an attempt the
- * store could not commit, written as `{ runId, ...AttemptDraft }` (see AttemptWriter).
+ * One line of the engine's fallback file (`<run>.fallback.jsonl`; `engine/fallback-file.ts` says
+ * where it goes): an attempt the store could not commit, as `{ runId, ...AttemptDraft }`.
  */
 export const fallbackLineSchema = z.strictObject({
   runId: z.string().min(1),

@@ -14,6 +14,12 @@ export interface ImportPlanInput {
   stored: readonly AttemptFacts[];
   /** Provenance source of the inserted attempts: `sha256:<hex of the file>`. */
   source: string;
+  /**
+   * The records are the run's own executed attempts (its fallback file): they keep their
+   * provenance, so the run's total spend counts them, once, as it would have had the store
+   * taken them. Anything else is marked imported and adds no spend.
+   */
+  ownAttempts?: boolean;
   /** Named in errors. */
   file: string;
 }
@@ -58,7 +64,10 @@ export function planImport(input: ImportPlanInput): ImportPlan {
     const draft: AttemptDraft = {
       ...fields,
       fingerprint: fingerprints.get(attempt.sampleId)!,
-      provenance: { kind: "imported", source: input.source },
+      provenance:
+        input.ownAttempts && fields.provenance
+          ? fields.provenance
+          : { kind: "imported", source: input.source },
     };
     const held = chosen.get(k);
     if (held && canonicalJson(held) !== canonicalJson(draft)) conflicts.add(describe(key));

@@ -241,6 +241,9 @@ describe("importResults", () => {
     expect(report.imported).toHaveLength(lines.length);
     expect(await store.listAttempts(run.id)).toHaveLength(stored + lines.length);
     expect(dumpDb(path)).not.toBe(before);
+    // The run's own attempts, paid for once: they keep their provenance and count as its spend.
+    const attempts = await store.listAttempts(run.id);
+    expect(attempts.every((a) => a.provenance.kind === "executed")).toBe(true);
 
     // A fallback file belongs to its run.
     const other = await runEval({ store, eval: evalWith() });

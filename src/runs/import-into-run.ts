@@ -45,7 +45,8 @@ export interface ImportReport {
  * the file's validity, every result against the run's samples, epochs and fingerprints) before
  * the store is touched. Then the run is claimed (a live owner: `E_RUN_ACTIVE`), the new completed
  * attempts are recorded in one commit with provenance `{ kind: "imported", source:
- * "sha256:<hex>" }` (their cost is reused, never spend), and the run is released with the status
+ * "sha256:<hex>" }` (their cost is reused, never spend; a fallback file's attempts are the run's
+ * own, paid for once and never stored, and keep theirs), and the run is released with the status
  * `settledStatus` gives: `completed` when nothing remains, else `interrupted` (if its work was
  * cut short) or `errored`, so it stays resumable. Keys the run already scored are skipped and
  * reported; an import that adds nothing writes nothing, so importing a file twice changes nothing.
@@ -109,6 +110,7 @@ async function plan(store: Store, run: Run, file: ImportFile): Promise<ImportPla
     stored,
     source: `sha256:${file.sha256}`,
     file: file.path,
+    ownAttempts: file.format === "fallback-jsonl",
   });
 }
 

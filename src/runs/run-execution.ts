@@ -1,5 +1,5 @@
 import { StetError } from "../core/errors.js";
-import type { RunReport } from "../core/events.js";
+import type { FallbackOutcome, RunReport } from "../core/events.js";
 import { assertTransition } from "../core/run-status.js";
 import type { AttemptError } from "../core/types.js";
 import {
@@ -28,7 +28,17 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
   const end = await executeRun(exec, { ...options, secrets: runSecrets(store, options.secrets) });
   if (end.stopped?.reason === "store-unwritable") {
     await store.releaseRun(run.id, owner.token, "interrupted", end.stopped.note).catch(() => {});
-    throw end.stopped.error;
+    throw await withStoredSpend(end.stopped.error!, () =>
+      buildReport({
+        store,
+        run,
+        samples: plan.samples,
+        fingerprintOf: end.fingerprintOf,
+        plan: summarizePlan(plan),
+        resumed: exec.resumed,
+        wallMs: 0,
+      }),
+    );
   }
   const counts = await store.countKeys(run.id);
   // A signal that arrives after the last commit interrupts nothing: the run is complete.
@@ -58,6 +68,24 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
   });
   options.onEvent?.({ type: "run-finished", report });
   return report;
+}
+
+/**
+ * The store-unwritable error with the run's stored spend added to its fallback outcome, so the
+ * total on the run can be told (stored attempts plus those in the fallback file or lost). A full
+ * or read-only store can usually still be read; when it cannot, the error goes as it is.
+ */
+async function withStoredSpend(
+  error: StetError,
+  read: () => Promise<RunReport>,
+): Promise<StetError> {
+  const outcome = error.details?.fallback as FallbackOutcome | undefined;
+  const report = await read().catch(() => null);
+  if (!outcome || !report) return error;
+  return new StetError(error.code, error.message, {
+    cause: error.cause,
+    details: { ...error.details, fallback: { ...outcome, stored: report.usage.totalSpent } },
+  });
 }
 
 /**

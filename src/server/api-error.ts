@@ -58,6 +58,7 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_EVAL_LOAD: [500, "eval_load_failed"],
   E_STORE: [503, "store_unavailable"],
   E_STORE_UNWRITABLE: [503, "store_unavailable"],
+  E_STORE_CORRUPT: [503, "store_unavailable"],
   // The run's model endpoint, upstream of this server, refused it: a bad gateway, not a bad request.
   E_ENDPOINT: [502, "endpoint_failed"],
 };

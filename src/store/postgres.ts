@@ -63,6 +63,11 @@ export interface PostgresStoreOptions {
   fallbackDir?: string;
   /** The connections' `application_name`, as pg_stat_activity shows it. Default "stet". */
   applicationName?: string;
+  /**
+   * False for commands that only read: a database (or schema) without stet's tables is refused
+   * with `E_STORE` instead of having them created. Default true.
+   */
+  create?: boolean;
 }
 
 type DbRun = RunRow & { db_now_ms: number };
@@ -99,6 +104,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     options.fallbackDir ?? resolve(".stet"),
     schema,
     urlSecrets(url),
+    options.create ?? true,
   );
 }
 
@@ -111,6 +117,7 @@ class PostgresStore implements Store {
     readonly fallbackDir: string,
     private readonly schema: string | undefined,
     readonly secrets: readonly Secret[],
+    private readonly create: boolean,
   ) {}
 
   async createRun(input: NewRun): Promise<Run> {
@@ -388,6 +395,21 @@ class PostgresStore implements Store {
   }
 
   private async prepare(): Promise<void> {
+    if (!this.create) {
+      // current_schema() is the named schema (null when it does not exist), else the default one.
+      const { rows } = await this.pool.query<{ found: number }>(
+        `SELECT count(*)::int AS found FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = 'schema_migrations'
+            AND column_name IN ('version', 'name', 'applied_at')`,
+      );
+      if (rows[0]?.found !== 3) {
+        throw new StetError(
+          "E_STORE",
+          `no stet store at ${this.location}: it has no stet tables, and a command that only ` +
+            "reads does not create them",
+        );
+      }
+    }
     await migratePostgres(this.pool, this.schema === undefined ? {} : { schema: this.schema });
   }
 }

@@ -20,6 +20,7 @@ import {
   notInSnapshot,
   runNotFound,
 } from "./checks.js";
+import { corruptStore, isCorruption } from "./sqlite-file.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
 import {
@@ -56,6 +57,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** The store's clock, in ms since the epoch: heartbeats and their ages use it. */
   now?: () => number;
+  /** False for commands that only read: a missing, empty or foreign file is refused, not made a store. */
+  create?: boolean;
 }
 
 /**
@@ -65,7 +68,10 @@ export interface SqliteStoreOptions {
  * @example const store = openSqliteStore(".stet/stet.db");
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
-  const db = openSqliteDatabase(path, options.busyTimeoutMs ?? 10_000);
+  const db = openSqliteDatabase(path, {
+    busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
+    ...(options.create === undefined ? {} : { create: options.create }),
+  });
   return createSqliteStore(db, { location: path, fallbackDir: dirname(path), now: options.now });
 }
 
@@ -367,6 +373,8 @@ class SqliteStore implements Store {
       return fn();
     } catch (cause) {
       if (isStetError(cause)) throw cause;
+      if (isCorruption(cause))
+        throw corruptStore(this.location, messageOf(cause), { cause, opening: false });
       throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
     }
   }

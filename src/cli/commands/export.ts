@@ -35,7 +35,7 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
   }
   // `-o ""` is refused by prepareOutputFile, not taken for stdout.
   const output = flags.output;
-  const store = await openStore(flags.store);
+  const store = await openStore(flags.store, { create: false });
   try {
     if (format === "resultset") {
       const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;

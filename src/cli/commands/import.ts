@@ -4,6 +4,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
+import { formatKey } from "../render/format.js";
 import { hintLine, resumeHint } from "../resume-hint.js";
 
 export interface ImportFlags {
@@ -54,8 +55,6 @@ export async function importCommand(file: string, flags: ImportFlags): Promise<n
 }
 
 function preview(keys: readonly Key[]): string {
-  const shown = keys
-    .slice(0, 5)
-    .map((k) => (k.epoch === 1 ? k.sampleId : `${k.sampleId}#${k.epoch}`));
+  const shown = keys.slice(0, 5).map(formatKey);
   return keys.length > 5 ? `${shown.join(", ")} and ${keys.length - 5} more` : shown.join(", ");
 }

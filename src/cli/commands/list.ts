@@ -1,16 +1,27 @@
+import { isStetError } from "../../core/errors.js";
 import { listRuns } from "../../runs/read-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
-import { openStore } from "../open-store.js";
+import { openStore, storeLocation } from "../open-store.js";
 import { formatCount, table } from "../render/format.js";
 
 /**
  * `stet list`: runs with status and progress, newest first. A run whose owner died is recovered
- * (interrupted, resumable) before it is listed, so it never shows as running.
+ * (interrupted, resumable) before it is listed, so it never shows as running. Only an existing
+ * store is opened: where there is none yet, there are no runs, and none is created.
  */
 export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store);
+  const store = await openStore(flags.store, { create: false }).catch((error: unknown) => {
+    // A project where nothing has run yet: no runs to list, and no store made to say so.
+    if (isStetError(error, "E_STORE") && error.details?.state === "missing") return null;
+    throw error;
+  });
+  if (store === null) {
+    if (flags.json) io.stdout.write("[]\n");
+    else io.say(`no runs in ${storeLocation(flags.store)} (no store there yet)`);
+    return 0;
+  }
   try {
     const runs = await listRuns(store, {}, { ...staleLimit(), recover: true });
     const rows = runs.map(({ run, counts }) => ({

@@ -15,7 +15,7 @@ export async function showCommand(
   flags: { store?: string; json?: boolean },
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store);
+  const store = await openStore(flags.store, { create: false });
   try {
     const { run, owner, report } = await readRun(store, runId, { ...staleLimit(), recover: true });
     if (flags.json) {

@@ -32,3 +32,8 @@ export function table(
     )
     .join("\n");
 }
+
+/** A key as the terminal shows it: the sample id, with `#epoch` from the second epoch on. */
+export function formatKey(key: { sampleId: string; epoch: number }): string {
+  return key.epoch > 1 ? `${key.sampleId}#${key.epoch}` : key.sampleId;
+}

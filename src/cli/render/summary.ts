@@ -1,6 +1,6 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup } from "../../core/outcome-fold.js";
-import { formatCount, formatDuration, formatUsd, table } from "./format.js";
+import { formatCount, formatDuration, formatKey, formatUsd, table } from "./format.js";
 
 /** The plan a resume prints before executing anything. */
 export function renderPlan(plan: PlanSummary): string {
@@ -60,9 +60,7 @@ export function renderSummary(report: RunReport): string {
  * // "solver 4 — s3: tool failed; … and 3 more"
  */
 export function renderErrors(group: ErrorGroup): string {
-  const quoted = group.examples.map(
-    (e) => `${e.epoch > 1 ? `${e.sampleId}#${e.epoch}` : e.sampleId}: ${e.message}`,
-  );
+  const quoted = group.examples.map((e) => `${formatKey(e)}: ${e.message}`);
   const more = group.count - group.examples.length;
   if (more > 0) quoted.push(`… and ${formatCount(more)} more`);
   return `${group.type} ${formatCount(group.count)} — ${quoted.join("; ")}`;

@@ -1,0 +1,64 @@
+import type { UsageTotal } from "../../core/aggregate.js";
+import type { FallbackOutcome } from "../../core/events.js";
+import { formatCount, formatKey, formatUsd } from "./format.js";
+
+/** The commands a user needs after the store failed, already shell-quoted (see `resume-hint`). */
+export interface RecoveryCommands {
+  import: string;
+  resume: string;
+}
+
+/**
+ * What a run stopped by a store that stayed unwritable says under its error: the spend of this
+ * invocation and of the run, both counting the attempts that never reached the store (they were
+ * paid for); where the kept ones are and the commands that bring them back without buying them
+ * again; and the lost ones by key, with their spend.
+ *
+ * @example renderFallback(outcome, { import: "stet import …", resume: "stet resume r_1" })
+ */
+export function renderFallback(outcome: FallbackOutcome, commands: RecoveryCommands): string {
+  const { kept, lost } = outcome;
+  const now = sum(outcome.committed, kept, lost);
+  const run = outcome.stored ? sum(outcome.stored, kept, lost) : undefined;
+  const outside = [
+    kept.attempts > 0 ? `${formatCount(kept.attempts)} in the fallback file` : "",
+    lost.attempts > 0 ? `${formatCount(lost.attempts)} lost` : "",
+  ].filter(Boolean);
+  const lines = [
+    `cost     ${formatUsd(now.costUsd)} spent now · ` +
+      (run ? `${formatUsd(run.costUsd)} total on this run` : "total on this run unknown") +
+      ` · counting ${formatCount(kept.attempts + lost.attempts)} attempts not in the store ` +
+      `(${outside.join(", ")}; ${formatUsd(kept.costUsd + lost.costUsd)})`,
+    `tokens   ${formatCount(now.inputTokens)} in · ${formatCount(now.outputTokens)} out (spent now)`,
+  ];
+  if (outcome.path !== null && kept.attempts > 0) {
+    lines.push(`kept     ${formatCount(kept.attempts)} attempts in ${outcome.path}`);
+  }
+  if (lost.attempts > 0) {
+    lines.push(
+      `lost     ${formatCount(lost.attempts)} attempts could be written nowhere and will be bought again ` +
+        `(${formatUsd(lost.costUsd)} · ${formatCount(lost.inputTokens)} in · ${formatCount(lost.outputTokens)} out): ` +
+        lost.keys.map(formatKey).join(", "),
+    );
+  }
+  if (outcome.path !== null && kept.attempts > 0) {
+    lines.push(
+      "Once the store is writable again, restore them with:",
+      `  ${commands.import}`,
+      "then finish the run (the imported attempts are not bought again):",
+      `  ${commands.resume}`,
+    );
+  } else {
+    lines.push("Once the store is writable again, resume with:", `  ${commands.resume}`);
+  }
+  return lines.join("\n");
+}
+
+function sum(...totals: UsageTotal[]): UsageTotal {
+  return {
+    attempts: totals.reduce((n, t) => n + t.attempts, 0),
+    inputTokens: totals.reduce((n, t) => n + t.inputTokens, 0),
+    outputTokens: totals.reduce((n, t) => n + t.outputTokens, 0),
+    costUsd: totals.reduce((n, t) => n + t.costUsd, 0),
+  };
+}
