@@ -37,7 +37,10 @@ beforeAll(async () => {
     latencyMs: 60,
     // Requests that arrive once the disk is broken answer only after the writer has given up
     // on the store (its retries take ~8 s): they are attempts finishing after the failure.
-    respond: ({ key }) => (broken ? { reply: key, latencyMs: 9_000 } : undefined),
+    // Every reply echoes the request's Authorization header: the fallback file must not hold it.
+    reply: ({ key, headers }) => echo(key, headers.authorization),
+    respond: ({ key, headers }) =>
+      broken ? { reply: echo(key, headers.authorization), latencyMs: 9_000 } : undefined,
   });
 });
 afterAll(async () => {
@@ -47,7 +50,9 @@ afterAll(async () => {
   await mock?.close();
 });
 
-const env = () => ({ MOCK_URL: mock.url, OPENAI_API_KEY: "sk-test" });
+const API_KEY = "sk-test-fallback-0123456789abcdef";
+const env = () => ({ MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY });
+const echo = (key: string, auth: string | undefined) => `${key} (you sent ${auth})`;
 const sampleOf = (question: string) => `q${question.split(" ")[1]!.padStart(3, "0")}`;
 const keysIn = (db: string) => rawAttempts(db).map((a) => a.sample_id);
 
@@ -90,7 +95,10 @@ function fallbackFile(result: CliResult, db: string, fallbackDir: string): strin
 
 /** Imports the fallback file, resumes, and checks no key was bought twice. */
 async function restoreAndResume(db: string, runId: string, fallback: string, failed: CliResult) {
-  const lines = readFileSync(fallback, "utf8")
+  const text = readFileSync(fallback, "utf8");
+  expect(text).not.toContain(API_KEY);
+  expect(text).toContain("you sent Bearer [redacted]");
+  const lines = text
     .trim()
     .split("\n")
     .map((l) => JSON.parse(l) as { runId: string; sampleId: string });
