@@ -20,6 +20,7 @@ import {
   notInSnapshot,
   runNotFound,
 } from "./checks.js";
+import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
 import {
@@ -361,13 +362,20 @@ class SqliteStore implements Store {
     return countsOf(run, this.s.countKeys.get({ runId: run.id, epochs: run.config.epochs }));
   }
 
+  /** Why a statement gave up waiting for the write lock (see `busyMessage`). */
+  private busy(): string {
+    const timeoutMs = Number(this.db.pragma("busy_timeout", { simple: true }));
+    return busyMessage(this.location, timeoutMs);
+  }
+
   /** Driver failures (busy, disk full, closed) become E_STORE, which the engine may retry. */
   private guard<T>(fn: () => T): T {
     try {
       return fn();
     } catch (cause) {
       if (isStetError(cause)) throw cause;
-      throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
+      const why = isBusy(cause) ? this.busy() : messageOf(cause);
+      throw new StetError("E_STORE", `store ${this.location}: ${why}`, { cause });
     }
   }
 }
