@@ -10,9 +10,10 @@ import { formatCount, table } from "../render/format.js";
  */
 export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store);
+  const stale = staleLimit();
+  const store = await openStore(flags.store, stale);
   try {
-    const runs = await listRuns(store, {}, { ...staleLimit(), recover: true });
+    const runs = await listRuns(store, {}, { ...stale, recover: true });
     const rows = runs.map(({ run, counts }) => ({
       id: run.id,
       eval: run.evalName,
