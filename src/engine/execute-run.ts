@@ -9,7 +9,7 @@ import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
-import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
+import { heartbeatInterval } from "./owner.js";
 import { summarizePlan } from "./report.js";
 
 /** Options shared by starting and resuming a run. */
@@ -113,7 +113,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     store,
     runId: run.id,
     token: owner.token,
-    intervalMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    intervalMs: heartbeatInterval(options),
     onLost: () => stop("ownership-lost", true, "taken over by another process"),
     onCancel: (request) => stopGracefully("cancel", `cancelled (${request})`),
   });

@@ -166,6 +166,14 @@ describe("SQLite store", () => {
     expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(31_000);
   });
 
+  it("ages a heartbeat stamped ahead of its clock (a clock moved back) below zero", async () => {
+    let now = Date.parse("2025-06-01T12:00:00.000Z");
+    const store = track(openSqliteStore(path, { now: () => now }));
+    const { run } = await newRun(store);
+    now -= 3_600_000;
+    expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(-3_600_000);
+  });
+
   it("names the stopped process that holds its write lock when a write gives up waiting", async () => {
     const store = track(openSqliteStore(path, { busyTimeoutMs: 200 }));
     const { run, owner: me } = await newRun(store);
