@@ -14,7 +14,7 @@ export type StetErrorCode =
   | "E_EVAL_NOT_FOUND" // no eval known for a run: pass --eval (exit 2)
   | "E_NOTHING_TO_RESUME"
   | "E_CHANGED_SAMPLES" // dataset rows changed since the run started (exit 1)
-  | "E_FENCED" // a write by an owner that lost the run (exit 1)
+  | "E_FENCED" // a write by an owner that lost the run: another took it over (exit 5)
   | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt
   | "E_STORE" // the store failed (exit 1)
   | "E_STORE_UNWRITABLE" // the store stayed unwritable; attempts went to the fallback file

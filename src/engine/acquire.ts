@@ -71,3 +71,22 @@ export function describeOwner(run: Run): string {
   if (!run.owner) return "nobody";
   return `pid ${run.owner.pid} on ${run.owner.host}, heartbeat ${describeAge(run.owner.heartbeatAgeMs, 1)}`;
 }
+
+/**
+ * The `E_FENCED` error of an owner that lost its run: who has it now (or how it ended), and why
+ * that happens, for the process that stopped on it.
+ *
+ * @example throw await takenOver(store, "r_abc");
+ */
+export async function takenOver(store: Pick<Store, "getRun">, runId: string): Promise<StetError> {
+  const now = await store.getRun(runId).catch(() => undefined);
+  const by = now?.owner ? `by ${describeOwner(now)}` : "by another process";
+  const state = now && !now.owner ? `; the run is ${now.status} now` : "";
+  return new StetError(
+    "E_FENCED",
+    `run ${runId} was taken over ${by}: this process had not heartbeated for longer than the ` +
+      `stale limit (stopped, suspended or stalled), so it was presumed dead. It stopped and wrote ` +
+      `nothing more${state}.`,
+    { details: { owner: now?.owner ?? null } },
+  );
+}

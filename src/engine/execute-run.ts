@@ -5,6 +5,7 @@ import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
 import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
+import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { startHeartbeat } from "./heartbeat.js";
@@ -222,12 +223,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     options.abortSignal?.removeEventListener("abort", onAbortSignal);
   }
 
-  if (stopReason === "ownership-lost") {
-    throw new StetError(
-      "E_FENCED",
-      `run ${run.id} was taken over by another process; this one stopped`,
-    );
-  }
+  if (stopReason === "ownership-lost") throw await takenOver(store, run.id);
   const end = { isNow, fingerprintOf: fingerprintIndex(plan, indexOf), startedAt: t0 };
   if (writer.failure) {
     const note = writer.failure.message;
