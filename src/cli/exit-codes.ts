@@ -32,7 +32,10 @@ export function exitCodeForError(code: StetErrorCode): number {
     case "E_USAGE":
     case "E_EVAL_NOT_FOUND":
       return EXIT.usage;
+    // E_FENCED: another process took the run over from this one (which had stopped heartbeating),
+    // so the run is owned by a live process, as for a refused resume.
     case "E_RUN_ACTIVE":
+    case "E_FENCED":
       return EXIT.runActive;
     // The run is interrupted (resumable), but nothing will resume it until the endpoint is fixed.
     case "E_ENDPOINT":

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
+import { DEFAULT_STALE_MS } from "../runs/stale-limit.js";
 import { openSqliteStore } from "../store/sqlite.js";
 import type { Store } from "../store/types.js";
 import { isPostgresUrl, storeLocation } from "./store-location.js";
@@ -10,22 +11,40 @@ export { isPostgresUrl, storeLocation } from "./store-location.js";
  * Opens the store the user selected (`storeLocation`, which refuses an empty location or a URL
  * that is not PostgreSQL's). The composition root: the only place that picks an adapter.
  * A `postgres://` URL may name the schema for stet's tables with `?schema=name`; the PostgreSQL
- * driver loads only for such a URL. Commands that only read pass `create: false`: then a missing
- * or empty SQLite file, or a database without stet's tables, is refused instead of made a store.
+ * driver loads only for such a URL; its sessions are ended by the server after half the stale
+ * limit (1–10 s) idle inside a transaction, so a frozen process never holds a run's row lock
+ * until a takeover. Commands that only read pass `create: false`: then a missing or empty
+ * SQLite file, or a database without stet's tables, is refused instead of made a store.
  */
 export async function openStore(
   flag: string | undefined,
-  options: { create?: boolean } = {},
+  options: { create?: boolean; staleMs?: number } = {},
 ): Promise<Store> {
   const location = storeLocation(flag);
   const create = options.create ?? true;
   if (isPostgresUrl(location)) {
     const { openPostgresStore } = await import("../store/postgres.js");
     const { url, schema } = splitSchema(location);
-    return openPostgresStore(url, { ...(schema === undefined ? {} : { schema }), create });
+    const idleInTransactionTimeoutMs = idleInTransactionLimit(options.staleMs ?? DEFAULT_STALE_MS);
+    return openPostgresStore(url, {
+      idleInTransactionTimeoutMs,
+      create,
+      ...(schema === undefined ? {} : { schema }),
+    });
   }
   // The adapter's errors name the file (resolved, so it can be found whatever the cwd).
   return openSqliteStore(resolve(location), { create });
+}
+
+/**
+ * How long a PostgreSQL session of stet's may sit idle inside a transaction: half the stale
+ * limit, between 1 s and 10 s. Its own transactions take milliseconds; a session idle longer is
+ * a frozen or stalled process, and a takeover comes only after the full stale limit.
+ *
+ * @example idleInTransactionLimit(30_000) // 10_000
+ */
+export function idleInTransactionLimit(staleMs: number): number {
+  return Math.min(10_000, Math.max(1_000, Math.floor(staleMs / 2)));
 }
 
 /**

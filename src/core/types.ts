@@ -138,7 +138,10 @@ export interface OwnerIdentity {
 
 export interface Owner extends OwnerIdentity {
   heartbeatAt: string;
-  /** Age of the heartbeat by the store's clock, in milliseconds. */
+  /**
+   * Age of the heartbeat by the store's clock, in milliseconds; negative when the heartbeat was
+   * stamped ahead of that clock (it, or the owner's, moved back).
+   */
   heartbeatAgeMs: number;
 }
 

@@ -1,12 +1,14 @@
 import { StetError } from "../core/errors.js";
 import type { OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
-import { ownerLiveness } from "./owner.js";
+import { describeAge, judgeOwner, ownerLiveness } from "./owner.js";
 
 /**
  * Takes ownership of an existing run, or throws `E_RUN_ACTIVE` naming the live owner. The claim
  * is the store's compare-and-set on the owner token we judged dead, so of any number of
- * concurrent claimants exactly one wins; the losers see `E_RUN_ACTIVE` too.
+ * concurrent claimants exactly one wins; the losers see `E_RUN_ACTIVE` too. `run` is the run as
+ * the caller read it and judged it with `takeoverRefusal`; this checks that reading once more
+ * (`claimRefusal`) without watching again.
  *
  * @example await acquireRun(store, run, newOwnerIdentity(), { staleMs: 30_000 });
  */
@@ -28,20 +30,63 @@ export async function acquireRun(
 }
 
 /**
- * The `E_RUN_ACTIVE` error naming the run's live owner, or undefined when nobody (alive) owns it.
+ * The `E_RUN_ACTIVE` error naming the run's live owner, or undefined when nobody (alive) owns it,
+ * judged from this one reading: what a claim checks again just before its compare-and-set.
  *
- * @example const active = claimRefusal(run, { staleMs: 30_000 }); if (active) return refuse(active);
+ * @example const active = claimRefusal(run, { staleMs: 30_000 }); if (active) throw active;
  */
 export function claimRefusal(run: Run, options: { staleMs?: number } = {}): StetError | undefined {
   if (!run.owner || !ownerLiveness(run.owner, options).alive) return undefined;
-  return new StetError("E_RUN_ACTIVE", `run ${run.id} is being executed by ${describeOwner(run)}`, {
-    details: { owner: run.owner },
-  });
+  return activeError(run);
+}
+
+/**
+ * Like `claimRefusal`, for the decision to take a run over: an owner presumed dead by its
+ * heartbeat's wall-clock age alone is watched first (`judgeOwner`), so a clock that jumped
+ * neither hands a live owner's run to a second one nor strands a dead owner's.
+ *
+ * @example const active = await takeoverRefusal(store, run, { staleMs: 30_000 });
+ */
+export async function takeoverRefusal(
+  store: Pick<Store, "getRun">,
+  run: Run,
+  options: { staleMs?: number; heartbeatMs?: number } = {},
+): Promise<StetError | undefined> {
+  if (!run.owner) return undefined;
+  const liveness = await judgeOwner(store, { ...run, owner: run.owner }, options);
+  if (!liveness.alive) return undefined;
+  return activeError(run, liveness.watched ? ` (${liveness.reason})` : "");
+}
+
+function activeError(run: Run, why = ""): StetError {
+  return new StetError(
+    "E_RUN_ACTIVE",
+    `run ${run.id} is being executed by ${describeOwner(run)}${why}`,
+    { details: { owner: run.owner } },
+  );
 }
 
 /** "pid 4242 on host#1a2b, heartbeat 1.2s ago" */
 export function describeOwner(run: Run): string {
   if (!run.owner) return "nobody";
-  const age = (run.owner.heartbeatAgeMs / 1000).toFixed(1);
-  return `pid ${run.owner.pid} on ${run.owner.host}, heartbeat ${age}s ago`;
+  return `pid ${run.owner.pid} on ${run.owner.host}, heartbeat ${describeAge(run.owner.heartbeatAgeMs, 1)}`;
+}
+
+/**
+ * The `E_FENCED` error of an owner that lost its run: who has it now (or how it ended), and why
+ * that happens, for the process that stopped on it.
+ *
+ * @example throw await takenOver(store, "r_abc");
+ */
+export async function takenOver(store: Pick<Store, "getRun">, runId: string): Promise<StetError> {
+  const now = await store.getRun(runId).catch(() => undefined);
+  const by = now?.owner ? `by ${describeOwner(now)}` : "by another process";
+  const state = now && !now.owner ? `; the run is ${now.status} now` : "";
+  return new StetError(
+    "E_FENCED",
+    `run ${runId} was taken over ${by}: this process had not heartbeated for longer than the ` +
+      `stale limit (stopped, suspended or stalled), so it was presumed dead. It stopped and wrote ` +
+      `nothing more${state}.`,
+    { details: { owner: now?.owner ?? null } },
+  );
 }

@@ -6,12 +6,13 @@ import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
+import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
-import { DEFAULT_HEARTBEAT_MS } from "./owner.js";
+import { heartbeatInterval } from "./owner.js";
 import { summarizePlan } from "./report.js";
 
 /** Options shared by starting and resuming a run. */
@@ -121,7 +122,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     store,
     runId: run.id,
     token: owner.token,
-    intervalMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    intervalMs: heartbeatInterval(options),
     onLost: () => stop("ownership-lost", true, "taken over by another process"),
     onCancel: (request) => stopGracefully("cancel", `cancelled (${request})`),
   });
@@ -236,12 +237,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     options.abortSignal?.removeEventListener("abort", onAbortSignal);
   }
 
-  if (stopReason === "ownership-lost") {
-    throw new StetError(
-      "E_FENCED",
-      `run ${run.id} was taken over by another process; this one stopped`,
-    );
-  }
+  if (stopReason === "ownership-lost") throw await takenOver(store, run.id);
   const end = { isNow, fingerprintOf: fingerprintIndex(plan, indexOf), startedAt: t0 };
   if (writer.failure) {
     const note = writer.failure.message;

@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { Key, Run, RunStatus } from "../core/types.js";
-import { acquireRun, claimRefusal } from "../engine/acquire.js";
+import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { planImport, type ImportPlan } from "../evalport/plan-import.js";
 import {
@@ -67,7 +67,7 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
       `${file.path} holds attempts of run ${file.runId}, not of ${runId}; nothing was imported`,
     );
   }
-  const active = claimRefusal(run, options);
+  const active = await takeoverRefusal(store, run, options);
   if (active) throw active;
   const planned = await plan(store, run, file);
   if (planned.drafts.length === 0) {

@@ -40,10 +40,14 @@ export async function readRun(
   options: ReadOptions = {},
 ): Promise<RunState> {
   let stored = await requireRun(store, runId);
-  if (options.recover && (await recoverRun(store, stored, options))?.outcome === "recovered") {
-    stored = await requireRun(store, runId);
+  const recovery = options.recover ? await recoverRun(store, stored, options) : undefined;
+  if (recovery?.outcome === "recovered") stored = await requireRun(store, runId);
+  let { run, owner, orphaned } = runAsRead(stored, options);
+  // Watched by the recovery and found beating (a clock jumped): alive, whatever its age says.
+  if (recovery?.outcome === "alive" && owner && !owner.alive) {
+    ({ run, orphaned } = { run: stored, orphaned: false });
+    owner = { ...owner, alive: true, reason: recovery.reason };
   }
-  const { run, owner, orphaned } = runAsRead(stored, options);
   return { run, owner, orphaned, report: await storedReport(store, run) };
 }
 

@@ -1,6 +1,6 @@
 import type { Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
-import { ownerLiveness } from "../engine/owner.js";
+import { judgeOwner } from "../engine/owner.js";
 
 export interface RecoveredRun {
   runId: string;
@@ -20,8 +20,10 @@ export interface RecoveryResult {
 /**
  * Orphan recovery, shared by every process that opens a store (server boot and sweeps, `stet
  * list` and `stet show` on read): each run marked running whose owner is dead (same host: its
- * pid is gone; another host: its heartbeat is older than `staleMs`) becomes `interrupted` with a
- * note, and so resumable. Live owners are never touched.
+ * pid is gone; otherwise: its heartbeat is older than `staleMs`, or as far in the future, and did
+ * not move while watched, see `judgeOwner`) becomes `interrupted` with a note, and so resumable.
+ * Live owners are never touched. The runs are judged at once, so watching several takes the
+ * time of one.
  *
  * @example
  * const { recovered } = await recoverOrphans(store, { staleMs: 30_000 });
@@ -34,8 +36,9 @@ export async function recoverOrphans(
   const result: RecoveryResult = { recovered: [], alive: [], skipped: [] };
   // One unpaged read: paging by offset while runs leave the "running" set would skip some.
   const running = await store.listRuns({ status: "running" });
-  for (const { run } of running) {
-    const recovery = await recoverRun(store, run, options);
+  const recoveries = await Promise.all(running.map(({ run }) => recoverRun(store, run, options)));
+  for (const [i, recovery] of recoveries.entries()) {
+    const run = running[i]!.run;
     if (recovery === undefined) continue;
     if (recovery.outcome === "recovered") {
       result.recovered.push({ runId: run.id, reason: recovery.reason });
@@ -46,6 +49,8 @@ export async function recoverOrphans(
 
 export interface RecoveryOptions {
   staleMs?: number;
+  /** The owners' heartbeat interval, if not the one `staleMs` implies (`heartbeatInterval`). */
+  heartbeatMs?: number;
   now?: () => Date;
   /** What the note says after the owner's death (default: `recovered at <time>`). */
   because?: string;
@@ -69,7 +74,7 @@ export async function recoverRun(
   options: RecoveryOptions = {},
 ): Promise<Recovery | undefined> {
   if (run.status !== "running" || !run.owner) return undefined;
-  const liveness = ownerLiveness(run.owner, options);
+  const liveness = await judgeOwner(store, { ...run, owner: run.owner }, options);
   if (liveness.alive) return { outcome: "alive", reason: liveness.reason };
   const because =
     options.because ?? `recovered at ${(options.now ?? (() => new Date()))().toISOString()}`;

@@ -3,7 +3,7 @@ import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Run, SampleRecord } from "../core/types.js";
-import { acquireRun, claimRefusal } from "../engine/acquire.js";
+import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
@@ -68,7 +68,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const { store, runId } = options;
   const run = await store.getRun(runId);
   if (!run) return refuse({ reason: "run-not-found", error: unknownRun(store, runId) });
-  const active = claimRefusal(run, options);
+  const active = await takeoverRefusal(store, run, options);
   if (active) return refuse({ reason: "run-active", error: active });
 
   const ev = options.eval ?? (await findEval(run, options));

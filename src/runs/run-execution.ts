@@ -8,6 +8,7 @@ import {
   type Execution,
   type StopCause,
 } from "../engine/execute-run.js";
+import { takenOver } from "../engine/acquire.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
@@ -46,10 +47,7 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
   assertTransition("running", status);
   const note = status === "interrupted" ? end.stopped?.note : undefined;
   if (!(await store.releaseRun(run.id, owner.token, status, note))) {
-    throw new StetError(
-      "E_FENCED",
-      `run ${run.id} was taken over by another process before it finished`,
-    );
+    throw await takenOver(store, run.id);
   }
   const misconfiguration = end.stopped?.misconfiguration;
   if (misconfiguration && status !== "completed") {

@@ -106,6 +106,30 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect((await racers[0]!.getRun("race"))?.owner?.token).toBe(winner.token);
   });
 
+  it("gives up a claim on a row another session keeps locked, after lock_timeout, saying why", async () => {
+    const name = schema();
+    const { owner: dead } = await newRun(open(name), { id: "locked" });
+    const holder = pool(name);
+    const tx = await holder.connect();
+    cleanups.push(async () => tx.release());
+    await tx.query("BEGIN");
+    await tx.query("SELECT 1 FROM runs WHERE id = 'locked' FOR UPDATE");
+    const store = openPostgresStore(TEST_POSTGRES_URL, {
+      schema: name,
+      idleInTransactionTimeoutMs: 1_000,
+      lockTimeoutMs: 300,
+    });
+    cleanups.push(() => store.close());
+    await expect(store.claimRun("locked", owner("taker"), dead.token)).rejects.toMatchObject({
+      code: "E_STORE",
+      message: expect.stringMatching(
+        /another session held a lock this statement needs for over 0\.3s \(lock_timeout\).*ended after 1s idle in a transaction/,
+      ),
+    });
+    await tx.query("ROLLBACK");
+    expect(await store.claimRun("locked", owner("taker"), dead.token)).toBe(true);
+  });
+
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {
     const name = schema();
     const store = open(name);

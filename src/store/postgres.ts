@@ -68,9 +68,28 @@ export interface PostgresStoreOptions {
    * with `E_STORE` instead of having them created. Default true.
    */
   create?: boolean;
+  /**
+   * How long one of the store's sessions may sit idle inside a transaction before the server
+   * ends it, rolling it back and releasing its locks: a process frozen (SIGSTOP, a suspended VM)
+   * between two statements of a write must not hold the run's row lock past the stale limit, or
+   * the takeover would wait on it. Keep it below the stale limit. Default 10 s.
+   */
+  idleInTransactionTimeoutMs?: number;
+  /**
+   * How long a statement waits for a lock before it fails (`E_STORE`, naming the wait), so no
+   * claim, recovery or write waits forever on a session that holds one. Default: the idle
+   * timeout + 5 s, by when a frozen session of stet's has been ended.
+   */
+  lockTimeoutMs?: number;
 }
 
+/** A session idle inside a transaction this long is ended by the server (see the option). */
+export const DEFAULT_IDLE_IN_TRANSACTION_MS = 10_000;
+
 type DbRun = RunRow & { db_now_ms: number };
+
+/** SQLSTATE 55P03: a lock wait ran out (lock_timeout). */
+const LOCK_NOT_AVAILABLE = "55P03";
 
 /**
  * A store in a PostgreSQL database, shared by every process and machine that connects to it:
@@ -90,10 +109,15 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
       `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _`,
     );
   }
+  const idleMs = options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS;
+  const lockMs = options.lockTimeoutMs ?? idleMs + 5_000;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.maxConnections ?? 4,
     application_name: options.applicationName ?? "stet",
+    // Session settings sent when each connection starts (a URL parameter of the same name wins).
+    idle_in_transaction_session_timeout: idleMs,
+    lock_timeout: lockMs,
     ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
   });
   // An idle connection that the server drops emits here; the next query opens a new one.
@@ -102,7 +126,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     pool,
     `${redactPassword(url)}${schema === undefined ? "" : ` (schema ${schema})`}`,
     options.fallbackDir ?? resolve(".stet"),
-    schema,
+    { schema, idleMs, lockMs },
     urlSecrets(url),
     options.create ?? true,
   );
@@ -115,7 +139,7 @@ class PostgresStore implements Store {
     private readonly pool: pg.Pool,
     readonly location: string,
     readonly fallbackDir: string,
-    private readonly schema: string | undefined,
+    private readonly session: { schema: string | undefined; idleMs: number; lockMs: number },
     readonly secrets: readonly Secret[],
     private readonly create: boolean,
   ) {}
@@ -390,7 +414,7 @@ class PostgresStore implements Store {
       return await fn();
     } catch (cause) {
       if (isStetError(cause)) throw cause;
-      throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
+      throw new StetError("E_STORE", `store ${this.location}: ${this.explain(cause)}`, { cause });
     }
   }
 
@@ -410,7 +434,20 @@ class PostgresStore implements Store {
         );
       }
     }
-    await migratePostgres(this.pool, this.schema === undefined ? {} : { schema: this.schema });
+    const { schema } = this.session;
+    await migratePostgres(this.pool, schema === undefined ? {} : { schema });
+  }
+
+  /** The driver's message, and for a lock that stayed held (lock_timeout), who may hold it. */
+  private explain(cause: unknown): string {
+    if ((cause as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) return messageOf(cause);
+    const { idleMs, lockMs } = this.session;
+    return (
+      `another session held a lock this statement needs for over ${lockMs / 1000}s ` +
+      `(lock_timeout), e.g. a process frozen or hung inside a transaction. stet's own sessions ` +
+      `are ended after ${idleMs / 1000}s idle in a transaction; pg_stat_activity shows the ` +
+      `holder (pg_terminate_backend ends it). Try again`
+    );
   }
 }
 

@@ -108,7 +108,8 @@ export function toRun(row: RunRow, nowMs: number): Run {
             pid: row.owner_pid ?? 0,
             token: row.owner_token,
             heartbeatAt: new Date(row.heartbeat_at).toISOString(),
-            heartbeatAgeMs: Math.max(0, nowMs - row.heartbeat_at),
+            // Signed: a heartbeat stamped ahead of this clock (a clock moved back) reads negative.
+            heartbeatAgeMs: nowMs - row.heartbeat_at,
           }
         : null,
     note: row.note,

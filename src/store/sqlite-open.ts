@@ -5,6 +5,7 @@ import { StetError, isStetError } from "../core/errors.js";
 import { migrateSqlite } from "./migrate-sqlite.js";
 import { messageOf } from "./rows.js";
 import { checkHeader, checkTables, corruptStore, isCorruption, notAStore } from "./sqlite-file.js";
+import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
 
 export interface OpenSqliteOptions {
@@ -53,16 +54,10 @@ export function openSqliteDatabase(path: string, options: OpenSqliteOptions): Sq
         sleepSync(Math.min(10 * tries, 100) * (0.5 + Math.random()));
         continue;
       }
-      throw new StetError("E_STORE", `cannot open the store ${path}: ${messageOf(cause)}`, {
-        cause,
-      });
+      const why = isBusy(cause) ? busyMessage(path, busyTimeoutMs) : messageOf(cause);
+      throw new StetError("E_STORE", `cannot open the store ${path}: ${why}`, { cause });
     }
   }
-}
-
-function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
 }
 
 /** Blocks the thread for `ms`: opening a store is synchronous, and this is only its retry pause. */

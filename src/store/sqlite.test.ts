@@ -1,16 +1,18 @@
 import Database from "better-sqlite3";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { until } from "../../test/helpers/wait.js";
 import { describeStoreContract } from "./contract.js";
 import { draft, fingerprintOf, newRun, owner, sampleRecords } from "./contract/fixtures.js";
 import { migrateSqlite } from "./migrate-sqlite.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import { openSqliteStore } from "./sqlite.js";
+import { processState, writeLockHolder } from "./sqlite-lock-holder.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
 import type { Store } from "./types.js";
 
@@ -162,6 +164,47 @@ describe("SQLite store", () => {
     expect(run.owner).toMatchObject({ heartbeatAt: "2025-06-01T12:00:00.000Z", heartbeatAgeMs: 0 });
     now += 31_000;
     expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(31_000);
+  });
+
+  it("ages a heartbeat stamped ahead of its clock (a clock moved back) below zero", async () => {
+    let now = Date.parse("2025-06-01T12:00:00.000Z");
+    const store = track(openSqliteStore(path, { now: () => now }));
+    const { run } = await newRun(store);
+    now -= 3_600_000;
+    expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(-3_600_000);
+  });
+
+  it("names the stopped process that holds its write lock when a write gives up waiting", async () => {
+    const store = track(openSqliteStore(path, { busyTimeoutMs: 200 }));
+    const { run, owner: me } = await newRun(store);
+    // Another process takes the write lock and freezes (SIGSTOP) inside its transaction.
+    const holder = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const db = new (require("better-sqlite3"))(${JSON.stringify(path)});
+         db.exec("BEGIN IMMEDIATE");
+         process.kill(process.pid, "SIGSTOP");`,
+      ],
+      { stdio: "ignore" },
+    );
+    onTestFinished(() => {
+      holder.kill("SIGKILL");
+      holder.kill("SIGCONT");
+    });
+    await until(() => processState(holder.pid!) === "T", "the lock holder to stop");
+    expect(writeLockHolder(path)).toBe(holder.pid);
+
+    const write = store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    await expect(write).rejects.toMatchObject({
+      code: "E_STORE",
+      message:
+        `store ${path}: the database is locked: pid ${holder.pid} holds its write lock and is ` +
+        `stopped (state T: SIGSTOP, Ctrl-Z or a debugger); nothing can write to this store until ` +
+        `it continues (kill -CONT ${holder.pid}) or ends; gave up after 0.2s (busy timeout)`,
+    });
+    // Reads go on: WAL readers do not wait for the writer.
+    expect(await store.countKeys(run.id)).toMatchObject({ scored: 0 });
   });
 
   it("names a corrupt JSON column instead of returning a cast value", async () => {

@@ -21,6 +21,7 @@ import {
   runNotFound,
 } from "./checks.js";
 import { corruptStore, isCorruption } from "./sqlite-file.js";
+import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
 import {
@@ -367,6 +368,12 @@ class SqliteStore implements Store {
     return countsOf(run, this.s.countKeys.get({ runId: run.id, epochs: run.config.epochs }));
   }
 
+  /** Why a statement gave up waiting for the write lock (see `busyMessage`). */
+  private busy(): string {
+    const timeoutMs = Number(this.db.pragma("busy_timeout", { simple: true }));
+    return busyMessage(this.location, timeoutMs);
+  }
+
   /** Driver failures (busy, disk full, closed) become E_STORE, which the engine may retry. */
   private guard<T>(fn: () => T): T {
     try {
@@ -375,7 +382,8 @@ class SqliteStore implements Store {
       if (isStetError(cause)) throw cause;
       if (isCorruption(cause))
         throw corruptStore(this.location, messageOf(cause), { cause, opening: false });
-      throw new StetError("E_STORE", `store ${this.location}: ${messageOf(cause)}`, { cause });
+      const why = isBusy(cause) ? this.busy() : messageOf(cause);
+      throw new StetError("E_STORE", `store ${this.location}: ${why}`, { cause });
     }
   }
 }

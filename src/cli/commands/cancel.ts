@@ -19,13 +19,14 @@ export interface CancelFlags {
  */
 export async function cancelCommand(runId: string, flags: CancelFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store);
+  const stale = staleLimit();
+  const store = await openStore(flags.store, stale);
   try {
     const waitMs = flags.wait ?? 60_000;
     const result = await cancelRun({
       store,
       runId,
-      ...staleLimit(),
+      ...stale,
       ...(waitMs > 0 ? { waitMs } : {}),
     });
     const { run } = result;

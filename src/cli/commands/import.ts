@@ -21,14 +21,15 @@ export interface ImportFlags {
  */
 export async function importCommand(file: string, flags: ImportFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store);
+  const stale = staleLimit();
+  const store = await openStore(flags.store, stale);
   try {
     const report = await importResults({
       store,
       runId: flags.into,
       file,
       ...(flags.sha256 === undefined ? {} : { sha256: flags.sha256 }),
-      ...staleLimit(),
+      ...stale,
     });
     if (flags.json) {
       io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

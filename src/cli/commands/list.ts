@@ -12,7 +12,8 @@ import { formatCount, table } from "../render/format.js";
  */
 export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store, { create: false }).catch((error: unknown) => {
+  const stale = staleLimit();
+  const store = await openStore(flags.store, { create: false, ...stale }).catch((error: unknown) => {
     // A project where nothing has run yet: no runs to list, and no store made to say so.
     if (isStetError(error, "E_STORE") && error.details?.state === "missing") return null;
     throw error;
@@ -23,7 +24,7 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
     return 0;
   }
   try {
-    const runs = await listRuns(store, {}, { ...staleLimit(), recover: true });
+    const runs = await listRuns(store, {}, { ...stale, recover: true });
     const rows = runs.map(({ run, counts }) => ({
       id: run.id,
       eval: run.evalName,

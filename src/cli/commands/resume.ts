@@ -26,7 +26,7 @@ export interface ResumeFlags {
 export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  const store = await openStore(flags.store);
+  const store = await openStore(flags.store, stale);
   try {
     const planning = await planResume({
       store,

@@ -40,7 +40,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     output: flags.output,
   });
   await prepareRunOutput(flags.output, "--output");
-  const store = await openStore(flags.store);
+  const store = await openStore(flags.store, stale);
   try {
     return await withRunOutput(store, io, flags.output, (tee) =>
       runWithUi(io, uiOptions(flags), (controls) =>

@@ -27,7 +27,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const redact = createRedactor([...secrets, ...(token ? [token] : [])]);
   const log = (line: string) => void process.stderr.write(`${redact(line)}\n`);
 
-  const store = await openStore(flags.store);
+  const stale = staleLimit();
+  const store = await openStore(flags.store, stale);
   try {
     const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
     for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
@@ -38,7 +39,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
       evals,
       secrets,
       log,
-      ...staleLimit(),
+      ...stale,
       ...(token ? { token } : {}),
     });
     process.stdout.write(

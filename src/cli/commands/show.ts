@@ -15,9 +15,10 @@ export async function showCommand(
   flags: { store?: string; json?: boolean },
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
-  const store = await openStore(flags.store, { create: false });
+  const stale = staleLimit();
+  const store = await openStore(flags.store, { create: false, ...stale });
   try {
-    const { run, owner, report } = await readRun(store, runId, { ...staleLimit(), recover: true });
+    const { run, owner, report } = await readRun(store, runId, { ...stale, recover: true });
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
       const { config, createdAt, updatedAt, note } = run;
