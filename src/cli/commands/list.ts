@@ -13,11 +13,13 @@ import { formatCount, table } from "../render/format.js";
 export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  const store = await openStore(flags.store, { create: false, ...stale }).catch((error: unknown) => {
-    // A project where nothing has run yet: no runs to list, and no store made to say so.
-    if (isStetError(error, "E_STORE") && error.details?.state === "missing") return null;
-    throw error;
-  });
+  const store = await openStore(flags.store, { create: false, ...stale }).catch(
+    (error: unknown) => {
+      // A project where nothing has run yet: no runs to list, and no store made to say so.
+      if (isStetError(error, "E_STORE") && error.details?.state === "missing") return null;
+      throw error;
+    },
+  );
   if (store === null) {
     if (flags.json) io.stdout.write("[]\n");
     else io.say(`no runs in ${storeLocation(flags.store)} (no store there yet)`);
