@@ -114,3 +114,26 @@ function base64(value: string): string {
   const bytes = new TextEncoder().encode(value);
   return btoa(String.fromCharCode(...bytes));
 }
+
+/** Keys whose string values are credentials; `…Env` keys hold the *name* of a variable instead. */
+const SECRET_KEY = /(api[-_]?key|secret|passw(or)?d|token|authorization|credential|cookie)$/i;
+
+/**
+ * A run configuration with the string values under credential-like keys (`apiKey`,
+ * `authorization`, …) replaced. The engine records only variable names (`apiKeyEnv`), but a
+ * custom solver's `describe()` is user code.
+ *
+ * @example redactConfig({ solver: { apiKey: "sk-1", apiKeyEnv: "OPENAI_API_KEY" } })
+ * // { solver: { apiKey: "[redacted]", apiKeyEnv: "OPENAI_API_KEY" } }
+ */
+export function redactConfig<T>(value: T): T {
+  const walk = (v: unknown, key: string): unknown => {
+    if (typeof v === "string") return SECRET_KEY.test(key) ? REDACTED : v;
+    if (Array.isArray(v)) return v.map((item) => walk(item, key));
+    if (v !== null && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]));
+    }
+    return v;
+  };
+  return walk(value, "") as T;
+}

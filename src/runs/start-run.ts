@@ -1,3 +1,4 @@
+import { createSecretRedactor, redactConfig } from "../core/secrets.js";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { EngineEval, SolverFn } from "../core/eval.js";
@@ -12,6 +13,7 @@ import { resolveEval } from "../eval/resolve-eval.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { runExecution } from "./run-execution.js";
+import { runSecrets } from "./run-secrets.js";
 
 /** A new run's eval and what it records, everything but how it executes. */
 export interface RunDefinition {
@@ -46,7 +48,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
   const owner = newOwnerIdentity();
   const run = await store.createRun({
     id: options.runId ?? newRunId(),
-    config: runConfig(options),
+    config: recordedConfig(options),
     samples: [...ev.samples],
     owner,
   });
@@ -135,6 +137,21 @@ async function seedRun(store: Store, runId: string, token: string, seed: Attempt
     await store.releaseRun(runId, token, "interrupted", "seeding the run failed").catch(() => {});
     throw error;
   }
+}
+
+/**
+ * The configuration as stored: credential-like keys of the solver's description replaced, and
+ * every known secret (see runSecrets) anywhere in it, so a custom `describe()` that returns a
+ * key does not put it in the store.
+ */
+function recordedConfig(options: RunEvalOptions): RunConfig {
+  const secrets = [
+    ...runSecrets(options.store, options.secrets),
+    ...(options.eval.solver.secrets?.() ?? []),
+  ];
+  const config = redactConfig(runConfig(options));
+  return createSecretRedactor(secrets).json(config as unknown as Json)
+    .value as unknown as RunConfig;
 }
 
 function describeSolver(solver: SolverFn): Record<string, Json> {

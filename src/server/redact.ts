@@ -1,9 +1,11 @@
-import { createSecretRedactor, namedSecretsFromEnv, REDACTED } from "../core/secrets.js";
+import {
+  createSecretRedactor,
+  namedSecretsFromEnv,
+  REDACTED,
+  redactConfig,
+} from "../core/secrets.js";
 
 export { REDACTED };
-
-/** Keys whose string values are credentials; `…Env` keys hold the *name* of a variable instead. */
-const SECRET_KEY = /(api[-_]?key|secret|passw(or)?d|token|authorization|credential|cookie)$/i;
 
 /**
  * The values of environment variables that look like credentials (`OPENAI_API_KEY`,
@@ -27,22 +29,4 @@ export function createRedactor(secrets: readonly string[]): <T>(value: T) => T {
   return <T>(value: T) => (redactor.empty ? value : (redactor.json(value as never).value as T));
 }
 
-/**
- * A run configuration for display: string values under credential-like keys (`apiKey`,
- * `authorization`, …) are replaced. The engine records only variable names (`apiKeyEnv`), but a
- * custom solver's `describe()` is user code.
- *
- * @example redactConfig({ solver: { apiKey: "sk-1", apiKeyEnv: "OPENAI_API_KEY" } })
- * // { solver: { apiKey: "[redacted]", apiKeyEnv: "OPENAI_API_KEY" } }
- */
-export function redactConfig<T>(value: T): T {
-  const walk = (v: unknown, key: string): unknown => {
-    if (typeof v === "string") return SECRET_KEY.test(key) ? REDACTED : v;
-    if (Array.isArray(v)) return v.map((item) => walk(item, key));
-    if (v !== null && typeof v === "object") {
-      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]));
-    }
-    return v;
-  };
-  return walk(value, "") as T;
-}
+export { redactConfig };

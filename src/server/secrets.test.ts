@@ -113,6 +113,13 @@ describe("secrets", () => {
       },
     ]);
     expect(body.errorsByType).toEqual({ solver: 1 });
+    // Nor did the store get it: the recorded configuration is redacted before it is written.
+    expect(body).toMatchObject({
+      config: { solver: { kind: "custom", apiKey: REDACTED, apiKeyEnv: "MY_KEY" } },
+    });
+    for (const file of readdirSync(t.dir).filter((f) => f.startsWith("stet.db"))) {
+      expect(readFileSync(join(t.dir, file)).includes(SECRET)).toBe(false);
+    }
   });
 });
 

@@ -22,9 +22,10 @@ export async function showCommand(
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
       const { config, createdAt, updatedAt, note } = run;
-      io.stdout.write(
-        `${JSON.stringify({ ...rest, config, owner, createdAt, updatedAt, note }, null, 2)}\n`,
-      );
+      // The fencing token is the owner's own: whoever holds it may write as the owner.
+      const { token: _t, ...shown } = owner ?? { token: "" };
+      const view = { ...rest, config, owner: owner && shown, createdAt, updatedAt, note };
+      io.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       return 0;
     }
     io.say(`run ${run.id} · ${run.evalName} · ${run.status}${run.note ? ` (${run.note})` : ""}`);
