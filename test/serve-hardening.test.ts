@@ -388,3 +388,35 @@ describe("connections", () => {
     );
   });
 });
+
+describe("failed token attempts", () => {
+  const TOKEN = "k".repeat(48);
+
+  it("are limited per client address: the 11th in a minute gets 429 with Retry-After, other clients are unaffected", async () => {
+    const { url } = await start([], { token: TOKEN });
+    const attempt = (token: string, localAddress = "127.0.0.1") =>
+      httpRaw(`${url}/api/runs`, { headers: { authorization: `Bearer ${token}` }, localAddress });
+    for (let i = 0; i < 10; i++) expectError(await attempt(`wrong-${i}`), 401, "unauthorized");
+    const limited = await attempt("wrong-10");
+    expectError(limited, 429, "rate_limited");
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+    expect(Number(limited.headers["retry-after"])).toBeLessThanOrEqual(60);
+    // Even the right token waits, so a guesser learns nothing from guessing faster.
+    expectError(await attempt(TOKEN), 429, "rate_limited");
+    // Another client, with the right token or a wrong one, is answered as usual.
+    expect((await attempt(TOKEN, "127.0.0.2")).status).toBe(200);
+    expectError(await attempt("wrong", "127.0.0.2"), 401, "unauthorized");
+  });
+
+  it("are forgotten after a success, and never keep the UI from loading", async () => {
+    const { url } = await start([], { token: TOKEN });
+    const attempt = (token?: string) =>
+      httpRaw(`${url}/api/runs`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    for (let i = 0; i < 9; i++) expect((await attempt()).status).toBe(401);
+    expect((await attempt(TOKEN)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await attempt("wrong")).status).toBe(401);
+    expect((await attempt()).status).toBe(429);
+    expect((await httpRaw(`${url}/`)).status).toBe(200);
+    expect((await httpRaw(`${url}/ui/app.js`)).status).toBe(200);
+  });
+});

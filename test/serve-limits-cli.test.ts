@@ -91,6 +91,76 @@ describe("stet serve: request bodies", () => {
   });
 });
 
+describe("stet serve: tokens", () => {
+  it("refuses to bind 0.0.0.0 with a 3-character token, naming the rule, not the token", async () => {
+    const db = tmpDb();
+    const token = "Zq9";
+    const result = await runCli(["serve", "--host", "0.0.0.0", "--port", "0", "--store", db], {
+      env: { STET_TOKEN: token },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /STET_TOKEN is 3 characters long; binding 0\.0\.0\.0 needs one of at least 32/,
+    );
+    expect(result.stderr).toMatch(/openssl rand -hex 32/);
+    expect(result.stdout + result.stderr).not.toContain(token);
+    // Refused before the store was opened: nothing was created.
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it("binds 0.0.0.0 with a 32-character token, which every /api request then needs", async () => {
+    const token = "0123456789abcdef0123456789abcdef";
+    const server = await serveProcess(["--host", "0.0.0.0"], { STET_TOKEN: token });
+    expect((await server.fetch("/api/runs")).status).toBe(401);
+    const ok = await server.fetch("/api/runs", { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+  });
+
+  it("accepts a short token on loopback, with a warning", async () => {
+    const server = await serveProcess([], { STET_TOKEN: "short-tok" });
+    expect(server.proc.stderr()).toMatch(/warning: STET_TOKEN is 9 characters long/);
+    expect((await server.fetch("/api/runs")).status).toBe(401);
+    const ok = await server.fetch("/api/runs", { headers: { authorization: "Bearer short-tok" } });
+    expect(ok.status).toBe(200);
+  });
+
+  it("never prints the token, through failed attempts, rate limiting, refusals and shutdown", async () => {
+    const token = "T0k3n-never-printed-" + "q".repeat(24);
+    const server = await serveProcess([], { STET_TOKEN: token });
+    const statuses: number[] = [];
+    const send = async (path: string, init: RequestInit = {}) =>
+      statuses.push((await server.fetch(path, init)).status);
+    for (const wrong of [`${token}x`, token.slice(1), token.toUpperCase(), "Basic", ""]) {
+      await send("/api/runs", { headers: { authorization: `Bearer ${wrong}` } });
+    }
+    const auth = { authorization: `Bearer ${token}` };
+    await send("/api/runs", { headers: auth });
+    await send("/api/runs", {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ eval: token }),
+    });
+    await send("/api/runs/r_nope/resume", { method: "POST", headers: auth });
+    for (let i = 0; i < 12; i++)
+      await send("/api/runs", { headers: { authorization: `Bearer ${i}` } });
+    const [failed, ok, notFound, limited] = [401, 200, 404, 429];
+    expect(statuses).toEqual([
+      ...Array<number>(5).fill(failed),
+      ok,
+      notFound,
+      notFound,
+      ...Array<number>(10).fill(failed),
+      limited,
+      limited,
+    ]);
+    server.proc.child.kill("SIGTERM");
+    const result = await server.proc.done;
+    expect(result.code).toBe(0);
+    expect(result.stdout + result.stderr).not.toContain(token);
+    expect(result.stdout + result.stderr).not.toContain(token.slice(0, 16));
+  });
+});
+
 describe("stet serve: allowed hosts", () => {
   async function status(server: ServeProcess, host: string) {
     return (await httpRaw(`${server.url}/api/runs`, { headers: { host } })).status;

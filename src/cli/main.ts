@@ -93,7 +93,11 @@ export function buildProgram(): Command {
     .command("serve")
     .description("HTTP API over the store: list, start, resume, cancel and follow runs")
     .option("--port <n>", `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`, port)
-    .option("--host <host>", "address to bind; beyond loopback needs STET_TOKEN", "127.0.0.1")
+    .option(
+      "--host <host>",
+      "address to bind; beyond loopback needs STET_TOKEN (32+ characters)",
+      "127.0.0.1",
+    )
     .option("--evals <dir>", "directory of eval files and suites that POST /api/runs may start")
     .option(
       "--allowed-host <host>",

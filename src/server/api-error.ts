@@ -5,6 +5,7 @@ import { isStetError, type StetError, type StetErrorCode } from "../core/errors.
 export type ApiErrorCode =
   | "invalid_request"
   | "unauthorized"
+  | "rate_limited"
   | "forbidden_host"
   | "cross_origin"
   | "unsupported_media_type"

@@ -4,7 +4,7 @@ import { recoverOrphans } from "../runs/recover-orphans.js";
 import type { EvalRegistry } from "../runs/eval-registry.js";
 import type { Store } from "../store/types.js";
 import { allowedHostsFor, parseAllowedHost, type AllowedHosts } from "./allowed-hosts.js";
-import { assertBindable } from "./bind-policy.js";
+import { assertBindable, MIN_TOKEN_LENGTH } from "./bind-policy.js";
 import { createApp } from "./create-app.js";
 import { ExecutionRegistry } from "./executions.js";
 import { listen, type ConnectionLimits } from "./listen.js";
@@ -17,7 +17,10 @@ export interface ServeOptions {
   /** 0 picks a free port. */
   port: number;
   evals?: EvalRegistry;
-  /** Required to bind anything but loopback: every /api request then needs it as a bearer token. */
+  /**
+   * Required (at least 32 characters) to bind anything but loopback: every /api request then
+   * needs it as a bearer token.
+   */
   token?: string;
   /** More `Host` names to answer to (`name` for any port, `name:port`), e.g. a proxy's. */
   allowedHosts?: readonly string[];
@@ -51,10 +54,11 @@ export interface Serving {
 }
 
 /**
- * Throws E_CONFIG for options `serve` would refuse (a bind beyond loopback without a token, an
- * allowed host that is no host name), so a shell can refuse them before it opens a store.
+ * Throws E_CONFIG for options `serve` would refuse (a bind beyond loopback without a long enough
+ * token, an allowed host that is no host name), so a shell can refuse them before it opens a
+ * store.
  *
- * @example checkServeOptions({ host: "0.0.0.0" }) // throws: a token is needed
+ * @example checkServeOptions({ host: "0.0.0.0", token: "abc" }) // throws: 32 characters needed
  */
 export function checkServeOptions(
   options: Pick<ServeOptions, "host" | "token" | "allowedHosts">,
@@ -67,7 +71,7 @@ export function checkServeOptions(
  * The HTTP API and web UI over a store, bound and running: recovers orphaned runs (a dead
  * owner's run becomes interrupted) before it listens, and again every stale period, and owns the
  * runs it starts or resumes until `shutdown`. It answers only to the Host names it is bound to
- * (allowedHostsFor) and refuses to bind beyond loopback without a token.
+ * (allowedHostsFor) and refuses to bind beyond loopback without a long enough token.
  *
  * @example
  * const server = await serve({ store, host: "127.0.0.1", port: 7477, evals });
@@ -78,6 +82,11 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   checkServeOptions(options);
   const redact = createRedactor([...(options.secrets ?? []), ...(token ? [token] : [])]);
   const log = (line: string) => options.log?.(redact(line));
+  if (token && token.length < MIN_TOKEN_LENGTH) {
+    log(
+      `warning: STET_TOKEN is ${token.length} characters long; it is accepted on loopback, but binding beyond it needs ${MIN_TOKEN_LENGTH}`,
+    );
+  }
   const stale = options.staleMs === undefined ? {} : { staleMs: options.staleMs };
   const sweep = async () => {
     for (const { runId, reason } of (await recoverOrphans(store, stale)).recovered) {
