@@ -82,7 +82,7 @@ describe("stet serve boot", () => {
   });
 
   it("then requires the bearer token on every /api request", async () => {
-    const token = "tok-0123456789-boot";
+    const token = "tok-0123456789-boot-0123456789-boot";
     const server = await startServe(["--host", "0.0.0.0", "--store", tmpDb()], {
       STET_TOKEN: token,
     });

@@ -128,6 +128,14 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       .toMatch(new RegExp(`^${N}/${N} done`));
     await expect(page.locator(".metrics tbody").textContent()).resolves.toContain("1.000");
     expect(Object.values(mock.counts())).toEqual(Array(N).fill(1));
+    // Under the server's Content-Security-Policy the stylesheet applies and the progress bar,
+    // sized through the CSSOM, is full: nothing the page needs is refused as inline.
+    const header = await page
+      .locator("header")
+      .evaluate((e) => e.ownerDocument.defaultView!.getComputedStyle(e).backgroundColor);
+    expect(header).toBe("rgb(29, 36, 48)");
+    const bar = await page.locator(".summary .bar .done").evaluate((e) => e.style.width);
+    expect(bar).toBe("100%");
 
     await page.getByRole("link", { name: "← Runs" }).click();
     await page.locator("tr[data-run] .badge.completed").waitFor();

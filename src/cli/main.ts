@@ -93,8 +93,20 @@ export function buildProgram(): Command {
     .command("serve")
     .description("HTTP API over the store: list, start, resume, cancel and follow runs")
     .option("--port <n>", `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`, port)
-    .option("--host <host>", "address to bind; beyond 127.0.0.1 needs STET_TOKEN", "127.0.0.1")
+    .option(
+      "--host <host>",
+      "address to bind; beyond loopback needs STET_TOKEN (32+ characters)",
+      "127.0.0.1",
+    )
     .option("--evals <dir>", "directory of eval files and suites that POST /api/runs may start")
+    .option(
+      "--allowed-host <host>",
+      "another Host name to answer to (name or name:port; repeatable; also $STET_ALLOWED_HOSTS)",
+      (value: string, previous: string[]) => [...previous, value],
+      [],
+    )
+    .option("--max-body <bytes>", "largest request body (default 1048576)", positiveInt)
+    .option("--max-streams <n>", "event streams open at once (default 100)", positiveInt)
     .addOption(storeOption())
     .action(async (flags) => {
       process.exitCode = await (

@@ -5,6 +5,12 @@ import { isStetError, type StetError, type StetErrorCode } from "../core/errors.
 export type ApiErrorCode =
   | "invalid_request"
   | "unauthorized"
+  | "rate_limited"
+  | "forbidden_host"
+  | "cross_origin"
+  | "unsupported_media_type"
+  | "body_too_large"
+  | "too_many_streams"
   | "not_found"
   | "run_not_found"
   | "eval_not_found"

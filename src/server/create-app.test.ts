@@ -54,7 +54,11 @@ describe("errors", () => {
 
   it("refuses a body that is not JSON", async () => {
     const t = setup([additionEval().ev]);
-    const res = await t.app.request("/api/runs", { method: "POST", body: "{eval:" });
+    const res = await t.app.request("/api/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{eval:",
+    });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { code: "invalid_request" } });
   });

@@ -1,8 +1,13 @@
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { Store } from "../store/types.js";
+import { hostGuard, type AllowedHosts } from "./allowed-hosts.js";
 import { ApiError, toApiError } from "./api-error.js";
 import type { AppDeps } from "./app-deps.js";
 import { bearerAuth } from "./bearer-auth.js";
+import { crossSiteGuard } from "./cross-site.js";
+import { securityHeaders } from "./security-headers.js";
+import { StreamSlots } from "./stream-slots.js";
 import { createEvalRegistry, type EvalRegistry } from "../runs/eval-registry.js";
 import { ExecutionRegistry } from "./executions.js";
 import { createRedactor } from "./redact.js";
@@ -34,12 +39,27 @@ export interface AppOptions {
   pollMs?: number;
   /** Where server-side failures are described (internal errors keep their details here). */
   log?: (line: string) => void;
+  /**
+   * The `Host` names this app answers (see allowedHostsFor); others get 403. A function is asked
+   * per request (a server bound to port 0 knows its port once it listens). Undefined, or a
+   * function returning undefined: any Host (an in-process app, a wildcard bind).
+   */
+  allowedHosts?: AllowedHosts | (() => AllowedHosts | undefined);
+  /** Largest request body in bytes (default 1 MiB); a larger one gets 413 unread. */
+  maxBodyBytes?: number;
+  /** The cap on open event streams (default: 100 at once, see StreamSlots). */
+  streams?: StreamSlots;
 }
+
+/** `AppOptions.maxBodyBytes` by default. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * The HTTP API over a store (`stet serve`), without listening: `serve.ts` binds it, tests call
  * `app.request(...)`. Errors are `{ error: { code, message } }` with a stable code; nothing sent
- * or logged carries a stack trace or a known secret.
+ * or logged carries a stack trace or a known secret. Every response carries the security headers;
+ * a foreign Host is refused everywhere, and state-changing /api requests must come from no page
+ * or this server's own, with a JSON body no larger than `maxBodyBytes`.
  *
  * @example
  * const app = createApp({ store, evals: await loadEvalRegistry("evals") });
@@ -55,6 +75,7 @@ export function createApp(options: AppOptions): Hono {
     store: options.store,
     evals: options.evals ?? createEvalRegistry([]),
     executions: options.executions ?? new ExecutionRegistry(),
+    streams: options.streams ?? new StreamSlots(),
     redact,
     engine: {
       ...(options.staleMs === undefined ? {} : { staleMs: options.staleMs }),
@@ -81,7 +102,12 @@ export function createApp(options: AppOptions): Hono {
     const error = new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`);
     return c.json({ error: { code: error.code, message: error.message } }, 404);
   });
+  // Outermost first: the headers go on every response, refusals below included.
+  app.use("*", securityHeaders());
+  app.use("*", hostGuard(hostsOf(options.allowedHosts)));
+  app.use("/api/*", crossSiteGuard());
   if (options.token) app.use("/api/*", bearerAuth(options.token));
+  app.use("/api/*", limitBody(options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
 
   for (const routes of [
     runsReadRoutes,
@@ -96,6 +122,25 @@ export function createApp(options: AppOptions): Hono {
   }
   app.route("/", uiRoutes());
   return app;
+}
+
+function hostsOf(allowed: AppOptions["allowedHosts"]): () => AllowedHosts | undefined {
+  return typeof allowed === "function" ? allowed : () => allowed;
+}
+
+/**
+ * hono's bodyLimit: a declared Content-Length over the limit is refused before a byte is read; a
+ * chunked body is counted as it arrives and refused at the limit, so at most `max` bytes are ever
+ * held. The connection is closed after the 413, so the rest of the body is not waited for.
+ */
+function limitBody(max: number) {
+  return bodyLimit({
+    maxSize: max,
+    onError: (c) => {
+      c.header("Connection", "close");
+      throw new ApiError(413, "body_too_large", `request bodies are limited to ${max} bytes`);
+    },
+  });
 }
 
 function describe(error: unknown): string {

@@ -1,7 +1,7 @@
 /** `stet/server`: the HTTP API as a Hono app factory, and `serve`, which binds it over a store. */
 export { createApp } from "./create-app.js";
 export type { AppOptions } from "./create-app.js";
-export { serve } from "./serve.js";
+export { checkServeOptions, serve } from "./serve.js";
 export type { ServeOptions, Serving } from "./serve.js";
 export { listen } from "./listen.js";
 export { createRedactor, secretsFromEnv } from "./redact.js";

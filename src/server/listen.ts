@@ -16,40 +16,56 @@ export interface Listening {
 }
 
 /**
- * True for addresses only this machine can reach.
- *
- * @example isLoopback("127.0.0.1") // true; isLoopback("0.0.0.0") // false
+ * Connection limits, so slow or idle clients cannot pile up: a new connection has `headersMs` to
+ * start a request and the request as long to send its headers, `requestMs` to send all of it (a
+ * body is at most 1 MiB); an idle kept-alive connection closes after `keepAliveMs`; past
+ * `maxConnections` new connections are dropped. None of them cuts a response: an event stream
+ * stays open as long as its client does.
  */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+export interface ConnectionLimits {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+  maxConnections: number;
+  /** How often Node looks for requests past headersMs/requestMs (its default is 30 s). */
+  checkEveryMs: number;
 }
 
-/**
- * Binding anything but loopback requires a bearer token (STET_TOKEN).
- *
- * @example assertBindable("0.0.0.0", undefined) // throws E_CONFIG
- */
-export function assertBindable(host: string, token: string | undefined): void {
-  if (!isLoopback(host) && !token) {
-    throw new StetError(
-      "E_CONFIG",
-      `binding ${host} exposes the API beyond this machine; set STET_TOKEN to require a bearer token`,
-    );
-  }
-}
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  keepAliveMs: 5_000,
+  maxConnections: 1_000,
+  checkEveryMs: 1_000,
+};
 
 /**
  * Binds `app` to `host:port` (port 0: any free port) and resolves once it listens.
  *
  * @example const { url, close } = await listen(createApp({ store }), { host: "127.0.0.1", port: 0 });
  */
-export function listen(app: Hono, options: { host: string; port: number }): Promise<Listening> {
+export function listen(
+  app: Hono,
+  options: { host: string; port: number; limits?: Partial<ConnectionLimits> },
+): Promise<Listening> {
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits };
   return new Promise((resolve, reject) => {
     const server = serve({
       fetch: app.fetch,
       hostname: options.host,
       port: options.port,
+      serverOptions: {
+        headersTimeout: limits.headersMs,
+        requestTimeout: limits.requestMs,
+        keepAliveTimeout: limits.keepAliveMs,
+        connectionsCheckingInterval: limits.checkEveryMs,
+      },
     }) as Server;
+    server.maxConnections = limits.maxConnections;
+    // Node's headersTimeout counts from a request's first byte, so a connection that never sends
+    // one would stay open for good: it gets headersMs to start, then its request is Node's.
+    server.on("connection", (socket) => socket.setTimeout(limits.headersMs));
+    server.on("request", (request) => request.socket.setTimeout(0));
     server.once("error", (cause) =>
       reject(
         new StetError(

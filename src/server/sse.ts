@@ -12,6 +12,8 @@ export interface SseOptions {
   redact: <T>(value: T) => T;
   /** Called once if the client goes away before the source ends. */
   onAbort?: () => void;
+  /** Called once when the stream has ended, however it ended (gives back its StreamSlots slot). */
+  onEnd?: () => void;
   log?: (line: string) => void;
 }
 
@@ -42,6 +44,8 @@ export function sseResponse(
       }
     } catch (error) {
       options.log?.(`event stream failed: ${error instanceof Error ? error.message : error}`);
+    } finally {
+      options.onEnd?.();
     }
   });
 }

@@ -8,15 +8,17 @@ import { sseResponse } from "./sse.js";
 
 /**
  * Starts `execute` as a server-owned execution and answers with its SSE stream. The run belongs
- * to the server: a client that goes away only unsubscribes.
+ * to the server: a client that goes away only unsubscribes. `release` gives back the stream's
+ * slot (StreamSlots.take) when the stream ends.
  *
- * @example return streamExecution(c, deps, runId, (controls) => runEval({ ...opts, ...controls }));
+ * @example return streamExecution(c, deps, runId, (controls) => runEval({ ...opts, ...controls }), release);
  */
 export function streamExecution(
   c: Context,
   deps: AppDeps,
   runId: string,
   execute: (controls: ExecutionControls) => Promise<RunReport>,
+  release: () => void,
 ): Response {
   const queue = new EventQueue<ExecutionEvent>();
   const unsubscribe = deps.executions.start(runId, execute).subscribe(queue);
@@ -27,5 +29,6 @@ export function streamExecution(
       unsubscribe();
       queue.close();
     },
+    onEnd: release,
   });
 }

@@ -1,6 +1,6 @@
 import { createEvalRegistry, loadEvalRegistry } from "../../runs/eval-registry.js";
 import { staleLimit } from "../../runs/stale-limit.js";
-import { createRedactor, secretsFromEnv, serve } from "../../server/index.js";
+import { checkServeOptions, createRedactor, secretsFromEnv, serve } from "../../server/index.js";
 import { EXIT } from "../exit-codes.js";
 import { openStore } from "../open-store.js";
 import { hintLine, resumeHint } from "../resume-hint.js";
@@ -11,6 +11,18 @@ export interface ServeFlags {
   host?: string;
   store?: string;
   evals?: string;
+  allowedHost?: string[];
+  maxBody?: number;
+  maxStreams?: number;
+}
+
+/** `--allowed-host` values, then `STET_ALLOWED_HOSTS` (comma-separated). */
+function allowedHosts(flags: ServeFlags): string[] {
+  const fromEnv = (process.env.STET_ALLOWED_HOSTS ?? "")
+    .split(",")
+    .map((h) => h.trim())
+    .filter((h) => h !== "");
+  return [...(flags.allowedHost ?? []), ...fromEnv];
 }
 
 /**
@@ -26,6 +38,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const secrets = secretsFromEnv(process.env);
   const redact = createRedactor([...secrets, ...(token ? [token] : [])]);
   const log = (line: string) => void process.stderr.write(`${redact(line)}\n`);
+  const hosts = allowedHosts(flags);
+  checkServeOptions({ host, allowedHosts: hosts, ...(token ? { token } : {}) });
 
   const stale = staleLimit();
   const store = await openStore(flags.store, stale);
@@ -39,6 +53,9 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
       evals,
       secrets,
       log,
+      allowedHosts: hosts,
+      ...(flags.maxBody === undefined ? {} : { maxBodyBytes: flags.maxBody }),
+      ...(flags.maxStreams === undefined ? {} : { maxStreams: flags.maxStreams }),
       ...stale,
       ...(token ? { token } : {}),
     });

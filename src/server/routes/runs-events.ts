@@ -21,11 +21,13 @@ export function runsEventsRoutes(deps: AppDeps): Hono {
   app.get("/runs/:id/events", async (c) => {
     const runId = c.req.param("id");
     const run = await requireRun(deps.store, runId);
+    const release = deps.streams.take();
     const stop = new AbortController();
     return sseResponse(c, follow(deps, run, stop.signal), {
       redact: deps.redact,
       log: deps.log,
       onAbort: () => stop.abort(),
+      onEnd: release,
     });
   });
 

@@ -60,9 +60,18 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
     // The claim is the store's compare-and-set on the owner token the plan judged dead: of any
     // number of concurrent resumers, in this process or others, exactly one gets past this line;
     // the rest get E_RUN_ACTIVE (409) while no stream has been opened yet.
-    const execution = await claimResume(planning.resume, options);
-    return streamExecution(c, deps, runId, (controls) =>
-      runExecution(execution, { ...options, ...controls }),
+    // The stream's slot is taken before the claim: at the cap, the run is left as it was.
+    const release = deps.streams.take();
+    const execution = await claimResume(planning.resume, options).catch((error: unknown) => {
+      release();
+      throw error;
+    });
+    return streamExecution(
+      c,
+      deps,
+      runId,
+      (controls) => runExecution(execution, { ...options, ...controls }),
+      release,
     );
   });
 

@@ -31,8 +31,14 @@ export function runsStartRoutes(deps: AppDeps): Hono {
     if (!loaded) throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
     const prepared = await prepareStart({ eval: loaded, ...overrides });
-    return streamExecution(c, deps, prepared.runId, (controls) =>
-      runEval({ ...prepared, store: deps.store, ...deps.engine, ...controls }),
+    // The stream's slot is taken before the run starts: at the cap, nothing starts.
+    const release = deps.streams.take();
+    return streamExecution(
+      c,
+      deps,
+      prepared.runId,
+      (controls) => runEval({ ...prepared, store: deps.store, ...deps.engine, ...controls }),
+      release,
     );
   });
 
