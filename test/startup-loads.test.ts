@@ -50,6 +50,8 @@ describe("what a command loads", () => {
     for (const unwanted of [POSTGRES, SERVER, VALIDATION, CSV, TRANSPILER]) {
       expect(matching(modules, unwanted)).toEqual([]);
     }
+    // No model is called: the HTTP client is loaded by the first request, not at start-up.
+    expect(matching(modules, /^node:https?$/)).toEqual([]);
   });
 
   it("stet run of a .ts eval with a warm cache loads neither esbuild nor tsx", async () => {
