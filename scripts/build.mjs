@@ -32,9 +32,9 @@ await build({
   target: "node20",
   // Prefer a dependency's ESM build, which esbuild can tree-shake.
   mainFields: ["module", "main"],
-  // Database drivers (a native addon; pg's optional native binding cannot be bundled) and the
-  // TypeScript loader that is imported only for .ts eval files.
-  external: ["better-sqlite3", "pg", "tsx"],
+  // Database drivers (a native addon; pg's optional native binding cannot be bundled), the
+  // TypeScript loader and esbuild (which runs its own binary), imported only for .ts eval files.
+  external: ["better-sqlite3", "pg", "tsx", "esbuild"],
   // CommonJS dependencies bundled into ESM still call require() for Node's built-ins.
   banner: {
     js: 'import { createRequire as __stetCreateRequire } from "node:module"; const require = __stetCreateRequire(import.meta.url);',

@@ -18,9 +18,9 @@ export interface LoadedEvalFile {
 
 /**
  * Loads an eval file (`.ts`, `.mts`, `.cts`, `.js`, `.mjs`, `.cjs`) from any directory and
- * returns its default export. TypeScript goes through tsx's scoped `tsImport`, which
- * registers no global loader; `import … from "stet"` inside the file resolves from the file's
- * own `node_modules`. A default export that is a plain definition object is passed through
+ * returns its default export. TypeScript is transpiled by esbuild into a cache beside the
+ * project's `node_modules`, or loaded by tsx where that cannot reproduce it (`importTypeScript`);
+ * either way `import … from "stet"` inside the file resolves from the file's own `node_modules`. A default export that is a plain definition object is passed through
  * `defineEval`.
  *
  * @example
@@ -52,9 +52,9 @@ async function importModule(path: string, typescript: boolean): Promise<Record<s
   const url = pathToFileURL(path).href;
   try {
     if (!typescript) return (await import(url)) as Record<string, unknown>;
-    // Loaded on demand: the TypeScript loader costs start-up time that .mjs evals need not pay.
-    const { tsImport } = await import("tsx/esm/api");
-    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    // Loaded on demand: .mjs evals need not pay for loading the TypeScript path.
+    const { importTypeScript } = await import("./import-typescript.js");
+    return await importTypeScript(path);
   } catch (cause) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const hint = /Cannot find (module|package) 'stet'/.test(message)

@@ -1,5 +1,4 @@
-import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import type { Agent as HttpsAgent } from "node:https";
+import type { Agent, request as httpRequest } from "node:http";
 
 export interface HttpResponse {
   status: number;
@@ -9,18 +8,26 @@ export interface HttpResponse {
   text: string;
 }
 
-// Keep-alive pools shared by every chat call of the process: at concurrency 50 a run reuses 50
-// sockets instead of opening one per request.
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: Infinity });
-let https: { agent: HttpsAgent; request: typeof httpRequest } | undefined;
+interface Client {
+  agent: Agent;
+  request: typeof httpRequest;
+}
 
-/** node:https (and TLS under it) is loaded on the first https URL, not at start-up. */
-function httpsClient(): NonNullable<typeof https> {
-  if (!https) {
-    const { Agent, request } = process.getBuiltinModule("node:https");
-    https = { agent: new Agent({ keepAlive: true, maxSockets: Infinity }), request };
+// Keep-alive pools shared by every chat call of the process: at concurrency 50 a run reuses 50
+// sockets instead of opening one per request. node:http (and node:https with TLS under it) is
+// loaded on the first request of its kind, not at start-up: an eval that calls no model does not
+// pay for it.
+const clients = new Map<"node:http" | "node:https", Client>();
+
+function clientFor(protocol: string): Client {
+  const name = protocol === "https:" ? "node:https" : "node:http";
+  let client = clients.get(name);
+  if (!client) {
+    const { Agent, request } = process.getBuiltinModule(name);
+    client = { agent: new Agent({ keepAlive: true, maxSockets: Infinity }), request };
+    clients.set(name, client);
   }
-  return https;
+  return client;
 }
 
 /**
@@ -37,8 +44,7 @@ export function httpPost(
   signal: AbortSignal,
 ): Promise<HttpResponse> {
   const target = new URL(url);
-  const { request: send, agent } =
-    target.protocol === "https:" ? httpsClient() : { request: httpRequest, agent: httpAgent };
+  const { request: send, agent } = clientFor(target.protocol);
   return new Promise((resolve, reject) => {
     const req = send(
       target,

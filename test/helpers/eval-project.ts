@@ -1,14 +1,16 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
+import { afterEach } from "vitest";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
  * A throwaway user project: its own directory with `node_modules/stet` linked to this repo, so
- * eval files there `import { defineEval } from "stet"` exactly as a user's would.
+ * eval files there `import { defineEval } from "stet"` exactly as a user's would. File names may
+ * have folders (`lib/helper.ts`, `node_modules/dep/package.json`).
  */
 export function evalProject(files: Record<string, string>): {
   dir: string;
@@ -18,12 +20,31 @@ export function evalProject(files: Record<string, string>): {
   const dir = mkdtempSync(join(tmpdir(), "stet-project-"));
   mkdirSync(join(dir, "node_modules"));
   symlinkSync(REPO, join(dir, "node_modules/stet"), "dir");
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
   return {
     dir,
     db: join(dir, ".stet/stet.db"),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * Removes after each test what `track` was given, and every `project` made: call it once at the
+ * top of a test file.
+ *
+ * @example const { project, track } = perTest(); const p = project({ "eval.ts": text });
+ */
+export function perTest() {
+  const cleanups: (() => void)[] = [];
+  afterEach(() => cleanups.splice(0).forEach((cleanup) => cleanup()));
+  const track = <T extends { cleanup: () => void }>(thing: T): T => {
+    cleanups.push(thing.cleanup);
+    return thing;
+  };
+  return { track, project: (files: Record<string, string>) => track(evalProject(files)) };
 }
 
 /** JSONL text for `n` question samples with unique inputs. */
