@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
@@ -45,15 +45,16 @@ export async function importTypeScript(path: string): Promise<Module> {
   if (cached?.manifest.loader !== "esm") return importWithTsx(path);
   // Only from here on: modules loaded earlier (stet's own) keep their plain stack frames.
   process.setSourceMapsEnabled(true);
+  const output = join(cached.cacheDir, cached.manifest.output!);
   try {
-    return (await import(
-      pathToFileURL(join(cached.cacheDir, cached.manifest.output!)).href
-    )) as Module;
+    return (await import(pathToFileURL(output).href)) as Module;
   } catch (error) {
     if (!isResolutionFailure(error)) throw error;
     // A static import that does not resolve stops the module before any of it runs (one that is
     // dynamic and awaited at load may not: the README says so).
     const module = await importWithTsx(path);
+    // Gone: another process rebuilt the entry (an edit) after this one read it; nothing to learn.
+    if (!existsSync(output)) return module;
     const { output: _output, outputHash: _hash, ...rest } = cached.manifest;
     const reason = `its imports do not resolve from the cache: ${(error as Error).message}`;
     record(
