@@ -4,14 +4,7 @@ import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
-import type {
-  Attempt,
-  AttemptDraft,
-  AttemptError,
-  Key,
-  OwnerIdentity,
-  Run,
-} from "../core/types.js";
+import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
@@ -181,11 +174,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - t0;
     emit({ type: "attempt-committed", attempt, progress: { ...progress } });
-  };
-  // Judged as attempts finish, not as they commit: a slot is refilled before its commit, and a
-  // broken endpoint should not get another round of requests while the disk catches up.
-  const watchEndpoint = (draft: AttemptDraft) => {
-    const verdict = misconfigured.observe(draft);
+    const verdict = misconfigured.observe(attempt);
     if (verdict && stopReason === null) {
       misconfiguration = verdict;
       const note = `stopped early: the first ${verdict.samples} samples failed alike: ${verdict.error.message}`;
@@ -193,20 +182,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
-  /**
-   * Executes a key and hands its slot back as soon as its final attempt is drafted, with that
-   * attempt's commit still under way, so the pool refills the slot without waiting for the disk.
-   * A key counts (`onCommitted`) only once its attempt is durable. A retry waits for the commit of
-   * the attempt it follows: attempts are numbered in the order they were made.
-   */
-  const runKey = async (key: Key): Promise<Handover> => {
+  const runKey = async (key: Key) => {
     const record = plan.samples[indexOf.get(key.sampleId)!]!;
-    for (let i = 0; ; i++) {
+    for (let i = 0; i <= run.config.retries; i++) {
       writer.markInflight(key);
       progress.inflight++;
-      let draft: AttemptDraft;
       try {
-        draft = await executeKey({
+        const draft = await executeKey({
           key,
           record,
           solver: exec.solver,
@@ -218,37 +200,15 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           abort: abort.signal,
           redactor,
         });
+        const attempt = await writer.write(draft);
+        const final =
+          attempt.status === "scored" || i === run.config.retries || stopReason !== null;
+        onCommitted(attempt, final);
+        if (final) return;
       } finally {
         progress.inflight--;
       }
-      watchEndpoint(draft);
-      const last = draft.status === "scored" || i === run.config.retries;
-      const committed = commit(draft, last);
-      if (last || (await committed)) return { committed };
     }
-  };
-  /**
-   * Resolves once the attempt is committed and counted, with whether it was its key's final one
-   * (the last allowed, or the run is stopping, so no retry follows), or with true once a failed
-   * writer has stopped the run; rejects only on an unexpected error.
-   */
-  const commit = (draft: AttemptDraft, last: boolean): Promise<boolean> => {
-    const committed = writer.write(draft).then(
-      (attempt) => {
-        const final = last || stopReason !== null;
-        onCommitted(attempt, final);
-        return final;
-      },
-      (error: unknown) => {
-        if (!writer.failure) throw error;
-        const fencedOut = writer.failure.code === "E_FENCED";
-        stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
-        return true;
-      },
-    );
-    // Awaited later, by the pool or a retry; an unexpected failure must not go unhandled meanwhile.
-    committed.catch(() => {});
-    return committed;
   };
 
   try {
@@ -258,9 +218,14 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       () => stopReason !== null,
       async (key) => {
         try {
-          return await runKey(key);
+          await runKey(key);
         } catch (error) {
-          if (error instanceof AttemptAborted) return { committed: Promise.resolve() };
+          if (error instanceof AttemptAborted) return;
+          if (writer.failure) {
+            const fencedOut = writer.failure.code === "E_FENCED";
+            stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
+            return;
+          }
           throw error;
         }
       },
@@ -295,34 +260,19 @@ function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
   };
 }
 
-/** What a worker hands back with its slot: the commit still under way (a promise in a box, so
- * that `await` does not wait for it). */
-interface Handover {
-  committed: Promise<unknown>;
-}
-
 /**
  * Runs `work` over `items` with at most `concurrency` at a time. Each worker takes the next item
- * as soon as `work` hands its slot back, so the pool stays full instead of advancing in waves.
- * The worker does not wait for the handed-over commit before its next item, only before the one
- * after: each worker has at most one commit outstanding, so the work done but not yet durable
- * stays bounded by the concurrency.
+ * as soon as its previous one is done, so the pool stays full instead of advancing in waves.
  */
 async function pool<T>(
   items: readonly T[],
   concurrency: number,
   stopped: () => boolean,
-  work: (item: T) => Promise<Handover>,
+  work: (item: T) => Promise<void>,
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
-    let pending: Promise<unknown> = Promise.resolve();
-    while (!stopped() && next < items.length) {
-      const { committed } = await work(items[next++]!);
-      await pending;
-      pending = committed;
-    }
-    await pending;
+    while (!stopped() && next < items.length) await work(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -13,7 +13,7 @@ export interface Misconfiguration {
 /**
  * The early-stop rule for an endpoint that cannot serve any request (a refused connection, an
  * unknown host, a 401/403/404 to everything): such a run is a configuration error, not thousands
- * of sample errors. It watches the attempts an invocation makes, as they finish, and fires
+ * of sample errors. It watches the attempts an invocation commits, in commit order, and fires
  * once `samples` different samples have failed with the same configuration-class provider error
  * (same ConfigurationFault and same message) before any attempt failed otherwise or succeeded.
  * The first attempt that does not fit (a scored one, an error of another kind, another fault)
