@@ -1,6 +1,6 @@
 import { createEvalRegistry, loadEvalRegistry } from "../../runs/eval-registry.js";
 import { staleLimit } from "../../runs/stale-limit.js";
-import { checkServeOptions, createRedactor, secretsFromEnv, serve } from "../../server/index.js";
+import { checkServeOptions, secretsFromEnv, serve } from "../../server/index.js";
 import { EXIT } from "../exit-codes.js";
 import { openStore } from "../open-store.js";
 import { hintLine, resumeHint } from "../resume-hint.js";
@@ -36,8 +36,9 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const host = flags.host ?? "127.0.0.1";
   const token = process.env.STET_TOKEN || undefined;
   const secrets = secretsFromEnv(process.env);
-  const redact = createRedactor([...secrets, ...(token ? [token] : [])]);
-  const log = (line: string) => void process.stderr.write(`${redact(line)}\n`);
+  // No redaction of its own: the bin filters this process's output (guardOutput), the token and
+  // every credential-like variable included, and serve() redacts what it logs.
+  const log = (line: string) => void process.stderr.write(`${line}\n`);
   const hosts = allowedHosts(flags);
   checkServeOptions({ host, allowedHosts: hosts, ...(token ? { token } : {}) });
 
