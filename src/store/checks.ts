@@ -17,9 +17,18 @@ export const scoresSchema = z.array(scoreSchema);
  * @example checkNewRun({ id, config, samples, owner }); // throws E_INVALID_INPUT | E_DUPLICATE_ID
  */
 export function checkNewRun({ config, samples }: NewRun): void {
+  checkRunConfig(config);
+  checkUniqueSampleIds(samples);
+}
+
+/**
+ * Refuses a replacement config that could not be read back.
+ *
+ * @example checkRunConfig(config); // throws E_INVALID_INPUT naming the field
+ */
+export function checkRunConfig(config: unknown): void {
   const parsed = runConfigSchema.safeParse(config);
   if (!parsed.success) throw invalidInput(`run config: ${z.prettifyError(parsed.error)}`);
-  checkUniqueSampleIds(samples);
 }
 
 /**

@@ -72,6 +72,10 @@ export const postgresStatements = {
   requestCancel: statement(
     `UPDATE runs SET cancel_requested = @note WHERE id = @runId AND owner_token = @token`,
   ),
+  updateRunConfig: statement(
+    `UPDATE runs SET config = @config, updated_at = ${DB_NOW_ISO}
+     WHERE id = @runId AND owner_token = @token`,
+  ),
   releaseRun: statement(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,

@@ -7,12 +7,14 @@ import type {
   Key,
   OwnerIdentity,
   Run,
+  RunConfig,
   RunStatus,
   SampleRecord,
 } from "../core/types.js";
 import {
   checkDrafts,
   checkNewRun,
+  checkRunConfig,
   checkUniqueSampleIds,
   fenced,
   illegalRelease,
@@ -257,6 +259,14 @@ class PostgresStore implements Store {
   async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
     return this.guard(
       async () => (await sql.requestCancel.run(this.pool, { runId, token, note })) === 1,
+    );
+  }
+
+  async updateRunConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+    checkRunConfig(config);
+    const text = JSON.stringify(config);
+    return this.guard(
+      async () => (await sql.updateRunConfig.run(this.pool, { runId, token, config: text })) === 1,
     );
   }
 

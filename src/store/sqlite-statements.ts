@@ -70,6 +70,9 @@ export function prepareStatements(db: SqliteDatabase) {
     requestCancel: db.prepare(
       `UPDATE runs SET cancel_requested = @note WHERE id = @runId AND owner_token = @token`,
     ),
+    updateRunConfig: db.prepare(
+      `UPDATE runs SET config = @config, updated_at = @now WHERE id = @runId AND owner_token = @token`,
+    ),
     releaseRun: db.prepare(
       `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = @now
        WHERE id = @runId AND owner_token = @token`,

@@ -6,6 +6,7 @@ import type {
   Key,
   OwnerIdentity,
   Run,
+  RunConfig,
   RunStatus,
   SampleRecord,
 } from "../core/types.js";
@@ -13,6 +14,7 @@ import {
   alreadyScored,
   checkDrafts,
   checkNewRun,
+  checkRunConfig,
   checkUniqueSampleIds,
   fenced,
   illegalRelease,
@@ -221,6 +223,15 @@ class SqliteStore implements Store {
 
   async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
     return this.guard(() => this.s.requestCancel.run({ runId, token, note }).changes === 1);
+  }
+
+  async updateRunConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+    checkRunConfig(config);
+    return this.guard(() => {
+      const now = new Date(this.now()).toISOString();
+      const text = JSON.stringify(config);
+      return this.s.updateRunConfig.run({ runId, token, config: text, now }).changes === 1;
+    });
   }
 
   async releaseRun(

@@ -157,6 +157,11 @@ export interface Store {
    * when the run changed hands meanwhile. A claim or release clears the request.
    */
   requestCancel(runId: string, expectedToken: string, note: string): Promise<boolean>;
+  /**
+   * Replaces the run's recorded configuration (a rescore's new scorers, an accepted eval change),
+   * checked like a new run's; false when `token` no longer owns the run.
+   */
+  updateRunConfig(runId: string, token: string, config: RunConfig): Promise<boolean>;
   /** Drops ownership and sets the final status; false when `token` no longer owns the run. */
   releaseRun(runId: string, token: string, status: RunStatus, note?: string): Promise<boolean>;
   /**

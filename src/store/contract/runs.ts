@@ -103,6 +103,24 @@ export function describeRunContract(h: HarnessRef): void {
       expect(await h.store.getSamples("upd")).toEqual(snapshot);
     });
 
+    it("replaces the recorded config for the owner only, and refuses one it could not read", async () => {
+      const { owner: me } = await newRun(h.store, { id: "cfg" });
+      const before = await h.store.getRun("cfg");
+      const next = runConfig({ scorers: ["exact", "judge"] });
+      expect(await h.store.updateRunConfig("cfg", me.token, next)).toBe(true);
+      expect((await h.store.getRun("cfg"))?.config).toEqual(next);
+
+      expect(await h.store.updateRunConfig("cfg", "not-the-owner", runConfig())).toBe(false);
+      expect(await h.store.updateRunConfig("ghost", me.token, runConfig())).toBe(false);
+      const broken = { ...runConfig(), epochs: -1 };
+      await expect(h.store.updateRunConfig("cfg", me.token, broken)).rejects.toMatchObject({
+        code: "E_INVALID_INPUT",
+      });
+      const after = await h.store.getRun("cfg");
+      expect(after?.config).toEqual(next);
+      expect(after?.status).toBe(before?.status);
+    });
+
     describe("listing", () => {
       async function threeRuns() {
         const first = await newRun(h.store, { id: "r-first", config: { evalName: "alpha" } });
