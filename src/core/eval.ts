@@ -105,6 +105,8 @@ export interface ScorerArgs {
 export interface Scorer {
   name: string;
   score: (args: ScorerArgs) => Promise<ScoreValue> | ScoreValue;
+  /** What the scorer is (its kind and settings), recorded with every scoring. Never secrets. */
+  describe?: () => Record<string, Json>;
   /** The credentials a judge sends, as for SolverFn.secrets. */
   secrets?: () => Secret[];
 }

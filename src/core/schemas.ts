@@ -65,6 +65,14 @@ export const runConfigSchema = z.object({
   limit: z.number().int().positive().optional(),
   solver: z.record(z.string(), jsonSchema),
   scorers: z.array(z.string()),
+  rescore: z
+    .object({
+      pass: z.string().min(1),
+      scorers: z.array(z.string()),
+      onlyErrors: z.boolean(),
+      startedAt: z.string(),
+    })
+    .optional(),
 });
 
 export const runStatusSchema = z.enum(["running", "interrupted", "completed", "errored"]);

@@ -106,6 +106,50 @@ export interface Attempt extends AttemptDraft {
   attempt: number;
 }
 
+/**
+ * A scoring of a stored attempt made after the attempt was committed: by `stet rescore`, or by a
+ * resume re-scoring a scorer error. A scoring adds a row; the attempt is never rewritten
+ * (guarantee 2). `scores` is the attempt's whole set as of this scoring (those in `rescored` just
+ * scored, the others carried over), so an attempt's current scores, status and error are its
+ * latest scoring's, or its own while it has none.
+ */
+export interface ScoringDraft extends Key {
+  /** The attempt scored (its `attempt` number). */
+  attempt: number;
+  /** The rescore pass (or resume) that made it; a killed rescore goes on with its pass's rest. */
+  pass: string;
+  /** `error` when a scorer threw (the output stays the attempt's). */
+  status: AttemptStatus;
+  scores: Score[];
+  /** The scorers this scoring ran, in order; the other scores were carried over. */
+  rescored: string[];
+  /** What those scorers were (each one's `describe()`), by name. */
+  scorerConfig: Record<string, Json>;
+  /** A `scorer` error when `status` is `error`. */
+  error: AttemptError | null;
+  /** What the scoring itself cost (a judge's calls); spend of its own, never the attempt's. */
+  usage: Usage | null;
+  scoredAt: string;
+  durationMs: number;
+  /** As for AttemptDraft: the names of the secrets replaced in what the scorers returned. */
+  redacted?: string[];
+}
+
+/** A stored scoring: 1-based per attempt, in the order the store accepted them. */
+export interface Scoring extends ScoringDraft {
+  runId: string;
+  scoring: number;
+}
+
+/** A rescore that has not finished: `stet rescore` with the same request goes on with it. */
+export interface PendingRescore {
+  pass: string;
+  /** The scorers it runs (all of the eval's, or the `--scorer` ones). */
+  scorers: string[];
+  onlyErrors: boolean;
+  startedAt: string;
+}
+
 export type RunStatus = "running" | "interrupted" | "completed" | "errored";
 
 export type Reducer = "mean" | "max" | "min" | "mode" | `pass@${number}`;
@@ -126,7 +170,10 @@ export interface RunConfig {
   limit?: number;
   /** A description of the solver with secrets replaced by the names of their sources. */
   solver: Record<string, Json>;
+  /** The scorers whose scores count in the metrics, in order (a rescore may change them). */
   scorers: string[];
+  /** The rescore in progress, until it has scored every attempt it set out to. */
+  rescore?: PendingRescore;
 }
 
 /** Who is executing a run. `token` changes on every claim and fences late writers. */

@@ -5,6 +5,7 @@ import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
+import { describeScoringContract } from "./contract/scorings.js";
 import type { Store } from "./types.js";
 
 export type { StoreHarness } from "./contract/fixtures.js";
@@ -44,5 +45,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeCancelContract(ref);
     describeAttemptContract(ref);
     describeReadModelContract(ref);
+    describeScoringContract(ref);
   });
 }

@@ -1,5 +1,6 @@
 import { DB_NOW_ISO, DB_NOW_MS, statement } from "./postgres-driver.js";
 import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "./rows.js";
+import { SCORING_COLUMNS } from "./scoring-rows.js";
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
   cancel_requested = NULL`;
@@ -39,7 +40,7 @@ export const postgresStatements = {
   countKeys: statement(
     `SELECT COUNT(*)::int AS keys, COALESCE(SUM(scored), 0)::int AS scored FROM (
        SELECT MAX(CASE WHEN a.status = 'scored' THEN 1 ELSE 0 END) AS scored
-       FROM attempts a
+       FROM attempts_now a
        JOIN samples s ON s.run_id = a.run_id AND s.sample_id = a.sample_id
        WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
        GROUP BY a.sample_id, a.epoch) AS keyed`,
@@ -107,7 +108,7 @@ export const postgresStatements = {
     `SELECT
        EXISTS (SELECT 1 FROM samples s WHERE s.run_id = @runId AND s.sample_id = k.sample_id)
          AS "inSnapshot",
-       EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = @runId AND a.sample_id = k.sample_id
+       EXISTS (SELECT 1 FROM attempts_now a WHERE a.run_id = @runId AND a.sample_id = k.sample_id
          AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored') AS scored,
        (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
          WHERE a.run_id = @runId AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
@@ -132,19 +133,42 @@ export const postgresStatements = {
        AND (sample_id, epoch) IN (SELECT * FROM unnest(@sampleId::text[], @epoch::int[]))`,
     { prepare: true },
   ),
+  scorableAttempt: statement(
+    `SELECT a.status, a.error, (SELECT COALESCE(MAX(c.scoring), 0) + 1 FROM scorings c
+         WHERE c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+           AND c.attempt = a.attempt)::int AS next
+     FROM attempts a WHERE a.run_id = @runId AND a.sample_id = @sampleId AND a.epoch = @epoch::int
+       AND a.attempt = @attempt::int`,
+    { prepare: true },
+  ),
+  insertScoring: statement(
+    `INSERT INTO scorings (run_id, sample_id, epoch, attempt, scoring, pass, status, scores,
+       rescored, scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at,
+       duration_ms, redacted)
+     VALUES (@runId, @sampleId, @epoch::int, @attempt::int, @scoring::int, @pass, @status,
+       @scores, @rescored, @scorerConfig, @error, @inputTokens::float8, @outputTokens::float8,
+       @costUsd::float8, @scoredAt, @durationMs::float8, @redacted)`,
+    { prepare: true },
+  ),
+  listScorings: statement(
+    `SELECT ${SCORING_COLUMNS} FROM scorings
+     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
+       AND (@epoch::int IS NULL OR epoch = @epoch)
+     ORDER BY sample_id, epoch, attempt, scoring`,
+  ),
   listAttempts: statement(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
        AND (@epoch::int IS NULL OR epoch = @epoch)
      ORDER BY sample_id, epoch, attempt`,
   ),
   attemptHeadPage: statement(
-    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
   listAttemptHeads: statement(
-    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts WHERE run_id = @runId
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = @runId
      ORDER BY sample_id, epoch, attempt`,
   ),
 };

@@ -10,6 +10,8 @@ import type {
   RunConfig,
   RunStatus,
   SampleRecord,
+  Scoring,
+  ScoringDraft,
 } from "../core/types.js";
 import {
   checkDrafts,
@@ -27,6 +29,15 @@ import { redactPassword, transaction, urlSecrets, type Queryable } from "./postg
 import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
+import {
+  checkScoringDrafts,
+  hasOutput,
+  scoringParams,
+  storedScoring,
+  toScoring,
+  unscorable,
+  type ScoringRow,
+} from "./scoring-rows.js";
 import { postgresStatements as sql } from "./postgres-statements.js";
 import {
   attemptMapper,
@@ -322,6 +333,40 @@ class PostgresStore implements Store {
         return insertAttempts(tx, runId, drafts);
       }),
     );
+  }
+
+  async recordScorings(runId: string, token: string, drafts: ScoringDraft[]): Promise<Scoring[]> {
+    checkScoringDrafts(drafts);
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        const stored: Scoring[] = [];
+        for (const draft of drafts) {
+          const { sampleId, epoch, attempt } = draft;
+          const [target] = await sql.scorableAttempt.rows<{
+            status: string;
+            error: string | null;
+            next: number;
+          }>(tx, { runId, sampleId, epoch, attempt });
+          if (!target) throw unscorable(runId, draft, "is not stored");
+          if (!hasOutput(target)) throw unscorable(runId, draft, "has no output to score");
+          await sql.insertScoring.run(tx, scoringParams(runId, target.next, draft));
+          stored.push(storedScoring(runId, target.next, draft));
+        }
+        return stored;
+      }),
+    );
+  }
+
+  async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+    return this.guard(async () => {
+      const rows = await sql.listScorings.rows<ScoringRow>(this.pool, {
+        runId,
+        sampleId: filter.sampleId ?? null,
+        epoch: filter.epoch ?? null,
+      });
+      return rows.map((row) => toScoring(runId, row));
+    });
   }
 
   async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {

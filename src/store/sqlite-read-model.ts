@@ -25,7 +25,7 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
   keyed AS (
     SELECT s.sample_id AS k_sample_id, e.epoch AS k_epoch, s.fingerprint AS k_fingerprint,
       s.sample AS k_sample,
-      (SELECT a.attempt FROM attempts a
+      (SELECT a.attempt FROM attempts_now a
         WHERE a.run_id = s.run_id AND a.sample_id = s.sample_id AND a.epoch = e.epoch
           AND a.fingerprint = s.fingerprint
         ORDER BY a.status = 'scored' DESC, a.attempt DESC LIMIT 1) AS k_outcome,
@@ -36,7 +36,7 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
   ),
   o AS (
     SELECT k.*, COALESCE(a.status, 'pending') AS k_status, a.*
-    FROM keyed k LEFT JOIN attempts a ON a.run_id = @runId AND a.sample_id = k.k_sample_id
+    FROM keyed k LEFT JOIN attempts_now a ON a.run_id = @runId AND a.sample_id = k.k_sample_id
       AND a.epoch = k.k_epoch AND a.attempt = k.k_outcome
   )
   SELECT %COLUMNS% FROM o

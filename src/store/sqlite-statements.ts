@@ -7,6 +7,7 @@ import {
   type RunRow,
   type SampleRow,
 } from "./rows.js";
+import { SCORING_COLUMNS, type ScoringRow } from "./scoring-rows.js";
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
   cancel_requested = NULL`;
@@ -37,7 +38,7 @@ export function prepareStatements(db: SqliteDatabase) {
     countKeys: db.prepare<{ keys: number; scored: number | null }>(
       `SELECT COUNT(*) AS keys, SUM(scored) AS scored FROM (
          SELECT MAX(a.status = 'scored') AS scored
-         FROM attempts a
+         FROM attempts_now a
          JOIN samples s ON s.run_id = a.run_id AND s.sample_id = a.sample_id
          WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
          GROUP BY a.sample_id, a.epoch)`,
@@ -96,7 +97,7 @@ export function prepareStatements(db: SqliteDatabase) {
     keyState: db.prepare<{ inSnapshot: number; scored: number; next: number }>(
       `SELECT
          EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS inSnapshot,
-         EXISTS (SELECT 1 FROM attempts WHERE run_id = @runId AND sample_id = @sampleId
+         EXISTS (SELECT 1 FROM attempts_now WHERE run_id = @runId AND sample_id = @sampleId
            AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
          (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
            WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
@@ -109,9 +110,30 @@ export function prepareStatements(db: SqliteDatabase) {
          @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
          @durationMs, @provenanceKind, @provenanceSource, @redacted)`,
     ),
+    scorableAttempt: db.prepare<{ status: string; error: string | null; next: number }>(
+      `SELECT a.status, a.error, (SELECT COALESCE(MAX(scoring), 0) + 1 FROM scorings c
+           WHERE c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+             AND c.attempt = a.attempt) AS next
+       FROM attempts a WHERE a.run_id = @runId AND a.sample_id = @sampleId AND a.epoch = @epoch
+         AND a.attempt = @attempt`,
+    ),
+    insertScoring: db.prepare(
+      `INSERT INTO scorings (run_id, sample_id, epoch, attempt, scoring, pass, status, scores,
+         rescored, scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at,
+         duration_ms, redacted)
+       VALUES (@runId, @sampleId, @epoch, @attempt, @scoring, @pass, @status, @scores,
+         @rescored, @scorerConfig, @error, @inputTokens, @outputTokens, @costUsd, @scoredAt,
+         @durationMs, @redacted)`,
+    ),
+    listScorings: db.prepare<ScoringRow>(
+      `SELECT ${SCORING_COLUMNS} FROM scorings
+       WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
+         AND (@epoch IS NULL OR epoch = @epoch)
+       ORDER BY sample_id, epoch, attempt, scoring`,
+    ),
     listAttempts: db
       .prepare<AttemptRow>(
-        `SELECT ${ATTEMPT_COLUMNS} FROM attempts
+        `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
          WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
            AND (@epoch IS NULL OR epoch = @epoch)
          ORDER BY sample_id, epoch, attempt`,
@@ -119,7 +141,7 @@ export function prepareStatements(db: SqliteDatabase) {
       .raw(),
     attemptHeadPage: db
       .prepare<AttemptHeadRow>(
-        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts
+        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
          WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
            AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
          ORDER BY sample_id, epoch, attempt LIMIT @limit`,
@@ -127,7 +149,7 @@ export function prepareStatements(db: SqliteDatabase) {
       .raw(),
     listAttemptHeads: db
       .prepare<AttemptHeadRow>(
-        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts WHERE run_id = ?
+        `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ?
          ORDER BY sample_id, epoch, attempt`,
       )
       .raw(),

@@ -9,6 +9,8 @@ import type {
   RunConfig,
   RunStatus,
   SampleRecord,
+  Scoring,
+  ScoringDraft,
 } from "../core/types.js";
 import {
   alreadyScored,
@@ -22,6 +24,14 @@ import {
   notInSnapshot,
   runNotFound,
 } from "./checks.js";
+import {
+  checkScoringDrafts,
+  hasOutput,
+  scoringParams,
+  storedScoring,
+  toScoring,
+  unscorable,
+} from "./scoring-rows.js";
 import { corruptStore, isCorruption } from "./sqlite-file.js";
 import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
@@ -289,6 +299,31 @@ class SqliteStore implements Store {
         return drafts.map((draft) => this.insertAttempt(runId, draft));
       });
     });
+  }
+
+  async recordScorings(runId: string, token: string, drafts: ScoringDraft[]): Promise<Scoring[]> {
+    return this.guard(() => {
+      checkScoringDrafts(drafts);
+      return immediate(this.db, () => {
+        this.fence(runId, token);
+        return drafts.map((draft) => {
+          const { sampleId, epoch, attempt } = draft;
+          const target = this.s.scorableAttempt.get({ runId, sampleId, epoch, attempt });
+          if (!target) throw unscorable(runId, draft, "is not stored");
+          if (!hasOutput(target)) throw unscorable(runId, draft, "has no output to score");
+          this.s.insertScoring.run(scoringParams(runId, target.next, draft));
+          return storedScoring(runId, target.next, draft);
+        });
+      });
+    });
+  }
+
+  async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+    return this.guard(() =>
+      this.s.listScorings
+        .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
+        .map((row) => toScoring(runId, row)),
+    );
   }
 
   async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {

@@ -11,6 +11,8 @@ import type {
   RunStatus,
   Sample,
   SampleRecord,
+  Scoring,
+  ScoringDraft,
 } from "../core/types.js";
 
 /** An attempt without its (possibly large) output and transcript: enough to plan and aggregate. */
@@ -187,7 +189,19 @@ export interface Store {
     drafts: AttemptDraft[],
     inflight?: readonly Key[],
   ): Promise<Attempt[]>;
-  /** All attempts of a run, ordered by sample id, epoch, attempt. */
+  /**
+   * Commits scorings of stored attempts in one transaction, all or nothing; the store numbers
+   * each after its attempt's earlier ones. Rejects with `E_FENCED` as recordAttempts does, and
+   * with `E_INVALID_INPUT` for an attempt the run does not have or one without an output (its
+   * solver failed). The attempts themselves are never touched.
+   */
+  recordScorings(runId: string, token: string, drafts: ScoringDraft[]): Promise<Scoring[]>;
+  /** The run's scorings (the history of its rescores), by sample id, epoch, attempt, scoring. */
+  listScorings(runId: string, filter?: AttemptFilter): Promise<Scoring[]>;
+  /**
+   * All attempts of a run, ordered by sample id, epoch, attempt. Here and in every listing an
+   * attempt's status, scores and error are its current ones: its latest scoring's, else its own.
+   */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
   listAttemptHeads(runId: string): Promise<AttemptHead[]>;

@@ -107,4 +107,57 @@ CREATE TABLE inflight (
     // (JSON array; NULL when nothing was redacted). Existing rows stay as they are.
     sql: `ALTER TABLE attempts ADD COLUMN redacted TEXT;`,
   },
+  {
+    version: 4,
+    name: "scorings",
+    // As SQLite's migration 4: scorings of stored attempts, and attempts_now, every attempt with
+    // its latest scoring's status, scores and error (else its own). DISTINCT ON keeps the
+    // run_id predicate of a query on the view pushed down into the scorings side.
+    sql: `
+CREATE TABLE scorings (
+  seq BIGSERIAL NOT NULL UNIQUE,
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  scoring INTEGER NOT NULL CHECK (scoring >= 1),
+  pass TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('scored', 'error')),
+  scores TEXT NOT NULL,
+  rescored TEXT NOT NULL,
+  scorer_config TEXT NOT NULL,
+  error TEXT,
+  input_tokens DOUBLE PRECISION,
+  output_tokens DOUBLE PRECISION,
+  cost_usd DOUBLE PRECISION,
+  scored_at TEXT NOT NULL,
+  duration_ms DOUBLE PRECISION NOT NULL,
+  redacted TEXT,
+  PRIMARY KEY (run_id, sample_id, epoch, attempt, scoring),
+  FOREIGN KEY (run_id, sample_id, epoch, attempt) REFERENCES attempts (run_id, sample_id, epoch, attempt)
+);
+
+CREATE FUNCTION stet_scorings_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'scorings are immutable';
+END
+$$;
+
+CREATE TRIGGER scorings_immutable BEFORE UPDATE OR DELETE ON scorings
+  FOR EACH ROW EXECUTE FUNCTION stet_scorings_immutable();
+
+CREATE VIEW attempts_now AS
+SELECT a.seq, a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.scoring IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted
+FROM attempts a LEFT JOIN (
+  SELECT DISTINCT ON (run_id, sample_id, epoch, attempt)
+    run_id, sample_id, epoch, attempt, scoring, status, scores, error
+  FROM scorings ORDER BY run_id, sample_id, epoch, attempt, scoring DESC
+) c ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+  AND c.attempt = a.attempt;
+`,
+  },
 ];

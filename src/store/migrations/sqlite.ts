@@ -104,4 +104,58 @@ CREATE TABLE inflight (
     // (JSON array; NULL when nothing was redacted). Existing rows stay as they are.
     sql: `ALTER TABLE attempts ADD COLUMN redacted TEXT;`,
   },
+  {
+    version: 4,
+    name: "scorings",
+    // Scores as a layer of their own: a rescore (or a resume re-scoring a scorer error) adds a
+    // scoring of a stored attempt and never rewrites the attempt. attempts_now is every attempt
+    // with its current status, scores and error: its latest scoring's, else its own. Existing
+    // rows are untouched; a store without scorings reads exactly as before.
+    sql: `
+CREATE TABLE scorings (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL,
+  sample_id TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  scoring INTEGER NOT NULL CHECK (scoring >= 1),
+  pass TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('scored', 'error')),
+  scores TEXT NOT NULL, -- JSON array of Score: every score the attempt has as of this scoring
+  rescored TEXT NOT NULL, -- JSON array of the scorers this scoring ran (the others were carried over)
+  scorer_config TEXT NOT NULL, -- JSON object: each of those scorers' describe(), by name
+  error TEXT, -- AttemptError JSON (a scorer error) when status = 'error'
+  input_tokens REAL, -- the scoring's own spend (a judge's); all three NULL without usage
+  output_tokens REAL,
+  cost_usd REAL,
+  scored_at TEXT NOT NULL,
+  duration_ms REAL NOT NULL,
+  redacted TEXT,
+  UNIQUE (run_id, sample_id, epoch, attempt, scoring),
+  FOREIGN KEY (run_id, sample_id, epoch, attempt) REFERENCES attempts (run_id, sample_id, epoch, attempt)
+);
+
+CREATE TRIGGER scorings_no_update BEFORE UPDATE ON scorings
+BEGIN
+  SELECT RAISE(ABORT, 'scorings are immutable');
+END;
+
+CREATE TRIGGER scorings_no_delete BEFORE DELETE ON scorings
+BEGIN
+  SELECT RAISE(ABORT, 'scorings are never deleted');
+END;
+
+CREATE VIEW attempts_now AS
+SELECT a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted
+FROM attempts a LEFT JOIN scorings c
+  ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+    AND c.attempt = a.attempt
+    AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+      AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
+`,
+  },
 ];

@@ -1,0 +1,144 @@
+import * as z from "zod";
+import { StetError } from "../core/errors.js";
+import { jsonSchema } from "../core/json.js";
+import { attemptErrorSchema, redactedSchema, usageSchema } from "../core/schemas.js";
+import type { Scoring, ScoringDraft, Usage } from "../core/types.js";
+import { invalidInput } from "./checks.js";
+import { scoresSchema } from "./checks.js";
+import { parseColumn } from "./rows.js";
+
+/**
+ * Scoring rows as both adapters select them, and the checks both apply before writing one:
+ * the scorings layer (`scorings` table, migration 4) in one place.
+ */
+
+export const SCORING_COLUMNS = `sample_id, epoch, attempt, scoring, pass, status, scores, rescored,
+  scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at, duration_ms, redacted`;
+
+export interface ScoringRow {
+  sample_id: string;
+  epoch: number;
+  attempt: number;
+  scoring: number;
+  pass: string;
+  status: string;
+  scores: string;
+  rescored: string;
+  scorer_config: string;
+  error: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
+  scored_at: string;
+  duration_ms: number;
+  redacted: string | null;
+}
+
+const namesSchema = z.array(z.string());
+const configSchema = z.record(z.string(), jsonSchema);
+
+/**
+ * Refuses drafts whose JSON could not be read back, as `checkDrafts` does for attempts, and a
+ * scoring that says it scored while carrying an error (or the other way round).
+ *
+ * @example checkScoringDrafts(drafts); // throws E_INVALID_INPUT naming the attempt and field
+ */
+export function checkScoringDrafts(drafts: readonly ScoringDraft[]): void {
+  for (const draft of drafts) {
+    const what = `scoring of attempt ${draft.attempt} of sample "${draft.sampleId}" epoch ${draft.epoch}`;
+    const checks = [
+      ["scores", scoresSchema.safeParse(draft.scores)],
+      ["rescored", namesSchema.safeParse(draft.rescored)],
+      ["scorerConfig", configSchema.safeParse(draft.scorerConfig)],
+      ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
+      ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
+    ] as const;
+    for (const [field, result] of checks) {
+      if (result && !result.success) {
+        throw invalidInput(`${what}: ${field}: ${z.prettifyError(result.error)}`);
+      }
+    }
+    if ((draft.status === "error") !== (draft.error !== null) || !draft.pass) {
+      throw invalidInput(`${what}: status ${draft.status} does not fit its error`);
+    }
+  }
+}
+
+/**
+ * The refusal of a scoring whose attempt is not there, or has no output to score (its solver
+ * failed: such a key is re-solved, not re-scored).
+ */
+export function unscorable(runId: string, draft: ScoringDraft, why: string): StetError {
+  return invalidInput(
+    `run ${runId}: attempt ${draft.attempt} of sample "${draft.sampleId}" epoch ${draft.epoch} ${why}; nothing of the batch was recorded`,
+  );
+}
+
+/** Whether a stored attempt's solver succeeded: it has an output a scorer can score. */
+export function hasOutput(row: { status: string; error: string | null }): boolean {
+  if (row.status === "scored") return true;
+  if (row.error === null) return false;
+  return (JSON.parse(row.error) as { type?: string }).type === "scorer";
+}
+
+/** Named parameters of the scoring INSERT. */
+export function scoringParams(runId: string, scoring: number, draft: ScoringDraft) {
+  return {
+    runId,
+    sampleId: draft.sampleId,
+    epoch: draft.epoch,
+    attempt: draft.attempt,
+    scoring,
+    pass: draft.pass,
+    status: draft.status,
+    scores: JSON.stringify(draft.scores),
+    rescored: JSON.stringify(draft.rescored),
+    scorerConfig: JSON.stringify(draft.scorerConfig),
+    error: draft.error === null ? null : JSON.stringify(draft.error),
+    inputTokens: draft.usage?.inputTokens ?? null,
+    outputTokens: draft.usage?.outputTokens ?? null,
+    costUsd: draft.usage?.costUsd ?? null,
+    scoredAt: draft.scoredAt,
+    durationMs: draft.durationMs,
+    redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
+  };
+}
+
+/** The stored scoring: the draft with its run and number. */
+export function storedScoring(runId: string, scoring: number, draft: ScoringDraft): Scoring {
+  return { ...draft, runId, scoring };
+}
+
+export function toScoring(runId: string, row: ScoringRow): Scoring {
+  const what = (column: string) =>
+    `${column} of scoring ${row.scoring} of attempt ${row.attempt} of ${runId}/${row.sample_id}#${row.epoch}`;
+  if (row.status !== "scored" && row.status !== "error") {
+    throw new StetError("E_STORE", `corrupt ${what("status")}: ${row.status}`);
+  }
+  const scoring: Scoring = {
+    runId,
+    sampleId: row.sample_id,
+    epoch: row.epoch,
+    attempt: row.attempt,
+    scoring: row.scoring,
+    pass: row.pass,
+    status: row.status,
+    scores: parseColumn(scoresSchema, row.scores, what("scores")),
+    rescored: parseColumn(namesSchema, row.rescored, what("rescored")),
+    scorerConfig: parseColumn(configSchema, row.scorer_config, what("scorer_config")),
+    error: row.error === null ? null : parseColumn(attemptErrorSchema, row.error, what("error")),
+    usage: usageOf(row),
+    scoredAt: row.scored_at,
+    durationMs: row.duration_ms,
+  };
+  if (row.redacted !== null) {
+    scoring.redacted = parseColumn(redactedSchema, row.redacted, what("redacted"));
+  }
+  return scoring;
+}
+
+function usageOf(row: ScoringRow): Usage | null {
+  const { input_tokens: inputTokens, output_tokens: outputTokens, cost_usd: costUsd } = row;
+  if (inputTokens === null || outputTokens === null) return null;
+  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
+}
