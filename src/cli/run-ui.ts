@@ -58,6 +58,7 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
         if (event.resumed && event.plan.toExecute === 0) io.say("nothing left to execute");
         break;
       case "attempt-committed":
+      case "scoring-committed":
         progress.update(event.progress);
         break;
       case "store-retry":

@@ -52,6 +52,16 @@ export function addUsage(total: UsageTotal, usage: Usage | null): void {
   total.costUsd += usage?.costUsd ?? 0;
 }
 
+/**
+ * Adds what a scoring of a stored attempt spent (a judge's tokens and cost): spend of the run,
+ * but no attempt of its own.
+ */
+export function addScoringUsage(total: UsageTotal, usage: Usage): void {
+  total.inputTokens += usage.inputTokens;
+  total.outputTokens += usage.outputTokens;
+  total.costUsd += usage.costUsd ?? 0;
+}
+
 /** Mean and standard error (sample standard deviation / √n) of per-sample values. */
 export function meanAndStderr(values: readonly number[]): {
   mean: number | null;

@@ -1,10 +1,14 @@
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
 import type { ErrorGroup } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
-import type { Attempt, AttemptErrorType, Key, RunStatus } from "./types.js";
+import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
-export type PlanSummary = Omit<Plan, "toExecute" | "samples"> & { toExecute: number };
+export type PlanSummary = Omit<Plan, "toExecute" | "toRescore" | "samples"> & {
+  toExecute: number;
+  /** Scorer errors whose stored outputs are scored again (no solver call). */
+  toRescore: number;
+};
 
 export interface Progress {
   total: number;
@@ -39,6 +43,8 @@ export interface RunReport {
     reused: UsageTotal;
   };
   executed: number;
+  /** Stored attempts this invocation scored again (a rescore, a resume's scorer errors). */
+  rescored: number;
   preserved: number;
   wallMs: number;
 }
@@ -76,6 +82,8 @@ export type StopReason =
 export type RunEvent =
   | { type: "run-started"; runId: string; evalName: string; resumed: boolean; plan: PlanSummary }
   | { type: "attempt-committed"; attempt: Attempt; progress: Progress }
+  /** A stored attempt scored again (a rescore, a resume's scorer error); its output stands. */
+  | { type: "scoring-committed"; scoring: Scoring; progress: Progress }
   | { type: "store-retry"; message: string; failures: number; retryInMs: number }
   | { type: "stopping"; reason: StopReason; inflight: number; note?: string }
   | { type: "run-finished"; report: RunReport };

@@ -1,10 +1,18 @@
 import { keyString } from "./keys.js";
-import type { AttemptStatus, Key, SampleRecord } from "./types.js";
+import type { AttemptErrorType, AttemptStatus, Key, SampleRecord } from "./types.js";
 
 /** The fields of a stored attempt that planning looks at. */
 export interface AttemptFacts extends Key {
   status: AttemptStatus;
   fingerprint: string;
+  /** Its number; with `error`, what tells a scorer error (re-scored) from a solver's (re-run). */
+  attempt?: number;
+  error?: { type: AttemptErrorType } | null;
+}
+
+/** A stored attempt to score again: the key and the attempt's number. */
+export interface AttemptRef extends Key {
+  attempt: number;
 }
 
 export interface PlanInput {
@@ -28,6 +36,11 @@ export interface Plan {
   preserved: number;
   /** Keys to execute, epoch by epoch, in dataset order. */
   toExecute: Key[];
+  /**
+   * Keys whose outcome is a scorer error (the solver succeeded): their stored output is scored
+   * again, the solver is not called. Not in `errored`, which counts the keys re-executed.
+   */
+  toRescore: AttemptRef[];
   neverStarted: number;
   interrupted: number;
   errored: number;
@@ -64,12 +77,12 @@ export function planRun(input: PlanInput): Plan {
   });
   const changedIds = new Set(changed);
 
-  const latest = new Map<string, AttemptStatus>();
+  const latest = new Map<string, AttemptFacts>();
   const fingerprintOf = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   for (const attempt of input.attempts) {
     if (fingerprintOf.get(attempt.sampleId) !== attempt.fingerprint) continue;
     const k = keyString(attempt);
-    if (latest.get(k) !== "scored") latest.set(k, attempt.status);
+    if (latest.get(k)?.status !== "scored") latest.set(k, attempt);
   }
   const inflight = new Set(input.inflight.map(keyString));
 
@@ -77,6 +90,7 @@ export function planRun(input: PlanInput): Plan {
     total: samples.length * epochs,
     preserved: 0,
     toExecute: [],
+    toRescore: [],
     neverStarted: 0,
     interrupted: 0,
     errored: 0,
@@ -90,7 +104,8 @@ export function planRun(input: PlanInput): Plan {
     for (const { sample } of samples) {
       const key = { sampleId: sample.id, epoch };
       const k = keyString(key);
-      const status = latest.get(k);
+      const outcome = latest.get(k);
+      const status = outcome?.status;
       if (status === "scored") {
         plan.preserved++;
         continue;
@@ -100,6 +115,10 @@ export function planRun(input: PlanInput): Plan {
       else if (status === "error") {
         if (!rerunErrors) {
           plan.erroredKept++;
+          continue;
+        }
+        if (outcome?.error?.type === "scorer" && outcome.attempt !== undefined) {
+          plan.toRescore.push({ sampleId: sample.id, epoch, attempt: outcome.attempt });
           continue;
         }
         plan.errored++;

@@ -2,7 +2,7 @@ import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { isStetError, StetError } from "../core/errors.js";
 import type { FallbackOutcome } from "../core/events.js";
 import { keyString } from "../core/keys.js";
-import type { Attempt, AttemptDraft, Key } from "../core/types.js";
+import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { FallbackFile } from "./fallback-file.js";
 
@@ -26,6 +26,12 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+interface PendingScoring {
+  draft: ScoringDraft;
+  resolve: (scoring: Scoring) => void;
+  reject: (error: unknown) => void;
+}
+
 const DEFAULT_RETRY_DELAYS = [50, 200, 500, 1_000, 2_000, 4_000];
 const MAX_BATCH = 1_000;
 
@@ -42,6 +48,7 @@ const MAX_BATCH = 1_000;
  */
 export class AttemptWriter {
   #queue: Pending[] = [];
+  #scorings: PendingScoring[] = [];
   #inflight: Key[] = [];
   #flushing: Promise<void> | null = null;
   /** A fence or a duplicate: the store answered, and the answer was no. */
@@ -99,6 +106,19 @@ export class AttemptWriter {
     });
   }
 
+  /**
+   * Resolves with the stored scoring once it is durable, committed with others queued meanwhile.
+   * A scoring is not diverted to the fallback file: when the store stays unwritable it is lost
+   * (its attempt and output stand; a later rescore or resume scores it again).
+   */
+  writeScoring(draft: ScoringDraft): Promise<Scoring> {
+    return new Promise((resolve, reject) => {
+      if (this.#failed()) return reject(this.failure);
+      this.#scorings.push({ draft, resolve, reject });
+      this.#schedule();
+    });
+  }
+
   /** Waits until everything queued has been committed or diverted. */
   async drain(): Promise<void> {
     while (this.#flushing) await this.#flushing;
@@ -110,12 +130,14 @@ export class AttemptWriter {
       .then(() => this.#flushLoop())
       .finally(() => {
         this.#flushing = null;
-        if (this.#queue.length > 0) this.#schedule();
+        if (this.#queue.length > 0 || this.#scorings.length > 0) this.#schedule();
       });
   }
 
   async #flushLoop(): Promise<void> {
-    while (!this.#failed() && this.#queue.length > 0) {
+    while (!this.#failed() && (this.#queue.length > 0 || this.#scorings.length > 0)) {
+      if (this.#scorings.length > 0) await this.#flushScorings();
+      if (this.#failed() || this.#queue.length === 0) continue;
       const batch = this.#queue.splice(0, MAX_BATCH);
       // A key whose attempt commits in this batch needs no in-flight mark: the commit would
       // clear it at once.
@@ -133,17 +155,31 @@ export class AttemptWriter {
     }
   }
 
+  async #flushScorings(): Promise<void> {
+    const { store, runId, token } = this.#options;
+    const batch = this.#scorings.splice(0, MAX_BATCH);
+    try {
+      const drafts = batch.map((p) => p.draft);
+      const stored = await this.#retried(() => store.recordScorings(runId, token, drafts));
+      batch.forEach((p, i) => p.resolve(stored[i]!));
+    } catch (error) {
+      this.#scorings.unshift(...batch);
+      this.#fail(error, []);
+    }
+  }
+
   async #commit(marks: readonly Key[], batch: Pending[]): Promise<Attempt[]> {
     const { store, runId, token } = this.#options;
+    const drafts = batch.map((p) => p.draft);
+    return this.#retried(() => store.recordAttempts(runId, token, drafts, marks));
+  }
+
+  /** Runs a commit, retried with backoff; a fence or a duplicate is final at once. */
+  async #retried<T>(commit: () => Promise<T>): Promise<T> {
     const delays = this.#options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS;
     for (let failures = 0; ; failures++) {
       try {
-        return await store.recordAttempts(
-          runId,
-          token,
-          batch.map((p) => p.draft),
-          marks,
-        );
+        return await commit();
       } catch (error) {
         // A fence or a duplicate is a verdict, not a hiccup: retrying cannot change it.
         if (isStetError(error, "E_FENCED") || isStetError(error, "E_ALREADY_SCORED")) throw error;
@@ -156,6 +192,16 @@ export class AttemptWriter {
   }
 
   #fail(error: unknown, batch: Pending[]): void {
+    const scorings = this.#scorings.splice(0);
+    try {
+      this.#failAttempts(error, batch);
+    } finally {
+      const failure = this.failure ?? error;
+      for (const p of scorings) p.reject(failure);
+    }
+  }
+
+  #failAttempts(error: unknown, batch: Pending[]): void {
     if (isStetError(error, "E_FENCED") || isStetError(error, "E_ALREADY_SCORED")) {
       this.#verdict = error;
       for (const p of [...batch, ...this.#queue.splice(0)]) p.reject(error);

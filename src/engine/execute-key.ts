@@ -26,7 +26,7 @@ export class AttemptAborted extends Error {
   override readonly name = "AttemptAborted";
 }
 
-class AttemptTimedOut extends Error {}
+export class AttemptTimedOut extends Error {}
 
 /**
  * Executes one key: the solver, then each scorer. Expected failure is data: a throwing solver,
@@ -36,10 +36,27 @@ class AttemptTimedOut extends Error {}
 export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
   const startedAt = new Date();
   const t0 = performance.now();
+  return withTimeout(task, (signal) => attempt(task, signal, startedAt, t0));
+}
+
+/** What an attempt's (or a scoring's) timeout and abort need from its task. */
+interface Bounded {
+  timeoutMs?: number | undefined;
+  abort: AbortSignal;
+}
+
+/**
+ * Runs `work` with a signal that fires on the run's abort or after the task's timeout (an
+ * `AttemptTimedOut` reason), and cleans up after.
+ */
+export async function withTimeout<T>(
+  task: Bounded,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   if (task.timeoutMs === undefined) {
     // Without a timeout the run's own signal is the attempt's: no controller and listener per
     // attempt. The run aborts it with an AttemptAborted reason.
-    return attempt(task, task.abort, startedAt, t0);
+    return work(task.abort);
   }
   const controller = new AbortController();
   const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
@@ -50,7 +67,7 @@ export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
     task.timeoutMs,
   );
   try {
-    return await attempt(task, controller.signal, startedAt, t0);
+    return await work(controller.signal);
   } finally {
     clearTimeout(timer);
     task.abort.removeEventListener("abort", onAbort);
@@ -58,7 +75,11 @@ export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
 }
 
 /** The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call. */
-function context(task: KeyTask, signal: AbortSignal, spent: Usage[]): SolverContext {
+export function context(
+  task: Pick<KeyTask, "callModel" | "model" | "runId" | "key">,
+  signal: AbortSignal,
+  spent: Usage[],
+): SolverContext {
   const { callModel, model } = task;
   return {
     runId: task.runId,
@@ -101,23 +122,11 @@ async function attempt(
   } catch (thrown) {
     error = solverError(thrown, signal);
   }
-  for (const scorer of error ? [] : task.scorers) {
-    try {
-      const value = await untilAborted(
-        Promise.resolve().then(() => scorer.score({ sample: task.record.sample, output, ctx })),
-        signal,
-      );
-      scores.push(normalizeScore(scorer.name, value));
-      // A scorer that paid for a model (a judge) reports it; it is the attempt's spend too.
-      if (typeof value === "object" && value.usage) spent.push(value.usage);
-    } catch (thrown) {
-      const typed = solverError(thrown, signal);
-      error =
-        typed.type === "timeout"
-          ? typed
-          : { type: "scorer", scorer: scorer.name, message: typed.message };
-      break;
-    }
+  if (!error) {
+    const scored = await scoreOutput(task.record.sample, output, task.scorers, ctx, signal);
+    scores.push(...scored.scores);
+    spent.push(...scored.spent);
+    error = scored.error;
   }
   const completedAt = new Date();
   if (error) error = { ...error, message: scrub.text(error.message) };
@@ -133,6 +142,49 @@ async function attempt(
   });
   if (scrub.found.size > 0) draft.redacted = [...scrub.found].sort();
   return draft;
+}
+
+/** What a pass of scorers over one output gave. */
+export interface ScorerPass {
+  /** One per scorer that scored, in order; a scorer that threw ends the pass. */
+  scores: Score[];
+  /** A `scorer` error (or the timeout) from the scorer that threw. */
+  error: AttemptError | null;
+  /** What the scorers paid for (a judge's usage). */
+  spent: Usage[];
+}
+
+/**
+ * Runs `scorers` over an output in order, until one throws: that one is a `scorer` error (a
+ * timeout stays a timeout). An abort by the run throws `AttemptAborted`.
+ */
+export async function scoreOutput(
+  sample: SampleRecord["sample"],
+  output: Json,
+  scorers: readonly Scorer[],
+  ctx: SolverContext,
+  signal: AbortSignal,
+): Promise<ScorerPass> {
+  const pass: ScorerPass = { scores: [], error: null, spent: [] };
+  for (const scorer of scorers) {
+    try {
+      const value = await untilAborted(
+        Promise.resolve().then(() => scorer.score({ sample, output, ctx })),
+        signal,
+      );
+      pass.scores.push(normalizeScore(scorer.name, value));
+      // A scorer that paid for a model (a judge) reports it.
+      if (typeof value === "object" && value.usage) pass.spent.push(value.usage);
+    } catch (thrown) {
+      const typed = solverError(thrown, signal);
+      pass.error =
+        typed.type === "timeout"
+          ? typed
+          : { type: "scorer", scorer: scorer.name, message: typed.message };
+      break;
+    }
+  }
+  return pass;
 }
 
 interface DraftParts {
@@ -173,7 +225,7 @@ function draftOf(task: KeyTask, parts: DraftParts): AttemptDraft {
  * Replaces the run's known secrets in what an attempt holds and collects which ones it found.
  * Without secrets every step returns its input untouched.
  */
-function scrubber(redactor: Redactor | undefined) {
+export function scrubber(redactor: Redactor | undefined) {
   const found = new Set<string>();
   const active = redactor !== undefined && !redactor.empty;
   const note = <T>(redaction: { value: T; found: string[] }): T => {
@@ -190,7 +242,7 @@ function scrubber(redactor: Redactor | undefined) {
 }
 
 /** Resolves or rejects with `work`, or rejects with the abort reason as soon as `signal` fires. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
@@ -203,7 +255,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
  * Types a thrown value. Solvers signal provider/timeout failures with an error carrying `type`,
  * and a provider error that no request would get past with `configuration` (a ConfigurationFault).
  */
-function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
+export function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
   if (signal.aborted && signal.reason instanceof AttemptAborted) throw signal.reason;
   if (signal.aborted && signal.reason instanceof AttemptTimedOut) {
     return { type: "timeout", message: signal.reason.message };
@@ -225,7 +277,7 @@ function solverError(thrown: unknown, signal: AbortSignal): AttemptError {
   return error;
 }
 
-function addUsage(total: Usage | null, more: Usage): Usage {
+export function addUsage(total: Usage | null, more: Usage): Usage {
   if (total === null) return { ...more };
   const sum: Usage = {
     inputTokens: total.inputTokens + more.inputTokens,

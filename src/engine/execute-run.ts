@@ -4,11 +4,20 @@ import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
-import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
+import type {
+  Attempt,
+  AttemptError,
+  Key,
+  OwnerIdentity,
+  Run,
+  Scoring,
+  Usage,
+} from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
+import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
@@ -44,6 +53,11 @@ export interface Execution {
   solver: SolverFn;
   scorers: readonly Scorer[];
   callModel?: ModelCaller;
+  /**
+   * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
+   * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
+   */
+  rescore?: { units: readonly RescoreUnit[]; pass: string };
 }
 
 /** Why an execution stopped before its plan was done, and the note its run is released with. */
@@ -66,6 +80,8 @@ export interface ExecutionEnd {
   fingerprintOf(sampleId: string): string | undefined;
   /** `performance.now()` when the execution began. */
   startedAt: number;
+  /** Scorings this invocation committed, and what those that paid for a model spent. */
+  scorings: { committed: number; usage: Usage[] };
 }
 
 /**
@@ -182,6 +198,37 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
+  const scorings = { committed: 0, usage: [] as Usage[] };
+  const onScored = (scoring: Scoring) => {
+    scorings.committed++;
+    if (scoring.usage) scorings.usage.push(scoring.usage);
+    progress.spentNowUsd += scoring.usage?.costUsd ?? 0;
+    if (scoring.status === "scored") progress.done++;
+    else progress.errored++;
+    progress.elapsedMs = performance.now() - t0;
+    emit({ type: "scoring-committed", scoring, progress: { ...progress } });
+  };
+  const pass = exec.rescore?.pass ?? `resume-${owner.token.slice(0, 12)}`;
+  const score = async (unit: RescoreUnit): Promise<Scoring> => {
+    progress.inflight++;
+    try {
+      const draft = await executeScoring({
+        unit,
+        scorers: exec.scorers,
+        pass,
+        callModel: exec.callModel,
+        runId: run.id,
+        ...(run.config.model === undefined ? {} : { model: run.config.model }),
+        ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
+        abort: abort.signal,
+        redactor,
+      });
+      return await writer.writeScoring(draft);
+    } finally {
+      progress.inflight--;
+    }
+  };
+
   const runKey = async (key: Key) => {
     const record = plan.samples[indexOf.get(key.sampleId)!]!;
     for (let i = 0; i <= run.config.retries; i++) {
@@ -201,9 +248,17 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           redactor,
         });
         const attempt = await writer.write(draft);
+        // A scorer that threw leaves the output standing: retries score it again, never re-solve.
+        const scorerError = attempt.error?.type === "scorer";
         const final =
-          attempt.status === "scored" || i === run.config.retries || stopReason !== null;
-        onCommitted(attempt, final);
+          attempt.status === "scored" ||
+          i === run.config.retries ||
+          stopReason !== null ||
+          scorerError;
+        onCommitted(attempt, final && !(scorerError && i < run.config.retries));
+        if (scorerError && i < run.config.retries) {
+          return rescoreRetries(attempt, record, run.config.retries - i);
+        }
         if (final) return;
       } finally {
         progress.inflight--;
@@ -211,7 +266,58 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
+  /** A scorer error's retries: the scorers again on the stored output, up to `left` times. */
+  const rescoreRetries = async (
+    attempt: Attempt,
+    record: Plan["samples"][number],
+    left: number,
+  ) => {
+    const unit: RescoreUnit = {
+      key: attempt,
+      attempt: attempt.attempt,
+      record,
+      output: attempt.output,
+      current: attempt.scores,
+      rerun: new Set(),
+    };
+    for (let i = 0; i < left && stopReason === null; i++) {
+      const scoring = await score(unit);
+      if (scoring.status === "scored" || i === left - 1) {
+        onScored(scoring);
+        return;
+      }
+      // Not final: the key's error is counted once, by the last try.
+      scorings.committed++;
+      if (scoring.usage) scorings.usage.push(scoring.usage);
+      unit.current = scoring.scores;
+    }
+    // Stopped before the retries ran out: the key's error stands, resume scores it again.
+    progress.errored++;
+  };
+
+  const stopOn = (error: unknown) => {
+    if (error instanceof AttemptAborted) return;
+    if (writer.failure) {
+      const fencedOut = writer.failure.code === "E_FENCED";
+      stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
+      return;
+    }
+    throw error;
+  };
+
   try {
+    await pool(
+      exec.rescore?.units ?? [],
+      run.config.concurrency,
+      () => stopReason !== null,
+      async (unit) => {
+        try {
+          onScored(await score(unit));
+        } catch (error) {
+          stopOn(error);
+        }
+      },
+    );
     await pool(
       plan.toExecute,
       run.config.concurrency,
@@ -220,13 +326,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         try {
           await runKey(key);
         } catch (error) {
-          if (error instanceof AttemptAborted) return;
-          if (writer.failure) {
-            const fencedOut = writer.failure.code === "E_FENCED";
-            stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
-            return;
-          }
-          throw error;
+          stopOn(error);
         }
       },
     );
@@ -238,7 +338,12 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   }
 
   if (stopReason === "ownership-lost") throw await takenOver(store, run.id);
-  const end = { isNow, fingerprintOf: fingerprintIndex(plan, indexOf), startedAt: t0 };
+  const end = {
+    isNow,
+    fingerprintOf: fingerprintIndex(plan, indexOf),
+    startedAt: t0,
+    scorings,
+  };
   if (writer.failure) {
     const note = writer.failure.message;
     return { ...end, stopped: { reason: "store-unwritable", note, error: writer.failure } };

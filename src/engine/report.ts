@@ -1,7 +1,8 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
-import type { Run, SampleRecord } from "../core/types.js";
+import { addScoringUsage } from "../core/aggregate.js";
+import type { Run, SampleRecord, Usage } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 export interface ReportInput {
@@ -17,6 +18,8 @@ export interface ReportInput {
   resumed: boolean;
   /** Whether this invocation committed the attempt (default: none did). */
   isNow?: (attempt: AttemptHead) => boolean;
+  /** The scorings this invocation committed (default: none). */
+  scorings?: { committed: number; usage: readonly Usage[] };
   wallMs: number;
 }
 
@@ -40,6 +43,11 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     for await (const page of store.attemptHeadPages(run.id))
       for (const head of page) fold.add(head);
   const figures = fold.finish();
+  // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
+  for (const scoring of await store.listScorings(run.id)) {
+    if (scoring.usage) addScoringUsage(figures.totalSpent, scoring.usage);
+  }
+  for (const usage of input.scorings?.usage ?? []) addScoringUsage(figures.spentNow, usage);
   const total = samples.length * run.config.epochs;
   return {
     runId: run.id,
@@ -58,6 +66,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     errors: figures.errors,
     usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
     executed: figures.executedNow,
+    rescored: input.scorings?.committed ?? 0,
     preserved: input.plan.preserved,
     wallMs: input.wallMs,
   };
@@ -65,8 +74,8 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
 
 /** The plan without its lists, for events and reports. */
 export function summarizePlan(plan: Plan): PlanSummary {
-  const { toExecute, samples: _samples, ...rest } = plan;
-  return { ...rest, toExecute: toExecute.length };
+  const { toExecute, toRescore, samples: _samples, ...rest } = plan;
+  return { ...rest, toExecute: toExecute.length, toRescore: toRescore.length };
 }
 
 /**

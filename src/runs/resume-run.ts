@@ -1,10 +1,12 @@
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
-import { planRun, type Plan } from "../core/plan.js";
+import { keyString } from "../core/keys.js";
+import { planRun, type AttemptRef, type Plan } from "../core/plan.js";
 import type { Run, SampleRecord } from "../core/types.js";
 import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
+import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
@@ -99,7 +101,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
   const resume: PlannedResume = { run, plan, attempts, eval: ev };
-  if (plan.toExecute.length === 0) {
+  if (plan.toExecute.length === 0 && plan.toRescore.length === 0) {
     const error = new StetError(
       "E_NOTHING_TO_RESUME",
       `run ${runId} has nothing to resume: all ${plan.total} keys have ${plan.erroredKept > 0 ? "an outcome" : "a scored attempt"}`,
@@ -128,7 +130,7 @@ export async function claimResume(
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
   if (changedRecords.length > 0) await store.updateSamples(run.id, owner.token, changedRecords);
   const claimed = (await store.getRun(run.id)) ?? run;
-  const exec = {
+  const exec: Execution = {
     run: claimed,
     owner,
     plan,
@@ -136,6 +138,10 @@ export async function claimResume(
     solver: ev.solver,
     scorers: ev.scorers,
   };
+  if (plan.toRescore.length > 0) {
+    const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples);
+    exec.rescore = { units, pass: `resume-${owner.token.slice(0, 12)}` };
+  }
   return ev.callModel ? { ...exec, callModel: ev.callModel } : exec;
 }
 
@@ -195,6 +201,38 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
   const { refusal } = planning;
   if (refusal.reason === "nothing-to-resume") return settleResume(refusal.resume, options);
   throw refusal.error;
+}
+
+/**
+ * The stored attempts behind `refs`, as units to score again: their outputs, their current
+ * scores and the sample they executed. Every scorer that has no score (it threw, or never ran)
+ * runs; the others are carried.
+ */
+export async function rescoreUnits(
+  store: Store,
+  runId: string,
+  refs: readonly AttemptRef[],
+  samples: readonly SampleRecord[],
+): Promise<RescoreUnit[]> {
+  const records = new Map(samples.map((r) => [r.sample.id, r]));
+  const wanted = new Set(refs.map((r) => `${keyString(r)}#${r.attempt}`));
+  const bySample = new Map<string, AttemptRef[]>();
+  for (const ref of refs) bySample.set(ref.sampleId, [...(bySample.get(ref.sampleId) ?? []), ref]);
+  const units: RescoreUnit[] = [];
+  for (const sampleId of bySample.keys()) {
+    for (const attempt of await store.listAttempts(runId, { sampleId })) {
+      if (!wanted.has(`${keyString(attempt)}#${attempt.attempt}`)) continue;
+      units.push({
+        key: { sampleId, epoch: attempt.epoch },
+        attempt: attempt.attempt,
+        record: records.get(sampleId)!,
+        output: attempt.output,
+        current: attempt.scores,
+        rerun: new Set(),
+      });
+    }
+  }
+  return units;
 }
 
 function refuse(refusal: ResumeRefusal): ResumePlanning {

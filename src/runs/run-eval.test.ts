@@ -175,11 +175,13 @@ describe("resumeRun", () => {
     ).toEqual(stored);
   });
 
-  it("types solver errors, timeouts and scorer errors, re-runs them on resume and keeps the history", async () => {
+  it("types solver errors, timeouts and scorer errors; resume re-runs the first two and re-scores the third", async () => {
     const s = store();
     let fail = true;
     const samples = records(3);
+    const solved: string[] = [];
     const solver: SolverFn = async (sample, ctx) => {
+      solved.push(sample.id);
       if (fail && sample.id === "q000") throw new Error("boom");
       if (fail && sample.id === "q001") await new Promise((r) => setTimeout(r, 5_000, ctx));
       return String(sample.target);
@@ -213,16 +215,26 @@ describe("resumeRun", () => {
     ]);
 
     fail = false;
+    solved.length = 0;
     const resumed = await resumeRun({ store: s, runId: report.runId, eval: ev });
-    expect(resumed).toMatchObject({ status: "completed", plan: { errored: 3, preserved: 0 } });
+    expect(resumed).toMatchObject({
+      status: "completed",
+      plan: { errored: 2, toRescore: 1, preserved: 0 },
+      executed: 2,
+      rescored: 1,
+    });
+    // The scorer error's output stood: its solver was not called again.
+    expect(solved.sort()).toEqual(["q000", "q001"]);
     const history = await s.listAttempts(report.runId);
     expect(history.map((a) => `${a.sampleId}:${a.attempt}:${a.status}`)).toEqual([
       "q000:1:error",
       "q000:2:scored",
       "q001:1:error",
       "q001:2:scored",
-      "q002:1:error",
-      "q002:2:scored",
+      "q002:1:scored",
+    ]);
+    expect(await s.listScorings(report.runId)).toMatchObject([
+      { sampleId: "q002", attempt: 1, scoring: 1, status: "scored", rescored: ["exact"] },
     ]);
   });
 

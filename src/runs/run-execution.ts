@@ -62,6 +62,7 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
     plan: summarizePlan(plan),
     resumed: exec.resumed,
     isNow: end.isNow,
+    scorings: end.scorings,
     wallMs: performance.now() - end.startedAt,
   });
   options.onEvent?.({ type: "run-finished", report });

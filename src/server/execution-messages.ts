@@ -8,7 +8,7 @@ import type { SseMessage } from "./sse.js";
 /**
  * The SSE messages of a run this server executes:
  * `started {runId, total, preserved, remaining, …}` first, then per committed attempt `sample`
- * and `progress`, `stopping` when a stop begins, and `completed {report}` or `error {code, message}`
+ * and `progress` (per scoring of a stored attempt, `scoring` and `progress`), `stopping` when a stop begins, and `completed {report}` or `error {code, message}`
  * last.
  *
  * @example for await (const m of executionMessages(queue)) await stream.writeSSE(m);
@@ -41,6 +41,13 @@ function toMessages(event: ExecutionEvent): SseMessage[] {
         { event: "sample", data: attemptSummary(event.attempt) },
         { event: "progress", data: progressSummary(event.progress) },
       ];
+    case "scoring-committed": {
+      const { runId: _runId, ...scoring } = event.scoring;
+      return [
+        { event: "scoring", data: scoring },
+        { event: "progress", data: progressSummary(event.progress) },
+      ];
+    }
     case "store-retry":
       return [
         { event: "store-retry", data: { failures: event.failures, retryInMs: event.retryInMs } },

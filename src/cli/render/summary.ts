@@ -9,6 +9,11 @@ export function renderPlan(plan: PlanSummary): string {
       `(${plan.neverStarted} never started, ${plan.interrupted} interrupted, ${plan.errored} errored` +
       `${plan.changedKeys > 0 ? `, ${plan.changedKeys} changed` : ""}) · ${plan.changed.length} changed`,
   ];
+  if (plan.toRescore > 0) {
+    lines.push(
+      `      ${formatCount(plan.toRescore)} scorer error(s) to score again: their outputs stand, no solver call`,
+    );
+  }
   if (plan.erroredKept > 0)
     lines.push(`      ${plan.erroredKept} errored keys kept (--no-rerun-errors)`);
   if (plan.changed.length > 0)
@@ -43,7 +48,9 @@ export function renderSummary(report: RunReport): string {
     `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored · ` +
       `${formatCount(counts.errored)} errored${errors ? ` (${errors})` : ""} · ${formatCount(counts.remaining)} remaining`,
     ...report.errors.map((group, i) => `${i === 0 ? "errors" : "      "}   ${renderErrors(group)}`),
-    `work     ${formatCount(report.executed)} executed now · ${formatCount(report.preserved)} preserved`,
+    `work     ${formatCount(report.executed)} executed now · ` +
+      `${report.rescored > 0 ? `${formatCount(report.rescored)} rescored now · ` : ""}` +
+      `${formatCount(report.preserved)} preserved`,
     `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
     `cost     ${formatUsd(usage.spentNow.costUsd)} spent now · ${formatUsd(usage.totalSpent.costUsd)} ` +
       `total on this run · ${formatUsd(usage.reused.costUsd)} reused (not re-bought)`,

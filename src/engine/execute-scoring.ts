@@ -1,0 +1,86 @@
+import type { ModelCaller, Scorer } from "../core/eval.js";
+import type { Json } from "../core/json.js";
+import type { Redactor } from "../core/secrets.js";
+import type { Key, SampleRecord, Score, ScoringDraft, Usage } from "../core/types.js";
+import { addUsage, context, scoreOutput, scrubber, withTimeout } from "./execute-key.js";
+
+/**
+ * A stored attempt to score again: its output, the scores it has now, and which scorers to run.
+ * Built by `runs/` from the store (a rescore's plan, or a resume's scorer errors).
+ */
+export interface RescoreUnit {
+  key: Key;
+  /** The attempt's number. */
+  attempt: number;
+  /** The sample as the attempt executed it. */
+  record: SampleRecord;
+  output: Json;
+  /** The attempt's current scores (its latest scoring's, else its own). */
+  current: readonly Score[];
+  /** Scorers to run even when the attempt has a score from them (a rescore's request). */
+  rerun: ReadonlySet<string>;
+}
+
+export interface ScoringTask {
+  unit: RescoreUnit;
+  /** The scorers whose scores count, in order: each one runs, or its current score is carried. */
+  scorers: readonly Scorer[];
+  pass: string;
+  callModel?: ModelCaller | undefined;
+  runId: string;
+  model?: string;
+  timeoutMs?: number;
+  abort: AbortSignal;
+  redactor?: Redactor | undefined;
+}
+
+/**
+ * Scores one stored output again: every scorer in `rerun`, and every one the attempt has no
+ * usable score from (never scored, or it threw), in the eval's order; the other scores are
+ * carried over as they are. Scores of scorers the eval no longer has are left out: they stay in
+ * the attempt's history, not in its current set. The solver is never called. A throwing scorer
+ * gives an error scoring (the output still stands); an abort by the run throws `AttemptAborted`.
+ */
+export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
+  const t0 = performance.now();
+  const { unit } = task;
+  const spent: Usage[] = [];
+  const current = new Map(unit.current.map((s) => [s.scorer, s]));
+  const toRun = task.scorers.filter((s) => unit.rerun.has(s.name) || !current.has(s.name));
+  const pass = await withTimeout(task, (signal) => {
+    const ctx = context({ ...task, key: unit.key }, signal, spent);
+    return scoreOutput(unit.record.sample, unit.output, toRun, ctx, signal);
+  });
+  const ran = new Map(pass.scores.map((s) => [s.scorer, s]));
+  const failed = pass.error?.scorer;
+  const scores: Score[] = [];
+  for (const scorer of task.scorers) {
+    // One that was to run and did not (it threw, or came after the one that did) has no current
+    // score: its old one is what it was asked to replace.
+    const score = toRun.includes(scorer) ? ran.get(scorer.name) : current.get(scorer.name);
+    if (score) scores.push(score);
+  }
+  const scrub = scrubber(task.redactor);
+  const error = pass.error && { ...pass.error, message: scrub.text(pass.error.message) };
+  const rescored = toRun.map((s) => s.name).filter((name) => ran.has(name) || name === failed);
+  const draft: ScoringDraft = {
+    sampleId: unit.key.sampleId,
+    epoch: unit.key.epoch,
+    attempt: unit.attempt,
+    pass: task.pass,
+    status: error ? "error" : "scored",
+    scores: scrub.scores(scores),
+    rescored,
+    scorerConfig: Object.fromEntries(
+      toRun
+        .filter((s) => rescored.includes(s.name))
+        .map((s): [string, Json] => [s.name, s.describe?.() ?? { kind: "function" }]),
+    ),
+    error,
+    usage: [...spent, ...pass.spent].reduce<Usage | null>(addUsage, null),
+    scoredAt: new Date().toISOString(),
+    durationMs: Math.round(performance.now() - t0),
+  };
+  if (scrub.found.size > 0) draft.redacted = [...scrub.found].sort();
+  return draft;
+}
