@@ -71,6 +71,26 @@ export function buildProgram(): Command {
     });
 
   program
+    .command("rescore")
+    .description(
+      "score a run's stored outputs again with the eval's scorers: no solver calls, outputs kept",
+    )
+    .argument("<run-id>")
+    .option(
+      "--scorer <name>",
+      "run only this scorer of the eval (repeatable); the others keep their scores",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option("--only-errors", "score only the keys whose outcome is a scorer error")
+    .option("--eval <file>", "the eval whose scorers to use (default: the run's own file)")
+    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runId: string, flags) => {
+      process.exitCode = await (await import("./commands/rescore.js")).rescoreCommand(runId, flags);
+    });
+
+  program
     .command("list")
     .description("runs with status and progress")
     .addOption(storeOption())

@@ -34,6 +34,22 @@ export function resumeHint(
 }
 
 /**
+ * The command that goes on with an unfinished rescore: the same request, naming the store as
+ * `resumeHint` does.
+ *
+ * @example rescoreHint("r_1", ["--scorer", "judge"], undefined).command // "stet rescore r_1 --scorer judge"
+ */
+export function rescoreHint(
+  runId: string,
+  args: readonly string[],
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ResumeHint {
+  const base = [`stet rescore ${shellQuote(runId)}`, ...args.map(shellQuote)].join(" ");
+  return withStore(base, flag, env);
+}
+
+/**
  * The command that restores a fallback file (or another backup) into its run, naming the store
  * as `resumeHint` does.
  *

@@ -71,11 +71,14 @@ export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
     status: error ? "error" : "scored",
     scores: scrub.scores(scores),
     rescored,
-    scorerConfig: Object.fromEntries(
-      toRun
-        .filter((s) => rescored.includes(s.name))
-        .map((s): [string, Json] => [s.name, s.describe?.() ?? { kind: "function" }]),
-    ),
+    // A describe() that put a key in its settings does not put it in the store.
+    scorerConfig: scrub.json(
+      Object.fromEntries(
+        toRun
+          .filter((s) => rescored.includes(s.name))
+          .map((s): [string, Json] => [s.name, s.describe?.() ?? { kind: "function" }]),
+      ),
+    ) as Record<string, Json>,
     error,
     usage: [...spent, ...pass.spent].reduce<Usage | null>(addUsage, null),
     scoredAt: new Date().toISOString(),

@@ -6,6 +6,7 @@ import {
   executeRun,
   type ExecuteOptions,
   type Execution,
+  type ExecutionEnd,
   type StopCause,
 } from "../engine/execute-run.js";
 import { takenOver } from "../engine/acquire.js";
@@ -23,7 +24,15 @@ import { settledStatus } from "./run-status.js";
  *
  * @example const report = await runExecution(await claimResume(planned, options), options);
  */
-export async function runExecution(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
+export interface RunExecutionOptions extends ExecuteOptions {
+  /** Work of the caller's while the run is still owned, after the execution drained. */
+  beforeRelease?: (end: ExecutionEnd) => Promise<void>;
+}
+
+export async function runExecution(
+  exec: Execution,
+  options: RunExecutionOptions,
+): Promise<RunReport> {
   const { store } = options;
   const { run, owner, plan } = exec;
   const end = await executeRun(exec, { ...options, secrets: runSecrets(store, options.secrets) });
@@ -41,6 +50,7 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
       }),
     );
   }
+  await options.beforeRelease?.(end);
   const counts = await store.countKeys(run.id);
   // A signal that arrives after the last commit interrupts nothing: the run is complete.
   const status = settledStatus({ remaining: counts.remaining, cutShort: end.stopped !== null });

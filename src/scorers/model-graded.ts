@@ -61,6 +61,16 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
   const { rubric = DEFAULT_RUBRIC, template = DEFAULT_TEMPLATE, name = "model_graded" } = options;
   return {
     name,
+    // Endpoint and prompt, never the key: a changed rubric or judge is a different scorer.
+    describe: () => ({
+      kind: "model_graded",
+      model: options.model,
+      ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+      rubric,
+      template,
+      temperature: options.temperature ?? 0,
+      maxTokens: options.maxTokens ?? 1024,
+    }),
     secrets: () => endpointSecrets(options),
     score: async ({ sample, output, ctx }) => {
       const prompt = fill(template, {

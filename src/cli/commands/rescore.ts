@@ -1,0 +1,61 @@
+import { executeRescore, planRescore } from "../../runs/rescore-run.js";
+import { staleLimit } from "../../runs/stale-limit.js";
+import { EXIT } from "../exit-codes.js";
+import { createIo } from "../io.js";
+import { openStore } from "../open-store.js";
+import { hintLine, rescoreHint } from "../resume-hint.js";
+import { runWithUi, uiOptions } from "../run-ui.js";
+
+export interface RescoreFlags {
+  store?: string;
+  json?: boolean;
+  eval?: string;
+  scorer?: string[];
+  onlyErrors?: boolean;
+  failUnder?: number;
+}
+
+/**
+ * `stet rescore <run-id>`: score the run's stored outputs again with the eval's scorers (or the
+ * `--scorer` ones). No solver call; outputs, usage and timestamps of attempts stay as they are.
+ * Interrupted, it exits 130 and prints the command that goes on with it.
+ */
+export async function rescoreCommand(runId: string, flags: RescoreFlags): Promise<number> {
+  const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
+  const store = await openStore(flags.store, stale);
+  try {
+    const planning = await planRescore({
+      store,
+      runId,
+      ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
+      ...(flags.scorer === undefined ? {} : { scorers: flags.scorer }),
+      ...(flags.onlyErrors ? { onlyErrors: true } : {}),
+      ...stale,
+    });
+    if (!planning.ok) throw planning.refusal.error;
+    const planned = planning.rescore;
+    const what = planned.pending.onlyErrors ? "scorer error(s)" : "stored output(s)";
+    io.say(
+      `${planned.continued ? "going on with the rescore: " : ""}${planned.units.length} ${what} ` +
+        `to score with ${planned.scorers.map((s) => s.name).join(", ") || "no scorers"}; ` +
+        "no solver calls",
+    );
+    const code = await runWithUi(io, uiOptions(flags), (controls) =>
+      executeRescore(planned, { store, ...stale, ...controls }),
+    );
+    const after = await store.getRun(runId);
+    if (after?.config.rescore?.pass !== planned.pending.pass) return code;
+    const args = [
+      ...(flags.scorer ?? []).flatMap((name) => ["--scorer", name]),
+      ...(flags.onlyErrors ? ["--only-errors"] : []),
+      ...(flags.eval === undefined ? [] : ["--eval", flags.eval]),
+    ];
+    io.stderr.write(
+      `rescore stopped before it scored every output; go on with: ${hintLine(rescoreHint(runId, args, flags.store))}\n`,
+    );
+    return code === EXIT.ok ? EXIT.interrupted : code;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,233 @@
+import { randomBytes } from "node:crypto";
+import { StetError } from "../core/errors.js";
+import type { Scorer } from "../core/eval.js";
+import type { RunReport } from "../core/events.js";
+import { selectOutcomes } from "../core/outcomes.js";
+import type { Plan } from "../core/plan.js";
+import type { PendingRescore, Run, RunConfig, SampleRecord } from "../core/types.js";
+import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
+import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
+import type { RescoreUnit } from "../engine/execute-scoring.js";
+import { newOwnerIdentity } from "../engine/owner.js";
+import type { Store } from "../store/types.js";
+import { findEval, type EvalLookup } from "./find-eval.js";
+import { unknownRun } from "./require-run.js";
+import type { ResumeEval } from "./resume-run.js";
+import { runExecution } from "./run-execution.js";
+
+export interface RescoreOptions extends ExecuteOptions {
+  runId: string;
+  /**
+   * The eval whose scorers score the run's stored outputs (its solver is never called). Default:
+   * the one `findEval` finds for the run (`evalFile`, then `registry`, then the run's own file).
+   */
+  eval?: ResumeEval;
+  evalFile?: string;
+  registry?: EvalLookup;
+  onlyRegistered?: boolean;
+  /** Run only these of the eval's scorers (the others keep their scores); default all of them. */
+  scorers?: readonly string[];
+  /** Score only the keys whose outcome is a scorer error. */
+  onlyErrors?: boolean;
+}
+
+/** A rescore planned against the run as it was read, before claiming it. */
+export interface PlannedRescore {
+  run: Run;
+  /** The stored attempts to score, one per key: each key's outcome. */
+  units: RescoreUnit[];
+  /** The scorers whose scores count from now on, in the eval's order. */
+  scorers: Scorer[];
+  /** The rescore as the run records it until it is done (a new one, or the one it goes on with). */
+  pending: PendingRescore;
+  /** True when this goes on with an unfinished rescore of the same request. */
+  continued: boolean;
+  samples: SampleRecord[];
+  ev: ResumeEval;
+}
+
+export type RescorePlanning =
+  | { ok: true; rescore: PlannedRescore }
+  | { ok: false; refusal: { reason: "run-not-found" | "run-active" | "usage"; error: StetError } };
+
+/**
+ * The first half of a rescore: reads the run and its eval and picks what to score, with no side
+ * effects. Every key's outcome attempt whose solver succeeded is scored again (only scorer errors
+ * with `onlyErrors`), by all of the eval's scorers or the named ones; an unfinished rescore with
+ * the same request is continued where it stopped. Refusals: an unknown run, a live owner, a
+ * scorer name the eval does not have.
+ *
+ * @example const planning = await planRescore({ store, runId: "r_abc", scorers: ["judge"] });
+ */
+export async function planRescore(options: RescoreOptions): Promise<RescorePlanning> {
+  const { store, runId } = options;
+  const run = await store.getRun(runId);
+  if (!run) return refuse("run-not-found", unknownRun(store, runId));
+  const active = await takeoverRefusal(store, run, options);
+  if (active) return refuse("run-active", active);
+  const ev = options.eval ?? (await findEval(run, options));
+
+  const evalNames = ev.scorers.map((s) => s.name);
+  const unknown = (options.scorers ?? []).filter((name) => !evalNames.includes(name));
+  if (unknown.length > 0) {
+    const message = `the eval has no scorer named ${unknown.map((n) => `"${n}"`).join(", ")} (it has: ${evalNames.join(", ") || "none"})`;
+    return refuse("usage", new StetError("E_USAGE", message));
+  }
+  const named = options.scorers === undefined ? undefined : new Set(options.scorers);
+  // Without --scorer the eval's scorers are the run's from now on; with it, the run's scorers
+  // that the eval still has, and the named ones.
+  const scorers = named
+    ? ev.scorers.filter((s) => named.has(s.name) || run.config.scorers.includes(s.name))
+    : [...ev.scorers];
+  const request = {
+    scorers: named ? [...named].sort() : evalNames,
+    onlyErrors: options.onlyErrors ?? false,
+  };
+  const previous = run.config.rescore;
+  const continued =
+    previous !== undefined &&
+    previous.onlyErrors === request.onlyErrors &&
+    previous.scorers.join("\u0000") === request.scorers.join("\u0000");
+  const pending: PendingRescore = continued
+    ? previous
+    : { pass: newPassId(), ...request, startedAt: new Date().toISOString() };
+
+  const samples = await store.getSamples(runId);
+  const units = await unitsToScore(store, run, samples, pending, continued, named);
+  return { ok: true, rescore: { run, units, scorers, pending, continued, samples, ev } };
+}
+
+/**
+ * Claims a planned rescore (dead owners are taken over, a live one refuses with `E_RUN_ACTIVE`)
+ * and records it in the run, so a killed rescore is continued by the same command; returns what
+ * `runExecution` executes.
+ */
+export async function claimRescore(
+  planned: PlannedRescore,
+  options: ExecuteOptions,
+): Promise<Execution> {
+  const { store } = options;
+  const { run } = planned;
+  const owner = newOwnerIdentity();
+  await acquireRun(store, run, owner, options);
+  const config: RunConfig = {
+    ...run.config,
+    scorers: planned.scorers.map((s) => s.name),
+    rescore: planned.pending,
+  };
+  await store.updateRunConfig(run.id, owner.token, config);
+  const claimed = (await store.getRun(run.id)) ?? run;
+  const exec: Execution = {
+    run: claimed,
+    owner,
+    plan: rescorePlan(planned),
+    resumed: false,
+    solver: planned.ev.solver,
+    scorers: planned.scorers,
+    rescore: { units: planned.units, pass: planned.pending.pass },
+  };
+  if (planned.ev.callModel) exec.callModel = planned.ev.callModel;
+  return exec;
+}
+
+/**
+ * Scores a run's stored outputs again with the eval's scorers (or the named ones): no solver
+ * call, and the attempts (outputs, usage, timestamps) stay as they are; each scoring adds a row.
+ * Judge calls are the scoring's spend. Stopped early (Ctrl-C, a cancel, a kill), the same
+ * command goes on with the attempts not yet scored. Throws the planning's refusal.
+ *
+ * @example const report = await rescoreRun({ store, runId: "r_abc", eval: ev });
+ */
+export async function rescoreRun(options: RescoreOptions): Promise<RunReport> {
+  const planning = await planRescore(options);
+  if (!planning.ok) throw planning.refusal.error;
+  return executeRescore(planning.rescore, options);
+}
+
+/** Claims and executes a planned rescore; the pending mark is cleared once every unit is scored. */
+export async function executeRescore(
+  planned: PlannedRescore,
+  options: ExecuteOptions,
+): Promise<RunReport> {
+  const exec = await claimRescore(planned, options);
+  return runExecution(exec, {
+    ...options,
+    beforeRelease: async (end) => {
+      if (end.stopped !== null) return;
+      const { rescore: _done, ...config } = exec.run.config;
+      await options.store.updateRunConfig(exec.run.id, exec.owner.token, config);
+    },
+  });
+}
+
+/**
+ * Each key's outcome (for its current fingerprint) that has an output to score: scored ones and
+ * scorer errors (only those with `onlyErrors`), less those this rescore already scored when it
+ * is continued.
+ */
+async function unitsToScore(
+  store: Store,
+  run: Run,
+  samples: readonly SampleRecord[],
+  pending: PendingRescore,
+  continued: boolean,
+  named: ReadonlySet<string> | undefined,
+): Promise<RescoreUnit[]> {
+  const records = new Map(samples.map((r) => [r.sample.id, r]));
+  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  const done = new Set<string>();
+  if (continued) {
+    for (const s of await store.listScorings(run.id)) {
+      if (s.pass === pending.pass) done.add(`${s.sampleId}\u0000${s.epoch}\u0000${s.attempt}`);
+    }
+  }
+  const outcomes = selectOutcomes(await store.listAttempts(run.id), fingerprints);
+  // With --only-errors only what is missing runs, unless scorers were named; else every scorer
+  // of the request runs again.
+  const rerun = new Set(named ?? (pending.onlyErrors ? [] : pending.scorers));
+  const units: RescoreUnit[] = [];
+  for (const outcome of outcomes) {
+    const scorerError = outcome.status === "error" && outcome.error?.type === "scorer";
+    if (outcome.status !== "scored" && !scorerError) continue;
+    if (pending.onlyErrors && !scorerError) continue;
+    if (done.has(`${outcome.sampleId}\u0000${outcome.epoch}\u0000${outcome.attempt}`)) continue;
+    const record = records.get(outcome.sampleId);
+    if (!record) continue;
+    units.push({
+      key: { sampleId: outcome.sampleId, epoch: outcome.epoch },
+      attempt: outcome.attempt,
+      record,
+      output: outcome.output,
+      current: outcome.scores,
+      rerun,
+    });
+  }
+  return units;
+}
+
+/** The plan of a rescore: its units are its keys, none executes. */
+function rescorePlan(planned: PlannedRescore): Plan {
+  return {
+    total: planned.units.length,
+    preserved: 0,
+    toExecute: [],
+    toRescore: planned.units.map((u) => ({ ...u.key, attempt: u.attempt })),
+    neverStarted: 0,
+    interrupted: 0,
+    errored: 0,
+    erroredKept: 0,
+    changed: [],
+    changedKeys: 0,
+    missing: [],
+    samples: planned.samples,
+  };
+}
+
+function refuse(reason: "run-not-found" | "run-active" | "usage", error: StetError) {
+  return { ok: false as const, refusal: { reason, error } };
+}
+
+/** The id of a rescore: the mark of the scorings it makes. */
+function newPassId(): string {
+  return `rescore-${randomBytes(6).toString("hex")}`;
+}
