@@ -1,4 +1,5 @@
 import { setMaxListeners } from "node:events";
+import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
@@ -138,8 +139,10 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     executed: 0,
     inflight: 0,
     spentNowUsd: 0,
+    unpricedNow: 0,
     elapsedMs: 0,
   };
+  const spentNow = emptyUsage();
   // Per key (sample index × epochs + epoch − 1), the first attempt number this invocation
   // committed: attempts are numbered in commit order, so "committed now" is "at least that".
   // Typed arrays and an index, not a set of key strings: a large run's report needs no more.
@@ -169,7 +172,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
-    progress.spentNowUsd += attempt.usage?.costUsd ?? 0;
+    addUsage(spentNow, attempt.usage);
+    progress.spentNowUsd = spentNow.costUsd;
+    progress.unpricedNow = spentNow.unpriced;
     if (attempt.status === "scored") progress.done++;
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - t0;
