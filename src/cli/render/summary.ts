@@ -48,7 +48,9 @@ export function renderSummary(report: RunReport): string {
     `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
       `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)`,
     ...(unpriced(report)
-      ? ["         (no price is known for the model: give the solver `prices` to count its cost)"]
+      ? [
+          "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
+        ]
       : []),
     `time     ${formatDuration(report.wallMs)}`,
     `status   ${report.status}`,
