@@ -45,6 +45,16 @@ export default defineEval({
 });
 `;
 
+/** A priced solver (gpt-4o-mini) and a judge-like scorer that used tokens with no price. */
+const UNPRICED_JUDGE = `import { defineEval, solvers } from "stet";
+export default defineEval({
+  name: "unpriced-judge",
+  dataset: ${DATASET},
+  solver: solvers.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL, apiKey: "sk-test", maxRetries: 0 }),
+  scorers: [{ name: "judge", score: () => ({ value: 1, usage: { inputTokens: 50, outputTokens: 5 } }) }],
+});
+`;
+
 interface Total {
   attempts: number;
   inputTokens: number;
@@ -153,5 +163,20 @@ describe("a model without a price", () => {
       ["q2", false],
       ["q3", true],
     ]);
+  });
+
+  it("in one part of an attempt (an unpriced judge of a priced solver): the attempt's cost is unknown", async () => {
+    const { run, runId, cli } = await runEval(UNPRICED_JUDGE);
+    const shown = JSON.parse(await cli("show", runId, "--json")) as {
+      usage: Record<"totalSpent", Total>;
+    };
+    expect(shown.usage.totalSpent).toEqual({
+      attempts: 3,
+      inputTokens: 450,
+      outputTokens: 75,
+      costUsd: null,
+      unpriced: 3,
+    });
+    expect(costLine(run.stdout)).toContain("unknown (3 attempts unpriced) spent now");
   });
 });
