@@ -5,6 +5,7 @@ export { resolveEval } from "./eval/resolve-eval.js";
 export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types.js";
 export { solvers } from "./solvers/index.js";
 export { SolverError, chatCompletion } from "./solvers/index.js";
+export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
 export { runEval } from "./runs/start-run.js";
 export { resumeRun } from "./runs/resume-run.js";

@@ -66,6 +66,10 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       .toMatch(new RegExp(`^${N}/${N} done`));
     await page.locator(".summary .badge.completed").waitFor();
     expect(await page.getByRole("button", { name: /Resume/ }).count()).toBe(0);
+    // The eval's model ("gpt-test") has no price: its cost is unknown, not $0.
+    await expect
+      .poll(() => page.locator("p.meta", { hasText: "Cost" }).textContent())
+      .toMatch(/^Cost unknown \(\d+ unpriced\) spent · unknown \(40 unpriced\) reused · /);
 
     // Keys stored before the kill were never requested again; only the ones in flight at the
     // kill (at most the concurrency) were requested twice.
@@ -102,6 +106,7 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
     await expect(page.locator("pre.input").textContent()).resolves.toBe("s13");
     await expect(attempt.locator("pre.output").textContent()).resolves.toBe("wrong");
     await expect(attempt.textContent()).resolves.toContain("exact: 0.000");
+    await expect(attempt.textContent()).resolves.toContain("out tokens · cost unknown");
 
     expect(errors).toEqual([]);
   });

@@ -32,24 +32,59 @@ export function reduceEpochs(values: readonly number[], reducer: Reducer): numbe
   }
 }
 
+/**
+ * What a set of attempts used and cost. An attempt that used tokens but carries no cost (no
+ * price was known for its model) is `unpriced`: its cost is unknown, not zero. So `costUsd` is
+ * what the priced attempts cost, a lower bound when `unpriced > 0`, and null when some attempts
+ * are unpriced and the priced ones cost nothing: then nothing is known about the cost. Attempts
+ * without usage (a function solver) cost nothing and are not unpriced.
+ */
 export interface UsageTotal {
   attempts: number;
   inputTokens: number;
   outputTokens: number;
-  costUsd: number;
+  /** US dollars; null when unknown (see above). */
+  costUsd: number | null;
+  /** Attempts that used tokens and have no cost. */
+  unpriced: number;
 }
 
 /** A total of no attempts. */
 export function emptyUsage(): UsageTotal {
-  return { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  return { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, unpriced: 0 };
 }
 
 /** Adds one attempt (and its usage, when it has any) to `total`. */
 export function addUsage(total: UsageTotal, usage: Usage | null): void {
   total.attempts++;
-  total.inputTokens += usage?.inputTokens ?? 0;
-  total.outputTokens += usage?.outputTokens ?? 0;
-  total.costUsd += usage?.costUsd ?? 0;
+  if (usage === null) return;
+  total.inputTokens += usage.inputTokens;
+  total.outputTokens += usage.outputTokens;
+  const unpriced = usage.costUsd === undefined && usage.inputTokens + usage.outputTokens > 0;
+  addCost(total, usage.costUsd ?? 0, unpriced ? 1 : 0);
+}
+
+/**
+ * The sum of several totals, added in the order given (so the same totals always give the same
+ * figure). Unknown stays unknown only when no part of it is known.
+ *
+ * @example sumUsage(a, b).costUsd // null when both are unknown, a's cost when only b is
+ */
+export function sumUsage(...totals: readonly UsageTotal[]): UsageTotal {
+  const sum = emptyUsage();
+  for (const t of totals) {
+    sum.attempts += t.attempts;
+    sum.inputTokens += t.inputTokens;
+    sum.outputTokens += t.outputTokens;
+    addCost(sum, t.costUsd ?? 0, t.unpriced);
+  }
+  return sum;
+}
+
+function addCost(total: UsageTotal, usd: number, unpriced: number): void {
+  const known = (total.costUsd ?? 0) + usd;
+  total.unpriced += unpriced;
+  total.costUsd = total.unpriced > 0 && known === 0 ? null : known;
 }
 
 /**
@@ -59,7 +94,8 @@ export function addUsage(total: UsageTotal, usage: Usage | null): void {
 export function addScoringUsage(total: UsageTotal, usage: Usage): void {
   total.inputTokens += usage.inputTokens;
   total.outputTokens += usage.outputTokens;
-  total.costUsd += usage.costUsd ?? 0;
+  const unpriced = usage.costUsd === undefined && usage.inputTokens + usage.outputTokens > 0;
+  addCost(total, usage.costUsd ?? 0, unpriced ? 1 : 0);
 }
 
 /** Mean and standard error (sample standard deviation / √n) of per-sample values. */

@@ -19,7 +19,13 @@ export interface Progress {
   /** Attempts committed by this invocation. */
   executed: number;
   inflight: number;
-  spentNowUsd: number;
+  /**
+   * What this invocation's attempts cost, as `UsageTotal.costUsd`: a lower bound when
+   * `unpricedNow > 0`, null when unknown (only unpriced attempts so far).
+   */
+  spentNowUsd: number | null;
+  /** This invocation's attempts that used tokens without a known price. */
+  unpricedNow: number;
   elapsedMs: number;
 }
 

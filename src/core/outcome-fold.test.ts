@@ -96,18 +96,27 @@ function expectMetrics(actual: ScorerMetrics[], expected: ScorerMetrics[], reduc
   });
 }
 
+/**
+ * Tokens summed; cost the sum of the priced attempts', null when attempts used tokens without a
+ * price and the priced ones cost nothing (unknown); attempts with tokens and no cost counted.
+ */
 function usageOf(items: readonly { usage: Usage | null }[]): UsageTotal {
-  const total = { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  const total = { attempts: 0, inputTokens: 0, outputTokens: 0, known: 0, unpriced: 0 };
   for (const { usage } of items) {
     total.attempts++;
     total.inputTokens += usage?.inputTokens ?? 0;
     total.outputTokens += usage?.outputTokens ?? 0;
-    total.costUsd += usage?.costUsd ?? 0;
+    if (usage?.costUsd !== undefined) total.known += usage.costUsd;
+    else if (usage && usage.inputTokens + usage.outputTokens > 0) total.unpriced++;
   }
-  return total;
+  const { known, ...rest } = total;
+  return { ...rest, costUsd: total.unpriced > 0 && known === 0 ? null : known };
 }
 
-/** A pseudo-random run history: errors, retries, changed samples, imports, fractional costs. */
+/**
+ * A pseudo-random run history: errors, retries, changed samples, imports, fractional costs, and
+ * about one attempt in ten with tokens but no price.
+ */
 function history(seed: number): FoldedAttempt[] {
   let x = seed;
   const rnd = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -129,7 +138,7 @@ function history(seed: number): FoldedAttempt[] {
                 { scorer: "b", value: rnd() > 0.5 ? 1 : 0 },
               ]
             : [],
-          usage: rnd() > 0.2 ? { inputTokens: 10, outputTokens: 3, costUsd: rnd() / 1000 } : null,
+          usage: rnd() > 0.2 ? usage(rnd() / 1000) : null,
           error: scored
             ? null
             : {
@@ -142,6 +151,12 @@ function history(seed: number): FoldedAttempt[] {
     }
   }
   return out.sort((p, q) => compareKeys(p, q) || p.attempt - q.attempt);
+}
+
+function usage(cost: number): Usage {
+  return cost < 0.0001
+    ? { inputTokens: 10, outputTokens: 3 }
+    : { inputTokens: 10, outputTokens: 3, costUsd: cost };
 }
 
 describe("OutcomeFold", () => {
@@ -178,6 +193,8 @@ describe("OutcomeFold", () => {
       usageOf(attempts.filter((a) => isNow(a) && a.provenance.kind === "executed")),
     );
     expect(folded.reused).toEqual(usageOf(outcomes.filter((o) => !isNow(o))));
+    expect(folded.totalSpent.unpriced).toBeGreaterThan(0);
+    expect(folded.totalSpent.costUsd).toBeGreaterThan(0);
     expect(folded.executedNow).toBe(attempts.filter(isNow).length);
     // Errors by type, each with its first three outcomes in key order and their own messages.
     const errored = outcomes.filter((o) => o.status === "error");

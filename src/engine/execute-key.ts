@@ -277,13 +277,22 @@ export function solverError(thrown: unknown, signal: AbortSignal): AttemptError 
   return error;
 }
 
+/**
+ * Two parts of an attempt's usage added. The sum has a cost only when every part that used
+ * tokens had one: a priced solver with an unpriced judge has an unknown cost, not the solver's.
+ */
 export function addUsage(total: Usage | null, more: Usage): Usage {
   if (total === null) return { ...more };
   const sum: Usage = {
     inputTokens: total.inputTokens + more.inputTokens,
     outputTokens: total.outputTokens + more.outputTokens,
   };
-  if (total.costUsd !== undefined || more.costUsd !== undefined) {
+  const priced = (u: Usage) => u.costUsd !== undefined || u.inputTokens + u.outputTokens === 0;
+  if (
+    (total.costUsd !== undefined || more.costUsd !== undefined) &&
+    priced(total) &&
+    priced(more)
+  ) {
     sum.costUsd = (total.costUsd ?? 0) + (more.costUsd ?? 0);
   }
   return sum;

@@ -1,4 +1,5 @@
 import { setMaxListeners } from "node:events";
+import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
@@ -154,8 +155,10 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     executed: 0,
     inflight: 0,
     spentNowUsd: 0,
+    unpricedNow: 0,
     elapsedMs: 0,
   };
+  const spentNow = emptyUsage();
   // Per key (sample index × epochs + epoch − 1), the first attempt number this invocation
   // committed: attempts are numbered in commit order, so "committed now" is "at least that".
   // Typed arrays and an index, not a set of key strings: a large run's report needs no more.
@@ -185,7 +188,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
-    progress.spentNowUsd += attempt.usage?.costUsd ?? 0;
+    addUsage(spentNow, attempt.usage);
+    progress.spentNowUsd = spentNow.costUsd;
+    progress.unpricedNow = spentNow.unpriced;
     if (attempt.status === "scored") progress.done++;
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - t0;
@@ -199,10 +204,17 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   };
 
   const scorings = { committed: 0, usage: [] as Usage[] };
-  const onScored = (scoring: Scoring) => {
+  /** A scoring's spend (a judge's) is this invocation's, whatever became of the key. */
+  const countScoring = (scoring: Scoring) => {
     scorings.committed++;
-    if (scoring.usage) scorings.usage.push(scoring.usage);
-    progress.spentNowUsd += scoring.usage?.costUsd ?? 0;
+    if (!scoring.usage) return;
+    scorings.usage.push(scoring.usage);
+    addScoringUsage(spentNow, scoring.usage);
+    progress.spentNowUsd = spentNow.costUsd;
+    progress.unpricedNow = spentNow.unpriced;
+  };
+  const onScored = (scoring: Scoring) => {
+    countScoring(scoring);
     if (scoring.status === "scored") progress.done++;
     else progress.errored++;
     progress.elapsedMs = performance.now() - t0;
@@ -287,8 +299,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         return;
       }
       // Not final: the key's error is counted once, by the last try.
-      scorings.committed++;
-      if (scoring.usage) scorings.usage.push(scoring.usage);
+      countScoring(scoring);
       unit.current = scoring.scores;
     }
     // Stopped before the retries ran out: the key's error stands, resume scores it again.

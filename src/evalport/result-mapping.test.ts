@@ -273,6 +273,20 @@ describe("toResult / fromResult", () => {
     expect(again.passed).toBe(true);
   });
 
+  it("writes an unknown cost as estimated_cost_usd: null and reads it back as no cost", () => {
+    const unpriced = attempt({ usage: { inputTokens: 5, outputTokens: 2 } });
+    const result = toResult(unpriced, { epochs: 1 });
+    expect(result.metadata).toMatchObject({
+      openeval: { cost: { input_tokens: 5, output_tokens: 2, estimated_cost_usd: null } },
+    });
+    expect(validateDocument(result, "result").errors).toEqual([]);
+    expect(fromResult(result).usage).toEqual({ inputTokens: 5, outputTokens: 2 });
+    // Without usage there is no cost to speak of.
+    expect(toResult(attempt({ usage: null }), { epochs: 1 }).metadata).not.toHaveProperty(
+      "openeval.cost",
+    );
+  });
+
   it("reads a foreign error and the nested cost form", () => {
     const fields = fromResult(
       {

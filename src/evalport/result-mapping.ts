@@ -44,7 +44,9 @@ export const NOT_REFERENCED = "not_referenced";
  * |                               | timeout→timeout, provider→provider_error, solver and            |
  * |                               | scorer→runner_error; retryable for timeout and provider;        |
  * |                               | `code` = the HTTP status                                        |
- * | `metadata.openeval.cost`      | `usage` as `{ input_tokens, output_tokens, estimated_cost_usd? }`|
+ * | `metadata.openeval.cost`      | `usage` as `{ input_tokens, output_tokens, estimated_cost_usd }`;|
+ * |                               | `estimated_cost_usd` is null when no price was known (unknown,  |
+ * |                               | not 0); no `cost` for an attempt without usage                  |
  * | `metadata.openeval.aggregation_status` | `"unscored"` when no grader produced a score           |
  * | `metadata.stet`               | `{ run_id, attempt (the stored attempt number), fingerprint,    |
  * |                               | provenance, started_at, output_format?, transcript?,            |
@@ -218,27 +220,29 @@ function cost(usage: Usage): Json {
   return {
     input_tokens: usage.inputTokens,
     output_tokens: usage.outputTokens,
-    ...(usage.costUsd !== undefined && { estimated_cost_usd: usage.costUsd }),
+    // Unknown is said as unknown: a reader summing the costs must not take it for $0.
+    estimated_cost_usd: usage.costUsd ?? null,
   };
 }
 
 const costSchema = z.object({
   input_tokens: z.number().nonnegative().optional(),
   output_tokens: z.number().nonnegative().optional(),
-  estimated_cost_usd: z.number().nonnegative().optional(),
+  estimated_cost_usd: z.number().nonnegative().nullable().optional(),
 });
 
 function usageOf(metadata: Record<string, Json> | undefined): Usage | null {
   const nested = isObject(metadata?.openeval) ? metadata.openeval.cost : undefined;
   const parsed = costSchema.safeParse(nested ?? metadata?.["openeval.cost"]);
   if (!parsed.success) return null;
-  const { input_tokens, output_tokens, estimated_cost_usd } = parsed.data;
-  if (input_tokens === undefined && output_tokens === undefined && estimated_cost_usd === undefined)
-    return null;
+  const { input_tokens, output_tokens } = parsed.data;
+  // A null cost is an unknown one: the usage has tokens and no `costUsd`.
+  const usd = parsed.data.estimated_cost_usd ?? undefined;
+  if (input_tokens === undefined && output_tokens === undefined && usd === undefined) return null;
   return {
     inputTokens: input_tokens ?? 0,
     outputTokens: output_tokens ?? 0,
-    ...(estimated_cost_usd !== undefined && { costUsd: estimated_cost_usd }),
+    ...(usd !== undefined && { costUsd: usd }),
   };
 }
 

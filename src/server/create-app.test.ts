@@ -194,6 +194,29 @@ describe("reading", () => {
     expect(JSON.stringify(body)).not.toMatch(/"token"/);
   });
 
+  it.each([
+    ["no attempt priced: unknown (null)", () => undefined, null, 6],
+    [
+      "some unpriced: the priced part, a lower bound",
+      (id: string) => (id < "q03" ? 0.001 : undefined),
+      expect.closeTo(0.003),
+      3,
+    ],
+  ])(
+    "a run's cost with %s, in its detail and its benchmark",
+    async (_name, costOf, costUsd, unpriced) => {
+      const t = setup([additionEval({ costOf }).ev]);
+      const runId = await completedRun(t);
+      const spent = { attempts: 6, inputTokens: 18, outputTokens: 6, costUsd, unpriced };
+      expect((await t.json(`/api/runs/${runId}`)).body).toMatchObject({
+        cost: { spent, reused: spent },
+      });
+      expect((await t.json("/api/benchmarks/addition")).body).toMatchObject({
+        runs: [{ id: runId, cost: { spent } }],
+      });
+    },
+  );
+
   it("serves the run's EvalPort ResultSet, which validates", async () => {
     const t = setup([additionEval().ev]);
     const runId = await completedRun(t);

@@ -12,7 +12,7 @@ export type { ChatCompletion, ChatEndpoint, ChatMessage, ChatRequest } from "./c
 export { defaultBackoff, parseRetryAfter, retryDelayMs } from "./backoff.js";
 export type { Backoff } from "./backoff.js";
 export { bareModel } from "./model-name.js";
-export { costUsd, knownPrices, priceFor } from "./prices.js";
+export { PRICES_AS_OF, PRICES_SOURCE, costUsd, knownPrices, priceFor } from "./prices.js";
 export type { Price } from "./prices.js";
 export { normalizeSolverReturn } from "../core/normalize.js";
 export { SolverError, isSolverError } from "./solver-error.js";

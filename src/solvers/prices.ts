@@ -5,8 +5,21 @@ export interface Price {
 }
 
 /**
- * List prices of well-known models (USD per 1M tokens, standard tier, no cache discount).
- * Keys are bare model ids; OpenRouter ids are listed with their vendor prefix.
+ * Where the built-in prices come from: the providers' published list prices, standard tier, no
+ * batch or cache discount. Prices change; a model missing here, or priced differently for you
+ * (a discount, a self-hosted model), takes `prices` on its solver or scorer. A model with no
+ * price records its tokens and no cost, and every total says its cost is unknown, never $0.
+ */
+export const PRICES_SOURCE =
+  "OpenAI API pricing (https://openai.com/api/pricing) for OpenAI models; OpenRouter model pages (https://openrouter.ai/models) for vendor-prefixed ids";
+
+/** The date the built-in prices were taken (YYYY-MM-DD); they may have changed since. */
+export const PRICES_AS_OF = "2026-11-29";
+
+/**
+ * List prices of well-known models (USD per 1M tokens, standard tier, no cache discount), from
+ * `PRICES_SOURCE` as of `PRICES_AS_OF`. Keys are bare model ids; OpenRouter ids are listed with
+ * their vendor prefix.
  */
 export const knownPrices: Readonly<Record<string, Price>> = {
   "gpt-4o": { input: 2.5, output: 10 },

@@ -1,6 +1,6 @@
 /** A benchmark: the runs of one eval side by side, overall and per sample. */
 import { getJson } from "./api.js";
-import { badge, dollars, fill, h, preview, score, type Child } from "./dom.js";
+import { badge, fill, h, preview, score, totalCost, type Child } from "./dom.js";
 import { link, runHref } from "./shared.js";
 import type { BenchmarkView } from "./types.js";
 
@@ -51,7 +51,7 @@ export async function benchmarkView(
               const m = r.metrics.find((x) => x.scorer === s);
               return h("td", {}, m ? score(m.mean, m.stderr) : "—");
             }),
-            h("td", {}, dollars(r.cost.spent.costUsd)),
+            h("td", {}, totalCost(r.cost.spent)),
           ),
         ),
       ),

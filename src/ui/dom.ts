@@ -53,8 +53,19 @@ export function score(value: number | null | undefined, stderr?: number | null):
   return stderr === null || stderr === undefined ? main : `${main} ± ${stderr.toFixed(3)}`;
 }
 
-export function dollars(value: number | undefined): string {
-  return `$${(value ?? 0).toFixed(4)}`;
+/**
+ * A cost: dollars when known; "unknown" when no price was known (never $0); "≥ $x (n unpriced)"
+ * when `unpriced` attempts had no price and the figure counts only the priced ones.
+ */
+export function dollars(value: number | null | undefined, unpriced = 0): string {
+  if (value === null || value === undefined)
+    return unpriced > 0 ? `unknown (${unpriced} unpriced)` : "unknown";
+  return unpriced > 0 ? `≥ $${value.toFixed(4)} (${unpriced} unpriced)` : `$${value.toFixed(4)}`;
+}
+
+/** A total's cost, as `dollars`. */
+export function totalCost(total: { costUsd: number | null; unpriced: number }): string {
+  return dollars(total.costUsd, total.unpriced);
 }
 
 export function when(iso: string | null | undefined): string {

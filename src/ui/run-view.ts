@@ -1,6 +1,6 @@
 /** One run: live progress, metrics, cost, Resume and Cancel, and its samples. */
 import { getJson, postJson, sse } from "./api.js";
-import { badge, bar, dollars, fill, h, score, when, type Child } from "./dom.js";
+import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message } from "./shared.js";
 import type { RunDetail, SamplePage } from "./types.js";
@@ -242,7 +242,7 @@ function runDetails(run: RunDetail): Child[] {
     h(
       "p",
       { class: "meta" },
-      `Cost ${dollars(run.cost.spent.costUsd)} spent · ${dollars(run.cost.reused.costUsd)} reused · `,
+      `Cost ${totalCost(run.cost.spent)} spent · ${totalCost(run.cost.reused)} reused · `,
       `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
     ),
     run.errors.length > 0 &&

@@ -1,6 +1,6 @@
 /** The runs page: every run with status, progress, score and cost, and a form to start one. */
 import { getJson, sse } from "./api.js";
-import { badge, bar, dollars, fill, h, score, when } from "./dom.js";
+import { badge, bar, fill, h, score, totalCost, when } from "./dom.js";
 import { link, message, pause, runHref } from "./shared.js";
 import type { RunDetail, RunSummary } from "./types.js";
 
@@ -76,7 +76,7 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
             {},
             run.metrics[0] ? `${run.metrics[0].scorer} ${score(run.metrics[0].mean)}` : "—",
           ),
-          h("td", {}, dollars(run.cost.spent.costUsd)),
+          h("td", {}, totalCost(run.cost.spent)),
           h("td", {}, when(run.createdAt)),
         ),
       ),

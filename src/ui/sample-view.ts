@@ -58,7 +58,7 @@ function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
       { class: "meta" },
       `${when(a.startedAt)} · ${a.durationMs} ms`,
       a.usage &&
-        ` · ${a.usage.inputTokens} in / ${a.usage.outputTokens} out tokens · ${dollars(a.usage.costUsd)}`,
+        ` · ${a.usage.inputTokens} in / ${a.usage.outputTokens} out tokens · ${a.usage.costUsd === undefined ? "cost unknown" : dollars(a.usage.costUsd)}`,
     ),
     a.error && h("p", { class: "error" }, `${a.error.type}: ${a.error.message}`),
     a.scores.length > 0 &&

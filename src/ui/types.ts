@@ -40,7 +40,10 @@ export interface UsageTotal {
   attempts: number;
   inputTokens: number;
   outputTokens: number;
-  costUsd: number;
+  /** Null when unknown: attempts used tokens without a known price and none was priced. */
+  costUsd: number | null;
+  /** Attempts that used tokens without a known price; with a number, `costUsd` is a lower bound. */
+  unpriced: number;
 }
 
 export interface RunDetail extends RunSummary {

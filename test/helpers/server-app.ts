@@ -10,7 +10,10 @@ import { ExecutionRegistry } from "../../src/server/executions.js";
 import type { Store } from "../../src/store/types.js";
 import { tempStore } from "./temp-store.js";
 
-/** A function-solver eval over `n` additions; `calls` counts solver calls per `id#epoch`. */
+/**
+ * A function-solver eval over `n` additions; `calls` counts solver calls per `id#epoch`. Each
+ * call costs $0.001, or what `costOf` says (undefined: tokens used, no price known).
+ */
 export function additionEval(
   options: {
     name?: string;
@@ -18,6 +21,7 @@ export function additionEval(
     delayMs?: number;
     epochs?: number;
     concurrency?: number;
+    costOf?: (sampleId: string) => number | undefined;
   } = {},
 ) {
   const calls = new Map<string, number>();
@@ -30,7 +34,7 @@ export function additionEval(
     const sum = (a ?? 0) + (b ?? 0);
     return {
       output: sum % 5 === 0 ? "wrong" : String(sum),
-      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.001 },
+      usage: usageFor(options.costOf ? options.costOf(sample.id) : 0.001),
     };
   };
   const ev = defineEval<DatasetRow>({
@@ -46,6 +50,12 @@ export function additionEval(
     concurrency: options.concurrency ?? 2,
   });
   return { ev, calls };
+}
+
+function usageFor(costUsd: number | undefined) {
+  return costUsd === undefined
+    ? { inputTokens: 3, outputTokens: 1 }
+    : { inputTokens: 3, outputTokens: 1, costUsd };
 }
 
 function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {

@@ -4,7 +4,7 @@ import { open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { stringify } from "csv-stringify";
 import { StetError } from "../../core/errors.js";
-import type { Attempt } from "../../core/types.js";
+import type { Attempt, Usage } from "../../core/types.js";
 import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
 import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
 import { csvColumns, csvRow } from "../export-csv.js";
@@ -98,12 +98,22 @@ export function exportRow(a: Attempt) {
     status: a.status,
     output: a.output,
     scores: a.scores,
-    usage: a.usage,
+    usage: exportUsage(a.usage),
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,
     error: a.error,
     provenance: a.provenance.kind,
     ...(a.redacted === undefined ? {} : { redacted: a.redacted }),
+  };
+}
+
+/** An attempt's usage as exported: a cost that was never known is `costUsd: null`, not absent. */
+function exportUsage(usage: Usage | null) {
+  if (usage === null) return null;
+  return {
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    costUsd: usage.costUsd ?? null,
   };
 }

@@ -1,6 +1,6 @@
-import type { UsageTotal } from "../../core/aggregate.js";
+import { sumUsage } from "../../core/aggregate.js";
 import type { FallbackOutcome } from "../../core/events.js";
-import { formatCount, formatKey, formatUsd } from "./format.js";
+import { formatCost, formatCount, formatKey } from "./format.js";
 
 /** The commands a user needs after the store failed, already shell-quoted (see `resume-hint`). */
 export interface RecoveryCommands {
@@ -18,17 +18,17 @@ export interface RecoveryCommands {
  */
 export function renderFallback(outcome: FallbackOutcome, commands: RecoveryCommands): string {
   const { kept, lost } = outcome;
-  const now = sum(outcome.committed, kept, lost);
-  const run = outcome.stored ? sum(outcome.stored, kept, lost) : undefined;
+  const now = sumUsage(outcome.committed, kept, lost);
+  const run = outcome.stored ? sumUsage(outcome.stored, kept, lost) : undefined;
   const outside = [
     kept.attempts > 0 ? `${formatCount(kept.attempts)} in the fallback file` : "",
     lost.attempts > 0 ? `${formatCount(lost.attempts)} lost` : "",
   ].filter(Boolean);
   const lines = [
-    `cost     ${formatUsd(now.costUsd)} spent now · ` +
-      (run ? `${formatUsd(run.costUsd)} total on this run` : "total on this run unknown") +
+    `cost     ${formatCost(now, true)} spent now · ` +
+      (run ? `${formatCost(run, true)} total on this run` : "total on this run unknown") +
       ` · counting ${formatCount(kept.attempts + lost.attempts)} attempts not in the store ` +
-      `(${outside.join(", ")}; ${formatUsd(kept.costUsd + lost.costUsd)})`,
+      `(${outside.join(", ")}; ${formatCost(sumUsage(kept, lost))})`,
     `tokens   ${formatCount(now.inputTokens)} in · ${formatCount(now.outputTokens)} out (spent now)`,
   ];
   if (outcome.path !== null && kept.attempts > 0) {
@@ -37,7 +37,7 @@ export function renderFallback(outcome: FallbackOutcome, commands: RecoveryComma
   if (lost.attempts > 0) {
     lines.push(
       `lost     ${formatCount(lost.attempts)} attempts could be written nowhere and will be bought again ` +
-        `(${formatUsd(lost.costUsd)} · ${formatCount(lost.inputTokens)} in · ${formatCount(lost.outputTokens)} out): ` +
+        `(${formatCost(lost)} · ${formatCount(lost.inputTokens)} in · ${formatCount(lost.outputTokens)} out): ` +
         lost.keys.map(formatKey).join(", "),
     );
   }
@@ -52,13 +52,4 @@ export function renderFallback(outcome: FallbackOutcome, commands: RecoveryComma
     lines.push("Once the store is writable again, resume with:", `  ${commands.resume}`);
   }
   return lines.join("\n");
-}
-
-function sum(...totals: UsageTotal[]): UsageTotal {
-  return {
-    attempts: totals.reduce((n, t) => n + t.attempts, 0),
-    inputTokens: totals.reduce((n, t) => n + t.inputTokens, 0),
-    outputTokens: totals.reduce((n, t) => n + t.outputTokens, 0),
-    costUsd: totals.reduce((n, t) => n + t.costUsd, 0),
-  };
 }

@@ -1,7 +1,29 @@
+import type { UsageTotal } from "../../core/aggregate.js";
+
 /** Small formatting helpers shared by the CLI's renderers. */
 
 export function formatUsd(usd: number): string {
   return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+}
+
+/**
+ * A total's cost as the terminal shows it: dollars when every attempt that used tokens was priced,
+ * "≥ $x" when some were not (what the priced ones cost is a lower bound), "unknown" when nothing
+ * is known; with `counted`, how many attempts had no price. Never "$0" for an unpriced total.
+ *
+ * @example formatCost({ costUsd: 0.25, unpriced: 3 }, true) // "≥ $0.2500 (3 attempts unpriced)"
+ * @example formatCost({ costUsd: null, unpriced: 1 }) // "unknown"
+ */
+export function formatCost(
+  total: Pick<UsageTotal, "costUsd" | "unpriced">,
+  counted = false,
+): string {
+  const note =
+    counted && total.unpriced > 0
+      ? ` (${formatCount(total.unpriced)} attempt${total.unpriced === 1 ? "" : "s"} unpriced)`
+      : "";
+  if (total.costUsd === null) return `unknown${note}`;
+  return `${total.unpriced > 0 ? "≥ " : ""}${formatUsd(total.costUsd)}${note}`;
 }
 
 export function formatDuration(ms: number): string {

@@ -1,5 +1,5 @@
 import type { Progress } from "../../core/events.js";
-import { formatCount, formatDuration, formatUsd } from "./format.js";
+import { formatCost, formatCount, formatDuration } from "./format.js";
 
 export interface ProgressRenderer {
   update(progress: Progress): void;
@@ -54,6 +54,6 @@ function line(p: Progress, barWidth: number): string {
     barWidth > 0 ? `[${"█".repeat(Math.round(fraction * barWidth)).padEnd(barWidth, "·")}] ` : "";
   return (
     `${bar}${formatCount(finished)}/${formatCount(p.total)} ` +
-    `· ${rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatUsd(p.spentNowUsd)}`
+    `· ${rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatCost({ costUsd: p.spentNowUsd, unpriced: p.unpricedNow })}`
   );
 }

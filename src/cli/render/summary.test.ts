@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { formatCost } from "./format.js";
 import { renderErrors } from "./summary.js";
 
 describe("renderErrors", () => {
@@ -24,5 +25,17 @@ describe("renderErrors", () => {
         examples: [{ sampleId: "a", epoch: 1, message: "timed out after 10ms" }],
       }),
     ).toBe("timeout 1 — a: timed out after 10ms");
+  });
+});
+
+describe("formatCost", () => {
+  it.each([
+    [{ costUsd: 1.5, unpriced: 0 }, "$1.50", "$1.50"],
+    [{ costUsd: 0, unpriced: 0 }, "$0.0000", "$0.0000"],
+    [{ costUsd: 0.25, unpriced: 3 }, "≥ $0.2500", "≥ $0.2500 (3 attempts unpriced)"],
+    [{ costUsd: null, unpriced: 1 }, "unknown", "unknown (1 attempt unpriced)"],
+  ])("%j → %s, counted %s; never $0 for an unpriced total", (total, plain, counted) => {
+    expect(formatCost(total)).toBe(plain);
+    expect(formatCost(total, true)).toBe(counted);
   });
 });

@@ -1,6 +1,6 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup } from "../../core/outcome-fold.js";
-import { formatCount, formatDuration, formatKey, formatUsd, table } from "./format.js";
+import { formatCost, formatCount, formatDuration, formatKey, table } from "./format.js";
 
 /** The plan a resume prints before executing anything. */
 export function renderPlan(plan: PlanSummary): string {
@@ -52,11 +52,20 @@ export function renderSummary(report: RunReport): string {
       `${report.rescored > 0 ? `${formatCount(report.rescored)} rescored now · ` : ""}` +
       `${formatCount(report.preserved)} preserved`,
     `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
-    `cost     ${formatUsd(usage.spentNow.costUsd)} spent now · ${formatUsd(usage.totalSpent.costUsd)} ` +
-      `total on this run · ${formatUsd(usage.reused.costUsd)} reused (not re-bought)`,
+    `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
+      `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)`,
+    ...(unpriced(report)
+      ? [
+          "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
+        ]
+      : []),
     `time     ${formatDuration(report.wallMs)}`,
     `status   ${report.status}`,
   ].join("\n");
+}
+
+function unpriced({ usage }: RunReport): boolean {
+  return usage.spentNow.unpriced + usage.totalSpent.unpriced + usage.reused.unpriced > 0;
 }
 
 /**
