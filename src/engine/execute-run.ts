@@ -8,6 +8,7 @@ import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/typ
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
+import { Budget, type SpendCap } from "./budget.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
@@ -44,6 +45,8 @@ export interface Execution {
   solver: SolverFn;
   scorers: readonly Scorer[];
   callModel?: ModelCaller;
+  /** The run's spend cap (`--max-cost`), with what it had spent before this invocation. */
+  cap?: SpendCap;
 }
 
 /** Why an execution stopped before its plan was done, and the note its run is released with. */
@@ -80,6 +83,9 @@ export interface ExecutionEnd {
  * stop is graceful, like a signal's: no new dispatches, and in-flight attempts finish (within
  * the grace period) and are committed, because against such an endpoint they fail at once
  * anyway, and one that does finish has been paid for and stands.
+ *
+ * A spend cap (`exec.cap`) stops it the same way, without the grace period's abort (what is in
+ * flight is being paid for): see `Budget` for the dispatch rule.
  */
 export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<ExecutionEnd> {
   const { store } = options;
@@ -164,6 +170,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     ...(exec.solver.secrets?.() ?? []),
     ...exec.scorers.flatMap((scorer) => scorer.secrets?.() ?? []),
   ]);
+  const budget = exec.cap ? new Budget(exec.cap) : undefined;
+  /** Stops dispatching (reason `budget`) when one more key, beside `inflight` others, would not fit. */
+  const overBudget = (inflight: number): boolean => {
+    if (!budget || stopReason !== null || budget.verdict(inflight) === "dispatch") return false;
+    stop("budget", false, `${budget.note()}; finishing the samples in flight`);
+    return true;
+  };
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
@@ -201,9 +214,15 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           redactor,
         });
         const attempt = await writer.write(draft);
+        // Counted before the retry's verdict below, which must see this attempt's cost.
+        const warning = budget?.observe(attempt);
         const final =
-          attempt.status === "scored" || i === run.config.retries || stopReason !== null;
+          attempt.status === "scored" ||
+          i === run.config.retries ||
+          stopReason !== null ||
+          overBudget(progress.inflight - 1);
         onCommitted(attempt, final);
+        if (warning) emit({ type: "warning", code: "unpriced", message: warning });
         if (final) return;
       } finally {
         progress.inflight--;
@@ -211,25 +230,26 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
+  const work = async (key: Key) => {
+    try {
+      await runKey(key);
+    } catch (error) {
+      if (error instanceof AttemptAborted) return;
+      if (writer.failure) {
+        const fencedOut = writer.failure.code === "E_FENCED";
+        stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
+        return;
+      }
+      throw error;
+    }
+  };
+  const stopped = () => stopReason !== null || overBudget(progress.inflight);
   try {
-    await pool(
-      plan.toExecute,
-      run.config.concurrency,
-      () => stopReason !== null,
-      async (key) => {
-        try {
-          await runKey(key);
-        } catch (error) {
-          if (error instanceof AttemptAborted) return;
-          if (writer.failure) {
-            const fencedOut = writer.failure.code === "E_FENCED";
-            stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
-            return;
-          }
-          throw error;
-        }
-      },
-    );
+    // Under a cap with no known cost yet, the first key goes alone: its cost is what the rest
+    // are expected to cost.
+    const alone = budget?.probing ? 1 : 0;
+    await pool(plan.toExecute.slice(0, alone), 1, stopped, work);
+    await pool(plan.toExecute.slice(alone), run.config.concurrency, stopped, work);
     await writer.drain();
   } finally {
     stopHeartbeat();
@@ -247,6 +267,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   if (reason === "misconfigured") {
     return { ...end, stopped: { reason, note: stopNote, misconfiguration: misconfiguration! } };
   }
+  // The note says what the run spent in the end, the in-flight keys' cost included.
+  if (reason === "budget") return { ...end, stopped: { reason, note: budget!.note() } };
   return {
     ...end,
     stopped: reason === "signal" || reason === "cancel" ? { reason, note: stopNote } : null,
@@ -272,7 +294,8 @@ async function pool<T>(
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (!stopped() && next < items.length) await work(items[next++]!);
+    // `stopped` is asked only when there is a next item: the budget's answer is about dispatching it.
+    while (next < items.length && !stopped()) await work(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -54,7 +54,7 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
     throw endpointError(run.id, misconfiguration, counts.remaining);
   }
   const finished = (await store.getRun(run.id)) ?? { ...run, status };
-  const report = await buildReport({
+  const built = await buildReport({
     store,
     run: finished,
     samples: plan.samples,
@@ -64,8 +64,30 @@ export async function runExecution(exec: Execution, options: ExecuteOptions): Pr
     isNow: end.isNow,
     wallMs: performance.now() - end.startedAt,
   });
+  const report = withStop(built, status === "interrupted" ? end.stopped : null, exec);
   options.onEvent?.({ type: "run-finished", report });
   return report;
+}
+
+/**
+ * The report with why the invocation stopped (when it left the run interrupted) and the spend
+ * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`.
+ */
+function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
+  const { cap } = exec;
+  return {
+    ...report,
+    ...(stopped ? { stopped: { reason: stopped.reason, note: stopped.note } } : {}),
+    ...(cap
+      ? {
+          budget: {
+            maxCostUsd: cap.maxCostUsd,
+            spentUsd: report.usage.totalSpent.costUsd,
+            reached: stopped?.reason === "budget",
+          },
+        }
+      : {}),
+  };
 }
 
 /**
