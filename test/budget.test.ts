@@ -80,6 +80,9 @@ describe("--max-cost", () => {
     expect(rawAttempts(p.db)).toHaveLength(first);
     expect(spent).toBeCloseTo(first * COST, 9);
 
+    const shown = await runCli(["show", runId], { cwd: p.dir });
+    expect(shown.stdout).toContain(`resume   stet resume ${runId} --max-cost <higher usd>`);
+
     // The cap is the run's, recorded with it: a resume without --max-cost stops at once.
     const again = await runCli(["resume", runId], { cwd: p.dir, env });
     expect(again.code, again.stderr).toBe(6);
