@@ -133,6 +133,26 @@ describe("the spend cap in the engine", () => {
     expect(executed).toBe(100);
   });
 
+  it("a retry is a dispatch too: it waits on the same verdict", async () => {
+    const s = store();
+    const { ev, seen } = spendingEval(3, 1);
+    // Every solve costs $0.02 and its scorer throws: each attempt is a paid `scorer` error
+    // that the retries would buy again.
+    const solver: SolverFn = async (sample, ctx) => {
+      await ev.solver(sample, ctx);
+      return { output: "ok", usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.02 } };
+    };
+    const failing = { name: "exact", score: () => Promise.reject(new Error("judge down")) };
+    const report = await runEval({
+      store: s,
+      eval: { ...ev, solver, scorers: [failing], retries: 5, maxCost: 0.05 },
+    });
+    // 0.02, then 0.04 (0.02 + 0.02 fits), then 0.04 + 0.02 would not: no third attempt.
+    expect(seen.calls).toHaveLength(2);
+    expect(report).toMatchObject({ status: "interrupted", stopped: { reason: "budget" } });
+    expect(report.usage.totalSpent.costUsd).toBeCloseTo(0.04, 9);
+  });
+
   it("refuses a cap that is not a positive number", async () => {
     const s = store();
     const { ev } = spendingEval(3, 1);
