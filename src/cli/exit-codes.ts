@@ -9,6 +9,8 @@ export const EXIT = {
   errored: 3,
   belowThreshold: 4,
   runActive: 5,
+  /** The spend cap (`--max-cost`) stopped the run; it is interrupted and resumable. */
+  budget: 6,
   interrupted: 130,
 } as const;
 

@@ -39,6 +39,15 @@ export function milliseconds(value: string): number {
   return n;
 }
 
+/** `--max-cost`: US dollars, a decimal number greater than 0. */
+export function dollars(value: string): number {
+  const n = DECIMAL.test(value) ? Number(value) : Number.NaN;
+  if (!(n > 0 && Number.isFinite(n))) {
+    throw new InvalidArgumentError("expected an amount in US dollars greater than 0, such as 0.5");
+  }
+  return n;
+}
+
 /** `--fail-under`: a decimal number from 0 to 1. */
 export function fraction(value: string): number {
   const n = DECIMAL.test(value) ? Number(value) : Number.NaN;

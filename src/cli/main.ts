@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { fraction, milliseconds, port, positiveInt } from "./flag-values.js";
+import { dollars, fraction, milliseconds, port, positiveInt } from "./flag-values.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -9,6 +9,13 @@ const DEFAULT_PORT = 7477;
 const storeOption = () =>
   new Option("--store <path>", "store location (default: $STET_STORE or .stet/stet.db)");
 const jsonOption = () => new Option("--json", "print machine-readable JSON on stdout");
+/**
+ * `--max-cost`, for every command that executes a run's keys (`run`, `resume`, a worker): a cap
+ * on the run's total spend (every invocation's), not on this invocation's.
+ */
+const maxCostOption = (
+  what = "cap on the run's total spend in US dollars: at the cap, stop dispatching and exit 6 (resumable)",
+) => new Option("--max-cost <usd>", what).argParser(dollars);
 
 /**
  * The `stet` program. Actions set `process.exitCode`; nothing below this file exits. Each command
@@ -46,6 +53,7 @@ export function buildProgram(): Command {
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .addOption(maxCostOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (target: string, flags) => {
@@ -63,6 +71,11 @@ export function buildProgram(): Command {
     .option(
       "--output <file>",
       "append Results to this file instead of the one the run was started with (--output)",
+    )
+    .addOption(
+      maxCostOption(
+        "cap on the run's total spend in US dollars, instead of the one it was started with; exit 6 at the cap",
+      ),
     )
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -71,7 +71,14 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
         if (event.reason === "cancel") {
           progress.done();
           io.stderr.write(`\n${event.note ?? "cancelled"}: finishing in-flight samples…\n`);
+        } else if (event.reason === "budget") {
+          progress.done();
+          io.stderr.write(`\n${event.note ?? "budget reached"}…\n`);
         }
+        break;
+      case "warning":
+        progress.done();
+        io.stderr.write(`stet: warning: ${event.message}\n`);
         break;
       case "run-finished":
         progress.done();
@@ -107,6 +114,10 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
 function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {
   const code = exitCodeForStatus(report.status);
   const hint = () => withNote(resumeHint(runId, options.store));
+  if (report.status === "interrupted" && report.stopped?.reason === "budget") {
+    io.stderr.write(`${budgetStop(report, runId, options.store)}\n`);
+    return EXIT.budget;
+  }
   if (report.status === "interrupted") {
     io.stderr.write(`interrupted; ${report.counts.remaining} keys left. Resume with: ${hint()}\n`);
   } else if (report.status === "errored") {
@@ -124,6 +135,26 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
     `below --fail-under ${options.failUnder}: ${low.map((m) => `${m.scorer} ${m.mean?.toFixed(4) ?? "-"}`).join(", ")}\n`,
   );
   return EXIT.belowThreshold;
+}
+
+/**
+ * What a run stopped by its spend cap says: the spend against the cap, the keys left, and the
+ * resume command with a higher cap: the run's total so far plus the keys left at its mean cost
+ * per attempt, with a tenth more for margin (twice the cap when no attempt had a known cost).
+ */
+function budgetStop(report: RunReport, runId: string, store: string | undefined): string {
+  const cap = report.budget!.maxCostUsd;
+  const { attempts } = report.usage.totalSpent;
+  const spent = report.usage.totalSpent.costUsd ?? 0;
+  const left = report.counts.remaining;
+  const estimate = spent > 0 && attempts > 0 ? (spent + (spent / attempts) * left) * 1.1 : 2 * cap;
+  const higher = Math.max(Math.ceil(estimate * 100) / 100, cap + 0.01);
+  const hint = resumeHint(runId, store);
+  const command = { ...hint, command: `${hint.command} --max-cost ${higher.toFixed(2)}` };
+  return (
+    `${report.stopped!.note} on the run (the cap counts every invocation's spend); ${left} keys left. ` +
+    `Resume with a higher cap (about $${higher.toFixed(2)} finishes it at the cost so far): ${withNote(command)}`
+  );
 }
 
 /** Under a store-unwritable error: the spend it counts, and how to get the attempts back. */

@@ -130,6 +130,8 @@ export interface EngineEval {
   concurrency: number;
   timeoutMs?: number;
   retries: number;
+  /** The spend cap on the run's total, USD (`maxCost`, or `--max-cost` overriding it). */
+  maxCost?: number;
   /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
   callModel?: ModelCaller;
 }

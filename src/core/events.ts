@@ -53,6 +53,13 @@ export interface RunReport {
   rescored: number;
   preserved: number;
   wallMs: number;
+  /** Why this invocation left the run `interrupted`: its stop's reason and the run's note. */
+  stopped?: { reason: StopReason; note: string };
+  /**
+   * The spend cap this invocation ran under: the cap, the run's total known spend
+   * (`usage.totalSpent.costUsd`), and whether the cap stopped it.
+   */
+  budget?: { maxCostUsd: number; spentUsd: number; reached: boolean };
 }
 
 /**
@@ -78,11 +85,12 @@ export interface FallbackOutcome {
 /**
  * Why an execution stops dispatching early: a signal (Ctrl-C, a server shutting down), a cancel
  * request (`stet cancel`, the API), a store that stayed unwritable, a takeover by another owner,
- * or a misconfigured endpoint (its first samples all failed alike with a configuration-class
- * provider error; see `engine/misconfiguration.ts`).
+ * a misconfigured endpoint (its first samples all failed alike with a configuration-class
+ * provider error; see `engine/misconfiguration.ts`), or the run's spend cap (`--max-cost`;
+ * see `engine/budget.ts`).
  */
 export type StopReason =
-  "signal" | "cancel" | "store-unwritable" | "ownership-lost" | "misconfigured";
+  "signal" | "cancel" | "store-unwritable" | "ownership-lost" | "misconfigured" | "budget";
 
 /** What the engine tells its renderers (CLI, server, UI). It never prints. */
 export type RunEvent =
@@ -92,4 +100,6 @@ export type RunEvent =
   | { type: "scoring-committed"; scoring: Scoring; progress: Progress }
   | { type: "store-retry"; message: string; failures: number; retryInMs: number }
   | { type: "stopping"; reason: StopReason; inflight: number; note?: string }
+  /** Said once: `unpriced`, an attempt spent what the spend cap cannot count (no known price). */
+  | { type: "warning"; code: "unpriced"; message: string }
   | { type: "run-finished"; report: RunReport };

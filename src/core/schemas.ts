@@ -63,6 +63,7 @@ export const runConfigSchema = z.object({
   retries: z.number().int().nonnegative(),
   reducer: reducerSchema,
   limit: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
   solver: z.record(z.string(), jsonSchema),
   scorers: z.array(z.string()),
   rescore: z

@@ -168,6 +168,11 @@ export interface RunConfig {
   retries: number;
   reducer: Reducer;
   limit?: number;
+  /**
+   * The spend cap on the run's total, USD (`--max-cost` or `maxCost` at start). A resume keeps
+   * it unless its own `--max-cost` overrides it for that invocation.
+   */
+  maxCostUsd?: number;
   /** A description of the solver with secrets replaced by the names of their sources. */
   solver: Record<string, Json>;
   /** The scorers whose scores count in the metrics, in order (a rescore may change them). */

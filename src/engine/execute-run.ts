@@ -17,6 +17,7 @@ import type {
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
+import { Budget, type SpendCap } from "./budget.js";
 import { AttemptAborted, executeKey } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -59,6 +60,8 @@ export interface Execution {
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
    */
   rescore?: { units: readonly RescoreUnit[]; pass: string };
+  /** The run's spend cap (`--max-cost`), with what it had spent before this invocation. */
+  cap?: SpendCap;
 }
 
 /** Why an execution stopped before its plan was done, and the note its run is released with. */
@@ -97,6 +100,9 @@ export interface ExecutionEnd {
  * stop is graceful, like a signal's: no new dispatches, and in-flight attempts finish (within
  * the grace period) and are committed, because against such an endpoint they fail at once
  * anyway, and one that does finish has been paid for and stands.
+ *
+ * A spend cap (`exec.cap`) stops it the same way, without the grace period's abort (what is in
+ * flight is being paid for): see `Budget` for the dispatch rule.
  */
 export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<ExecutionEnd> {
   const { store } = options;
@@ -183,6 +189,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     ...(exec.solver.secrets?.() ?? []),
     ...exec.scorers.flatMap((scorer) => scorer.secrets?.() ?? []),
   ]);
+  const budget = exec.cap ? new Budget(exec.cap) : undefined;
+  /** Stops dispatching (reason `budget`) when one more key, beside `inflight` others, would not fit. */
+  const overBudget = (inflight: number): boolean => {
+    if (!budget || stopReason !== null || budget.verdict(inflight) === "dispatch") return false;
+    stop("budget", false, `${budget.note()}; finishing the samples in flight`);
+    return true;
+  };
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
@@ -210,6 +223,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     if (!scoring.usage) return;
     scorings.usage.push(scoring.usage);
     addScoringUsage(spentNow, scoring.usage);
+    budget?.observeSpend(scoring.usage.costUsd ?? 0);
     progress.spentNowUsd = spentNow.costUsd;
     progress.unpricedNow = spentNow.unpriced;
   };
@@ -262,12 +276,16 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         const attempt = await writer.write(draft);
         // A scorer that threw leaves the output standing: retries score it again, never re-solve.
         const scorerError = attempt.error?.type === "scorer";
+        // Counted before the retry's verdict below, which must see this attempt's cost.
+        const warning = budget?.observe(attempt);
         const final =
           attempt.status === "scored" ||
           i === run.config.retries ||
           stopReason !== null ||
-          scorerError;
+          scorerError ||
+          overBudget(progress.inflight - 1);
         onCommitted(attempt, final && !(scorerError && i < run.config.retries));
+        if (warning) emit({ type: "warning", code: "unpriced", message: warning });
         if (scorerError && i < run.config.retries) {
           return rescoreRetries(attempt, record, run.config.retries - i);
         }
@@ -316,31 +334,27 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     throw error;
   };
 
+  const work = async (key: Key) => {
+    try {
+      await runKey(key);
+    } catch (error) {
+      stopOn(error);
+    }
+  };
+  const stopped = () => stopReason !== null || overBudget(progress.inflight);
   try {
-    await pool(
-      exec.rescore?.units ?? [],
-      run.config.concurrency,
-      () => stopReason !== null,
-      async (unit) => {
-        try {
-          onScored(await score(unit));
-        } catch (error) {
-          stopOn(error);
-        }
-      },
-    );
-    await pool(
-      plan.toExecute,
-      run.config.concurrency,
-      () => stopReason !== null,
-      async (key) => {
-        try {
-          await runKey(key);
-        } catch (error) {
-          stopOn(error);
-        }
-      },
-    );
+    await pool(exec.rescore?.units ?? [], run.config.concurrency, stopped, async (unit) => {
+      try {
+        onScored(await score(unit));
+      } catch (error) {
+        stopOn(error);
+      }
+    });
+    // Under a cap with no known cost yet, the first key goes alone: its cost is what the rest
+    // are expected to cost.
+    const alone = budget?.probing ? 1 : 0;
+    await pool(plan.toExecute.slice(0, alone), 1, stopped, work);
+    await pool(plan.toExecute.slice(alone), run.config.concurrency, stopped, work);
     await writer.drain();
   } finally {
     stopHeartbeat();
@@ -363,6 +377,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   if (reason === "misconfigured") {
     return { ...end, stopped: { reason, note: stopNote, misconfiguration: misconfiguration! } };
   }
+  // The note says what the run spent in the end, the in-flight keys' cost included.
+  if (reason === "budget") return { ...end, stopped: { reason, note: budget!.note() } };
   return {
     ...end,
     stopped: reason === "signal" || reason === "cancel" ? { reason, note: stopNote } : null,
@@ -388,7 +404,8 @@ async function pool<T>(
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (!stopped() && next < items.length) await work(items[next++]!);
+    // `stopped` is asked only when there is a next item: the budget's answer is about dispatching it.
+    while (next < items.length && !stopped()) await work(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -26,7 +26,14 @@ describe("defineEval", () => {
 
   it("accepts every option and reducer", () => {
     for (const reducer of ["mean", "max", "min", "mode", "pass@3"] as const) {
-      const options = { epochs: 3, reducer, concurrency: 4, timeoutMs: 500, retries: 0 };
+      const options = {
+        epochs: 3,
+        reducer,
+        concurrency: 4,
+        timeoutMs: 500,
+        retries: 0,
+        maxCost: 2.5,
+      };
       expect(defineEval({ ...valid, ...options })).toMatchObject(options);
     }
   });
@@ -62,6 +69,9 @@ describe("defineEval", () => {
     ["concurrency", { concurrency: -1 }, /concurrency: /],
     ["timeoutMs", { timeoutMs: 0 }, /timeoutMs: /],
     ["retries", { retries: -1 }, /retries: /],
+    ["maxCost", { maxCost: 0 }, /maxCost: /],
+    ["maxCost", { maxCost: -1 }, /maxCost: /],
+    ["maxCost", { maxCost: "0.5" }, /maxCost: /],
     ["sample", { sample: "id" }, /sample: expected a function/],
     ["epoch", { epoch: 3 }, /epoch: unknown field/],
   ])("rejects a bad %s with E_CONFIG naming the field", (field, change, message) => {

@@ -40,6 +40,7 @@ const definitionSchema = z
     concurrency: z.number().int().positive().optional(),
     timeoutMs: z.number().int().positive().optional(),
     retries: z.number().int().nonnegative().optional(),
+    maxCost: z.number().positive().optional(),
   })
   .superRefine((def, ctx) => {
     const k = /^pass@(\d+)$/.exec(def.reducer ?? "")?.[1];
@@ -155,7 +156,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost)`;
   }
   return issue.message;
 }

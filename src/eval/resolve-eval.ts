@@ -14,6 +14,8 @@ export interface ResolveEvalOptions {
   epochs?: number;
   concurrency?: number;
   timeoutMs?: number;
+  /** `--max-cost` or a request body's `maxCost`: the run's spend cap, USD. */
+  maxCost?: number;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -53,7 +55,16 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     concurrency: options.concurrency ?? ev.concurrency ?? EVAL_DEFAULTS.concurrency,
     retries: ev.retries ?? EVAL_DEFAULTS.retries,
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
+    ...maxCost(options.maxCost ?? ev.maxCost),
   };
+}
+
+function maxCost(usd: number | undefined): { maxCost?: number } {
+  if (usd === undefined) return {};
+  if (!(Number.isFinite(usd) && usd > 0)) {
+    throw new StetError("E_CONFIG", `maxCost must be a positive number of US dollars, got ${usd}`);
+  }
+  return { maxCost: usd };
 }
 
 function timeout(ms: number | undefined): { timeoutMs?: number } {

@@ -20,6 +20,11 @@ export interface EvalDefinition<Row = DatasetRow> {
   timeoutMs?: number;
   /** Extra attempts for a key whose attempt ended in error, within one invocation. */
   retries?: number;
+  /**
+   * A cap on what the run may spend in total, in US dollars (`--max-cost` overrides it): at the
+   * cap stet stops dispatching and the run is interrupted, resumable with a higher cap.
+   */
+  maxCost?: number;
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

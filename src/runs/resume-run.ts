@@ -5,6 +5,7 @@ import { keyString } from "../core/keys.js";
 import { planRun, type AttemptRef, type Plan } from "../core/plan.js";
 import type { Run, SampleRecord } from "../core/types.js";
 import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
+import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
@@ -13,6 +14,7 @@ import type { AttemptHead, Store } from "../store/types.js";
 import { findEval, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import { runExecution } from "./run-execution.js";
+import { resumeCap } from "./spend-cap.js";
 import { settledStatus } from "./run-status.js";
 
 /** What a resume executes with: the eval as it is now (its samples are compared with the run's). */
@@ -33,6 +35,11 @@ export interface ResumeOptions extends ExecuteOptions {
   onlyRegistered?: boolean;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
+  /**
+   * This invocation's spend cap on the run's total, USD (`--max-cost`): overrides the cap the run
+   * was started with, which is otherwise kept. It is not recorded.
+   */
+  maxCost?: number;
 }
 
 /** A resume planned against the run as it was read, before claiming it. */
@@ -42,6 +49,8 @@ export interface PlannedResume {
   /** The attempts the plan was made from. */
   attempts: AttemptHead[];
   eval: ResumeEval;
+  /** The spend cap the resume executes under, with what the run's stored attempts spent. */
+  cap?: SpendCap;
 }
 
 /** Why a resume will not execute anything; `error` is what a shell throws to say so. */
@@ -100,7 +109,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     );
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
-  const resume: PlannedResume = { run, plan, attempts, eval: ev };
+  const cap = await resumeCap(store, run, attempts, options.maxCost);
+  const resume: PlannedResume = { run, plan, attempts, eval: ev, ...(cap ? { cap } : {}) };
   if (plan.toExecute.length === 0 && plan.toRescore.length === 0) {
     const error = new StetError(
       "E_NOTHING_TO_RESUME",
@@ -137,6 +147,7 @@ export async function claimResume(
     resumed: true,
     solver: ev.solver,
     scorers: ev.scorers,
+    ...(resume.cap ? { cap: resume.cap } : {}),
   };
   if (plan.toRescore.length > 0) {
     const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples);

@@ -64,7 +64,7 @@ export async function runExecution(
     throw endpointError(run.id, misconfiguration, counts.remaining);
   }
   const finished = (await store.getRun(run.id)) ?? { ...run, status };
-  const report = await buildReport({
+  const built = await buildReport({
     store,
     run: finished,
     samples: plan.samples,
@@ -75,8 +75,31 @@ export async function runExecution(
     scorings: end.scorings,
     wallMs: performance.now() - end.startedAt,
   });
+  const report = withStop(built, status === "interrupted" ? end.stopped : null, exec);
   options.onEvent?.({ type: "run-finished", report });
   return report;
+}
+
+/**
+ * The report with why the invocation stopped (when it left the run interrupted) and the spend
+ * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`.
+ */
+function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
+  const { cap } = exec;
+  return {
+    ...report,
+    ...(stopped ? { stopped: { reason: stopped.reason, note: stopped.note } } : {}),
+    ...(cap
+      ? {
+          budget: {
+            maxCostUsd: cap.maxCostUsd,
+            // What is known: the cap counts known costs only (an unpriced spend it cannot see).
+            spentUsd: report.usage.totalSpent.costUsd ?? 0,
+            reached: stopped?.reason === "budget",
+          },
+        }
+      : {}),
+  };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
+import { startingCap } from "./spend-cap.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 
@@ -56,7 +57,16 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ? await seedRun(store, run.id, owner.token, options.seed)
     : [];
   const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
-  const exec = { run, owner, plan, resumed: false, solver: ev.solver, scorers: ev.scorers };
+  const exec = {
+    run,
+    owner,
+    plan,
+    resumed: false,
+    solver: ev.solver,
+    scorers: ev.scorers,
+    // A new run has spent nothing: seeded attempts are imported, paid for elsewhere.
+    ...(ev.maxCost === undefined ? {} : { cap: startingCap(ev.maxCost) }),
+  };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
 
@@ -69,6 +79,8 @@ export interface StartRequest {
   concurrency?: number;
   limit?: number;
   timeoutMs?: number;
+  /** The spend cap on the run's total, USD (`--max-cost`); overrides the eval's `maxCost`. */
+  maxCost?: number;
   /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
@@ -94,6 +106,7 @@ export async function prepareStart(
     epochs: request.epochs,
     concurrency: request.concurrency,
     timeoutMs: request.timeoutMs,
+    maxCost: request.maxCost,
   });
   const seed =
     request.resumeFrom === undefined
@@ -126,6 +139,7 @@ function runConfig(options: RunDefinition): RunConfig {
     ...(options.model === undefined ? {} : { model: options.model }),
     ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),
+    ...(ev.maxCost === undefined ? {} : { maxCostUsd: ev.maxCost }),
   };
 }
 

@@ -8,8 +8,10 @@ import type { SseMessage } from "./sse.js";
 /**
  * The SSE messages of a run this server executes:
  * `started {runId, total, preserved, remaining, …}` first, then per committed attempt `sample`
- * and `progress` (per scoring of a stored attempt, `scoring` and `progress`), `stopping` when a stop begins, and `completed {report}` or `error {code, message}`
- * last.
+ * and `progress` (per scoring of a stored attempt, `scoring` and `progress`), `stopping {reason,
+ * inflight, note?}` when a stop begins (reason `budget` when the spend cap stopped it),
+ * `warning {code, message}` (a spend the cap cannot count), and `completed {report}` or
+ * `error {code, message}` last.
  *
  * @example for await (const m of executionMessages(queue)) await stream.writeSSE(m);
  */
@@ -53,7 +55,18 @@ function toMessages(event: ExecutionEvent): SseMessage[] {
         { event: "store-retry", data: { failures: event.failures, retryInMs: event.retryInMs } },
       ];
     case "stopping":
-      return [{ event: "stopping", data: { reason: event.reason, inflight: event.inflight } }];
+      return [
+        {
+          event: "stopping",
+          data: {
+            reason: event.reason,
+            inflight: event.inflight,
+            ...(event.note === undefined ? {} : { note: event.note }),
+          },
+        },
+      ];
+    case "warning":
+      return [{ event: "warning", data: { code: event.code, message: event.message } }];
     case "run-finished":
       return [{ event: "completed", data: event.report }];
     case "execution-failed": {

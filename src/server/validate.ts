@@ -38,6 +38,9 @@ function check<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   throw new ApiError(400, "invalid_request", `${path}: ${issue?.message ?? "invalid"}`);
 }
 
+/** A spend cap in US dollars (`maxCost` of a start or resume body): a finite number above 0. */
+export const maxCostSchema = z.number().positive().max(1e9);
+
 /** `limit` (1–500, default 50) and `offset` query parameters. */
 export const pagingSchema = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),

@@ -18,6 +18,8 @@ export interface ResumeFlags {
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   failUnder?: number;
+  /** This invocation's spend cap on the run's total (default: the run's own), USD. */
+  maxCost?: number;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
 }
@@ -34,6 +36,7 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
       ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+      ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
       ...stale,
     });
     let resume: PlannedResume;

@@ -18,6 +18,8 @@ export interface RunFlags {
   failUnder?: number;
   rerunChanged?: boolean;
   resumeFrom?: string;
+  /** The spend cap on the run's total, USD. */
+  maxCost?: number;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
 }
@@ -36,6 +38,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     concurrency: flags.concurrency,
     limit: flags.limit,
     timeoutMs: flags.timeout,
+    maxCost: flags.maxCost,
     resumeFrom: flags.resumeFrom,
     output: flags.output,
   });

@@ -39,8 +39,13 @@ export async function showCommand(
     const summary = renderSummary(report).split("\n");
     io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));
     // Interrupted or errored with keys left: the command that finishes it, for this store.
-    if ((run.status === "interrupted" || run.status === "errored") && report.counts.remaining > 0)
-      io.say(`resume   ${hintLine(resumeHint(run.id, flags.store))}`);
+    if ((run.status === "interrupted" || run.status === "errored") && report.counts.remaining > 0) {
+      const hint = resumeHint(run.id, flags.store);
+      // Stopped by its spend cap, which a resume keeps: only a higher one lets it go on.
+      const capped = run.status === "interrupted" && run.note?.startsWith("budget: ");
+      const line = capped ? { ...hint, command: `${hint.command} --max-cost <higher usd>` } : hint;
+      io.say(`resume   ${hintLine(line)}`);
+    }
     return 0;
   } finally {
     await store.close();

@@ -6,12 +6,14 @@ import { runExecution } from "../../runs/run-execution.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
-import { parseBody } from "../validate.js";
+import { maxCostSchema, parseBody } from "../validate.js";
 
 const resumeBody = z
   .object({
     /** Re-run samples whose content changed since the run started, with the new content. */
     rerunChanged: z.boolean().optional(),
+    /** This resume's spend cap on the run's total, USD, instead of the one it was started with. */
+    maxCost: maxCostSchema.optional(),
   })
   .strict();
 
@@ -30,7 +32,7 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
 
   app.post("/runs/:id/resume", async (c) => {
     const runId = c.req.param("id");
-    const { rerunChanged } = await parseBody(c, resumeBody);
+    const { rerunChanged, maxCost } = await parseBody(c, resumeBody);
     const options = { store: deps.store, ...deps.engine };
     const planning = await planResume({
       ...options,
@@ -38,6 +40,7 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
       registry: deps.evals,
       onlyRegistered: true,
       ...(rerunChanged === undefined ? {} : { rerunChanged }),
+      ...(maxCost === undefined ? {} : { maxCost }),
     });
     if (!planning.ok) {
       const { refusal } = planning;

@@ -4,7 +4,7 @@ import { prepareStart, runEval } from "../../runs/start-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
-import { parseBody } from "../validate.js";
+import { maxCostSchema, parseBody } from "../validate.js";
 
 const startBody = z
   .object({
@@ -13,6 +13,8 @@ const startBody = z
     epochs: z.number().int().min(1).max(1_000).optional(),
     limit: z.number().int().min(1).optional(),
     concurrency: z.number().int().min(1).max(1_000).optional(),
+    /** The spend cap on the run's total, USD: at the cap the run stops, interrupted (reason budget). */
+    maxCost: maxCostSchema.optional(),
   })
   .strict();
 
