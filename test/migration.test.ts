@@ -1,0 +1,110 @@
+import { copyFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { openPostgresStore } from "../src/store/postgres.js";
+import { openSqliteStore } from "../src/store/sqlite.js";
+import type { Store } from "../src/store/types.js";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
+import { tempDir } from "./helpers/temp-store.js";
+
+/**
+ * Stores written by stet 0.1.0 (schema 3, before scores became a layer of their own) opened by
+ * this code: the migration adds the scorings table and the attempts_now view and touches no
+ * attempt, and every attempt and score reads back as it was stored. See test/fixtures/stores.
+ */
+
+const FIXTURES = new URL("./fixtures/stores/", import.meta.url);
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+/** What the old release stored: every attempt's scores, status and error as the store reads them. */
+const EXPECTED_SHAPE = {
+  attempts: 16,
+  errors: { solver: 4, scorer: 4 },
+};
+
+async function readBack(store: Store) {
+  const [run] = await store.listRuns();
+  const attempts = await store.listAttempts(run!.run.id);
+  return { run: run!, attempts, scorings: await store.listScorings(run!.run.id) };
+}
+
+function expectOldRun(read: Awaited<ReturnType<typeof readBack>>) {
+  const { attempts, scorings } = read;
+  expect(attempts).toHaveLength(EXPECTED_SHAPE.attempts);
+  expect(scorings).toEqual([]);
+  const errors = { solver: 0, scorer: 0 };
+  for (const a of attempts) if (a.error) errors[a.error.type as "solver" | "scorer"]++;
+  expect(errors).toEqual(EXPECTED_SHAPE.errors);
+  // A scorer error kept its output and the scores of the scorers before the one that threw.
+  const q6 = attempts.find((a) => a.sampleId === "q6" && a.epoch === 1 && a.attempt === 1)!;
+  expect(q6).toMatchObject({
+    status: "error",
+    output: "6",
+    scores: [{ scorer: "exact", value: 1, answer: "6" }],
+    error: { type: "scorer", scorer: "picky", message: "picky scorer threw on q6" },
+  });
+  expect(read.run.counts).toMatchObject({ total: 12, scored: 8, errored: 4 });
+}
+
+describe("a store written by stet 0.1.0", () => {
+  it("SQLite: migrates to the scorings schema with every attempt row byte-identical", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const path = join(dir, "stet.db");
+    copyFileSync(new URL("release-0.1.0.sqlite", FIXTURES), path);
+    const rows = (db: Database.Database) =>
+      db.prepare("SELECT * FROM attempts ORDER BY rowid").raw().all();
+    const raw = new Database(path);
+    const before = rows(raw);
+    expect(raw.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({ v: 3 });
+    raw.close();
+
+    const store = openSqliteStore(path);
+    cleanups.push(() => store.close());
+    expectOldRun(await readBack(store));
+    await store.close();
+
+    const after = new Database(path, { readonly: true });
+    cleanups.push(() => after.close());
+    expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
+      v: 4,
+    });
+    expect(rows(after)).toEqual(before);
+  });
+
+  it.skipIf(SKIP_POSTGRES)(
+    "PostgreSQL: migrates to the scorings schema with every attempt row byte-identical",
+    async () => {
+      const { schema, drop } = testSchema();
+      cleanups.push(drop);
+      const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+      await client.connect();
+      cleanups.push(() => client.end());
+      const dump = readFileSync(new URL("release-0.1.0.pg.sql", FIXTURES), "utf8");
+      await client.query(dump.replaceAll("stet_release_fixture", schema));
+      const rows = async () =>
+        (
+          await client.query({
+            text: `SELECT * FROM "${schema}".attempts ORDER BY seq`,
+            rowMode: "array",
+          })
+        ).rows;
+      const before = await rows();
+      expect(before).toHaveLength(EXPECTED_SHAPE.attempts);
+
+      const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
+      cleanups.push(() => store.close());
+      expectOldRun(await readBack(store));
+      const version = await client.query(
+        `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
+      );
+      expect(version.rows[0]).toEqual({ v: 4 });
+      expect(await rows()).toEqual(before);
+    },
+  );
+});
