@@ -70,7 +70,7 @@ describe("a store written by stet 0.1.0", () => {
     await store.close();
 
     const after = new Database(path, { readonly: true });
-    cleanups.push(() => after.close());
+    cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
       v: 4,
     });

@@ -71,6 +71,13 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       .poll(() => page.locator("p.meta", { hasText: "Cost" }).textContent())
       .toMatch(/^Cost unknown \(\d+ unpriced\) spent · unknown \(40 unpriced\) reused · /);
 
+    // Rescore scores the stored outputs again; no model request is made for them (checked below).
+    await page.getByRole("button", { name: "Rescore" }).click();
+    await expect
+      .poll(() => page.locator(".notice").textContent(), { timeout: 20_000 })
+      .toContain(`Rescored ${N} stored outputs`);
+    await page.locator(".summary .badge.completed").waitFor();
+
     // Keys stored before the kill were never requested again; only the ones in flight at the
     // kill (at most the concurrency) were requested twice.
     const counts = mock.counts();

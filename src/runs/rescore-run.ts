@@ -144,12 +144,19 @@ export async function rescoreRun(options: RescoreOptions): Promise<RunReport> {
   return executeRescore(planning.rescore, options);
 }
 
-/** Claims and executes a planned rescore; the pending mark is cleared once every unit is scored. */
+/** Claims and executes a planned rescore (`claimRescore`, then `runRescore`). */
 export async function executeRescore(
   planned: PlannedRescore,
   options: ExecuteOptions,
 ): Promise<RunReport> {
-  const exec = await claimRescore(planned, options);
+  return runRescore(await claimRescore(planned, options), options);
+}
+
+/**
+ * Executes a claimed rescore and lets the run go (see `runExecution`); once every planned
+ * output is scored, the run's pending-rescore mark is cleared before it is released.
+ */
+export function runRescore(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
   return runExecution(exec, {
     ...options,
     beforeRelease: async (end) => {

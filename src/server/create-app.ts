@@ -16,6 +16,7 @@ import { evalsRoutes } from "./routes/evals.js";
 import { runsCancelRoutes } from "./routes/runs-cancel.js";
 import { runsEventsRoutes } from "./routes/runs-events.js";
 import { runsReadRoutes } from "./routes/runs-read.js";
+import { runsRescoreRoutes } from "./routes/runs-rescore.js";
 import { runsResumeRoutes } from "./routes/runs-resume.js";
 import { runsStartRoutes } from "./routes/runs-start.js";
 import { uiRoutes } from "./ui-routes.js";
@@ -113,6 +114,7 @@ export function createApp(options: AppOptions): Hono {
     runsReadRoutes,
     runsStartRoutes,
     runsResumeRoutes,
+    runsRescoreRoutes,
     runsCancelRoutes,
     runsEventsRoutes,
     benchmarksRoutes,

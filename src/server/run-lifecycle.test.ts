@@ -262,6 +262,38 @@ describe("cancel and resume", () => {
   });
 });
 
+describe("POST /api/runs/:id/rescore", () => {
+  it("scores the stored outputs again without calling the solver, and refuses like a resume", async () => {
+    const { ev, calls } = additionEval();
+    const t = setup([ev]);
+    const events = await collectSse(await t.post("/api/runs", { eval: "addition" }));
+    const runId = String(events[0]?.data.runId);
+    const before = await t.store.listAttempts(runId);
+
+    const rescored = await collectSse(await t.post(`/api/runs/${runId}/rescore`, {}));
+    expect(rescored[0]).toMatchObject({ event: "started", data: { runId, total: 6 } });
+    expect(rescored.filter((e) => e.event === "scoring")).toHaveLength(6);
+    expect(rescored.filter((e) => e.event === "sample")).toHaveLength(0);
+    expect(rescored.at(-1)).toMatchObject({
+      event: "completed",
+      data: { status: "completed", rescored: 6, executed: 0 },
+    });
+    expect([...calls.values()]).toEqual([1, 1, 1, 1, 1, 1]);
+    const after = await t.store.listAttempts(runId);
+    expect(after.map(({ output, usage, startedAt }) => ({ output, usage, startedAt }))).toEqual(
+      before.map(({ output, usage, startedAt }) => ({ output, usage, startedAt })),
+    );
+    expect(await t.store.listScorings(runId)).toHaveLength(6);
+
+    expect((await t.post(`/api/runs/r_ghost/rescore`, {})).status).toBe(404);
+    const bad = await t.post(`/api/runs/${runId}/rescore`, { scorers: ["nope"] });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { code: "invalid_request" } });
+    expect((await t.post(`/api/runs/${runId}/rescore`, { extra: 1 })).status).toBe(400);
+    expect(await t.store.listScorings(runId)).toHaveLength(6);
+  });
+});
+
 describe("GET /api/runs/:id/events", () => {
   it("follows a run from the store: progress, a sample per attempt, completed", async () => {
     const gate = gatedEval({ n: 5 });

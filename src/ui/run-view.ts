@@ -63,7 +63,11 @@ export async function runView(
       drawnHead = shape;
       fill(
         head,
-        runHead(run, { resume: background(() => resume()), cancel: background(() => cancel()) }),
+        runHead(run, {
+          resume: background(() => resume()),
+          rescore: background(() => rescore()),
+          cancel: background(() => cancel()),
+        }),
       );
     }
     fill(progress, runProgress(run));
@@ -100,6 +104,39 @@ export async function runView(
     }
     await refresh();
     await follow();
+  };
+
+  /** Scores the stored outputs again: follows the rescore's own stream to its end. */
+  const rescore = async () => {
+    fill(notice, "Rescoring…");
+    const stream = new AbortController();
+    signal.addEventListener("abort", () => stream.abort(), { once: true });
+    try {
+      for await (const e of sse(
+        `/api/runs/${encodeURIComponent(runId)}/rescore`,
+        { method: "POST" },
+        stream.signal,
+      )) {
+        if (e.event === "progress") {
+          const d = e.data as { done: number; errored: number; total: number };
+          fill(notice, `Rescoring: ${d.done + d.errored}/${d.total} outputs scored.`);
+        } else if (e.event === "completed") {
+          const d = e.data as { rescored: number };
+          fill(notice, `Rescored ${d.rescored} stored outputs; no model was called for them.`);
+        } else if (e.event === "error") {
+          fill(
+            notice,
+            h("span", { class: "error" }, String((e.data as { message: string }).message)),
+          );
+        }
+      }
+    } catch (error) {
+      fill(notice, h("span", { class: "error" }, message(error)));
+      return;
+    } finally {
+      stream.abort();
+    }
+    await refresh();
   };
 
   const cancel = async () => {
@@ -159,7 +196,10 @@ function loadRun(runId: string, signal: AbortSignal): Promise<RunDetail> {
 }
 
 /** Title, owner and the actions; redrawn only when they change, so a click is never lost. */
-function runHead(run: RunDetail, actions: { resume: () => void; cancel: () => void }): Child[] {
+function runHead(
+  run: RunDetail,
+  actions: { resume: () => void; rescore: () => void; cancel: () => void },
+): Child[] {
   const { counts } = run;
   const live = run.status === "running" && !!run.owner?.alive;
   const resumable = !live && counts.remaining > 0;
@@ -191,6 +231,14 @@ function runHead(run: RunDetail, actions: { resume: () => void; cancel: () => vo
           `Resume (${counts.remaining} left)`,
         ),
       live && h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
+      // Scores the stored outputs again with the eval's scorers: no solver call.
+      !live &&
+        counts.done + counts.errored > 0 &&
+        h(
+          "button",
+          { class: "rescore", title: "Score the stored outputs again", onclick: actions.rescore },
+          "Rescore",
+        ),
       h(
         "button",
         { class: "resultset", onclick: () => void downloadResultSet(run.id) },
