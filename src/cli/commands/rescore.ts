@@ -4,6 +4,7 @@ import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { hintLine, rescoreHint } from "../resume-hint.js";
+import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 
 export interface RescoreFlags {
@@ -41,8 +42,18 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
         `to score with ${planned.scorers.map((s) => s.name).join(", ") || "no scorers"}; ` +
         "no solver calls",
     );
-    const code = await runWithUi(io, uiOptions(flags), (controls) =>
-      executeRescore(planned, { store, ...stale, ...controls }),
+    // The run's --output: its ResultSet is written anew from the store, with the new scores.
+    const output = planned.run.config.output;
+    await prepareRunOutput(output, "the run's --output");
+    const code = await withRunOutput(store, io, output, (tee) =>
+      runWithUi(io, uiOptions(flags), (controls) =>
+        executeRescore(planned, {
+          store,
+          ...stale,
+          ...controls,
+          onEvent: tee(controls.onEvent),
+        }),
+      ),
     );
     const after = await store.getRun(runId);
     if (after?.config.rescore?.pass !== planned.pending.pass) return code;
