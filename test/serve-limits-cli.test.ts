@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { request } from "node:http";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
@@ -37,35 +37,69 @@ const MB = 1024 * 1024;
  * POSTs `size` bytes of JSON-looking filler in 1 MiB writes, declared by Content-Length or
  * chunked, until the server answers; resolves with the status.
  */
+/**
+ * Sends a `size`-byte JSON body (with Content-Length, or chunked) over a raw socket and resolves
+ * with the status the server answered. The server answers 413 and closes while the body is still
+ * coming, so the sender's writes may fail (EPIPE, ECONNRESET): what counts is the answer read.
+ * 0 when the connection was cut before an answer could be read: @hono/node-server drains an
+ * unread body for 500 ms, then closes, and a reset can take the unread 413 with it (seen on a
+ * loaded machine).
+ */
 function upload(url: string, size: number, declared: boolean): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/api/runs`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(declared ? { "content-length": String(size) } : {}),
-      },
-    });
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let received = "";
     let answered = false;
-    req.on("response", (res) => {
-      answered = true;
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
+    const answer = () => {
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(received);
+      if (status && !answered) {
+        answered = true;
+        resolve(Number(status[1]));
+        socket.destroy();
+      }
+    };
+    socket.setEncoding("latin1");
+    socket.on("data", (data: string) => {
+      received += data;
+      answer();
     });
-    req.on("error", (error) => {
-      if (!answered) reject(error);
+    socket.on("error", () => answer());
+    socket.on("close", () => {
+      answer();
+      if (!answered) resolve(0);
     });
+    socket.write(
+      `POST /api/runs HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\n` +
+        (declared ? `Content-Length: ${size}\r\n` : "Transfer-Encoding: chunked\r\n") +
+        "\r\n",
+    );
     const chunk = Buffer.alloc(MB, " ");
+    const framed = declared
+      ? chunk
+      : Buffer.concat([
+          Buffer.from(`${chunk.length.toString(16)}\r\n`),
+          chunk,
+          Buffer.from("\r\n"),
+        ]);
     let sent = 0;
     const next = () => {
-      while (!answered && sent < size && !req.destroyed) {
+      while (!answered && sent < size && !socket.destroyed) {
         sent += chunk.length;
-        if (!req.write(chunk)) return void req.once("drain", next);
+        if (!socket.write(framed)) return void socket.once("drain", next);
       }
-      if (!answered && !req.destroyed) req.end();
+      if (!answered && !socket.destroyed && !declared) socket.write("0\r\n\r\n");
     };
     next();
   });
+}
+
+/** An upload's answer, tried again (up to 3 times) when the connection was cut before one. */
+async function refused(url: string, size: number, declared: boolean): Promise<number> {
+  for (let i = 0; ; i++) {
+    const status = await upload(url, size, declared);
+    if (status !== 0 || i === 2) return status;
+  }
 }
 
 describe("stet serve: request bodies", () => {
@@ -74,8 +108,8 @@ describe("stet serve: request bodies", () => {
     // Warm up, so what is measured is the bodies, not the first request's lazy loading.
     expect((await server.fetch("/api/runs")).status).toBe(200);
     const before = memory(server.pid, "VmRSS");
-    expect(await upload(server.url, 50 * MB, true)).toBe(413);
-    expect(await upload(server.url, 50 * MB, false)).toBe(413);
+    expect(await refused(server.url, 50 * MB, true)).toBe(413);
+    expect(await refused(server.url, 50 * MB, false)).toBe(413);
     const peak = memory(server.pid, "VmHWM");
     expect(peak - before).toBeLessThan(100 * MB);
     // It still serves.
