@@ -107,6 +107,11 @@ export interface Scorer {
   score: (args: ScorerArgs) => Promise<ScoreValue> | ScoreValue;
   /** The credentials a judge sends, as for SolverFn.secrets. */
   secrets?: () => Secret[];
+  /**
+   * Its configuration, recorded in the run's identity so a resume notices a changed scorer.
+   * Without it the run records a hash of `score`'s source. Never holds secrets.
+   */
+  describe?: () => Record<string, Json>;
 }
 
 /** A plain function is accepted as a scorer and named after the function. */

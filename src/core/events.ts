@@ -4,7 +4,9 @@ import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
-export type PlanSummary = Omit<Plan, "toExecute" | "samples"> & { toExecute: number };
+export type PlanSummary = Omit<Plan, "toExecute" | "samples" | "rerunAfter"> & {
+  toExecute: number;
+};
 
 export interface Progress {
   total: number;

@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
+import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Attempt, AttemptError, Key, OwnerIdentity, Run } from "../core/types.js";
@@ -184,6 +185,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
 
   const runKey = async (key: Key) => {
     const record = plan.samples[indexOf.get(key.sampleId)!]!;
+    const rerunAfter = plan.rerunAfter.get(keyString(key));
     for (let i = 0; i <= run.config.retries; i++) {
       writer.markInflight(key);
       progress.inflight++;
@@ -200,7 +202,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           abort: abort.signal,
           redactor,
         });
-        const attempt = await writer.write(draft);
+        const attempt = await writer.write(
+          rerunAfter === undefined ? draft : { ...draft, rerunAfter },
+        );
         const final =
           attempt.status === "scored" || i === run.config.retries || stopReason !== null;
         onCommitted(attempt, final);

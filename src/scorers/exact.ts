@@ -19,12 +19,18 @@ export function exact(options: ExactOptions = {}): Scorer {
   const normalize = textNormalizer(options);
   return {
     name: "exact",
+    describe: () => ({ kind: "exact", ...textOptions(options) }),
     score: ({ sample, output }) => {
       const answer = normalize(outputText(output));
       const match = targetStrings(sample, "exact").some((t) => normalize(t) === answer);
       return { value: match, answer };
     },
   };
+}
+
+function textOptions(options: ExactOptions): Record<string, boolean> {
+  const { caseSensitive = true, trim = true, ignoreWhitespace = false } = options;
+  return { caseSensitive, trim, ignoreWhitespace };
 }
 
 /** The comparison form of a text under the case and whitespace options. */

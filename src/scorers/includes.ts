@@ -17,6 +17,11 @@ export function includes(options: IncludesOptions = {}): Scorer {
   const fold = options.caseSensitive === false ? (s: string) => s.toLowerCase() : (s: string) => s;
   return {
     name: "includes",
+    describe: () => ({
+      kind: "includes",
+      caseSensitive: options.caseSensitive !== false,
+      ...(options.substring === undefined ? {} : { substring: options.substring }),
+    }),
     score: ({ sample, output }) => {
       const text = fold(outputText(output));
       const needles =

@@ -17,6 +17,7 @@ export interface JsonMatchOptions {
 export function jsonMatch(options: JsonMatchOptions = {}): Scorer {
   return {
     name: "json_match",
+    describe: () => ({ kind: "json_match", subset: options.subset === true }),
     score: ({ sample, output }) => {
       if (sample.target === undefined) {
         throw new Error(`scorer "json_match" needs a target, and sample "${sample.id}" has none`);

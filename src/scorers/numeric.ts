@@ -24,6 +24,7 @@ export function numeric(options: NumericOptions = {}): Scorer {
   const { tolerance = 1e-9, relative = false } = options;
   return {
     name: "numeric",
+    describe: () => ({ kind: "numeric", tolerance, relative }),
     score: ({ sample, output }) => {
       const targets = targetStrings(sample, "numeric").map((t) => {
         const value = parseNumber(t);

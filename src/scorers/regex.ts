@@ -18,6 +18,7 @@ export function regex(pattern: string | RegExp, flags?: string): Scorer {
   const re = new RegExp(source, cleanFlags);
   return {
     name: "regex",
+    describe: () => ({ kind: "regex", pattern: source, flags: cleanFlags }),
     score: ({ output }) => {
       const match = re.exec(outputText(output));
       if (match === null) return { value: 0 };

@@ -103,16 +103,18 @@ export const postgresStatements = {
   ),
 
   // Everything recordAttempts checks about each key of a batch, in one round trip, in order.
+  // `scored` counts only attempts numbered after k.after: 0, or a re-run draft's `rerunAfter`.
   keyStates: statement(
     `SELECT
        EXISTS (SELECT 1 FROM samples s WHERE s.run_id = @runId AND s.sample_id = k.sample_id)
          AS "inSnapshot",
        EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = @runId AND a.sample_id = k.sample_id
-         AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored') AS scored,
+         AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored'
+         AND a.attempt > k.after) AS scored,
        (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
          WHERE a.run_id = @runId AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
-     FROM unnest(@sampleIds::text[], @epochs::int[], @fingerprints::text[])
-       WITH ORDINALITY AS k(sample_id, epoch, fingerprint, ord)
+     FROM unnest(@sampleIds::text[], @epochs::int[], @fingerprints::text[], @afters::int[])
+       WITH ORDINALITY AS k(sample_id, epoch, fingerprint, after, ord)
      ORDER BY k.ord`,
     { prepare: true },
   ),

@@ -92,12 +92,14 @@ export function prepareStatements(db: SqliteDatabase) {
       `SELECT sample_id, epoch FROM inflight WHERE run_id = ? ORDER BY sample_id, epoch`,
     ),
 
-    // Everything recordAttempts checks about one key, in one round trip.
+    // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
+    // attempts numbered after @after: 0, or a re-run draft's `rerunAfter`.
     keyState: db.prepare<{ inSnapshot: number; scored: number; next: number }>(
       `SELECT
          EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS inSnapshot,
          EXISTS (SELECT 1 FROM attempts WHERE run_id = @runId AND sample_id = @sampleId
-           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
+           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored'
+           AND attempt > @after) AS scored,
          (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
            WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
     ),

@@ -345,7 +345,8 @@ class SqliteStore implements Store {
   /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
   private insertAttempt(runId: string, draft: AttemptDraft): Attempt {
     const { sampleId, epoch, fingerprint } = draft;
-    const state = this.s.keyState.get({ runId, sampleId, epoch, fingerprint });
+    const after = draft.rerunAfter ?? 0;
+    const state = this.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
     if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
     if (state.scored) throw alreadyScored(runId, sampleId, epoch);
     this.s.insertAttempt.run(attemptParams(runId, state.next, draft));
