@@ -102,6 +102,7 @@ export function buildProgram(): Command {
     .command("show")
     .description("one run: status, owner, metrics, cost, errors")
     .argument("<run-id>")
+    .option("--sample <id>", "every attempt of this sample (its history), the outcomes marked")
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
