@@ -28,21 +28,31 @@ export default defineEval({
 let mock: MockOpenAI;
 /** Keys the mock answers with HTTP 400 (a provider error that is not retried). */
 let failing = new Set<string>();
+/** Delay of every answer, for races. */
+let latencyMs = 0;
 beforeAll(async () => {
   mock = await startMockOpenAI({
+    latencyMs: 0,
     respond: ({ key }) =>
-      failing.has(key) ? { status: 400, body: { error: { message: "no" } } } : undefined,
-    reply: ({ key }) => {
-      const n = Number(key.split(" ")[1]);
-      return n % 2 === 0 ? `answer ${n}` : "wrong";
-    },
+      latencyMs > 0 && !failing.has(key)
+        ? { reply: replyTo(key), latencyMs }
+        : failing.has(key)
+          ? { status: 400, body: { error: { message: "no" } } }
+          : undefined,
+    reply: ({ key }) => replyTo(key),
   });
 });
 afterAll(() => mock.close());
 beforeEach(() => {
   mock.reset();
   failing = new Set();
+  latencyMs = 0;
 });
+
+function replyTo(key: string): string {
+  const n = Number(key.split(" ")[1]);
+  return n % 2 === 0 ? `answer ${n}` : "wrong";
+}
 
 const { project } = perTest();
 const requests = () => Object.values(mock.counts()).reduce((a, b) => a + b, 0);
@@ -181,6 +191,22 @@ describe("stet run --run-id", () => {
     const again = await stet("run", "eval.mjs", "--run-id", "ci.42");
     expect(again.code).toBe(0);
     expect(mock.counts()).toEqual({ "question 3": 1 });
+  });
+
+  it("two of the same command at once execute every key once between them", async () => {
+    const { stet } = setup();
+    latencyMs = 150;
+    const [a, b] = await Promise.all([
+      stet("run", "eval.mjs", "--run-id", "race"),
+      stet("run", "eval.mjs", "--run-id", "race"),
+    ]);
+    // One executes the run; the other finds it owned by a live process (exit 5) or complete (0).
+    expect([a.code, b.code].sort()).toEqual(expect.arrayContaining([0]));
+    expect([a.code, b.code].every((c) => c === 0 || c === 5)).toBe(true);
+    expect(Object.values(mock.counts()).every((n) => n === 1)).toBe(true);
+    expect(requests()).toBe(10);
+    const list = JSON.parse((await stet("list", "--json")).stdout);
+    expect(list).toEqual([expect.objectContaining({ id: "race", status: "completed" })]);
   });
 
   it("refuses an id of a run of another eval, and malformed ids, writing nothing", async () => {
