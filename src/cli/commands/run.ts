@@ -50,11 +50,11 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
   });
+  await prepareRunOutput(flags.output, "--output");
   const store = await openStore(flags.store, stale);
   try {
     const again = () => resumeNamed(store, prepared.runId, prepared.eval.name, target, flags);
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
-    await prepareRunOutput(flags.output, "--output");
     try {
       return await withRunOutput(store, io, flags.output, (tee) =>
         runWithUi(io, uiOptions(flags), (controls) =>
