@@ -167,6 +167,42 @@ describe("run identity", () => {
   });
 });
 
+describe("the identity of a function solver", () => {
+  const TS_EVAL = `
+import { defineEval, scorers } from "stet";
+const shout = (text: string): string => text.toUpperCase();
+export default defineEval({
+  name: "fn",
+  dataset: [{ id: "a", input: "a", target: "A" }, { id: "b", input: "b", target: "B" }],
+  solver: async function solve(sample: { id: string; input: unknown }) {
+    if (sample.id === "b" && process.env.FAIL_B === "1") throw new Error("not yet");
+    return shout(String(sample.input));
+  },
+  scorers: [scorers.exact()],
+});
+`;
+
+  it("is the same loaded by the bundle or by tsx; an edit of the function is refused", async () => {
+    const p = project({ "eval.ts": TS_EVAL });
+    const stet = (env: NodeJS.ProcessEnv, ...args: string[]) => runCli(args, { cwd: p.dir, env });
+    const first = await stet({ FAIL_B: "1" }, "run", "eval.ts", "--run-id", "fn-1");
+    expect(first.code).toBe(3);
+    const resumed = await stet({ STET_TS_LOADER: "tsx" }, "resume", "fn-1");
+    expect(resumed.stderr).not.toContain("another eval");
+    expect(resumed.code).toBe(0);
+
+    const second = await stet({ FAIL_B: "1" }, "run", "eval.ts", "--run-id", "fn-2");
+    expect(second.code).toBe(3);
+    // The function's own text: what its identity hashes (a helper it calls is not part of it).
+    writeFileSync(join(p.dir, "eval.ts"), TS_EVAL.replace("return shout(", "return shout(' ' + "));
+    const before = dumpDb(p.db);
+    const refused = await stet({}, "resume", "fn-2");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("solver.sourceSha256");
+    expect(dumpDb(p.db)).toBe(before);
+  });
+});
+
 describe("stet run --run-id", () => {
   it("runs once; the same command again makes no request, exits 0 and says the run is complete", async () => {
     const { stet } = setup();

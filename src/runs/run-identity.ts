@@ -194,11 +194,23 @@ function scorerIdentity(scorer: Scorer): ScorerIdentity {
 }
 
 /**
- * sha256 of a function's source with runs of whitespace collapsed: the same code loaded by
- * another transpiler pass (esbuild or tsx) may differ in layout, not in content.
+ * sha256 of a function's source in a layout-free form: whitespace kept only between two word
+ * characters (as one space), and no `;` before `}`. The same TypeScript loaded by the bundle or by
+ * tsx (which strips whitespace) then hashes alike; an edit of only that layout does not count.
  */
 function sourceHash(fn: (...args: never[]) => unknown): string {
-  return sha256(Function.prototype.toString.call(fn).replace(/\s+/g, " ").trim());
+  return sha256(layoutFree(Function.prototype.toString.call(fn)));
+}
+
+/**
+ * @example layoutFree("function f(a) {\n  return a;\n}") // "function f(a){return a}"
+ */
+export function layoutFree(source: string): string {
+  return source
+    .replace(/\s+/g, " ")
+    .replace(/ (?=[^\w$])|(?<=[^\w$]) /g, "")
+    .replace(/;}/g, "}")
+    .trim();
 }
 
 function fileSha256(path: string): string | undefined {
