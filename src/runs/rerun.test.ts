@@ -81,9 +81,9 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
         if (e.type === "attempt-committed" && ++committed === 2) stop.abort();
       },
     });
-    // Every key still has an outcome (the earlier attempts), so the run's status says completed;
-    // the request stays recorded until its keys are re-run.
-    expect(killed.status).toBe("completed");
+    // Every key still has an outcome (the earlier attempts), but the request is not done: the
+    // run is interrupted, resumable; the request stays recorded until its keys are re-run.
+    expect(killed.status).toBe("interrupted");
     const executedFirst = [...calls.values()].reduce((a, b) => a + b, 0);
     expect(executedFirst).toBeGreaterThanOrEqual(2);
     expect(executedFirst).toBeLessThan(6);
