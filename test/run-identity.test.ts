@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
@@ -300,6 +300,24 @@ describe("stet resume --rerun", () => {
     expect(plain.stdout).toContain("is complete: nothing to execute");
     expect(requests()).toBe(0);
     expect(await showJson(stet, runId)).toMatchObject({ counts: { scored: 10, remaining: 0 } });
+  });
+
+  it("replaces a re-run key's line in the run's --output Results JSONL", async () => {
+    const { p, stet } = setup();
+    const out = join(p.dir, "out/results.jsonl");
+    const first = await stet("run", "eval.mjs", "--output", out, "--json");
+    const runId = JSON.parse(first.stdout).runId as string;
+    expect((await stet("resume", runId, "--rerun", "q3")).code).toBe(0);
+    const lines = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map(
+        (l) => JSON.parse(l) as { test_case_id: string; metadata: { stet: { attempt: number } } },
+      );
+    expect(lines).toHaveLength(10);
+    expect(new Set(lines.map((l) => l.test_case_id)).size).toBe(10);
+    expect(lines.find((l) => l.test_case_id === "q3")?.metadata.stet.attempt).toBe(2);
+    expect(lines.find((l) => l.test_case_id === "q4")?.metadata.stet.attempt).toBe(1);
   });
 
   it("--rerun-failed re-runs the keys scoring below 1", async () => {
