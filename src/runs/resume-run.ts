@@ -353,6 +353,8 @@ function rerunRequests(
     );
     return { ok: false, error };
   }
+  const recorded = run.config.rerun ?? [];
+  if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
   const fingerprintOf = new Map(snapshot.map((r) => [r.sample.id, r.fingerprint]));
   const last = new Map<string, number>();
   const outcome = new Map<string, AttemptHead>();
@@ -363,7 +365,7 @@ function rerunRequests(
     if ((outcome.get(k)?.attempt ?? 0) < a.attempt) outcome.set(k, a);
   }
   const pending = new Map<string, RerunRequest>();
-  for (const request of run.config.rerun ?? []) {
+  for (const request of recorded) {
     const k = keyString(request);
     if ((outcome.get(k)?.attempt ?? 0) <= request.after) pending.set(k, request);
   }
@@ -385,6 +387,10 @@ function rerunRequests(
     pending.set(k, { sampleId: key.sampleId, epoch: key.epoch, after: last.get(k) ?? 0 });
   }
   return { ok: true, requests: [...pending.values()] };
+}
+
+function wantedNone(options: ResumeOptions): boolean {
+  return (options.rerun ?? []).length === 0 && options.rerunFailed !== true;
 }
 
 /** The config a claim records, or undefined when it is the one recorded. */
