@@ -9,6 +9,7 @@ export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
 export { runEval } from "./runs/start-run.js";
 export { resumeRun } from "./runs/resume-run.js";
+export { evalIdentity, compareIdentity } from "./runs/run-identity.js";
 export type { RunEvalOptions } from "./runs/start-run.js";
 export type { ResumeOptions } from "./runs/resume-run.js";
 export type { EngineEval } from "./core/eval.js";
@@ -27,6 +28,9 @@ export type {
   Run,
   RunStatus,
   Reducer,
+  RunIdentity,
+  RunHistoryEntry,
+  IdentityDifference,
 } from "./core/types.js";
 export type {
   SolverFn,

@@ -113,6 +113,28 @@ describe("stet rescore", () => {
       ["exact", 6 / 9, 9],
       ["regex", 6 / 9, 9],
     ]);
+
+    // The removed scorer's scores stay in the sample's history.
+    const sample = await runCli(["show", runId, "--sample", "q001", "--json"], { cwd: p.dir });
+    expect(sample.code, sample.stderr).toBe(0);
+    const [attempt] = (
+      JSON.parse(sample.stdout) as {
+        attempts: {
+          scores: { scorer: string }[];
+          asCommitted: { scores: { scorer: string }[] };
+          scorings: { rescored: string[]; scorerConfig: Record<string, unknown> }[];
+        }[];
+      }
+    ).attempts;
+    expect(attempt!.scores.map((s) => s.scorer)).toEqual(["exact", "regex"]);
+    expect(attempt!.asCommitted.scores.map((s) => s.scorer)).toEqual(["exact", "includes"]);
+    expect(attempt!.scorings).toMatchObject([
+      { rescored: ["exact", "regex"], scorerConfig: { regex: { kind: "regex" } } },
+    ]);
+    // The run now resumes with this eval: the rescore recorded its scorers in the run's identity.
+    const resumed = await runCli(["resume", runId], { cwd: p.dir });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(mock.requests).toHaveLength(0);
   });
 
   it("a scorer that throws once: resume makes 0 model requests and the key ends scored", async () => {

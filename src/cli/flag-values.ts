@@ -56,3 +56,15 @@ export function fraction(value: string): number {
   }
   return n;
 }
+
+/**
+ * `--rerun q3,q7` (repeatable: `--rerun q3 --rerun q7`): sample ids, accumulated in order. An
+ * empty id (`q3,,q7`, a trailing comma) is a usage error.
+ */
+export function sampleIds(value: string, previous: string[] = []): string[] {
+  const ids = value.split(",").map((id) => id.trim());
+  if (ids.some((id) => id === "")) {
+    throw new InvalidArgumentError("expected comma-separated sample ids, such as q3,q7");
+  }
+  return [...previous, ...ids];
+}

@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { dollars, fraction, milliseconds, port, positiveInt } from "./flag-values.js";
+import { dollars, fraction, milliseconds, port, positiveInt, sampleIds } from "./flag-values.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -45,6 +45,14 @@ export function buildProgram(): Command {
     .option("--timeout <ms>", "per-sample timeout in milliseconds", positiveInt)
     .option("--resume <run-id>", "continue this run instead of starting a new one")
     .option(
+      "--run-id <id>",
+      "the new run's id (letters, digits, -_. up to 64); run again, it resumes that run or does nothing once complete",
+    )
+    .option(
+      "--allow-eval-change",
+      "with --resume or an existing --run-id: go on although the eval changed (recorded in the run's history)",
+    )
+    .option(
       "--resume-from <file>",
       "seed the new run with the completed results of a (partial) ResultSet or Results JSONL",
     )
@@ -66,6 +74,17 @@ export function buildProgram(): Command {
     .argument("<run-id>")
     .option("--rerun-changed", "re-run samples whose content changed since the run started")
     .option("--no-rerun-errors", "keep errored keys as they are")
+    .option(
+      "--rerun <ids>",
+      "execute these samples' keys again as new attempts (comma-separated sample ids; repeatable)",
+      sampleIds,
+    )
+    .option("--rerun-failed", "execute again every key whose outcome scores below 1 on a scorer")
+    .option(
+      "--allow-eval-change",
+      "go on although the eval (solver, model, parameters, scorers, epochs) changed since the run started; recorded in its history",
+    )
+    .option("--model <model>", "must be the run's model (a resume never switches models)")
     .option("--eval <file>", "the eval file, when it moved since the run started")
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
     .option(
@@ -116,6 +135,7 @@ export function buildProgram(): Command {
     .command("show")
     .description("one run: status, owner, metrics, cost, errors")
     .argument("<run-id>")
+    .option("--sample <id>", "every attempt of this sample (its history), the outcomes marked")
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {

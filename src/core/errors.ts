@@ -15,6 +15,7 @@ export type StetErrorCode =
   | "E_EVAL_NOT_ALLOWED" // a server asked to execute an eval from outside its --evals (exit 1)
   | "E_NOTHING_TO_RESUME"
   | "E_CHANGED_SAMPLES" // dataset rows changed since the run started (exit 1)
+  | "E_EVAL_CHANGED" // the eval given to a resume differs from the run's identity (exit 1)
   | "E_FENCED" // a write by an owner that lost the run: another took it over (exit 5)
   | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt
   | "E_STORE" // the store failed (exit 1)

@@ -105,10 +105,14 @@ export interface ScorerArgs {
 export interface Scorer {
   name: string;
   score: (args: ScorerArgs) => Promise<ScoreValue> | ScoreValue;
-  /** What the scorer is (its kind and settings), recorded with every scoring. Never secrets. */
-  describe?: () => Record<string, Json>;
   /** The credentials a judge sends, as for SolverFn.secrets. */
   secrets?: () => Secret[];
+  /**
+   * Its configuration, recorded in the run's identity so a resume notices a changed scorer, and
+   * with every scoring it makes. Without it the run records a hash of `score`'s source. Never
+   * holds secrets.
+   */
+  describe?: () => Record<string, Json>;
 }
 
 /** A plain function is accepted as a scorer and named after the function. */

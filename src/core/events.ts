@@ -4,7 +4,7 @@ import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
-export type PlanSummary = Omit<Plan, "toExecute" | "toRescore" | "samples"> & {
+export type PlanSummary = Omit<Plan, "toExecute" | "toRescore" | "samples" | "rerunAfter"> & {
   toExecute: number;
   /** Scorer errors whose stored outputs are scored again (no solver call). */
   toRescore: number;

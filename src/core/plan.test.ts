@@ -106,4 +106,41 @@ describe("planRun", () => {
     expect(plan.missing).toEqual(["b", "c"]);
     expect(plan.toExecute).toHaveLength(3);
   });
+
+  describe("re-run requests", () => {
+    const numbered = (n: number, status: "scored" | "error", sampleId = "a"): AttemptFacts => ({
+      ...attempt(sampleId, 1, status),
+      attempt: n,
+    });
+
+    it("executes a scored key again until a scored attempt after the one it follows exists", () => {
+      const rerun = [{ sampleId: "a", epoch: 1, after: 1 }];
+      const input = { snapshot, epochs: 1, inflight: [], rerun };
+      const scored = [
+        numbered(1, "scored"),
+        numbered(1, "scored", "b"),
+        numbered(1, "scored", "c"),
+      ];
+      const pending = planRun({ ...input, attempts: scored });
+      expect(pending.toExecute).toEqual([{ sampleId: "a", epoch: 1 }]);
+      expect(pending).toMatchObject({ rerun: 1, preserved: 2, neverStarted: 0 });
+      expect([...pending.rerunAfter]).toEqual([["a\u00001", 1]]);
+
+      const done = planRun({ ...input, attempts: [...scored, numbered(2, "scored")] });
+      expect(done.toExecute).toEqual([]);
+      expect(done).toMatchObject({ rerun: 0, preserved: 3 });
+    });
+
+    it("retries a re-run that errored, or keeps the earlier outcome without rerunErrors", () => {
+      const rerun = [{ sampleId: "a", epoch: 1, after: 1 }];
+      const attempts = [numbered(1, "scored"), numbered(2, "error")];
+      const input = { snapshot: [record("a")], epochs: 1, inflight: [], rerun, attempts };
+      const retried = planRun(input);
+      expect(retried).toMatchObject({ errored: 1, rerun: 0 });
+      expect(retried.toExecute).toEqual([{ sampleId: "a", epoch: 1 }]);
+      expect(retried.rerunAfter.get("a\u00001")).toBe(1);
+      const kept = planRun({ ...input, rerunErrors: false });
+      expect(kept).toMatchObject({ preserved: 1, erroredKept: 0, toExecute: [] });
+    });
+  });
 });

@@ -1,11 +1,12 @@
 import { keyString } from "./keys.js";
-import type { AttemptErrorType, AttemptStatus, Key, SampleRecord } from "./types.js";
+import type { AttemptErrorType, AttemptStatus, Key, RerunRequest, SampleRecord } from "./types.js";
 
 /** The fields of a stored attempt that planning looks at. */
 export interface AttemptFacts extends Key {
   status: AttemptStatus;
   fingerprint: string;
-  /** Its number; with `error`, what tells a scorer error (re-scored) from a solver's (re-run). */
+  /** Its number (see RerunRequest.after; absent counts as 0); with `error`, what tells a scorer
+   * error (re-scored) from a solver's (re-run). */
   attempt?: number;
   error?: { type: AttemptErrorType } | null;
 }
@@ -28,6 +29,11 @@ export interface PlanInput {
   rerunErrors?: boolean;
   /** Re-run the keys of samples whose content changed, using the new content. */
   rerunChanged?: boolean;
+  /**
+   * Keys to execute again though they have a scored attempt: each counts as scored only by a
+   * scored attempt numbered after its `after` (see RunConfig.rerun).
+   */
+  rerun?: readonly RerunRequest[];
 }
 
 export interface Plan {
@@ -50,6 +56,13 @@ export interface Plan {
   changed: string[];
   /** Keys of changed samples that will execute (with `rerunChanged`; else the run must refuse). */
   changedKeys: number;
+  /** Keys re-run on request (`rerun`) that will execute. */
+  rerun: number;
+  /**
+   * Per key string (see keyString) of a re-run key that will execute, the attempt number its new
+   * attempt follows: what the engine puts on its drafts (`AttemptDraft.rerunAfter`).
+   */
+  rerunAfter: Map<string, number>;
   /** Sample ids in the run but no longer in the dataset: executed from the run's copy. */
   missing: string[];
   /** The samples to execute with: the snapshot, with changed ones replaced when re-running them. */
@@ -77,11 +90,15 @@ export function planRun(input: PlanInput): Plan {
   });
   const changedIds = new Set(changed);
 
+  const after = new Map((input.rerun ?? []).map((r) => [keyString(r), r.after]));
   const latest = new Map<string, AttemptFacts>();
   const fingerprintOf = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   for (const attempt of input.attempts) {
     if (fingerprintOf.get(attempt.sampleId) !== attempt.fingerprint) continue;
     const k = keyString(attempt);
+    // A re-run key's attempts up to the one it follows are history: they decide nothing.
+    const follows = after.get(k);
+    if (follows !== undefined && (attempt.attempt ?? 0) <= follows) continue;
     if (latest.get(k)?.status !== "scored") latest.set(k, attempt);
   }
   const inflight = new Set(input.inflight.map(keyString));
@@ -97,6 +114,8 @@ export function planRun(input: PlanInput): Plan {
     erroredKept: 0,
     changed,
     changedKeys: 0,
+    rerun: 0,
+    rerunAfter: new Map(),
     missing,
     samples,
   };
@@ -110,9 +129,19 @@ export function planRun(input: PlanInput): Plan {
         plan.preserved++;
         continue;
       }
-      if (changedIds.has(sample.id)) plan.changedKeys++;
+      const follows = after.get(k);
+      // The marker goes on every draft of a re-run key, whatever else it is, so the store lets
+      // its new attempt follow the scored one.
+      if (follows !== undefined) plan.rerunAfter.set(k, follows);
+      if (follows !== undefined && status === undefined) plan.rerun++;
+      else if (changedIds.has(sample.id)) plan.changedKeys++;
       else if (inflight.has(k)) plan.interrupted++;
       else if (status === "error") {
+        // A re-run that errored leaves the key's earlier scored attempt as its outcome.
+        if (!rerunErrors && follows !== undefined) {
+          plan.preserved++;
+          continue;
+        }
         if (!rerunErrors) {
           plan.erroredKept++;
           continue;

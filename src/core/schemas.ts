@@ -52,6 +52,26 @@ export const reducerSchema = z.union([
   z.templateLiteral(["pass@", z.number().int().positive()]),
 ]);
 
+export const runIdentitySchema = z.object({
+  evalName: z.string(),
+  solver: z.record(z.string(), jsonSchema),
+  scorers: z.array(z.object({ name: z.string(), config: z.record(z.string(), jsonSchema) })),
+  epochs: z.number().int().positive(),
+  evalFileSha256: z.string().optional(),
+});
+
+export const runHistoryEntrySchema = z.object({
+  at: z.string(),
+  change: z.enum(["eval-changed", "rescored"]),
+  differences: z.array(z.object({ field: z.string(), recorded: jsonSchema, current: jsonSchema })),
+});
+
+export const rerunRequestSchema = z.object({
+  sampleId: z.string().min(1),
+  epoch: z.number().int().positive(),
+  after: z.number().int().nonnegative(),
+});
+
 export const runConfigSchema = z.object({
   evalName: z.string(),
   evalPath: z.string().optional(),
@@ -74,6 +94,9 @@ export const runConfigSchema = z.object({
       startedAt: z.string(),
     })
     .optional(),
+  identity: runIdentitySchema.optional(),
+  history: z.array(runHistoryEntrySchema).optional(),
+  rerun: z.array(rerunRequestSchema).optional(),
 });
 
 export const runStatusSchema = z.enum(["running", "interrupted", "completed", "errored"]);

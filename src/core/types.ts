@@ -92,6 +92,13 @@ export interface AttemptDraft extends Key {
   fingerprint: string;
   provenance: Provenance;
   /**
+   * Not stored: marks a draft that re-runs a key on purpose (`stet resume --rerun`). The key's
+   * attempts numbered up to this one stand in history; the store accepts this draft although the
+   * key has a scored attempt, unless one numbered after it exists (so a retried commit, or a
+   * second re-run of the same request, is refused like any duplicate).
+   */
+  rerunAfter?: number;
+  /**
    * The names (never the values) of known secrets that the solver's or scorers' results held,
    * e.g. `["OPENAI_API_KEY"]`, which were replaced with "[redacted]" before anything was written.
    * Absent when nothing was redacted.
@@ -179,6 +186,57 @@ export interface RunConfig {
   scorers: string[];
   /** The rescore in progress, until it has scored every attempt it set out to. */
   rescore?: PendingRescore;
+  /** What defines the run, compared on every resume (absent on runs created before it existed). */
+  identity?: RunIdentity;
+  /** Accepted changes of the run's eval, oldest first. */
+  history?: RunHistoryEntry[];
+  /**
+   * Keys asked to re-run (`--rerun`, `--rerun-failed`) with the number of the key's last attempt
+   * at the time: such a key is pending until a scored attempt numbered after it is stored, so a
+   * killed re-run is finished by the next resume and a finished one never repeats.
+   */
+  rerun?: RerunRequest[];
+}
+
+/** A key to execute again though it has a scored attempt, and the attempt it follows. */
+export interface RerunRequest extends Key {
+  after: number;
+}
+
+/** A scorer as a run records it: its name and configuration (or a hash of its source). */
+export interface ScorerIdentity {
+  name: string;
+  config: Record<string, Json>;
+}
+
+/**
+ * What defines a run: the eval's name, the solver's resolved description, the scorers' names and
+ * configuration, the epochs the eval declares, and the sha256 of the eval file's bytes.
+ */
+export interface RunIdentity {
+  evalName: string;
+  solver: Record<string, Json>;
+  scorers: ScorerIdentity[];
+  epochs: number;
+  /** sha256 (hex) of the eval file's bytes, when the run came from a file. */
+  evalFileSha256?: string;
+}
+
+/** One field of a run's identity that differs: the recorded value and the one given now. */
+export interface IdentityDifference {
+  field: string;
+  recorded: Json;
+  current: Json;
+}
+
+/**
+ * A change of what defines the run: an accepted change of its eval (`--allow-eval-change`, or
+ * only the file's bytes), or a rescore that changed its scorers.
+ */
+export interface RunHistoryEntry {
+  at: string;
+  change: "eval-changed" | "rescored";
+  differences: IdentityDifference[];
 }
 
 /** Who is executing a run. `token` changes on every claim and fences late writers. */

@@ -3,6 +3,7 @@ import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
+import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type {
@@ -257,6 +258,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
 
   const runKey = async (key: Key) => {
     const record = plan.samples[indexOf.get(key.sampleId)!]!;
+    const rerunAfter = plan.rerunAfter.get(keyString(key));
     for (let i = 0; i <= run.config.retries; i++) {
       writer.markInflight(key);
       progress.inflight++;
@@ -273,7 +275,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           abort: abort.signal,
           redactor,
         });
-        const attempt = await writer.write(draft);
+        const attempt = await writer.write(
+          rerunAfter === undefined ? draft : { ...draft, rerunAfter },
+        );
         // A scorer that threw leaves the output standing: retries score it again, never re-solve.
         const scorerError = attempt.error?.type === "scorer";
         // Counted before the retry's verdict below, which must see this attempt's cost.

@@ -74,7 +74,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
 
 /** The plan without its lists, for events and reports. */
 export function summarizePlan(plan: Plan): PlanSummary {
-  const { toExecute, toRescore, samples: _samples, ...rest } = plan;
+  const { toExecute, toRescore, samples: _samples, rerunAfter: _rerunAfter, ...rest } = plan;
   return { ...rest, toExecute: toExecute.length, toRescore: toRescore.length };
 }
 
@@ -90,7 +90,13 @@ export async function storedReport(store: Store, run: Run): Promise<RunReport> {
     store.listAttemptHeads(run.id),
     store.listInflight(run.id),
   ]);
-  const plan = planRun({ snapshot: samples, epochs: run.config.epochs, attempts: heads, inflight });
+  const plan = planRun({
+    snapshot: samples,
+    epochs: run.config.epochs,
+    attempts: heads,
+    inflight,
+    ...(run.config.rerun === undefined ? {} : { rerun: run.config.rerun }),
+  });
   return buildReport({
     store,
     run,

@@ -32,6 +32,8 @@ export const fallbackLineSchema = z.strictObject({
   fingerprint: z.string().min(1),
   provenance: provenanceSchema,
   redacted: redactedSchema.optional(),
+  /** A re-run on request (`stet resume --rerun`): the attempt it follows (AttemptDraft). */
+  rerunAfter: z.number().int().nonnegative().optional(),
 });
 
 export type FallbackLine = AttemptDraft & { runId: string };

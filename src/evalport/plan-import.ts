@@ -45,11 +45,16 @@ export interface ImportPlan {
 export function planImport(input: ImportPlanInput): ImportPlan {
   const fingerprints = new Map(input.snapshot.map((r) => [r.sample.id, r.fingerprint]));
   checkRecords(input, fingerprints);
-  const scored = new Set(
-    input.stored
-      .filter((a) => a.status === "scored" && fingerprints.get(a.sampleId) === a.fingerprint)
-      .map(keyString),
-  );
+  // Per key, the number of its newest scored attempt: what a draft must follow to be new (a
+  // re-run's own attempt, `rerunAfter`, follows an older one).
+  const newestScored = new Map<string, number>();
+  for (const a of input.stored) {
+    if (a.status !== "scored" || fingerprints.get(a.sampleId) !== a.fingerprint) continue;
+    const k = keyString(a);
+    newestScored.set(k, Math.max(newestScored.get(k) ?? 0, a.attempt ?? 1));
+  }
+  const isScored = (d: AttemptDraft) =>
+    (newestScored.get(keyString(d)) ?? 0) > (input.ownAttempts ? (d.rerunAfter ?? 0) : 0);
   const chosen = new Map<string, AttemptDraft>();
   const notCompleted = new Map<string, Key>();
   const conflicts = new Set<string>();
@@ -79,8 +84,8 @@ export function planImport(input: ImportPlanInput): ImportPlan {
   for (const k of chosen.keys()) notCompleted.delete(k);
   const drafts = [...chosen.values()].sort(compareKeys);
   return {
-    drafts: drafts.filter((d) => !scored.has(keyString(d))),
-    alreadyScored: drafts.filter((d) => scored.has(keyString(d))).map(toKey),
+    drafts: drafts.filter((d) => !isScored(d)),
+    alreadyScored: drafts.filter(isScored).map(toKey),
     notCompleted: [...notCompleted.values()].sort(compareKeys),
   };
 }

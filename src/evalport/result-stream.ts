@@ -1,4 +1,5 @@
 import { isStetError } from "../core/errors.js";
+import { keyString } from "../core/keys.js";
 import type { RunEvent } from "../core/events.js";
 import type { Attempt } from "../core/types.js";
 import type { Store } from "../store/types.js";
@@ -45,7 +46,8 @@ export interface ResultStream {
  * and one fsync each. Error attempts are not streamed: they are not finished work (the final
  * ResultSet has them). A new run starts the file afresh; a resumed run (`run-started` with
  * `resumed`) reopens it, cuts a torn last line, drops lines the run has superseded (a changed
- * sample re-run under `--rerun-changed`) and refuses another run's file. Either way the scored
+ * sample re-run under `--rerun-changed`, a key asked to re-run with `--rerun`) and refuses
+ * another run's file. Either way the scored
  * outcomes already stored that the file lacks (committed just before a kill, or seeded with
  * `--resume-from`) are back-filled first, so the file holds each key exactly once, current. The
  * file is opened only at `run-started`, after the engine owns the run, so a refused resume
@@ -84,7 +86,15 @@ export function createResultStream(options: { store: Store; path: string }): Res
   const start = async (id: string, resumed: boolean) => {
     const { run, outcomes } = await loadOutcomes(store, id);
     epochs = run.config.epochs;
-    const current = lines(outcomes);
+    // A key asked to re-run (`--rerun`) whose new attempt is not stored yet has no line until it
+    // is: its old one is dropped, so the re-run's line can take its place.
+    const rerun = new Map((run.config.rerun ?? []).map((r) => [keyString(r), r.after]));
+    const current = lines(
+      outcomes.filter((a) => {
+        const after = rerun.get(keyString(a));
+        return after === undefined || a.attempt > after;
+      }),
+    );
     if (resumed) {
       // A line stays while it is its key's current outcome (the same stored attempt); one that
       // the run superseded (a changed sample about to be re-run) is dropped, not left stale.

@@ -33,6 +33,18 @@ export interface FindEvalOptions {
  * @example const ev = await findEval(run, { evalFile: flags.eval });
  */
 export async function findEval(run: Run, options: FindEvalOptions = {}): Promise<EngineEval> {
+  return (await findEvalSource(run, options)).eval;
+}
+
+/**
+ * `findEval`, with the file the eval was loaded from (what a run's identity hashes).
+ *
+ * @example const { eval: ev, path } = await findEvalSource(run, { evalFile: flags.eval });
+ */
+export async function findEvalSource(
+  run: Run,
+  options: FindEvalOptions = {},
+): Promise<{ eval: EngineEval; path: string }> {
   if (options.onlyRegistered) return resolved(registeredEval(run, options.registry));
   const path = options.evalFile;
   let loaded: LoadedEvalFile | undefined =
@@ -50,10 +62,11 @@ export async function findEval(run: Run, options: FindEvalOptions = {}): Promise
   return resolved(loaded);
 }
 
-function resolved(loaded: LoadedEvalFile): Promise<EngineEval> {
+async function resolved(loaded: LoadedEvalFile): Promise<{ eval: EngineEval; path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
-  return resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true });
+  const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true });
+  return { eval: ev, path: loaded.path };
 }
 
 /**

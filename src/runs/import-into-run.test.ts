@@ -253,6 +253,46 @@ describe("importResults", () => {
   });
 });
 
+describe("importResults of a re-run's fallback JSONL", () => {
+  it("restores the re-run attempts the store could not take, once", async () => {
+    const { store } = openStore();
+    const done = await runEval({ store, eval: evalWith() });
+    expect(done.status).toBe("completed");
+    const failing = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "recordAttempts") return () => Promise.reject(new Error("disk full"));
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await expect(
+      resumeRun({
+        store: failing,
+        runId: done.runId,
+        eval: evalWith(),
+        rerun: ["q1", "q2"],
+        storeRetryDelaysMs: [],
+      }),
+    ).rejects.toMatchObject({ code: "E_STORE_UNWRITABLE" });
+    const fallback = join(store.fallbackDir, `${done.runId}.fallback.jsonl`);
+    const lines = readFileSync(fallback, "utf8").trim().split("\n");
+    expect(lines.map((l) => (JSON.parse(l) as { rerunAfter?: number }).rerunAfter)).toEqual([1, 1]);
+
+    const report = await importResults({ store, runId: done.runId, file: fallback });
+    expect(report.imported).toHaveLength(2);
+    expect(
+      (await store.listAttempts(done.runId, { sampleId: "q1" })).map((a) => a.attempt),
+    ).toEqual([1, 2]);
+    // The re-run is done: a plain resume executes nothing, and the file imports no more.
+    const calls: string[] = [];
+    await resumeRun({ store, runId: done.runId, eval: evalWith(new Set(), calls) });
+    expect(calls).toEqual([]);
+    const again = await importResults({ store, runId: done.runId, file: fallback });
+    expect(again.imported).toHaveLength(0);
+    expect(again.alreadyScored).toHaveLength(2);
+  });
+});
+
 describe("importResults of another tool's ResultSet", () => {
   it("imports the spec's examples/results.json into a run of examples/basic-suite.json", async () => {
     const spec = (name: string) =>

@@ -4,8 +4,14 @@ import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Plan } from "../core/plan.js";
-import type { PendingRescore, Run, RunConfig, SampleRecord } from "../core/types.js";
-import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
+import type {
+  PendingRescore,
+  Run,
+  RunConfig,
+  RunHistoryEntry,
+  SampleRecord,
+} from "../core/types.js";
+import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
@@ -14,6 +20,7 @@ import { findEval, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import type { ResumeEval } from "./resume-run.js";
 import { runExecution } from "./run-execution.js";
+import { compareIdentity, evalIdentity } from "./run-identity.js";
 
 export interface RescoreOptions extends ExecuteOptions {
   runId: string;
@@ -110,12 +117,10 @@ export async function claimRescore(
   const { run } = planned;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  const config: RunConfig = {
-    ...run.config,
-    scorers: planned.scorers.map((s) => s.name),
-    rescore: planned.pending,
-  };
-  await store.updateRunConfig(run.id, owner.token, config);
+  const config = rescoredConfig(run.config, planned);
+  if (!(await store.updateRunConfig(run.id, owner.token, config))) {
+    throw await takenOver(store, run.id);
+  }
   const claimed = (await store.getRun(run.id)) ?? run;
   const exec: Execution = {
     run: claimed,
@@ -212,6 +217,41 @@ async function unitsToScore(
   return units;
 }
 
+/**
+ * The run's configuration as a rescore records it: its scorers from now on, the pending rescore,
+ * and (for a run with an identity) the new scorers' identity, with a history entry naming what
+ * changed, so a resume with the eval the rescore used is not refused as a changed eval.
+ */
+function rescoredConfig(config: RunConfig, planned: PlannedRescore): RunConfig {
+  const next: RunConfig = {
+    ...config,
+    scorers: planned.scorers.map((s) => s.name),
+    rescore: planned.pending,
+  };
+  const identity = config.identity;
+  if (!identity) return next;
+  const { evalName: name, epochs } = identity;
+  const source = { name, epochs, solver: planned.ev.solver, scorers: planned.scorers };
+  const now = { ...identity, scorers: evalIdentity(source).scorers };
+  const differences = compareIdentity(identity, now).differences.filter(
+    (d) => d.kind === "scorers",
+  );
+  next.identity = now;
+  if (differences.length > 0) {
+    const entry: RunHistoryEntry = {
+      at: new Date().toISOString(),
+      change: "rescored",
+      differences: differences.map(({ field, recorded, current }) => ({
+        field,
+        recorded,
+        current,
+      })),
+    };
+    next.history = [...(config.history ?? []), entry];
+  }
+  return next;
+}
+
 /** The plan of a rescore: its units are its keys, none executes. */
 function rescorePlan(planned: PlannedRescore): Plan {
   return {
@@ -225,6 +265,8 @@ function rescorePlan(planned: PlannedRescore): Plan {
     erroredKept: 0,
     changed: [],
     changedKeys: 0,
+    rerun: 0,
+    rerunAfter: new Map(),
     missing: [],
     samples: planned.samples,
   };

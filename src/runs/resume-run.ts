@@ -3,22 +3,35 @@ import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import { planRun, type AttemptRef, type Plan } from "../core/plan.js";
-import type { Run, SampleRecord } from "../core/types.js";
-import { acquireRun, takeoverRefusal } from "../engine/acquire.js";
+import type { Key, RerunRequest, Run, RunConfig, SampleRecord } from "../core/types.js";
+import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
-import { findEval, type EvalLookup } from "./find-eval.js";
+import { findEvalSource, type EvalLookup } from "./find-eval.js";
+import {
+  compareIdentity,
+  evalChangedError,
+  evalIdentity,
+  runModel,
+  withIdentity,
+} from "./run-identity.js";
+import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { runExecution } from "./run-execution.js";
 import { resumeCap } from "./spend-cap.js";
 import { settledStatus } from "./run-status.js";
 
-/** What a resume executes with: the eval as it is now (its samples are compared with the run's). */
-export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel">;
+/**
+ * What a resume executes with: the eval as it is now (its samples are compared with the run's,
+ * its solver and scorers, name and epochs with the run's identity; a name or epochs left out are
+ * taken to be the run's).
+ */
+export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
+  Partial<Pick<EngineEval, "name" | "epochs">>;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -40,6 +53,17 @@ export interface ResumeOptions extends ExecuteOptions {
    * was started with, which is otherwise kept. It is not recorded.
    */
   maxCost?: number;
+  /**
+   * Go on although the eval differs from the run's identity (another solver, model, parameters,
+   * scorers or epochs); the new identity and the differences are recorded in the run's history.
+   */
+  allowEvalChange?: boolean;
+  /** The model asked for (`--model`): refused unless it is the run's. */
+  model?: string;
+  /** Sample ids whose keys (every epoch) execute again as new attempts, scored or not. */
+  rerun?: readonly string[];
+  /** Execute again every key whose outcome scores below 1 on some scorer. */
+  rerunFailed?: boolean;
 }
 
 /** A resume planned against the run as it was read, before claiming it. */
@@ -51,6 +75,12 @@ export interface PlannedResume {
   eval: ResumeEval;
   /** The spend cap the resume executes under, with what the run's stored attempts spent. */
   cap?: SpendCap;
+  /**
+   * The configuration the claim records (`updateRunConfig`) before anything executes: the eval's
+   * identity (first recorded, or changed and accepted, with a history entry) and the keys asked to
+   * re-run. Absent when the recorded one stands.
+   */
+  config?: RunConfig;
 }
 
 /** Why a resume will not execute anything; `error` is what a shell throws to say so. */
@@ -58,6 +88,10 @@ export type ResumeRefusal =
   | { reason: "run-not-found"; error: StetError }
   | { reason: "run-active"; error: StetError }
   | { reason: "changed-samples"; error: StetError; plan: PlanSummary }
+  /** The eval (or `--model`) differs from the run's identity, without `allowEvalChange`. */
+  | { reason: "eval-changed"; error: StetError }
+  /** `rerun` names sample ids the run does not have (`E_USAGE`). */
+  | { reason: "invalid-rerun"; error: StetError }
   /** Every key has its outcome; `resume` still settles a run whose status lags (`settleResume`). */
   | { reason: "nothing-to-resume"; error: StetError; resume: PlannedResume };
 
@@ -82,20 +116,27 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse({ reason: "run-active", error: active });
 
-  const ev = options.eval ?? (await findEval(run, options));
+  const found = options.eval ? undefined : await findEvalSource(run, options);
+  const ev: ResumeEval = options.eval ?? found!.eval;
   const [fingerprints, attempts, inflight] = await Promise.all([
     store.listSampleFingerprints(runId),
     store.listAttemptHeads(runId),
     store.listInflight(runId),
   ]);
+  const scoredAny = attempts.some((a) => a.status === "scored");
+  const identity = checkIdentity(run, ev, found?.path, scoredAny, options);
+  if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
   const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
   const snapshot = await snapshotRecords(store, runId, fingerprints, current);
+  const rerun = rerunRequests(run, snapshot, attempts, options);
+  if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan = planRun({
     snapshot,
     current,
     epochs: run.config.epochs,
     attempts,
     inflight,
+    ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
     ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
     ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
   });
@@ -110,7 +151,15 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
   const cap = await resumeCap(store, run, attempts, options.maxCost);
-  const resume: PlannedResume = { run, plan, attempts, eval: ev, ...(cap ? { cap } : {}) };
+  const config = recordedChange(run.config, identity.config, rerun.requests);
+  const resume: PlannedResume = {
+    run,
+    plan,
+    attempts,
+    eval: ev,
+    ...(cap ? { cap } : {}),
+    ...(config ? { config } : {}),
+  };
   if (plan.toExecute.length === 0 && plan.toRescore.length === 0) {
     const error = new StetError(
       "E_NOTHING_TO_RESUME",
@@ -136,6 +185,9 @@ export async function claimResume(
   const { run, plan, eval: ev } = resume;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
+  if (resume.config && !(await store.updateRunConfig(run.id, owner.token, resume.config))) {
+    throw await takenOver(store, run.id);
+  }
   const changed = new Set(plan.changed);
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
   if (changedRecords.length > 0) await store.updateSamples(run.id, owner.token, changedRecords);
@@ -272,4 +324,143 @@ function preview(ids: readonly string[]): string {
   return ids.length <= 5
     ? ids.join(", ")
     : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
+}
+
+type IdentityCheck = { ok: true; config: RunConfig } | { ok: false; error: StetError };
+
+/**
+ * Compares the eval given to a resume with the run's identity. A run without one (started before
+ * identities were recorded) gets it recorded. A difference is refused (`E_EVAL_CHANGED`) unless
+ * `allowEvalChange`, or only the eval file's bytes differ, or the run has no scored attempt yet
+ * (nothing to mix with: e.g. a base URL fixed after the endpoint failed the first samples); an
+ * accepted one is recorded with a history entry. Returns the config to record, or the refusal.
+ */
+function checkIdentity(
+  run: Run,
+  ev: ResumeEval,
+  evalPath: string | undefined,
+  scoredAny: boolean,
+  options: ResumeOptions,
+): IdentityCheck {
+  const recorded = run.config.identity;
+  if (options.model !== undefined) {
+    const model = runModel(run.config);
+    if (model !== undefined && !sameModel(model, options.model) && !options.allowEvalChange) {
+      const error = new StetError(
+        "E_EVAL_CHANGED",
+        `run ${run.id} executes model ${JSON.stringify(model)}, not ${JSON.stringify(options.model)}: ` +
+          "a resume goes on with the run's model. Start a new run for another model.",
+        {
+          details: {
+            runId: run.id,
+            differences: [{ field: "model", recorded: model, current: options.model }],
+          },
+        },
+      );
+      return { ok: false, error };
+    }
+  }
+  const current = evalIdentity(
+    {
+      name: ev.name ?? recorded?.evalName ?? run.evalName,
+      solver: ev.solver,
+      scorers: ev.scorers,
+      epochs: ev.epochs ?? recorded?.epochs ?? run.config.epochs,
+    },
+    evalPath,
+    runSecrets(options.store, options.secrets),
+  );
+  // A resume given an eval without its file cannot tell the file's bytes: the recorded hash stands.
+  if (current.evalFileSha256 === undefined && recorded?.evalFileSha256 !== undefined) {
+    current.evalFileSha256 = recorded.evalFileSha256;
+  }
+  if (!recorded) return { ok: true, config: withIdentity(run.config, current, []) };
+  const comparison = compareIdentity(recorded, current);
+  if (comparison.differences.length === 0) return { ok: true, config: run.config };
+  // Nothing scored yet is nothing to mix with, unless it is another eval altogether.
+  const unmixed = !scoredAny && recorded.evalName === current.evalName;
+  if (!comparison.acceptable && !options.allowEvalChange && !unmixed) {
+    return { ok: false, error: evalChangedError(run.id, comparison) };
+  }
+  return { ok: true, config: withIdentity(run.config, current, comparison.differences) };
+}
+
+type RerunPlanning = { ok: true; requests: RerunRequest[] } | { ok: false; error: StetError };
+
+/**
+ * The keys to execute again: those still pending from an earlier request (no scored attempt after
+ * the one they follow) and those asked for now (`rerun` ids, every epoch; `rerunFailed`: outcomes
+ * below 1 on some scorer), each following the key's last attempt as stored now.
+ */
+function rerunRequests(
+  run: Run,
+  snapshot: readonly SampleRecord[],
+  attempts: readonly AttemptHead[],
+  options: ResumeOptions,
+): RerunPlanning {
+  const ids = new Set(snapshot.map((r) => r.sample.id));
+  const unknown = (options.rerun ?? []).filter((id) => !ids.has(id));
+  if (unknown.length > 0) {
+    const error = new StetError(
+      "E_USAGE",
+      `--rerun names sample ids run ${run.id} does not have: ${preview([...new Set(unknown)])}`,
+      { details: { runId: run.id, unknown } },
+    );
+    return { ok: false, error };
+  }
+  const recorded = run.config.rerun ?? [];
+  if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
+  const fingerprintOf = new Map(snapshot.map((r) => [r.sample.id, r.fingerprint]));
+  const last = new Map<string, number>();
+  const outcome = new Map<string, AttemptHead>();
+  for (const a of attempts) {
+    const k = keyString(a);
+    last.set(k, Math.max(last.get(k) ?? 0, a.attempt));
+    if (a.status !== "scored" || fingerprintOf.get(a.sampleId) !== a.fingerprint) continue;
+    if ((outcome.get(k)?.attempt ?? 0) < a.attempt) outcome.set(k, a);
+  }
+  const pending = new Map<string, RerunRequest>();
+  for (const request of recorded) {
+    const k = keyString(request);
+    if ((outcome.get(k)?.attempt ?? 0) <= request.after) pending.set(k, request);
+  }
+  const asked: Key[] = [];
+  const wanted = new Set(options.rerun ?? []);
+  for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+    for (const { sample } of snapshot) {
+      const key = { sampleId: sample.id, epoch };
+      const scored = outcome.get(keyString(key));
+      const failed =
+        options.rerunFailed === true &&
+        scored !== undefined &&
+        scored.scores.some((score) => score.value !== null && score.value < 1);
+      if (wanted.has(sample.id) || failed) asked.push(key);
+    }
+  }
+  for (const key of asked) {
+    const k = keyString(key);
+    pending.set(k, { sampleId: key.sampleId, epoch: key.epoch, after: last.get(k) ?? 0 });
+  }
+  return { ok: true, requests: [...pending.values()] };
+}
+
+function wantedNone(options: ResumeOptions): boolean {
+  return (options.rerun ?? []).length === 0 && options.rerunFailed !== true;
+}
+
+/** The config a claim records, or undefined when it is the one recorded. */
+function recordedChange(
+  recorded: RunConfig,
+  identity: RunConfig,
+  rerun: readonly RerunRequest[],
+): RunConfig | undefined {
+  const next: RunConfig = { ...identity };
+  if (rerun.length > 0) next.rerun = [...rerun];
+  else delete next.rerun;
+  return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
+}
+
+/** The same model, a `provider:` prefix on one side aside ("openai:gpt-4o" and "gpt-4o"). */
+function sameModel(a: string, b: string): boolean {
+  return a === b || a.endsWith(`:${b}`) || b.endsWith(`:${a}`);
 }

@@ -1,5 +1,6 @@
 import { StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunReport } from "../core/events.js";
+import { keyString } from "../core/keys.js";
 import { assertTransition } from "../core/run-status.js";
 import type { AttemptError } from "../core/types.js";
 import {
@@ -52,8 +53,11 @@ export async function runExecution(
   }
   await options.beforeRelease?.(end);
   const counts = await store.countKeys(run.id);
-  // A signal that arrives after the last commit interrupts nothing: the run is complete.
-  const status = settledStatus({ remaining: counts.remaining, cutShort: end.stopped !== null });
+  // A signal that arrives after the last commit interrupts nothing: the run is complete. A re-run
+  // cut short leaves keys that have an outcome but were asked to run again: resumable.
+  const cutShort = end.stopped !== null;
+  const rerunLeft = cutShort ? await pendingReruns(store, exec) : 0;
+  const status = settledStatus({ remaining: counts.remaining + rerunLeft, cutShort });
   assertTransition("running", status);
   const note = status === "interrupted" ? end.stopped?.note : undefined;
   if (!(await store.releaseRun(run.id, owner.token, status, note))) {
@@ -78,6 +82,21 @@ export async function runExecution(
   const report = withStop(built, status === "interrupted" ? end.stopped : null, exec);
   options.onEvent?.({ type: "run-finished", report });
   return report;
+}
+
+/** Keys of the plan's re-run requests without a scored attempt after the one they follow. */
+async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): Promise<number> {
+  const { plan, run } = exec;
+  if (plan.rerunAfter.size === 0) return 0;
+  const fingerprintOf = new Map(plan.samples.map((r) => [r.sample.id, r.fingerprint]));
+  const done = new Set<string>();
+  for (const a of await store.listAttemptHeads(run.id)) {
+    const k = keyString(a);
+    const after = plan.rerunAfter.get(k);
+    if (after === undefined || a.status !== "scored" || a.attempt <= after) continue;
+    if (fingerprintOf.get(a.sampleId) === a.fingerprint) done.add(k);
+  }
+  return plan.rerunAfter.size - done.size;
 }
 
 /**

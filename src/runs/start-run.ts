@@ -9,7 +9,9 @@ import type { AttemptDraft, RunConfig } from "../core/types.js";
 import type { ExecuteOptions } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
-import { resolveEval } from "../eval/resolve-eval.js";
+import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
+import { StetError } from "../core/errors.js";
+import { evalIdentity } from "./run-identity.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { startingCap } from "./spend-cap.js";
@@ -27,6 +29,11 @@ export interface RunDefinition {
   model?: string;
   limit?: number;
   runId?: string;
+  /**
+   * The epochs the eval itself declares, recorded in the run's identity (a resume compares them
+   * with the eval's then); default the run's. `--epochs` overrides the run's, not the eval's.
+   */
+  declaredEpochs?: number;
   /**
    * Attempts recorded, all or nothing, right after the run is created and before it is planned,
    * so their keys are not executed: the completed results of a partial ResultSet (`stet run
@@ -47,9 +54,14 @@ export interface RunEvalOptions extends ExecuteOptions, RunDefinition {}
 export async function runEval(options: RunEvalOptions): Promise<RunReport> {
   const { store, eval: ev } = options;
   const owner = newOwnerIdentity();
+  const identity = evalIdentity(
+    { ...ev, epochs: options.declaredEpochs ?? ev.epochs },
+    options.evalPath,
+    runSecrets(store, options.secrets),
+  );
   const run = await store.createRun({
     id: options.runId ?? newRunId(),
-    config: recordedConfig(options),
+    config: { ...recordedConfig(options), identity },
     samples: [...ev.samples],
     owner,
   });
@@ -85,6 +97,8 @@ export interface StartRequest {
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
   output?: string;
+  /** The run's id (`--run-id`), checked by `checkRunId`; default a new random one. */
+  runId?: string;
 }
 
 /**
@@ -98,6 +112,7 @@ export interface StartRequest {
 export async function prepareStart(
   request: StartRequest,
 ): Promise<RunDefinition & { runId: string }> {
+  if (request.runId !== undefined) checkRunId(request.runId);
   const loaded =
     typeof request.eval === "string" ? await loadEvalSource(request.eval) : request.eval;
   const ev = await resolveEval(loaded.eval, {
@@ -114,9 +129,10 @@ export async function prepareStart(
       : // EvalPort parsing loads only for --resume-from.
         await (await import("../evalport/read-seed.js")).readSeed(request.resumeFrom, ev);
   return {
-    runId: newRunId(),
+    runId: request.runId ?? newRunId(),
     eval: ev,
     evalPath: loaded.path,
+    declaredEpochs: loaded.eval.epochs ?? EVAL_DEFAULTS.epochs,
     ...(seed === undefined ? {} : { seed: seed.drafts }),
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
     ...(request.model === undefined ? {} : { model: request.model }),
@@ -170,6 +186,24 @@ function recordedConfig(options: RunEvalOptions): RunConfig {
 
 function describeSolver(solver: SolverFn): Record<string, Json> {
   return solver.describe?.() ?? { kind: "function", name: solver.name || "anonymous" };
+}
+
+const RUN_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * Refuses (`E_USAGE`) a run id a user chose that is not 1 to 64 letters, digits, `-`, `_` or `.`
+ * (so it is safe in a URL, a shell and a file name).
+ *
+ * @example checkRunId("nightly-7"); // ok
+ */
+export function checkRunId(runId: string): void {
+  if (!RUN_ID.test(runId) || runId === "." || runId === "..") {
+    throw new StetError(
+      "E_USAGE",
+      `invalid run id ${JSON.stringify(runId)}: use 1 to 64 letters, digits, "-", "_" or "."`,
+      { details: { runId } },
+    );
+  }
 }
 
 /**

@@ -1,7 +1,12 @@
 import type { Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Sample } from "../core/types.js";
-import { chatCompletion, endpointSecrets } from "../solvers/chat-completion.js";
+import {
+  chatCompletion,
+  endpointSecrets,
+  redactUrl,
+  resolveEndpoint,
+} from "../solvers/chat-completion.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
@@ -61,17 +66,20 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
   const { rubric = DEFAULT_RUBRIC, template = DEFAULT_TEMPLATE, name = "model_graded" } = options;
   return {
     name,
-    // Endpoint and prompt, never the key: a changed rubric or judge is a different scorer.
-    describe: () => ({
-      kind: "model_graded",
-      model: options.model,
-      ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
-      rubric,
-      template,
-      temperature: options.temperature ?? 0,
-      maxTokens: options.maxTokens ?? 1024,
-    }),
     secrets: () => endpointSecrets(options),
+    describe: () => {
+      const { baseURL } = resolveEndpoint(options);
+      return {
+        kind: "model_graded",
+        model: options.model,
+        baseURL: redactUrl(baseURL),
+        rubric,
+        template,
+        temperature: options.temperature ?? 0,
+        maxTokens: options.maxTokens ?? 1024,
+        ...(options.prices === undefined ? {} : { prices: { ...options.prices } }),
+      };
+    },
     score: async ({ sample, output, ctx }) => {
       const prompt = fill(template, {
         input: text(sample.input),

@@ -22,6 +22,7 @@ export type ApiErrorCode =
   | "nothing_to_resume"
   | "no_results"
   | "changed_samples"
+  | "eval_changed"
   | "run_taken_over"
   | "already_scored"
   | "illegal_transition"
@@ -56,6 +57,7 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_EVAL_NOT_FOUND: [404, "eval_not_found"],
   E_EVAL_NOT_ALLOWED: [403, "eval_not_allowed"],
   E_CHANGED_SAMPLES: [409, "changed_samples"],
+  E_EVAL_CHANGED: [409, "eval_changed"],
   E_FENCED: [409, "run_taken_over"],
   E_ALREADY_SCORED: [409, "already_scored"],
   E_ILLEGAL_TRANSITION: [409, "illegal_transition"],

@@ -54,6 +54,12 @@ export function checkUniqueSampleIds(records: SampleRecord[]): void {
  */
 export function checkDrafts(drafts: AttemptDraft[]): void {
   for (const draft of drafts) {
+    const after = draft.rerunAfter;
+    if (after !== undefined && !(Number.isInteger(after) && after >= 0)) {
+      throw invalidInput(
+        `attempt for sample "${draft.sampleId}" epoch ${draft.epoch}: rerunAfter must be a non-negative integer, got ${after}`,
+      );
+    }
     const checks = [
       ["scores", scoresSchema.safeParse(draft.scores)],
       ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],

@@ -9,7 +9,8 @@ import { attemptParams, storedAttempt } from "./rows.js";
  * Numbers and inserts a batch in three round trips whatever its size. Runs inside the caller's
  * transaction after `fence`: the run's row lock keeps the states it read true until commit.
  * Within the batch, a key's later drafts number on from its earlier ones, and a second scored
- * attempt for a key and fingerprint is refused like one already stored.
+ * attempt for a key and fingerprint is refused like one already stored. A re-run draft
+ * (`rerunAfter`) is refused only by a scored attempt numbered after the one it follows.
  */
 export async function insertAttempts(
   tx: Queryable,
@@ -24,6 +25,7 @@ export async function insertAttempts(
       sampleIds: drafts.map((d) => d.sampleId),
       epochs: drafts.map((d) => d.epoch),
       fingerprints: drafts.map((d) => d.fingerprint),
+      afters: drafts.map((d) => d.rerunAfter ?? 0),
     },
   );
   const next = new Map<string, number>();

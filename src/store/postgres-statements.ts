@@ -104,16 +104,18 @@ export const postgresStatements = {
   ),
 
   // Everything recordAttempts checks about each key of a batch, in one round trip, in order.
+  // `scored` counts only attempts numbered after k.after: 0, or a re-run draft's `rerunAfter`.
   keyStates: statement(
     `SELECT
        EXISTS (SELECT 1 FROM samples s WHERE s.run_id = @runId AND s.sample_id = k.sample_id)
          AS "inSnapshot",
        EXISTS (SELECT 1 FROM attempts_now a WHERE a.run_id = @runId AND a.sample_id = k.sample_id
-         AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored') AS scored,
+         AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint AND a.status = 'scored'
+         AND a.attempt > k.after) AS scored,
        (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
          WHERE a.run_id = @runId AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
-     FROM unnest(@sampleIds::text[], @epochs::int[], @fingerprints::text[])
-       WITH ORDINALITY AS k(sample_id, epoch, fingerprint, ord)
+     FROM unnest(@sampleIds::text[], @epochs::int[], @fingerprints::text[], @afters::int[])
+       WITH ORDINALITY AS k(sample_id, epoch, fingerprint, after, ord)
      ORDER BY k.ord`,
     { prepare: true },
   ),
@@ -158,6 +160,12 @@ export const postgresStatements = {
   ),
   listAttempts: statement(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
+     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
+       AND (@epoch::int IS NULL OR epoch = @epoch)
+     ORDER BY sample_id, epoch, attempt`,
+  ),
+  listAttemptsAsCommitted: statement(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts
      WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
        AND (@epoch::int IS NULL OR epoch = @epoch)
      ORDER BY sample_id, epoch, attempt`,

@@ -371,7 +371,8 @@ class PostgresStore implements Store {
 
   async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
     return this.guard(async () => {
-      const rows = await sql.listAttempts.tuples<AttemptRow>(this.pool, {
+      const statement = filter.asCommitted ? sql.listAttemptsAsCommitted : sql.listAttempts;
+      const rows = await statement.tuples<AttemptRow>(this.pool, {
         runId,
         sampleId: filter.sampleId ?? null,
         epoch: filter.epoch ?? null,

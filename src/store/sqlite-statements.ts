@@ -93,12 +93,14 @@ export function prepareStatements(db: SqliteDatabase) {
       `SELECT sample_id, epoch FROM inflight WHERE run_id = ? ORDER BY sample_id, epoch`,
     ),
 
-    // Everything recordAttempts checks about one key, in one round trip.
+    // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
+    // attempts numbered after @after: 0, or a re-run draft's `rerunAfter`.
     keyState: db.prepare<{ inSnapshot: number; scored: number; next: number }>(
       `SELECT
          EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS inSnapshot,
          EXISTS (SELECT 1 FROM attempts_now WHERE run_id = @runId AND sample_id = @sampleId
-           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored') AS scored,
+           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored'
+           AND attempt > @after) AS scored,
          (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
            WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
     ),
@@ -134,6 +136,14 @@ export function prepareStatements(db: SqliteDatabase) {
     listAttempts: db
       .prepare<AttemptRow>(
         `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
+         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
+           AND (@epoch IS NULL OR epoch = @epoch)
+         ORDER BY sample_id, epoch, attempt`,
+      )
+      .raw(),
+    listAttemptsAsCommitted: db
+      .prepare<AttemptRow>(
+        `SELECT ${ATTEMPT_COLUMNS} FROM attempts
          WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
            AND (@epoch IS NULL OR epoch = @epoch)
          ORDER BY sample_id, epoch, attempt`,

@@ -328,7 +328,7 @@ class SqliteStore implements Store {
 
   async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
     return this.guard(() =>
-      this.s.listAttempts
+      (filter.asCommitted ? this.s.listAttemptsAsCommitted : this.s.listAttempts)
         .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
         .map(attemptMapper(runId).full),
     );
@@ -380,7 +380,8 @@ class SqliteStore implements Store {
   /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
   private insertAttempt(runId: string, draft: AttemptDraft): Attempt {
     const { sampleId, epoch, fingerprint } = draft;
-    const state = this.s.keyState.get({ runId, sampleId, epoch, fingerprint });
+    const after = draft.rerunAfter ?? 0;
+    const state = this.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
     if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
     if (state.scored) throw alreadyScored(runId, sampleId, epoch);
     this.s.insertAttempt.run(attemptParams(runId, state.next, draft));

@@ -52,6 +52,11 @@ export interface NewRun {
 export interface AttemptFilter {
   sampleId?: string;
   epoch?: number;
+  /**
+   * The attempts as they were committed: the status, scores and error of their own execution,
+   * before any later scoring (what a sample's history shows beside its scorings).
+   */
+  asCommitted?: boolean;
 }
 
 /** A key's current outcome: its scored or errored attempt, or `pending` while it has none. */
@@ -181,7 +186,8 @@ export interface Store {
    * `inflight` keys are marked in the same transaction (one commit for a batch of finished and
    * newly dispatched keys). Rejects with `E_FENCED` if `token` does not own the run, and with
    * `E_ALREADY_SCORED` if a key already has a scored attempt for the same fingerprint (completed
-   * work stands).
+   * work stands). A draft with `rerunAfter` (a re-run on request) is refused only when a scored
+   * attempt numbered after that one exists; `rerunAfter` itself is not stored.
    */
   recordAttempts(
     runId: string,

@@ -5,6 +5,7 @@ import {
   type PlannedResume,
 } from "../../runs/resume-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderPlan } from "../render/summary.js";
@@ -22,40 +23,65 @@ export interface ResumeFlags {
   maxCost?: number;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
+  /** Refused unless it is the run's model. */
+  model?: string;
+  /** Go on with an eval that differs from the run's identity, recording the change. */
+  allowEvalChange?: boolean;
+  /** Sample ids whose keys execute again (`--rerun q3,q7`). */
+  rerun?: string[];
+  /** Execute again the keys whose outcome scores below 1 on some scorer. */
+  rerunFailed?: boolean;
 }
 
 /** `stet resume <run-id>`: print the plan, then execute only the keys without a scored attempt. */
 export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<number> {
-  const io = createIo(flags.json ?? false);
-  const stale = staleLimit();
-  const store = await openStore(flags.store, stale);
+  const store = await openStore(flags.store, staleLimit());
   try {
-    const planning = await planResume({
-      store,
-      runId,
-      ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
-      ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
-      ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
-      ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
-      ...stale,
-    });
-    let resume: PlannedResume;
-    if (planning.ok) resume = planning.resume;
-    else if (planning.refusal.reason === "nothing-to-resume") resume = planning.refusal.resume;
-    else {
-      if (planning.refusal.reason === "changed-samples") io.say(renderPlan(planning.refusal.plan));
-      throw planning.refusal.error;
-    }
-    const output = flags.output ?? resume.run.config.output;
-    // Before the claim: a Results file that cannot be written refuses before anything runs.
-    await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
-    return await withRunOutput(store, io, output, (tee) =>
-      runWithUi(io, uiOptions(flags), (controls) => {
-        const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
-        return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
-      }),
-    );
+    return await resumeInStore(store, runId, flags);
   } finally {
     await store.close();
   }
+}
+
+/** `resumeCommand` in a store the caller opened (and closes). */
+export async function resumeInStore(
+  store: Store,
+  runId: string,
+  flags: ResumeFlags,
+): Promise<number> {
+  const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
+  const planning = await planResume({
+    store,
+    runId,
+    ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
+    ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
+    ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+    ...(flags.model === undefined ? {} : { model: flags.model }),
+    ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
+    ...(flags.rerun === undefined ? {} : { rerun: flags.rerun }),
+    ...(flags.rerunFailed ? { rerunFailed: true } : {}),
+    ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+    ...stale,
+  });
+  let resume: PlannedResume;
+  if (planning.ok) resume = planning.resume;
+  else if (planning.refusal.reason === "nothing-to-resume") {
+    resume = planning.refusal.resume;
+    if (resume.run.status === "completed") {
+      io.say(`run ${runId} is complete: nothing to execute`);
+    }
+  } else {
+    if (planning.refusal.reason === "changed-samples") io.say(renderPlan(planning.refusal.plan));
+    throw planning.refusal.error;
+  }
+  const output = flags.output ?? resume.run.config.output;
+  // Before the claim: a Results file that cannot be written refuses before anything runs.
+  await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
+  return await withRunOutput(store, io, output, (tee) =>
+    runWithUi(io, uiOptions(flags), (controls) => {
+      const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
+      return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
+    }),
+  );
 }

@@ -1,6 +1,9 @@
+import { StetError } from "../../core/errors.js";
 import { readRun } from "../../runs/read-run.js";
+import { requireRun } from "../../runs/require-run.js";
+import type { Store } from "../../store/types.js";
 import { staleLimit } from "../../runs/stale-limit.js";
-import { createIo } from "../io.js";
+import { createIo, type Io } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderSummary } from "../render/summary.js";
 import { hintLine, resumeHint } from "../resume-hint.js";
@@ -12,12 +15,15 @@ import { hintLine, resumeHint } from "../resume-hint.js";
  */
 export async function showCommand(
   runId: string,
-  flags: { store?: string; json?: boolean },
+  flags: { store?: string; json?: boolean; sample?: string },
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   const store = await openStore(flags.store, { create: false, ...stale });
   try {
+    if (flags.sample !== undefined) {
+      return await showSample(io, store, runId, flags.sample, flags.json ?? false);
+    }
     const { run, owner, report } = await readRun(store, runId, { ...stale, recover: true });
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
@@ -50,4 +56,77 @@ export async function showCommand(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `stet show <run-id> --sample <id>`: every attempt of the sample, oldest first, each epoch's
+ * outcome marked: its history, re-runs (`--rerun`) and errors included.
+ */
+async function showSample(
+  io: Io,
+  store: Store,
+  runId: string,
+  sampleId: string,
+  json: boolean,
+): Promise<number> {
+  await requireRun(store, runId);
+  const [attempts, committed, page, scorings] = await Promise.all([
+    store.listAttempts(runId, { sampleId }),
+    store.listAttempts(runId, { sampleId, asCommitted: true }),
+    store.listOutcomes(runId, { sampleId }),
+    store.listScorings(runId, { sampleId }),
+  ]);
+  const exact = page.entries.filter((e) => e.sampleId === sampleId);
+  if (exact.length === 0) {
+    throw new StetError("E_USAGE", `run ${runId} has no sample "${sampleId}"`, {
+      details: { runId, sampleId },
+    });
+  }
+  const outcome = new Map(exact.map((e) => [e.epoch, e.outcome?.attempt ?? null]));
+  // Each attempt's current scores, and every scoring it had after it was committed (a rescore,
+  // a scorer error scored again): the scores of removed scorers stay here.
+  const scoringsOf = (a: { epoch: number; attempt: number }) =>
+    scorings
+      .filter((s) => s.epoch === a.epoch && s.attempt === a.attempt)
+      .map(({ runId: _r, sampleId: _s, epoch: _e, attempt: _a, ...s }) => s);
+  const history = attempts.map(({ transcript: _t, runId: _r, ...a }, i) => {
+    const own = committed[i]!;
+    const rescored = scoringsOf(a);
+    return {
+      ...a,
+      outcome: outcome.get(a.epoch) === a.attempt,
+      // With scorings: what the attempt's own execution scored, before them.
+      ...(rescored.length === 0
+        ? {}
+        : { asCommitted: { status: own.status, scores: own.scores, error: own.error } }),
+      scorings: rescored,
+    };
+  });
+  if (json) {
+    const view = { runId, sampleId, sample: exact[0]!.sample, attempts: history };
+    io.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+    return 0;
+  }
+  io.say(`run ${runId} · sample ${sampleId} · ${history.length} attempt(s)`);
+  for (const a of history) {
+    const scores = a.scores.map((sc) => `${sc.scorer}=${sc.value ?? "-"}`).join(" ");
+    const what = a.status === "scored" ? scores : `error (${a.error?.type}): ${a.error?.message}`;
+    const output = JSON.stringify(a.output) ?? "null";
+    io.say(
+      `  epoch ${a.epoch} attempt ${a.attempt}${a.outcome ? " (outcome)" : ""} · ${a.startedAt} · ` +
+        `${what} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
+    );
+    if (a.asCommitted) {
+      const values = a.asCommitted.scores.map((v) => `${v.scorer}=${v.value ?? "-"}`).join(" ");
+      io.say(`    as committed · ${a.asCommitted.status} · ${values}`);
+    }
+    for (const sc of a.scorings) {
+      const values = sc.scores.map((v) => `${v.scorer}=${v.value ?? "-"}`).join(" ");
+      const result = sc.status === "scored" ? values : `error: ${sc.error?.message}`;
+      io.say(
+        `    scoring ${sc.scoring} · ${sc.scoredAt} · ran ${sc.rescored.join(", ")} · ${result}`,
+      );
+    }
+  }
+  return 0;
 }

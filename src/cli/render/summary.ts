@@ -7,7 +7,8 @@ export function renderPlan(plan: PlanSummary): string {
   const lines = [
     `plan: ${formatCount(plan.preserved)} preserved · ${formatCount(plan.toExecute)} to execute ` +
       `(${plan.neverStarted} never started, ${plan.interrupted} interrupted, ${plan.errored} errored` +
-      `${plan.changedKeys > 0 ? `, ${plan.changedKeys} changed` : ""}) · ${plan.changed.length} changed`,
+      `${plan.changedKeys > 0 ? `, ${plan.changedKeys} changed` : ""}` +
+      `${plan.rerun > 0 ? `, ${plan.rerun} re-run on request` : ""}) · ${plan.changed.length} changed`,
   ];
   if (plan.toRescore > 0) {
     lines.push(

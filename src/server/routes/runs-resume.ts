@@ -1,7 +1,13 @@
+import type { Context } from "hono";
 import { Hono } from "hono";
 import * as z from "zod";
 import { isStetError } from "../../core/errors.js";
-import { claimResume, planResume, settleResume } from "../../runs/resume-run.js";
+import {
+  claimResume,
+  planResume,
+  settleResume,
+  type ResumeOptions,
+} from "../../runs/resume-run.js";
 import { runExecution } from "../../runs/run-execution.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
@@ -14,13 +20,29 @@ const resumeBody = z
     rerunChanged: z.boolean().optional(),
     /** This resume's spend cap on the run's total, USD, instead of the one it was started with. */
     maxCost: maxCostSchema.optional(),
+    /** Go on although the eval differs from the run's identity; recorded in its history. */
+    allowEvalChange: z.boolean().optional(),
+    /** Must be the run's model. */
+    model: z.string().min(1).max(200).optional(),
+    /** Sample ids whose keys execute again as new attempts. */
+    rerun: z.array(z.string().min(1)).max(100_000).optional(),
+    /** Execute again every key whose outcome scores below 1 on some scorer. */
+    rerunFailed: z.boolean().optional(),
   })
   .strict();
+
+/** What a resume request may ask for (the resume body, and a start body naming an existing run). */
+export type ResumeAsk = Pick<
+  ResumeOptions,
+  "rerunChanged" | "allowEvalChange" | "model" | "rerun" | "rerunFailed" | "maxCost"
+>;
 
 /**
  * POST /runs/:id/resume. Every refusal is decided before the stream opens, so it is an ordinary
  * JSON answer: 404 `run_not_found`, 409 `run_active` (a live owner, or another resumer won the
- * claim), 400 `nothing_to_resume`, 409 `changed_samples`, 403 `eval_not_allowed` (the run was
+ * claim), 400 `nothing_to_resume`, 409 `changed_samples`, 409 `eval_changed` (the registered
+ * eval, or `model`, differs from the run's identity: send `allowEvalChange`), 400
+ * `invalid_request` (`rerun` names unknown sample ids), 403 `eval_not_allowed` (the run was
  * started from a file outside `--evals`: the server imports nothing from there), 404
  * `eval_not_found`. Then the stream: `started` first, with
  * `preserved` and `remaining`, and exactly the remaining keys executing.
@@ -31,52 +53,82 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs/:id/resume", async (c) => {
-    const runId = c.req.param("id");
-    const { rerunChanged, maxCost } = await parseBody(c, resumeBody);
-    const options = { store: deps.store, ...deps.engine };
-    const planning = await planResume({
-      ...options,
-      runId,
-      registry: deps.evals,
-      onlyRegistered: true,
-      ...(rerunChanged === undefined ? {} : { rerunChanged }),
-      ...(maxCost === undefined ? {} : { maxCost }),
-    });
-    if (!planning.ok) {
-      const { refusal } = planning;
-      if (refusal.reason === "changed-samples") {
-        const message = refusal.error.message.replace(
-          /pass --rerun-changed/,
-          'send {"rerunChanged": true}',
-        );
-        throw new ApiError(409, "changed_samples", message);
-      }
-      // Every key is scored but the status may lag (its owner died after the last commit): settle
-      // it, so it stops offering a resume. Losing that claim to someone else is fine: they settle.
-      if (refusal.reason === "nothing-to-resume") {
-        await settleResume(refusal.resume, options).catch((error: unknown) => {
-          if (!isStetError(error, "E_RUN_ACTIVE")) throw error;
-        });
-      }
-      throw refusal.error;
-    }
-    // The claim is the store's compare-and-set on the owner token the plan judged dead: of any
-    // number of concurrent resumers, in this process or others, exactly one gets past this line;
-    // the rest get E_RUN_ACTIVE (409) while no stream has been opened yet.
-    // The stream's slot is taken before the claim: at the cap, the run is left as it was.
-    const release = deps.streams.take();
-    const execution = await claimResume(planning.resume, options).catch((error: unknown) => {
-      release();
-      throw error;
-    });
-    return streamExecution(
-      c,
-      deps,
-      runId,
-      (controls) => runExecution(execution, { ...options, ...controls }),
-      release,
-    );
+    const body = await parseBody(c, resumeBody);
+    return resumeResponse(c, deps, c.req.param("id"), body);
   });
 
   return app;
+}
+
+/**
+ * Plans, claims and streams a resume of `runId` (see the route). With `completeIsOk`, a run with
+ * nothing left to execute is answered 200 `{ runId, status, complete: true }` instead of 400
+ * `nothing_to_resume`: what an idempotent start (`runId` of a finished run) answers.
+ */
+export async function resumeResponse(
+  c: Context,
+  deps: AppDeps,
+  runId: string,
+  ask: ResumeAsk,
+  completeIsOk = false,
+): Promise<Response> {
+  const options = { store: deps.store, ...deps.engine };
+  const planning = await planResume({
+    ...options,
+    runId,
+    registry: deps.evals,
+    onlyRegistered: true,
+    ...definedOnly(ask),
+  });
+  if (!planning.ok) {
+    const { refusal } = planning;
+    if (refusal.reason === "changed-samples") {
+      const message = refusal.error.message.replace(
+        /pass --rerun-changed/,
+        'send {"rerunChanged": true}',
+      );
+      throw new ApiError(409, "changed_samples", message);
+    }
+    if (refusal.reason === "eval-changed") {
+      const message = refusal.error.message.replace(
+        /pass --allow-eval-change/,
+        'send {"allowEvalChange": true}',
+      );
+      throw new ApiError(409, "eval_changed", message);
+    }
+    // Every key is scored but the status may lag (its owner died after the last commit): settle
+    // it, so it stops offering a resume. Losing that claim to someone else is fine: they settle.
+    if (refusal.reason === "nothing-to-resume") {
+      const report = await settleResume(refusal.resume, options).catch((error: unknown) => {
+        if (!isStetError(error, "E_RUN_ACTIVE")) throw error;
+        return undefined;
+      });
+      if (completeIsOk && report) {
+        return c.json({ runId, status: report.status, complete: true }, 200);
+      }
+    }
+    throw refusal.error;
+  }
+  // The claim is the store's compare-and-set on the owner token the plan judged dead: of any
+  // number of concurrent resumers, in this process or others, exactly one gets past this line;
+  // the rest get E_RUN_ACTIVE (409) while no stream has been opened yet.
+  // The stream's slot is taken before the claim: at the cap, the run is left as it was.
+  const release = deps.streams.take();
+  const execution = await claimResume(planning.resume, options).catch((error: unknown) => {
+    release();
+    throw error;
+  });
+  return streamExecution(
+    c,
+    deps,
+    runId,
+    (controls) => runExecution(execution, { ...options, ...controls }),
+    release,
+  );
+}
+
+function definedOnly(ask: ResumeAsk): ResumeAsk {
+  return Object.fromEntries(
+    Object.entries(ask).filter(([, value]) => value !== undefined),
+  ) as ResumeAsk;
 }

@@ -5,6 +5,7 @@ import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
 import { maxCostSchema, parseBody } from "../validate.js";
+import { resumeResponse } from "./runs-resume.js";
 
 const startBody = z
   .object({
@@ -15,12 +16,19 @@ const startBody = z
     concurrency: z.number().int().min(1).max(1_000).optional(),
     /** The spend cap on the run's total, USD: at the cap the run stops, interrupted (reason budget). */
     maxCost: maxCostSchema.optional(),
+    /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
+    runId: z.string().min(1).max(64).optional(),
+    /** With `runId` of an existing run: go on although the eval changed. */
+    allowEvalChange: z.boolean().optional(),
   })
   .strict();
 
 /**
  * POST /runs: starts a run of a registered eval and streams it (see executionMessages). The run
- * belongs to the server, not to the request: a client that goes away only stops listening.
+ * belongs to the server, not to the request: a client that goes away only stops listening. With
+ * `runId` naming a run that exists: a run of the same eval is resumed (as POST
+ * /runs/:id/resume; a complete one is answered 200 `{ runId, status, complete: true }`), a run
+ * of another eval is refused with 409 `eval_changed`.
  *
  * @example app.route("/api", runsStartRoutes(deps));
  */
@@ -28,11 +36,30 @@ export function runsStartRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs", async (c) => {
-    const { eval: name, ...overrides } = await parseBody(c, startBody);
+    const { eval: name, allowEvalChange, ...overrides } = await parseBody(c, startBody);
     const loaded = deps.evals.get(name);
     if (!loaded) throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
     const prepared = await prepareStart({ eval: loaded, ...overrides });
+    const again = async () => {
+      const run = (await deps.store.getRun(prepared.runId))!;
+      if (run.evalName !== prepared.eval.name) {
+        throw new ApiError(
+          409,
+          "eval_changed",
+          `runId ${run.id} names a run of eval "${run.evalName}", not of "${prepared.eval.name}"`,
+        );
+      }
+      const ask = {
+        ...(overrides.model === undefined ? {} : { model: overrides.model }),
+        ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
+        ...(overrides.maxCost === undefined ? {} : { maxCost: overrides.maxCost }),
+      };
+      return resumeResponse(c, deps, run.id, ask, true);
+    };
+    if (overrides.runId !== undefined && (await deps.store.getRun(overrides.runId))) {
+      return again();
+    }
     // The stream's slot is taken before the run starts: at the cap, nothing starts.
     const release = deps.streams.take();
     return streamExecution(

@@ -102,6 +102,58 @@ export function describeAttemptContract(h: HarnessRef): void {
       },
     );
 
+    it("accepts a re-run draft (rerunAfter) for a scored key, once, without storing the marker", async () => {
+      const { run, owner: me } = await newRun(h.store);
+      const key = { sampleId: "s1", epoch: 1 };
+      await h.store.recordAttempts(run.id, me.token, [draft(key)]);
+      const [again] = await h.store.recordAttempts(
+        run.id,
+        me.token,
+        [draft(key, { output: "second" })].map((d) => ({ ...d, rerunAfter: 1 })),
+      );
+      expect(again).toMatchObject({ attempt: 2, status: "scored", output: "second" });
+      expect(again).not.toHaveProperty("rerunAfter");
+      const stored = await h.store.listAttempts(run.id, key);
+      expect(stored.map((a) => [a.attempt, a.output])).toEqual([
+        [1, "answer for s1"],
+        [2, "second"],
+      ]);
+      expect(stored[1]).not.toHaveProperty("rerunAfter");
+      // The same request committed again (a retried commit, a second re-run of it) is a duplicate.
+      const before = await h.store.listAttempts(run.id);
+      await expect(
+        h.store.recordAttempts(run.id, me.token, [{ ...draft(key), rerunAfter: 1 }]),
+      ).rejects.toMatchObject({ code: "E_ALREADY_SCORED" });
+      // So is a draft without the marker, and one in the same batch after a re-run.
+      await expect(h.store.recordAttempts(run.id, me.token, [draft(key)])).rejects.toMatchObject({
+        code: "E_ALREADY_SCORED",
+      });
+      await expect(
+        h.store.recordAttempts(run.id, me.token, [
+          { ...draft(key), rerunAfter: 2 },
+          { ...draft(key), rerunAfter: 2 },
+        ]),
+      ).rejects.toMatchObject({ code: "E_ALREADY_SCORED" });
+      expect(await h.store.listAttempts(run.id)).toEqual(before);
+      // A re-run error attempt is stored; the key's outcome stays its newest scored attempt.
+      await h.store.recordAttempts(run.id, me.token, [{ ...errorDraft(key), rerunAfter: 2 }]);
+      const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });
+      expect(page.entries.find((e) => e.epoch === 1)?.outcome).toMatchObject({ attempt: 2 });
+      expect(await h.store.countKeys(run.id)).toMatchObject({ scored: 1, errored: 0 });
+    });
+
+    it("refuses a negative or fractional rerunAfter before writing anything", async () => {
+      const { run, owner: me } = await newRun(h.store);
+      for (const bad of [-1, 0.5]) {
+        await expect(
+          h.store.recordAttempts(run.id, me.token, [
+            { ...draft({ sampleId: "s1", epoch: 1 }), rerunAfter: bad },
+          ]),
+        ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+      }
+      expect(await h.store.listAttempts(run.id)).toEqual([]);
+    });
+
     it("rejects two scored attempts for one key in the same batch", async () => {
       const { run, owner: me } = await newRun(h.store);
       const key = { sampleId: "s3", epoch: 1 };

@@ -121,6 +121,33 @@ export function describeRunContract(h: HarnessRef): void {
       expect(after?.status).toBe(before?.status);
     });
 
+    it("keeps a config's identity, history and re-run requests as written", async () => {
+      const { owner: me } = await newRun(h.store, { id: "ident" });
+      const next = runConfig({
+        identity: {
+          evalName: "e",
+          solver: { kind: "chat", model: "m", params: { seed: 1 } },
+          scorers: [{ name: "exact", config: { kind: "exact", trim: true } }],
+          epochs: 2,
+          evalFileSha256: "ab".repeat(32),
+        },
+        history: [
+          {
+            at: "2026-01-01T00:00:00.000Z",
+            change: "eval-changed",
+            differences: [{ field: "solver.model", recorded: "a", current: null }],
+          },
+        ],
+        rerun: [{ sampleId: "s1", epoch: 2, after: 3 }],
+      });
+      expect(await h.store.updateRunConfig("ident", me.token, next)).toBe(true);
+      expect((await h.store.getRun("ident"))?.config).toEqual(next);
+      const bad = { ...next, rerun: [{ sampleId: "s1", epoch: 0, after: -1 }] };
+      await expect(h.store.updateRunConfig("ident", me.token, bad)).rejects.toMatchObject({
+        code: "E_INVALID_INPUT",
+      });
+    });
+
     describe("listing", () => {
       async function threeRuns() {
         const first = await newRun(h.store, { id: "r-first", config: { evalName: "alpha" } });

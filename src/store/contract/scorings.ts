@@ -59,6 +59,8 @@ export function describeScoringContract(h: HarnessRef): void {
       const [now] = await h.store.listAttempts(run.id);
       expect(now).toMatchObject({ status: "scored", error: null, scores: scoring().scores });
       expect(solverSide(now!)).toEqual(solverSide(stored!));
+      // As committed, it is what its execution stored.
+      expect(await h.store.listAttempts(run.id, { asCommitted: true })).toEqual([stored]);
       expect((await h.store.listAttemptHeads(run.id))[0]).toMatchObject({ status: "scored" });
       expect(await h.store.countKeys(run.id)).toMatchObject({ scored: 1, errored: 0 });
       const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });

@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { EngineEval, SolverFn } from "../core/eval.js";
+import { fingerprintSample } from "../core/fingerprint.js";
+import type { RunIdentity, SampleRecord } from "../core/types.js";
+import { newOwnerIdentity } from "../engine/owner.js";
+import { scorers } from "../scorers/index.js";
+import { solvers } from "../solvers/index.js";
+import { tempStore } from "../../test/helpers/temp-store.js";
+import { planResume, resumeRun } from "./resume-run.js";
+import { compareIdentity, evalIdentity, layoutFree } from "./run-identity.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+const base: RunIdentity = {
+  evalName: "qa",
+  solver: { kind: "chat", model: "m1", temperature: 0 },
+  scorers: [{ name: "exact", config: { kind: "exact", trim: true } }],
+  epochs: 1,
+  evalFileSha256: "a".repeat(64),
+};
+
+describe("compareIdentity", () => {
+  it("lists solver differences key by key, as a change of the eval", () => {
+    const now = { ...base, solver: { kind: "chat", model: "m2", seed: 3 } };
+    const c = compareIdentity(base, now);
+    expect(c.differences).toEqual([
+      { kind: "eval", field: "solver.model", recorded: "m1", current: "m2" },
+      { kind: "eval", field: "solver.seed", recorded: null, current: 3 },
+      { kind: "eval", field: "solver.temperature", recorded: 0, current: null },
+    ]);
+    expect(c).toMatchObject({ evalChanged: true, scorersChanged: false, acceptable: false });
+  });
+
+  it("tells a change of scorers alone, and of the file's bytes or declared epochs alone", () => {
+    const judged = {
+      ...base,
+      scorers: [...base.scorers, { name: "judge", config: { kind: "model_graded" } }],
+    };
+    expect(compareIdentity(base, judged)).toMatchObject({
+      evalChanged: false,
+      scorersChanged: true,
+      acceptable: false,
+      differences: [{ field: "scorers.judge", recorded: null, current: { kind: "model_graded" } }],
+    });
+    const edited = { ...base, evalFileSha256: "b".repeat(64), epochs: 3 };
+    expect(compareIdentity(base, edited)).toMatchObject({
+      evalChanged: false,
+      scorersChanged: false,
+      acceptable: true,
+    });
+    const { evalFileSha256: _none, ...fileless } = base;
+    expect(compareIdentity(base, fileless).differences).toEqual([]);
+  });
+});
+
+describe("evalIdentity", () => {
+  it("describes chat solvers and built-in scorers, and hashes functions by their text", () => {
+    const named: SolverFn = function solve() {
+      return "x";
+    };
+    const identity = evalIdentity({
+      name: "qa",
+      solver: solvers.chat({ model: "openai:gpt-4o-mini", baseURL: "http://127.0.0.1:9/v1" }),
+      scorers: [scorers.includes({ caseSensitive: false }), scorers.custom("mine", () => 1)],
+      epochs: 2,
+    });
+    expect(identity.solver).toMatchObject({
+      kind: "chat",
+      model: "gpt-4o-mini",
+      baseURL: "http://127.0.0.1:9/v1",
+    });
+    expect(identity.scorers).toEqual([
+      { name: "includes", config: { kind: "includes", caseSensitive: false } },
+      { name: "mine", config: { kind: "function", sourceSha256: expect.any(String) } },
+    ]);
+    expect(evalIdentity({ ...identity, name: "qa", solver: named, scorers: [] }).solver).toEqual({
+      kind: "function",
+      name: "solve",
+      sourceSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(layoutFree("async function f(a) {\n  return a + 1;\n}")).toBe(
+      layoutFree("async function f(a){return a+1}"),
+    );
+    expect(layoutFree("function f(a) { return a + 1; }")).not.toBe(
+      layoutFree("function f(a) { return a + 2; }"),
+    );
+  });
+});
+
+describe("a run without an identity (created before they were recorded)", () => {
+  it("is resumed unchecked, and its next claim records the identity it resumed with", async () => {
+    const t = tempStore();
+    cleanups.push(t.cleanup);
+    const { store } = t;
+    const samples: SampleRecord[] = ["a", "b"].map((id) => {
+      const sample = { id, input: id, target: id };
+      return { sample, fingerprint: fingerprintSample(sample) };
+    });
+    const owner = newOwnerIdentity();
+    await store.createRun({
+      id: "old",
+      config: {
+        evalName: "old-eval",
+        epochs: 1,
+        concurrency: 1,
+        retries: 0,
+        reducer: "mean",
+        solver: { kind: "function", name: "echo" },
+        scorers: ["same"],
+      },
+      samples,
+      owner,
+    });
+    await store.releaseRun("old", owner.token, "interrupted", "old release");
+    const ev = (solver: SolverFn): EngineEval => ({
+      name: "old-eval",
+      samples,
+      solver,
+      scorers: [{ name: "same", score: ({ sample, output }) => output === sample.target }],
+      epochs: 1,
+      reducer: "mean",
+      concurrency: 1,
+      retries: 0,
+    });
+    const echo: SolverFn = (sample) => String(sample.input);
+    const report = await resumeRun({ store, runId: "old", eval: ev(echo) });
+    expect(report.status).toBe("completed");
+    const identity = (await store.getRun("old"))?.config.identity;
+    expect(identity).toMatchObject({ evalName: "old-eval", solver: { kind: "function" } });
+    expect((await store.getRun("old"))?.config.history).toBeUndefined();
+
+    // From now on it is checked like any run.
+    const other: SolverFn = (sample) => `${String(sample.input)}!`;
+    const planning = await planResume({ store, runId: "old", eval: ev(other), rerun: ["a"] });
+    expect(planning.ok).toBe(false);
+    if (!planning.ok) expect(planning.refusal.reason).toBe("eval-changed");
+  });
+});
