@@ -4,13 +4,7 @@ import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Plan } from "../core/plan.js";
-import type {
-  PendingRescore,
-  Run,
-  RunConfig,
-  RunHistoryEntry,
-  SampleRecord,
-} from "../core/types.js";
+import type { PendingRescore, Run, RunConfig, SampleRecord } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
@@ -20,7 +14,7 @@ import { findEval, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import type { ResumeEval } from "./resume-run.js";
 import { runExecution } from "./run-execution.js";
-import { compareIdentity, evalIdentity } from "./run-identity.js";
+import { compareIdentity, evalIdentity, historyEntry } from "./run-identity.js";
 
 export interface RescoreOptions extends ExecuteOptions {
   runId: string;
@@ -238,16 +232,7 @@ function rescoredConfig(config: RunConfig, planned: PlannedRescore): RunConfig {
   );
   next.identity = now;
   if (differences.length > 0) {
-    const entry: RunHistoryEntry = {
-      at: new Date().toISOString(),
-      change: "rescored",
-      differences: differences.map(({ field, recorded, current }) => ({
-        field,
-        recorded,
-        current,
-      })),
-    };
-    next.history = [...(config.history ?? []), entry];
+    next.history = [...(config.history ?? []), historyEntry("rescored", differences)];
   }
   return next;
 }

@@ -155,18 +155,22 @@ export function withIdentity(
 ): RunConfig {
   const next: RunConfig = { ...config, identity };
   if (differences.length > 0) {
-    const entry: RunHistoryEntry = {
-      at: at.toISOString(),
-      change: "eval-changed",
-      differences: differences.map(({ field, recorded, current }) => ({
-        field,
-        recorded,
-        current,
-      })),
-    };
-    next.history = [...(config.history ?? []), entry];
+    next.history = [...(config.history ?? []), historyEntry("eval-changed", differences, at)];
   }
   return next;
+}
+
+/** A history entry of the run's: what changed (`differences`, without their kinds) and when. */
+export function historyEntry(
+  change: RunHistoryEntry["change"],
+  differences: readonly IdentityDifference[],
+  at: Date = new Date(),
+): RunHistoryEntry {
+  return {
+    at: at.toISOString(),
+    change,
+    differences: differences.map(({ field, recorded, current }) => ({ field, recorded, current })),
+  };
 }
 
 /** The model a run executes with: its `--model`, else its solver's. */

@@ -8,6 +8,16 @@ const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, he
 /** A run row with the database clock beside it, so heartbeat ages need no other clock. */
 const RUN_COLUMNS = `*, ${DB_NOW_MS} AS db_now_ms`;
 
+/** A run's attempts (of one sample, one epoch) as they read now, or as they were committed. */
+function listAttempts(from: "attempts_now" | "attempts") {
+  return statement(
+    `SELECT ${ATTEMPT_COLUMNS} FROM ${from}
+     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
+       AND (@epoch::int IS NULL OR epoch = @epoch)
+     ORDER BY sample_id, epoch, attempt`,
+  );
+}
+
 /**
  * Every statement the PostgreSQL adapter runs: the SQLite adapter's, in PostgreSQL's dialect.
  * Times come from the database server's clock (see DB_NOW_MS).
@@ -158,18 +168,8 @@ export const postgresStatements = {
        AND (@epoch::int IS NULL OR epoch = @epoch)
      ORDER BY sample_id, epoch, attempt, scoring`,
   ),
-  listAttempts: statement(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
-     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
-       AND (@epoch::int IS NULL OR epoch = @epoch)
-     ORDER BY sample_id, epoch, attempt`,
-  ),
-  listAttemptsAsCommitted: statement(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts
-     WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
-       AND (@epoch::int IS NULL OR epoch = @epoch)
-     ORDER BY sample_id, epoch, attempt`,
-  ),
+  listAttempts: listAttempts("attempts_now"),
+  listAttemptsAsCommitted: listAttempts("attempts"),
   attemptHeadPage: statement(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)

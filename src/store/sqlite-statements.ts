@@ -14,6 +14,16 @@ const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, he
 
 /** Every statement the adapter runs, prepared once when the store opens. */
 export function prepareStatements(db: SqliteDatabase) {
+  // A run's attempts (of one sample, one epoch) as they read now, or as they were committed.
+  const listAttempts = (from: "attempts_now" | "attempts") =>
+    db
+      .prepare<AttemptRow>(
+        `SELECT ${ATTEMPT_COLUMNS} FROM ${from}
+         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
+           AND (@epoch IS NULL OR epoch = @epoch)
+         ORDER BY sample_id, epoch, attempt`,
+      )
+      .raw();
   return {
     insertRun: db.prepare(
       `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
@@ -133,22 +143,8 @@ export function prepareStatements(db: SqliteDatabase) {
          AND (@epoch IS NULL OR epoch = @epoch)
        ORDER BY sample_id, epoch, attempt, scoring`,
     ),
-    listAttempts: db
-      .prepare<AttemptRow>(
-        `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
-         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
-           AND (@epoch IS NULL OR epoch = @epoch)
-         ORDER BY sample_id, epoch, attempt`,
-      )
-      .raw(),
-    listAttemptsAsCommitted: db
-      .prepare<AttemptRow>(
-        `SELECT ${ATTEMPT_COLUMNS} FROM attempts
-         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
-           AND (@epoch IS NULL OR epoch = @epoch)
-         ORDER BY sample_id, epoch, attempt`,
-      )
-      .raw(),
+    listAttempts: listAttempts("attempts_now"),
+    listAttemptsAsCommitted: listAttempts("attempts"),
     attemptHeadPage: db
       .prepare<AttemptHeadRow>(
         `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
