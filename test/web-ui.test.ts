@@ -114,6 +114,10 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
     await expect(attempt.locator("pre.output").textContent()).resolves.toBe("wrong");
     await expect(attempt.textContent()).resolves.toContain("exact: 0.000");
     await expect(attempt.textContent()).resolves.toContain("out tokens · cost unknown");
+    // Rescored once above: the attempt lists that scoring, its output not produced again.
+    await expect(attempt.locator("details.scorings summary").textContent()).resolves.toBe(
+      "Rescored 1× (the output was not produced again)",
+    );
 
     expect(errors).toEqual([]);
   });

@@ -2,7 +2,7 @@
 import { getJson } from "./api.js";
 import { badge, dollars, fill, full, h, score, when } from "./dom.js";
 import { link, runHref } from "./shared.js";
-import type { AttemptView, SampleDetail } from "./types.js";
+import type { AttemptView, SampleDetail, ScoringView } from "./types.js";
 
 export async function sampleView(
   main: HTMLElement,
@@ -75,8 +75,35 @@ function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
           ),
         ),
       ),
-    a.status === "scored" && [h("h4", {}, "Output"), h("pre", { class: "output" }, full(a.output))],
+    a.scorings && a.scorings.length > 0 && scoringsList(a.scorings),
+    (a.status === "scored" || a.error?.type === "scorer") && [
+      h("h4", {}, "Output"),
+      h("pre", { class: "output" }, full(a.output)),
+    ],
     a.transcript !== null && a.transcript !== undefined && transcript(a.transcript),
+  );
+}
+
+/** The attempt's later scorings: each with the scorers it ran and the scores it gave. */
+function scoringsList(scorings: ScoringView[]): HTMLElement {
+  return h(
+    "details",
+    { class: "scorings" },
+    h("summary", {}, `Rescored ${scorings.length}× (the output was not produced again)`),
+    h(
+      "ol",
+      {},
+      scorings.map((s) =>
+        h(
+          "li",
+          { "data-scoring": s.scoring },
+          `${when(s.scoredAt)} · ran ${s.rescored.join(", ")} · `,
+          s.status === "scored"
+            ? s.scores.map((v) => `${v.scorer}: ${score(v.value)}`).join(", ")
+            : h("span", { class: "error" }, `${s.error?.type}: ${s.error?.message}`),
+        ),
+      ),
+    ),
   );
 }
 

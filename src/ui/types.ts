@@ -83,6 +83,19 @@ export interface AttemptView {
   provenance: { kind: string; source?: string };
   /** Names of the secrets replaced in this attempt before it was stored. */
   redacted?: string[];
+  /** Later scorings of the attempt (a rescore, a scorer error scored again), oldest first. */
+  scorings?: ScoringView[];
+}
+
+export interface ScoringView {
+  scoring: number;
+  status: "scored" | "error";
+  scores: Score[];
+  /** The scorers this scoring ran; the others' scores were carried over. */
+  rescored: string[];
+  error: { type: string; message: string } | null;
+  usage: { inputTokens: number; outputTokens: number; costUsd?: number } | null;
+  scoredAt: string;
 }
 
 export interface SampleRow {

@@ -99,7 +99,14 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     if (!first) {
       throw new ApiError(404, "sample_not_found", `run ${runId} has no sample "${sampleId}"`);
     }
-    const attempts = await store.listAttempts(runId, { sampleId });
+    const [attempts, scorings] = await Promise.all([
+      store.listAttempts(runId, { sampleId }),
+      store.listScorings(runId, { sampleId }),
+    ]);
+    const scoringsOf = (a: { epoch: number; attempt: number }) =>
+      scorings
+        .filter((s) => s.epoch === a.epoch && s.attempt === a.attempt)
+        .map(({ runId: _r, sampleId: _s, epoch: _e, attempt: _a, ...s }) => s);
     return c.json(
       redact({
         sample: first.sample,
@@ -113,6 +120,8 @@ export function runsReadRoutes(deps: AppDeps): Hono {
           ...attempt,
           // An attempt of an earlier version of the sample: history, not the outcome.
           stale: attempt.fingerprint !== first.fingerprint,
+          // Its current scores are its latest scoring's; every one is listed.
+          scorings: scoringsOf(attempt),
         })),
       }),
     );
