@@ -24,8 +24,22 @@ import {
   notInSnapshot,
   runNotFound,
 } from "./checks.js";
+import {
+  JOURNAL_SQL,
+  checkStepDrafts,
+  listParams,
+  stepParams,
+  toJournalEntry,
+  type JournalRow,
+} from "./journal-rows.js";
 import { migratePostgres } from "./migrate-postgres.js";
-import { redactPassword, transaction, urlSecrets, type Queryable } from "./postgres-driver.js";
+import {
+  redactPassword,
+  statement,
+  transaction,
+  urlSecrets,
+  type Queryable,
+} from "./postgres-driver.js";
 import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
@@ -58,6 +72,9 @@ import type {
   AttemptHead,
   BenchmarkSummary,
   HeartbeatReply,
+  JournalEntry,
+  JournalFilter,
+  StepDraft,
   NewRun,
   OutcomeFilter,
   OutcomePage,
@@ -330,7 +347,9 @@ class PostgresStore implements Store {
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
         await this.mark(tx, runId, inflight);
-        return insertAttempts(tx, runId, drafts);
+        const stored = await insertAttempts(tx, runId, drafts);
+        if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+        return stored;
       }),
     );
   }
@@ -356,6 +375,40 @@ class PostgresStore implements Store {
         return stored;
       }),
     );
+  }
+
+  async recordSteps(runId: string, token: string, drafts: StepDraft[]): Promise<void> {
+    checkStepDrafts(drafts);
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        for (const draft of drafts) {
+          const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
+          await (draft.truncate ? journal.truncateOpen : journal.replaceOpen).run(tx, key);
+          await journal.insert.run(tx, stepParams(runId, draft));
+        }
+      }),
+    );
+  }
+
+  async listJournal(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {
+    return this.guard(async () => {
+      const rows = await journal.list.rows<JournalRow>(this.pool, listParams(runId, filter));
+      return rows.map((row) => toJournalEntry(runId, row));
+    });
+  }
+
+  async listJournalKeys(runId: string): Promise<Key[]> {
+    return this.guard(async () => {
+      const rows = await journal.openKeys.rows<{ sample_id: string; epoch: number }>(this.pool, {
+        runId,
+      });
+      return rows.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch }));
+    });
+  }
+
+  async pruneJournal(runId: string): Promise<number> {
+    return this.guard(() => journal.prune.run(this.pool, { runId }));
   }
 
   async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
@@ -507,3 +560,35 @@ class PostgresStore implements Store {
 }
 
 export { redactPassword };
+
+/** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
+const journal = {
+  truncateOpen: statement(JOURNAL_SQL.truncateOpen.replace("@step", "@step::int"), {
+    prepare: true,
+  }),
+  replaceOpen: statement(JOURNAL_SQL.replaceOpen.replace("@step", "@step::int"), {
+    prepare: true,
+  }),
+  insert: statement(JOURNAL_SQL.insert, { prepare: true }),
+  /** One statement per batch: a key's open entries become its stored attempt's. */
+  bind: statement(
+    `UPDATE journal j SET attempt = b.attempt
+       FROM unnest(@sampleIds::text[], @epochs::int[], @attempts::int[]) AS b(sample_id, epoch, attempt)
+      WHERE j.run_id = @runId AND j.sample_id = b.sample_id AND j.epoch = b.epoch
+        AND j.attempt IS NULL`,
+    { prepare: true },
+  ),
+  list: statement(JOURNAL_SQL.listPostgres),
+  openKeys: statement(JOURNAL_SQL.openKeys),
+  prune: statement(JOURNAL_SQL.prune),
+};
+
+function bindColumns(runId: string, stored: readonly Attempt[]) {
+  // A batch may hold two attempts of one key (an error, then its retry): the first binds.
+  return {
+    runId,
+    sampleIds: stored.map((a) => a.sampleId),
+    epochs: stored.map((a) => a.epoch),
+    attempts: stored.map((a) => a.attempt),
+  };
+}
