@@ -3,6 +3,7 @@ import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
+import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type {
@@ -18,7 +19,7 @@ import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { Budget, type SpendCap } from "./budget.js";
-import { AttemptAborted, executeKey } from "./execute-key.js";
+import { AttemptAborted, executeKey, type KeyTask } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
@@ -86,6 +87,11 @@ export interface ExecutionEnd {
   startedAt: number;
   /** Scorings this invocation committed, and what those that paid for a model spent. */
   scorings: { committed: number; usage: Usage[] };
+  /**
+   * The step journal in this invocation: steps replayed from interrupted executions, executions
+   * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
+   */
+  journal: { replayed: number; diverged: number; reused: Usage[] };
 }
 
 /**
@@ -196,6 +202,31 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     stop("budget", false, `${budget.note()}; finishing the samples in flight`);
     return true;
   };
+  const journal = { replayed: 0, diverged: 0, reused: [] as Usage[] };
+  // Keys whose interrupted execution left open journal entries: one read per run, and only on
+  // a resume; a changed sample's entries are of its old content and are not replayed.
+  const replayable = new Set<string>();
+  const journaled = exec.solver.journal !== false;
+  if (journaled && exec.resumed) {
+    const changed = new Set(plan.changed);
+    for (const key of await store.listJournalKeys(run.id)) {
+      if (!changed.has(key.sampleId)) replayable.add(keyString(key));
+    }
+  }
+  const journalOf = async (key: Key, first: boolean): Promise<KeyTask["journal"]> => {
+    if (!journaled) return undefined;
+    const open = first && replayable.has(keyString(key));
+    const entries = open ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
+    return {
+      entries,
+      write: (draft) => writer.writeStep(draft),
+      onDone: (j) => {
+        journal.replayed += j.replayed;
+        journal.diverged += j.diverged;
+        journal.reused.push(...j.reused);
+      },
+    };
+  };
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
@@ -272,6 +303,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           timeoutMs: run.config.timeoutMs,
           abort: abort.signal,
           redactor,
+          journal: await journalOf(key, i === 0),
         });
         const attempt = await writer.write(draft);
         // A scorer that threw leaves the output standing: retries score it again, never re-solve.
@@ -368,6 +400,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     fingerprintOf: fingerprintIndex(plan, indexOf),
     startedAt: t0,
     scorings,
+    journal,
   };
   if (writer.failure) {
     const note = writer.failure.message;

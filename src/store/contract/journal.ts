@@ -77,7 +77,11 @@ export function describeJournalContract(h: HarnessRef): void {
 
     it("discards open entries from a diverged step on, and replaces one at the same step", async () => {
       const { run, owner: me } = await newRun(h.store);
-      await h.store.recordSteps(run.id, me.token, [0, 1, 2, 3].map((i) => step(k11, i)));
+      await h.store.recordSteps(
+        run.id,
+        me.token,
+        [0, 1, 2, 3].map((i) => step(k11, i)),
+      );
       await h.store.recordSteps(run.id, me.token, [
         step(k11, 1, { name: "other", truncate: true }),
       ]);
@@ -103,9 +107,9 @@ export function describeJournalContract(h: HarnessRef): void {
     it("refuses a malformed entry (E_INVALID_INPUT) and writes none of the batch", async () => {
       const { run, owner: me } = await newRun(h.store);
       const bad = step(k11, 1, { inputHash: "nope" });
-      await expect(h.store.recordSteps(run.id, me.token, [step(k11, 0), bad])).rejects.toMatchObject(
-        { code: "E_INVALID_INPUT" },
-      );
+      await expect(
+        h.store.recordSteps(run.id, me.token, [step(k11, 0), bad]),
+      ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
       expect(await h.store.listJournal(run.id)).toEqual([]);
     });
 
