@@ -82,7 +82,7 @@ function journalRows(db: string): JournalRow[] {
   }
 }
 
-function tokens(rows: { input_tokens?: unknown; output_tokens?: unknown }[]): number {
+function tokens(rows: readonly Record<string, unknown>[]): number {
   return rows.reduce(
     (sum, r) => sum + Number(r.input_tokens ?? 0) + Number(r.output_tokens ?? 0),
     0,
