@@ -59,7 +59,7 @@ const toolLines = (path: string) =>
   existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
 const totalRequests = () => Object.values(mock.counts()).reduce((a, b) => a + b, 0);
 
-interface JournalRow {
+type JournalRow = {
   sample_id: string;
   epoch: number;
   attempt: number | null;
@@ -69,7 +69,7 @@ interface JournalRow {
   result: string;
   input_tokens: number | null;
   output_tokens: number | null;
-}
+};
 
 function journalRows(db: string): JournalRow[] {
   const conn = new Database(db, { readonly: true, fileMustExist: true });
