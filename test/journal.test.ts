@@ -181,6 +181,8 @@ describe("the step journal with real processes", () => {
       env: { ...env, DIVERGE_AT: "1" },
     });
     expect(resumed.code, resumed.stderr).toBe(0);
+    // Per sample: 3 steps replayed (2 of them chat calls of 15 tokens each), then the divergence.
+    expect(resumed.stdout).toMatch(/^journal +6 steps replayed · 2 diverged · 60 tokens, /m);
     const counts = mock.counts();
     for (const id of ["s0", "s1"]) {
       const task = id.replace("s", "task ");
