@@ -208,5 +208,12 @@ describe("the step journal with real processes", () => {
     expect(rows.map((r) => r.step)).toEqual(Array.from({ length: ROUNDS * 2 }, (_, i) => i));
     expect(rows.every((r) => r.attempt === 1)).toBe(true);
     expect(JSON.parse(rows[3]!.input)).toMatchObject({ variant: "other" });
+
+    // --prune-journal: the finished run's trajectories go; its attempts stay.
+    const pruned = await runCli(["resume", runId, "--prune-journal"], { cwd: p.dir, env });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/^journal: 32 entries of finished attempts deleted$/m);
+    expect(journalRows(p.db)).toEqual([]);
+    expect(rawAttempts(p.db)).toHaveLength(2);
   }, 60_000);
 });
