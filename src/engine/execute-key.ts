@@ -34,6 +34,8 @@ export interface KeyTask {
    */
   journal?: {
     entries: readonly JournalEntry[];
+    /** The key has open entries that are not to be replayed: the first write discards them. */
+    discardOpen?: boolean;
     write: (draft: StepDraft) => Promise<void>;
     onDone?: (journal: StepJournal) => void;
   };
@@ -239,6 +241,7 @@ function journalOf(task: KeyTask, options: NonNullable<KeyTask["journal"]>): Ste
   return new StepJournal({
     key: task.key,
     entries: options.entries,
+    discardOpen: options.discardOpen ?? false,
     write: options.write,
     redact: (value) => (active ? redactor.json(value) : { value, found: [] }),
   });

@@ -204,21 +204,21 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   };
   const journal = { replayed: 0, diverged: 0, reused: [] as Usage[] };
   // Keys whose interrupted execution left open journal entries: one read per run, and only on
-  // a resume; a changed sample's entries are of its old content and are not replayed.
-  const replayable = new Set<string>();
+  // a resume. A changed sample's entries are of its old content: discarded, not replayed.
+  const open = new Set<string>();
   const journaled = exec.solver.journal !== false;
   if (journaled && exec.resumed) {
-    const changed = new Set(plan.changed);
-    for (const key of await store.listJournalKeys(run.id)) {
-      if (!changed.has(key.sampleId)) replayable.add(keyString(key));
-    }
+    for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
   }
+  const changed = new Set(plan.changed);
   const journalOf = async (key: Key, first: boolean): Promise<KeyTask["journal"]> => {
     if (!journaled) return undefined;
-    const open = first && replayable.has(keyString(key));
-    const entries = open ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
+    const stale = first && open.has(keyString(key));
+    const replay = stale && !changed.has(key.sampleId);
+    const entries = replay ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
     return {
       entries,
+      discardOpen: stale && !replay,
       write: (draft) => writer.writeStep(draft),
       onDone: (j) => {
         journal.replayed += j.replayed;

@@ -12,6 +12,8 @@ export interface JournalOptions {
   key: Key;
   /** The open entries of the key's interrupted execution, in step order (empty: nothing to replay). */
   entries: readonly JournalEntry[];
+  /** Open entries exist that are not replayed (a changed sample's): the first write drops them. */
+  discardOpen?: boolean;
   /** Resolves once the entry is durable (AttemptWriter.writeStep). */
   write: (draft: StepDraft) => Promise<void>;
   /** Replaces known secrets in what is written; returns the names found. */
@@ -62,6 +64,7 @@ export class StepJournal {
   constructor(options: JournalOptions) {
     this.#options = options;
     this.#replaying = options.entries.length > 0;
+    if (options.discardOpen) this.#truncateAt = 0;
   }
 
   /**
