@@ -71,6 +71,10 @@ type JournalRow = {
   output_tokens: number | null;
 };
 
+interface ExportedRow {
+  journal: { step: number; kind: string; name: string }[];
+}
+
 function journalRows(db: string): JournalRow[] {
   const conn = new Database(db, { readonly: true, fileMustExist: true });
   try {
@@ -208,6 +212,36 @@ describe("the step journal with real processes", () => {
     expect(rows.map((r) => r.step)).toEqual(Array.from({ length: ROUNDS * 2 }, (_, i) => i));
     expect(rows.every((r) => r.attempt === 1)).toBe(true);
     expect(JSON.parse(rows[3]!.input)).toMatchObject({ variant: "other" });
+
+    // The export shows the journal as the attempt's trajectory, in both formats.
+    const jsonl = await runCli(["export", runId, "--format", "jsonl"], { cwd: p.dir });
+    expect(jsonl.code, jsonl.stderr).toBe(0);
+    const [row] = jsonl.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as ExportedRow);
+    expect(row!.journal.map((s) => [s.step, s.kind, s.name])).toEqual(
+      Array.from({ length: ROUNDS * 2 }, (_, i) => [
+        i,
+        i % 2 ? "step" : "chat",
+        i % 2 ? "tool" : "chat",
+      ]),
+    );
+    expect(row!.journal[0]).toMatchObject({
+      input: { model: "gpt-4o-mini", messages: [{ role: "user", content: "task 0 round 0" }] },
+      result: { content: "task 0 round 0" },
+      usage: { inputTokens: 10, outputTokens: 5 },
+    });
+    const file = join(p.dir, "rs.json");
+    const rs = await runCli(["export", runId, "--format", "resultset", "-o", file], { cwd: p.dir });
+    expect(rs.code, rs.stderr).toBe(0);
+    const doc = JSON.parse(readFileSync(file, "utf8")) as {
+      results: { metadata: { stet: { journal: unknown[] } } }[];
+    };
+    expect(doc.results[0]!.metadata.stet.journal).toEqual(row!.journal);
+    const valid = await runCli(["validate", file], { cwd: p.dir });
+    expect(valid.code, valid.stdout + valid.stderr).toBe(0);
+    expect(jsonl.stdout + readFileSync(file, "utf8")).not.toContain(API_KEY);
 
     // --prune-journal: the finished run's trajectories go; its attempts stay.
     const pruned = await runCli(["resume", runId, "--prune-journal"], { cwd: p.dir, env });
