@@ -3,7 +3,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
+import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
+import { startServe } from "./helpers/serve.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 
 const N = 60;
@@ -250,4 +252,44 @@ describe("the step journal with real processes", () => {
     expect(journalRows(p.db)).toEqual([]);
     expect(rawAttempts(p.db)).toHaveLength(2);
   }, 60_000);
+
+  it.skipIf(SKIP_BROWSER)(
+    "the UI's sample view shows the journal as the sample's trajectory",
+    async () => {
+      mock.reset();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": data(1) });
+      const env = { MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY, TOOL_LOG: join(p.dir, "t.log") };
+      const run = await runCli(["run", "eval.mjs"], { cwd: p.dir, env });
+      expect(run.code, run.stderr).toBe(0);
+      const runId = /^run (r_\w+)/m.exec(run.stdout)![1]!;
+      const server = await startServe(["--store", p.db]);
+      try {
+        const api = await (await server.fetch(`/api/runs/${runId}/samples/s0`)).text();
+        expect(api).not.toContain(API_KEY);
+        const { page, errors, close } = await openPage(`${server.url}/#/runs/${runId}/samples/s0`);
+        try {
+          const trajectory = page.locator("article.attempt details.trajectory");
+          await trajectory.waitFor();
+          await expect(trajectory.locator("summary").textContent()).resolves.toBe(
+            `Trajectory · ${ROUNDS * 2} steps`,
+          );
+          const steps = trajectory.locator("li.step");
+          await expect(steps.count()).resolves.toBe(ROUNDS * 2);
+          await expect(steps.nth(0).textContent()).resolves.toContain("model call");
+          await expect(steps.nth(0).locator("pre.step-result").textContent()).resolves.toBe(
+            "task 0 round 0",
+          );
+          await expect(steps.nth(1).locator("pre.step-result").textContent()).resolves.toContain(
+            "s0:0",
+          );
+          expect(errors).toEqual([]);
+        } finally {
+          await close();
+        }
+      } finally {
+        server.proc.child.kill("SIGKILL");
+      }
+    },
+    60_000,
+  );
 });

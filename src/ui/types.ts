@@ -83,6 +83,20 @@ export interface AttemptView {
   provenance: { kind: string; source?: string };
   /** Names of the secrets replaced in this attempt before it was stored. */
   redacted?: string[];
+  /** The attempt's step journal (ctx.step / ctx.chat), in step order: its trajectory. */
+  journal?: JournalStepView[];
+}
+
+export interface JournalStepView {
+  step: number;
+  kind: "step" | "chat";
+  name: string;
+  input: unknown;
+  result: unknown;
+  error?: { message: string; type?: string; status?: number };
+  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  recordedAt: string;
+  durationMs: number;
 }
 
 export interface SampleRow {

@@ -9,6 +9,7 @@ import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
 import { runDetail, runSummary } from "../run-view.js";
 import { pagingSchema, parseQuery } from "../validate.js";
+import { trajectoryStep } from "../../evalport/trajectory.js";
 
 const listQuery = pagingSchema.extend({
   status: runStatusSchema.optional(),
@@ -100,6 +101,10 @@ export function runsReadRoutes(deps: AppDeps): Hono {
       throw new ApiError(404, "sample_not_found", `run ${runId} has no sample "${sampleId}"`);
     }
     const attempts = await store.listAttempts(runId, { sampleId });
+    // Each attempt's step journal (ctx.step / ctx.chat): its trajectory.
+    const steps = await store.listJournal(runId, { sampleId });
+    const journalOf = (a: { epoch: number; attempt: number }) =>
+      steps.filter((e) => e.epoch === a.epoch && e.attempt === a.attempt).map(trajectoryStep);
     return c.json(
       redact({
         sample: first.sample,
@@ -113,6 +118,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
           ...attempt,
           // An attempt of an earlier version of the sample: history, not the outcome.
           stale: attempt.fingerprint !== first.fingerprint,
+          journal: journalOf(attempt),
         })),
       }),
     );
