@@ -224,4 +224,38 @@ describe("ctx.step", () => {
     });
     expect(JSON.stringify(journal)).not.toMatch(/never-journaled/);
   });
+
+  it("after a takeover, the old owner's next step is rejected by the fence and adds no entry", async () => {
+    const s = store();
+    let thiefToken = "";
+    let ranAfterTakeover = 0;
+    const solver: SolverFn = async (sample, ctx) => {
+      await ctx.step("before", {}, () => "fine");
+      if (sample.id === "s0") {
+        // Another process takes the run over (as after a freeze): a compare-and-set on the token.
+        const run = (await s.getRun(ctx.runId))!;
+        thiefToken = `thief-${Math.random()}`;
+        const thief = { host: "other-host", pid: 1, token: thiefToken };
+        expect(await s.claimRun(ctx.runId, thief, run.owner!.token)).toBe(true);
+      } else {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await ctx.step("after", {}, () => {
+        ranAfterTakeover++;
+        return "too late";
+      });
+      return "done";
+    };
+    const ev = engineEval(solver);
+    await expect(runEval({ store: s, eval: ev, heartbeatMs: 60_000 })).rejects.toMatchObject({
+      code: "E_FENCED",
+    });
+    const [run] = await s.listRuns();
+    const entries = await s.listJournal(run!.run.id);
+    // Only the steps written before the takeover; the old owner's later ones were refused.
+    expect(entries.map((e) => e.name)).toEqual(["before", "before"]);
+    expect(await s.listAttempts(run!.run.id)).toEqual([]);
+    expect(thiefToken).not.toBe("");
+    expect(ranAfterTakeover).toBeLessThanOrEqual(2);
+  });
 });
