@@ -3,7 +3,7 @@ import { isStetError, StetError } from "../core/errors.js";
 import type { FallbackOutcome } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../core/types.js";
-import type { StepDraft, Store } from "../store/types.js";
+import type { StepDiscard, StepDraft, Store } from "../store/types.js";
 import { FallbackFile } from "./fallback-file.js";
 
 export interface WriterOptions {
@@ -33,7 +33,7 @@ interface PendingScoring {
 }
 
 interface PendingStep {
-  draft: StepDraft;
+  draft: StepDraft | StepDiscard;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -127,11 +127,11 @@ export class AttemptWriter {
   }
 
   /**
-   * Resolves once the journal entry is durable, committed with others queued meanwhile (and
+   * Resolves once the journal entry (or a discard of a key's open entries) is durable, committed with others queued meanwhile (and
    * before the attempts queued with it: a key's steps precede its attempt). Like a scoring it is
    * not diverted: when the store stays unwritable the write rejects with the writer's failure.
    */
-  writeStep(draft: StepDraft): Promise<void> {
+  writeStep(draft: StepDraft | StepDiscard): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.#failed()) return reject(this.failure);
       this.#steps.push({ draft, resolve, reject });
@@ -186,8 +186,13 @@ export class AttemptWriter {
     const { store, runId, token } = this.#options;
     const batch = this.#steps.splice(0, MAX_BATCH);
     try {
-      const drafts = batch.map((p) => p.draft);
-      await this.#retried(() => store.recordSteps(runId, token, drafts));
+      const drafts: StepDraft[] = [];
+      const discards: StepDiscard[] = [];
+      for (const { draft } of batch) {
+        if ("fromStep" in draft) discards.push(draft);
+        else drafts.push(draft);
+      }
+      await this.#retried(() => store.recordSteps(runId, token, drafts, discards));
       for (const p of batch) p.resolve();
     } catch (error) {
       this.#steps.unshift(...batch);

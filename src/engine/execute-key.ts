@@ -11,7 +11,7 @@ import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import { configurationFaultSchema } from "../core/schemas.js";
 import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
-import type { JournalEntry, StepDraft, StepError } from "../store/types.js";
+import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 import { StepJournal } from "./step-journal.js";
 
 export interface KeyTask {
@@ -36,7 +36,7 @@ export interface KeyTask {
     entries: readonly JournalEntry[];
     /** The key has open entries that are not to be replayed: the first write discards them. */
     discardOpen?: boolean;
-    write: (draft: StepDraft) => Promise<void>;
+    write: (draft: StepDraft | StepDiscard) => Promise<void>;
     onDone?: (journal: StepJournal) => void;
   };
 }
@@ -218,6 +218,8 @@ async function attempt(
     spent.push(...scored.spent);
     error = scored.error;
   }
+  // Entries of the interrupted execution that this one never reached are not its trajectory.
+  await journal?.finish();
   const completedAt = new Date();
   if (error) error = { ...error, message: scrub.text(error.message) };
   const draft = draftOf(task, {

@@ -94,6 +94,22 @@ describe("ctx.step", () => {
     );
   });
 
+  it("drops the entries a resumed execution never reached: its trajectory is what it did", async () => {
+    const s = store();
+    const first = agent(5, { stopAfter: 3 });
+    const runId = await interrupted(s, engineEval(first.solver), first.abort);
+    // Resumed, the agent finishes after 2 steps: entry 2 (of the old path) is not its trajectory.
+    const second = agent(2);
+    const report = await resumeRun({ store: s, runId, eval: engineEval(second.solver) });
+    expect(second.ran).toEqual([]);
+    expect(report.journal).toMatchObject({ replayed: 4, diverged: 2 });
+    const journal = await s.listJournal(runId, { sampleId: "s0" });
+    expect(journal.map((e) => [e.attempt, e.step])).toEqual([
+      [1, 0],
+      [1, 1],
+    ]);
+  });
+
   it("with journal: false on the eval, records nothing and a resume starts the samples again", async () => {
     const s = store();
     const first = agent(4, { stopAfter: 2 });

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
 import type { Key, Usage } from "../core/types.js";
-import type { JournalEntry, StepDraft, StepError } from "../store/types.js";
+import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
 /** Entries over this many bytes (input and result, as JSON) are refused. */
 export const DEFAULT_MAX_ENTRY_BYTES = 1_000_000;
@@ -14,8 +14,8 @@ export interface JournalOptions {
   entries: readonly JournalEntry[];
   /** Open entries exist that are not replayed (a changed sample's): the first write drops them. */
   discardOpen?: boolean;
-  /** Resolves once the entry is durable (AttemptWriter.writeStep). */
-  write: (draft: StepDraft) => Promise<void>;
+  /** Resolves once the entry (or the discard) is durable (AttemptWriter.writeStep). */
+  write: (draft: StepDraft | StepDiscard) => Promise<void>;
   /** Replaces known secrets in what is written; returns the names found. */
   redact: (value: Json) => { value: Json; found: string[] };
   maxEntryBytes?: number;
@@ -109,6 +109,18 @@ export class StepJournal {
     await this.#options.write(draft);
     if (error) throw new StepFailed(error, false);
     return { result, replayed: false, usage };
+  }
+
+  /**
+   * At the end of the execution: entries it never reached (the agent finished sooner, on another
+   * path) are not its trajectory, and are dropped before its attempt commits and binds the rest.
+   */
+  async finish(): Promise<void> {
+    const { entries, key } = this.#options;
+    if (!this.#replaying || this.#next >= entries.length) return;
+    this.#replaying = false;
+    this.diverged++;
+    await this.#options.write({ sampleId: key.sampleId, epoch: key.epoch, fromStep: this.#next });
   }
 
   #match(index: number, name: string, inputHash: string): JournalEntry | undefined {

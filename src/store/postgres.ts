@@ -74,6 +74,7 @@ import type {
   HeartbeatReply,
   JournalEntry,
   JournalFilter,
+  StepDiscard,
   StepDraft,
   NewRun,
   OutcomeFilter,
@@ -377,11 +378,20 @@ class PostgresStore implements Store {
     );
   }
 
-  async recordSteps(runId: string, token: string, drafts: StepDraft[]): Promise<void> {
+  async recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard: readonly StepDiscard[] = [],
+  ): Promise<void> {
     checkStepDrafts(drafts);
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
+        for (const d of discard) {
+          const key = { runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep };
+          await journal.truncateOpen.run(tx, key);
+        }
         for (const draft of drafts) {
           const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
           await (draft.truncate ? journal.truncateOpen : journal.replaceOpen).run(tx, key);

@@ -72,6 +72,7 @@ import type {
   RunCounts,
   RunFilter,
   RunListing,
+  StepDiscard,
   StepDraft,
   Store,
 } from "./types.js";
@@ -334,12 +335,20 @@ class SqliteStore implements Store {
     });
   }
 
-  async recordSteps(runId: string, token: string, drafts: StepDraft[]): Promise<void> {
+  async recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard: readonly StepDiscard[] = [],
+  ): Promise<void> {
     return this.guard(() => {
       checkStepDrafts(drafts);
       const j = this.journal;
       immediate(this.db, () => {
         this.fence(runId, token);
+        for (const d of discard) {
+          j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
+        }
         for (const draft of drafts) {
           const params = stepParams(runId, draft);
           const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };

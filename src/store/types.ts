@@ -143,6 +143,11 @@ export interface StepDraft extends Key {
   truncate?: boolean;
 }
 
+/** A key's open journal entries from `fromStep` on, to be dropped. */
+export interface StepDiscard extends Key {
+  fromStep: number;
+}
+
 export interface JournalEntry extends Omit<StepDraft, "truncate"> {
   runId: string;
   /** The attempt it belongs to; null while its execution is open (in flight or interrupted). */
@@ -276,9 +281,15 @@ export interface Store {
    * Writes step-journal entries in one transaction, all or nothing, fenced like recordAttempts
    * (`E_FENCED`). Entries are open (attempt null) until the key's next attempt commits:
    * recordAttempts binds a key's open entries to the attempt it stores. An open entry at the
-   * same step replaces the one there.
+   * same step replaces the one there. `discard` drops a key's open entries from a step on (an
+   * execution that ended before replaying them all), in the same transaction.
    */
-  recordSteps(runId: string, token: string, drafts: StepDraft[]): Promise<void>;
+  recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard?: readonly StepDiscard[],
+  ): Promise<void>;
   /** Journal entries by sample id, epoch, attempt (open ones last), step. */
   listJournal(runId: string, filter?: JournalFilter): Promise<JournalEntry[]>;
   /** The keys with open entries: those a resume replays. Ordered by sample id, epoch. */

@@ -90,6 +90,9 @@ export function describeJournalContract(h: HarnessRef): void {
         (await h.store.listJournal(run.id, { ...key, attempt: "open" })).map((e) => e.name);
       expect(await names(k11)).toEqual(["tool-0", "other"]);
       expect(await names(k21)).toEqual(["again"]);
+      // A discard drops a key's open entries from a step on, with no entry of its own.
+      await h.store.recordSteps(run.id, me.token, [], [{ ...k11, fromStep: 1 }]);
+      expect(await names(k11)).toEqual(["tool-0"]);
     });
 
     it("rejects a stale owner's entries with E_FENCED and writes nothing", async () => {
