@@ -25,6 +25,7 @@ import {
   runNotFound,
 } from "./checks.js";
 import {
+  JOURNAL_COLUMNS,
   JOURNAL_SQL,
   checkStepDrafts,
   listParams,
@@ -388,14 +389,28 @@ class PostgresStore implements Store {
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
-        for (const d of discard) {
-          const key = { runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep };
-          await journal.truncateOpen.run(tx, key);
+        // One statement each for the whole batch: the open entries each draft replaces (or, for
+        // a divergence or a discard, every one from its step on), then the new entries.
+        const dropped = [
+          ...discard.map((d) => ({ ...d, step: d.fromStep, after: true })),
+          ...drafts.map((d) => ({ ...d, after: d.truncate === true })),
+        ];
+        if (dropped.length > 0) {
+          await journal.dropOpen.run(tx, {
+            runId,
+            sampleIds: dropped.map((d) => d.sampleId),
+            epochs: dropped.map((d) => d.epoch),
+            steps: dropped.map((d) => d.step),
+            after: dropped.map((d) => d.after),
+          });
         }
-        for (const draft of drafts) {
-          const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
-          await (draft.truncate ? journal.truncateOpen : journal.replaceOpen).run(tx, key);
-          await journal.insert.run(tx, stepParams(runId, draft));
+        // A later draft at the same step replaces an earlier one, as SQLite's one by one does.
+        const last = new Map(
+          drafts.map((d) => [`${d.sampleId}\u0000${d.epoch}\u0000${d.step}`, d]),
+        );
+        if (last.size > 0) {
+          const rows = [...last.values()].map((d) => stepParams(runId, d));
+          await journal.insertMany.run(tx, stepColumns(rows));
         }
       }),
     );
@@ -573,13 +588,22 @@ export { redactPassword };
 
 /** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
 const journal = {
-  truncateOpen: statement(JOURNAL_SQL.truncateOpen.replace("@step", "@step::int"), {
-    prepare: true,
-  }),
-  replaceOpen: statement(JOURNAL_SQL.replaceOpen.replace("@step", "@step::int"), {
-    prepare: true,
-  }),
-  insert: statement(JOURNAL_SQL.insert, { prepare: true }),
+  dropOpen: statement(
+    `DELETE FROM journal j
+       USING unnest(@sampleIds::text[], @epochs::int[], @steps::int[], @after::bool[])
+         AS d(sample_id, epoch, step, after)
+      WHERE j.run_id = @runId AND j.attempt IS NULL AND j.sample_id = d.sample_id
+        AND j.epoch = d.epoch AND (j.step = d.step OR (d.after AND j.step >= d.step))`,
+    { prepare: true },
+  ),
+  insertMany: statement(
+    `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
+     SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
+       @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
+       @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[])`,
+    { prepare: true },
+  ),
   /** One statement per batch: a key's open entries become its stored attempt's. */
   bind: statement(
     `UPDATE journal j SET attempt = b.attempt
@@ -592,6 +616,15 @@ const journal = {
   openKeys: statement(JOURNAL_SQL.openKeys),
   prune: statement(JOURNAL_SQL.prune),
 };
+
+/** Rows of step parameters as one array per column (the run id once), for an `unnest` INSERT. */
+function stepColumns(rows: ReturnType<typeof stepParams>[]): Record<string, unknown> {
+  const columns: Record<string, unknown[]> = {};
+  for (const row of rows) {
+    for (const [name, value] of Object.entries(row)) (columns[name] ??= []).push(value);
+  }
+  return { ...columns, runId: rows[0]!.runId };
+}
 
 function bindColumns(runId: string, stored: readonly Attempt[]) {
   // A batch may hold two attempts of one key (an error, then its retry): the first binds.
