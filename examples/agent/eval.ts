@@ -3,7 +3,9 @@ import { defineEval, scorers } from "stet";
 /**
  * A two-step agent: it drafts an answer, then asks the model to check the draft and reduce it to
  * the bare answer. Each model call goes through `ctx.chat`, so the attempt records the tokens and
- * cost of both calls (also when a later step fails). Set OPENAI_BASE_URL and OPENAI_API_KEY, then:
+ * cost of both calls (also when a later step fails), and journaled: killed after the draft and
+ * resumed, a sample replays the draft and asks only for the check (tool calls go through
+ * `ctx.step(name, input, fn)` the same way). Set OPENAI_BASE_URL and OPENAI_API_KEY, then:
  *
  *   npx stet run examples/agent/eval.ts --model gpt-4o-mini
  */

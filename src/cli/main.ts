@@ -91,6 +91,10 @@ export function buildProgram(): Command {
       "--output <file>",
       "append Results to this file instead of the one the run was started with (--output)",
     )
+    .option(
+      "--prune-journal",
+      "afterwards, delete the step journal of the run's finished attempts (their trajectories)",
+    )
     .addOption(
       maxCostOption(
         "cap on the run's total spend in US dollars, instead of the one it was started with; exit 6 at the cap",

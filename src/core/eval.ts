@@ -19,6 +19,22 @@ export interface SolverContext {
    * @example const { content } = await ctx.chat({ messages: [{ role: "user", content: "2+2?" }] });
    */
   chat(call: ModelCall): Promise<ModelReply>;
+  /**
+   * Runs `fn` once and journals its JSON result (or what it threw) under `name` and a hash of
+   * `input` before returning it. When a killed run is resumed, the sample's execution replays:
+   * the n-th step whose name and input match the interrupted execution's n-th entry returns the
+   * recorded result without calling `fn`; the first mismatch ends replay and `fn` runs from
+   * there on. `ctx.chat` calls are journaled the same way. `{ journal: false }` runs `fn`
+   * unjournaled (and takes no step number).
+   *
+   * @example const files = await ctx.step("ls", { dir }, () => listFiles(dir));
+   */
+  step<T>(
+    name: string,
+    input: Json,
+    fn: () => Promise<T> | T,
+    options?: { journal?: boolean },
+  ): Promise<T>;
 }
 
 /** One model call through `ctx.chat`. Endpoint fields default as in `solvers.chat`. */
@@ -39,6 +55,8 @@ export interface ModelCall {
   maxRetries?: number;
   /** USD per 1M tokens; overrides the built-in price table. */
   prices?: { input: number; output: number };
+  /** False: this call is not journaled (a resumed sample makes it again). */
+  journal?: boolean;
 }
 
 export interface ModelReply {
@@ -71,6 +89,8 @@ export interface SolverFn {
   describe?: () => Record<string, Json>;
   /** The credentials it sends (an explicit API key, header values): redacted wherever echoed. */
   secrets?: () => Secret[];
+  /** False when the eval says `journal: false`: `ctx.step` and `ctx.chat` run unjournaled. */
+  journal?: boolean;
 }
 
 /**

@@ -60,6 +60,13 @@ export interface RunReport {
    * (`usage.totalSpent.costUsd`), and whether the cap stopped it.
    */
   budget?: { maxCostUsd: number; spentUsd: number; reached: boolean };
+  /**
+   * The step journal in this invocation, when it replayed anything: steps returned from the
+   * journal of interrupted executions, executions whose replay diverged (the agent took another
+   * path), and the replayed chat calls' usage (reused: paid for by the interrupted execution,
+   * in no attempt's usage and not in `spentNow`).
+   */
+  journal?: { replayed: number; diverged: number; reused: UsageTotal };
 }
 
 /**

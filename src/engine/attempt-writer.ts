@@ -3,7 +3,7 @@ import { isStetError, StetError } from "../core/errors.js";
 import type { FallbackOutcome } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../core/types.js";
-import type { Store } from "../store/types.js";
+import type { StepDiscard, StepDraft, Store } from "../store/types.js";
 import { FallbackFile } from "./fallback-file.js";
 
 export interface WriterOptions {
@@ -32,6 +32,12 @@ interface PendingScoring {
   reject: (error: unknown) => void;
 }
 
+interface PendingStep {
+  draft: StepDraft | StepDiscard;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 const DEFAULT_RETRY_DELAYS = [50, 200, 500, 1_000, 2_000, 4_000];
 const MAX_BATCH = 1_000;
 
@@ -49,6 +55,7 @@ const MAX_BATCH = 1_000;
 export class AttemptWriter {
   #queue: Pending[] = [];
   #scorings: PendingScoring[] = [];
+  #steps: PendingStep[] = [];
   #inflight: Key[] = [];
   #flushing: Promise<void> | null = null;
   /** A fence or a duplicate: the store answered, and the answer was no. */
@@ -119,6 +126,19 @@ export class AttemptWriter {
     });
   }
 
+  /**
+   * Resolves once the journal entry (or a discard of a key's open entries) is durable, committed with others queued meanwhile (and
+   * before the attempts queued with it: a key's steps precede its attempt). Like a scoring it is
+   * not diverted: when the store stays unwritable the write rejects with the writer's failure.
+   */
+  writeStep(draft: StepDraft | StepDiscard): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#failed()) return reject(this.failure);
+      this.#steps.push({ draft, resolve, reject });
+      this.#schedule();
+    });
+  }
+
   /** Waits until everything queued has been committed or diverted. */
   async drain(): Promise<void> {
     while (this.#flushing) await this.#flushing;
@@ -130,12 +150,19 @@ export class AttemptWriter {
       .then(() => this.#flushLoop())
       .finally(() => {
         this.#flushing = null;
-        if (this.#queue.length > 0 || this.#scorings.length > 0) this.#schedule();
+        if (this.#queue.length > 0 || this.#scorings.length > 0 || this.#steps.length > 0) {
+          this.#schedule();
+        }
       });
   }
 
   async #flushLoop(): Promise<void> {
-    while (!this.#failed() && (this.#queue.length > 0 || this.#scorings.length > 0)) {
+    while (
+      !this.#failed() &&
+      (this.#queue.length > 0 || this.#scorings.length > 0 || this.#steps.length > 0)
+    ) {
+      if (this.#steps.length > 0) await this.#flushSteps();
+      if (this.#failed()) continue;
       if (this.#scorings.length > 0) await this.#flushScorings();
       if (this.#failed() || this.#queue.length === 0) continue;
       const batch = this.#queue.splice(0, MAX_BATCH);
@@ -152,6 +179,24 @@ export class AttemptWriter {
       } catch (error) {
         this.#fail(error, batch);
       }
+    }
+  }
+
+  async #flushSteps(): Promise<void> {
+    const { store, runId, token } = this.#options;
+    const batch = this.#steps.splice(0, MAX_BATCH);
+    try {
+      const drafts: StepDraft[] = [];
+      const discards: StepDiscard[] = [];
+      for (const { draft } of batch) {
+        if ("fromStep" in draft) discards.push(draft);
+        else drafts.push(draft);
+      }
+      await this.#retried(() => store.recordSteps(runId, token, drafts, discards));
+      for (const p of batch) p.resolve();
+    } catch (error) {
+      this.#steps.unshift(...batch);
+      this.#fail(error, []);
     }
   }
 
@@ -193,11 +238,13 @@ export class AttemptWriter {
 
   #fail(error: unknown, batch: Pending[]): void {
     const scorings = this.#scorings.splice(0);
+    const steps = this.#steps.splice(0);
     try {
       this.#failAttempts(error, batch);
     } finally {
       const failure = this.failure ?? error;
       for (const p of scorings) p.reject(failure);
+      for (const p of steps) p.reject(failure);
     }
   }
 

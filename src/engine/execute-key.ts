@@ -1,9 +1,18 @@
-import type { ModelCaller, ModelReply, Scorer, SolverContext, SolverFn } from "../core/eval.js";
+import type {
+  ModelCall,
+  ModelCaller,
+  ModelReply,
+  Scorer,
+  SolverContext,
+  SolverFn,
+} from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import { configurationFaultSchema } from "../core/schemas.js";
 import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
+import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
+import { StepJournal } from "./step-journal.js";
 
 export interface KeyTask {
   key: Key;
@@ -19,6 +28,17 @@ export interface KeyTask {
   abort: AbortSignal;
   /** The run's known secrets, replaced in everything the solver and scorers return. */
   redactor?: Redactor | undefined;
+  /**
+   * Journals `ctx.step` and `ctx.chat` (absent: they run unjournaled). `entries` are the key's
+   * open entries to replay; `onDone` learns what the journal replayed once the attempt ends.
+   */
+  journal?: {
+    entries: readonly JournalEntry[];
+    /** The key has open entries that are not to be replayed: the first write discards them. */
+    discardOpen?: boolean;
+    write: (draft: StepDraft | StepDiscard) => Promise<void>;
+    onDone?: (journal: StepJournal) => void;
+  };
 }
 
 /** Thrown when the run aborted an attempt: such an attempt is not recorded, resume re-runs it. */
@@ -74,25 +94,94 @@ export async function withTimeout<T>(
   }
 }
 
-/** The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call. */
+/**
+ * The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call made
+ * now. With a `journal`, `ctx.step` and `ctx.chat` are journaled: a replayed chat call's usage
+ * goes to `journal.reused`, never to `spent` (it was paid for by the interrupted execution).
+ */
 export function context(
   task: Pick<KeyTask, "callModel" | "model" | "runId" | "key">,
   signal: AbortSignal,
   spent: Usage[],
+  journal?: StepJournal,
 ): SolverContext {
   const { callModel, model } = task;
+  const call = async (request: ModelCall): Promise<ModelReply> => {
+    if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
+    return callModel(request, model === undefined ? { signal } : { signal, model });
+  };
   return {
     runId: task.runId,
     epoch: task.key.epoch,
     signal,
     model,
-    async chat(call): Promise<ModelReply> {
-      if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
-      const reply = await callModel(call, model === undefined ? { signal } : { signal, model });
-      if (reply.usage) spent.push(reply.usage);
+    async chat(request): Promise<ModelReply> {
+      if (!journal || request.journal === false) {
+        const reply = await call(request);
+        if (reply.usage) spent.push(reply.usage);
+        return reply;
+      }
+      // A failed call is not journaled: a resume asks again.
+      const done = await journal.step(
+        "chat",
+        "chat",
+        chatInput(request, model),
+        async () => {
+          const reply = await call(request);
+          if (reply.usage) spent.push(reply.usage);
+          return { result: { content: reply.content, model: reply.model }, usage: reply.usage };
+        },
+        () => null,
+      );
+      const result = done.result as { content: string; model: string };
+      const reply: ModelReply = { content: result.content, model: result.model };
+      if (done.usage) reply.usage = done.usage;
       return reply;
     },
+    async step<T>(
+      name: string,
+      input: Json,
+      fn: () => Promise<T> | T,
+      options?: { journal?: boolean },
+    ): Promise<T> {
+      if (typeof name !== "string" || name === "") {
+        throw new Error("ctx.step needs a name (a non-empty string)");
+      }
+      if (!journal || options?.journal === false) return fn();
+      const done = await journal.step(
+        "step",
+        name,
+        input,
+        async () => ({ result: await fn() }),
+        (thrown) => (signal.aborted ? null : stepError(thrown)),
+      );
+      return done.result as T;
+    },
   };
+}
+
+/** What a chat step is keyed and recorded by: model, messages, parameters; never key or headers. */
+function chatInput(call: ModelCall, model: string | undefined): Json {
+  const input: Record<string, Json> = {
+    model: model ?? call.model ?? null,
+    messages: call.messages,
+  };
+  if (call.system !== undefined) input.system = call.system;
+  if (call.temperature !== undefined) input.temperature = call.temperature;
+  if (call.maxTokens !== undefined) input.maxTokens = call.maxTokens;
+  if (call.params !== undefined) input.params = call.params;
+  return input;
+}
+
+function stepError(thrown: unknown): StepError {
+  const message = thrown instanceof Error ? thrown.message : String(thrown);
+  const tagged = thrown as { type?: unknown; status?: unknown } | null;
+  const error: StepError = { message };
+  if (typeof tagged === "object" && tagged !== null) {
+    if (typeof tagged.type === "string") error.type = tagged.type;
+    if (typeof tagged.status === "number") error.status = tagged.status;
+  }
+  return error;
 }
 
 async function attempt(
@@ -102,8 +191,9 @@ async function attempt(
   t0: number,
 ): Promise<AttemptDraft> {
   const spent: Usage[] = [];
-  const ctx = context(task, signal, spent);
   const scrub = scrubber(task.redactor);
+  const journal = task.journal && journalOf(task, task.journal);
+  const ctx = context(task, signal, spent, journal);
   let output: Json = null;
   let usage: Usage | null = null;
   let transcript: Json = null;
@@ -128,6 +218,8 @@ async function attempt(
     spent.push(...scored.spent);
     error = scored.error;
   }
+  // Entries of the interrupted execution that this one never reached are not its trajectory.
+  await journal?.finish();
   const completedAt = new Date();
   if (error) error = { ...error, message: scrub.text(error.message) };
   const draft = draftOf(task, {
@@ -141,7 +233,20 @@ async function attempt(
     durationMs: Math.round(performance.now() - t0),
   });
   if (scrub.found.size > 0) draft.redacted = [...scrub.found].sort();
+  if (journal) task.journal?.onDone?.(journal);
   return draft;
+}
+
+function journalOf(task: KeyTask, options: NonNullable<KeyTask["journal"]>): StepJournal {
+  const redactor = task.redactor;
+  const active = redactor !== undefined && !redactor.empty;
+  return new StepJournal({
+    key: task.key,
+    entries: options.entries,
+    discardOpen: options.discardOpen ?? false,
+    write: options.write,
+    redact: (value) => (active ? redactor.json(value) : { value, found: [] }),
+  });
 }
 
 /** What a pass of scorers over one output gave. */

@@ -19,7 +19,7 @@ import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { Budget, type SpendCap } from "./budget.js";
-import { AttemptAborted, executeKey } from "./execute-key.js";
+import { AttemptAborted, executeKey, type KeyTask } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
@@ -87,6 +87,11 @@ export interface ExecutionEnd {
   startedAt: number;
   /** Scorings this invocation committed, and what those that paid for a model spent. */
   scorings: { committed: number; usage: Usage[] };
+  /**
+   * The step journal in this invocation: steps replayed from interrupted executions, executions
+   * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
+   */
+  journal: { replayed: number; diverged: number; reused: Usage[] };
 }
 
 /**
@@ -197,6 +202,31 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     stop("budget", false, `${budget.note()}; finishing the samples in flight`);
     return true;
   };
+  const journal = { replayed: 0, diverged: 0, reused: [] as Usage[] };
+  // Keys whose interrupted execution left open journal entries: one read per run, and only on
+  // a resume. A changed sample's entries are of its old content: discarded, not replayed.
+  const open = new Set<string>();
+  const journaled = exec.solver.journal !== false;
+  if (journaled && exec.resumed) {
+    for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
+  }
+  const changed = new Set(plan.changed);
+  const journalOf = async (key: Key, first: boolean): Promise<KeyTask["journal"]> => {
+    if (!journaled) return undefined;
+    const stale = first && open.has(keyString(key));
+    const replay = stale && !changed.has(key.sampleId);
+    const entries = replay ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
+    return {
+      entries,
+      discardOpen: stale && !replay,
+      write: (draft) => writer.writeStep(draft),
+      onDone: (j) => {
+        journal.replayed += j.replayed;
+        journal.diverged += j.diverged;
+        journal.reused.push(...j.reused);
+      },
+    };
+  };
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const onCommitted = (attempt: Attempt, final: boolean) => {
@@ -274,6 +304,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
           timeoutMs: run.config.timeoutMs,
           abort: abort.signal,
           redactor,
+          journal: await journalOf(key, i === 0),
         });
         const attempt = await writer.write(
           rerunAfter === undefined ? draft : { ...draft, rerunAfter },
@@ -372,6 +403,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     fingerprintOf: fingerprintIndex(plan, indexOf),
     startedAt: t0,
     scorings,
+    journal,
   };
   if (writer.failure) {
     const note = writer.failure.message;

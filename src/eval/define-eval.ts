@@ -41,6 +41,7 @@ const definitionSchema = z
     timeoutMs: z.number().int().positive().optional(),
     retries: z.number().int().nonnegative().optional(),
     maxCost: z.number().positive().optional(),
+    journal: z.boolean().optional(),
   })
   .superRefine((def, ctx) => {
     const k = /^pass@(\d+)$/.exec(def.reducer ?? "")?.[1];
@@ -156,7 +157,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, journal)`;
   }
   return issue.message;
 }

@@ -1,3 +1,4 @@
+import type { SolverFn } from "../core/eval.js";
 import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
@@ -47,7 +48,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
   return {
     name: ev.name,
     samples,
-    solver: ev.solver,
+    solver: ev.journal === false ? unjournaled(ev.solver) : ev.solver,
     scorers: ev.scorers.map(toScorer),
     callModel,
     epochs: options.epochs ?? ev.epochs ?? EVAL_DEFAULTS.epochs,
@@ -57,6 +58,15 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
     ...maxCost(options.maxCost ?? ev.maxCost),
   };
+}
+
+/** The solver marked `journal: false` for the engine, as a wrapper: the eval's own is untouched. */
+function unjournaled(solver: SolverFn): SolverFn {
+  const wrapped: SolverFn = (sample, ctx) => solver(sample, ctx);
+  if (solver.describe) wrapped.describe = () => solver.describe!();
+  if (solver.secrets) wrapped.secrets = () => solver.secrets!();
+  wrapped.journal = false;
+  return wrapped;
 }
 
 function maxCost(usd: number | undefined): { maxCost?: number } {

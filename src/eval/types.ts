@@ -25,6 +25,11 @@ export interface EvalDefinition<Row = DatasetRow> {
    * cap stet stops dispatching and the run is interrupted, resumable with a higher cap.
    */
   maxCost?: number;
+  /**
+   * False: `ctx.step` and `ctx.chat` are not journaled, and a resumed sample starts again from
+   * scratch (default true: a killed sample resumes mid-trajectory).
+   */
+  journal?: boolean;
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

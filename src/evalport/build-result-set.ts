@@ -7,6 +7,7 @@ import type { Attempt, Run, RunConfig, SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { assembleResultSet } from "./assemble-result-set.js";
 import { toResult } from "./result-mapping.js";
+import { loadTrajectories } from "./trajectory.js";
 import {
   EVALPORT_VERSION,
   type ResultSetDocument,
@@ -61,6 +62,7 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
     );
   }
   const provider = providerOf(run.config);
+  const journal = await loadTrajectories(store, runId);
   return assembleResultSet(
     {
       version: EVALPORT_VERSION,
@@ -70,7 +72,7 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
       ...(provider && { provider }),
       runner: { name: "stet", version: stetVersion() },
     },
-    outcomes.map((a) => toResult(a, { epochs: run.config.epochs })),
+    outcomes.map((a) => toResult(a, { epochs: run.config.epochs, journal })),
     { testCaseIds: samples.map((r) => r.sample.id), epochs: run.config.epochs },
   );
 }

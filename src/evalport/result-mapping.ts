@@ -20,6 +20,8 @@ import { isObject } from "./validation-types.js";
 export interface ResultContext {
   /** The run's epochs: `attempt` is written when greater than 1. */
   epochs: number;
+  /** The attempt's step journal (its trajectory), written as `metadata.stet.journal`. */
+  journal?: (attempt: Attempt) => Json[] | undefined;
 }
 
 /** Skip reason of a suite grader a test case does not reference; such scores are not exported. */
@@ -49,8 +51,9 @@ export const NOT_REFERENCED = "not_referenced";
  * |                               | not 0); no `cost` for an attempt without usage                  |
  * | `metadata.openeval.aggregation_status` | `"unscored"` when no grader produced a score           |
  * | `metadata.stet`               | `{ run_id, attempt (the stored attempt number), fingerprint,    |
- * |                               | provenance, started_at, output_format?, transcript?,            |
- * |                               | not_referenced?, redacted? }`                                   |
+ * |                               | provenance, started_at, output_format?, transcript?, journal?,  |
+ * |                               | not_referenced?, redacted? }`; `journal` is the attempt's step  |
+ * |                               | journal (ctx.step / ctx.chat), not read back by import          |
  *
  * `output_format` is `"json"` when `actual_output` is the canonical JSON of a non-string
  * output and `"none"` when the output was null; `not_referenced` names the suite graders the
@@ -70,6 +73,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
   const graders = toGraderResults(exported, attempt.error);
   const scored = graders.filter((g) => g.score !== null);
   const output = encodeOutput(attempt.output);
+  const journal = ctx.journal?.(attempt);
   const openeval: Record<string, Json> = {};
   if (attempt.usage) openeval.cost = cost(attempt.usage);
   if (scored.length === 0) openeval.aggregation_status = "unscored";
@@ -81,6 +85,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
     started_at: attempt.startedAt,
     ...(output.format && { output_format: output.format }),
     ...(attempt.transcript !== null && { transcript: attempt.transcript }),
+    ...(journal && { journal }),
     ...(notReferenced.length > 0 && { not_referenced: notReferenced }),
     ...(attempt.redacted !== undefined && { redacted: [...attempt.redacted] }),
   };

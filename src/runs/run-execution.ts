@@ -1,3 +1,4 @@
+import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
@@ -79,7 +80,11 @@ export async function runExecution(
     scorings: end.scorings,
     wallMs: performance.now() - end.startedAt,
   });
-  const report = withStop(built, status === "interrupted" ? end.stopped : null, exec);
+  const report = withStop(
+    withJournal(built, end),
+    status === "interrupted" ? end.stopped : null,
+    exec,
+  );
   options.onEvent?.({ type: "run-finished", report });
   return report;
 }
@@ -97,6 +102,15 @@ async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): P
     if (fingerprintOf.get(a.sampleId) === a.fingerprint) done.add(k);
   }
   return plan.rerunAfter.size - done.size;
+}
+
+/** The report with what the step journal replayed, when it replayed anything. */
+function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
+  const { replayed, diverged, reused } = end.journal;
+  if (replayed === 0 && diverged === 0) return report;
+  const total = emptyUsage();
+  for (const usage of reused) addUsage(total, usage);
+  return { ...report, journal: { replayed, diverged, reused: total } };
 }
 
 /**

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
+import { describeJournalContract } from "./contract/journal.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
@@ -46,5 +47,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeAttemptContract(ref);
     describeReadModelContract(ref);
     describeScoringContract(ref);
+    describeJournalContract(ref);
   });
 }

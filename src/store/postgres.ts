@@ -24,8 +24,23 @@ import {
   notInSnapshot,
   runNotFound,
 } from "./checks.js";
+import {
+  JOURNAL_COLUMNS,
+  JOURNAL_SQL,
+  checkStepDrafts,
+  listParams,
+  stepParams,
+  toJournalEntry,
+  type JournalRow,
+} from "./journal-rows.js";
 import { migratePostgres } from "./migrate-postgres.js";
-import { redactPassword, transaction, urlSecrets, type Queryable } from "./postgres-driver.js";
+import {
+  redactPassword,
+  statement,
+  transaction,
+  urlSecrets,
+  type Queryable,
+} from "./postgres-driver.js";
 import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
@@ -58,6 +73,10 @@ import type {
   AttemptHead,
   BenchmarkSummary,
   HeartbeatReply,
+  JournalEntry,
+  JournalFilter,
+  StepDiscard,
+  StepDraft,
   NewRun,
   OutcomeFilter,
   OutcomePage,
@@ -330,7 +349,9 @@ class PostgresStore implements Store {
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token);
         await this.mark(tx, runId, inflight);
-        return insertAttempts(tx, runId, drafts);
+        const stored = await insertAttempts(tx, runId, drafts);
+        if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+        return stored;
       }),
     );
   }
@@ -356,6 +377,63 @@ class PostgresStore implements Store {
         return stored;
       }),
     );
+  }
+
+  async recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard: readonly StepDiscard[] = [],
+  ): Promise<void> {
+    checkStepDrafts(drafts);
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token);
+        // One statement each for the whole batch: the open entries each draft replaces (or, for
+        // a divergence or a discard, every one from its step on), then the new entries.
+        const dropped = [
+          ...discard.map((d) => ({ ...d, step: d.fromStep, after: true })),
+          ...drafts.map((d) => ({ ...d, after: d.truncate === true })),
+        ];
+        if (dropped.length > 0) {
+          await journal.dropOpen.run(tx, {
+            runId,
+            sampleIds: dropped.map((d) => d.sampleId),
+            epochs: dropped.map((d) => d.epoch),
+            steps: dropped.map((d) => d.step),
+            after: dropped.map((d) => d.after),
+          });
+        }
+        // A later draft at the same step replaces an earlier one, as SQLite's one by one does.
+        const last = new Map(
+          drafts.map((d) => [`${d.sampleId}\u0000${d.epoch}\u0000${d.step}`, d]),
+        );
+        if (last.size > 0) {
+          const rows = [...last.values()].map((d) => stepParams(runId, d));
+          await journal.insertMany.run(tx, stepColumns(rows));
+        }
+      }),
+    );
+  }
+
+  async listJournal(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {
+    return this.guard(async () => {
+      const rows = await journal.list.rows<JournalRow>(this.pool, listParams(runId, filter));
+      return rows.map((row) => toJournalEntry(runId, row));
+    });
+  }
+
+  async listJournalKeys(runId: string): Promise<Key[]> {
+    return this.guard(async () => {
+      const rows = await journal.openKeys.rows<{ sample_id: string; epoch: number }>(this.pool, {
+        runId,
+      });
+      return rows.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch }));
+    });
+  }
+
+  async pruneJournal(runId: string): Promise<number> {
+    return this.guard(() => journal.prune.run(this.pool, { runId }));
   }
 
   async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
@@ -508,3 +586,53 @@ class PostgresStore implements Store {
 }
 
 export { redactPassword };
+
+/** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
+const journal = {
+  dropOpen: statement(
+    `DELETE FROM journal j
+       USING unnest(@sampleIds::text[], @epochs::int[], @steps::int[], @after::bool[])
+         AS d(sample_id, epoch, step, after)
+      WHERE j.run_id = @runId AND j.attempt IS NULL AND j.sample_id = d.sample_id
+        AND j.epoch = d.epoch AND (j.step = d.step OR (d.after AND j.step >= d.step))`,
+    { prepare: true },
+  ),
+  insertMany: statement(
+    `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
+     SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
+       @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
+       @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[])`,
+    { prepare: true },
+  ),
+  /** One statement per batch: a key's open entries become its stored attempt's. */
+  bind: statement(
+    `UPDATE journal j SET attempt = b.attempt
+       FROM unnest(@sampleIds::text[], @epochs::int[], @attempts::int[]) AS b(sample_id, epoch, attempt)
+      WHERE j.run_id = @runId AND j.sample_id = b.sample_id AND j.epoch = b.epoch
+        AND j.attempt IS NULL`,
+    { prepare: true },
+  ),
+  list: statement(JOURNAL_SQL.listPostgres),
+  openKeys: statement(JOURNAL_SQL.openKeys),
+  prune: statement(JOURNAL_SQL.prune),
+};
+
+/** Rows of step parameters as one array per column (the run id once), for an `unnest` INSERT. */
+function stepColumns(rows: ReturnType<typeof stepParams>[]): Record<string, unknown> {
+  const columns: Record<string, unknown[]> = {};
+  for (const row of rows) {
+    for (const [name, value] of Object.entries(row)) (columns[name] ??= []).push(value);
+  }
+  return { ...columns, runId: rows[0]!.runId };
+}
+
+function bindColumns(runId: string, stored: readonly Attempt[]) {
+  // A batch may hold two attempts of one key (an error, then its retry): the first binds.
+  return {
+    runId,
+    sampleIds: stored.map((a) => a.sampleId),
+    epochs: stored.map((a) => a.epoch),
+    attempts: stored.map((a) => a.attempt),
+  };
+}

@@ -32,6 +32,14 @@ import {
   toScoring,
   unscorable,
 } from "./scoring-rows.js";
+import {
+  JOURNAL_SQL,
+  checkStepDrafts,
+  listParams,
+  stepParams,
+  toJournalEntry,
+  type JournalRow,
+} from "./journal-rows.js";
 import { corruptStore, isCorruption } from "./sqlite-file.js";
 import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
@@ -56,12 +64,16 @@ import type {
   AttemptHead,
   BenchmarkSummary,
   HeartbeatReply,
+  JournalEntry,
+  JournalFilter,
   NewRun,
   OutcomeFilter,
   OutcomePage,
   RunCounts,
   RunFilter,
   RunListing,
+  StepDiscard,
+  StepDraft,
   Store,
 } from "./types.js";
 
@@ -106,6 +118,7 @@ export function createSqliteStore(
 class SqliteStore implements Store {
   private readonly s: Statements;
   private readModel: ReturnType<typeof prepareReadModel> | undefined;
+  private journalStatements: ReturnType<typeof prepareJournal> | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -119,6 +132,10 @@ class SqliteStore implements Store {
   /** The browsing queries (outcome pages, feeds, benchmarks), prepared on first use: a run needs none. */
   private get read(): ReturnType<typeof prepareReadModel> {
     return (this.readModel ??= prepareReadModel(this.db));
+  }
+
+  private get journal(): ReturnType<typeof prepareJournal> {
+    return (this.journalStatements ??= prepareJournal(this.db));
   }
 
   async createRun(input: NewRun): Promise<Run> {
@@ -318,6 +335,46 @@ class SqliteStore implements Store {
     });
   }
 
+  async recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard: readonly StepDiscard[] = [],
+  ): Promise<void> {
+    return this.guard(() => {
+      checkStepDrafts(drafts);
+      const j = this.journal;
+      immediate(this.db, () => {
+        this.fence(runId, token);
+        for (const d of discard) {
+          j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
+        }
+        for (const draft of drafts) {
+          const params = stepParams(runId, draft);
+          const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
+          (draft.truncate ? j.truncateOpen : j.replaceOpen).run(key);
+          j.insert.run(params);
+        }
+      });
+    });
+  }
+
+  async listJournal(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {
+    return this.guard(() =>
+      this.journal.list.all(listParams(runId, filter)).map((row) => toJournalEntry(runId, row)),
+    );
+  }
+
+  async listJournalKeys(runId: string): Promise<Key[]> {
+    return this.guard(() =>
+      this.journal.openKeys.all({ runId }).map((r) => ({ sampleId: r.sample_id, epoch: r.epoch })),
+    );
+  }
+
+  async pruneJournal(runId: string): Promise<number> {
+    return this.guard(() => this.journal.prune.run({ runId }).changes);
+  }
+
   async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
     return this.guard(() =>
       this.s.listScorings
@@ -386,6 +443,7 @@ class SqliteStore implements Store {
     if (state.scored) throw alreadyScored(runId, sampleId, epoch);
     this.s.insertAttempt.run(attemptParams(runId, state.next, draft));
     this.s.clearInflight.run(runId, sampleId, epoch);
+    this.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
     return storedAttempt(runId, state.next, draft);
   }
 
@@ -433,4 +491,17 @@ class SqliteStore implements Store {
       throw new StetError("E_STORE", `store ${this.location}: ${why}`, { cause });
     }
   }
+}
+
+/** The journal's statements, prepared on first use. */
+function prepareJournal(db: SqliteDatabase) {
+  return {
+    truncateOpen: db.prepare(JOURNAL_SQL.truncateOpen),
+    replaceOpen: db.prepare(JOURNAL_SQL.replaceOpen),
+    insert: db.prepare(JOURNAL_SQL.insert),
+    bind: db.prepare(JOURNAL_SQL.bind),
+    list: db.prepare<JournalRow>(JOURNAL_SQL.list),
+    openKeys: db.prepare<{ sample_id: string; epoch: number }>(JOURNAL_SQL.openKeys),
+    prune: db.prepare(JOURNAL_SQL.prune),
+  };
 }

@@ -13,6 +13,7 @@ import type {
   SampleRecord,
   Scoring,
   ScoringDraft,
+  Usage,
 } from "../core/types.js";
 
 /** An attempt without its (possibly large) output and transcript: enough to plan and aggregate. */
@@ -111,6 +112,59 @@ export type HeartbeatReply =
       /** Set by `requestCancel` (who asked, and when) until the run changes hands. */
       cancelRequested: string | null;
     };
+
+/** How a journaled step failed: what its rethrow on replay is typed from. */
+export interface StepError {
+  message: string;
+  /** The thrown error's `type` (e.g. "provider"), when it had one. */
+  type?: string;
+  status?: number;
+}
+
+/**
+ * One entry of the step journal: a `ctx.step` (or `ctx.chat`, kind `chat`) result of a key's
+ * execution, recorded before the agent saw it. `step` is the call's index in the execution.
+ */
+export interface StepDraft extends Key {
+  step: number;
+  name: string;
+  kind: "step" | "chat";
+  /** sha256 (hex) of the canonical JSON of the step's input: what replay matches on. */
+  inputHash: string;
+  /** The input as recorded (redacted; a chat's model, messages and parameters only). */
+  input: Json;
+  /** Null when the step threw (see `error`). */
+  result: Json;
+  error: StepError | null;
+  /** A chat step's tokens and cost. */
+  usage: Usage | null;
+  recordedAt: string;
+  durationMs: number;
+  redacted?: string[];
+  /**
+   * Replay diverged here: the key's open entries from this step on (those of the interrupted
+   * execution) are discarded in the same transaction, before this one is written.
+   */
+  truncate?: boolean;
+}
+
+/** A key's open journal entries from `fromStep` on, to be dropped. */
+export interface StepDiscard extends Key {
+  fromStep: number;
+}
+
+export interface JournalEntry extends Omit<StepDraft, "truncate"> {
+  runId: string;
+  /** The attempt it belongs to; null while its execution is open (in flight or interrupted). */
+  attempt: number | null;
+}
+
+export interface JournalFilter {
+  sampleId?: string;
+  epoch?: number;
+  /** A committed attempt's entries, or `"open"` for those of an execution that never committed. */
+  attempt?: number | "open";
+}
 
 /** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
 export interface BenchmarkSummary {
@@ -229,6 +283,26 @@ export interface Store {
     runId: string,
     options?: { after?: number; limit?: number },
   ): Promise<AttemptFeed>;
+  /**
+   * Writes step-journal entries in one transaction, all or nothing, fenced like recordAttempts
+   * (`E_FENCED`). Entries are open (attempt null) until the key's next attempt commits:
+   * recordAttempts binds a key's open entries to the attempt it stores. An open entry at the
+   * same step replaces the one there. `discard` drops a key's open entries from a step on (an
+   * execution that ended before replaying them all), in the same transaction.
+   */
+  recordSteps(
+    runId: string,
+    token: string,
+    drafts: StepDraft[],
+    discard?: readonly StepDiscard[],
+  ): Promise<void>;
+  /** Journal entries by sample id, epoch, attempt (open ones last), step. */
+  listJournal(runId: string, filter?: JournalFilter): Promise<JournalEntry[]>;
+  /** The keys with open entries: those a resume replays. Ordered by sample id, epoch. */
+  listJournalKeys(runId: string): Promise<Key[]>;
+  /** Deletes the journal of committed attempts (open entries stay); how many entries went. */
+  pruneJournal(runId: string): Promise<number>;
+
   /** One entry per eval name that has runs, the most recently started first. */
   listBenchmarks(): Promise<BenchmarkSummary[]>;
 

@@ -2,7 +2,7 @@
 import { getJson } from "./api.js";
 import { badge, dollars, fill, full, h, score, when } from "./dom.js";
 import { link, runHref } from "./shared.js";
-import type { AttemptView, SampleDetail, ScoringView } from "./types.js";
+import type { AttemptView, JournalStepView, SampleDetail, ScoringView } from "./types.js";
 
 export async function sampleView(
   main: HTMLElement,
@@ -81,6 +81,41 @@ function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
       h("pre", { class: "output" }, full(a.output)),
     ],
     a.transcript !== null && a.transcript !== undefined && transcript(a.transcript),
+    a.journal !== undefined && a.journal.length > 0 && trajectory(a.journal),
+  );
+}
+
+/** The attempt's step journal: each model call and tool step, in order. */
+function trajectory(steps: JournalStepView[]): HTMLElement {
+  return h(
+    "details",
+    { class: "trajectory", open: true },
+    h("summary", {}, `Trajectory · ${steps.length} steps`),
+    h(
+      "ol",
+      { class: "steps", start: 0 },
+      steps.map((s) =>
+        h(
+          "li",
+          { class: `step ${s.kind}`, "data-step": s.step },
+          h("strong", {}, s.kind === "chat" ? "model call" : s.name),
+          ` · ${s.durationMs} ms`,
+          s.usage && ` · ${s.usage.inputTokens} in / ${s.usage.outputTokens} out tokens`,
+          s.kind === "step" && h("pre", { class: "step-input" }, full(s.input)),
+          s.error
+            ? h("p", { class: "error" }, `threw: ${s.error.message}`)
+            : h(
+                "pre",
+                { class: "step-result" },
+                full(
+                  s.kind === "chat"
+                    ? (s.result as { content?: unknown } | null)?.content
+                    : s.result,
+                ),
+              ),
+        ),
+      ),
+    ),
   );
 }
 

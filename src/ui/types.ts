@@ -85,6 +85,8 @@ export interface AttemptView {
   redacted?: string[];
   /** Later scorings of the attempt (a rescore, a scorer error scored again), oldest first. */
   scorings?: ScoringView[];
+  /** The attempt's step journal (ctx.step / ctx.chat), in step order: its trajectory. */
+  journal?: JournalStepView[];
 }
 
 export interface ScoringView {
@@ -96,6 +98,18 @@ export interface ScoringView {
   error: { type: string; message: string } | null;
   usage: { inputTokens: number; outputTokens: number; costUsd?: number } | null;
   scoredAt: string;
+}
+
+export interface JournalStepView {
+  step: number;
+  kind: "step" | "chat";
+  name: string;
+  input: unknown;
+  result: unknown;
+  error?: { message: string; type?: string; status?: number };
+  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  recordedAt: string;
+  durationMs: number;
 }
 
 export interface SampleRow {

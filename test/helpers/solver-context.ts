@@ -12,6 +12,7 @@ export function solverContext(overrides: Partial<SolverContext> = {}): SolverCon
     epoch: 1,
     signal: new AbortController().signal,
     chat: () => Promise.reject(new Error("no model calls in this test")),
+    step: async (_name, _input, fn) => fn(),
     ...overrides,
-  };
+  } as SolverContext;
 }

@@ -1,3 +1,4 @@
+import type { Json } from "../../core/json.js";
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { open, rename, rm } from "node:fs/promises";
@@ -6,6 +7,7 @@ import { stringify } from "csv-stringify";
 import { StetError } from "../../core/errors.js";
 import type { Attempt, Usage } from "../../core/types.js";
 import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
+import { loadTrajectories } from "../../evalport/trajectory.js";
 import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
 import { csvColumns, csvRow } from "../export-csv.js";
 import { openStore } from "../open-store.js";
@@ -51,8 +53,10 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
     const out = temp === undefined ? process.stdout : createWriteStream(temp);
     try {
       if (format === "jsonl") {
+        const journal = await loadTrajectories(store, runId);
         for (const a of outcomes) {
-          if (!out.write(`${JSON.stringify(exportRow(a))}\n`)) await once(out, "drain");
+          const row = JSON.stringify(exportRow(a, journal(a)));
+          if (!out.write(`${row}\n`)) await once(out, "drain");
         }
       } else {
         const { scorers } = run.config;
@@ -89,7 +93,7 @@ async function fsyncFile(path: string): Promise<void> {
 }
 
 /** The export form of an outcome: stable field order, no store internals. */
-export function exportRow(a: Attempt) {
+export function exportRow(a: Attempt, journal?: Json[]) {
   return {
     runId: a.runId,
     sampleId: a.sampleId,
@@ -105,6 +109,8 @@ export function exportRow(a: Attempt) {
     error: a.error,
     provenance: a.provenance.kind,
     ...(a.redacted === undefined ? {} : { redacted: a.redacted }),
+    // The attempt's step journal (ctx.step / ctx.chat): its trajectory, when it has one.
+    ...(journal === undefined ? {} : { journal }),
   };
 }
 

@@ -31,6 +31,8 @@ export interface ResumeFlags {
   rerun?: string[];
   /** Execute again the keys whose outcome scores below 1 on some scorer. */
   rerunFailed?: boolean;
+  /** Afterwards, delete the journal of the run's committed attempts (open entries stay). */
+  pruneJournal?: boolean;
 }
 
 /** `stet resume <run-id>`: print the plan, then execute only the keys without a scored attempt. */
@@ -78,10 +80,15 @@ export async function resumeInStore(
   const output = flags.output ?? resume.run.config.output;
   // Before the claim: a Results file that cannot be written refuses before anything runs.
   await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
-  return await withRunOutput(store, io, output, (tee) =>
+  const code = await withRunOutput(store, io, output, (tee) =>
     runWithUi(io, uiOptions(flags), (controls) => {
       const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
       return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
     }),
   );
+  if (flags.pruneJournal) {
+    const pruned = await store.pruneJournal(runId);
+    io.say(`journal: ${pruned} entries of finished attempts deleted`);
+  }
+  return code;
 }

@@ -1,4 +1,5 @@
 import { StetError } from "../../core/errors.js";
+import { trajectoryStep } from "../../evalport/trajectory.js";
 import { readRun } from "../../runs/read-run.js";
 import { requireRun } from "../../runs/require-run.js";
 import type { Store } from "../../store/types.js";
@@ -70,11 +71,12 @@ async function showSample(
   json: boolean,
 ): Promise<number> {
   await requireRun(store, runId);
-  const [attempts, committed, page, scorings] = await Promise.all([
+  const [attempts, committed, page, scorings, steps] = await Promise.all([
     store.listAttempts(runId, { sampleId }),
     store.listAttempts(runId, { sampleId, asCommitted: true }),
     store.listOutcomes(runId, { sampleId }),
     store.listScorings(runId, { sampleId }),
+    store.listJournal(runId, { sampleId }),
   ]);
   const exact = page.entries.filter((e) => e.sampleId === sampleId);
   if (exact.length === 0) {
@@ -100,6 +102,10 @@ async function showSample(
         ? {}
         : { asCommitted: { status: own.status, scores: own.scores, error: own.error } }),
       scorings: rescored,
+      // Its step journal (ctx.step / ctx.chat): the trajectory.
+      journal: steps
+        .filter((e) => e.epoch === a.epoch && e.attempt === a.attempt)
+        .map(trajectoryStep),
     };
   });
   if (json) {
@@ -116,6 +122,7 @@ async function showSample(
       `  epoch ${a.epoch} attempt ${a.attempt}${a.outcome ? " (outcome)" : ""} · ${a.startedAt} · ` +
         `${what} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
     );
+    if (a.journal.length > 0) io.say(`    journal · ${a.journal.length} step(s)`);
     if (a.asCommitted) {
       const values = a.asCommitted.scores.map((v) => `${v.scorer}=${v.value ?? "-"}`).join(" ");
       io.say(`    as committed · ${a.asCommitted.status} · ${values}`);

@@ -60,6 +60,14 @@ export function renderSummary(report: RunReport): string {
           "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
         ]
       : []),
+    ...(report.journal
+      ? [
+          `journal  ${formatCount(report.journal.replayed)} steps replayed · ` +
+            `${formatCount(report.journal.diverged)} diverged · ` +
+            `${formatCount(report.journal.reused.inputTokens + report.journal.reused.outputTokens)} tokens, ` +
+            `${formatCost(report.journal.reused, true)} reused from interrupted executions`,
+        ]
+      : []),
     `time     ${formatDuration(report.wallMs)}`,
     `status   ${report.status}`,
   ].join("\n");

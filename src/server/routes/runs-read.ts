@@ -9,6 +9,7 @@ import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
 import { runDetail, runSummary } from "../run-view.js";
 import { pagingSchema, parseQuery } from "../validate.js";
+import { trajectoryStep } from "../../evalport/trajectory.js";
 
 const listQuery = pagingSchema.extend({
   status: runStatusSchema.optional(),
@@ -99,14 +100,18 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     if (!first) {
       throw new ApiError(404, "sample_not_found", `run ${runId} has no sample "${sampleId}"`);
     }
-    const [attempts, scorings] = await Promise.all([
+    const [attempts, scorings, steps] = await Promise.all([
       store.listAttempts(runId, { sampleId }),
       store.listScorings(runId, { sampleId }),
+      // Each attempt's step journal (ctx.step / ctx.chat): its trajectory.
+      store.listJournal(runId, { sampleId }),
     ]);
     const scoringsOf = (a: { epoch: number; attempt: number }) =>
       scorings
         .filter((s) => s.epoch === a.epoch && s.attempt === a.attempt)
         .map(({ runId: _r, sampleId: _s, epoch: _e, attempt: _a, ...s }) => s);
+    const journalOf = (a: { epoch: number; attempt: number }) =>
+      steps.filter((e) => e.epoch === a.epoch && e.attempt === a.attempt).map(trajectoryStep);
     return c.json(
       redact({
         sample: first.sample,
@@ -122,6 +127,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
           stale: attempt.fingerprint !== first.fingerprint,
           // Its current scores are its latest scoring's; every one is listed.
           scorings: scoringsOf(attempt),
+          journal: journalOf(attempt),
         })),
       }),
     );

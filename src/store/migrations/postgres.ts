@@ -160,4 +160,36 @@ FROM attempts a LEFT JOIN (
   AND c.attempt = a.attempt;
 `,
   },
+  {
+    version: 5,
+    name: "journal",
+    // As SQLite's migration 5: the step journal, open rows (attempt NULL) until the key's attempt
+    // commits and binds them.
+    sql: `
+CREATE TABLE journal (
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER,
+  step INTEGER NOT NULL CHECK (step >= 0),
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('step', 'chat')),
+  input_hash TEXT NOT NULL,
+  input TEXT NOT NULL,
+  result TEXT,
+  error TEXT,
+  input_tokens DOUBLE PRECISION,
+  output_tokens DOUBLE PRECISION,
+  cost_usd DOUBLE PRECISION,
+  recorded_at TEXT NOT NULL,
+  duration_ms DOUBLE PRECISION NOT NULL,
+  redacted TEXT,
+  FOREIGN KEY (run_id) REFERENCES runs (id)
+);
+
+CREATE UNIQUE INDEX journal_open ON journal (run_id, sample_id, epoch, step) WHERE attempt IS NULL;
+CREATE UNIQUE INDEX journal_bound ON journal (run_id, sample_id, epoch, attempt, step)
+  WHERE attempt IS NOT NULL;
+`,
+  },
 ];

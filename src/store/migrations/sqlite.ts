@@ -158,4 +158,38 @@ FROM attempts a LEFT JOIN scorings c
       AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
 `,
   },
+  {
+    version: 5,
+    name: "journal",
+    // The step journal: each ctx.step / ctx.chat result of a key's execution, written before the
+    // agent sees it. attempt is NULL while the execution is open (in flight or interrupted: a
+    // resume replays those rows); committing the key's attempt binds them to its number, and
+    // they stay as the attempt's trajectory. Existing tables are untouched.
+    sql: `
+CREATE TABLE journal (
+  run_id TEXT NOT NULL,
+  sample_id TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER, -- NULL: an open execution's entry
+  step INTEGER NOT NULL CHECK (step >= 0),
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('step', 'chat')),
+  input_hash TEXT NOT NULL, -- sha256 of the canonical JSON of the step's input
+  input TEXT NOT NULL, -- JSON, redacted
+  result TEXT, -- JSON, redacted; NULL when the step threw
+  error TEXT, -- StepError JSON when the step threw
+  input_tokens REAL, -- a chat step's usage; all three NULL otherwise
+  output_tokens REAL,
+  cost_usd REAL,
+  recorded_at TEXT NOT NULL,
+  duration_ms REAL NOT NULL,
+  redacted TEXT,
+  FOREIGN KEY (run_id) REFERENCES runs (id)
+);
+
+CREATE UNIQUE INDEX journal_open ON journal (run_id, sample_id, epoch, step) WHERE attempt IS NULL;
+CREATE UNIQUE INDEX journal_bound ON journal (run_id, sample_id, epoch, attempt, step)
+  WHERE attempt IS NOT NULL;
+`,
+  },
 ];

@@ -1,0 +1,233 @@
+import { createHash } from "node:crypto";
+import type { Json } from "../core/json.js";
+import { canonicalJson } from "../core/json.js";
+import type { Key, Usage } from "../core/types.js";
+import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
+
+/** Entries over this many bytes (input and result, as JSON) are refused. */
+export const DEFAULT_MAX_ENTRY_BYTES = 1_000_000;
+
+/** What a key's execution tells the journal: where entries go and how they are redacted. */
+export interface JournalOptions {
+  key: Key;
+  /** The open entries of the key's interrupted execution, in step order (empty: nothing to replay). */
+  entries: readonly JournalEntry[];
+  /** Open entries exist that are not replayed (a changed sample's): the first write drops them. */
+  discardOpen?: boolean;
+  /** Resolves once the entry (or the discard) is durable (AttemptWriter.writeStep). */
+  write: (draft: StepDraft | StepDiscard) => Promise<void>;
+  /** Replaces known secrets in what is written; returns the names found. */
+  redact: (value: Json) => { value: Json; found: string[] };
+  maxEntryBytes?: number;
+}
+
+/** What one step gave: the result (or the error to rethrow) and whether it was replayed. */
+export interface StepOutcome {
+  result: Json;
+  replayed: boolean;
+  /** A replayed chat step's recorded usage (reused, not spent now). */
+  usage: Usage | null;
+}
+
+/** A step's failure that is the step's own (a tool that threw), recorded and replayed as such. */
+export class StepFailed extends Error {
+  override readonly name = "StepFailed";
+  constructor(
+    readonly stepError: StepError,
+    readonly replayed: boolean,
+  ) {
+    super(stepError.message);
+    // solverError() types a thrown value by these two fields.
+    Object.assign(this, {
+      ...(stepError.type === undefined ? {} : { type: stepError.type }),
+      ...(stepError.status === undefined ? {} : { status: stepError.status }),
+    });
+  }
+}
+
+/**
+ * A key execution's step journal: numbers each `ctx.step`/`ctx.chat` call, replays the
+ * interrupted execution's entries while names and input hashes match, and writes every new
+ * step through before its result is handed back. The first mismatch ends replay for the rest of
+ * the execution; the write of that step discards the stale entries from there on.
+ */
+export class StepJournal {
+  #next = 0;
+  #replaying: boolean;
+  #truncateAt: number | null = null;
+  replayed = 0;
+  diverged = 0;
+  /** Replayed chat steps' usage: reused, never added to this attempt's spend. */
+  readonly reused: Usage[] = [];
+  readonly #options: JournalOptions;
+
+  constructor(options: JournalOptions) {
+    this.#options = options;
+    this.#replaying = options.entries.length > 0;
+    if (options.discardOpen) this.#truncateAt = 0;
+  }
+
+  /**
+   * Runs (or replays) step `name`. `run` returns the result and, for a chat step, its usage.
+   * Throws what `run` threw (a StepFailed for a recorded failure); `record` says whether a
+   * throw is the step's own and is to be journaled (an abort or a timeout never is).
+   */
+  async step(
+    kind: StepDraft["kind"],
+    name: string,
+    input: Json,
+    run: () => Promise<{ result: unknown; usage?: Usage | undefined }>,
+    record: (thrown: unknown) => StepError | null,
+  ): Promise<StepOutcome> {
+    const index = this.#next++;
+    const inputText = jsonText(input, `the input of step "${name}"`);
+    const inputHash = createHash("sha256").update(inputText).digest("hex");
+    const replay = this.#match(index, name, inputHash);
+    if (replay) {
+      this.replayed++;
+      if (replay.error) throw new StepFailed(replay.error, true);
+      if (replay.usage) this.reused.push(replay.usage);
+      return { result: replay.result, replayed: true, usage: replay.usage };
+    }
+    const started = performance.now();
+    const recordedAt = new Date().toISOString();
+    let result: Json = null;
+    let usage: Usage | null = null;
+    let error: StepError | null = null;
+    try {
+      const done = await run();
+      result = checkResult(done.result, name);
+      usage = done.usage ?? null;
+    } catch (thrown) {
+      error = record(thrown);
+      if (!error) throw thrown;
+    }
+    const draft = this.#draft({ kind, name, index, input, inputHash, result, error, usage });
+    draft.recordedAt = recordedAt;
+    draft.durationMs = Math.round(performance.now() - started);
+    this.#checkSize(draft, name, inputText.length);
+    await this.#options.write(draft);
+    if (error) throw new StepFailed(error, false);
+    return { result, replayed: false, usage };
+  }
+
+  /**
+   * At the end of the execution: entries it never reached (the agent finished sooner, on another
+   * path) are not its trajectory, and are dropped before its attempt commits and binds the rest.
+   */
+  async finish(): Promise<void> {
+    const { entries, key } = this.#options;
+    if (!this.#replaying || this.#next >= entries.length) return;
+    this.#replaying = false;
+    this.diverged++;
+    await this.#options.write({ sampleId: key.sampleId, epoch: key.epoch, fromStep: this.#next });
+  }
+
+  #match(index: number, name: string, inputHash: string): JournalEntry | undefined {
+    if (!this.#replaying) return undefined;
+    const entry = this.#options.entries[index];
+    if (entry && entry.name === name && entry.inputHash === inputHash) return entry;
+    // Another path (or the journal ran out): nothing from here on is replayed.
+    this.#replaying = false;
+    if (entry) {
+      this.diverged++;
+      this.#truncateAt = index;
+    }
+    return undefined;
+  }
+
+  #draft(parts: {
+    kind: StepDraft["kind"];
+    name: string;
+    index: number;
+    input: Json;
+    inputHash: string;
+    result: Json;
+    error: StepError | null;
+    usage: Usage | null;
+  }): StepDraft {
+    const { key, redact } = this.#options;
+    const found = new Set<string>();
+    const scrub = (value: Json): Json => {
+      const r = redact(value);
+      for (const n of r.found) found.add(n);
+      return r.value;
+    };
+    const draft: StepDraft = {
+      sampleId: key.sampleId,
+      epoch: key.epoch,
+      step: parts.index,
+      name: parts.name,
+      kind: parts.kind,
+      inputHash: parts.inputHash,
+      input: scrub(parts.input),
+      result: scrub(parts.result),
+      error: parts.error && {
+        ...parts.error,
+        message: scrub(parts.error.message) as string,
+      },
+      usage: parts.usage,
+      recordedAt: "",
+      durationMs: 0,
+    };
+    if (found.size > 0) draft.redacted = [...found].sort();
+    if (this.#truncateAt !== null && this.#truncateAt <= parts.index) {
+      draft.truncate = true;
+      this.#truncateAt = null;
+    }
+    return draft;
+  }
+
+  #checkSize(draft: StepDraft, name: string, inputBytes: number): void {
+    const limit = this.#options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+    const bytes = inputBytes + JSON.stringify(draft.result).length;
+    if (bytes <= limit) return;
+    throw new Error(
+      `step "${name}": its journal entry is ${bytes} bytes, over the ${limit}-byte limit; ` +
+        `pass { journal: false } to this call to run it unjournaled`,
+    );
+  }
+}
+
+/** The step's result as JSON, or a `solver` error naming the step. */
+function checkResult(value: unknown, name: string): Json {
+  if (value === undefined) return null;
+  jsonText(value, `the result of step "${name}"`);
+  return value as Json;
+}
+
+/** Canonical JSON text of a value that must be JSON (no functions, undefined, NaN, cycles…). */
+function jsonText(value: unknown, what: string): string {
+  const problem = notJson(value, new Set());
+  if (problem) throw new Error(`${what} is not JSON: ${problem}`);
+  return canonicalJson(value);
+}
+
+function notJson(value: unknown, seen: Set<object>, path = "$"): string | null {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return null;
+  if (typeof value === "number") return Number.isFinite(value) ? null : `${path} is ${value}`;
+  if (typeof value !== "object") return `${path} is a ${typeof value}`;
+  if (seen.has(value)) return `${path} is a cycle`;
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const p = notJson(value[i], seen, `${path}[${i}]`);
+        if (p) return p;
+      }
+      return null;
+    }
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      return `${path} is a ${(value as object).constructor?.name ?? "non-plain object"}`;
+    }
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined) continue;
+      const p = notJson(v, seen, `${path}.${k}`);
+      if (p) return p;
+    }
+    return null;
+  } finally {
+    seen.delete(value);
+  }
+}

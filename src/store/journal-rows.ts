@@ -1,0 +1,156 @@
+import * as z from "zod";
+import { StetError } from "../core/errors.js";
+import { jsonSchema } from "../core/json.js";
+import { redactedSchema, usageSchema } from "../core/schemas.js";
+import type { Usage } from "../core/types.js";
+import { invalidInput } from "./checks.js";
+import { parseColumn } from "./rows.js";
+import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
+
+/**
+ * Step-journal rows (`journal` table, migration 5) as both adapters write and read them, and
+ * the SQL they share: both compile `@name` parameters, so the statements are written once.
+ */
+
+export const JOURNAL_COLUMNS = `sample_id, epoch, attempt, step, name, kind, input_hash, input,
+  result, error, input_tokens, output_tokens, cost_usd, recorded_at, duration_ms, redacted`;
+
+export interface JournalRow {
+  sample_id: string;
+  epoch: number;
+  attempt: number | null;
+  step: number;
+  name: string;
+  kind: string;
+  input_hash: string;
+  input: string;
+  result: string | null;
+  error: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
+  recorded_at: string;
+  duration_ms: number;
+  redacted: string | null;
+}
+
+export const JOURNAL_SQL = {
+  /** Divergence: the open entries from a step on go before the new one is written. */
+  truncateOpen: `DELETE FROM journal WHERE run_id = @runId AND sample_id = @sampleId
+    AND epoch = @epoch AND attempt IS NULL AND step >= @step`,
+  /** An open entry at the same step is replaced (kept from an earlier call to the same index). */
+  replaceOpen: `DELETE FROM journal WHERE run_id = @runId AND sample_id = @sampleId
+    AND epoch = @epoch AND attempt IS NULL AND step = @step`,
+  insert: `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
+    VALUES (@runId, NULL, @sampleId, @epoch, @step, @name, @kind, @inputHash, @input, @result,
+      @error, @inputTokens, @outputTokens, @costUsd, @recordedAt, @durationMs, @redacted)`,
+  /** What recordAttempts runs per stored attempt: the key's open entries become its trajectory. */
+  bind: `UPDATE journal SET attempt = @attempt WHERE run_id = @runId AND sample_id = @sampleId
+    AND epoch = @epoch AND attempt IS NULL`,
+  /** SQLite's; PostgreSQL's types its parameters (`listJournalPostgres`). */
+  list: `SELECT ${JOURNAL_COLUMNS} FROM journal WHERE run_id = @runId
+    AND (@sampleId IS NULL OR sample_id = @sampleId) AND (@epoch IS NULL OR epoch = @epoch)
+    AND (@open = 0 OR attempt IS NULL) AND (@attempt IS NULL OR attempt = @attempt)
+    ORDER BY sample_id, epoch, attempt IS NULL, attempt, step`,
+  listPostgres: `SELECT ${JOURNAL_COLUMNS} FROM journal WHERE run_id = @runId
+    AND (@sampleId::text IS NULL OR sample_id = @sampleId::text)
+    AND (@epoch::int IS NULL OR epoch = @epoch::int)
+    AND (@open::int = 0 OR attempt IS NULL) AND (@attempt::int IS NULL OR attempt = @attempt::int)
+    ORDER BY sample_id, epoch, attempt IS NULL, attempt, step`,
+  openKeys: `SELECT DISTINCT sample_id, epoch FROM journal WHERE run_id = @runId
+    AND attempt IS NULL ORDER BY sample_id, epoch`,
+  prune: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL`,
+};
+
+const stepErrorSchema = z.object({
+  message: z.string(),
+  type: z.string().optional(),
+  status: z.number().optional(),
+});
+
+/** Refuses a malformed draft (E_INVALID_INPUT) before anything is written. */
+export function checkStepDrafts(drafts: readonly StepDraft[]): void {
+  for (const d of drafts) {
+    const what = `journal step ${d.step} of sample "${d.sampleId}" epoch ${d.epoch}`;
+    if (!Number.isInteger(d.step) || d.step < 0) throw invalidInput(`${what}: bad step index`);
+    if (d.kind !== "step" && d.kind !== "chat") throw invalidInput(`${what}: bad kind ${d.kind}`);
+    if (!d.name) throw invalidInput(`${what}: a step needs a name`);
+    if (!/^[0-9a-f]{64}$/.test(d.inputHash)) throw invalidInput(`${what}: bad input hash`);
+    const checks = [
+      ["input", jsonSchema.safeParse(d.input)],
+      ["result", jsonSchema.safeParse(d.result)],
+      ["usage", d.usage === null ? undefined : usageSchema.safeParse(d.usage)],
+      ["error", d.error === null ? undefined : stepErrorSchema.safeParse(d.error)],
+    ] as const;
+    for (const [field, result] of checks) {
+      if (result && !result.success) {
+        throw invalidInput(`${what}: ${field}: ${z.prettifyError(result.error)}`);
+      }
+    }
+  }
+}
+
+export function stepParams(runId: string, d: StepDraft) {
+  return {
+    runId,
+    sampleId: d.sampleId,
+    epoch: d.epoch,
+    step: d.step,
+    name: d.name,
+    kind: d.kind,
+    inputHash: d.inputHash,
+    input: JSON.stringify(d.input),
+    result: d.error === null ? JSON.stringify(d.result) : null,
+    error: d.error === null ? null : JSON.stringify(d.error),
+    inputTokens: d.usage?.inputTokens ?? null,
+    outputTokens: d.usage?.outputTokens ?? null,
+    costUsd: d.usage?.costUsd ?? null,
+    recordedAt: d.recordedAt,
+    durationMs: d.durationMs,
+    redacted: d.redacted === undefined ? null : JSON.stringify(d.redacted),
+  };
+}
+
+export function listParams(runId: string, filter: JournalFilter) {
+  return {
+    runId,
+    sampleId: filter.sampleId ?? null,
+    epoch: filter.epoch ?? null,
+    open: filter.attempt === "open" ? 1 : 0,
+    attempt: typeof filter.attempt === "number" ? filter.attempt : null,
+  };
+}
+
+export function toJournalEntry(runId: string, row: JournalRow): JournalEntry {
+  const what = (column: string) =>
+    `${column} of journal step ${row.step} of ${runId}/${row.sample_id}#${row.epoch}`;
+  if (row.kind !== "step" && row.kind !== "chat") {
+    throw new StetError("E_STORE", `corrupt ${what("kind")}: ${row.kind}`);
+  }
+  const entry: JournalEntry = {
+    runId,
+    sampleId: row.sample_id,
+    epoch: row.epoch,
+    attempt: row.attempt,
+    step: row.step,
+    name: row.name,
+    kind: row.kind,
+    inputHash: row.input_hash,
+    input: parseColumn(jsonSchema, row.input, what("input")),
+    result: row.result === null ? null : parseColumn(jsonSchema, row.result, what("result")),
+    error: row.error === null ? null : parseColumn(stepErrorSchema, row.error, what("error")),
+    usage: usageOf(row),
+    recordedAt: row.recorded_at,
+    durationMs: row.duration_ms,
+  };
+  if (row.redacted !== null) {
+    entry.redacted = parseColumn(redactedSchema, row.redacted, what("redacted"));
+  }
+  return entry;
+}
+
+function usageOf(row: JournalRow): Usage | null {
+  const { input_tokens: inputTokens, output_tokens: outputTokens, cost_usd: costUsd } = row;
+  if (inputTokens === null || outputTokens === null) return null;
+  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
+}
