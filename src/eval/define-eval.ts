@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
 import { StetError } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";
+import { sandboxConfigSchema } from "../sandbox/index.js";
 import {
   EVAL_BRAND,
   type DatasetRow,
@@ -41,6 +42,7 @@ const definitionSchema = z
     timeoutMs: z.number().int().positive().optional(),
     retries: z.number().int().nonnegative().optional(),
     maxCost: z.number().positive().optional(),
+    sandbox: sandboxConfigSchema.optional(),
   })
   .superRefine((def, ctx) => {
     const k = /^pass@(\d+)$/.exec(def.reducer ?? "")?.[1];
@@ -156,7 +158,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, sandbox)`;
   }
   return issue.message;
 }
