@@ -30,7 +30,8 @@ const checks = new Map<string, Promise<void>>();
  * The bubblewrap backend: every execution in fresh namespaces (user, pid, network, mount, ipc,
  * uts, cgroup: `--unshare-all`; no network but its own loopback), `--die-with-parent`,
  * `--new-session` (no terminal to inject into), the system's /usr (and /lib*, /bin) read-only,
- * a private tmpfs as /tmp and working directory, its own /proc and a minimal /dev, and a cleared
+ * a private tmpfs as /tmp and working directory (the only writable place: the root is
+ * remounted read-only), its own /proc and a minimal /dev, and a cleared
  * environment. Inside, `prlimit` sets CPU time, address space, process count and file size before
  * the program starts. Run as root, stet starts bwrap as nobody (setpriv) so the process limit
  * holds and the program owns nothing on the host.
@@ -89,6 +90,8 @@ function bwrapArgs(env: Record<string, string>): string[] {
   }
   for (const file of ETC_FILES) args.push("--ro-bind-try", file, file);
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp");
+  // The root bwrap builds is a tmpfs of its own: read-only too, so only /tmp takes writes.
+  args.push("--remount-ro", "/");
   args.push("--clearenv");
   for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
   return args;
