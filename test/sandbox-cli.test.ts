@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { SKIP_SANDBOX } from "./helpers/sandbox.js";
 
 // The sandbox through the real CLI: a missing backend refuses the run before any model call, a
 // suite's code graders run, and SIGKILL of stet takes every sandboxed process with it.
@@ -36,7 +37,7 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
-describe("the sandbox through the CLI", () => {
+describe.skipIf(SKIP_SANDBOX)("the sandbox through the CLI", () => {
   it("refuses to start without bubblewrap, with the install hint, before any solver call", async () => {
     mock.reset();
     const p = project({

@@ -10,6 +10,7 @@ import { resolveEval } from "../src/eval/resolve-eval.js";
 import { runEval } from "../src/runs/start-run.js";
 import type { SandboxConfig } from "../src/sandbox/index.js";
 import { code } from "../src/scorers/code.js";
+import { SKIP_SANDBOX } from "./helpers/sandbox.js";
 import { tempStore } from "./helpers/temp-store.js";
 
 // Hostile programs, each run as a one-sample eval through the real lifecycle (a SQLite store,
@@ -78,7 +79,7 @@ function expectContained(result: { score: Score; mark: string; status: string })
   expect(survivors(result.mark)).toEqual([]);
 }
 
-describe("hostile programs in the bubblewrap sandbox", () => {
+describe.skipIf(SKIP_SANDBOX)("hostile programs in the bubblewrap sandbox", () => {
   it("cannot connect to a port on the host", async () => {
     let connections = 0;
     const server: Server = createServer((socket) => {

@@ -6,6 +6,7 @@ import { createGraderRunner } from "./run-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
 import { solverContext } from "../../test/helpers/solver-context.js";
 import { createSandbox } from "../sandbox/index.js";
+import { SKIP_SANDBOX } from "../../test/helpers/sandbox.js";
 
 const grade = createGraderRunner({
   endpoint: {},
@@ -120,7 +121,7 @@ describe("EvalPort graders", () => {
   });
 });
 
-describe("the code grader, in the bubblewrap sandbox", () => {
+describe.skipIf(SKIP_SANDBOX)("the code grader, in the bubblewrap sandbox", () => {
   const sandboxed = createGraderRunner({ endpoint: {}, sandbox: createSandbox() });
   const py = (source: string, more: Record<string, Json> = {}) =>
     g("code", { language: "python", source, ...more });
