@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Json } from "../src/core/json.js";
+import type { DatasetRow } from "../src/dataset/types.js";
 import type { Score } from "../src/core/types.js";
 import { defineEval } from "../src/eval/define-eval.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
@@ -54,7 +55,7 @@ async function hostile(
     name: "hostile",
     dataset: [
       { id: "attack", input: program.replaceAll("MARK", mark).replaceAll("STORE", t.path) },
-    ],
+    ] as DatasetRow[],
     solver: (sample) => sample.input as Json,
     scorers: [
       code({
