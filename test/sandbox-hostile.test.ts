@@ -260,4 +260,19 @@ sys.exit(1)
     expectContained(result);
     expect(result.ms).toBeLessThan(5000);
   });
+  it("the same reads and writes succeed unsandboxed, so these tests can fail", async () => {
+    const dir = mkdtempSync(join(REPO, ".sandbox-test-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const result = await hostile(
+      `
+import sys
+open("STORE", "rb").read(16)
+open(${JSON.stringify(join(dir, "pwned"))}, "w").write("pwned")
+sys.exit(0)
+`,
+      { sandbox: { kind: "none" } },
+    );
+    expect(result.score.value, JSON.stringify(result.score.metadata)).toBe(1);
+    expect(existsSync(join(dir, "pwned"))).toBe(true);
+  });
 });
