@@ -8,7 +8,7 @@ export { SolverError, chatCompletion } from "./solvers/index.js";
 export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
 export type { CodeOptions } from "./scorers/index.js";
-export { createSandbox } from "./sandbox/index.js";
+export { createSandbox, sandboxed } from "./sandbox/index.js";
 export type {
   ExecRequest,
   ExecResult,

@@ -1,7 +1,7 @@
 import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
-import type { EngineEval, Scorer } from "../core/eval.js";
+import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { createSandbox, usesSandbox, USES_SANDBOX } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
@@ -48,8 +48,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
   return {
     name: ev.name,
     samples,
-    solver: ev.solver,
-    scorers: await withSandbox(ev, ev.scorers.map(toScorer)),
+    ...(await withSandbox(ev, ev.scorers.map(toScorer))),
     callModel,
     epochs: options.epochs ?? ev.epochs ?? EVAL_DEFAULTS.epochs,
     reducer: ev.reducer ?? EVAL_DEFAULTS.reducer,
@@ -61,16 +60,22 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
 }
 
 /**
- * Scorers that run programs get the eval's sandbox, checked here, before any solver call: an
- * unavailable backend refuses the run (E_CONFIG with what to install). An eval that sets a
- * sandbox has it checked even when no built-in scorer needs it.
+ * Scorers (and a `sandboxed` solver) that run programs get the eval's sandbox, checked here,
+ * before any solver call: an unavailable backend refuses the run (E_CONFIG with what to install).
+ * An eval that sets a sandbox has it checked even when nothing built in needs it.
  */
-async function withSandbox(ev: Eval, scorers: Scorer[]): Promise<Scorer[]> {
-  const users = scorers.some((s) => usesSandbox(s));
-  if (!users && ev.sandbox === undefined) return scorers;
+async function withSandbox(
+  ev: Eval,
+  scorers: Scorer[],
+): Promise<{ solver: SolverFn; scorers: Scorer[] }> {
+  const users = usesSandbox(ev.solver) || scorers.some((s) => usesSandbox(s));
+  if (!users && ev.sandbox === undefined) return { solver: ev.solver, scorers };
   const sandbox = createSandbox(ev.sandbox);
   await sandbox.check();
-  return scorers.map((s) => (usesSandbox<Scorer>(s) ? s[USES_SANDBOX](sandbox) : s));
+  return {
+    solver: usesSandbox<SolverFn>(ev.solver) ? ev.solver[USES_SANDBOX](sandbox) : ev.solver,
+    scorers: scorers.map((s) => (usesSandbox<Scorer>(s) ? s[USES_SANDBOX](sandbox) : s)),
+  };
 }
 
 function maxCost(usd: number | undefined): { maxCost?: number } {

@@ -7,6 +7,7 @@ import type { Sandbox, SandboxConfig } from "./types.js";
 export type { ExecRequest, ExecResult, Sandbox, SandboxConfig, SandboxLimits } from "./types.js";
 export { DEFAULT_LIMITS, USES_SANDBOX, usesSandbox } from "./types.js";
 export type { UsesSandbox } from "./types.js";
+export { sandboxed } from "./sandboxed-solver.js";
 
 const limitFields = {
   timeoutMs: z.number().int().positive().optional(),

@@ -5,7 +5,8 @@ import type { DatasetRow } from "../dataset/types.js";
 import { defineEval } from "../eval/define-eval.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { runEval } from "../runs/start-run.js";
-import { createSandbox } from "../sandbox/index.js";
+import { createSandbox, sandboxed } from "../sandbox/index.js";
+import { exact } from "./exact.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
 import { code } from "./code.js";
 import { SKIP_SANDBOX } from "../../test/helpers/sandbox.js";
@@ -139,5 +140,40 @@ describe.skipIf(SKIP_SANDBOX)("scorers.code in the bubblewrap sandbox", () => {
   it("refuses a bad limit naming it", () => {
     expect(() => createSandbox({ kind: "bubblewrap", memoryMb: -1 })).toThrow(/memoryMb/);
     expect(() => code({ command: [], program: () => "" })).toThrow(/needs a command/);
+  });
+});
+
+describe.skipIf(SKIP_SANDBOX)("a sandboxed solver", () => {
+  it("gets the eval's sandbox, checked before the run, as its third argument", async () => {
+    const ev = defineEval({
+      name: "agent-tools",
+      dataset: [{ id: "s", input: "print(6 * 7)", target: "42" }] as DatasetRow[],
+      solver: sandboxed(async (sample, ctx, sandbox) => {
+        const result = await sandbox.exec({
+          command: ["python3", "-"],
+          stdin: String(sample.input),
+          signal: ctx.signal,
+        });
+        return result.stdout.trim();
+      }),
+      scorers: [exact()],
+    });
+    const t = tempStore();
+    cleanups.push(t.cleanup);
+    const report = await runEval({ store: t.store, eval: await resolveEval(ev, { baseDir: "." }) });
+    expect(report.metrics).toEqual([expect.objectContaining({ scorer: "exact", mean: 1 })]);
+  });
+
+  it("refuses the run when the sandbox is missing, before the solver runs", async () => {
+    let calls = 0;
+    const ev = defineEval({
+      name: "agent-tools",
+      dataset: [{ id: "s", input: "x" }] as DatasetRow[],
+      solver: sandboxed(() => String(++calls)),
+      scorers: [exact()],
+      sandbox: { kind: "bubblewrap", bwrap: "/nonexistent/bwrap" },
+    });
+    await expect(resolveEval(ev, { baseDir: "." })).rejects.toThrow(/apt-get install bubblewrap/);
+    expect(calls).toBe(0);
   });
 });
