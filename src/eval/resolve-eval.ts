@@ -2,7 +2,7 @@ import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
 import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
-import { createSandbox, usesSandbox, USES_SANDBOX } from "../sandbox/index.js";
+import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
 
@@ -68,13 +68,21 @@ async function withSandbox(
   ev: Eval,
   scorers: Scorer[],
 ): Promise<{ solver: SolverFn; scorers: Scorer[] }> {
-  const users = usesSandbox(ev.solver) || scorers.some((s) => usesSandbox(s));
-  if (!users && ev.sandbox === undefined) return { solver: ev.solver, scorers };
-  const sandbox = createSandbox(ev.sandbox);
-  await sandbox.check();
+  let pending: Promise<Sandbox> | undefined;
+  const evalSandbox = (): Promise<Sandbox> =>
+    (pending ??= (async () => {
+      const sandbox = createSandbox(ev.sandbox);
+      await sandbox.check();
+      return sandbox;
+    })());
+  if (ev.sandbox !== undefined) await evalSandbox();
   return {
-    solver: usesSandbox<SolverFn>(ev.solver) ? ev.solver[USES_SANDBOX](sandbox) : ev.solver,
-    scorers: scorers.map((s) => (usesSandbox<Scorer>(s) ? s[USES_SANDBOX](sandbox) : s)),
+    solver: usesSandbox<SolverFn>(ev.solver)
+      ? await ev.solver[USES_SANDBOX](evalSandbox)
+      : ev.solver,
+    scorers: await Promise.all(
+      scorers.map((s) => (usesSandbox<Scorer>(s) ? s[USES_SANDBOX](evalSandbox) : s)),
+    ),
   };
 }
 

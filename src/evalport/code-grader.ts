@@ -44,7 +44,7 @@ export async function codeGraderScore(
       metadata: args.sample.metadata ?? {},
     },
   });
-  const scorer = code({
+  const scorer = await code({
     name: graderId,
     command: language.command,
     program: () => language.program(params.source, JSON.stringify(data)),
@@ -73,7 +73,7 @@ export async function codeGraderScore(
         `code grader: grade() must return a number in [0, 1] or a boolean, got ${JSON.stringify(value ?? null)}`,
       );
     },
-  })[USES_SANDBOX](sandbox);
+  })[USES_SANDBOX](async () => sandbox);
   return scorer.score(args);
 }
 

@@ -46,7 +46,8 @@ export function suiteScorers(
       },
       // A suite with code graders asks for the eval's sandbox (resolveEval checks it first).
       ...(runsCode && {
-        [USES_SANDBOX]: (sandbox: Sandbox) => make({ ...graderEnv, sandbox })[index]!,
+        [USES_SANDBOX]: async (evalSandbox: () => Promise<Sandbox>) =>
+          make({ ...graderEnv, sandbox: await evalSandbox() })[index]!,
       }),
     }));
   };

@@ -1,6 +1,8 @@
 import type { ChildProcess } from "node:child_process";
 import type { ExecResult, SandboxLimits } from "./types.js";
 
+const PIPE_GRACE_MS = 250;
+
 /** What `runProcess` spawns: an argv whose whole tree dies with its process group's leader. */
 export interface ProcessSpec {
   argv: readonly string[];
@@ -54,7 +56,15 @@ export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
       spec.signal?.removeEventListener("abort", onAbort);
       reject(error);
     });
-    child.on("exit", () => killGroup(child));
+    child.on("exit", () => {
+      killGroup(child);
+      // A process that left the group (setsid: possible only unsandboxed, under kind "none") may
+      // hold the pipes open: stop reading after a grace period rather than wait for it.
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_GRACE_MS).unref();
+    });
     child.on("close", (code, exitSignal) => {
       clearTimeout(timer);
       spec.signal?.removeEventListener("abort", onAbort);

@@ -32,7 +32,9 @@ export function sandboxed(
     };
     // The run's identity tells sandboxed solvers apart by the source of `fn`, not this wrapper's.
     solver.describe = () => ({ kind: "sandboxed", sourceSha256: sourceHash(fn) });
-    return Object.assign(solver, { [USES_SANDBOX]: (next: Sandbox) => bind(next) });
+    return Object.assign(solver, {
+      [USES_SANDBOX]: async (evalSandbox: () => Promise<Sandbox>) => bind(await evalSandbox()),
+    });
   };
   return bind(undefined);
 }

@@ -76,13 +76,14 @@ export interface Sandbox {
 }
 
 /**
- * A scorer (or anything in an eval) that runs programs: `resolveEval` hands it the eval's
- * sandbox, checked, and uses what it returns in its place.
+ * A scorer or solver that runs programs: `resolveEval` hands it a getter of the eval's sandbox
+ * (created and checked on first call, once) and uses what it returns in its place. One with a
+ * sandbox of its own checks that one instead.
  */
 export const USES_SANDBOX: unique symbol = Symbol.for("stet.uses-sandbox");
 
 export interface UsesSandbox<T> {
-  [USES_SANDBOX]: (sandbox: Sandbox) => T;
+  [USES_SANDBOX]: (evalSandbox: () => Promise<Sandbox>) => Promise<T>;
 }
 
 export function usesSandbox<T>(value: unknown): value is UsesSandbox<T> {

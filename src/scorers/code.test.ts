@@ -177,3 +177,44 @@ describe.skipIf(SKIP_SANDBOX)("a sandboxed solver", () => {
     expect(calls).toBe(0);
   });
 });
+
+describe.skipIf(SKIP_SANDBOX)("kind none", () => {
+  it("returns when the program exits although a daemon it left holds stdout", async () => {
+    const mark = `stet-none-daemon-${process.pid}-${Date.now()}`;
+    const result = await createSandbox({ kind: "none" }).exec({
+      command: ["python3", "-", mark],
+      stdin: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "${mark}"], start_new_session=True)\nprint("spawned")\n`,
+    });
+    expect(result).toMatchObject({ exitCode: 0, stdout: "spawned\n" });
+    expect(result.durationMs).toBeLessThan(5000);
+    // Unsandboxed, the daemon survives (that is what kind "none" means): end it here, by pid.
+    const { readdirSync, readFileSync } = await import("node:fs");
+    const daemons = readdirSync("/proc")
+      .filter((pid) => /^\d+$/.test(pid))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(mark);
+        } catch {
+          return false;
+        }
+      });
+    expect(daemons).toHaveLength(1);
+    for (const pid of daemons) process.kill(Number(pid), "SIGKILL");
+  });
+
+  it("a scorer with its own sandbox checks that one, not the eval's default", async () => {
+    const ev = defineEval({
+      name: "own-sandbox",
+      dataset: [{ id: "s", input: "print(1)" }] as DatasetRow[],
+      solver: (sample) => String(sample.input),
+      scorers: [
+        code({
+          command: ["python3", "-"],
+          program: ({ output }) => String(output),
+          sandbox: { kind: "bubblewrap", bwrap: "/nonexistent/bwrap" },
+        }),
+      ],
+    });
+    await expect(resolveEval(ev, { baseDir: "." })).rejects.toThrow(/nonexistent/);
+  });
+});

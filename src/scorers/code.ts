@@ -71,7 +71,8 @@ function withSandbox(
   sandbox: Sandbox | undefined,
 ): Scorer & UsesSandbox<Scorer> {
   const name = options.name ?? "code";
-  let fallback: Sandbox | undefined;
+  // Checked once, on first use (a check already made, by resolveEval, is cached and immediate).
+  let ready: Promise<Sandbox> | undefined;
   return {
     name,
     describe: () => ({
@@ -84,7 +85,7 @@ function withSandbox(
         : { sandbox: { ...createSandbox(options.sandbox).describe() } }),
     }),
     score: async ({ sample, output, ctx }) => {
-      const box = sandbox ?? (fallback ??= await checked(createSandbox()));
+      const box = await (ready ??= checked(sandbox ?? createSandbox()));
       const stdin = await options.program({ sample, output });
       const result = await box.exec({
         command: options.command,
@@ -110,8 +111,13 @@ function withSandbox(
       };
     },
     // The eval's sandbox wins only when the scorer has none of its own.
-    [USES_SANDBOX]: (evalSandbox: Sandbox) =>
-      withSandbox(options, options.sandbox === undefined ? evalSandbox : sandbox),
+    [USES_SANDBOX]: async (evalSandbox: () => Promise<Sandbox>) =>
+      withSandbox(
+        options,
+        sandbox === undefined || options.sandbox === undefined
+          ? await evalSandbox()
+          : await checked(sandbox),
+      ),
   };
 }
 
