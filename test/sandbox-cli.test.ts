@@ -106,6 +106,30 @@ export default defineEval({
     ]);
   });
 
+  it("a suite's metadata sets its sandbox: a missing bwrap refuses the suite before any model call", async () => {
+    mock.reset();
+    const p = project({});
+    const suite = {
+      version: "1.0.0",
+      id: "suite_code_nobwrap",
+      graders: [
+        {
+          id: "gr_py",
+          type: "code",
+          params: { language: "python", source: "def grade(i, o, e, c):\n    return 1" },
+        },
+      ],
+      test_cases: [{ id: "tc_1", input: "2+2?", expected_output: "4", graders: ["gr_py"] }],
+      config: { provider: { model: "m", api_base: mock.url } },
+      metadata: { "stet.sandbox": { kind: "bubblewrap", bwrap: "/nonexistent/bwrap" } },
+    };
+    writeFileSync(join(p.dir, "suite.json"), JSON.stringify(suite));
+    const run = await runCli(["run", "suite.json", "--store", p.db], { cwd: p.dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/"\/nonexistent\/bwrap" was not found.*apt-get install bubblewrap/);
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it("SIGKILL of stet takes every sandboxed process with it", async () => {
     const mark = `stet-sigkill-${process.pid}-${Date.now()}`;
     const p = project({
