@@ -139,7 +139,9 @@ async function probe(bwrap: string, argv: string[]): Promise<void> {
     });
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
-    const what = missing ? `"${bwrap}" was not found` : (error as Error).message;
+    // Run as root, the first word is setpriv (util-linux), which may be the missing one.
+    const absent = findBinary(bwrap) === undefined ? bwrap : argv[0];
+    const what = missing ? `"${absent}" was not found` : (error as Error).message;
     throw new StetError(
       "E_CONFIG",
       `sandbox: bubblewrap is not available (${what}). Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), ${optOut}.`,
