@@ -24,11 +24,12 @@ const LAYERS = {
   core: [],
   store: ["core"],
   solvers: ["core"],
-  scorers: ["core", "solvers"],
+  sandbox: ["core"],
+  scorers: ["core", "solvers", "sandbox"],
   dataset: ["core"],
-  eval: ["core", "dataset", "scorers", "solvers"],
+  eval: ["core", "dataset", "scorers", "solvers", "sandbox"],
   engine: ["core", "store/types.js"],
-  evalport: ["core", "eval", "scorers", "solvers", "store/types.js"],
+  evalport: ["core", "eval", "scorers", "solvers", "sandbox", "store/types.js"],
   runs: ["core", "engine", "evalport", "eval", "store/types.js"],
   server: ["core", "runs", "evalport", "store/types.js"],
   // The composition root: it picks a concrete store and starts the server.
@@ -88,7 +89,7 @@ export default tseslint.config(
   },
   ...layerRules(),
   {
-    files: ["src/{core,engine,solvers,scorers,dataset,eval,store,evalport}/**/*.ts"],
+    files: ["src/{core,engine,solvers,scorers,sandbox,dataset,eval,store,evalport}/**/*.ts"],
     ignores: ["**/*.test.ts"],
     rules: {
       "no-console": "error",

@@ -1,8 +1,8 @@
 // stet benchmarks: prints figures (medians of repeated runs), asserts nothing.
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
-//   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal), with or
-//                            without quick
+//   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
+//                            sandbox), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres group uses STET_BENCH_POSTGRES, else postgres://postgres@127.0.0.1:5432/test, in a
 // schema of its own that it drops afterwards; it is skipped when that server does not answer.
@@ -20,13 +20,14 @@ import {
   resumeRun,
   runEval,
   scorers,
+  createSandbox,
 } from "./stet.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const BIN = join(REPO, "bin/stet.js");
 const RSS = join(REPO, "bench/report-rss.mjs");
 const quick = process.argv.includes("quick");
-const GROUPS = ["startup", "throughput", "chat", "large", "postgres", "journal"];
+const GROUPS = ["startup", "throughput", "chat", "large", "postgres", "journal", "sandbox"];
 const chosen = GROUPS.filter((g) => process.argv.includes(g));
 const runs = (group) => chosen.length === 0 || chosen.includes(group);
 const reps = quick ? 1 : 5;
@@ -519,6 +520,57 @@ async function large() {
   }
 }
 
+/**
+ * Sandboxed executions per second of a trivial program (`/usr/bin/true`): the overhead of one
+ * bubblewrap sandbox (namespaces, mounts, prlimit) per execution, sequentially and with one
+ * execution per core at once; skipped when bwrap is missing.
+ */
+async function sandbox() {
+  const box = createSandbox({ kind: "bubblewrap" });
+  try {
+    await box.check();
+  } catch (error) {
+    console.log(`- sandbox: skipped (${error.message.split(". ")[0]})`);
+    return;
+  }
+  const { availableParallelism } = await import("node:os");
+  const n = quick ? 50 : 200;
+  for (const concurrency of [1, availableParallelism()]) {
+    const rates = [];
+    for (let r = 0; r < reps; r++) {
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next++ < n) {
+            const result = await box.exec({ command: ["/usr/bin/true"] });
+            if (result.exitCode !== 0) throw new Error(`sandboxed true failed: ${result.stderr}`);
+          }
+        }),
+      );
+      rates.push((n / (performance.now() - started)) * 1000);
+    }
+    report(
+      `sandboxed executions of /usr/bin/true (bubblewrap), concurrency ${concurrency}`,
+      `${spread(rates, (x) => `${Math.round(x)}/s`)} = ${(1000 / median(rates)).toFixed(1)} ms each`,
+      "—",
+      true,
+    );
+  }
+  const python = [];
+  for (let r = 0; r < Math.min(reps, 3); r++) {
+    const started = performance.now();
+    await box.exec({ command: ["python3", "-c", "pass"] });
+    python.push(performance.now() - started);
+  }
+  report(
+    "one sandboxed `python3 -c pass`",
+    spread(python, (x) => `${Math.round(x)} ms`),
+    "—",
+    true,
+  );
+}
+
 console.log(`stet benchmarks on ${process.version}, ${reps} repetition(s) each, medians\n`);
 if (runs("startup")) await startup();
 if (runs("throughput")) {
@@ -556,5 +608,6 @@ if (runs("postgres")) {
   await postgres(64);
 }
 if (runs("journal")) await journalGroup();
+if (runs("sandbox")) await sandbox();
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

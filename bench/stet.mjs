@@ -6,5 +6,6 @@ export {
   resumeRun,
   runEval,
   scorers,
+  createSandbox,
 } from "../dist/index.js";
 export { openPostgresStore } from "../dist/postgres.js";

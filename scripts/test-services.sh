@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run by `npm test` before anything else (the "pretest" script), so that the test command alone
 # sets up what the tests need on a fresh machine: a PostgreSQL server for the shared-store tests
-# and Chromium for the web UI tests. Each check is quick when things are already in place.
+# Chromium for the web UI tests, and bubblewrap for the sandbox tests. Each check is quick when things are already in place.
 set -euo pipefail
 
 # PostgreSQL on 127.0.0.1 (trust auth, user postgres, database test), unless STET_TEST_POSTGRES
@@ -34,6 +34,21 @@ if [ -z "${STET_CHROMIUM:-}" ] && [ "${STET_SKIP_BROWSER:-}" != "1" ] && [ ! -x 
   else
     echo "The web UI tests need Chromium: apt-get install chromium, STET_CHROMIUM=<binary>," >&2
     echo "or STET_SKIP_BROWSER=1 to skip them." >&2
+    exit 1
+  fi
+fi
+
+# bubblewrap for the sandbox (scorers.code, EvalPort code graders): Debian's package, unless
+# STET_SKIP_SANDBOX=1 skips those tests.
+if [ "${STET_SKIP_SANDBOX:-}" != "1" ] && ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "installing bubblewrap from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+  else
+    echo "The sandbox tests need bubblewrap: apt-get install bubblewrap," >&2
+    echo "or STET_SKIP_SANDBOX=1 to skip them." >&2
     exit 1
   fi
 fi

@@ -7,6 +7,15 @@ export { solvers } from "./solvers/index.js";
 export { SolverError, chatCompletion } from "./solvers/index.js";
 export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers } from "./scorers/index.js";
+export type { CodeOptions } from "./scorers/index.js";
+export { createSandbox, sandboxed } from "./sandbox/index.js";
+export type {
+  ExecRequest,
+  ExecResult,
+  Sandbox,
+  SandboxConfig,
+  SandboxLimits,
+} from "./sandbox/index.js";
 export { runEval } from "./runs/start-run.js";
 export { resumeRun } from "./runs/resume-run.js";
 export { evalIdentity, compareIdentity } from "./runs/run-identity.js";

@@ -39,6 +39,8 @@ describe("the layering rule is enforced by lint", () => {
     ["src/ui/x.ts", "../server/api-error.js", "ui imports nothing of the server"],
     ["src/eval/x.ts", "../evalport/load-suite.js", "eval never sees evalport"],
     ["src/runs/x.ts", "../server/executions.js", "runs never sees a shell"],
+    ["src/sandbox/x.ts", "../scorers/code.js", "sandbox imports core only"],
+    ["src/sandbox/x.ts", "../engine/owner.js", "sandbox imports core only"],
   ])("%s importing %s is refused (%s)", async (file, specifier) => {
     const errors = await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`);
     expect(errors).toHaveLength(1);
@@ -51,6 +53,8 @@ describe("the layering rule is enforced by lint", () => {
     ["src/runs/x.ts", "../engine/execute-run.js"],
     ["src/engine/x.ts", "../store/types.js"],
     ["src/store/contract/x.ts", "../types.js"],
+    ["src/scorers/x.ts", "../sandbox/index.js"],
+    ["src/eval/x.ts", "../sandbox/index.js"],
   ])("%s importing %s is allowed", async (file, specifier) => {
     expect(await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`)).toEqual(
       [],

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { SKIP_SANDBOX } from "./helpers/sandbox.js";
 import { tempDir } from "./helpers/temp-store.js";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -79,4 +80,22 @@ describe("the bundled examples", () => {
       tmp.cleanup();
     }
   });
+  it.skipIf(SKIP_SANDBOX)(
+    "runs the HumanEval example: canonical solutions pass in the sandbox",
+    { timeout: 60_000 },
+    async () => {
+      const tmp = tempDir();
+      try {
+        const result = await runCli(
+          ["run", "examples/humaneval/eval.ts", "--store", `${tmp.dir}/stet.db`, "--limit", "20"],
+          { cwd: REPO },
+        );
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stdout).toMatch(/20 total · 20 scored · 0 errored/);
+        expect(result.stdout).toMatch(/code\s+1\.0000/);
+      } finally {
+        tmp.cleanup();
+      }
+    },
+  );
 });

@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
 import { StetError } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";
+import { sandboxConfigSchema } from "../sandbox/index.js";
 import {
   EVAL_BRAND,
   type DatasetRow,
@@ -42,6 +43,7 @@ const definitionSchema = z
     retries: z.number().int().nonnegative().optional(),
     maxCost: z.number().positive().optional(),
     journal: z.boolean().optional(),
+    sandbox: sandboxConfigSchema.optional(),
   })
   .superRefine((def, ctx) => {
     const k = /^pass@(\d+)$/.exec(def.reducer ?? "")?.[1];
@@ -157,7 +159,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, journal)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, journal, sandbox)`;
   }
   return issue.message;
 }

@@ -1,8 +1,8 @@
-import type { SolverFn } from "../core/eval.js";
 import { callModel } from "../solvers/model-call.js";
 import { StetError } from "../core/errors.js";
 import { loadSamples } from "../dataset/load-samples.js";
-import type { EngineEval } from "../core/eval.js";
+import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
 
@@ -45,11 +45,12 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
     ...(limit === undefined ? {} : { limit }),
   });
+  const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   return {
     name: ev.name,
     samples,
-    solver: ev.journal === false ? unjournaled(ev.solver) : ev.solver,
-    scorers: ev.scorers.map(toScorer),
+    solver: ev.journal === false ? unjournaled(bound.solver) : bound.solver,
+    scorers: bound.scorers,
     callModel,
     epochs: options.epochs ?? ev.epochs ?? EVAL_DEFAULTS.epochs,
     reducer: ev.reducer ?? EVAL_DEFAULTS.reducer,
@@ -67,6 +68,33 @@ function unjournaled(solver: SolverFn): SolverFn {
   if (solver.secrets) wrapped.secrets = () => solver.secrets!();
   wrapped.journal = false;
   return wrapped;
+}
+
+/**
+ * Scorers (and a `sandboxed` solver) that run programs get the eval's sandbox, checked here,
+ * before any solver call: an unavailable backend refuses the run (E_CONFIG with what to install).
+ * An eval that sets a sandbox has it checked even when nothing built in needs it.
+ */
+async function withSandbox(
+  ev: Eval,
+  scorers: Scorer[],
+): Promise<{ solver: SolverFn; scorers: Scorer[] }> {
+  let pending: Promise<Sandbox> | undefined;
+  const evalSandbox = (): Promise<Sandbox> =>
+    (pending ??= (async () => {
+      const sandbox = createSandbox(ev.sandbox);
+      await sandbox.check();
+      return sandbox;
+    })());
+  if (ev.sandbox !== undefined) await evalSandbox();
+  return {
+    solver: usesSandbox<SolverFn>(ev.solver)
+      ? await ev.solver[USES_SANDBOX](evalSandbox)
+      : ev.solver,
+    scorers: await Promise.all(
+      scorers.map((s) => (usesSandbox<Scorer>(s) ? s[USES_SANDBOX](evalSandbox) : s)),
+    ),
+  };
 }
 
 function maxCost(usd: number | undefined): { maxCost?: number } {

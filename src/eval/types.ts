@@ -1,5 +1,6 @@
 import type { Reducer } from "../core/types.js";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
+import type { SandboxConfig } from "../sandbox/index.js";
 import type { DatasetRow, DatasetSource, SampleInput } from "../dataset/types.js";
 
 export type { DatasetRow, DatasetSource, SampleInput };
@@ -30,6 +31,12 @@ export interface EvalDefinition<Row = DatasetRow> {
    * scratch (default true: a killed sample resumes mid-trajectory).
    */
   journal?: boolean;
+  /**
+   * Where programs of `scorers.code` (and EvalPort `code` graders) run. Default bubblewrap,
+   * checked before the run starts: unavailable, the run refuses with what to install. Running
+   * unsandboxed needs `{ kind: "none" }`.
+   */
+  sandbox?: SandboxConfig;
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

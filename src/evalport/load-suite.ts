@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { defineEval } from "../eval/define-eval.js";
+import type { SandboxConfig } from "../sandbox/index.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { formatValidationError } from "./format-validation-error.js";
 import type { GraderHandler } from "./run-grader.js";
@@ -35,6 +36,9 @@ const SHOWN_ERRORS = 20;
  * const { eval: ev, baseDir } = await loadSuite("suites/qa.json");
  * await runEval({ store, eval: await resolveEval(ev, { baseDir }), model: "gpt-4o-mini" });
  */
+/** The suite metadata key that sets the eval's sandbox, e.g. `{ "kind": "bubblewrap", "memoryMb": 512 }`. */
+export const SANDBOX_KEY = "stet.sandbox";
+
 export async function loadSuite(
   file: string,
   options: LoadSuiteOptions = {},
@@ -64,6 +68,10 @@ export async function loadSuite(
       ...(options.handlers === undefined ? {} : { handlers: options.handlers }),
     }),
     ...(suite.config?.parallel === undefined ? {} : { concurrency: suite.config.parallel }),
+    // The eval's `sandbox` (where code graders run), validated by defineEval.
+    ...(suite.metadata?.[SANDBOX_KEY] === undefined
+      ? {}
+      : { sandbox: suite.metadata[SANDBOX_KEY] as unknown as SandboxConfig }),
   });
   return { eval: ev, path, baseDir, suite };
 }

@@ -5,6 +5,8 @@ import { queryJsonPath } from "./json-path-grader.js";
 import { createGraderRunner } from "./run-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
 import { solverContext } from "../../test/helpers/solver-context.js";
+import { createSandbox } from "../sandbox/index.js";
+import { SKIP_SANDBOX } from "../../test/helpers/sandbox.js";
 
 const grade = createGraderRunner({
   endpoint: {},
@@ -87,7 +89,7 @@ describe("EvalPort graders", () => {
   });
 
   it.each([
-    ["code", g("code", { language: "python", source: "x" }), "unsupported_grader_type"],
+    ["code without a sandbox", g("code", { language: "python", source: "x" }), "grader_error"],
     ["unknown custom handler", g("custom", { handler: "x.y" }), "unsupported_grader_type"],
     ["unknown type", g("trulens_feedback", { handler: "t" }), "unsupported_grader_type"],
     ["human", g("human", { instructions: "Rate it" }), "human_review_pending"],
@@ -115,6 +117,81 @@ describe("EvalPort graders", () => {
     const strict = g("custom", { handler: "com.example.len" });
     expect(await grade(strict, args("123456"))).toMatchObject({
       metadata: { "evalport.passed": false },
+    });
+  });
+});
+
+describe.skipIf(SKIP_SANDBOX)("the code grader, in the bubblewrap sandbox", () => {
+  const sandboxed = createGraderRunner({ endpoint: {}, sandbox: createSandbox() });
+  const py = (source: string, more: Record<string, Json> = {}) =>
+    g("code", { language: "python", source, ...more });
+  const js = (source: string) => g("code", { language: "javascript", source });
+
+  it.each([
+    [
+      "python, equal",
+      py("def grade(i, o, e, c):\n    return 1.0 if o.strip() == e else 0.0"),
+      " 4\n",
+      "4",
+      1,
+    ],
+    ["python, differs", py("def grade(i, o, e, c):\n    return o == e"), "5", "4", 0],
+    [
+      "python, partial",
+      py("def grade(i, o, e, c):\n    print('noise')\n    return 0.5"),
+      "x",
+      "4",
+      0.5,
+    ],
+    [
+      "python sees the context",
+      py("def grade(i, o, e, c):\n    return c['test_case_id'] == 'tc' and i == 'q'"),
+      "x",
+      "4",
+      1,
+    ],
+    [
+      "javascript, equal",
+      js("function grade(i, o, e, c) { return o.trim() === e ? 1 : 0; }"),
+      "4 ",
+      "4",
+      1,
+    ],
+    ["javascript, async", js("async function grade(i, o, e) { return o === e; }"), "3", "4", 0],
+  ])("%s", async (_, grader, output, target, expected) => {
+    const score = await sandboxed(grader, args(output, target));
+    expect(score).toMatchObject({ value: expected, metadata: { "evalport.grader_type": "code" } });
+  });
+
+  it("takes an output that tries to break out of its string as data", async () => {
+    const grader = py("def grade(i, o, e, c):\n    return o == e");
+    const output = '"""); import os; os._exit(0); ("""\\\u0000';
+    expect(await sandboxed(grader, args(output, output))).toMatchObject({ value: 1 });
+  });
+
+  it.each([
+    [
+      "a grade outside [0, 1]",
+      py("def grade(i, o, e, c):\n    return 7"),
+      /must return a number in \[0, 1\]/,
+    ],
+    [
+      "a crash",
+      py("def grade(i, o, e, c):\n    raise ValueError('boom')"),
+      /exited with code 1.*ValueError: boom/s,
+    ],
+    [
+      "timeout_ms",
+      py("def grade(i, o, e, c):\n    while True: pass", { timeout_ms: 500 }),
+      /timed out after 500 ms/,
+    ],
+    ["an unknown language", g("code", { language: "ruby", source: "x" }), /python or javascript/],
+  ])("%s is a grader error", async (_, grader, message) => {
+    const score = await sandboxed(grader, args("x", "y"));
+    expect(score).toMatchObject({
+      value: null,
+      skipped: "grader_error",
+      explanation: expect.stringMatching(message),
     });
   });
 });

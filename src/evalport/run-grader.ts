@@ -7,6 +7,8 @@ import { jsonMatch } from "../scorers/json-match.js";
 import { numeric } from "../scorers/numeric.js";
 import { regex } from "../scorers/regex.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
+import type { Sandbox } from "../sandbox/index.js";
+import { codeGraderScore } from "./code-grader.js";
 import { GRADER_PASSED_KEY, GRADER_TYPE_KEY } from "./grader-mapping.js";
 import { jsonPathScore } from "./json-path-grader.js";
 import { jsonSchemaGrader } from "./json-schema-grader.js";
@@ -25,6 +27,8 @@ export interface GraderEnv {
   endpoint: ChatEndpoint;
   /** Extra handlers by name, beside the built-in ones (`numeric`, `json_match`). */
   handlers?: Readonly<Record<string, GraderHandler>>;
+  /** Where `code` graders run: the eval's sandbox, which `resolveEval` hands in, checked. */
+  sandbox?: Sandbox;
 }
 
 export const UNSUPPORTED = "unsupported_grader_type";
@@ -99,7 +103,9 @@ interface Tools {
  * | human                    | null, skipped "human_review_pending"                        |
  * | semantic_similarity      | cosine similarity of embeddings (params.model, else         |
  * |                          | text-embedding-3-small, on the suite's provider endpoint)   |
- * | code, unknown            | null, skipped "unsupported_grader_type"                     |
+ * | code                     | scorers.code in the eval's sandbox: grade(input, output,    |
+ * |                          | expected, context) in python or javascript, timeout_ms      |
+ * | unknown                  | null, skipped "unsupported_grader_type"                     |
  */
 async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): Promise<ScoreValue> {
   const p = grader.params ?? {};
@@ -153,7 +159,16 @@ async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): P
         args,
       );
     case "code":
-      return unsupported("stet does not execute grader code (the spec requires a sandbox)");
+      return codeGraderScore(
+        {
+          language: str("language") ?? "",
+          source: str("source") ?? "",
+          ...(typeof p.timeout_ms === "number" ? { timeoutMs: p.timeout_ms } : {}),
+        },
+        grader.id,
+        args,
+        tools.env.sandbox,
+      );
     default: {
       const handler = tools.handlers[str("handler") ?? ""] ?? tools.handlers[grader.type];
       if (handler) return handler({ ...args, grader });

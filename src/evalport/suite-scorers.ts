@@ -1,4 +1,5 @@
 import type { Scorer } from "../core/eval.js";
+import { USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { NOT_REFERENCED } from "./result-mapping.js";
 import { createGraderRunner, type GraderEnv } from "./run-grader.js";
 import type { SuiteGrader, SuiteTestCase } from "./suite-schema.js";
@@ -29,13 +30,26 @@ export function suiteScorers(
     ...graders.map((g) => g.id).filter((id) => used.has(id)),
     ...[...used].filter((id) => !shared.has(id)),
   ];
-  const grade = createGraderRunner(env);
-  return names.map((name) => ({
-    name,
-    score: async (args) => {
-      const grader = graderFor(args.sample, name, shared);
-      if (grader === undefined) return { value: null, skipped: NOT_REFERENCED };
-      return grade(grader, args);
-    },
-  }));
+  const runsCode =
+    graders.some((g) => g.type === "code") ||
+    testCases.some((tc) =>
+      tc.graders?.some((ref) => typeof ref !== "string" && ref.type === "code"),
+    );
+  const make = (graderEnv: GraderEnv): Scorer[] => {
+    const grade = createGraderRunner(graderEnv);
+    return names.map((name, index) => ({
+      name,
+      score: async (args) => {
+        const grader = graderFor(args.sample, name, shared);
+        if (grader === undefined) return { value: null, skipped: NOT_REFERENCED };
+        return grade(grader, args);
+      },
+      // A suite with code graders asks for the eval's sandbox (resolveEval checks it first).
+      ...(runsCode && {
+        [USES_SANDBOX]: async (evalSandbox: () => Promise<Sandbox>) =>
+          make({ ...graderEnv, sandbox: await evalSandbox() })[index]!,
+      }),
+    }));
+  };
+  return make(env);
 }

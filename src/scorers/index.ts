@@ -1,3 +1,4 @@
+import { code } from "./code.js";
 import { custom } from "./custom.js";
 import { exact } from "./exact.js";
 import { includes } from "./includes.js";
@@ -7,9 +8,10 @@ import { numeric } from "./numeric.js";
 import { regex } from "./regex.js";
 
 /** The built-in scorers. A named function `({ sample, output, ctx }) => score` is a scorer too. */
-export const scorers = { exact, includes, regex, numeric, jsonMatch, modelGraded, custom };
+export const scorers = { exact, includes, regex, numeric, jsonMatch, modelGraded, custom, code };
 
-export { custom, exact, includes, jsonMatch, modelGraded, numeric, regex };
+export { code, custom, exact, includes, jsonMatch, modelGraded, numeric, regex };
+export type { CodeOptions } from "./code.js";
 export type { ExactOptions } from "./exact.js";
 export type { IncludesOptions } from "./includes.js";
 export type { JsonMatchOptions } from "./json-match.js";

@@ -1,0 +1,159 @@
+import { StetError } from "../core/errors.js";
+import { mergeLimits, prlimitArgs } from "./limits.js";
+import { runProcess } from "./run-process.js";
+import type { ExecRequest, ExecResult, Sandbox, SandboxConfig, SandboxLimits } from "./types.js";
+
+type BubblewrapConfig = Extract<SandboxConfig, { kind: "bubblewrap" }>;
+
+/** The sandbox's PATH: system directories only, so `python3` is Debian's, not a shim in a home. */
+export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** What a program sees besides its own env: nothing else is inherited. */
+const BASE_ENV: Record<string, string> = {
+  PATH: SANDBOX_PATH,
+  HOME: "/tmp",
+  TMPDIR: "/tmp",
+  LANG: "C.UTF-8",
+  PYTHONDONTWRITEBYTECODE: "1",
+};
+
+/** Top-level system directories: a symlink on the host (merged /usr) is one in the sandbox too. */
+const SYSTEM_DIRS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** The few files of /etc programs read; the rest of /etc (and so any secret in it) is absent. */
+const ETC_FILES = ["/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime", "/etc/mime.types"];
+
+const UID_NOBODY = "65534";
+
+const checks = new Map<string, Promise<void>>();
+
+/**
+ * The bubblewrap backend: every execution in fresh namespaces (user, pid, network, mount, ipc,
+ * uts, cgroup: `--unshare-all`; no network but its own loopback), `--die-with-parent`,
+ * `--new-session` (no terminal to inject into), the system's /usr (and /lib*, /bin) read-only,
+ * a private tmpfs as /tmp and working directory (the only writable place: the root is
+ * remounted read-only), its own /proc and a minimal /dev, and a cleared
+ * environment. Inside, `prlimit` sets CPU time, address space, process count and file size before
+ * the program starts. Run as root, stet starts bwrap as nobody (setpriv) so the process limit
+ * holds and the program owns nothing on the host.
+ *
+ * @example await bubblewrap({ kind: "bubblewrap" }).exec({ command: ["python3", "-"], stdin: "print(1)" })
+ */
+export function bubblewrap(config: BubblewrapConfig): Sandbox {
+  const bwrap = config.bwrap ?? "bwrap";
+  const base = mergeLimits(config);
+  const env = { ...BASE_ENV, ...config.env };
+  const argvFor = (request: ExecRequest, limits: SandboxLimits): string[] => [
+    ...asNobody(),
+    bwrap,
+    ...bwrapArgs({ ...env, ...request.env }),
+    "--",
+    "/usr/bin/prlimit",
+    ...prlimitArgs(limits),
+    "--",
+    ...request.command,
+  ];
+  return {
+    kind: "bubblewrap",
+    check: () => {
+      let pending = checks.get(bwrap);
+      if (pending === undefined) {
+        pending = probe(bwrap, argvFor({ command: ["/usr/bin/true"] }, base));
+        checks.set(bwrap, pending);
+        // A failed check is tried again next time (the user may have installed it meanwhile).
+        pending.catch(() => checks.delete(bwrap));
+      }
+      return pending;
+    },
+    exec: async (request: ExecRequest): Promise<ExecResult> => {
+      if (request.command.length === 0) throw new StetError("E_CONFIG", "sandbox: empty command");
+      const limits = mergeLimits(config, request.limits);
+      return runProcess({
+        argv: argvFor(request, limits),
+        env: { PATH: process.env.PATH ?? SANDBOX_PATH },
+        cwd: "/",
+        stdin: request.stdin ?? "",
+        limits,
+        ...(request.signal === undefined ? {} : { signal: request.signal }),
+      });
+    },
+    describe: () => ({ kind: "bubblewrap", bwrap, ...base }),
+  };
+}
+
+function bwrapArgs(env: Record<string, string>): string[] {
+  const { lstatSync, readlinkSync } = process.getBuiltinModule("node:fs");
+  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"];
+  for (const dir of SYSTEM_DIRS) {
+    const stat = lstatSync(dir, { throwIfNoEntry: false });
+    if (stat?.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (stat?.isDirectory()) args.push("--ro-bind", dir, dir);
+  }
+  for (const file of ETC_FILES) args.push("--ro-bind-try", file, file);
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp");
+  // The root bwrap builds is a tmpfs of its own: read-only too, so only /tmp takes writes.
+  args.push("--remount-ro", "/");
+  args.push("--clearenv");
+  for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
+  return args;
+}
+
+/** As root, bwrap starts as nobody: RLIMIT_NPROC does not bind root, and root owns the host. */
+function asNobody(): string[] {
+  if (process.getuid?.() !== 0) return [];
+  return ["/usr/bin/setpriv", "--reuid", UID_NOBODY, "--regid", UID_NOBODY, "--clear-groups", "--"];
+}
+
+/** The binary as a path: itself when it has a slash, else the first match on the PATH. */
+function findBinary(name: string): string | undefined {
+  const { accessSync, constants } = process.getBuiltinModule("node:fs");
+  const { join } = process.getBuiltinModule("node:path");
+  const candidates = name.includes("/")
+    ? [name]
+    : (process.env.PATH ?? SANDBOX_PATH)
+        .split(":")
+        .filter(Boolean)
+        .map((dir) => join(dir, name));
+  return candidates.find((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function probe(bwrap: string, argv: string[]): Promise<void> {
+  const optOut = 'or set sandbox: { kind: "none" } on the eval to run its programs unsandboxed';
+  let result: ExecResult;
+  try {
+    if (findBinary(bwrap) === undefined) {
+      throw Object.assign(new Error(`no ${bwrap}`), { code: "ENOENT" });
+    }
+    result = await runProcess({
+      argv,
+      env: { PATH: process.env.PATH ?? SANDBOX_PATH },
+      cwd: "/",
+      stdin: "",
+      limits: mergeLimits({ timeoutMs: 10_000 }),
+    });
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+    // Run as root, the first word is setpriv (util-linux), which may be the missing one.
+    const absent = findBinary(bwrap) === undefined ? bwrap : argv[0];
+    const what = missing ? `"${absent}" was not found` : (error as Error).message;
+    throw new StetError(
+      "E_CONFIG",
+      `sandbox: bubblewrap is not available (${what}). Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), ${optOut}.`,
+      { cause: error, details: { bwrap } },
+    );
+  }
+  if (result.exitCode !== 0) {
+    const why = result.stderr.trim() || `exit ${result.exitCode ?? result.signal}`;
+    throw new StetError(
+      "E_CONFIG",
+      `sandbox: bubblewrap cannot start a sandbox here (${why}). It needs user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0) and util-linux's prlimit and setpriv; ${optOut}.`,
+      { details: { bwrap } },
+    );
+  }
+}

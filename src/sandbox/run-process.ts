@@ -1,0 +1,126 @@
+import type { ChildProcess } from "node:child_process";
+import type { ExecResult, SandboxLimits } from "./types.js";
+
+const PIPE_GRACE_MS = 250;
+
+/** What `runProcess` spawns: an argv whose whole tree dies with its process group's leader. */
+export interface ProcessSpec {
+  argv: readonly string[];
+  env: Record<string, string>;
+  cwd?: string;
+  stdin: string;
+  limits: SandboxLimits;
+  signal?: AbortSignal;
+}
+
+/**
+ * Spawns the argv in its own process group and waits for it: stdout and stderr are read to the
+ * end, the first `maxOutputBytes` of each kept and all counted; at the wall-time limit or on
+ * abort the group is killed with SIGKILL (for bubblewrap that is bwrap itself, whose death takes
+ * the sandbox's pid namespace, and so every process in it, along). When the leader exits the
+ * group is killed too, so nothing it left behind in its group outlives the call.
+ */
+export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
+  const { spawn } = process.getBuiltinModule("node:child_process");
+  const started = performance.now();
+  const [file, ...args] = spec.argv;
+  return new Promise((resolve, reject) => {
+    if (spec.signal?.aborted) {
+      resolve(empty({ aborted: true }));
+      return;
+    }
+    const child = spawn(file!, args, {
+      env: spec.env,
+      ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const out = keep(spec.limits.maxOutputBytes);
+    const err = keep(spec.limits.maxOutputBytes);
+    child.stdout.on("data", out.push);
+    child.stderr.on("data", err.push);
+    child.stdin.on("error", () => {});
+    let timedOut = false;
+    let aborted = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, spec.limits.timeoutMs);
+    const onAbort = (): void => {
+      aborted = true;
+      killGroup(child);
+    };
+    spec.signal?.addEventListener("abort", onAbort, { once: true });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+    child.on("exit", () => {
+      killGroup(child);
+      // A process that left the group (setsid: possible only unsandboxed, under kind "none") may
+      // hold the pipes open: stop reading after a grace period rather than wait for it.
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_GRACE_MS).unref();
+    });
+    child.on("close", (code, exitSignal) => {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener("abort", onAbort);
+      resolve({
+        exitCode: code,
+        signal: exitSignal,
+        timedOut,
+        aborted,
+        stdout: out.text(),
+        stderr: err.text(),
+        stdoutBytes: out.bytes(),
+        stderrBytes: err.bytes(),
+        durationMs: Math.round(performance.now() - started),
+      });
+    });
+    child.stdin.end(spec.stdin);
+  });
+}
+
+function empty(over: Partial<ExecResult>): ExecResult {
+  return {
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    aborted: false,
+    stdout: "",
+    stderr: "",
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    durationMs: 0,
+    ...over,
+  };
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // The group is gone already.
+  }
+}
+
+function keep(max: number) {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let total = 0;
+  return {
+    push: (chunk: Buffer): void => {
+      total += chunk.length;
+      if (kept >= max) return;
+      const part = chunk.length > max - kept ? chunk.subarray(0, max - kept) : chunk;
+      chunks.push(part);
+      kept += part.length;
+    },
+    text: (): string => Buffer.concat(chunks).toString("utf8"),
+    bytes: (): number => total,
+  };
+}
