@@ -2,9 +2,8 @@ import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
 import { redactedSchema, usageSchema } from "../core/schemas.js";
-import type { Usage } from "../core/types.js";
 import { invalidInput } from "./checks.js";
-import { parseColumn } from "./rows.js";
+import { parseColumn, toUsage } from "./rows.js";
 import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
 
 /**
@@ -139,7 +138,7 @@ export function toJournalEntry(runId: string, row: JournalRow): JournalEntry {
     input: parseColumn(jsonSchema, row.input, what("input")),
     result: row.result === null ? null : parseColumn(jsonSchema, row.result, what("result")),
     error: row.error === null ? null : parseColumn(stepErrorSchema, row.error, what("error")),
-    usage: usageOf(row),
+    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd),
     recordedAt: row.recorded_at,
     durationMs: row.duration_ms,
   };
@@ -147,10 +146,4 @@ export function toJournalEntry(runId: string, row: JournalRow): JournalEntry {
     entry.redacted = parseColumn(redactedSchema, row.redacted, what("redacted"));
   }
   return entry;
-}
-
-function usageOf(row: JournalRow): Usage | null {
-  const { input_tokens: inputTokens, output_tokens: outputTokens, cost_usd: costUsd } = row;
-  if (inputTokens === null || outputTokens === null) return null;
-  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
 }

@@ -205,7 +205,8 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-function toUsage(
+/** Usage from its three columns: none when the tokens are NULL, no cost when the cost is. */
+export function toUsage(
   inputTokens: number | null,
   outputTokens: number | null,
   costUsd: number | null,

@@ -2,10 +2,10 @@ import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
 import { attemptErrorSchema, redactedSchema, usageSchema } from "../core/schemas.js";
-import type { Scoring, ScoringDraft, Usage } from "../core/types.js";
+import type { Scoring, ScoringDraft } from "../core/types.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
-import { parseColumn } from "./rows.js";
+import { parseColumn, toUsage } from "./rows.js";
 
 /**
  * Scoring rows as both adapters select them, and the checks both apply before writing one:
@@ -127,7 +127,7 @@ export function toScoring(runId: string, row: ScoringRow): Scoring {
     rescored: parseColumn(namesSchema, row.rescored, what("rescored")),
     scorerConfig: parseColumn(configSchema, row.scorer_config, what("scorer_config")),
     error: row.error === null ? null : parseColumn(attemptErrorSchema, row.error, what("error")),
-    usage: usageOf(row),
+    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd),
     scoredAt: row.scored_at,
     durationMs: row.duration_ms,
   };
@@ -135,10 +135,4 @@ export function toScoring(runId: string, row: ScoringRow): Scoring {
     scoring.redacted = parseColumn(redactedSchema, row.redacted, what("redacted"));
   }
   return scoring;
-}
-
-function usageOf(row: ScoringRow): Usage | null {
-  const { input_tokens: inputTokens, output_tokens: outputTokens, cost_usd: costUsd } = row;
-  if (inputTokens === null || outputTokens === null) return null;
-  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
 }

@@ -79,29 +79,44 @@ export async function runView(
     await drawSamples();
   };
 
-  const resume = async () => {
-    fill(notice, "Resuming…");
+  /**
+   * POSTs a run action whose answer is an event stream and hands each event to `onEvent` until it
+   * returns true or the stream ends; the stream is closed either way (the server's work goes on
+   * without it). False when it failed: the notice says why.
+   */
+  const postStream = async (
+    action: "resume" | "rescore",
+    onEvent: (e: { event: string; data: unknown }) => boolean | void,
+  ): Promise<boolean> => {
     const stream = new AbortController();
     signal.addEventListener("abort", () => stream.abort(), { once: true });
     try {
       for await (const e of sse(
-        `/api/runs/${encodeURIComponent(runId)}/resume`,
+        `/api/runs/${encodeURIComponent(runId)}/${action}`,
         { method: "POST" },
         stream.signal,
       )) {
-        if (e.event === "started") {
-          const d = e.data as { preserved: number; remaining: number };
-          fill(notice, `Resumed: ${d.preserved} preserved, ${d.remaining} to execute.`);
-          break;
-        }
+        if (onEvent(e)) break;
       }
+      return true;
     } catch (error) {
       fill(notice, h("span", { class: "error" }, message(error)));
-      return;
+      return false;
     } finally {
-      // The run goes on without this request; its progress is followed from the store.
       stream.abort();
     }
+  };
+
+  const resume = async () => {
+    fill(notice, "Resuming…");
+    const started = await postStream("resume", (e) => {
+      if (e.event !== "started") return false;
+      const d = e.data as { preserved: number; remaining: number };
+      fill(notice, `Resumed: ${d.preserved} preserved, ${d.remaining} to execute.`);
+      // The run goes on without this request; its progress is followed from the store.
+      return true;
+    });
+    if (!started) return;
     await refresh();
     await follow();
   };
@@ -109,34 +124,21 @@ export async function runView(
   /** Scores the stored outputs again: follows the rescore's own stream to its end. */
   const rescore = async () => {
     fill(notice, "Rescoring…");
-    const stream = new AbortController();
-    signal.addEventListener("abort", () => stream.abort(), { once: true });
-    try {
-      for await (const e of sse(
-        `/api/runs/${encodeURIComponent(runId)}/rescore`,
-        { method: "POST" },
-        stream.signal,
-      )) {
-        if (e.event === "progress") {
-          const d = e.data as { done: number; errored: number; total: number };
-          fill(notice, `Rescoring: ${d.done + d.errored}/${d.total} outputs scored.`);
-        } else if (e.event === "completed") {
-          const d = e.data as { rescored: number };
-          fill(notice, `Rescored ${d.rescored} stored outputs; no model was called for them.`);
-        } else if (e.event === "error") {
-          fill(
-            notice,
-            h("span", { class: "error" }, String((e.data as { message: string }).message)),
-          );
-        }
+    const done = await postStream("rescore", (e) => {
+      if (e.event === "progress") {
+        const d = e.data as { done: number; errored: number; total: number };
+        fill(notice, `Rescoring: ${d.done + d.errored}/${d.total} outputs scored.`);
+      } else if (e.event === "completed") {
+        const d = e.data as { rescored: number };
+        fill(notice, `Rescored ${d.rescored} stored outputs; no model was called for them.`);
+      } else if (e.event === "error") {
+        fill(
+          notice,
+          h("span", { class: "error" }, String((e.data as { message: string }).message)),
+        );
       }
-    } catch (error) {
-      fill(notice, h("span", { class: "error" }, message(error)));
-      return;
-    } finally {
-      stream.abort();
-    }
-    await refresh();
+    });
+    if (done) await refresh();
   };
 
   const cancel = async () => {
