@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
 import { describeStoreContract } from "./contract.js";
-import { draft, newRun, owner } from "./contract/fixtures.js";
+import { draft, newRun, owner, scoringOf } from "./contract/fixtures.js";
 import { migratePostgres } from "./migrate-postgres.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
@@ -91,6 +91,10 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const p = pool(name);
     await expect(p.query(`UPDATE attempts SET output = '"x"'`)).rejects.toThrow(/immutable/);
     await expect(p.query(`DELETE FROM attempts`)).rejects.toThrow(/immutable/);
+    await store.recordScorings("r1", o.token, [scoringOf({ sampleId: "a", epoch: 1 })]);
+    await expect(p.query(`UPDATE scorings SET scores = '[]'`)).rejects.toThrow(/immutable/);
+    await expect(p.query(`DELETE FROM scorings`)).rejects.toThrow(/immutable/);
+    expect(await store.listScorings("r1")).toHaveLength(1);
   });
 
   it("lets exactly one of eight connections racing for a dead owner's run claim it", async () => {

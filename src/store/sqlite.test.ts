@@ -8,7 +8,14 @@ import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { until } from "../../test/helpers/wait.js";
 import { describeStoreContract } from "./contract.js";
-import { draft, fingerprintOf, newRun, owner, sampleRecords } from "./contract/fixtures.js";
+import {
+  draft,
+  fingerprintOf,
+  newRun,
+  owner,
+  sampleRecords,
+  scoringOf,
+} from "./contract/fixtures.js";
 import { migrateSqlite } from "./migrate-sqlite.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import { openSqliteStore } from "./sqlite.js";
@@ -122,10 +129,13 @@ describe("SQLite store", () => {
   it.each([
     ["UPDATE attempts SET output = '\"changed\"'", /immutable/],
     ["DELETE FROM attempts", /never deleted/],
+    ["UPDATE scorings SET scores = '[]'", /immutable/],
+    ["DELETE FROM scorings", /never deleted/],
   ])("aborts %s", async (sql, message) => {
     const store = track(openSqliteStore(path));
     const { run, owner: me } = await newRun(store);
     await store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    await store.recordScorings(run.id, me.token, [scoringOf({ sampleId: "s1", epoch: 1 })]);
     const before = await store.listAttempts(run.id);
     const raw = track(new Database(path));
     expect(() => raw.prepare(sql).run()).toThrow(message);

@@ -5,6 +5,7 @@ import type {
   OwnerIdentity,
   RunConfig,
   SampleRecord,
+  ScoringDraft,
 } from "../../core/types.js";
 import type { Store } from "../types.js";
 
@@ -98,4 +99,22 @@ export async function newRun(
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A scoring of a key's first attempt, as a rescore would record it. */
+export function scoringOf(key: Key, overrides: Partial<ScoringDraft> = {}): ScoringDraft {
+  return {
+    ...key,
+    attempt: 1,
+    pass: "p1",
+    status: "scored",
+    scores: [{ scorer: "exact", value: 0 }],
+    rescored: ["exact"],
+    scorerConfig: { exact: { kind: "exact" } },
+    error: null,
+    usage: null,
+    scoredAt: "2025-01-02T00:00:00.000Z",
+    durationMs: 3,
+    ...overrides,
+  };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AttemptDraft, ScoringDraft } from "../../core/types.js";
-import { draft, errorDraft, type HarnessRef, newRun } from "./fixtures.js";
+import { draft, errorDraft, type HarnessRef, newRun, scoringOf } from "./fixtures.js";
 
 const k11 = { sampleId: "s1", epoch: 1 };
 const k21 = { sampleId: "s2", epoch: 1 };
@@ -15,23 +15,17 @@ function scorerErrorDraft(key = k11): AttemptDraft {
 }
 
 function scoring(key = k11, overrides: Partial<ScoringDraft> = {}): ScoringDraft {
-  return {
-    ...key,
-    attempt: 1,
-    pass: "p1",
-    status: "scored",
+  return scoringOf(key, {
     scores: [
       { scorer: "exact", value: 1 },
       { scorer: "judge", value: 0.5, explanation: "half right" },
     ],
     rescored: ["judge"],
     scorerConfig: { judge: { kind: "model-graded", model: "gpt-test" } },
-    error: null,
     usage: { inputTokens: 40, outputTokens: 4, costUsd: 0.001 },
-    scoredAt: "2025-01-02T00:00:00.000Z",
     durationMs: 120,
     ...overrides,
-  };
+  });
 }
 
 /** What a scoring may never change: the attempt's output, spend, timing and provenance. */
