@@ -34,7 +34,8 @@ const LAYERS = {
   server: ["core", "runs", "evalport", "store/types.js"],
   // The composition root: it picks a concrete store and starts the server.
   cli: ["core", "runs", "evalport", "store", "server/index.js"],
-  ui: [],
+  // The UI bundle shares the score chart with the HTML export, and nothing else of core/.
+  ui: ["core/score-chart.js"],
 };
 
 /**

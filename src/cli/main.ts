@@ -188,8 +188,13 @@ export function buildProgram(): Command {
     .argument("<run-id>")
     .addOption(
       new Option("--format <format>", "output format")
-        .choices(["jsonl", "csv", "resultset"])
+        .choices(["jsonl", "csv", "resultset", "junit", "html", "markdown"])
         .default("jsonl"),
+    )
+    .option(
+      "--pass-threshold <score>",
+      "junit/html: a score below this fails its test case (default 1)",
+      fraction,
     )
     .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())

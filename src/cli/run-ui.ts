@@ -1,3 +1,4 @@
+import { appendFile } from "node:fs/promises";
 import { isStetError, type StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunEvent, RunReport } from "../core/events.js";
 import { exitCodeForError, exitCodeForStatus, EXIT } from "./exit-codes.js";
@@ -6,6 +7,7 @@ import { createProgress } from "./render/progress.js";
 import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderSummary } from "./render/summary.js";
+import { markdownSummary } from "./reports/markdown.js";
 import { trapSignals } from "./signals.js";
 
 export interface UiOptions {
@@ -107,8 +109,34 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     progress.done();
   }
   io.say(renderSummary(report));
+  await appendStepSummary(io, report, runId, options.store);
   if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return finalCode(io, report, options, runId);
+}
+
+/**
+ * In a GitHub Actions step (`$GITHUB_STEP_SUMMARY` names a file), appends the run's Markdown
+ * summary there. A summary that cannot be written is a warning: the run's outcome stands.
+ */
+async function appendStepSummary(
+  io: Io,
+  report: RunReport,
+  runId: string,
+  store: string | undefined,
+): Promise<void> {
+  const path = process.env.GITHUB_STEP_SUMMARY;
+  if (!path) return;
+  const text = markdownSummary(report, {
+    invocation: true,
+    resumeCommand: withNote(resumeHint(runId, store)),
+  });
+  try {
+    await appendFile(path, `${text}\n`);
+  } catch (error) {
+    io.stderr.write(
+      `stet: warning: could not append to GITHUB_STEP_SUMMARY ${path}: ${String(error)}\n`,
+    );
+  }
 }
 
 function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {

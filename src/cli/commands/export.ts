@@ -11,20 +11,32 @@ import { loadTrajectories } from "../../evalport/trajectory.js";
 import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
 import { csvColumns, csvRow } from "../export-csv.js";
 import { openStore } from "../open-store.js";
+import { htmlReport } from "../reports/html.js";
+import { junitXml } from "../reports/junit.js";
+import { markdownSummary } from "../reports/markdown.js";
+import { loadReportData } from "../reports/report-data.js";
+import { resumeHint } from "../resume-hint.js";
+import type { Store } from "../../store/types.js";
 import { prepareOutputFile } from "../output-file.js";
 
 export interface ExportFlags {
   store?: string;
   format?: string;
   output?: string;
+  /** junit/html: a score below this fails (default 1). */
+  passThreshold?: number;
 }
 
-const FORMATS = ["jsonl", "csv", "resultset"];
+const FORMATS = ["jsonl", "csv", "resultset", "junit", "html", "markdown"];
+/** The formats rendered whole from the run's report and outcomes (`loadReportData`). */
+const REPORTS = ["junit", "html", "markdown"];
 
 /**
  * `stet export <run-id>`: one row per key's current outcome, sorted by sample id and epoch, so
  * the same stored attempts always export as the same bytes. `--format resultset` writes the
  * EvalPort ResultSet (`buildResultSet`). `--format csv` has a column per scorer (`csvColumns`).
+ * `--format junit`, `html` and `markdown` render the run's report and outcomes (`stet show`'s
+ * figures) for CI and for people; see src/cli/reports/.
  * `-o` replaces the file atomically (temp + rename), creating its folder when missing.
  */
 export async function exportCommand(runId: string, flags: ExportFlags): Promise<number> {
@@ -32,15 +44,18 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
   if (!FORMATS.includes(format)) {
     throw new StetError(
       "E_USAGE",
-      `unknown export format "${format}" (expected jsonl, csv or resultset)`,
+      `unknown export format "${format}" (expected jsonl, csv, resultset, junit, html or markdown)`,
     );
   }
   // `-o ""` is refused by prepareOutputFile, not taken for stdout.
   const output = flags.output;
   const store = await openStore(flags.store, { create: false });
   try {
-    if (format === "resultset") {
-      const text = `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`;
+    if (format === "resultset" || REPORTS.includes(format)) {
+      const text =
+        format === "resultset"
+          ? `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`
+          : await renderReport(store, runId, format, flags);
       if (output !== undefined) {
         await prepareOutputFile(output, "-o");
         await writeFileAtomic(output, text);
@@ -81,6 +96,23 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
   } finally {
     await store.close();
   }
+}
+
+/** A human-facing export of the run: JUnit XML, a self-contained HTML page, or Markdown. */
+async function renderReport(
+  store: Store,
+  runId: string,
+  format: string,
+  flags: ExportFlags,
+): Promise<string> {
+  const data = await loadReportData(store, runId);
+  const threshold = flags.passThreshold ?? 1;
+  if (format === "junit") return junitXml(data, threshold);
+  if (format === "html") return htmlReport(data, threshold);
+  return markdownSummary(data.report, {
+    ...(data.run.config.model === undefined ? {} : { model: data.run.config.model }),
+    resumeCommand: resumeHint(runId, flags.store).command,
+  });
 }
 
 async function fsyncFile(path: string): Promise<void> {

@@ -1,0 +1,99 @@
+import { escapeXml as esc, scoreChartSvg } from "../../core/score-chart.js";
+import type { Json } from "../../core/json.js";
+import type { Attempt } from "../../core/types.js";
+import { formatCost, formatCount } from "../render/format.js";
+import { REPORT_CSS, REPORT_JS } from "./html-page.js";
+import { scoreSeries, type ReportData } from "./report-data.js";
+
+/**
+ * The run as one self-contained HTML file: inline CSS and JS, no URL to anywhere (a Content
+ * Security Policy forbids any load). The header (eval, model, status, spend), the metrics with
+ * standard errors, the score-distribution chart (`scoreChartSvg`, as in the web UI) and the
+ * samples table, whose rows travel as JSON and are drawn by the page's script. Every text from
+ * the run is escaped: in markup with `escapeXml`, in the JSON block with `<` as `\u003c`.
+ *
+ * @example const page = htmlReport(data, 1); page.includes(data.run.id) // true
+ */
+export function htmlReport(data: ReportData, passThreshold: number): string {
+  const { run, report } = data;
+  const scorers = run.config.scorers;
+  const metrics = report.metrics
+    .map(
+      (m) =>
+        `<tr><td>${esc(m.scorer)}</td><td class="num">${m.mean === null ? "–" : m.mean.toFixed(4)}</td>` +
+        `<td class="num">${m.stderr === null ? "–" : m.stderr.toFixed(4)}</td>` +
+        `<td class="num">${formatCount(m.samples)}</td></tr>`,
+    )
+    .join("");
+  const { totalSpent, reused } = report.usage;
+  const errors = Object.entries(report.errorsByType)
+    .map(([type, n]) => `${esc(type)} ${n ?? 0}`)
+    .join(", ");
+  const headers = [
+    "sample",
+    "epoch",
+    "result",
+    "input",
+    "target",
+    "output",
+    ...scorers,
+    "error",
+    "ms",
+  ];
+  const payload = JSON.stringify({ scorers, passThreshold, rows: sampleRows(data) }).replace(
+    /</g,
+    "\\u003c",
+  );
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>stet · ${esc(run.evalName)} · ${esc(run.id)}</title>
+<style>${REPORT_CSS}</style></head>
+<body>
+<header><h1>${esc(run.evalName)}</h1>
+<p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(run.config.model ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
+<p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
+<p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent · ${esc(formatCost(reused))} reused (${formatCount(reused.attempts)} outcomes) · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens</p></header>
+<section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>
+<section><h2>Score distribution</h2>${scoreChartSvg(scoreSeries(run, data.outcomes))}</section>
+<section><h2>Samples</h2>
+<div class="filters"><select id="f-result" aria-label="Result"><option value="">any result</option><option value="pass">pass</option><option value="fail">fail (score &lt; ${passThreshold})</option><option value="error">error</option><option value="pending">pending</option></select>
+<select id="f-status" aria-label="Status"><option value="">any status</option><option value="scored">scored</option><option value="error">error</option><option value="pending">pending</option></select>
+<input id="f-search" type="search" aria-label="Search" placeholder="search id, input, target, output, error"> <span id="count"></span></div>
+<table class="samples"><thead><tr>${headers.map((h) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody></tbody></table>
+<button id="more" type="button" hidden>Show more</button></section>
+<script type="application/json" id="stet-data">${payload}</script>
+<script>${REPORT_JS}</script>
+</body></html>
+`;
+}
+
+/** Per key (outcome or not yet): id, epoch, status, input, target, output, scores, error, ms. */
+function sampleRows(data: ReportData): unknown[][] {
+  const { run, samples, outcomes } = data;
+  const byKey = new Map<string, Attempt>(outcomes.map((a) => [`${a.sampleId}\u0000${a.epoch}`, a]));
+  const rows: unknown[][] = [];
+  for (const { sample } of samples) {
+    for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+      const a = byKey.get(`${sample.id}\u0000${epoch}`);
+      rows.push([
+        sample.id,
+        epoch,
+        a?.status ?? "pending",
+        plain(sample.input),
+        plain(sample.target),
+        a ? plain(a.output) : "",
+        run.config.scorers.map((s) => a?.scores.find((x) => x.scorer === s)?.value ?? null),
+        a?.error ? `${a.error.type}: ${a.error.message}` : "",
+        a?.durationMs ?? null,
+      ]);
+    }
+  }
+  return rows;
+}
+
+function plain(value: Json | undefined): string {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

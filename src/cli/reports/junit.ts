@@ -1,0 +1,106 @@
+import { escapeXml } from "../../core/score-chart.js";
+import type { Attempt } from "../../core/types.js";
+import type { ReportData } from "./report-data.js";
+
+/**
+ * The run as JUnit XML (the common schema CI systems read): one `<testsuite>` named after the
+ * eval, one `<testcase>` per key (name `sampleId#epoch`, classname the eval, time the outcome's
+ * duration in seconds). A scored outcome with a score below `passThreshold` has a `<failure>`
+ * naming the scores; an error outcome an `<error>` of its type; a key without an outcome yet is
+ * `<skipped>`. The suite and the document carry the totals.
+ *
+ * @example junitXml(data, 1) // '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites …'
+ */
+export function junitXml(data: ReportData, passThreshold: number): string {
+  const { run, samples, outcomes } = data;
+  const byKey = new Map(outcomes.map((a) => [`${a.sampleId}\u0000${a.epoch}`, a]));
+  const totals = { tests: 0, failures: 0, errors: 0, skipped: 0, time: 0 };
+  const cases: string[] = [];
+  for (const { sample } of samples) {
+    for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+      const a = byKey.get(`${sample.id}\u0000${epoch}`);
+      const kind = caseKind(a, passThreshold);
+      totals.tests++;
+      if (kind !== "passed")
+        totals[kind === "failure" ? "failures" : kind === "error" ? "errors" : "skipped"]++;
+      totals.time += (a?.durationMs ?? 0) / 1000;
+      cases.push(testcase(run.evalName, sample.id, epoch, a, kind, passThreshold));
+    }
+  }
+  const counts = (t: typeof totals) =>
+    `tests="${t.tests}" failures="${t.failures}" errors="${t.errors}" skipped="${t.skipped}" time="${seconds(t.time * 1000)}"`;
+  const name = attr(run.evalName);
+  return [
+    `<?xml version="1.0" encoding="UTF-8"?>`,
+    `<testsuites name="${name}" ${counts(totals)}>`,
+    `  <testsuite name="${name}" ${counts(totals)} timestamp="${attr(run.createdAt.slice(0, 19))}" hostname="stet">`,
+    `    <properties>`,
+    `      <property name="stet.runId" value="${attr(run.id)}"/>`,
+    `      <property name="stet.status" value="${attr(data.report.status)}"/>`,
+    ...(run.config.model === undefined
+      ? []
+      : [`      <property name="stet.model" value="${attr(run.config.model)}"/>`]),
+    `      <property name="stet.passThreshold" value="${passThreshold}"/>`,
+    `    </properties>`,
+    ...cases,
+    `  </testsuite>`,
+    `</testsuites>`,
+    "",
+  ].join("\n");
+}
+
+type CaseKind = "passed" | "failure" | "error" | "skipped";
+
+function caseKind(a: Attempt | undefined, threshold: number): CaseKind {
+  if (a === undefined) return "skipped";
+  if (a.status === "error") return "error";
+  return belowThreshold(a, threshold).length > 0 ? "failure" : "passed";
+}
+
+function belowThreshold(a: Attempt, threshold: number) {
+  return a.scores.filter((s) => typeof s.value === "number" && s.value < threshold);
+}
+
+function testcase(
+  evalName: string,
+  sampleId: string,
+  epoch: number,
+  a: Attempt | undefined,
+  kind: CaseKind,
+  threshold: number,
+): string {
+  const open = `    <testcase name="${attr(`${sampleId}#${epoch}`)}" classname="${attr(evalName)}" time="${seconds(a?.durationMs ?? 0)}"`;
+  switch (kind) {
+    case "passed":
+      return `${open}/>`;
+    case "skipped":
+      return `${open}>\n      <skipped message="not finished yet"/>\n    </testcase>`;
+    case "error": {
+      const error = a!.error;
+      const message = error ? `${error.type}: ${error.message}` : "error";
+      return `${open}>\n      <error message="${attr(message)}" type="${attr(error?.type ?? "error")}">${text(message)}</error>\n    </testcase>`;
+    }
+    case "failure": {
+      const low = belowThreshold(a!, threshold)
+        .map((s) => `${s.scorer} ${s.value} < ${threshold}`)
+        .join(", ");
+      const body = `output: ${typeof a!.output === "string" ? a!.output : JSON.stringify(a!.output)}`;
+      return `${open}>\n      <failure message="${attr(low)}" type="score">${text(body)}</failure>\n    </testcase>`;
+    }
+  }
+}
+
+const seconds = (ms: number) => (ms / 1000).toFixed(3);
+
+/** XML 1.0 allows neither most C0 controls nor lone surrogates, escaped or not: drop them. */
+function xmlChars(value: string): string {
+  return value.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+    "\uFFFD",
+  );
+}
+const text = (value: string) => escapeXml(xmlChars(value));
+/** Attribute values also keep their newlines and tabs as character references. */
+const attr = (value: string) =>
+  text(value).replace(/\n/g, "&#10;").replace(/\r/g, "&#13;").replace(/\t/g, "&#9;");

@@ -1,0 +1,64 @@
+import type { RunReport } from "../../core/events.js";
+import { formatCost, formatCount } from "../render/format.js";
+
+export interface MarkdownOptions {
+  model?: string;
+  /** The command that finishes the run, shown when it is incomplete. */
+  resumeCommand?: string;
+  /** Whether the report is of an invocation (run/resume): then what it spent is shown apart. */
+  invocation?: boolean;
+}
+
+/**
+ * A run's report as GitHub-flavoured Markdown: status and counts, a table per scorer (mean,
+ * standard error, samples), the errors by type, the spend, and the resume command when the run
+ * is incomplete. What `stet export --format markdown` prints and `stet run`/`resume` append to
+ * `$GITHUB_STEP_SUMMARY`. Every user-supplied text is escaped.
+ *
+ * @example markdownSummary(report, { resumeCommand: "stet resume r_1" }).startsWith("### stet run") // true
+ */
+export function markdownSummary(report: RunReport, options: MarkdownOptions = {}): string {
+  const { counts } = report;
+  const lines = [
+    `### stet run \`${code(report.runId)}\` · ${inline(report.evalName)}`,
+    "",
+    `**Status:** ${report.status} · ${formatCount(counts.scored)} of ${formatCount(counts.total)} keys scored` +
+      ` · ${formatCount(counts.errored)} errored · ${formatCount(counts.remaining)} remaining` +
+      (options.model === undefined ? "" : ` · model ${inline(options.model)}`),
+    "",
+    "| scorer | mean | ± stderr | samples |",
+    "| --- | ---: | ---: | ---: |",
+    ...report.metrics.map(
+      (m) =>
+        `| ${inline(m.scorer)} | ${m.mean === null ? "–" : m.mean.toFixed(4)} | ` +
+        `${m.stderr === null ? "–" : m.stderr.toFixed(4)} | ${formatCount(m.samples)} |`,
+    ),
+    "",
+  ];
+  const errors = Object.entries(report.errorsByType);
+  if (errors.length > 0) {
+    lines.push("| error type | outcomes |", "| --- | ---: |");
+    for (const [type, n] of errors) lines.push(`| ${type} | ${formatCount(n ?? 0)} |`);
+    lines.push("");
+  }
+  const { spentNow, totalSpent, reused } = report.usage;
+  lines.push(
+    `**Spend:** ${options.invocation ? `${formatCost(spentNow, true)} this invocation · ` : ""}` +
+      `${formatCost(totalSpent, true)} in total · ${formatCost(reused)} reused ` +
+      `(${formatCount(reused.attempts)} outcomes not paid again)`,
+  );
+  if (counts.remaining > 0 && options.resumeCommand !== undefined) {
+    lines.push("", "Incomplete; finish it with:", "", "```sh", options.resumeCommand, "```");
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** Text inside a table cell or a line: Markdown and HTML specials escaped, one line. */
+function inline(value: string): string {
+  return value.replace(/[\\`*_{}[\]()#+\-.!|<>&~]/g, (c) => `\\${c}`).replace(/[\r\n]+/g, " ");
+}
+
+/** Text inside a code span: backticks cannot close it early. */
+function code(value: string): string {
+  return value.replace(/`/g, "'");
+}
