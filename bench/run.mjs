@@ -2,12 +2,12 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            sandbox), with or without quick
+//                            sandbox, report), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres group uses STET_BENCH_POSTGRES, else postgres://postgres@127.0.0.1:5432/test, in a
 // schema of its own that it drops afterwards; it is skipped when that server does not answer.
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,7 +27,16 @@ const REPO = fileURLToPath(new URL("..", import.meta.url));
 const BIN = join(REPO, "bin/stet.js");
 const RSS = join(REPO, "bench/report-rss.mjs");
 const quick = process.argv.includes("quick");
-const GROUPS = ["startup", "throughput", "chat", "large", "postgres", "journal", "sandbox"];
+const GROUPS = [
+  "startup",
+  "throughput",
+  "chat",
+  "large",
+  "postgres",
+  "journal",
+  "sandbox",
+  "report",
+];
 const chosen = GROUPS.filter((g) => process.argv.includes(g));
 const runs = (group) => chosen.length === 0 || chosen.includes(group);
 const reps = quick ? 1 : 5;
@@ -520,6 +529,78 @@ async function large() {
   }
 }
 
+/** 10,000 samples of about 1 KB of text each (input, target, output); every tenth answer wrong. */
+const reportEval = `
+import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "bench-report",
+  dataset: "./data.jsonl",
+  solver: (sample) => (sample.id.endsWith("3") ? "wrong " : "") + sample.target,
+  scorers: [scorers.exact()],
+  concurrency: 16,
+});
+`;
+
+/**
+ * `stet export --format html` of a 10,000-sample run: the file's size, the export's wall time,
+ * and how long Chromium takes from navigation to the samples table drawn (the page's script has
+ * parsed the rows, filtered, sorted and drawn the first page) and the chart present.
+ */
+async function reportGroup() {
+  const filler = "lorem ipsum dolor sit amet ".repeat(14);
+  let data = "";
+  for (let i = 0; i < 10_000; i++) {
+    const input = `question ${i}: ${filler}`;
+    data += `${JSON.stringify({ id: `s${String(i).padStart(5, "0")}`, input, target: `answer ${i} ${filler.slice(0, 120)}` })}\n`;
+  }
+  const dir = project({ "eval.mjs": reportEval, "data.jsonl": data });
+  const { chromium } = await import("playwright-core");
+  const browser = await chromium.launch({
+    executablePath: process.env.STET_CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+  try {
+    const run = await cli(["run", "eval.mjs", "--json"], dir);
+    const runId = JSON.parse(run.stdout).runId;
+    const file = join(dir, "report.html");
+    const exports = [];
+    for (let i = 0; i < reps; i++)
+      exports.push((await cli(["export", runId, "--format", "html", "-o", file], dir)).wallMs);
+    const mb = statSync(file).size / 1024 / 1024;
+    report(
+      "HTML report of 10,000 samples (~1 KB text each): file size",
+      `${mb.toFixed(1)} MB`,
+      "< 20 MB",
+      mb < 20,
+    );
+    report(
+      "`stet export --format html` of that run (CLI, incl. start-up)",
+      spread(exports),
+      "—",
+      true,
+    );
+    const opens = [];
+    for (let i = 0; i < reps; i++) {
+      const page = await browser.newPage();
+      const t0 = performance.now();
+      await page.goto(`file://${file}`);
+      await page.waitForSelector("table.samples tbody tr");
+      await page.waitForSelector("svg.score-chart rect");
+      opens.push(performance.now() - t0);
+      await page.close();
+    }
+    report(
+      "open that report in Chromium until table and chart are drawn",
+      spread(opens),
+      "< 2 s",
+      median(opens) < 2_000,
+    );
+  } finally {
+    await browser.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * Sandboxed executions per second of a trivial program (`/usr/bin/true`): the overhead of one
  * bubblewrap sandbox (namespaces, mounts, prlimit) per execution, sequentially and with one
@@ -609,5 +690,6 @@ if (runs("postgres")) {
 }
 if (runs("journal")) await journalGroup();
 if (runs("sandbox")) await sandbox();
+if (runs("report")) await reportGroup();
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

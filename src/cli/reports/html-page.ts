@@ -31,7 +31,8 @@ var status=document.getElementById("f-status"),search=document.getElementById("f
 var sortCol=0,sortDir=1,shown=PAGE,view=[];
 function resultOf(r){if(r[2]==="pending")return"pending";if(r[2]==="error")return"error";
 for(var i=0;i<scorers.length;i++){var v=r[6][i];if(typeof v==="number"&&v<threshold)return"fail"}return"pass"}
-rows.forEach(function(r){r.result=resultOf(r);r.hay=(r[0]+"\\n"+r[3]+"\\n"+r[4]+"\\n"+r[5]+"\\n"+r[7]).toLowerCase()});
+rows.forEach(function(r){r.result=resultOf(r)});
+function hay(r){if(r.hay===undefined)r.hay=(r[0]+"\\n"+r[3]+"\\n"+r[4]+"\\n"+r[5]+"\\n"+r[7]).toLowerCase();return r.hay}
 function key(r,c){var S=scorers.length;if(c===2)return r.result;if(c<6)return r[c];if(c<6+S)return r[6][c-6];return c===6+S?r[7]:r[8]}
 function cmp(a,b){var x=key(a,sortCol),y=key(b,sortCol),nx=x===null||x===undefined,ny=y===null||y===undefined;
 if(nx||ny)return nx===ny?0:nx?1:-1;if(x===y)return 0;return(x<y?-1:1)*sortDir}
@@ -49,7 +50,7 @@ frag.appendChild(tr)});body.appendChild(frag);
 count.textContent=Math.min(shown,view.length)+" of "+view.length+" shown ("+rows.length+" keys)";
 more.hidden=shown>=view.length}
 function apply(){var res=result.value,st=status.value,q=search.value.toLowerCase();
-view=rows.filter(function(r){return(!res||r.result===res)&&(!st||r[2]===st)&&(!q||r.hay.indexOf(q)>=0)});
+view=rows.filter(function(r){return(!res||r.result===res)&&(!st||r[2]===st)&&(!q||hay(r).indexOf(q)>=0)});
 view.sort(cmp);shown=PAGE;draw()}
 document.querySelectorAll("table.samples th").forEach(function(th,i){th.addEventListener("click",function(){
 if(sortCol===i)sortDir=-sortDir;else{sortCol=i;sortDir=1}apply()})});
