@@ -7,6 +7,19 @@ import { perTest } from "./helpers/eval-project.js";
 
 const { project } = perTest();
 
+/** The browser's DOM as the page.evaluate callbacks use it (the tests' tsconfig has no DOM lib). */
+interface El {
+  tagName: string;
+  textContent: string | null;
+  outerHTML: string;
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): El | null;
+  querySelectorAll(selector: string): Iterable<El>;
+}
+declare const DOMParser: new () => {
+  parseFromString(text: string, type: string): El & { documentElement: El };
+};
+
 /** 100 samples; the solver answers 10 of them (every id ending in 3) wrong. */
 const EVAL = `
 import { defineEval, scorers } from "stet";
@@ -179,7 +192,9 @@ describe("stet export --format junit|html|markdown and GITHUB_STEP_SUMMARY (real
         await page.fill("#f-search", "onerror");
         const xss = page.locator('tr[data-sample="q007"]');
         expect(await xss.locator("td").nth(3).textContent()).toBe(XSS);
-        expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+        expect(
+          await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned),
+        ).toBeUndefined();
         expect(await page.$$eval("table.samples img", (imgs) => imgs.length)).toBe(0);
         expect(errors).toEqual([]);
       } finally {
