@@ -102,7 +102,7 @@ async function runAndReadBack(store: string, env: NodeJS.ProcessEnv): Promise<Ou
   keep("list", await runCli(["list", "--store", store], at));
   keep("show", await runCli(["show", runId, "--store", store], at));
   keep("show --json", await runCli(["show", runId, "--store", store, "--json"], at));
-  for (const format of ["jsonl", "csv", "resultset"]) {
+  for (const format of ["jsonl", "csv", "resultset", "junit", "html", "markdown"]) {
     const exported = keep(
       format,
       await runCli(["export", runId, "--format", format, "--store", store], at),
