@@ -183,6 +183,20 @@ export function buildProgram(): Command {
     });
 
   program
+    .command("diff")
+    .description(
+      "compare two runs sample by sample: per scorer the delta (B − A), its 95% interval, a p-value and the regressed samples",
+    )
+    .argument("<run-a>", "the baseline run")
+    .argument("<run-b>", "the run compared with it")
+    .option("--fail-on-regression", "exit 4 when a scorer regressed significantly (p < 0.05)")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runA: string, runB: string, flags) => {
+      process.exitCode = await (await import("./commands/diff.js")).diffCommand(runA, runB, flags);
+    });
+
+  program
     .command("export")
     .description("export each key's current outcome")
     .argument("<run-id>")
