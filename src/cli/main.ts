@@ -224,6 +224,29 @@ export function buildProgram(): Command {
     });
 
   program
+    .command("backup")
+    .description(
+      "write a consistent copy of the store (safe while runs write) and print its sha256",
+    )
+    .requiredOption("-o, --output <file>", "the backup file")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (flags) => {
+      process.exitCode = await (await import("./commands/backup.js")).backupCommand(flags);
+    });
+
+  program
+    .command("restore")
+    .description("restore a backup as a new store, after checking its sha256")
+    .argument("<file>", "a file written by stet backup")
+    .requiredOption("--sha256 <hex>", "the sha256 stet backup printed")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (file: string, flags) => {
+      process.exitCode = await (await import("./commands/backup.js")).restoreCommand(file, flags);
+    });
+
+  program
     .command("merge")
     .description("merge EvalPort ResultSets (or Results JSONL) of one run into one ResultSet")
     .argument("<files...>", "ResultSet .json or Results .jsonl files of the same run")
