@@ -151,3 +151,29 @@ export interface BenchmarkView {
     }[];
   };
 }
+
+/** GET /api/diff?a=&b=: two runs compared sample by sample (`stet diff --json`). */
+export interface RunDiffView {
+  runA: string;
+  runB: string;
+  scorers: {
+    scorer: string;
+    paired: number;
+    unpaired: number;
+    meanA: number | null;
+    meanB: number | null;
+    delta: number | null;
+    ciLow: number | null;
+    ciHigh: number | null;
+    pValue: number;
+    test: string;
+    significantRegression: boolean;
+    improved: number;
+    regressed: number;
+    unchanged: number;
+    regressedIds: string[];
+  }[];
+  onlyInA: string[];
+  onlyInB: string[];
+  changed: string[];
+}
