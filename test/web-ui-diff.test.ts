@@ -72,3 +72,54 @@ describe.skipIf(SKIP_BROWSER)("benchmark page: compare two runs (real Chromium)"
     expect(errors).toEqual([]);
   }, 60_000);
 });
+
+describe.skipIf(SKIP_BROWSER)("runs page: one request for the list (real Chromium)", () => {
+  it("shows status, progress, score and cost of every run from GET /api/runs alone", async () => {
+    const project = evalProject({ "echo.mjs": EVAL });
+    cleanups.push(project.cleanup);
+    const store = `${project.dir}/stet.db`;
+    const ids: string[] = [];
+    for (const env of [{}, { WRONG: WRONG.join(",") }, { WRONG: "s00" }]) {
+      const r = await runCli(["run", "echo.mjs", "--store", store, "--json"], {
+        cwd: project.dir,
+        env,
+      });
+      ids.push((JSON.parse(r.stdout) as { runId: string }).runId);
+    }
+    const server = await startServe(["--store", store]);
+    cleanups.push(() => server.proc.child.kill("SIGKILL"));
+
+    // The listing's figures are the run detail's own.
+    const listing = (await (await server.fetch("/api/runs")).json()) as {
+      runs: { id: string; metrics: unknown; cost: unknown }[];
+    };
+    for (const run of listing.runs) {
+      const detail = (await (await server.fetch(`/api/runs/${run.id}`)).json()) as {
+        metrics: unknown;
+        cost: { spent: unknown };
+      };
+      expect(run.metrics).toEqual(detail.metrics);
+      expect(run.cost).toEqual({ spent: detail.cost.spent });
+    }
+
+    const { page, errors, close } = await openPage(`${server.url}/`);
+    cleanups.push(close);
+    const asked: string[] = [];
+    page.on("request", (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path.startsWith("/api/runs")) asked.push(path);
+    });
+    await page.reload();
+    const rows = page.locator("tr[data-run]");
+    await expect.poll(() => rows.count()).toBe(3);
+    const scores = await Promise.all(
+      ids.map((id) => page.locator(`tr[data-run="${id}"] td`).nth(4).textContent()),
+    );
+    expect(scores).toEqual(["exact 1.000", "exact 0.500", "exact 0.950"]);
+    // Only the listing was asked (once per poll), never a run's detail.
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((path) => path !== "/api/runs")).toEqual([]);
+    await close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+});

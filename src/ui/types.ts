@@ -46,6 +46,12 @@ export interface UsageTotal {
   unpriced: number;
 }
 
+/** A run as GET /api/runs lists it: with its metrics and what it spent. */
+export interface RunListed extends RunSummary {
+  metrics: Metric[];
+  cost: { spent: UsageTotal };
+}
+
 export interface RunDetail extends RunSummary {
   config: { scorers: string[]; epochs: number; concurrency: number } & Record<string, unknown>;
   metrics: Metric[];
