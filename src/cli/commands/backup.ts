@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
+import { normalizeHex } from "../../evalport/read-import-file.js";
 import { backupSqliteStore, restoreSqliteStore } from "../../store/sqlite-backup.js";
 import { createIo } from "../io.js";
 import { isPostgresUrl, storeLocation } from "../open-store.js";
@@ -74,16 +75,4 @@ async function sha256File(path: string): Promise<string> {
     throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
   }
   return hash.digest("hex");
-}
-
-/** Accepts `<hex>` or `sha256:<hex>`, any case. */
-function normalizeHex(value: string): string {
-  const hex = value
-    .trim()
-    .replace(/^sha256:/i, "")
-    .toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(hex)) {
-    throw new StetError("E_USAGE", `--sha256 expects 64 hex digits, got "${value}"`);
-  }
-  return hex;
 }
