@@ -183,6 +183,20 @@ export function buildProgram(): Command {
     });
 
   program
+    .command("diff")
+    .description(
+      "compare two runs sample by sample: per scorer the delta (B − A), its 95% interval, a p-value and the regressed samples",
+    )
+    .argument("<run-a>", "the baseline run")
+    .argument("<run-b>", "the run compared with it")
+    .option("--fail-on-regression", "exit 4 when a scorer regressed significantly (p < 0.05)")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (runA: string, runB: string, flags) => {
+      process.exitCode = await (await import("./commands/diff.js")).diffCommand(runA, runB, flags);
+    });
+
+  program
     .command("export")
     .description("export each key's current outcome")
     .argument("<run-id>")
@@ -212,6 +226,29 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(async (file: string, flags) => {
       process.exitCode = await (await import("./commands/import.js")).importCommand(file, flags);
+    });
+
+  program
+    .command("backup")
+    .description(
+      "write a consistent copy of the store (safe while runs write) and print its sha256",
+    )
+    .requiredOption("-o, --output <file>", "the backup file")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (flags) => {
+      process.exitCode = await (await import("./commands/backup.js")).backupCommand(flags);
+    });
+
+  program
+    .command("restore")
+    .description("restore a backup as a new store, after checking its sha256")
+    .argument("<file>", "a file written by stet backup")
+    .requiredOption("--sha256 <hex>", "the sha256 stet backup printed")
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (file: string, flags) => {
+      process.exitCode = await (await import("./commands/backup.js")).restoreCommand(file, flags);
     });
 
   program

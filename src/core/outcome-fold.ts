@@ -77,6 +77,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   readonly #scorers: readonly string[];
   readonly #reducer: Reducer;
   readonly #isNow: (attempt: A) => boolean;
+  readonly #onSample: ((sampleId: string, values: readonly (number | null)[]) => void) | undefined;
   #last: A | undefined;
   #held: A | undefined;
   #sampleId: string | undefined;
@@ -91,11 +92,17 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     scorers: readonly string[];
     reducer: Reducer;
     isNow: (attempt: A) => boolean;
+    /**
+     * Told each sample's epoch-reduced value per scorer (in `scorers` order; null: no scored
+     * value), as the sample closes: what a paired comparison of two runs reads.
+     */
+    onSample?: (sampleId: string, values: readonly (number | null)[]) => void;
   }) {
     this.#fingerprintOf = options.fingerprintOf;
     this.#scorers = options.scorers;
     this.#reducer = options.reducer;
     this.#isNow = options.isNow;
+    this.#onSample = options.onSample;
     this.#epochValues = options.scorers.map(() => []);
     this.#perSample = options.scorers.map(() => []);
     this.#result = {
@@ -188,9 +195,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   }
 
   #closeSample(): void {
-    this.#epochValues.forEach((values, i) => {
-      if (values.length > 0) this.#perSample[i]!.push(reduceEpochs(values, this.#reducer));
+    const reduced = this.#epochValues.map((values, i) => {
+      if (values.length === 0) return null;
+      const value = reduceEpochs(values, this.#reducer);
+      this.#perSample[i]!.push(value);
+      return value;
     });
+    if (this.#sampleId !== undefined && this.#onSample) this.#onSample(this.#sampleId, reduced);
     this.#epochValues = this.#scorers.map(() => []);
   }
 }

@@ -72,8 +72,12 @@ export async function readImportFile(
   };
 }
 
-/** Accepts `<hex>` or `sha256:<hex>`, any case. */
-function normalizeHex(value: string): string {
+/**
+ * A `--sha256` value as 64 lowercase hex digits: accepts `<hex>` or `sha256:<hex>`, any case.
+ *
+ * @example normalizeHex("SHA256:AB…") // "ab…"
+ */
+export function normalizeHex(value: string): string {
   const hex = value
     .trim()
     .replace(/^sha256:/i, "")

@@ -12,6 +12,7 @@ import { createEvalRegistry, type EvalRegistry } from "../runs/eval-registry.js"
 import { ExecutionRegistry } from "./executions.js";
 import { createRedactor } from "./redact.js";
 import { benchmarksRoutes } from "./routes/benchmarks.js";
+import { diffRoutes } from "./routes/diff.js";
 import { evalsRoutes } from "./routes/evals.js";
 import { runsCancelRoutes } from "./routes/runs-cancel.js";
 import { runsEventsRoutes } from "./routes/runs-events.js";
@@ -118,6 +119,7 @@ export function createApp(options: AppOptions): Hono {
     runsCancelRoutes,
     runsEventsRoutes,
     benchmarksRoutes,
+    diffRoutes,
     evalsRoutes,
   ]) {
     app.route("/api", routes(deps));

@@ -175,6 +175,18 @@ export const postgresStatements = {
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
+  // Several runs at once: a listing's figures in three reads, not three per run.
+  reportFingerprints: statement(
+    `SELECT run_id, sample_id, fingerprint FROM samples WHERE run_id = ANY(@runIds::text[])`,
+  ),
+  reportHeads: statement(
+    `SELECT run_id, ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ANY(@runIds::text[])
+     ORDER BY run_id, sample_id, epoch, attempt`,
+  ),
+  reportScoringUsage: statement(
+    `SELECT run_id, input_tokens, output_tokens, cost_usd FROM scorings
+     WHERE run_id = ANY(@runIds::text[]) ORDER BY run_id, sample_id, epoch, attempt, scoring`,
+  ),
   listAttemptHeads: statement(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = @runId
      ORDER BY sample_id, epoch, attempt`,

@@ -44,6 +44,7 @@ import {
 import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
 import { postgresReadModel } from "./postgres-read-model.js";
+import { groupReportInputs, type RunHeadRow, type UsageRow } from "./report-inputs.js";
 import {
   checkScoringDrafts,
   hasOutput,
@@ -83,6 +84,7 @@ import type {
   RunCounts,
   RunFilter,
   RunListing,
+  ReportInputs,
   Store,
 } from "./types.js";
 
@@ -472,6 +474,21 @@ class PostgresStore implements Store {
         sql.attemptHeadPage.tuples<AttemptHeadRow>(this.pool, { runId, ...after, limit }),
       ),
     );
+  }
+
+  async listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>> {
+    return this.guard(async () => {
+      const params = { runIds: [...runIds] };
+      const [fingerprints, heads, usage] = await Promise.all([
+        sql.reportFingerprints.rows<{ run_id: string; sample_id: string; fingerprint: string }>(
+          this.pool,
+          params,
+        ),
+        sql.reportHeads.tuples<RunHeadRow>(this.pool, params),
+        sql.reportScoringUsage.rows<UsageRow>(this.pool, params),
+      ]);
+      return groupReportInputs(runIds, fingerprints, heads, usage);
+    });
   }
 
   async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {

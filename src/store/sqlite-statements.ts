@@ -7,6 +7,7 @@ import {
   type RunRow,
   type SampleRow,
 } from "./rows.js";
+import type { RunHeadRow, UsageRow } from "./report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "./scoring-rows.js";
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
@@ -153,6 +154,23 @@ export function prepareStatements(db: SqliteDatabase) {
          ORDER BY sample_id, epoch, attempt LIMIT @limit`,
       )
       .raw(),
+    // Several runs at once (`?` is a JSON array of run ids): a listing's figures in three reads.
+    reportFingerprints: db.prepare<{ run_id: string; sample_id: string; fingerprint: string }>(
+      `SELECT run_id, sample_id, fingerprint FROM samples
+       WHERE run_id IN (SELECT value FROM json_each(?))`,
+    ),
+    reportHeads: db
+      .prepare<RunHeadRow>(
+        `SELECT run_id, ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
+         WHERE run_id IN (SELECT value FROM json_each(?))
+         ORDER BY run_id, sample_id, epoch, attempt`,
+      )
+      .raw(),
+    reportScoringUsage: db.prepare<UsageRow>(
+      `SELECT run_id, input_tokens, output_tokens, cost_usd FROM scorings
+       WHERE run_id IN (SELECT value FROM json_each(?))
+       ORDER BY run_id, sample_id, epoch, attempt, scoring`,
+    ),
     listAttemptHeads: db
       .prepare<AttemptHeadRow>(
         `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ?

@@ -57,6 +57,7 @@ import {
   type RunRow,
 } from "./rows.js";
 import { prepareReadModel } from "./sqlite-read-model.js";
+import { groupReportInputs } from "./report-inputs.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import type {
   AttemptFeed,
@@ -74,6 +75,7 @@ import type {
   RunListing,
   StepDiscard,
   StepDraft,
+  ReportInputs,
   Store,
 } from "./types.js";
 
@@ -424,6 +426,18 @@ class SqliteStore implements Store {
     return this.guard(() =>
       this.read.listAttemptsAfter(runId, options.after, options.limit ?? 1_000),
     );
+  }
+
+  async listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>> {
+    return this.guard(() => {
+      const ids = JSON.stringify(runIds);
+      return groupReportInputs(
+        runIds,
+        this.s.reportFingerprints.iterate(ids),
+        this.s.reportHeads.iterate(ids),
+        this.s.reportScoringUsage.iterate(ids),
+      );
+    });
   }
 
   async listBenchmarks(): Promise<BenchmarkSummary[]> {

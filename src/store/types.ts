@@ -166,6 +166,16 @@ export interface JournalFilter {
   attempt?: number | "open";
 }
 
+/** What a run's figures (metrics, spend) are computed from, read for several runs at once. */
+export interface ReportInputs {
+  /** The snapshot's current fingerprint per sample id. */
+  fingerprints: Map<string, string>;
+  /** The run's attempt heads in key order (as listAttemptHeads gives them). */
+  heads: AttemptHead[];
+  /** The usage of the run's scorings that spent something (a judge's). */
+  scoringUsage: Usage[];
+}
+
 /** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
 export interface BenchmarkSummary {
   evalName: string;
@@ -302,6 +312,13 @@ export interface Store {
   listJournalKeys(runId: string): Promise<Key[]>;
   /** Deletes the journal of committed attempts (open entries stay); how many entries went. */
   pruneJournal(runId: string): Promise<number>;
+
+  /**
+   * The report inputs of several runs in one read per table (not a query per run): what a
+   * listing's metrics and cost are folded from. Every id asked for has an entry (empty for an id
+   * the store has no run of).
+   */
+  listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>>;
 
   /** One entry per eval name that has runs, the most recently started first. */
   listBenchmarks(): Promise<BenchmarkSummary[]>;

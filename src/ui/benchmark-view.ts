@@ -1,6 +1,7 @@
 /** A benchmark: the runs of one eval side by side, overall and per sample. */
 import { getJson } from "./api.js";
 import { badge, fill, h, preview, score, totalCost, type Child } from "./dom.js";
+import { runDiffSection } from "./run-diff.js";
 import { link, runHref } from "./shared.js";
 import type { BenchmarkView } from "./types.js";
 
@@ -55,6 +56,10 @@ export async function benchmarkView(
           ),
         ),
       ),
+    ),
+    runDiffSection(
+      b.runs.map((r) => r.id),
+      signal,
     ),
     perSample,
   );

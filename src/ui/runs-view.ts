@@ -2,7 +2,7 @@
 import { getJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when } from "./dom.js";
 import { link, message, pause, runHref } from "./shared.js";
-import type { RunDetail, RunSummary } from "./types.js";
+import type { RunListed } from "./types.js";
 
 export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<void> {
   const evals = await getJson<{ evals: { name: string }[] }>("/api/evals", signal);
@@ -30,34 +30,13 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
       table,
     ),
   );
-  // Score and cost are computed from a run's attempts, one detail request per run: asked again
-  // only when the run's listing changed (status, progress), and for a running run at most every
-  // 5 s (its progress comes from the listing meanwhile), not on every poll.
-  const cache = new Map<string, { version: string; at: number; detail: RunDetail }>();
-  const detailOf = async (run: RunSummary): Promise<RunDetail> => {
-    const version = [run.status, run.updatedAt, run.counts.done, run.counts.errored].join("|");
-    const hit = cache.get(run.id);
-    const fresh =
-      hit && (hit.version === version || (run.status === "running" && Date.now() - hit.at < 5_000));
-    if (hit && fresh)
-      return {
-        ...hit.detail,
-        status: run.status,
-        orphaned: run.orphaned,
-        counts: run.counts,
-        owner: run.owner,
-      };
-    const detail = await getJson<RunDetail>(`/api/runs/${encodeURIComponent(run.id)}`, signal);
-    cache.set(run.id, { version, at: Date.now(), detail });
-    return detail;
-  };
   for (;;) {
-    const { runs } = await getJson<{ runs: RunSummary[] }>("/api/runs?limit=50", signal);
-    const details = await Promise.all(runs.map(detailOf));
+    // One request: the listing carries status, progress, metrics and cost of every run.
+    const { runs } = await getJson<{ runs: RunListed[] }>("/api/runs?limit=50", signal);
     fill(
       table,
-      details.length === 0 && h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")),
-      details.map((run) =>
+      runs.length === 0 && h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")),
+      runs.map((run) =>
         h(
           "tr",
           { "data-run": run.id },

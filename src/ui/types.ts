@@ -46,6 +46,12 @@ export interface UsageTotal {
   unpriced: number;
 }
 
+/** A run as GET /api/runs lists it: with its metrics and what it spent. */
+export interface RunListed extends RunSummary {
+  metrics: Metric[];
+  cost: { spent: UsageTotal };
+}
+
 export interface RunDetail extends RunSummary {
   config: { scorers: string[]; epochs: number; concurrency: number } & Record<string, unknown>;
   metrics: Metric[];
@@ -150,4 +156,30 @@ export interface BenchmarkView {
       runs: Record<string, { scores: Record<string, number | null>; errored: number } | null>;
     }[];
   };
+}
+
+/** GET /api/diff?a=&b=: two runs compared sample by sample (`stet diff --json`). */
+export interface RunDiffView {
+  runA: string;
+  runB: string;
+  scorers: {
+    scorer: string;
+    paired: number;
+    unpaired: number;
+    meanA: number | null;
+    meanB: number | null;
+    delta: number | null;
+    ciLow: number | null;
+    ciHigh: number | null;
+    pValue: number;
+    test: string;
+    significantRegression: boolean;
+    improved: number;
+    regressed: number;
+    unchanged: number;
+    regressedIds: string[];
+  }[];
+  onlyInA: string[];
+  onlyInB: string[];
+  changed: string[];
 }

@@ -3,6 +3,7 @@ import * as z from "zod";
 import { isStetError } from "../../core/errors.js";
 import { runStatusSchema } from "../../core/schemas.js";
 import { buildResultSet } from "../../evalport/build-result-set.js";
+import { listRunsWithFigures } from "../../runs/list-run-figures.js";
 import { requireRun } from "../../runs/require-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
@@ -41,7 +42,8 @@ export function runsReadRoutes(deps: AppDeps): Hono {
       return c.json({ runs: [], limit: q.limit, offset: q.offset, nextOffset: null });
     }
     const evalName = q.eval ?? q.benchmark;
-    const listed = await store.listRuns({
+    // With each run's metrics and spend, from one read of the store for the whole page.
+    const listed = await listRunsWithFigures(store, {
       ...(q.status ? { status: q.status } : {}),
       ...(evalName ? { evalName } : {}),
       limit: q.limit + 1,
@@ -51,7 +53,11 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     // running runs; nextOffset still counts the store's rows, so paging skips nothing.
     const runs = listed
       .slice(0, q.limit)
-      .map((l) => runSummary(l.run, l.counts, staleMs))
+      .map((l) => ({
+        ...runSummary(l.run, l.counts, staleMs),
+        metrics: l.metrics,
+        cost: { spent: l.spent },
+      }))
       .filter((r) => !q.status || r.status === q.status);
     const nextOffset = listed.length > q.limit ? q.offset + q.limit : null;
     return c.json(redact({ runs, limit: q.limit, offset: q.offset, nextOffset }));

@@ -40,6 +40,28 @@ export function describeReadModelContract(h: HarnessRef): void {
       return { run, me };
     }
 
+    it("reads several runs' report inputs at once, each as its own listings give them", async () => {
+      const { run } = await scoredRun();
+      const { run: other, owner: me } = await newRun(h.store, { id: "other" });
+      await h.store.recordAttempts(other.id, me.token, [draft(k("s2", 1), { usage: null })]);
+      const { run: empty } = await newRun(h.store, { id: "empty" });
+      const inputs = await h.store.listReportInputs([run.id, other.id, empty.id, "nope"]);
+      expect([...inputs.keys()]).toEqual([run.id, other.id, empty.id, "nope"]);
+      expect(inputs.get("nope")).toEqual({ fingerprints: new Map(), heads: [], scoringUsage: [] });
+      for (const id of [run.id, other.id, empty.id]) {
+        const got = inputs.get(id)!;
+        expect(got.heads).toEqual(await h.store.listAttemptHeads(id));
+        expect([...got.fingerprints]).toEqual(
+          (await h.store.listSampleFingerprints(id)).map((f) => [f.sampleId, f.fingerprint]),
+        );
+        expect(got.scoringUsage).toEqual(
+          (await h.store.listScorings(id)).flatMap((s) => (s.usage ? [s.usage] : [])),
+        );
+      }
+      expect(inputs.get(empty.id)?.heads).toEqual([]);
+      expect((await h.store.listReportInputs([])).size).toBe(0);
+    });
+
     it("lists every key in key order with its outcome, pending ones included", async () => {
       const { run } = await scoredRun();
       const page = await h.store.listOutcomes(run.id);

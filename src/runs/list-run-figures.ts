@@ -1,0 +1,40 @@
+import { addScoringUsage, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
+import { OutcomeFold } from "../core/outcome-fold.js";
+import type { AttemptHead, RunFilter, RunListing, Store } from "../store/types.js";
+import { listRuns, type ReadOptions } from "./read-run.js";
+
+/** A listed run with the figures of its report: metrics and what it spent in all. */
+export interface RunListingWithFigures extends RunListing {
+  metrics: ScorerMetrics[];
+  spent: UsageTotal;
+}
+
+/**
+ * The runs of the store (as `listRuns` gives them) with each run's metrics and total spend,
+ * folded exactly as its report is (`OutcomeFold`), from one multi-run read of the store
+ * (`listReportInputs`) rather than a report per run: what the runs page shows in one request.
+ *
+ * @example const [first] = await listRunsWithFigures(store, { limit: 50 }); first?.metrics;
+ */
+export async function listRunsWithFigures(
+  store: Store,
+  filter: RunFilter = {},
+  options: ReadOptions = {},
+): Promise<RunListingWithFigures[]> {
+  const listed = await listRuns(store, filter, options);
+  const inputs = await store.listReportInputs(listed.map((l) => l.run.id));
+  return listed.map((listing) => {
+    const { run } = listing;
+    const input = inputs.get(run.id);
+    const fold = new OutcomeFold<AttemptHead>({
+      fingerprintOf: (id) => input?.fingerprints.get(id),
+      scorers: run.config.scorers,
+      reducer: run.config.reducer,
+      isNow: () => false,
+    });
+    for (const head of input?.heads ?? []) fold.add(head);
+    const { metrics, totalSpent } = fold.finish();
+    for (const usage of input?.scoringUsage ?? []) addScoringUsage(totalSpent, usage);
+    return { ...listing, metrics, spent: totalSpent };
+  });
+}
