@@ -172,4 +172,13 @@ export interface EngineEval {
   maxCost?: number;
   /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
   callModel?: ModelCaller;
+  /** Which finished attempts keep their journal when an execution ends (default "all"). */
+  journalKeep?: JournalKeep;
 }
+
+/**
+ * The step journal's retention, applied when a run or resume ends: `"all"` keeps every finished
+ * attempt's trajectory, `"failed"` only those of attempts that ended in error, `"open"` none
+ * (only the entries of samples still in flight, which a resume replays, stay).
+ */
+export type JournalKeep = "all" | "failed" | "open";

@@ -300,8 +300,11 @@ export interface Store {
   listJournal(runId: string, filter?: JournalFilter): Promise<JournalEntry[]>;
   /** The keys with open entries: those a resume replays. Ordered by sample id, epoch. */
   listJournalKeys(runId: string): Promise<Key[]>;
-  /** Deletes the journal of committed attempts (open entries stay); how many entries went. */
-  pruneJournal(runId: string): Promise<number>;
+  /**
+   * Deletes the journal of committed attempts (open entries stay); how many entries went. With
+   * `keep: "failed"` the journals of attempts that ended in error stay too.
+   */
+  pruneJournal(runId: string, keep?: "open" | "failed"): Promise<number>;
 
   /** One entry per eval name that has runs, the most recently started first. */
   listBenchmarks(): Promise<BenchmarkSummary[]>;
