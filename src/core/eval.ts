@@ -35,6 +35,20 @@ export interface SolverContext {
     fn: () => Promise<T> | T,
     options?: { journal?: boolean },
   ): Promise<T>;
+  /**
+   * Journals one model call that the caller sends itself (`solvers.chat` does, with its own
+   * endpoint options), as `ctx.chat` journals its calls: `input` is the request (model, messages,
+   * parameters; never a key or headers); a resumed execution gets the recorded reply without
+   * `send` being called. The caller accounts the usage of a reply sent now (`replayed: false`);
+   * a replayed reply's usage was paid for by the interrupted execution and is reused. Absent
+   * from a hand-made context: call the model directly then.
+   *
+   * @example const { reply, replayed } = await ctx.chatStep!(request, () => send(request));
+   */
+  chatStep?(
+    input: Json,
+    send: () => Promise<ModelReply>,
+  ): Promise<{ reply: ModelReply; replayed: boolean }>;
 }
 
 /** One model call through `ctx.chat`. Endpoint fields default as in `solvers.chat`. */
@@ -158,4 +172,13 @@ export interface EngineEval {
   maxCost?: number;
   /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
   callModel?: ModelCaller;
+  /** Which finished attempts keep their journal when an execution ends (default "all"). */
+  journalKeep?: JournalKeep;
 }
+
+/**
+ * The step journal's retention, applied when a run or resume ends: `"all"` keeps every finished
+ * attempt's trajectory, `"failed"` only those of attempts that ended in error, `"open"` none
+ * (only the entries of samples still in flight, which a resume replays, stay).
+ */
+export type JournalKeep = "all" | "failed" | "open";

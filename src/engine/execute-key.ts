@@ -116,27 +116,17 @@ export function context(
     signal,
     model,
     async chat(request): Promise<ModelReply> {
-      if (!journal || request.journal === false) {
+      const send = async (): Promise<ModelReply> => {
         const reply = await call(request);
         if (reply.usage) spent.push(reply.usage);
         return reply;
-      }
-      // A failed call is not journaled: a resume asks again.
-      const done = await journal.step(
-        "chat",
-        "chat",
-        chatInput(request, model),
-        async () => {
-          const reply = await call(request);
-          if (reply.usage) spent.push(reply.usage);
-          return { result: { content: reply.content, model: reply.model }, usage: reply.usage };
-        },
-        () => null,
-      );
-      const result = done.result as { content: string; model: string };
-      const reply: ModelReply = { content: result.content, model: result.model };
-      if (done.usage) reply.usage = done.usage;
-      return reply;
+      };
+      if (!journal || request.journal === false) return send();
+      return (await journaledChat(journal, chatInput(request, model), send)).reply;
+    },
+    async chatStep(input, send) {
+      if (!journal) return { reply: await send(), replayed: false };
+      return journaledChat(journal, input, send);
     },
     async step<T>(
       name: string,
@@ -158,6 +148,32 @@ export function context(
       return done.result as T;
     },
   };
+}
+
+/**
+ * One model call as a journal step of kind `chat`: replayed from the journal on a resumed
+ * execution, else sent and recorded (content, model, usage) before the reply is handed back.
+ * A failed call is not journaled: a resume asks again.
+ */
+async function journaledChat(
+  journal: StepJournal,
+  input: Json,
+  send: () => Promise<ModelReply>,
+): Promise<{ reply: ModelReply; replayed: boolean }> {
+  const done = await journal.step(
+    "chat",
+    "chat",
+    input,
+    async () => {
+      const reply = await send();
+      return { result: { content: reply.content, model: reply.model }, usage: reply.usage };
+    },
+    () => null,
+  );
+  const result = done.result as { content: string; model: string };
+  const reply: ModelReply = { content: result.content, model: result.model };
+  if (done.usage) reply.usage = done.usage;
+  return { reply, replayed: done.replayed };
 }
 
 /** What a chat step is keyed and recorded by: model, messages, parameters; never key or headers. */

@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
-import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
+import type { JournalKeep, ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
@@ -63,6 +63,8 @@ export interface Execution {
   rescore?: { units: readonly RescoreUnit[]; pass: string };
   /** The run's spend cap (`--max-cost`), with what it had spent before this invocation. */
   cap?: SpendCap;
+  /** The eval's journal retention, which `runs/` applies once the execution drained. */
+  journalKeep?: JournalKeep;
 }
 
 /** Why an execution stopped before its plan was done, and the note its run is released with. */

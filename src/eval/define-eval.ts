@@ -42,7 +42,12 @@ const definitionSchema = z
     timeoutMs: z.number().int().positive().optional(),
     retries: z.number().int().nonnegative().optional(),
     maxCost: z.number().positive().optional(),
-    journal: z.boolean().optional(),
+    journal: z
+      .union(
+        [z.boolean(), z.strictObject({ keep: z.enum(["all", "failed", "open"]).optional() })],
+        { error: 'expected true, false or { keep: "all" | "failed" | "open" }' },
+      )
+      .optional(),
     sandbox: sandboxConfigSchema.optional(),
   })
   .superRefine((def, ctx) => {

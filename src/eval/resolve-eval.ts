@@ -58,6 +58,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     retries: ev.retries ?? EVAL_DEFAULTS.retries,
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
     ...maxCost(options.maxCost ?? ev.maxCost),
+    ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Reducer } from "../core/types.js";
-import type { ScorerLike, SolverFn } from "../core/eval.js";
+import type { JournalKeep, ScorerLike, SolverFn } from "../core/eval.js";
 import type { SandboxConfig } from "../sandbox/index.js";
 import type { DatasetRow, DatasetSource, SampleInput } from "../dataset/types.js";
 
@@ -28,9 +28,11 @@ export interface EvalDefinition<Row = DatasetRow> {
   maxCost?: number;
   /**
    * False: `ctx.step` and `ctx.chat` are not journaled, and a resumed sample starts again from
-   * scratch (default true: a killed sample resumes mid-trajectory).
+   * scratch (default true: a killed sample resumes mid-trajectory). `{ keep }` journals and sets
+   * what finished attempts keep once a run or resume ends: `"all"` (default) their trajectories,
+   * `"failed"` only those of attempts that ended in error, `"open"` none.
    */
-  journal?: boolean;
+  journal?: boolean | { keep?: JournalKeep };
   /**
    * Where programs of `scorers.code` (and EvalPort `code` graders) run. Default bubblewrap,
    * checked before the run starts: unavailable, the run refuses with what to install. Running

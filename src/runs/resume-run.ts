@@ -31,7 +31,7 @@ import { settledStatus } from "./run-status.js";
  * taken to be the run's).
  */
 export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
-  Partial<Pick<EngineEval, "name" | "epochs">>;
+  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep">>;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -200,6 +200,7 @@ export async function claimResume(
     solver: ev.solver,
     scorers: ev.scorers,
     ...(resume.cap ? { cap: resume.cap } : {}),
+    ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
   };
   if (plan.toRescore.length > 0) {
     const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples);

@@ -53,6 +53,10 @@ export async function runExecution(
     );
   }
   await options.beforeRelease?.(end);
+  // Retention: only committed attempts' entries go, never open ones, which a resume replays.
+  if (exec.journalKeep !== undefined && exec.journalKeep !== "all") {
+    await store.pruneJournal(run.id, exec.journalKeep);
+  }
   const counts = await store.countKeys(run.id);
   // A signal that arrives after the last commit interrupts nothing: the run is complete. A re-run
   // cut short leaves keys that have an outcome but were asked to run again: resumable.

@@ -78,6 +78,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     scorers: ev.scorers,
     // A new run has spent nothing: seeded attempts are imported, paid for elsewhere.
     ...(ev.maxCost === undefined ? {} : { cap: startingCap(ev.maxCost) }),
+    ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }

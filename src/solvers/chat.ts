@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
+import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
 import type { Json } from "../core/json.js";
 import type { Sample, Usage } from "../core/types.js";
@@ -37,17 +37,36 @@ export function chat(options: ChatSolverOptions): SolverFn {
   const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
     const model = bareModel(ctx.model ?? options.model);
     const messages = toMessages(sample, options.system);
-    const reply = await chatCompletion({ ...options, model, messages, signal: ctx.signal });
+    const send = async (): Promise<ModelReply> => {
+      const reply = await chatCompletion({ ...options, model, messages, signal: ctx.signal });
+      const sent: ModelReply = { content: reply.content, model: reply.model };
+      if (reply.usage !== undefined) sent.usage = withCost(model, reply.usage, options.prices);
+      return sent;
+    };
+    // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
+    // is reused (counted by the journal), not this attempt's spend.
+    const { reply, replayed } = ctx.chatStep
+      ? await ctx.chatStep(chatInput(model, messages, options), send)
+      : { reply: await send(), replayed: false };
     const transcript: Json = [...messages, { role: "assistant", content: reply.content }];
     return {
       output: reply.content,
       transcript,
-      ...(reply.usage === undefined ? {} : { usage: withCost(model, reply.usage, options.prices) }),
+      ...(reply.usage === undefined || replayed ? {} : { usage: reply.usage }),
     };
   };
   solver.describe = () => describeChat(options);
   solver.secrets = () => endpointSecrets(options);
   return solver;
+}
+
+/** The journal's record of the request: what ctx.chat records, never the key or headers. */
+function chatInput(model: string, messages: ChatMessage[], options: ChatSolverOptions): Json {
+  const input: Record<string, Json> = { model, messages };
+  if (options.temperature !== undefined) input.temperature = options.temperature;
+  if (options.maxTokens !== undefined) input.maxTokens = options.maxTokens;
+  if (options.params !== undefined) input.params = options.params;
+  return input;
 }
 
 function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {

@@ -59,6 +59,11 @@ export const JOURNAL_SQL = {
   openKeys: `SELECT DISTINCT sample_id, epoch FROM journal WHERE run_id = @runId
     AND attempt IS NULL ORDER BY sample_id, epoch`,
   prune: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL`,
+  /** Retention "failed": only the journals of attempts that were scored go. */
+  pruneScored: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL
+    AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = journal.run_id
+      AND a.sample_id = journal.sample_id AND a.epoch = journal.epoch
+      AND a.attempt = journal.attempt AND a.status = 'scored')`,
 };
 
 const stepErrorSchema = z.object({

@@ -434,8 +434,9 @@ class PostgresStore implements Store {
     });
   }
 
-  async pruneJournal(runId: string): Promise<number> {
-    return this.guard(() => journal.prune.run(this.pool, { runId }));
+  async pruneJournal(runId: string, keep: "open" | "failed" = "open"): Promise<number> {
+    const statement = keep === "failed" ? journal.pruneScored : journal.prune;
+    return this.guard(() => statement.run(this.pool, { runId }));
   }
 
   async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
@@ -633,6 +634,7 @@ const journal = {
   list: statement(JOURNAL_SQL.listPostgres),
   openKeys: statement(JOURNAL_SQL.openKeys),
   prune: statement(JOURNAL_SQL.prune),
+  pruneScored: statement(JOURNAL_SQL.pruneScored),
 };
 
 /** Rows of step parameters as one array per column (the run id once), for an `unnest` INSERT. */

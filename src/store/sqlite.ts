@@ -373,8 +373,9 @@ class SqliteStore implements Store {
     );
   }
 
-  async pruneJournal(runId: string): Promise<number> {
-    return this.guard(() => this.journal.prune.run({ runId }).changes);
+  async pruneJournal(runId: string, keep: "open" | "failed" = "open"): Promise<number> {
+    const statement = keep === "failed" ? this.journal.pruneScored : this.journal.prune;
+    return this.guard(() => statement.run({ runId }).changes);
   }
 
   async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
@@ -517,5 +518,6 @@ function prepareJournal(db: SqliteDatabase) {
     list: db.prepare<JournalRow>(JOURNAL_SQL.list),
     openKeys: db.prepare<{ sample_id: string; epoch: number }>(JOURNAL_SQL.openKeys),
     prune: db.prepare(JOURNAL_SQL.prune),
+    pruneScored: db.prepare(JOURNAL_SQL.pruneScored),
   };
 }

@@ -310,8 +310,11 @@ export interface Store {
   listJournal(runId: string, filter?: JournalFilter): Promise<JournalEntry[]>;
   /** The keys with open entries: those a resume replays. Ordered by sample id, epoch. */
   listJournalKeys(runId: string): Promise<Key[]>;
-  /** Deletes the journal of committed attempts (open entries stay); how many entries went. */
-  pruneJournal(runId: string): Promise<number>;
+  /**
+   * Deletes the journal of committed attempts (open entries stay); how many entries went. With
+   * `keep: "failed"` the journals of attempts that ended in error stay too.
+   */
+  pruneJournal(runId: string, keep?: "open" | "failed"): Promise<number>;
 
   /**
    * The report inputs of several runs in one read per table (not a query per run): what a

@@ -124,5 +124,24 @@ export function describeJournalContract(h: HarnessRef): void {
       expect((await h.store.listJournal(run.id)).map((e) => e.sampleId)).toEqual(["s2"]);
       expect(await h.store.pruneJournal(run.id)).toBe(0);
     });
+
+    it("prunes with keep 'failed': scored attempts' journals go, errored ones' and open entries stay", async () => {
+      const k31 = { sampleId: "s3", epoch: 1 };
+      const { run, owner: me } = await newRun(h.store);
+      await h.store.recordSteps(run.id, me.token, [step(k11, 0), step(k11, 1), step(k21, 0)]);
+      await h.store.recordAttempts(run.id, me.token, [draft(k11), errorDraft(k21)]);
+      // s2's retry scores: its first (errored) attempt's journal stays, the retry's goes.
+      await h.store.recordSteps(run.id, me.token, [step(k21, 0, { name: "retry" }), step(k31, 0)]);
+      await h.store.recordAttempts(run.id, me.token, [draft(k21)]);
+      expect(await h.store.pruneJournal(run.id, "failed")).toBe(3);
+      const left = await h.store.listJournal(run.id);
+      expect(left.map((e) => [e.sampleId, e.attempt, e.name])).toEqual([
+        ["s2", 1, "tool-0"],
+        ["s3", null, "tool-0"],
+      ]);
+      expect(await h.store.pruneJournal(run.id, "failed")).toBe(0);
+      expect(await h.store.pruneJournal(run.id, "open")).toBe(1);
+      expect((await h.store.listJournal(run.id)).map((e) => e.sampleId)).toEqual(["s3"]);
+    });
   });
 }
