@@ -34,6 +34,8 @@ export interface TestStore {
   args: string[];
   attempts: () => Promise<Row[]>;
   run: (runId: string) => Promise<Record<string, unknown> | undefined>;
+  /** The step journal's rows, ordered by key, attempt and step. */
+  journal: () => Promise<Record<string, unknown>[]>;
   /**
    * Runs one statement (`?` parameters) on the runs table, named `runs` in it: what a test edits
    * to play another host or a clock jump.
@@ -43,6 +45,8 @@ export interface TestStore {
   url?: string;
   schema?: string;
 }
+
+const JOURNAL_ORDER = "sample_id, epoch, attempt NULLS LAST, step";
 
 /** A function solver that takes `sleepMs` per sample, so a run lasts a few seconds. */
 export function slowEval(sleepMs: number): string {
@@ -70,6 +74,15 @@ export function sqliteTestStore(db: string): TestStore {
     args: [],
     attempts: async () => (existsSync(db) ? rawAttempts(db) : []),
     run: async (runId) => rawRun(db, runId),
+    journal: async () => {
+      if (!existsSync(db)) return [];
+      const conn = new Database(db, { readonly: true, timeout: 10_000 });
+      try {
+        return conn.prepare(`SELECT * FROM journal ORDER BY ${JOURNAL_ORDER}`).all() as Row[];
+      } finally {
+        conn.close();
+      }
+    },
     execOnRuns: async (sql, params) => {
       const conn = new Database(db, { timeout: 10_000 });
       try {
@@ -104,6 +117,11 @@ export async function postgresTestStore(cleanups: (() => unknown)[]): Promise<Te
     },
     run: async (runId) =>
       (await admin.query(`SELECT * FROM ${table("runs")} WHERE id = $1`, [runId])).rows[0],
+    journal: async () => {
+      if (!(await exists())) return [];
+      return (await admin.query(`SELECT * FROM ${table("journal")} ORDER BY ${JOURNAL_ORDER}`))
+        .rows;
+    },
     execOnRuns: async (sql, params) => {
       let n = 0;
       const text = sql.replace(/\?/g, () => `$${++n}`).replace(/\bruns\b/, table("runs"));
