@@ -97,6 +97,12 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
     expect(download.suggestedFilename()).toBe(`${runId}.resultset.json`);
     expect(resultSet.results).toHaveLength(N);
 
+    // The score-distribution chart (the HTML report's): 4 samples at 0, the other 36 at 1.
+    const bins = await page
+      .locator('figure.score-chart g.panel[data-scorer="exact"] g.bin')
+      .evaluateAll((gs) => gs.map((g) => Number(g.getAttribute("data-count"))));
+    expect(bins).toEqual([4, 0, 0, 0, 0, 0, 0, 0, 0, 36]);
+
     // Filters: the failing samples are exactly those answered wrong.
     await page.locator('select[name="result"]').selectOption("fail");
     await expect.poll(() => page.locator("table.samples tbody tr").count()).toBe(4);
@@ -104,6 +110,11 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       .locator("table.samples tbody tr")
       .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-sample")));
     expect(failing).toEqual(["s03", "s13", "s23", "s33"]);
+    // Input and target stand beside the output.
+    const s03 = page.locator('table.samples tr[data-sample="s03"]');
+    await expect(s03.locator("td.input").textContent()).resolves.toBe("s03");
+    await expect(s03.locator("td.target").textContent()).resolves.toBe("s03");
+    await expect(s03.locator("td.output").textContent()).resolves.toBe("wrong");
     await page.locator('input[name="search"]').fill("s13");
     await expect.poll(() => page.locator("table.samples tbody tr").count()).toBe(1);
 

@@ -1,4 +1,5 @@
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
+import type { ScoreDistribution } from "./score-chart.js";
 import type { ErrorGroup } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
@@ -37,6 +38,8 @@ export interface RunReport {
   plan: PlanSummary;
   counts: { total: number; scored: number; errored: number; remaining: number };
   metrics: ScorerMetrics[];
+  /** Per scorer, the samples' reduced values counted in tenths of [0, 1] (the score chart). */
+  distribution: ScoreDistribution[];
   errorsByType: Partial<Record<AttemptErrorType, number>>;
   /** The errored outcomes by type, most frequent first, each with its first few keys quoted. */
   errors: ErrorGroup[];

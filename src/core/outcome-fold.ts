@@ -7,6 +7,7 @@ import {
   type UsageTotal,
 } from "./aggregate.js";
 import { compareKeys } from "./keys.js";
+import { scoreHistogram, type ScoreDistribution } from "./score-chart.js";
 import type {
   AttemptErrorType,
   AttemptStatus,
@@ -55,6 +56,8 @@ export interface FoldResult {
   /** The same counts with examples, most frequent type first (ties by type name). */
   errors: ErrorGroup[];
   metrics: ScorerMetrics[];
+  /** Per scorer, how many samples' reduced values fall in each tenth of [0, 1] (the chart's bins). */
+  distribution: ScoreDistribution[];
   spentNow: UsageTotal;
   totalSpent: UsageTotal;
   reused: UsageTotal;
@@ -111,6 +114,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       errorsByType: {},
       errors: [],
       metrics: [],
+      distribution: [],
       spentNow: emptyUsage(),
       totalSpent: emptyUsage(),
       reused: emptyUsage(),
@@ -156,6 +160,10 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       scorer,
       ...meanAndStderr(this.#perSample[i]!),
       samples: this.#perSample[i]!.length,
+    }));
+    this.#result.distribution = this.#scorers.map((scorer, i) => ({
+      scorer,
+      counts: scoreHistogram(this.#perSample[i]!),
     }));
     return this.#result;
   }

@@ -10,6 +10,12 @@ export interface ScoreSeries {
   values: readonly number[];
 }
 
+/** One scorer's histogram: `counts[i]` samples have a reduced value in bin i. */
+export interface ScoreDistribution {
+  scorer: string;
+  counts: readonly number[];
+}
+
 /** Bins of [0, 1]: bin i holds [i/n, (i+1)/n), the last one also holds 1. */
 export const CHART_BINS = 10;
 
@@ -39,6 +45,18 @@ const PAD = 18;
  * @example scoreChartSvg([{ scorer: "exact", values: [1, 0, 1] }]) // '<svg … role="img" …>…</svg>'
  */
 export function scoreChartSvg(series: readonly ScoreSeries[]): string {
+  return distributionChartSvg(
+    series.map((s) => ({ scorer: s.scorer, counts: scoreHistogram(s.values) })),
+  );
+}
+
+/**
+ * The same chart from histograms already counted (a run report's `distribution`): what the web
+ * UI draws without fetching every sample's value.
+ *
+ * @example distributionChartSvg(report.distribution)
+ */
+export function distributionChartSvg(series: readonly ScoreDistribution[]): string {
   const panels = series.map((s, i) => panel(s, i * (HEIGHT + PAD)));
   const height = Math.max(1, series.length) * (HEIGHT + PAD);
   const label = `Score distribution of ${series.map((s) => s.scorer).join(", ") || "no scorer"}`;
@@ -51,8 +69,9 @@ export function scoreChartSvg(series: readonly ScoreSeries[]): string {
   );
 }
 
-function panel(series: ScoreSeries, top: number): string {
-  const counts = scoreHistogram(series.values);
+function panel(series: ScoreDistribution, top: number): string {
+  const { counts } = series;
+  const n = counts.reduce((sum, c) => sum + c, 0);
   const max = Math.max(1, ...counts);
   const plotTop = top + 14;
   const plotHeight = HEIGHT - 30;
@@ -75,7 +94,7 @@ function panel(series: ScoreSeries, top: number): string {
   const axis = plotTop + plotHeight;
   return (
     `<g class="panel" data-scorer="${escapeXml(series.scorer)}">` +
-    `<text x="4" y="${top + 10}" font-weight="bold">${escapeXml(series.scorer)} (n=${series.values.length})</text>` +
+    `<text x="4" y="${top + 10}" font-weight="bold">${escapeXml(series.scorer)} (n=${n})</text>` +
     bars.join("") +
     `<line x1="4" x2="${WIDTH - 4}" y1="${axis}" y2="${axis}" stroke="#888"/>` +
     `<text x="4" y="${axis + 11}">0</text>` +

@@ -62,6 +62,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
       remaining: total - figures.scored,
     },
     metrics: figures.metrics,
+    distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,
     usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
+import { isStetError } from "../core/errors.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
@@ -60,6 +61,7 @@ export class StepJournal {
   /** Replayed chat steps' usage: reused, never added to this attempt's spend. */
   readonly reused: Usage[] = [];
   readonly #options: JournalOptions;
+  #unwritable = false;
 
   constructor(options: JournalOptions) {
     this.#options = options;
@@ -106,7 +108,7 @@ export class StepJournal {
     draft.recordedAt = recordedAt;
     draft.durationMs = Math.round(performance.now() - started);
     this.#checkSize(draft, name, inputText.length);
-    await this.#options.write(draft);
+    await this.#write(draft);
     if (error) throw new StepFailed(error, false);
     return { result, replayed: false, usage };
   }
@@ -120,7 +122,22 @@ export class StepJournal {
     if (!this.#replaying || this.#next >= entries.length) return;
     this.#replaying = false;
     this.diverged++;
-    await this.#options.write({ sampleId: key.sampleId, epoch: key.epoch, fromStep: this.#next });
+    await this.#write({ sampleId: key.sampleId, epoch: key.epoch, fromStep: this.#next });
+  }
+
+  /**
+   * Writes through, unless the store stayed unwritable: then this execution goes on unjournaled
+   * (its attempt goes to the fallback file like every other, and a resume that loses it runs its
+   * steps again) rather than failing a step whose work is done. A fenced write still throws.
+   */
+  async #write(draft: StepDraft | StepDiscard): Promise<void> {
+    if (this.#unwritable) return;
+    try {
+      await this.#options.write(draft);
+    } catch (error) {
+      if (!isStetError(error, "E_STORE_UNWRITABLE")) throw error;
+      this.#unwritable = true;
+    }
   }
 
   #match(index: number, name: string, inputHash: string): JournalEntry | undefined {

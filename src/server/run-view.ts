@@ -78,6 +78,7 @@ export async function runDetail(store: Store, runId: string, options: { staleMs?
     config: redactConfig(run.config),
     plan: report.plan,
     metrics: report.metrics,
+    distribution: report.distribution,
     errorsByType: report.errorsByType,
     // The same with the first few errored keys and their messages (the route redacts them).
     errors: report.errors,

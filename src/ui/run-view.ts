@@ -4,6 +4,7 @@ import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.j
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message } from "./shared.js";
 import type { RunDetail, SamplePage } from "./types.js";
+import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
   main: HTMLElement,
@@ -289,6 +290,7 @@ function runDetails(run: RunDetail): Child[] {
         ),
       ),
     ),
+    run.distribution.length > 0 && scoreChart(run),
     h(
       "p",
       { class: "meta" },
@@ -309,4 +311,16 @@ function runDetails(run: RunDetail): Child[] {
         }),
       ),
   ];
+}
+
+/**
+ * The score-distribution chart, drawn by the same pure module as the HTML report. Its SVG is our
+ * own markup with every name escaped (`distributionChartSvg`), parsed as SVG, never as HTML.
+ */
+function scoreChart(run: RunDetail): Element {
+  const svg = distributionChartSvg(run.distribution);
+  const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
+  const figure = h("figure", { class: "score-chart" });
+  figure.append(document.importNode(doc.documentElement, true));
+  return figure;
 }

@@ -74,13 +74,15 @@ export function samplesTable(
         h(
           "tr",
           {},
-          ["Sample", "Epoch", "Status", "Scores", "Output", "Attempts"].map((c) => h("th", {}, c)),
+          ["Sample", "Epoch", "Status", "Input", "Target", "Output", "Scores", "Attempts"].map(
+            (c) => h("th", {}, c),
+          ),
         ),
       ),
       h(
         "tbody",
         {},
-        list.samples.length === 0 && h("tr", {}, h("td", { colspan: 6 }, "No samples match.")),
+        list.samples.length === 0 && h("tr", {}, h("td", { colspan: 8 }, "No samples match.")),
         list.samples.map((s) =>
           h(
             "tr",
@@ -92,8 +94,10 @@ export function samplesTable(
             ),
             h("td", {}, s.epoch),
             h("td", {}, badge(s.status)),
-            h("td", {}, s.outcome ? scoresText(s.outcome) : "—"),
+            h("td", { class: "input" }, preview(s.input)),
+            h("td", { class: "target" }, s.target == null ? "—" : preview(s.target)),
             h("td", { class: "output" }, s.outcome ? outputText(s.outcome) : ""),
+            h("td", {}, s.outcome ? scoresText(s.outcome) : "—"),
             h("td", {}, s.attempts),
           ),
         ),

@@ -1,4 +1,5 @@
 /** The API's JSON as the UI reads it (the server's run-view.ts and routes define it). */
+import type { ScoreDistribution } from "../core/score-chart.js";
 
 export interface Counts {
   total: number;
@@ -55,6 +56,8 @@ export interface RunListed extends RunSummary {
 export interface RunDetail extends RunSummary {
   config: { scorers: string[]; epochs: number; concurrency: number } & Record<string, unknown>;
   metrics: Metric[];
+  /** Per scorer, the samples' reduced values counted in tenths of [0, 1]. */
+  distribution: ScoreDistribution[];
   errorsByType: Record<string, number>;
   /** Errored outcomes by type, with the first few keys and their messages. */
   errors: {
