@@ -72,7 +72,7 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 5,
+      v: 6,
     });
     expect(rows(after)).toEqual(before);
   });
@@ -103,7 +103,7 @@ describe("a store written by stet 0.1.0", () => {
       const version = await client.query(
         `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
       );
-      expect(version.rows[0]).toEqual({ v: 5 });
+      expect(version.rows[0]).toEqual({ v: 6 });
       expect(await rows()).toEqual(before);
     },
   );

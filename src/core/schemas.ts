@@ -97,6 +97,8 @@ export const runConfigSchema = z.object({
   identity: runIdentitySchema.optional(),
   history: z.array(runHistoryEntrySchema).optional(),
   rerun: z.array(rerunRequestSchema).optional(),
+  /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
+  distributed: z.literal(true).optional(),
 });
 
 export const runStatusSchema = z.enum(["running", "interrupted", "completed", "errored"]);

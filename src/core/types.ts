@@ -196,6 +196,8 @@ export interface RunConfig {
    * killed re-run is finished by the next resume and a finished one never repeats.
    */
   rerun?: RerunRequest[];
+  /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
+  distributed?: true;
 }
 
 /** A key to execute again though it has a scored attempt, and the attempt it follows. */

@@ -3,6 +3,7 @@ import { describeAttemptContract } from "./contract/attempts.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeJournalContract } from "./contract/journal.js";
+import { describeLeaseContract } from "./contract/leases.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
@@ -48,5 +49,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeReadModelContract(ref);
     describeScoringContract(ref);
     describeJournalContract(ref);
+    describeLeaseContract(ref);
   });
 }

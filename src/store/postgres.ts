@@ -43,6 +43,7 @@ import {
 } from "./postgres-driver.js";
 import type { Secret } from "../core/secrets.js";
 import { insertAttempts } from "./postgres-insert-attempts.js";
+import { postgresLeases as leases } from "./postgres-leases.js";
 import { postgresReadModel } from "./postgres-read-model.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "./report-inputs.js";
 import {
@@ -75,6 +76,10 @@ import type {
   BenchmarkSummary,
   HeartbeatReply,
   JournalEntry,
+  LeaseClaim,
+  WorkerIdentity,
+  WorkerRecord,
+  WorkerState,
   JournalFilter,
   StepDiscard,
   StepDraft,
@@ -197,6 +202,7 @@ class PostgresStore implements Store {
           fingerprints: samples.map((r) => r.fingerprint),
           samples: samples.map((r) => JSON.stringify(r.sample)),
         });
+        if (config.distributed) await leases.create(tx, id, config.epochs);
       });
       return this.requireRun(this.pool, id);
     });
@@ -284,7 +290,8 @@ class PostgresStore implements Store {
         runId,
         token,
       });
-      return row ? { owned: true, cancelRequested: row.cancel_requested } : { owned: false };
+      if (row) return { owned: true, cancelRequested: row.cancel_requested };
+      return (await leases.heartbeat(this.pool, runId, token)) ?? { owned: false };
     });
   }
 
@@ -325,7 +332,7 @@ class PostgresStore implements Store {
   async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
-        await this.fence(tx, runId, token);
+        await this.fence(tx, runId, token, keys);
         await this.mark(tx, runId, keys);
       }),
     );
@@ -349,10 +356,19 @@ class PostgresStore implements Store {
     checkDrafts(drafts);
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
-        await this.fence(tx, runId, token);
+        const fence = await this.fence(tx, runId, token, [...drafts, ...inflight]);
         await this.mark(tx, runId, inflight);
         const stored = await insertAttempts(tx, runId, drafts);
         if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+        // A worker's scored key has its outcome: its lease ends with the commit that gave it.
+        if (fence === "worker") {
+          await leases.finish(
+            tx,
+            runId,
+            token,
+            stored.filter((a) => a.status === "scored"),
+          );
+        }
         return stored;
       }),
     );
@@ -362,7 +378,7 @@ class PostgresStore implements Store {
     checkScoringDrafts(drafts);
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
-        await this.fence(tx, runId, token);
+        await this.fence(tx, runId, token, drafts);
         const stored: Scoring[] = [];
         for (const draft of drafts) {
           const { sampleId, epoch, attempt } = draft;
@@ -390,7 +406,7 @@ class PostgresStore implements Store {
     checkStepDrafts(drafts);
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
-        await this.fence(tx, runId, token);
+        await this.fence(tx, runId, token, [...drafts, ...discard]);
         // One statement each for the whole batch: the open entries each draft replaces (or, for
         // a divergence or a discard, every one from its step on), then the new entries.
         const dropped = [
@@ -512,6 +528,56 @@ class PostgresStore implements Store {
     return this.guard(() => postgresReadModel.listBenchmarks(this.pool));
   }
 
+  async registerWorker(runId: string, worker: WorkerIdentity): Promise<void> {
+    return this.guard(async () => {
+      const run = await this.requireRun(this.pool, runId);
+      if (!run.config.distributed) throw invalidInput(`run ${runId} is not a distributed run`);
+      await leases.register(this.pool, runId, worker);
+    });
+  }
+
+  async claimLeases(runId: string, token: string, limit: number): Promise<LeaseClaim> {
+    return this.guard(() => transaction(this.pool, (tx) => leases.claim(tx, runId, token, limit)));
+  }
+
+  async settleLeases(runId: string, token: string, keys: readonly Key[]): Promise<void> {
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        await this.fence(tx, runId, token, keys);
+        await leases.finish(tx, runId, token, keys);
+      }),
+    );
+  }
+
+  async leaveRun(
+    runId: string,
+    token: string,
+    state: Exclude<WorkerState, "active">,
+  ): Promise<void> {
+    return this.guard(() => transaction(this.pool, (tx) => leases.leave(tx, runId, token, state)));
+  }
+
+  async expireWorker(runId: string, token: string): Promise<number> {
+    return this.guard(() => transaction(this.pool, (tx) => leases.expire(tx, runId, token)));
+  }
+
+  async listWorkers(runId: string): Promise<WorkerRecord[]> {
+    return this.guard(() => leases.list(this.pool, runId));
+  }
+
+  async reopenDistributed(runId: string): Promise<boolean> {
+    return this.guard(() => transaction(this.pool, (tx) => leases.reopen(tx, runId)));
+  }
+
+  async requestWorkersCancel(runId: string, note: string): Promise<boolean> {
+    return this.guard(() => leases.cancel(this.pool, runId, note));
+  }
+
+  async closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean> {
+    if (status === "running") throw illegalRelease(runId);
+    return this.guard(() => leases.close(this.pool, runId, status, note ?? null));
+  }
+
   async close(): Promise<void> {
     await this.pool.end();
   }
@@ -526,11 +592,22 @@ class PostgresStore implements Store {
     if (missing) throw notInSnapshot(runId, missing.sampleId);
   }
 
-  /** Locks the run's row until the transaction ends and checks that `token` owns the run. */
-  private async fence(tx: Queryable, runId: string, token: string): Promise<void> {
+  /**
+   * Locks the run's row until the transaction ends and checks that `token` owns the run, or,
+   * given the keys written, that it is a worker holding a live lease on each (see the port).
+   * The run's row lock stays the one order of a run's writes (its attempt feed's `seq`).
+   */
+  private async fence(
+    tx: Queryable,
+    runId: string,
+    token: string,
+    keys?: readonly Key[],
+  ): Promise<"owner" | "worker"> {
     const [row] = await sql.lockOwner.rows<{ owner_token: string | null }>(tx, { runId });
     if (!row) throw runNotFound(runId);
-    if (row.owner_token !== token) throw fenced(runId);
+    if (row.owner_token === token) return "owner";
+    if (keys && (await leases.fence(tx, runId, token, keys))) return "worker";
+    throw fenced(runId);
   }
 
   private async readRun(db: Queryable, runId: string): Promise<Run | undefined> {
@@ -565,7 +642,13 @@ class PostgresStore implements Store {
       await this.ready;
       return await fn();
     } catch (cause) {
-      if (isStetError(cause)) throw cause;
+      if (isStetError(cause)) {
+        // A worker's write refused by its lease is counted on it (after the rollback).
+        const worker = cause.code === "E_FENCED" ? cause.details?.worker : undefined;
+        if (typeof worker === "string")
+          await leases.countRejected(this.pool, worker).catch(() => {});
+        throw cause;
+      }
       throw new StetError("E_STORE", `store ${this.location}: ${this.explain(cause)}`, { cause });
     }
   }

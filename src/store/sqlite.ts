@@ -44,6 +44,7 @@ import { corruptStore, isCorruption } from "./sqlite-file.js";
 import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
 import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
+import { prepareLeases } from "./sqlite-leases.js";
 import {
   attemptMapper,
   attemptParams,
@@ -65,6 +66,10 @@ import type {
   AttemptHead,
   BenchmarkSummary,
   HeartbeatReply,
+  LeaseClaim,
+  WorkerIdentity,
+  WorkerRecord,
+  WorkerState,
   JournalEntry,
   JournalFilter,
   NewRun,
@@ -121,6 +126,7 @@ class SqliteStore implements Store {
   private readonly s: Statements;
   private readModel: ReturnType<typeof prepareReadModel> | undefined;
   private journalStatements: ReturnType<typeof prepareJournal> | undefined;
+  private leaseStatements: ReturnType<typeof prepareLeases> | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -134,6 +140,11 @@ class SqliteStore implements Store {
   /** The browsing queries (outcome pages, feeds, benchmarks), prepared on first use: a run needs none. */
   private get read(): ReturnType<typeof prepareReadModel> {
     return (this.readModel ??= prepareReadModel(this.db));
+  }
+
+  /** The lease statements, prepared on first use: only distributed runs need them. */
+  private get leases(): ReturnType<typeof prepareLeases> {
+    return (this.leaseStatements ??= prepareLeases(this.db, this.now));
   }
 
   private get journal(): ReturnType<typeof prepareJournal> {
@@ -159,6 +170,7 @@ class SqliteStore implements Store {
         for (const { sample, fingerprint } of samples) {
           this.s.insertSample.run(id, sample.id, fingerprint, JSON.stringify(sample));
         }
+        if (config.distributed) this.leases.create(id, config.epochs);
       });
       return this.requireRun(id);
     });
@@ -246,7 +258,8 @@ class SqliteStore implements Store {
   async heartbeat(runId: string, token: string): Promise<HeartbeatReply> {
     return this.guard(() => {
       const row = this.s.heartbeat.get({ runId, token, nowMs: this.now() });
-      return row ? { owned: true, cancelRequested: row.cancel_requested } : { owned: false };
+      if (row) return { owned: true, cancelRequested: row.cancel_requested };
+      return immediate(this.db, () => this.leases.heartbeat(runId, token)) ?? { owned: false };
     });
   }
 
@@ -286,7 +299,7 @@ class SqliteStore implements Store {
   async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
     return this.guard(() =>
       immediate(this.db, () => {
-        this.fence(runId, token);
+        this.fence(runId, token, keys);
         for (const key of keys) {
           this.requireSample(runId, key.sampleId);
           this.s.markInflight.run(runId, key.sampleId, key.epoch);
@@ -310,12 +323,21 @@ class SqliteStore implements Store {
     return this.guard(() => {
       checkDrafts(drafts);
       return immediate(this.db, () => {
-        this.fence(runId, token);
+        const fence = this.fence(runId, token, [...drafts, ...inflight]);
         for (const key of inflight) {
           this.requireSample(runId, key.sampleId);
           this.s.markInflight.run(runId, key.sampleId, key.epoch);
         }
-        return drafts.map((draft) => this.insertAttempt(runId, draft));
+        const stored = drafts.map((draft) => this.insertAttempt(runId, draft));
+        // A worker's scored key has its outcome: its lease ends with the commit that gave it.
+        if (fence === "worker") {
+          this.leases.finish(
+            runId,
+            token,
+            stored.filter((a) => a.status === "scored"),
+          );
+        }
+        return stored;
       });
     });
   }
@@ -324,7 +346,7 @@ class SqliteStore implements Store {
     return this.guard(() => {
       checkScoringDrafts(drafts);
       return immediate(this.db, () => {
-        this.fence(runId, token);
+        this.fence(runId, token, drafts);
         return drafts.map((draft) => {
           const { sampleId, epoch, attempt } = draft;
           const target = this.s.scorableAttempt.get({ runId, sampleId, epoch, attempt });
@@ -347,7 +369,7 @@ class SqliteStore implements Store {
       checkStepDrafts(drafts);
       const j = this.journal;
       immediate(this.db, () => {
-        this.fence(runId, token);
+        this.fence(runId, token, [...drafts, ...discard]);
         for (const d of discard) {
           j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
         }
@@ -445,6 +467,58 @@ class SqliteStore implements Store {
     return this.guard(() => this.read.listBenchmarks());
   }
 
+  async registerWorker(runId: string, worker: WorkerIdentity): Promise<void> {
+    return this.guard(() => {
+      const run = this.requireRun(runId);
+      if (!run.config.distributed) throw invalidInput(`run ${runId} is not a distributed run`);
+      this.leases.register(runId, worker);
+    });
+  }
+
+  async claimLeases(runId: string, token: string, limit: number): Promise<LeaseClaim> {
+    return this.guard(() => immediate(this.db, () => this.leases.claim(runId, token, limit)));
+  }
+
+  async settleLeases(runId: string, token: string, keys: readonly Key[]): Promise<void> {
+    return this.guard(() =>
+      immediate(this.db, () => {
+        this.fence(runId, token, keys);
+        this.leases.finish(runId, token, keys);
+      }),
+    );
+  }
+
+  async leaveRun(
+    runId: string,
+    token: string,
+    state: Exclude<WorkerState, "active">,
+  ): Promise<void> {
+    return this.guard(() => immediate(this.db, () => this.leases.leave(runId, token, state)));
+  }
+
+  async expireWorker(runId: string, token: string): Promise<number> {
+    return this.guard(() => immediate(this.db, () => this.leases.expire(runId, token)));
+  }
+
+  async listWorkers(runId: string): Promise<WorkerRecord[]> {
+    return this.guard(() => this.leases.list(runId));
+  }
+
+  async reopenDistributed(runId: string): Promise<boolean> {
+    return this.guard(() => immediate(this.db, () => this.leases.reopen(runId)));
+  }
+
+  async requestWorkersCancel(runId: string, note: string): Promise<boolean> {
+    return this.guard(() => this.leases.cancel(runId, note));
+  }
+
+  async closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean> {
+    return this.guard(() => {
+      if (status === "running") throw illegalRelease(runId);
+      return this.leases.close(runId, status, note ?? null);
+    });
+  }
+
   async close(): Promise<void> {
     this.db.close();
   }
@@ -463,10 +537,13 @@ class SqliteStore implements Store {
   }
 
   /** Must run inside an IMMEDIATE transaction: the token read then holds until commit. */
-  private fence(runId: string, token: string): void {
+  private fence(runId: string, token: string, keys?: readonly Key[]): "owner" | "worker" {
     const row = this.s.ownerToken.get(runId);
     if (!row) throw runNotFound(runId);
-    if (row.owner_token !== token) throw fenced(runId);
+    if (row.owner_token === token) return "owner";
+    // A worker's token: a live lease on each key written (see the port).
+    if (keys && this.leases.fence(runId, token, keys)) return "worker";
+    throw fenced(runId);
   }
 
   private requireSample(runId: string, sampleId: string): void {
@@ -499,7 +576,12 @@ class SqliteStore implements Store {
     try {
       return fn();
     } catch (cause) {
-      if (isStetError(cause)) throw cause;
+      if (isStetError(cause)) {
+        // A worker's write refused by its lease is counted on it (after the rollback).
+        const worker = cause.code === "E_FENCED" ? cause.details?.worker : undefined;
+        if (typeof worker === "string") this.leases.countRejected(worker);
+        throw cause;
+      }
       if (isCorruption(cause))
         throw corruptStore(this.location, messageOf(cause), { cause, opening: false });
       const why = isBusy(cause) ? this.busy() : messageOf(cause);

@@ -176,6 +176,43 @@ export interface ReportInputs {
   scoringUsage: Usage[];
 }
 
+/** A process that joined a distributed run, as it registers (`registerWorker`). */
+export interface WorkerIdentity extends OwnerIdentity {
+  concurrency: number;
+  /** How long its leases live without a heartbeat (`STET_LEASE_MS`). */
+  leaseMs: number;
+}
+
+/** Where a worker is: executing, left with nothing to claim, stopped early, or fenced out. */
+export type WorkerState = "active" | "finished" | "stopped" | "lost";
+
+/** A worker of a distributed run as the store knows it: what show, the API and the UI list. */
+export interface WorkerRecord {
+  token: string;
+  host: string;
+  pid: number;
+  concurrency: number;
+  leaseMs: number;
+  startedAt: string;
+  heartbeatAt: string;
+  /** On the store's clock, like an owner's. */
+  heartbeatAgeMs: number;
+  /** Keys it gave their outcome. */
+  keysDone: number;
+  /** Its writes refused by the lease fence (after its lease expired). */
+  rejected: number;
+  state: WorkerState;
+}
+
+/** What one claim got: the keys now leased to the caller, and what is left for anyone. */
+export interface LeaseClaim {
+  keys: Key[];
+  /** Keys of the run without an outcome (claimed now, leased elsewhere, or claimable). */
+  open: number;
+  /** Of those, leased to another worker whose lease is still live. */
+  leasedElsewhere: number;
+}
+
 /** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
 export interface BenchmarkSummary {
   evalName: string;
@@ -325,6 +362,44 @@ export interface Store {
 
   /** One entry per eval name that has runs, the most recently started first. */
   listBenchmarks(): Promise<BenchmarkSummary[]>;
+
+  // Distributed runs (`config.distributed`): createRun also writes one lease row per key. A
+  // worker's token fences its writes per key instead of per run: recordAttempts, recordScorings,
+  // recordSteps and markInflight accept a worker's token only for keys it holds a live lease on
+  // (else `E_FENCED`, and the refusal is counted on the worker), and a scored attempt ends its
+  // key's lease (done) in the same transaction. `heartbeat` with a worker's token extends its
+  // leases, and says `owned: false` once one of them expired or the worker was fenced out.
+
+  /** Adds a worker (state active) to a distributed run (`E_RUN_NOT_FOUND`; `E_INVALID_INPUT` if not distributed). */
+  registerWorker(runId: string, worker: WorkerIdentity): Promise<void>;
+  /**
+   * Leases up to `limit` keys without an outcome and without a live lease to the worker, in
+   * epoch then sample order, in one statement (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite:
+   * `BEGIN IMMEDIATE`): concurrent claimants never get the same key. A worker whose expired
+   * lease is taken is marked lost. None for a worker that is not active.
+   */
+  claimLeases(runId: string, token: string, limit: number): Promise<LeaseClaim>;
+  /** Ends the worker's leases of `keys` with their outcome (a final error): done, counted on it. */
+  settleLeases(runId: string, token: string, keys: readonly Key[]): Promise<void>;
+  /** The worker leaves: its unfinished leases are claimable at once, its state becomes `state`. */
+  leaveRun(runId: string, token: string, state: Exclude<WorkerState, "active">): Promise<void>;
+  /** A worker found dead (its pid gone): its leases expire now and it is marked lost. How many. */
+  expireWorker(runId: string, token: string): Promise<number>;
+  /** The run's workers, in the order they joined. */
+  listWorkers(runId: string): Promise<WorkerRecord[]>;
+  /**
+   * Opens a distributed run to workers again (a resume): status running, cancel request cleared,
+   * and keys without a scored attempt for their current fingerprint claimable again. False when
+   * it is not a distributed run.
+   */
+  reopenDistributed(runId: string): Promise<boolean>;
+  /** Asks every worker of a running distributed run to stop (they see `note` at their heartbeat). */
+  requestWorkersCancel(runId: string, note: string): Promise<boolean>;
+  /**
+   * Sets a running distributed run's final status when no live lease remains (and, for completed
+   * or errored, every key is done); false otherwise: another worker settles it.
+   */
+  closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean>;
 
   close(): Promise<void>;
 }

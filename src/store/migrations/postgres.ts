@@ -192,4 +192,42 @@ CREATE UNIQUE INDEX journal_bound ON journal (run_id, sample_id, epoch, attempt,
   WHERE attempt IS NOT NULL;
 `,
   },
+  {
+    version: 6,
+    name: "leases",
+    // As SQLite's migration 6: per-key leases (claimed with FOR UPDATE SKIP LOCKED) and workers.
+    sql: `
+CREATE TABLE leases (
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL,
+  token TEXT, -- the holding worker's token; NULL: never claimed, or released
+  expires_at DOUBLE PRECISION, -- ms on the store's clock; a lease past it is claimable again
+  claims INTEGER NOT NULL DEFAULT 0, -- how many times the key was handed out
+  done INTEGER NOT NULL DEFAULT 0 CHECK (done IN (0, 1)), -- the key has its outcome
+  PRIMARY KEY (run_id, sample_id, epoch),
+  FOREIGN KEY (run_id) REFERENCES runs (id)
+);
+
+CREATE INDEX leases_open ON leases (run_id, done, epoch, sample_id);
+CREATE INDEX leases_by_token ON leases (token);
+
+CREATE TABLE workers (
+  token TEXT COLLATE "C" PRIMARY KEY,
+  run_id TEXT COLLATE "C" NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  concurrency INTEGER NOT NULL,
+  lease_ms INTEGER NOT NULL CHECK (lease_ms > 0),
+  started_at TEXT NOT NULL,
+  heartbeat_at DOUBLE PRECISION NOT NULL,
+  keys_done INTEGER NOT NULL DEFAULT 0,
+  rejected INTEGER NOT NULL DEFAULT 0, -- writes refused by the lease fence
+  state TEXT NOT NULL CHECK (state IN ('active', 'finished', 'stopped', 'lost')),
+  FOREIGN KEY (run_id) REFERENCES runs (id)
+);
+
+CREATE INDEX workers_by_run ON workers (run_id);
+`,
+  },
 ];
