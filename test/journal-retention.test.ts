@@ -1,9 +1,8 @@
 import Database from "better-sqlite3";
-import pg from "pg";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { evalProject } from "./helpers/eval-project.js";
-import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
+import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 
 /** Two tool steps per sample; odd samples then fail (an errored attempt that keeps its steps). */
 const evalWith = (journal: string) => `
@@ -47,22 +46,12 @@ function sqliteStore(journal: string): Store {
 
 function postgresStore(journal: string): Store {
   const project = evalProject({ "eval.mjs": evalWith(journal) });
-  const { schema, drop } = testSchema();
-  const db = new pg.Pool({
-    connectionString: TEST_POSTGRES_URL,
-    options: `-c search_path=${schema}`,
-  });
-  onTestFinished(async () => {
-    project.cleanup();
-    await db.end();
-    await drop();
-  });
-  const url = new URL(TEST_POSTGRES_URL);
-  url.searchParams.set("schema", schema);
+  onTestFinished(() => project.cleanup());
+  const { url, db } = testSchemaPool();
   const read: Reader = async () =>
     (await db.query("SELECT sample_id, attempt FROM journal ORDER BY sample_id, step"))
       .rows as Awaited<ReturnType<Reader>>;
-  return { dir: project.dir, env: { STET_STORE: url.toString() }, journal: read };
+  return { dir: project.dir, env: { STET_STORE: url }, journal: read };
 }
 
 const stores: [string, (journal: string) => Store, boolean][] = [

@@ -1,10 +1,9 @@
 import { spawn, spawnSync } from "node:child_process";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
-import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
+import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 import { until } from "./helpers/wait.js";
 
 const N = 120;
@@ -64,19 +63,9 @@ afterAll(() => mock.close());
 /** A project whose CLI store is a fresh schema of the test PostgreSQL, and a reader of it. */
 function sharedStore() {
   const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(N) });
-  const { schema, drop } = testSchema();
-  const db = new pg.Pool({
-    connectionString: TEST_POSTGRES_URL,
-    options: `-c search_path=${schema}`,
-  });
-  onTestFinished(async () => {
-    project.cleanup();
-    await db.end();
-    await drop();
-  });
-  const url = new URL(TEST_POSTGRES_URL);
-  url.searchParams.set("schema", schema);
-  const env = { STET_STORE: url.toString(), MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY };
+  onTestFinished(() => project.cleanup());
+  const { url, db } = testSchemaPool();
+  const env = { STET_STORE: url, MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY };
   const attempts = async () =>
     (
       await db.query<Row>(

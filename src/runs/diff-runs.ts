@@ -1,5 +1,5 @@
 import { OutcomeFold } from "../core/outcome-fold.js";
-import { comparePaired, type PairedTest } from "../core/paired-stats.js";
+import { comparePaired, type PairedComparison } from "../core/paired-stats.js";
 import type { Run } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
@@ -8,25 +8,14 @@ import { requireRun } from "./require-run.js";
 export const DIFF_ALPHA = 0.05;
 
 /** One scorer common to both runs, compared over the samples both scored. */
-export interface ScorerDiff {
+export interface ScorerDiff extends Omit<PairedComparison, "n"> {
   scorer: string;
   /** Samples paired (both runs have a reduced value for this scorer). */
   paired: number;
   /** Samples of both runs left out because one run has no value for this scorer (error, pending). */
   unpaired: number;
-  meanA: number | null;
-  meanB: number | null;
-  /** meanB − meanA over the paired samples. */
-  delta: number | null;
-  ciLow: number | null;
-  ciHigh: number | null;
-  pValue: number;
-  test: PairedTest;
   /** p < DIFF_ALPHA and B lower: what `--fail-on-regression` fails on. */
   significantRegression: boolean;
-  improved: number;
-  regressed: number;
-  unchanged: number;
   /** Samples whose value dropped from A to B, by sample id (binary order). */
   regressedIds: string[];
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { onTestFinished } from "vitest";
 
 /**
  * The PostgreSQL the tests use: STET_TEST_POSTGRES, else the local server `.ci/run` starts
@@ -30,4 +31,25 @@ export function testSchema(): { schema: string; drop: () => Promise<void> } {
       }
     },
   };
+}
+
+/**
+ * A fresh schema of the test PostgreSQL, dropped when the test finishes: its store URL for the
+ * CLI (`url`, with `?schema=`) and a pool the test reads it with (`db`, on that search path).
+ *
+ * @example const { url, db } = testSchemaPool(); await db.query("SELECT * FROM attempts");
+ */
+export function testSchemaPool(): { url: string; db: pg.Pool } {
+  const { schema, drop } = testSchema();
+  const db = new pg.Pool({
+    connectionString: TEST_POSTGRES_URL,
+    options: `-c search_path=${schema}`,
+  });
+  onTestFinished(async () => {
+    await db.end();
+    await drop();
+  });
+  const url = new URL(TEST_POSTGRES_URL);
+  url.searchParams.set("schema", schema);
+  return { url: url.toString(), db };
 }
