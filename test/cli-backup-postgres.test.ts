@@ -202,6 +202,49 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     }
   }, 60_000);
 
+  it("restores an older schema version's dump and migrates it forward", async () => {
+    const file = join(project.dir, "current.pgbak");
+    await backup(sourceUrl, file);
+    // The same store as schema version 5 wrote it: no leases/workers tables, no step 6.
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+    const header = JSON.parse(lines[0]!) as {
+      schemaVersion: number;
+      tables: string[];
+      rows: Record<string, number>;
+    };
+    expect(header.schemaVersion).toBe(6);
+    const dropped = (line: string) => {
+      const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
+      return (
+        row.table === "leases" ||
+        row.table === "workers" ||
+        (row.table === "schema_migrations" && row.row?.version === 6)
+      );
+    };
+    const body = lines.slice(1, -1).filter((line) => !dropped(line));
+    const rows = { ...header.rows, schema_migrations: header.rows.schema_migrations! - 1 };
+    delete rows.leases;
+    delete rows.workers;
+    const older = join(project.dir, "v5.pgbak");
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -2), rows };
+    writeFileSync(
+      older,
+      [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
+        "\n",
+      ),
+    );
+
+    const { url, db } = testSchemaPool();
+    const restore = await cli(["restore", older, "--sha256", sha256Of(older), "--store", url]);
+    expect(restore.stderr).toBe("");
+    expect(restore.code).toBe(0);
+    const { rows: versions } = await db.query<{ version: number }>(
+      "SELECT version FROM schema_migrations ORDER BY version",
+    );
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await exportsOf(url)).toEqual(await exportsOf(sourceUrl));
+  }, 60_000);
+
   it("refuses a target that holds runs and leaves it unchanged", async () => {
     const file = join(project.dir, "occupied.pgbak");
     const sha = await backup(sourceUrl, file);
