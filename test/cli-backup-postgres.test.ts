@@ -222,7 +222,10 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       );
     };
     const body = lines.slice(1, -1).filter((line) => !dropped(line));
-    const rows = { ...header.rows, schema_migrations: header.rows.schema_migrations! - 1 };
+    const rows: Record<string, number> = {
+      ...header.rows,
+      schema_migrations: header.rows.schema_migrations! - 1,
+    };
     delete rows.leases;
     delete rows.workers;
     const older = join(project.dir, "v5.pgbak");

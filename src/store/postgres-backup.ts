@@ -58,7 +58,7 @@ export async function backupPostgresStore(target: PostgresTarget, out: string): 
   const pool = poolFor(target);
   const temp = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString("hex")}.tmp`);
   const file = await open(temp, "wx");
-  let runs = 0;
+  let runs: number;
   try {
     const client = await pool.connect();
     try {
