@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,24 +12,11 @@ import {
   testSchemaPool,
 } from "./helpers/postgres.js";
 import { until } from "./helpers/wait.js";
+import { BACKUP_EVAL, exportsOf, sha256Of } from "./helpers/backup-eval.js";
 
 // `stet backup` / `stet restore` of PostgreSQL stores through the real CLI (dist/: `npm run
 // build` first), on real PostgreSQL, a fresh schema per store.
 const REPO = fileURLToPath(new URL("../", import.meta.url));
-
-const EVAL = `import { defineEval } from "stet";
-const n = Number(process.env.SAMPLES ?? 20);
-const pause = Number(process.env.PAUSE_MS ?? 0);
-export default defineEval({
-  name: "backup-eval",
-  dataset: Array.from({ length: n }, (_, i) => ({ id: "s" + String(i).padStart(3, "0"), input: String(i), target: String(i % 3 === 0 ? -1 : i) })),
-  solver: async (sample) => {
-    if (pause) await new Promise((r) => setTimeout(r, pause));
-    return { output: String(sample.input), usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.001 } };
-  },
-  scorers: [function exact({ sample, output }) { return output === sample.target; }],
-});
-`;
 
 let project: ReturnType<typeof evalProject>;
 let source: { schema: string; drop: () => Promise<void> };
@@ -46,23 +32,6 @@ function urlOf(schema: string): string {
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return runCli(args, { cwd: project.dir, env });
-}
-
-function sha256Of(file: string): string {
-  return createHash("sha256").update(readFileSync(file)).digest("hex");
-}
-
-async function exportsOf(store: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const id of runs) {
-    for (const format of ["jsonl", "resultset", "csv"]) {
-      const result = await cli(["export", id, "--format", format, "--store", store]);
-      expect(result.stderr).toBe("");
-      expect(result.code).toBe(0);
-      out.push(result.stdout);
-    }
-  }
-  return out;
 }
 
 async function backup(store: string, file: string): Promise<string> {
@@ -94,7 +63,7 @@ async function contentOf(db: pg.Pool): Promise<string[]> {
 beforeAll(async () => {
   if (SKIP_POSTGRES) return;
   if (!existsSync(join(REPO, "dist/cli/bin.js"))) throw new Error("run `npm run build` first");
-  project = evalProject({ "backup.mjs": EVAL });
+  project = evalProject({ "backup.mjs": BACKUP_EVAL });
   source = testSchema();
   sourceUrl = urlOf(source.schema);
   sourceDb = new pg.Pool({
@@ -133,7 +102,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     expect(restore.stderr).toBe("");
     expect(restore.code).toBe(0);
     expect(restore.stdout).toContain("restored 2 run(s)");
-    expect(await exportsOf(url)).toEqual(await exportsOf(sourceUrl));
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
     expect(await contentOf(db)).toEqual(await contentOf(sourceDb));
     // A backup of the restored store is the same bytes as the one it came from.
     expect(await backup(url, join(project.dir, "again.pgbak"))).toBe(sha);
@@ -245,7 +214,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       "SELECT version FROM schema_migrations ORDER BY version",
     );
     expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(await exportsOf(url)).toEqual(await exportsOf(sourceUrl));
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
   }, 60_000);
 
   it("refuses a target that holds runs and leaves it unchanged", async () => {
