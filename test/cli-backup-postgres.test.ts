@@ -217,6 +217,20 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
   }, 60_000);
 
+  it("restores into a schema stet created that holds no run yet", async () => {
+    const file = join(project.dir, "empty-target.pgbak");
+    const sha = await backup(sourceUrl, file);
+    const { url, db } = testSchemaPool();
+    // A command that writes creates stet's tables on first use; this one then finds no run.
+    expect((await cli(["cancel", "r_none", "--store", url])).code).not.toBe(0);
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM runs");
+    expect(rows[0]?.n).toBe(0);
+    const restore = await cli(["restore", file, "--sha256", sha, "--store", url]);
+    expect(restore.stderr).toBe("");
+    expect(restore.code).toBe(0);
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
+  }, 60_000);
+
   it("refuses a target that holds runs and leaves it unchanged", async () => {
     const file = join(project.dir, "occupied.pgbak");
     const sha = await backup(sourceUrl, file);
