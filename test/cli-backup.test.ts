@@ -1,6 +1,5 @@
 import Database from "better-sqlite3";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
-import { createHash } from "node:crypto";
+import { copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,23 +7,10 @@ import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, rawAttempts } from "./helpers/eval-project.js";
 import { dumpDb } from "./helpers/db-dump.js";
 import { until } from "./helpers/wait.js";
+import { BACKUP_EVAL, exportsOf, sha256Of } from "./helpers/backup-eval.js";
 
 // `stet backup` / `stet restore` through the real CLI (dist/: `npm run build` first).
 const REPO = fileURLToPath(new URL("../", import.meta.url));
-
-const EVAL = `import { defineEval } from "stet";
-const n = Number(process.env.SAMPLES ?? 20);
-const pause = Number(process.env.PAUSE_MS ?? 0);
-export default defineEval({
-  name: "backup-eval",
-  dataset: Array.from({ length: n }, (_, i) => ({ id: "s" + String(i).padStart(3, "0"), input: String(i), target: String(i % 3 === 0 ? -1 : i) })),
-  solver: async (sample) => {
-    if (pause) await new Promise((r) => setTimeout(r, pause));
-    return { output: String(sample.input), usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.001 } };
-  },
-  scorers: [function exact({ sample, output }) { return output === sample.target; }],
-});
-`;
 
 let project: ReturnType<typeof evalProject>;
 let source: string;
@@ -34,25 +20,9 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return runCli(args, { cwd: project.dir, env });
 }
 
-function sha256Of(file: string): string {
-  return createHash("sha256").update(readFileSync(file)).digest("hex");
-}
-
-async function exportsOf(store: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const id of runs) {
-    for (const format of ["jsonl", "resultset", "csv"]) {
-      const result = await cli(["export", id, "--format", format, "--store", store]);
-      expect(result.code).toBe(0);
-      out.push(result.stdout);
-    }
-  }
-  return out;
-}
-
 beforeAll(async () => {
   if (!existsSync(join(REPO, "dist/cli/bin.js"))) throw new Error("run `npm run build` first");
-  project = evalProject({ "backup.mjs": EVAL });
+  project = evalProject({ "backup.mjs": BACKUP_EVAL });
   source = join(project.dir, "source.db");
   for (const env of [{}, { SAMPLES: "30" }]) {
     const result = await cli(["run", "backup.mjs", "--store", source, "--json"], env);
@@ -75,7 +45,7 @@ describe("stet backup and restore (SQLite)", () => {
     expect(restore.stderr).toBe("");
     expect(restore.code).toBe(0);
     expect(restore.stdout).toContain("restored 2 run(s)");
-    expect(await exportsOf(target)).toEqual(await exportsOf(source));
+    expect(await exportsOf(cli, runs, target)).toEqual(await exportsOf(cli, runs, source));
   });
 
   it("refuses a wrong sha256, a newer schema and an existing target, and creates nothing", async () => {

@@ -99,7 +99,8 @@ function checkBackup(file: string): number {
   }
 }
 
-function fsyncFile(path: string): void {
+/** fsyncs a file or directory (best effort for a directory), so a rename into it is durable. */
+export function fsyncFile(path: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(path, "r");

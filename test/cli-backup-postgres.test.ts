@@ -1,0 +1,287 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, startCli } from "./helpers/cli.js";
+import { evalProject } from "./helpers/eval-project.js";
+import {
+  SKIP_POSTGRES,
+  TEST_POSTGRES_URL,
+  testSchema,
+  testSchemaPool,
+} from "./helpers/postgres.js";
+import { until } from "./helpers/wait.js";
+import { BACKUP_EVAL, exportsOf, sha256Of } from "./helpers/backup-eval.js";
+
+// `stet backup` / `stet restore` of PostgreSQL stores through the real CLI (dist/: `npm run
+// build` first), on real PostgreSQL, a fresh schema per store.
+const REPO = fileURLToPath(new URL("../", import.meta.url));
+
+let project: ReturnType<typeof evalProject>;
+let source: { schema: string; drop: () => Promise<void> };
+let sourceUrl: string;
+let sourceDb: pg.Pool;
+const runs: string[] = [];
+
+function urlOf(schema: string): string {
+  const url = new URL(TEST_POSTGRES_URL);
+  url.searchParams.set("schema", schema);
+  return url.toString();
+}
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return runCli(args, { cwd: project.dir, env });
+}
+
+async function backup(store: string, file: string): Promise<string> {
+  const result = await cli(["backup", "--store", store, "-o", file]);
+  expect(result.stderr).toBe("");
+  expect(result.code).toBe(0);
+  const sha = /sha256 ([0-9a-f]{64})/.exec(result.stdout)?.[1];
+  expect(sha).toBe(sha256Of(file));
+  return sha!;
+}
+
+async function schemaExists(schema: string): Promise<boolean> {
+  const { rows } = await sourceDb.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+  return rows.length === 1;
+}
+
+/** Every table's rows of a schema, as text, in a fixed order: to show a store unchanged. */
+async function contentOf(db: pg.Pool): Promise<string[]> {
+  const out: string[] = [];
+  for (const table of ["schema_migrations", "runs", "samples", "attempts", "scorings", "journal"]) {
+    const { rows } = await db.query<{ j: string }>(
+      `SELECT row_to_json(t)::text AS j FROM "${table}" t ORDER BY 1`,
+    );
+    out.push(...rows.map((r) => `${table} ${r.j}`));
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  if (SKIP_POSTGRES) return;
+  if (!existsSync(join(REPO, "dist/cli/bin.js"))) throw new Error("run `npm run build` first");
+  project = evalProject({ "backup.mjs": BACKUP_EVAL });
+  source = testSchema();
+  sourceUrl = urlOf(source.schema);
+  sourceDb = new pg.Pool({
+    connectionString: TEST_POSTGRES_URL,
+    options: `-c search_path=${source.schema}`,
+  });
+  for (const env of [{}, { SAMPLES: "30" }]) {
+    const result = await cli(["run", "backup.mjs", "--store", sourceUrl, "--json"], env);
+    expect(result.code).toBe(0);
+    runs.push((JSON.parse(result.stdout) as { runId: string }).runId);
+  }
+}, 60_000);
+afterAll(async () => {
+  if (SKIP_POSTGRES) return;
+  await sourceDb.end();
+  await source.drop();
+  project.cleanup();
+});
+
+describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
+  it("round-trips every run byte for byte; a resume of the restored complete run executes nothing", async () => {
+    const file = join(project.dir, "round.pgbak");
+    const sha = await backup(sourceUrl, file);
+    const header = JSON.parse(readFileSync(file, "utf8").split("\n")[0]!) as {
+      format: string;
+      schemaVersion: number;
+      rows: Record<string, number>;
+    };
+    expect(header).toMatchObject({
+      format: "stet-postgres-backup",
+      rows: { runs: 2, attempts: 50 },
+    });
+
+    const { url, db } = testSchemaPool();
+    const restore = await cli(["restore", file, "--sha256", sha, "--store", url]);
+    expect(restore.stderr).toBe("");
+    expect(restore.code).toBe(0);
+    expect(restore.stdout).toContain("restored 2 run(s)");
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
+    expect(await contentOf(db)).toEqual(await contentOf(sourceDb));
+    // A backup of the restored store is the same bytes as the one it came from.
+    expect(await backup(url, join(project.dir, "again.pgbak"))).toBe(sha);
+
+    const resumed = await cli(["resume", runs[1]!, "--store", url, "--json"]);
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      executed: 0,
+      counts: { total: 30, scored: 30 },
+    });
+  }, 60_000);
+
+  it("refuses a wrong sha256, a newer schema and a SQLite backup, and creates no schema", async () => {
+    const file = join(project.dir, "refuse.pgbak");
+    await backup(sourceUrl, file);
+    const { schema, drop } = testSchema();
+    const target = urlOf(schema);
+    try {
+      const wrong = await cli(["restore", file, "--sha256", "0".repeat(64), "--store", target]);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain("sha256 mismatch");
+      expect(wrong.stderr).toContain("nothing was restored");
+      expect(await schemaExists(schema)).toBe(false);
+
+      const newer = join(project.dir, "newer.pgbak");
+      const lines = readFileSync(file, "utf8").split("\n");
+      const header = JSON.parse(lines[0]!) as Record<string, unknown>;
+      writeFileSync(
+        newer,
+        [JSON.stringify({ ...header, schemaVersion: 999 }), ...lines.slice(1)].join("\n"),
+      );
+      const future = await cli(["restore", newer, "--sha256", sha256Of(newer), "--store", target]);
+      expect(future.code).toBe(1);
+      expect(future.stderr).toContain("written by a newer stet (schema version 999)");
+      expect(await schemaExists(schema)).toBe(false);
+
+      // A truncated dump (its last row and end line gone) fails inside the transaction.
+      const cut = join(project.dir, "cut.pgbak");
+      writeFileSync(cut, `${lines.slice(0, -3).join("\n")}\n`);
+      const truncated = await cli(["restore", cut, "--sha256", sha256Of(cut), "--store", target]);
+      expect(truncated.code).toBe(1);
+      expect(truncated.stderr).toContain("truncated");
+      expect(await schemaExists(schema)).toBe(false);
+
+      const sqlite = join(project.dir, "lite.db");
+      expect((await cli(["run", "backup.mjs", "--store", sqlite])).code).toBe(0);
+      const liteBackup = join(project.dir, "lite.bak");
+      const liteSha = await backup(sqlite, liteBackup);
+      const across = await cli(["restore", liteBackup, "--sha256", liteSha, "--store", target]);
+      expect(across.code).toBe(1);
+      expect(across.stderr).toContain("SQLite store's backup and the target is a PostgreSQL store");
+      expect(await schemaExists(schema)).toBe(false);
+      const back = await cli([
+        "restore",
+        file,
+        "--sha256",
+        sha256Of(file),
+        "--store",
+        join(project.dir, "x.db"),
+      ]);
+      expect(back.code).toBe(1);
+      expect(back.stderr).toContain("PostgreSQL store's backup and the target is a SQLite store");
+      expect(existsSync(join(project.dir, "x.db"))).toBe(false);
+    } finally {
+      await drop();
+    }
+  }, 60_000);
+
+  it("restores an older schema version's dump and migrates it forward", async () => {
+    const file = join(project.dir, "current.pgbak");
+    await backup(sourceUrl, file);
+    // The same store as schema version 5 wrote it: no leases/workers tables, no step 6.
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+    const header = JSON.parse(lines[0]!) as {
+      schemaVersion: number;
+      tables: string[];
+      rows: Record<string, number>;
+    };
+    expect(header.schemaVersion).toBe(6);
+    const dropped = (line: string) => {
+      const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
+      return (
+        row.table === "leases" ||
+        row.table === "workers" ||
+        (row.table === "schema_migrations" && row.row?.version === 6)
+      );
+    };
+    const body = lines.slice(1, -1).filter((line) => !dropped(line));
+    const rows: Record<string, number> = {
+      ...header.rows,
+      schema_migrations: header.rows.schema_migrations! - 1,
+    };
+    delete rows.leases;
+    delete rows.workers;
+    const older = join(project.dir, "v5.pgbak");
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -2), rows };
+    writeFileSync(
+      older,
+      [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
+        "\n",
+      ),
+    );
+
+    const { url, db } = testSchemaPool();
+    const restore = await cli(["restore", older, "--sha256", sha256Of(older), "--store", url]);
+    expect(restore.stderr).toBe("");
+    expect(restore.code).toBe(0);
+    const { rows: versions } = await db.query<{ version: number }>(
+      "SELECT version FROM schema_migrations ORDER BY version",
+    );
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
+  }, 60_000);
+
+  it("restores into a schema stet created that holds no run yet", async () => {
+    const file = join(project.dir, "empty-target.pgbak");
+    const sha = await backup(sourceUrl, file);
+    const { url, db } = testSchemaPool();
+    // A command that writes creates stet's tables on first use; this one then finds no run.
+    expect((await cli(["cancel", "r_none", "--store", url])).code).not.toBe(0);
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM runs");
+    expect(rows[0]?.n).toBe(0);
+    const restore = await cli(["restore", file, "--sha256", sha, "--store", url]);
+    expect(restore.stderr).toBe("");
+    expect(restore.code).toBe(0);
+    expect(await exportsOf(cli, runs, url)).toEqual(await exportsOf(cli, runs, sourceUrl));
+  }, 60_000);
+
+  it("refuses a target that holds runs and leaves it unchanged", async () => {
+    const file = join(project.dir, "occupied.pgbak");
+    const sha = await backup(sourceUrl, file);
+    const before = await contentOf(sourceDb);
+    const occupied = await cli(["restore", file, "--sha256", sha, "--store", sourceUrl]);
+    expect(occupied.code).toBe(2);
+    expect(occupied.stderr).toContain("already holds 2 run(s)");
+    expect(await contentOf(sourceDb)).toEqual(before);
+  }, 30_000);
+
+  it("takes a consistent copy while a run is writing; the copy resumes to exactly the missing keys", async () => {
+    const busy = testSchemaPool();
+    const child = startCli(
+      ["run", "backup.mjs", "--store", busy.url, "--concurrency", "4", "--run-id", "r_busy"],
+      { cwd: project.dir, env: { SAMPLES: "300", PAUSE_MS: "10" } },
+    );
+    const committed = async () => {
+      try {
+        const { rows } = await busy.db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM attempts",
+        );
+        return rows[0]?.n ?? 0;
+      } catch {
+        return 0; // the schema's tables are not there yet
+      }
+    };
+    await until(async () => (await committed()) >= 20, "20 committed attempts");
+    const file = join(project.dir, "busy.pgbak");
+    const sha = await backup(busy.url, file);
+    const finished = await child.done;
+    expect(finished.code).toBe(0);
+    const copied = (
+      JSON.parse(readFileSync(file, "utf8").split("\n")[0]!) as {
+        rows: { attempts: number };
+      }
+    ).rows.attempts;
+    expect(copied).toBeGreaterThanOrEqual(20);
+    expect(copied).toBeLessThan(300);
+
+    const target = testSchemaPool();
+    expect((await cli(["restore", file, "--sha256", sha, "--store", target.url])).code).toBe(0);
+    const { rows } = await target.db.query<{ status: string }>("SELECT status FROM attempts");
+    expect(rows).toHaveLength(copied);
+    for (const row of rows) expect(row).toMatchObject({ status: "scored" });
+    const resumed = await cli(["resume", "r_busy", "--store", target.url, "--json"], {
+      SAMPLES: "300",
+    });
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      executed: 300 - copied,
+      counts: { total: 300, scored: 300 },
+    });
+  }, 120_000);
+});
