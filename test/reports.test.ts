@@ -1,5 +1,7 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseJunit, type TestSuites } from "junit2json";
 import { describe, expect, it } from "vitest";
 import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { runCli } from "./helpers/cli.js";
@@ -50,6 +52,14 @@ const data = (n: number) =>
 
 const SECRET = "tok-reports-0123456789";
 
+/** Kept after the run (gitignored): the HTML report's screenshot, for a person to look at. */
+const SCREENSHOT = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "test-results",
+  "report-failing.png",
+);
+
 async function finishedRun(env: NodeJS.ProcessEnv = {}) {
   const p = project({ "eval.mjs": EVAL, "data.jsonl": data(100) });
   const run = await runCli(["run", "eval.mjs", "--json"], {
@@ -87,9 +97,26 @@ describe("stet export --format junit|html|markdown and GITHUB_STEP_SUMMARY (real
     expect(markdown).toMatch(/\| exact \| 0\.9000 \| 0\.0302 \| 100 \|/);
   });
 
-  it("junit: 100 testcases, 10 failures, parsed by a real XML parser; --pass-threshold moves the line", async () => {
+  it("junit: 100 testcases, 10 failures, parsed by a real JUnit parser (junit2json) and by DOMParser; --pass-threshold moves the line", async () => {
     const { p, runId } = await finishedRun();
     const xml = await exported(p.dir, runId, "--format", "junit");
+    // junit2json (xml2js underneath) reads JUnit the way CI reporters do.
+    const junit = (await parseJunit(xml)) as TestSuites;
+    expect(junit.testsuite).toHaveLength(1);
+    const suite = junit.testsuite![0]!;
+    expect(suite).toMatchObject({ name: "reported", tests: 100, failures: 10, errors: 0 });
+    const testcases = suite.testcase ?? [];
+    expect(testcases).toHaveLength(100);
+    expect(new Set(testcases.map((c) => c.classname))).toEqual(new Set(["reported"]));
+    expect(testcases.map((c) => c.name)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `q${String(i).padStart(3, "0")}#1`),
+    );
+    expect(testcases.filter((c) => c.failure).map((c) => c.name)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `q${String(i * 10 + 3).padStart(3, "0")}#1`),
+    );
+    expect(testcases.filter((c) => c.error)).toEqual([]);
+    expect(testcases.every((c) => typeof c.time === "number" && c.time >= 0)).toBe(true);
+    // Chromium's DOMParser: well-formed XML, attributes and escaping as a browser reads them.
     const { page, errors, close } = await openPage("about:blank");
     try {
       const parsed = await page.evaluate((text) => {
@@ -180,7 +207,12 @@ describe("stet export --format junit|html|markdown and GITHUB_STEP_SUMMARY (real
         expect(failing).toEqual(
           Array.from({ length: 10 }, (_, i) => `q${String(i * 10 + 3).padStart(3, "0")}`),
         );
-        await page.screenshot({ path: join(p.dir, "report-failing.png"), fullPage: true });
+        rmSync(SCREENSHOT, { force: true });
+        mkdirSync(dirname(SCREENSHOT), { recursive: true });
+        await page.screenshot({ path: SCREENSHOT, fullPage: true });
+        const png = readFileSync(SCREENSHOT);
+        expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
+        expect(png.length).toBeGreaterThan(10_000);
         // Sorting by sample id twice reverses the order.
         await page.click("table.samples th >> text=sample");
         const sorted = await page.$$eval("table.samples tbody tr", (rows) =>
