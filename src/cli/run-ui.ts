@@ -163,12 +163,18 @@ async function appendStopSummary(
 ): Promise<void> {
   if (stop.runId === "" || !process.env.GITHUB_STEP_SUMMARY) return;
   const remaining = stop.error.details?.remaining;
+  const fallback = stop.error.details?.fallback as FallbackOutcome | undefined;
+  const restore =
+    fallback?.path == null
+      ? {}
+      : { importCommand: withNote(importHint(fallback.path, stop.runId, options.store)) };
   await appendStepSummary(
     io,
     markdownStopped({
       ...stop,
       message: stop.error.message,
       ...(typeof remaining === "number" ? { remaining } : {}),
+      ...restore,
       ...summaryOptions(options, stop.runId),
     }),
   );

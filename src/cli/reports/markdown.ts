@@ -69,6 +69,8 @@ export function markdownStopped(stop: {
   remaining?: number;
   model?: string;
   resumeCommand?: string;
+  /** A command to give before the resume one (`stet import` of a fallback file). */
+  importCommand?: string;
 }): string {
   const left = stop.remaining === undefined ? "" : ` · ${formatCount(stop.remaining)} keys left`;
   const lines = [
@@ -79,6 +81,16 @@ export function markdownStopped(stop: {
     "",
     `> ${inline(stop.message)}`,
   ];
+  if (stop.importCommand !== undefined) {
+    lines.push(
+      "",
+      "Restore the attempts the store could not take:",
+      "",
+      "```sh",
+      stop.importCommand,
+      "```",
+    );
+  }
   if (stop.resumeCommand !== undefined) {
     lines.push("", "Incomplete; finish it with:", "", "```sh", stop.resumeCommand, "```");
   }
