@@ -216,6 +216,41 @@ describe("stet rescore", () => {
     expect(shown.metrics.find((m) => m.scorer === "slow")?.samples).toBe(40);
     expect(shown.config.rescore).toBeUndefined();
   });
+
+  it("a rescore stopped by SIGINT: its step summary gives the rescore command, not resume", async () => {
+    const p = project({
+      "data.jsonl": questions(40),
+      "eval.mjs": evalFile(`[scorers.exact()]`),
+    });
+    const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir });
+    const runId = (JSON.parse(run.stdout) as { runId: string }).runId;
+    const log = join(p.dir, "scored.log");
+    writeFileSync(
+      join(p.dir, "eval.mjs"),
+      evalFile(
+        `[scorers.exact(), { name: "slow", score: async ({ sample }) => { appendFileSync(${JSON.stringify(log)}, sample.id + "\\n"); await new Promise((r) => setTimeout(r, 100)); return 1; } }]`,
+        `import { appendFileSync } from "node:fs";`,
+      ),
+    );
+    writeFileSync(log, "");
+    const summaryFile = join(p.dir, "summary.md");
+    const stopped = startCli(["rescore", runId, "--scorer", "slow"], {
+      cwd: p.dir,
+      env: { GITHUB_STEP_SUMMARY: summaryFile },
+    });
+    await waitForLines(log, 8);
+    stopped.child.kill("SIGINT");
+    const result = await stopped.done;
+    expect(result.code, result.stderr).toBe(130);
+    expect(result.stderr).toContain(`go on with: stet rescore ${runId} --scorer slow`);
+    const summary = readFileSync(summaryFile, "utf8");
+    expect(summary).toContain(`### stet run \`${runId}\``);
+    // The run stays completed (every key has its outcome); the rescore is what is unfinished.
+    expect(summary).toContain("**Status:** completed");
+    expect(summary).toContain("Incomplete; finish it with:");
+    expect(summary).toContain(`\`\`\`sh\nstet rescore ${runId} --scorer slow\n\`\`\``);
+    expect(summary).not.toContain("stet resume");
+  });
 });
 
 async function waitForLines(file: string, n: number): Promise<void> {

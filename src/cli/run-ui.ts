@@ -23,12 +23,21 @@ export interface UiOptions {
    * `stet rescore` gives the rescore command instead (`rescoreHint`).
    */
   summaryHint?: ResumeHint;
+  /**
+   * Whether the invocation left its own work unfinished though no key is left (a rescore that
+   * stopped early); then the step summary gives `summaryHint`.
+   */
+  unfinished?: () => Promise<boolean>;
 }
 
 /** The UI options of `stet run` and `stet resume` flags. */
 export function uiOptions(
   flags: { json?: boolean; failUnder?: number; store?: string },
-  summary: { model?: string | undefined; summaryHint?: ResumeHint } = {},
+  summary: {
+    model?: string | undefined;
+    summaryHint?: ResumeHint;
+    unfinished?: () => Promise<boolean>;
+  } = {},
 ): UiOptions {
   return {
     json: flags.json ?? false,
@@ -36,6 +45,7 @@ export function uiOptions(
     ...(flags.store === undefined ? {} : { store: flags.store }),
     ...(summary.model === undefined ? {} : { model: summary.model }),
     ...(summary.summaryHint === undefined ? {} : { summaryHint: summary.summaryHint }),
+    ...(summary.unfinished === undefined ? {} : { unfinished: summary.unfinished }),
   };
 }
 
@@ -121,7 +131,13 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     progress.done();
   }
   io.say(renderSummary(report));
-  await appendStepSummary(io, markdownSummary(report, summaryOptions(options, runId)));
+  await appendStepSummary(
+    io,
+    markdownSummary(
+      report,
+      summaryOptions(options, runId, (await options.unfinished?.()) ?? false),
+    ),
+  );
   if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return finalCode(io, report, options, runId);
 }
@@ -142,11 +158,17 @@ async function appendStepSummary(io: Io, text: string): Promise<void> {
   }
 }
 
-/** The step summary's model line and the command that finishes the run. */
-function summaryOptions(options: UiOptions, runId: string): MarkdownOptions {
+/**
+ * The step summary's model line and the command that finishes the run: `summaryHint` (the
+ * rescore's) when the invocation stopped before its report or left its own work unfinished,
+ * else the resume command.
+ */
+function summaryOptions(options: UiOptions, runId: string, unfinished: boolean): MarkdownOptions {
+  const own = options.summaryHint !== undefined && unfinished;
   return {
     invocation: true,
-    resumeCommand: withNote(options.summaryHint ?? resumeHint(runId, options.store)),
+    ...(own ? { incomplete: true } : {}),
+    resumeCommand: withNote(own ? options.summaryHint! : resumeHint(runId, options.store)),
     ...(options.model === undefined ? {} : { model: options.model }),
   };
 }
@@ -175,7 +197,7 @@ async function appendStopSummary(
       message: stop.error.message,
       ...(typeof remaining === "number" ? { remaining } : {}),
       ...restore,
-      ...summaryOptions(options, stop.runId),
+      ...summaryOptions(options, stop.runId, true),
     }),
   );
 }

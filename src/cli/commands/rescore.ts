@@ -53,7 +53,14 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       ...(flags.eval === undefined ? [] : ["--eval", flags.eval]),
     ];
     const again = rescoreHint(runId, args, flags.store);
-    const ui = uiOptions(flags, { model: planned.run.config.model, summaryHint: again });
+    // Unfinished while the run still carries this rescore's pending mark (cleared at its end).
+    const unfinished = async () =>
+      (await store.getRun(runId))?.config.rescore?.pass === planned.pending.pass;
+    const ui = uiOptions(flags, {
+      model: planned.run.config.model,
+      summaryHint: again,
+      unfinished,
+    });
     const code = await withRunOutput(store, io, output, (tee) =>
       runWithUi(io, ui, (controls) =>
         executeRescore(planned, {
@@ -64,8 +71,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
         }),
       ),
     );
-    const after = await store.getRun(runId);
-    if (after?.config.rescore?.pass !== planned.pending.pass) return code;
+    if (!(await unfinished())) return code;
     io.stderr.write(
       `rescore stopped before it scored every output; go on with: ${hintLine(again)}\n`,
     );

@@ -5,6 +5,8 @@ export interface MarkdownOptions {
   model?: string;
   /** The command that finishes the run, shown when it is incomplete. */
   resumeCommand?: string;
+  /** Incomplete even with no key left (a rescore that stopped early): show `resumeCommand`. */
+  incomplete?: boolean;
   /** Whether the report is of an invocation (run/resume): then what it spent is shown apart. */
   invocation?: boolean;
 }
@@ -47,7 +49,7 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
       `${formatCost(totalSpent, true)} in total · ${formatCost(reused)} reused ` +
       `(${formatCount(reused.attempts)} outcomes not paid again)`,
   );
-  const incomplete = counts.remaining > 0 || report.status === "interrupted";
+  const incomplete = counts.remaining > 0 || options.incomplete === true;
   if (incomplete && options.resumeCommand !== undefined) {
     lines.push("", "Incomplete; finish it with:", "", "```sh", options.resumeCommand, "```");
   }
