@@ -179,7 +179,8 @@ describe("stet rescore", () => {
     expect(readFileSync(p.db).equals(db)).toBe(true);
   });
 
-  it("a rescore killed with SIGKILL goes on with only the outputs it had not scored", async () => {
+  /** A finished 40-sample run whose eval now adds a slow scorer that logs every sample it scores. */
+  async function slowRescore() {
     const p = project({
       "data.jsonl": questions(40),
       "eval.mjs": evalFile(`[scorers.exact()]`),
@@ -196,6 +197,11 @@ describe("stet rescore", () => {
       ),
     );
     writeFileSync(log, "");
+    return { p, runId, log };
+  }
+
+  it("a rescore killed with SIGKILL goes on with only the outputs it had not scored", async () => {
+    const { p, runId, log } = await slowRescore();
     const first = startCli(["rescore", runId], { cwd: p.dir });
     await waitForLines(log, 12);
     first.child.kill("SIGKILL");
@@ -218,21 +224,7 @@ describe("stet rescore", () => {
   });
 
   it("a rescore stopped by SIGINT: its step summary gives the rescore command, not resume", async () => {
-    const p = project({
-      "data.jsonl": questions(40),
-      "eval.mjs": evalFile(`[scorers.exact()]`),
-    });
-    const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir });
-    const runId = (JSON.parse(run.stdout) as { runId: string }).runId;
-    const log = join(p.dir, "scored.log");
-    writeFileSync(
-      join(p.dir, "eval.mjs"),
-      evalFile(
-        `[scorers.exact(), { name: "slow", score: async ({ sample }) => { appendFileSync(${JSON.stringify(log)}, sample.id + "\\n"); await new Promise((r) => setTimeout(r, 100)); return 1; } }]`,
-        `import { appendFileSync } from "node:fs";`,
-      ),
-    );
-    writeFileSync(log, "");
+    const { p, runId, log } = await slowRescore();
     const summaryFile = join(p.dir, "summary.md");
     const stopped = startCli(["rescore", runId, "--scorer", "slow"], {
       cwd: p.dir,
