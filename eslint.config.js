@@ -74,7 +74,7 @@ function layerRules() {
 }
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "coverage/", ".stet/"] },
+  { ignores: ["dist/", "node_modules/", "coverage/", ".stet/", "test-results/"] },
   { files: ["**/*.{js,mjs}"], languageOptions: { globals: globals.node } },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -150,11 +150,21 @@ describe("a store whose disk breaks mid-run", () => {
       const fallbackDir = tempDir();
       const db = join(disk.dir, "stet.db");
       let filler = "";
+      const summaryFile = join(tempDir(), "summary.md");
       const { result, runId } = await runAndBreak(db, () => (filler = fillUp(disk.dir)), {
         STET_FALLBACK_DIR: fallbackDir,
+        GITHUB_STEP_SUMMARY: summaryFile,
       });
       expect(result.stderr).toContain("database or disk is full");
       const fallback = fallbackFile(result, db, fallbackDir);
+      // The step summary says why the run stopped and gives import, then resume.
+      const summary = readFileSync(summaryFile, "utf8");
+      expect(summary).toContain(`### stet run \`${runId}\` · disk`);
+      expect(summary).toContain("**Status:** interrupted (store unwritable)");
+      expect(summary).toContain(`stet import ${fallback} --into ${runId} --store ${db}\n`);
+      expect(summary).toContain(`\`\`\`sh\nstet resume ${runId} --store ${db}\n\`\`\``);
+      expect(summary.indexOf("stet import")).toBeLessThan(summary.indexOf("stet resume"));
+      expect(summary).not.toContain(API_KEY);
       rmSync(filler);
       await restoreAndResume(db, runId, fallback, result);
     },

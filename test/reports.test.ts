@@ -1,9 +1,13 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseJunit, type TestSuites } from "junit2json";
 import { describe, expect, it } from "vitest";
 import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { runCli } from "./helpers/cli.js";
-import { perTest } from "./helpers/eval-project.js";
+import { closedPort } from "./helpers/closed-port.js";
+import { perTest, questions } from "./helpers/eval-project.js";
+import { startMockOpenAI } from "./helpers/mock-openai.js";
 
 const { project } = perTest();
 
@@ -50,6 +54,14 @@ const data = (n: number) =>
 
 const SECRET = "tok-reports-0123456789";
 
+/** Kept after the run (gitignored): the HTML report's screenshot, for a person to look at. */
+const SCREENSHOT = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "test-results",
+  "report-failing.png",
+);
+
 async function finishedRun(env: NodeJS.ProcessEnv = {}) {
   const p = project({ "eval.mjs": EVAL, "data.jsonl": data(100) });
   const run = await runCli(["run", "eval.mjs", "--json"], {
@@ -85,11 +97,91 @@ describe("stet export --format junit|html|markdown and GITHUB_STEP_SUMMARY (real
 
     const markdown = await exported(p.dir, runId, "--format", "markdown");
     expect(markdown).toMatch(/\| exact \| 0\.9000 \| 0\.0302 \| 100 \|/);
+
+    // A rescore changes scores: it appends its own summary (complete: no command to go on with).
+    const rescore = await runCli(["rescore", runId], {
+      cwd: p.dir,
+      env: { GITHUB_STEP_SUMMARY: summaryFile },
+    });
+    expect(rescore.code, rescore.stderr).toBe(0);
+    const after = readFileSync(summaryFile, "utf8");
+    expect(after.startsWith(summary)).toBe(true);
+    const added = after.slice(summary.length);
+    expect(added).toContain(`### stet run \`${runId}\``);
+    expect(added).toMatch(/\| exact \| 0\.9000 \| 0\.0302 \| 100 \|/);
+    expect(added).not.toMatch(/stet (resume|rescore)/);
   });
 
-  it("junit: 100 testcases, 10 failures, parsed by a real XML parser; --pass-threshold moves the line", async () => {
+  it("an endpoint stop writes a summary with the resume command; the resume appends its own, with the model", async () => {
+    const CHAT = `
+import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "chatty",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL }),
+  scorers: [scorers.includes()],
+  concurrency: 2,
+});
+`;
+    const p = project({ "eval.mjs": CHAT, "data.jsonl": questions(20) });
+    const summaryFile = join(p.dir, "summary.md");
+    const env = { GITHUB_STEP_SUMMARY: summaryFile, OPENAI_API_KEY: "sk-stet-test-key" };
+    const down = `http://127.0.0.1:${await closedPort()}/v1`;
+    const stopped = await runCli(["run", "eval.mjs", "--model", "gpt-4o-mini"], {
+      cwd: p.dir,
+      env: { ...env, MOCK_URL: down },
+    });
+    expect(stopped.code, stopped.stderr).toBe(1);
+    const runId = /run (r_\S+)/.exec(stopped.stdout)![1]!;
+    const first = readFileSync(summaryFile, "utf8");
+    expect(first).toContain(`### stet run \`${runId}\` · chatty`);
+    expect(first).toMatch(
+      /\*\*Status:\*\* interrupted \(endpoint failed\) · \d+ keys left · model gpt\\-4o\\-mini/,
+    );
+    expect(first).toContain("connection refused");
+    expect(first).toContain(`\`\`\`sh\nstet resume ${runId}\n\`\`\``);
+    expect(first).not.toContain("sk-stet-test-key");
+
+    const mock = await startMockOpenAI({ reply: ({ key }) => key.replace("question", "answer") });
+    try {
+      const resumed = await runCli(["resume", runId], {
+        cwd: p.dir,
+        env: { ...env, MOCK_URL: mock.url },
+      });
+      expect(resumed.code, resumed.stderr).toBe(0);
+    } finally {
+      await mock.close();
+    }
+    const both = readFileSync(summaryFile, "utf8");
+    expect(both.startsWith(first)).toBe(true); // appended after the stop's summary
+    const second = both.slice(first.length);
+    expect(second).toContain(`### stet run \`${runId}\` · chatty`);
+    expect(second).toContain("**Status:** completed · 20 of 20 keys scored");
+    expect(second).toContain(" · model gpt\\-4o\\-mini"); // Markdown-escaped, as in the export
+    expect(second).toMatch(/\| includes \| 1\.0000 \| 0\.0000 \| 20 \|/);
+    expect(second).not.toContain("stet resume");
+  }, 60_000);
+
+  it("junit: 100 testcases, 10 failures, parsed by a real JUnit parser (junit2json) and by DOMParser; --pass-threshold moves the line", async () => {
     const { p, runId } = await finishedRun();
     const xml = await exported(p.dir, runId, "--format", "junit");
+    // junit2json (xml2js underneath) reads JUnit the way CI reporters do.
+    const junit = (await parseJunit(xml)) as TestSuites;
+    expect(junit.testsuite).toHaveLength(1);
+    const suite = junit.testsuite![0]!;
+    expect(suite).toMatchObject({ name: "reported", tests: 100, failures: 10, errors: 0 });
+    const testcases = suite.testcase ?? [];
+    expect(testcases).toHaveLength(100);
+    expect(new Set(testcases.map((c) => c.classname))).toEqual(new Set(["reported"]));
+    expect(testcases.map((c) => c.name)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `q${String(i).padStart(3, "0")}#1`),
+    );
+    expect(testcases.filter((c) => c.failure).map((c) => c.name)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `q${String(i * 10 + 3).padStart(3, "0")}#1`),
+    );
+    expect(testcases.filter((c) => c.error)).toEqual([]);
+    expect(testcases.every((c) => typeof c.time === "number" && c.time >= 0)).toBe(true);
+    // Chromium's DOMParser: well-formed XML, attributes and escaping as a browser reads them.
     const { page, errors, close } = await openPage("about:blank");
     try {
       const parsed = await page.evaluate((text) => {
@@ -180,7 +272,12 @@ describe("stet export --format junit|html|markdown and GITHUB_STEP_SUMMARY (real
         expect(failing).toEqual(
           Array.from({ length: 10 }, (_, i) => `q${String(i * 10 + 3).padStart(3, "0")}`),
         );
-        await page.screenshot({ path: join(p.dir, "report-failing.png"), fullPage: true });
+        rmSync(SCREENSHOT, { force: true });
+        mkdirSync(dirname(SCREENSHOT), { recursive: true });
+        await page.screenshot({ path: SCREENSHOT, fullPage: true });
+        const png = readFileSync(SCREENSHOT);
+        expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
+        expect(png.length).toBeGreaterThan(10_000);
         // Sorting by sample id twice reverses the order.
         await page.click("table.samples th >> text=sample");
         const sorted = await page.$$eval("table.samples tbody tr", (rows) =>

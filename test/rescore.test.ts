@@ -179,7 +179,8 @@ describe("stet rescore", () => {
     expect(readFileSync(p.db).equals(db)).toBe(true);
   });
 
-  it("a rescore killed with SIGKILL goes on with only the outputs it had not scored", async () => {
+  /** A finished 40-sample run whose eval now adds a slow scorer that logs every sample it scores. */
+  async function slowRescore() {
     const p = project({
       "data.jsonl": questions(40),
       "eval.mjs": evalFile(`[scorers.exact()]`),
@@ -196,6 +197,11 @@ describe("stet rescore", () => {
       ),
     );
     writeFileSync(log, "");
+    return { p, runId, log };
+  }
+
+  it("a rescore killed with SIGKILL goes on with only the outputs it had not scored", async () => {
+    const { p, runId, log } = await slowRescore();
     const first = startCli(["rescore", runId], { cwd: p.dir });
     await waitForLines(log, 12);
     first.child.kill("SIGKILL");
@@ -215,6 +221,27 @@ describe("stet rescore", () => {
     const shown = await show(p.dir, runId);
     expect(shown.metrics.find((m) => m.scorer === "slow")?.samples).toBe(40);
     expect(shown.config.rescore).toBeUndefined();
+  });
+
+  it("a rescore stopped by SIGINT: its step summary gives the rescore command, not resume", async () => {
+    const { p, runId, log } = await slowRescore();
+    const summaryFile = join(p.dir, "summary.md");
+    const stopped = startCli(["rescore", runId, "--scorer", "slow"], {
+      cwd: p.dir,
+      env: { GITHUB_STEP_SUMMARY: summaryFile },
+    });
+    await waitForLines(log, 8);
+    stopped.child.kill("SIGINT");
+    const result = await stopped.done;
+    expect(result.code, result.stderr).toBe(130);
+    expect(result.stderr).toContain(`go on with: stet rescore ${runId} --scorer slow`);
+    const summary = readFileSync(summaryFile, "utf8");
+    expect(summary).toContain(`### stet run \`${runId}\``);
+    // The run stays completed (every key has its outcome); the rescore is what is unfinished.
+    expect(summary).toContain("**Status:** completed");
+    expect(summary).toContain("Incomplete; finish it with:");
+    expect(summary).toContain(`\`\`\`sh\nstet rescore ${runId} --scorer slow\n\`\`\``);
+    expect(summary).not.toContain("stet resume");
   });
 });
 

@@ -7,7 +7,7 @@ import { createProgress } from "./render/progress.js";
 import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderSummary } from "./render/summary.js";
-import { markdownSummary } from "./reports/markdown.js";
+import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
 import { trapSignals } from "./signals.js";
 
 export interface UiOptions {
@@ -16,18 +16,36 @@ export interface UiOptions {
   failUnder?: number;
   /** The `--store` flag, so the printed resume command names the same store. */
   store?: string;
+  /** The run's model (its `--model`), named in the step summary as the export names it. */
+  model?: string;
+  /**
+   * The command the step summary gives to finish an incomplete run; by default `stet resume`.
+   * `stet rescore` gives the rescore command instead (`rescoreHint`).
+   */
+  summaryHint?: ResumeHint;
+  /**
+   * Whether the invocation left its own work unfinished though no key is left (a rescore that
+   * stopped early); then the step summary gives `summaryHint`.
+   */
+  unfinished?: () => Promise<boolean>;
 }
 
 /** The UI options of `stet run` and `stet resume` flags. */
-export function uiOptions(flags: {
-  json?: boolean;
-  failUnder?: number;
-  store?: string;
-}): UiOptions {
+export function uiOptions(
+  flags: { json?: boolean; failUnder?: number; store?: string },
+  summary: {
+    model?: string | undefined;
+    summaryHint?: ResumeHint;
+    unfinished?: () => Promise<boolean>;
+  } = {},
+): UiOptions {
   return {
     json: flags.json ?? false,
     ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
     ...(flags.store === undefined ? {} : { store: flags.store }),
+    ...(summary.model === undefined ? {} : { model: summary.model }),
+    ...(summary.summaryHint === undefined ? {} : { summaryHint: summary.summaryHint }),
+    ...(summary.unfinished === undefined ? {} : { unfinished: summary.unfinished }),
   };
 }
 
@@ -45,6 +63,7 @@ type Engine = (controls: {
 export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Promise<number> {
   const progress = createProgress(io.stderr);
   let runId = "";
+  let evalName = "";
   const signals = trapSignals((signal) => {
     progress.done();
     io.stderr.write(
@@ -55,6 +74,7 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     switch (event.type) {
       case "run-started":
         runId = event.runId;
+        evalName = event.evalName;
         io.say(`run ${event.runId} · ${event.evalName} · ${event.plan.total} keys`);
         if (event.resumed) io.say(renderPlan(event.plan));
         if (event.resumed && event.plan.toExecute === 0) io.say("nothing left to execute");
@@ -94,6 +114,7 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     if (isStetError(error, "E_STORE_UNWRITABLE")) {
       progress.done();
       io.stderr.write(`stet: ${error.message}\n${storeFailure(error, runId, options.store)}\n`);
+      await appendStopSummary(io, options, { runId, evalName, why: "store unwritable", error });
       return exitCodeForError(error.code);
     }
     if (!isStetError(error, "E_ENDPOINT")) throw error;
@@ -103,13 +124,20 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     io.stderr.write(
       `stet: ${error.message}\ninterrupted${left}. Once the endpoint is fixed, resume with: ${withNote(resumeHint(runId, options.store))}\n`,
     );
+    await appendStopSummary(io, options, { runId, evalName, why: "endpoint failed", error });
     return exitCodeForError(error.code);
   } finally {
     signals.release();
     progress.done();
   }
   io.say(renderSummary(report));
-  await appendStepSummary(io, report, runId, options.store);
+  await appendStepSummary(
+    io,
+    markdownSummary(
+      report,
+      summaryOptions(options, runId, (await options.unfinished?.()) ?? false),
+    ),
+  );
   if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return finalCode(io, report, options, runId);
 }
@@ -118,18 +146,9 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
  * In a GitHub Actions step (`$GITHUB_STEP_SUMMARY` names a file), appends the run's Markdown
  * summary there. A summary that cannot be written is a warning: the run's outcome stands.
  */
-async function appendStepSummary(
-  io: Io,
-  report: RunReport,
-  runId: string,
-  store: string | undefined,
-): Promise<void> {
+async function appendStepSummary(io: Io, text: string): Promise<void> {
   const path = process.env.GITHUB_STEP_SUMMARY;
   if (!path) return;
-  const text = markdownSummary(report, {
-    invocation: true,
-    resumeCommand: withNote(resumeHint(runId, store)),
-  });
   try {
     await appendFile(path, `${text}\n`);
   } catch (error) {
@@ -137,6 +156,50 @@ async function appendStepSummary(
       `stet: warning: could not append to GITHUB_STEP_SUMMARY ${path}: ${String(error)}\n`,
     );
   }
+}
+
+/**
+ * The step summary's model line and the command that finishes the run: `summaryHint` (the
+ * rescore's) when the invocation stopped before its report or left its own work unfinished,
+ * else the resume command.
+ */
+function summaryOptions(options: UiOptions, runId: string, unfinished: boolean): MarkdownOptions {
+  const own = options.summaryHint !== undefined && unfinished;
+  return {
+    invocation: true,
+    ...(own ? { incomplete: true } : {}),
+    resumeCommand: withNote(own ? options.summaryHint! : resumeHint(runId, options.store)),
+    ...(options.model === undefined ? {} : { model: options.model }),
+  };
+}
+
+/**
+ * The step summary of a run stopped before its report (an endpoint that failed, a store that
+ * stayed unwritable): what stopped it and the command that finishes it. Nothing when the run
+ * never started (no run id): then there is nothing to finish.
+ */
+async function appendStopSummary(
+  io: Io,
+  options: UiOptions,
+  stop: { runId: string; evalName: string; why: string; error: StetError },
+): Promise<void> {
+  if (stop.runId === "" || !process.env.GITHUB_STEP_SUMMARY) return;
+  const remaining = stop.error.details?.remaining;
+  const fallback = stop.error.details?.fallback as FallbackOutcome | undefined;
+  const restore =
+    fallback?.path == null
+      ? {}
+      : { importCommand: withNote(importHint(fallback.path, stop.runId, options.store)) };
+  await appendStepSummary(
+    io,
+    markdownStopped({
+      ...stop,
+      message: stop.error.message,
+      ...(typeof remaining === "number" ? { remaining } : {}),
+      ...restore,
+      ...summaryOptions(options, stop.runId, true),
+    }),
+  );
 }
 
 function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {

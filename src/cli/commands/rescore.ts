@@ -45,8 +45,24 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
     // The run's --output: its ResultSet is written anew from the store, with the new scores.
     const output = planned.run.config.output;
     await prepareRunOutput(output, "the run's --output");
+    // The command that goes on with this rescore: what an interrupted one says, here and in
+    // the step summary (a rescore changes scores, so CI gets its summary too).
+    const args = [
+      ...(flags.scorer ?? []).flatMap((name) => ["--scorer", name]),
+      ...(flags.onlyErrors ? ["--only-errors"] : []),
+      ...(flags.eval === undefined ? [] : ["--eval", flags.eval]),
+    ];
+    const again = rescoreHint(runId, args, flags.store);
+    // Unfinished while the run still carries this rescore's pending mark (cleared at its end).
+    const unfinished = async () =>
+      (await store.getRun(runId))?.config.rescore?.pass === planned.pending.pass;
+    const ui = uiOptions(flags, {
+      model: planned.run.config.model,
+      summaryHint: again,
+      unfinished,
+    });
     const code = await withRunOutput(store, io, output, (tee) =>
-      runWithUi(io, uiOptions(flags), (controls) =>
+      runWithUi(io, ui, (controls) =>
         executeRescore(planned, {
           store,
           ...stale,
@@ -55,15 +71,9 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
         }),
       ),
     );
-    const after = await store.getRun(runId);
-    if (after?.config.rescore?.pass !== planned.pending.pass) return code;
-    const args = [
-      ...(flags.scorer ?? []).flatMap((name) => ["--scorer", name]),
-      ...(flags.onlyErrors ? ["--only-errors"] : []),
-      ...(flags.eval === undefined ? [] : ["--eval", flags.eval]),
-    ];
+    if (!(await unfinished())) return code;
     io.stderr.write(
-      `rescore stopped before it scored every output; go on with: ${hintLine(rescoreHint(runId, args, flags.store))}\n`,
+      `rescore stopped before it scored every output; go on with: ${hintLine(again)}\n`,
     );
     return code === EXIT.ok ? EXIT.interrupted : code;
   } finally {

@@ -81,7 +81,7 @@ export async function resumeInStore(
   // Before the claim: a Results file that cannot be written refuses before anything runs.
   await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
   const code = await withRunOutput(store, io, output, (tee) =>
-    runWithUi(io, uiOptions(flags), (controls) => {
+    runWithUi(io, uiOptions(flags, { model: resume.run.config.model }), (controls) => {
       const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
       return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
     }),

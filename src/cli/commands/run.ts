@@ -60,7 +60,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
     try {
       return await withRunOutput(store, io, flags.output, (tee) =>
-        runWithUi(io, uiOptions(flags), (controls) =>
+        runWithUi(io, uiOptions(flags, { model: prepared.model }), (controls) =>
           runEval({ ...prepared, store, ...stale, ...controls, onEvent: tee(controls.onEvent) }),
         ),
       );

@@ -5,6 +5,8 @@ export interface MarkdownOptions {
   model?: string;
   /** The command that finishes the run, shown when it is incomplete. */
   resumeCommand?: string;
+  /** Incomplete even with no key left (a rescore that stopped early): show `resumeCommand`. */
+  incomplete?: boolean;
   /** Whether the report is of an invocation (run/resume): then what it spent is shown apart. */
   invocation?: boolean;
 }
@@ -47,8 +49,52 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
       `${formatCost(totalSpent, true)} in total · ${formatCost(reused)} reused ` +
       `(${formatCount(reused.attempts)} outcomes not paid again)`,
   );
-  if (counts.remaining > 0 && options.resumeCommand !== undefined) {
+  const incomplete = counts.remaining > 0 || options.incomplete === true;
+  if (incomplete && options.resumeCommand !== undefined) {
     lines.push("", "Incomplete; finish it with:", "", "```sh", options.resumeCommand, "```");
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The step summary of a run stopped before it could report (its endpoint failed, its store
+ * stayed unwritable): the run, why it stopped, the keys left when known, and the command that
+ * finishes it. Every finished sample stands; the command executes only what is left.
+ *
+ * @example markdownStopped({ runId: "r_1", evalName: "qa", why: "endpoint failed", message: "HTTP 401", resumeCommand: "stet resume r_1" }).includes("stet resume r_1") // true
+ */
+export function markdownStopped(stop: {
+  runId: string;
+  evalName: string;
+  why: string;
+  message: string;
+  remaining?: number;
+  model?: string;
+  resumeCommand?: string;
+  /** A command to give before the resume one (`stet import` of a fallback file). */
+  importCommand?: string;
+}): string {
+  const left = stop.remaining === undefined ? "" : ` · ${formatCount(stop.remaining)} keys left`;
+  const lines = [
+    `### stet run \`${code(stop.runId)}\` · ${inline(stop.evalName)}`,
+    "",
+    `**Status:** interrupted (${inline(stop.why)})${left}` +
+      (stop.model === undefined ? "" : ` · model ${inline(stop.model)}`),
+    "",
+    `> ${inline(stop.message)}`,
+  ];
+  if (stop.importCommand !== undefined) {
+    lines.push(
+      "",
+      "Restore the attempts the store could not take:",
+      "",
+      "```sh",
+      stop.importCommand,
+      "```",
+    );
+  }
+  if (stop.resumeCommand !== undefined) {
+    lines.push("", "Incomplete; finish it with:", "", "```sh", stop.resumeCommand, "```");
   }
   return `${lines.join("\n")}\n`;
 }
