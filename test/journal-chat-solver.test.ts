@@ -27,7 +27,8 @@ export default defineEval({
     async function answered({ sample, output }) {
       if (process.env.BLOCK_SCORER) {
         appendFileSync(process.env.SCORED_LOG, sample.id + "\\n");
-        await new Promise(() => {});
+        // Never returns, and keeps the process alive (a bare pending promise would let it exit).
+        await new Promise(() => setInterval(() => {}, 1000));
       }
       return typeof output === "string" && output.length > 0;
     },

@@ -30,7 +30,7 @@ export default defineEval({
     const messages = [{ role: "user", content: sample.input + " round 0" }];
     let reply = "";
     for (let r = 0; r < ${ROUNDS}; r++) {
-      if (String(r) === process.env.BLOCK_AT) await new Promise(() => {});
+      if (String(r) === process.env.BLOCK_AT) await new Promise(() => setInterval(() => {}, 1000)); // held, and the process kept alive
       reply = (await ctx.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL, messages })).content;
       const variant = String(r) === process.env.DIVERGE_AT ? "other" : "same";
       const tool = await ctx.step("tool", { r, reply, variant }, () => {
