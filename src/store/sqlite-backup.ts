@@ -25,7 +25,7 @@ export function backupSqliteStore(path: string, out: string): void {
     db.prepare("VACUUM INTO ?").run(temp);
     fsyncFile(temp);
     renameSync(temp, out);
-    fsyncFile(dirname(out));
+    syncDirectory(dirname(out));
   } catch (cause) {
     rmSync(temp, { force: true });
     throw new StetError("E_STORE", `cannot back up ${path} to ${out}: ${String(cause)}`, {
@@ -58,7 +58,7 @@ export function restoreSqliteStore(file: string, target: string): number {
     copyFileSync(file, temp);
     fsyncFile(temp);
     renameSync(temp, target);
-    fsyncFile(dirname(target));
+    syncDirectory(dirname(target));
   } catch (cause) {
     rmSync(temp, { force: true });
     throw new StetError("E_STORE", `cannot restore into ${target}: ${String(cause)}`, { cause });
@@ -99,11 +99,21 @@ function checkBackup(file: string): number {
   }
 }
 
-/** fsyncs a file or directory (best effort for a directory), so a rename into it is durable. */
+/** fsyncs a file's data; a failure throws (the copy is not known to be durable). */
 export function fsyncFile(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** fsyncs a directory so a rename into it is durable; best effort where one cannot be opened. */
+export function syncDirectory(dir: string): void {
   let fd: number | undefined;
   try {
-    fd = openSync(path, "r");
+    fd = openSync(dir, "r");
     fsyncSync(fd);
   } catch {
     // A directory that cannot be opened (some platforms): the rename is as durable as it gets.
