@@ -73,7 +73,7 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
     await expect(page.locator("p.meta.distributed").textContent()).resolves.toBe(
       "Distributed: 2 workers executing",
     );
-    expect(await page.getByRole("button", { name: /Resume/ }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /Resume|Cancel/ }).count()).toBe(0);
     await expect(page.locator(".summary .counts").textContent()).resolves.toMatch(/^3\/6 done/);
     const [key] = (await t.store.claimLeases(runId, active.token, 1)).keys;
     await t.store.recordAttempts(runId, active.token, [draft(key!)]);

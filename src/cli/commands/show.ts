@@ -60,7 +60,9 @@ export async function showCommand(
       io.say(`owner   pid ${owner.pid} on ${owner.host} · ${liveness}`);
     }
     if (workers) {
-      io.say(workers.length === 0 ? "workers none joined" : `workers\n${workersTable(workers)}`);
+      io.say(
+        workers.length === 0 ? "workers  none joined yet" : `workers\n${workersTable(workers)}`,
+      );
     }
     const summary = renderSummary(report).split("\n");
     io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));
