@@ -216,7 +216,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   // a resume. A changed sample's entries are of its old content: discarded, not replayed.
   const open = new Set<string>();
   const journaled = exec.solver.journal !== false;
-  if (journaled && exec.resumed) {
+  // A worker may take over keys a worker that died had begun: their open entries replay too.
+  if (journaled && (exec.resumed || exec.keys)) {
     for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
   }
   const changed = new Set(plan.changed);

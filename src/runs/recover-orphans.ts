@@ -88,4 +88,3 @@ export async function recoverRun(
   }
   return { outcome: "skipped" };
 }
-
