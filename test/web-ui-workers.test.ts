@@ -73,7 +73,7 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
     await expect(page.locator("p.meta.distributed").textContent()).resolves.toBe(
       "Distributed: 2 workers executing",
     );
-    expect(await page.getByRole("button", { name: /Resume|Cancel/ }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /Resume/ }).count()).toBe(0);
     await expect(page.locator(".summary .counts").textContent()).resolves.toMatch(/^3\/6 done/);
     const [key] = (await t.store.claimLeases(runId, active.token, 1)).keys;
     await t.store.recordAttempts(runId, active.token, [draft(key!)]);
@@ -83,6 +83,16 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
     await expect
       .poll(() => cells(workerId(active.token)).then((c) => c[4]), { timeout: 15_000 })
       .toBe("3");
+
+    // Cancel asks every worker through the store: the active one sees it at its next heartbeat.
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await expect
+      .poll(() => page.locator(".notice").textContent(), { timeout: 15_000 })
+      .toMatch(/Cancelling/);
+    expect(await t.store.heartbeat(runId, active.token)).toMatchObject({
+      owned: true,
+      cancelRequested: expect.stringMatching(/^requested by pid \d+/),
+    });
 
     await close();
     expect(errors).toEqual([]);
