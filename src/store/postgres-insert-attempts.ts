@@ -16,6 +16,8 @@ export async function insertAttempts(
   tx: Queryable,
   runId: string,
   drafts: AttemptDraft[],
+  /** Work of the caller's with the attempts as they will be stored, right before the INSERT. */
+  beforeInsert?: (stored: Attempt[]) => Promise<void>,
 ): Promise<Attempt[]> {
   if (drafts.length === 0) return [];
   const states = await sql.keyStates.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
@@ -42,6 +44,7 @@ export async function insertAttempts(
     next.set(key, attempt + 1);
     return storedAttempt(runId, attempt, draft);
   });
+  await beforeInsert?.(stored);
   await sql.insertAttempts.run(tx, {
     ...attemptColumns(stored.map((a, i) => attemptParams(runId, a.attempt, drafts[i]!))),
     runId,

@@ -41,6 +41,9 @@ export const postgresStatements = {
   // FOR UPDATE: the fence. The run's row stays locked until the transaction ends, so the owner
   // it read cannot change before the writes that depend on it commit.
   lockOwner: statement(`SELECT owner_token FROM runs WHERE id = @runId FOR UPDATE`),
+  readOwner: statement(
+    `SELECT owner_token, config::jsonb ? 'distributed' AS distributed FROM runs WHERE id = @runId`,
+  ),
   listRuns: statement(
     `SELECT ${RUN_COLUMNS} FROM runs
      WHERE (@status::text IS NULL OR status = @status) AND (@evalName::text IS NULL OR eval_name = @evalName)

@@ -172,6 +172,8 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
 }
 
 class PostgresStore implements Store {
+  /** Whether a run is distributed, by id, as read by a write (it never changes). */
+  private readonly distributed = new Map<string, boolean>();
   private ready: Promise<void> | undefined;
 
   constructor(
@@ -356,6 +358,9 @@ class PostgresStore implements Store {
     checkDrafts(drafts);
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
+        if (await this.fenceWorker(tx, runId, token, [...drafts, ...inflight])) {
+          return this.recordWorkerAttempts(tx, runId, token, drafts, inflight);
+        }
         const fence = await this.fence(tx, runId, token, [...drafts, ...inflight]);
         await this.mark(tx, runId, inflight);
         const stored = await insertAttempts(tx, runId, drafts);
@@ -590,6 +595,59 @@ class PostgresStore implements Store {
       epochs: keys.map((k) => k.epoch),
     });
     if (missing) throw notInSnapshot(runId, missing.sampleId);
+  }
+
+  /**
+   * A worker's commit (see `fenceWorker`). Everything about its keys is done under their lease
+   * rows' locks; the run's row lock, which puts the run's attempts in commit order (the feed's
+   * `seq`), is taken last, right before the INSERT, so workers' commits queue on it for two
+   * statements (the INSERT and COMMIT) and not for the whole transaction.
+   */
+  private async recordWorkerAttempts(
+    tx: Queryable,
+    runId: string,
+    token: string,
+    drafts: AttemptDraft[],
+    inflight: readonly Key[],
+  ): Promise<Attempt[]> {
+    await this.mark(tx, runId, inflight);
+    return insertAttempts(tx, runId, drafts, async (stored) => {
+      if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+      // A scored key has its outcome: its lease ends with the commit that gives it.
+      await leases.finish(
+        tx,
+        runId,
+        token,
+        stored.filter((a) => a.status === "scored"),
+      );
+      await sql.lockOwner.run(tx, { runId });
+    });
+  }
+
+  /**
+   * True when `token` is a worker of the run holding a live lease on each key (their lease rows
+   * locked until the transaction ends); false when it is the run's owner (then `fence` locks
+   * the run's row). A token that is neither is `E_FENCED`. The owner's token is read without a
+   * lock: a running distributed run never gets an owner (`claimRun`), an owned run no workers.
+   */
+  private async fenceWorker(
+    tx: Queryable,
+    runId: string,
+    token: string,
+    keys: readonly Key[],
+  ): Promise<boolean> {
+    // A run is distributed or not from its creation on: an ordinary run's writes go straight
+    // to `fence` once this store has read that.
+    if (this.distributed.get(runId) === false) return false;
+    const [row] = await sql.readOwner.rows<{ owner_token: string | null; distributed: boolean }>(
+      tx,
+      { runId },
+    );
+    if (!row) throw runNotFound(runId);
+    this.distributed.set(runId, row.distributed);
+    if (!row.distributed || row.owner_token === token) return false;
+    if (await leases.fence(tx, runId, token, keys)) return true;
+    throw fenced(runId);
   }
 
   /**
