@@ -264,10 +264,15 @@ describe.skipIf(SKIP_POSTGRES)("distributed runs: real worker processes on Postg
     expect(reExecutions(run.mock)).toBeLessThanOrEqual(2 * CONCURRENCY);
     expect((await run.runStatus())?.status).toBe("completed");
 
-    // Nothing stays leased, and no dead worker is still shown as active.
-    const open = await run.db.query(`SELECT * FROM leases WHERE done = 0 OR token IS NULL`);
+    // Nothing stays leased: every key is done, and no lease names a worker still active.
+    const open = await run.db.query(`SELECT * FROM leases WHERE done = 0`);
     expect(open.rows).toEqual([]);
-    expect(Number((await run.db.query(`SELECT COUNT(*) AS n FROM leases`)).rows[0].n)).toBe(n);
+    const live = await run.db.query(
+      `SELECT l.* FROM leases l JOIN workers w ON w.token = l.token WHERE w.state = 'active'`,
+    );
+    expect(live.rows).toEqual([]);
+    const leases = await run.db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM leases`);
+    expect(Number(leases.rows[0]!.n)).toBe(n);
     const rows = await run.workerRows();
     const killedPids = killed.map((p) => p.child.pid);
     for (const w of rows) {
