@@ -61,11 +61,41 @@ export function buildProgram(): Command {
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--distributed",
+      "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
+    )
     .addOption(maxCostOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (target: string, flags) => {
       process.exitCode = await (await import("./commands/run.js")).runCommand(target, flags);
+    });
+
+  program
+    .command("worker")
+    .description(
+      "join a distributed run on a shared store and execute keys leased to it; exit 0 when none is left",
+    )
+    .option(
+      "--run <id>",
+      "the run to join (default: any open distributed run whose eval loads here)",
+    )
+    .option("--concurrency <n>", "keys executing at once in this worker", positiveInt)
+    .option(
+      "--evals <dir>",
+      "directory of eval files, for runs whose eval file is not on this machine",
+    )
+    .option("--wait", "when nothing is left, keep looking for work until a signal")
+    .addOption(
+      maxCostOption(
+        "cap on the run's total spend (all workers') in US dollars, instead of the run's own; exit 6 at the cap",
+      ),
+    )
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .action(async (flags) => {
+      process.exitCode = await (await import("./commands/worker.js")).workerCommand(flags);
     });
 
   program

@@ -203,6 +203,14 @@ async function appendStopSummary(
 }
 
 function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string): number {
+  if (report.status === "running") {
+    // A worker of a distributed run that stopped while the run's other workers go on.
+    if (!report.stopped) return EXIT.ok;
+    io.stderr.write(
+      `this worker stopped (${report.stopped.note}); run ${runId} goes on with its other workers\n`,
+    );
+    return report.stopped.reason === "budget" ? EXIT.budget : EXIT.interrupted;
+  }
   const code = exitCodeForStatus(report.status);
   const hint = () => withNote(resumeHint(runId, options.store));
   if (report.status === "interrupted" && report.stopped?.reason === "budget") {

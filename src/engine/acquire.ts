@@ -20,6 +20,15 @@ export async function acquireRun(
 ): Promise<void> {
   const active = claimRefusal(run, options);
   if (active) throw active;
+  // A running distributed run has no owner but is not free: its workers hold leases on its keys.
+  if (run.config.distributed && run.status === "running") {
+    throw new StetError(
+      "E_DISTRIBUTED",
+      `run ${run.id} is a distributed run executed by its workers: it cannot be claimed by one ` +
+        `process while it runs (\`stet cancel ${run.id}\` stops it)`,
+      { details: { runId: run.id } },
+    );
+  }
   if (await store.claimRun(run.id, identity, run.owner?.token ?? null)) return;
   const now = await store.getRun(run.id);
   throw new StetError(

@@ -3,6 +3,8 @@ import { Budget, usd } from "./budget.js";
 
 const priced = (costUsd: number) => ({
   sampleId: "q",
+  epoch: 1,
+  attempt: 1,
   status: "scored" as const,
   usage: { inputTokens: 10, outputTokens: 5, costUsd },
 });
@@ -36,7 +38,7 @@ describe("Budget: the spend cap's dispatch rule", () => {
     expect(new Budget({ maxCostUsd: 1, before: { costUsd: 0, priced: 0 } }).probing).toBe(true);
     expect(new Budget({ maxCostUsd: 1, before: { costUsd: 0.2, priced: 3 } }).probing).toBe(false);
     const budget = new Budget({ maxCostUsd: 1, before: { costUsd: 0, priced: 0 } });
-    budget.observe({ sampleId: "q", status: "error", usage: null });
+    budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "error", usage: null });
     expect(budget.probing).toBe(false);
   });
 
@@ -44,6 +46,8 @@ describe("Budget: the spend cap's dispatch rule", () => {
     const budget = new Budget({ maxCostUsd: 0.5, before: { costUsd: 0.1, priced: 10 } });
     const unpriced = {
       sampleId: "q7",
+      epoch: 1,
+      attempt: 1,
       status: "scored" as const,
       usage: { inputTokens: 9, outputTokens: 6 },
     };
@@ -58,10 +62,12 @@ describe("Budget: the spend cap's dispatch rule", () => {
 
   it("does not warn about an error that spent nothing", () => {
     const budget = new Budget({ maxCostUsd: 0.5, before: { costUsd: 0, priced: 0 } });
-    expect(budget.observe({ sampleId: "q", status: "error", usage: null })).toBeUndefined();
-    expect(budget.observe({ sampleId: "q", status: "scored", usage: null })).toMatch(
-      /reported no cost/,
-    );
+    expect(
+      budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "error", usage: null }),
+    ).toBeUndefined();
+    expect(
+      budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "scored", usage: null }),
+    ).toMatch(/reported no cost/);
   });
 
   it.each([

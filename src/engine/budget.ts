@@ -1,3 +1,4 @@
+import { keyString } from "../core/keys.js";
 import type { Attempt } from "../core/types.js";
 
 /** A cap on a run's total spend, and what the run had spent before this invocation. */
@@ -34,6 +35,8 @@ export class Budget {
   #priced: number;
   #committed = 0;
   #warned = false;
+  /** This process's attempts, told apart from other workers' in `observeElsewhere`. */
+  readonly #own = new Set<string>();
 
   constructor(cap: SpendCap) {
     this.maxCostUsd = cap.maxCostUsd;
@@ -55,8 +58,11 @@ export class Budget {
    * Counts a committed attempt. Returns a warning the first time an attempt that spent
    * something the cap cannot count is seen (tokens, or a scored solve, without a known cost).
    */
-  observe(attempt: Pick<Attempt, "usage" | "status" | "sampleId">): string | undefined {
+  observe(
+    attempt: Pick<Attempt, "usage" | "status" | "sampleId" | "epoch" | "attempt">,
+  ): string | undefined {
     this.#committed++;
+    this.#own.add(`${keyString(attempt)}#${attempt.attempt}`);
     const cost = attempt.usage?.costUsd;
     if (typeof cost === "number") {
       this.#spentUsd += cost;
@@ -82,6 +88,20 @@ export class Budget {
    */
   observeSpend(costUsd: number): void {
     this.#spentUsd += costUsd;
+  }
+
+  /**
+   * Counts an attempt of the run committed by another process (a distributed run's other
+   * workers), unless it is one this budget observed: their spend is on the same cap.
+   */
+  observeElsewhere(
+    attempt: Pick<Attempt, "usage" | "sampleId" | "epoch" | "attempt" | "provenance">,
+  ): void {
+    if (this.#own.has(`${keyString(attempt)}#${attempt.attempt}`)) return;
+    const cost = attempt.usage?.costUsd;
+    if (attempt.provenance.kind !== "executed" || typeof cost !== "number") return;
+    this.#spentUsd += cost;
+    this.#priced++;
   }
 
   /** Whether one more key may be dispatched while `inflight` others are in flight. */

@@ -24,6 +24,7 @@ import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
+import { planSource, type KeySource } from "./lease-source.js";
 import { heartbeatInterval } from "./owner.js";
 import { summarizePlan } from "./report.js";
 
@@ -65,6 +66,12 @@ export interface Execution {
   cap?: SpendCap;
   /** The eval's journal retention, which `runs/` applies once the execution drained. */
   journalKeep?: JournalKeep;
+  /**
+   * Where the keys come from instead of the plan's `toExecute`: a distributed run's leases
+   * (`LeaseSource`). Then `owner.token` is the worker's, the heartbeat extends its leases, and
+   * the spend cap counts what the run's other workers commit too (read from the store's feed).
+   */
+  keys?: KeySource;
 }
 
 /** Why an execution stopped before its plan was done, and the note its run is released with. */
@@ -288,7 +295,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
-  const runKey = async (key: Key) => {
+  /** How a key's execution ended, for the key source (a worker's lease). */
+  const runKey = async (key: Key): Promise<"scored" | "errored" | "abandoned"> => {
     const record = plan.samples[indexOf.get(key.sampleId)!]!;
     const rerunAfter = plan.rerunAfter.get(keyString(key));
     for (let i = 0; i <= run.config.retries; i++) {
@@ -324,21 +332,28 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         onCommitted(attempt, final && !(scorerError && i < run.config.retries));
         if (warning) emit({ type: "warning", code: "unpriced", message: warning });
         if (scorerError && i < run.config.retries) {
-          return rescoreRetries(attempt, record, run.config.retries - i);
+          const scored = await rescoreRetries(attempt, record, run.config.retries - i);
+          return scored ? "scored" : "errored";
         }
-        if (final) return;
+        if (attempt.status === "scored") return "scored";
+        // An error is the key's outcome once its retries ran out; a stop leaves it to a resume.
+        if (final) return i === run.config.retries || scorerError ? "errored" : "abandoned";
       } finally {
         progress.inflight--;
       }
     }
+    return "errored";
   };
 
-  /** A scorer error's retries: the scorers again on the stored output, up to `left` times. */
+  /**
+   * A scorer error's retries: the scorers again on the stored output, up to `left` times. Whether
+   * the key ended scored.
+   */
   const rescoreRetries = async (
     attempt: Attempt,
     record: Plan["samples"][number],
     left: number,
-  ) => {
+  ): Promise<boolean> => {
     const unit: RescoreUnit = {
       key: attempt,
       attempt: attempt.attempt,
@@ -351,7 +366,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       const scoring = await score(unit);
       if (scoring.status === "scored" || i === left - 1) {
         onScored(scoring);
-        return;
+        return scoring.status === "scored";
       }
       // Not final: the key's error is counted once, by the last try.
       countScoring(scoring);
@@ -359,6 +374,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
     // Stopped before the retries ran out: the key's error stands, resume scores it again.
     progress.errored++;
+    return false;
   };
 
   const stopOn = (error: unknown) => {
@@ -371,15 +387,41 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     throw error;
   };
 
+  const keys = exec.keys ?? planSource(plan.toExecute);
+  /** A key that a stop kept from dispatching goes back to its source. */
+  const dispatch = (key: Key, go: boolean) => (go ? work(key) : keys.done(key, "abandoned"));
   const work = async (key: Key) => {
+    let end: "scored" | "errored" | "abandoned" = "abandoned";
     try {
-      await runKey(key);
+      end = await runKey(key);
+    } catch (error) {
+      stopOn(error);
+    }
+    try {
+      // A worker's errored key settles its lease (the outcome is final); unless fenced meanwhile.
+      await keys.done(key, writer.failure ? "abandoned" : end);
     } catch (error) {
       stopOn(error);
     }
   };
   const stopped = () => stopReason !== null || overBudget(progress.inflight);
+  const halted = () => stopReason !== null;
+  const next = async () => {
+    try {
+      const key = keys.next(halted);
+      return key instanceof Promise ? await key : key;
+    } catch (error) {
+      // The store failed to give a key (after its retries): stop as a store failure does.
+      const message = error instanceof Error ? error.message : String(error);
+      stop("store-unwritable", false, message);
+      claimFailure ??= error instanceof StetError ? error : new StetError("E_STORE", message);
+      return undefined;
+    }
+  };
+  let claimFailure: StetError | undefined;
+  const others = exec.keys && budget ? followSpend(store, run.id, budget) : undefined;
   try {
+    await others?.start();
     await pool(exec.rescore?.units ?? [], run.config.concurrency, stopped, async (unit) => {
       try {
         onScored(await score(unit));
@@ -389,11 +431,11 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     });
     // Under a cap with no known cost yet, the first key goes alone: its cost is what the rest
     // are expected to cost.
-    const alone = budget?.probing ? 1 : 0;
-    await pool(plan.toExecute.slice(0, alone), 1, stopped, work);
-    await pool(plan.toExecute.slice(alone), run.config.concurrency, stopped, work);
+    if (budget?.probing) await drain(next, 1, stopped, dispatch, 1);
+    await drain(next, run.config.concurrency, stopped, dispatch);
     await writer.drain();
   } finally {
+    others?.stop();
     stopHeartbeat();
     options.signal?.removeEventListener("abort", onSignal);
     options.abortSignal?.removeEventListener("abort", onAbortSignal);
@@ -411,6 +453,10 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     const note = writer.failure.message;
     return { ...end, stopped: { reason: "store-unwritable", note, error: writer.failure } };
   }
+  if (claimFailure) {
+    const note = claimFailure.message;
+    return { ...end, stopped: { reason: "store-unwritable", note, error: claimFailure } };
+  }
   const reason: StopReason | null = stopReason;
   if (reason === "misconfigured") {
     return { ...end, stopped: { reason, note: stopNote, misconfiguration: misconfiguration! } };
@@ -427,6 +473,70 @@ function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
   return (sampleId: string) => {
     const i = indexOf.get(sampleId);
     return i === undefined ? undefined : plan.samples[i]!.fingerprint;
+  };
+}
+
+/**
+ * Dispatches the keys `next` gives with at most `concurrency` at a time, until it gives none or
+ * `stopped()` says no more. Each slot takes the next key as soon as its previous one is done, so
+ * the pool stays full instead of advancing in waves.
+ */
+async function drain(
+  next: () => Promise<Key | undefined>,
+  concurrency: number,
+  stopped: () => boolean,
+  dispatch: (key: Key, go: boolean) => Promise<void>,
+  /** Keys to take in all (the probe of a spend cap takes one). */
+  limit = Infinity,
+): Promise<void> {
+  let taken = 0;
+  const slot = async () => {
+    while (taken < limit) {
+      taken++;
+      const key = await next();
+      if (!key) return;
+      // Asked only with a key in hand, right before it is dispatched (the budget's answer is
+      // about dispatching it, and counts the keys in flight at that moment).
+      const go = !stopped();
+      await dispatch(key, go);
+      if (!go) return;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, limit) }, slot));
+}
+
+/**
+ * Follows what the run's other workers spend, for a spend cap counted over all of them: every
+ * heartbeat interval, the attempts committed since the last look (the store's feed), less this
+ * process's own, are added to the budget.
+ */
+function followSpend(store: Store, runId: string, budget: Budget) {
+  let cursor = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const look = async () => {
+    for (;;) {
+      const feed = await store.listAttemptsAfter(runId, { after: cursor, limit: 1_000 });
+      cursor = feed.cursor;
+      for (const attempt of feed.attempts) budget.observeElsewhere(attempt);
+      if (feed.attempts.length < 1_000) return;
+    }
+  };
+  let looking = false;
+  return {
+    async start() {
+      cursor = (await store.listAttemptsAfter(runId)).cursor;
+      timer = setInterval(() => {
+        if (looking) return;
+        looking = true;
+        void look()
+          .catch(() => {})
+          .finally(() => (looking = false));
+      }, 1_000);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import { StetError } from "../core/errors.js";
 import type { Run } from "../core/types.js";
 import { hostId } from "../engine/owner.js";
+import { expireDeadWorkers, liveWorkers } from "./live-workers.js";
 import { recoverRun } from "./recover-orphans.js";
 import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
@@ -49,6 +50,7 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   const { store, runId } = options;
   const run = await requireRun(store, runId);
   if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
+  if (run.config.distributed && run.status === "running") return cancelDistributed(run, options);
   if (run.status !== "running" || !run.owner) {
     throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
   }
@@ -68,6 +70,30 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   }
   const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
   if (!(await store.requestCancel(runId, run.owner.token, request))) throw claimedMeanwhile(runId);
+  if (options.waitMs === undefined) return { runId, status: "requested", run };
+  return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
+}
+
+/**
+ * A running distributed run: every worker is asked through the store (each sees it at its next
+ * heartbeat, stops dispatching and leaves; the last one leaves the run interrupted). With no live
+ * worker left, the run is interrupted on the spot.
+ */
+async function cancelDistributed(run: Run, options: CancelOptions): Promise<CancelResult> {
+  const { store } = options;
+  const runId = run.id;
+  await expireDeadWorkers(store, runId);
+  const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
+  if ((await liveWorkers(store, runId)).length === 0) {
+    const note = "interrupted by a cancel request (no live worker)";
+    if (await store.closeDistributed(runId, "interrupted", note)) {
+      return { runId, status: "interrupted", run: await requireRun(store, runId) };
+    }
+  }
+  if (!(await store.requestWorkersCancel(runId, request))) {
+    const now = await requireRun(store, runId);
+    return { runId, status: "stopped", run: now };
+  }
   if (options.waitMs === undefined) return { runId, status: "requested", run };
   return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
 }

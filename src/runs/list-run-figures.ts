@@ -1,10 +1,10 @@
 import { addScoringUsage, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
-import type { AttemptHead, RunFilter, RunListing, Store } from "../store/types.js";
-import { listRuns, type ReadOptions } from "./read-run.js";
+import type { AttemptHead, RunFilter, Store } from "../store/types.js";
+import { listRuns, type ListedRun, type ReadOptions } from "./read-run.js";
 
 /** A listed run with the figures of its report: metrics and what it spent in all. */
-export interface RunListingWithFigures extends RunListing {
+export interface RunListingWithFigures extends ListedRun {
   metrics: ScorerMetrics[];
   spent: UsageTotal;
 }

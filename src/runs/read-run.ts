@@ -5,6 +5,7 @@ import { storedReport } from "../engine/report.js";
 import type { RunFilter, RunListing, Store } from "../store/types.js";
 import { recoverOrphans, recoverRun } from "./recover-orphans.js";
 import { requireRun } from "./require-run.js";
+import { readWorkers, workingCounts, type WorkerView } from "./run-workers.js";
 
 /** A run's owner with its liveness as judged now; never more than the store recorded. */
 export type OwnerWithLiveness = Owner & Liveness;
@@ -17,6 +18,8 @@ export interface RunState {
   orphaned: boolean;
   /** Computed from the stored attempts: counts, the resume plan, metrics, cost. */
   report: RunReport;
+  /** A distributed run's workers (it has no owner while they work on it); absent otherwise. */
+  workers?: WorkerView[];
 }
 
 export interface ReadOptions {
@@ -48,7 +51,8 @@ export async function readRun(
     ({ run, orphaned } = { run: stored, orphaned: false });
     owner = { ...owner, alive: true, reason: recovery.reason };
   }
-  return { run, owner, orphaned, report: await storedReport(store, run) };
+  const [report, workers] = await Promise.all([storedReport(store, run), readWorkers(store, run)]);
+  return { run, owner, orphaned, report, ...(workers ? { workers } : {}) };
 }
 
 /** A run as `runAsRead` gives it. */
@@ -72,9 +76,16 @@ export function runAsRead(run: Run, options: { staleMs?: number } = {}): RunAsRe
   return { run: orphaned ? { ...run, status: "interrupted" } : run, owner, orphaned };
 }
 
+/** A listed run; a distributed one with how many workers execute it now. */
+export interface ListedRun extends RunListing {
+  /** Distributed runs only: its workers that are active with a live lease (0 unless running). */
+  activeWorkers?: number;
+}
+
 /**
  * The runs of the store with their counts, newest first; with `recover`, dead owners' runs are
- * interrupted first (see `recoverOrphans`).
+ * interrupted first (see `recoverOrphans`). A distributed run carries its active workers' count
+ * (one more query for each running one, none for any other run).
  *
  * @example const listings = await listRuns(store, {}, { recover: true });
  */
@@ -82,9 +93,17 @@ export async function listRuns(
   store: Store,
   filter: RunFilter = {},
   options: ReadOptions = {},
-): Promise<RunListing[]> {
+): Promise<ListedRun[]> {
   if (options.recover) await recoverOrphans(store, options);
-  return store.listRuns(filter);
+  const listed = await store.listRuns(filter);
+  const working = await workingCounts(
+    store,
+    listed.map((l) => l.run),
+  );
+  return listed.map((l) => {
+    const activeWorkers = working.get(l.run.id);
+    return activeWorkers === undefined ? l : { ...l, activeWorkers };
+  });
 }
 
 /**

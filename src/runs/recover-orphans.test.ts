@@ -9,6 +9,7 @@ import type { Store } from "../store/types.js";
 import { hostId } from "../engine/owner.js";
 import { recoverOrphans } from "./recover-orphans.js";
 import { runConfig } from "../store/contract/fixtures.js";
+import { seedDistributedRun } from "../../test/helpers/distributed-run.js";
 
 const config = runConfig({ evalName: "e", epochs: 1, concurrency: 1 });
 
@@ -67,6 +68,16 @@ describe("recoverOrphans", () => {
       status: "running",
       owner: { token: "t-live" },
     });
+  });
+
+  it("leaves a running distributed run alone: no owner is not a dead owner", async () => {
+    const { store, clock } = clockedStore();
+    const { runId } = await seedDistributedRun(store);
+    // Its workers' heartbeats are long stale: their leases expire, the run is still theirs.
+    clock.now += 10 * 60_000;
+    const result = await recoverOrphans(store, { staleMs: 30_000 });
+    expect(result).toEqual({ recovered: [], alive: [], skipped: [] });
+    expect(await store.getRun(runId)).toMatchObject({ status: "running", owner: null });
   });
 
   it("skips a run that a resumer claimed between the read and the write", async () => {

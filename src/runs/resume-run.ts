@@ -64,6 +64,11 @@ export interface ResumeOptions extends ExecuteOptions {
   rerun?: readonly string[];
   /** Execute again every key whose outcome scores below 1 on some scorer. */
   rerunFailed?: boolean;
+  /**
+   * Plan for a worker of a distributed run (`workRun`), which executes leased keys and claims no
+   * ownership; without it a distributed run is refused (`distributed`).
+   */
+  asWorker?: boolean;
 }
 
 /** A resume planned against the run as it was read, before claiming it. */
@@ -92,6 +97,8 @@ export type ResumeRefusal =
   | { reason: "eval-changed"; error: StetError }
   /** `rerun` names sample ids the run does not have (`E_USAGE`). */
   | { reason: "invalid-rerun"; error: StetError }
+  /** A distributed run: its workers execute it (`workRun`), nobody claims it (`E_DISTRIBUTED`). */
+  | { reason: "distributed"; error: StetError }
   /** Every key has its outcome; `resume` still settles a run whose status lags (`settleResume`). */
   | { reason: "nothing-to-resume"; error: StetError; resume: PlannedResume };
 
@@ -113,6 +120,15 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const { store, runId } = options;
   const run = await store.getRun(runId);
   if (!run) return refuse({ reason: "run-not-found", error: unknownRun(store, runId) });
+  if (run.config.distributed && !options.asWorker) {
+    const error = new StetError(
+      "E_DISTRIBUTED",
+      `run ${runId} is a distributed run: workers execute it, no single owner. ` +
+        `Resume it with \`stet resume ${runId}\` (which joins it as a worker) or \`stet worker --run ${runId}\``,
+      { details: { runId } },
+    );
+    return refuse({ reason: "distributed", error });
+  }
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse({ reason: "run-active", error: active });
 

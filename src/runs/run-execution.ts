@@ -109,7 +109,7 @@ async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): P
 }
 
 /** The report with what the step journal replayed, when it replayed anything. */
-function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
+export function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
   const { replayed, diverged, reused } = end.journal;
   if (replayed === 0 && diverged === 0) return report;
   const total = emptyUsage();
@@ -121,7 +121,7 @@ function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
  * The report with why the invocation stopped (when it left the run interrupted) and the spend
  * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`.
  */
-function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
+export function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
   const { cap } = exec;
   return {
     ...report,
@@ -144,7 +144,7 @@ function withStop(report: RunReport, stopped: StopCause | null, exec: Execution)
  * total on the run can be told (stored attempts plus those in the fallback file or lost). A full
  * or read-only store can usually still be read; when it cannot, the error goes as it is.
  */
-async function withStoredSpend(
+export async function withStoredSpend(
   error: StetError,
   read: () => Promise<RunReport>,
 ): Promise<StetError> {

@@ -15,6 +15,7 @@ import { evalIdentity } from "./run-identity.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { startingCap } from "./spend-cap.js";
+import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 
@@ -52,22 +53,8 @@ export interface RunEvalOptions extends ExecuteOptions, RunDefinition {}
  * report.metrics; // [{ scorer: "exact", mean: 0.82, stderr: 0.03, samples: 100 }]
  */
 export async function runEval(options: RunEvalOptions): Promise<RunReport> {
-  const { store, eval: ev } = options;
-  const owner = newOwnerIdentity();
-  const identity = evalIdentity(
-    { ...ev, epochs: options.declaredEpochs ?? ev.epochs },
-    options.evalPath,
-    runSecrets(store, options.secrets),
-  );
-  const run = await store.createRun({
-    id: options.runId ?? newRunId(),
-    config: { ...recordedConfig(options), identity },
-    samples: [...ev.samples],
-    owner,
-  });
-  const seeded = options.seed?.length
-    ? await seedRun(store, run.id, owner.token, options.seed)
-    : [];
+  const { eval: ev } = options;
+  const { run, owner, seeded } = await createRecordedRun(options);
   const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
   const exec = {
     run,
@@ -81,6 +68,52 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
+}
+
+export interface DistributedRunOptions extends RunEvalOptions {
+  /** How long the creating worker's leases live without a heartbeat (default `leaseTime()`). */
+  leaseMs?: number;
+  onJoined?: WorkOptions["onJoined"];
+}
+
+/**
+ * Starts a distributed run (`stet run --distributed`): records it like `runEval`, with one lease
+ * per key and no owner, then works on it as its first worker (`workRun`) until every key has its
+ * outcome, whoever executed it. Other processes join it with `stet worker`.
+ *
+ * @example const report = await startDistributed({ store, eval: resolved, onEvent });
+ */
+export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
+  const { store } = options;
+  const { run, owner } = await createRecordedRun(options, true);
+  // The creator lets go at once: a distributed run has no owner; its workers hold leases.
+  await store.releaseRun(run.id, owner.token, "interrupted", "opening to workers");
+  await store.reopenDistributed(run.id);
+  return workRun({ ...options, runId: run.id, created: true });
+}
+
+/**
+ * Records a new run (configuration, identity, sample snapshot; with `distributed`, a lease per
+ * key) owned by a new identity, and its seed.
+ */
+async function createRecordedRun(options: RunEvalOptions, distributed = false) {
+  const { store, eval: ev } = options;
+  const owner = newOwnerIdentity();
+  const identity = evalIdentity(
+    { ...ev, epochs: options.declaredEpochs ?? ev.epochs },
+    options.evalPath,
+    runSecrets(store, options.secrets),
+  );
+  const run = await store.createRun({
+    id: options.runId ?? newRunId(),
+    config: { ...recordedConfig(options), identity, ...(distributed ? { distributed } : {}) },
+    samples: [...ev.samples],
+    owner,
+  });
+  const seeded = options.seed?.length
+    ? await seedRun(store, run.id, owner.token, options.seed)
+    : [];
+  return { run, owner, seeded };
 }
 
 /** What `stet run` and `POST /api/runs` ask for. */

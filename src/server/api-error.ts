@@ -24,6 +24,7 @@ export type ApiErrorCode =
   | "changed_samples"
   | "eval_changed"
   | "run_taken_over"
+  | "distributed_run"
   | "already_scored"
   | "illegal_transition"
   | "eval_load_failed"
@@ -59,6 +60,7 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_CHANGED_SAMPLES: [409, "changed_samples"],
   E_EVAL_CHANGED: [409, "eval_changed"],
   E_FENCED: [409, "run_taken_over"],
+  E_DISTRIBUTED: [409, "distributed_run"],
   E_ALREADY_SCORED: [409, "already_scored"],
   E_ILLEGAL_TRANSITION: [409, "illegal_transition"],
   E_DATASET: [422, "dataset_invalid"],

@@ -6,6 +6,7 @@ import {
   type OwnerWithLiveness,
   type RunAsRead,
 } from "../runs/read-run.js";
+import { isWorking } from "../runs/run-workers.js";
 import type { RunCounts, Store } from "../store/types.js";
 import { redactConfig } from "./redact.js";
 
@@ -32,15 +33,27 @@ function countsView(counts: RunCounts) {
 /**
  * A run in a listing: status, owner, model and key counts (from the store's count of attempts).
  * A run stored as running whose owner is dead is shown as it is, `interrupted` (resumable), with
- * `orphaned: true` and the owner's liveness saying why; nothing is written (`runAsRead`).
+ * `orphaned: true` and the owner's liveness saying why; nothing is written (`runAsRead`). A
+ * distributed run (no owner: workers execute it) carries `activeWorkers` when the caller counted
+ * them (`listRuns`).
  *
  * @example runSummary(run, await store.countKeys(run.id), 30_000).counts // { total, done, … }
  */
-export function runSummary(stored: Run, counts: RunCounts, staleMs: number | undefined) {
-  return summaryView(runAsRead(stored, staleMs === undefined ? {} : { staleMs }), counts);
+export function runSummary(
+  stored: Run,
+  counts: RunCounts,
+  staleMs: number | undefined,
+  activeWorkers?: number,
+) {
+  const read = runAsRead(stored, staleMs === undefined ? {} : { staleMs });
+  return summaryView(read, counts, activeWorkers);
 }
 
-function summaryView({ run, owner, orphaned }: RunAsRead, counts: RunCounts) {
+function summaryView(
+  { run, owner, orphaned }: RunAsRead,
+  counts: RunCounts,
+  activeWorkers: number | undefined,
+) {
   return {
     id: run.id,
     evalName: run.evalName,
@@ -52,6 +65,8 @@ function summaryView({ run, owner, orphaned }: RunAsRead, counts: RunCounts) {
     updatedAt: run.updatedAt,
     owner: judgedOwnerView(owner),
     orphaned,
+    distributed: run.config.distributed === true,
+    ...(activeWorkers === undefined ? {} : { activeWorkers }),
     counts: countsView(counts),
   };
 }
@@ -63,8 +78,10 @@ function summaryView({ run, owner, orphaned }: RunAsRead, counts: RunCounts) {
  * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
  */
 export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
-  const { run, owner, orphaned, report } = await readRun(store, runId, options);
+  const { run, owner, orphaned, report, workers } = await readRun(store, runId, options);
   const { counts } = report;
+  // A distributed run's workers, by id (never their tokens); working ones count while it runs.
+  const working = run.status === "running" ? workers?.filter(isWorking).length : 0;
   return {
     ...summaryView(
       { run, owner, orphaned },
@@ -74,7 +91,9 @@ export async function runDetail(store: Store, runId: string, options: { staleMs?
         errored: counts.errored,
         remaining: counts.remaining,
       },
+      workers && working,
     ),
+    ...(workers ? { workers } : {}),
     config: redactConfig(run.config),
     plan: report.plan,
     metrics: report.metrics,

@@ -73,7 +73,8 @@ export const postgresStatements = {
     `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
        heartbeat_at = ${DB_NOW_MS}, status = 'running', note = NULL, updated_at = ${DB_NOW_ISO},
        cancel_requested = NULL
-     WHERE id = @runId AND owner_token IS NOT DISTINCT FROM @expectedToken::text`,
+     WHERE id = @runId AND owner_token IS NOT DISTINCT FROM @expectedToken::text
+       AND NOT (status = 'running' AND owner_token IS NULL AND config::jsonb ? 'distributed')`,
   ),
   heartbeat: statement(
     `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token

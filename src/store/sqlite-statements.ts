@@ -73,7 +73,9 @@ export function prepareStatements(db: SqliteDatabase) {
       `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
          heartbeat_at = @nowMs, status = 'running', note = NULL, updated_at = @now,
          cancel_requested = NULL
-       WHERE id = @runId AND owner_token IS @expectedToken`,
+       WHERE id = @runId AND owner_token IS @expectedToken
+         AND NOT (status = 'running' AND owner_token IS NULL
+           AND json_extract(config, '$.distributed') = 1)`,
     ),
     heartbeat: db.prepare<{ cancel_requested: string | null }>(
       `UPDATE runs SET heartbeat_at = @nowMs WHERE id = @runId AND owner_token = @token

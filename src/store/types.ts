@@ -252,7 +252,7 @@ export interface Store {
   /**
    * Makes `owner` the run's owner if the current owner token equals `expectedToken` (null: the
    * run has no owner). Sets status `running` and a fresh heartbeat. Returns false if another
-   * claimant got there first.
+   * claimant got there first, and for a running distributed run (its workers hold it, ownerless).
    */
   claimRun(runId: string, owner: OwnerIdentity, expectedToken: string | null): Promise<boolean>;
   /**

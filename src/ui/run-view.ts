@@ -2,8 +2,8 @@
 import { getJson, postJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
-import { link, message } from "./shared.js";
-import type { RunDetail, SamplePage } from "./types.js";
+import { link, message, pause } from "./shared.js";
+import type { RunDetail, SamplePage, WorkerView } from "./types.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
@@ -51,7 +51,7 @@ export async function runView(
   let drawnHead = "";
   const draw = () => {
     // Replacing the buttons under a pointer would swallow a click: redraw them only on change.
-    const live = run.status === "running" && !!run.owner?.alive;
+    const live = isExecuting(run);
     // The count on Resume matters only when Resume is shown (the run is not executing).
     const shape = JSON.stringify([
       run.status,
@@ -59,6 +59,7 @@ export async function runView(
       run.owner?.pid,
       live ? null : run.counts.remaining,
       run.note,
+      run.activeWorkers,
     ]);
     if (shape !== drawnHead) {
       drawnHead = shape;
@@ -173,11 +174,30 @@ export async function runView(
       }
     }
   };
+  /**
+   * A distributed run's workers change without its counts changing (heartbeats, joins, leaves):
+   * the run is read again while it executes, every 2 s or 5× the time the last read took.
+   */
+  const watchWorkers = async () => {
+    let wait = 2_000;
+    while (isExecuting(run)) {
+      await pause(wait, signal);
+      const started = Date.now();
+      run = await loadRun(runId, signal);
+      draw();
+      wait = Math.max(2_000, 5 * (Date.now() - started));
+    }
+  };
   // Drawn only now that every handler the buttons call exists: a click on a button drawn
   // earlier, landing while the samples load, would have met an uninitialised handler.
   draw();
   await drawSamples();
-  if (run.status === "running" && run.owner?.alive) await follow();
+  if (isExecuting(run)) await Promise.all([follow(), run.distributed && watchWorkers()]);
+}
+
+/** Running with a live owner, or distributed and running (its workers execute it, no owner). */
+function isExecuting(run: RunDetail): boolean {
+  return run.status === "running" && (run.distributed || !!run.owner?.alive);
 }
 
 /** Saves the run's EvalPort ResultSet (fetched with the token, so a plain link would not do). */
@@ -204,7 +224,7 @@ function runHead(
   actions: { resume: () => void; rescore: () => void; cancel: () => void },
 ): Child[] {
   const { counts } = run;
-  const live = run.status === "running" && !!run.owner?.alive;
+  const live = isExecuting(run);
   const resumable = !live && counts.remaining > 0;
   return [
     h("h1", {}, run.id, " ", badge(run.status)),
@@ -224,6 +244,12 @@ function runHead(
         `Owner: pid ${run.owner.pid} on ${run.owner.host} ` +
           (run.owner.alive ? "(alive)" : `(dead: ${run.owner.reason})`),
       ),
+    run.distributed &&
+      h(
+        "p",
+        { class: "meta distributed" },
+        `Distributed: ${plural(run.activeWorkers ?? 0, "worker")} executing`,
+      ),
     h(
       "div",
       { class: "actions" },
@@ -233,7 +259,11 @@ function runHead(
           { class: "resume", onclick: actions.resume },
           `Resume (${counts.remaining} left)`,
         ),
-      live && h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
+      // A distributed run's workers are asked to stop through the store (`stet cancel`), which
+      // this API does not do for a run it does not execute.
+      live &&
+        !run.distributed &&
+        h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
       // Scores the stored outputs again with the eval's scorers: no solver call.
       !live &&
         counts.done + counts.errored > 0 &&
@@ -264,6 +294,7 @@ function runProgress({ counts }: RunDetail): Child[] {
 
 function runDetails(run: RunDetail): Child[] {
   return [
+    run.workers && workersTable(run.workers),
     h(
       "table",
       { class: "metrics" },
@@ -323,4 +354,59 @@ function scoreChart(run: RunDetail): Element {
   const figure = h("figure", { class: "score-chart" });
   figure.append(document.importNode(doc.documentElement, true));
   return figure;
+}
+
+/** A distributed run's workers: where each runs, what it did, and when it was last heard of. */
+function workersTable(workers: WorkerView[]): HTMLElement {
+  const columns = ["Worker", "Host", "Pid", "Concurrency", "Keys done", "Rejected", "State"];
+  return h(
+    "section",
+    { class: "workers" },
+    h("h2", {}, "Workers"),
+    workers.length === 0
+      ? h("p", { class: "meta" }, "No worker has joined yet.")
+      : h(
+          "table",
+          { class: "workers" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              [...columns, "Heartbeat"].map((c) => h("th", {}, c)),
+            ),
+          ),
+          h(
+            "tbody",
+            {},
+            workers.map((w) =>
+              h(
+                "tr",
+                { "data-worker": w.id },
+                h("td", {}, w.id),
+                h("td", {}, w.host),
+                h("td", {}, w.pid),
+                h("td", {}, w.concurrency),
+                h("td", {}, w.keysDone),
+                h("td", {}, w.rejected > 0 ? w.rejected : ""),
+                h("td", {}, w.leaseExpired ? "active (lease expired)" : w.state),
+                h("td", {}, `${age(w.heartbeatAgeMs)} ago`),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+/** A duration as "2.1s", "3m5s" or "2h4m". */
+function age(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m}m${Math.round(s % 60)}s` : `${Math.floor(m / 60)}h${m % 60}m`;
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }

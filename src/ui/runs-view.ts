@@ -42,7 +42,19 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
           { "data-run": run.id },
           h("td", {}, link(runHref(run.id), run.id)),
           h("td", {}, link(`#/benchmarks/${encodeURIComponent(run.evalName)}`, run.evalName)),
-          h("td", {}, badge(run.status)),
+          h(
+            "td",
+            {},
+            badge(run.status),
+            run.distributed &&
+              h(
+                "span",
+                { class: "distributed" },
+                run.status === "running"
+                  ? ` distributed · ${run.activeWorkers ?? 0} worker${run.activeWorkers === 1 ? "" : "s"}`
+                  : " distributed",
+              ),
+          ),
           h(
             "td",
             { class: "progress" },

@@ -27,7 +27,28 @@ export interface RunSummary {
   owner: OwnerView | null;
   /** Stored as running, but its owner is dead: shown as interrupted (owner.reason says why). */
   orphaned: boolean;
+  /** Executed by workers over per-key leases: no owner while it runs. */
+  distributed: boolean;
+  /** Distributed runs in a listing: workers executing it now (0 unless running). */
+  activeWorkers?: number;
   counts: Counts;
+}
+
+/** A worker of a distributed run (never its token: `id` is derived from it). */
+export interface WorkerView {
+  id: string;
+  host: string;
+  pid: number;
+  concurrency: number;
+  leaseMs: number;
+  startedAt: string;
+  heartbeatAt: string;
+  heartbeatAgeMs: number;
+  keysDone: number;
+  rejected: number;
+  state: "active" | "finished" | "stopped" | "lost";
+  /** Active, but silent for longer than its lease. */
+  leaseExpired: boolean;
 }
 
 export interface Metric {
@@ -66,6 +87,8 @@ export interface RunDetail extends RunSummary {
     examples: { sampleId: string; epoch: number; message: string }[];
   }[];
   cost: { spent: UsageTotal; reused: UsageTotal };
+  /** Distributed runs only: every worker that joined, in the order they joined. */
+  workers?: WorkerView[];
 }
 
 export interface Score {

@@ -4,6 +4,7 @@ import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { formatCount, table } from "../render/format.js";
+import { listedStatus } from "../render/workers.js";
 
 /**
  * `stet list`: runs with status and progress, newest first. A run whose owner died is recovered
@@ -27,10 +28,13 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
   }
   try {
     const runs = await listRuns(store, {}, { ...stale, recover: true });
-    const rows = runs.map(({ run, counts }) => ({
+    const rows = runs.map(({ run, counts, activeWorkers }) => ({
       id: run.id,
       eval: run.evalName,
       status: run.status,
+      distributed: run.config.distributed === true,
+      // A distributed run's workers executing it now (active, lease live); absent otherwise.
+      ...(activeWorkers === undefined ? {} : { workers: activeWorkers }),
       total: counts.total,
       done: counts.scored,
       errored: counts.errored,
@@ -51,7 +55,7 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
     const cells = rows.map((r) => [
       r.id,
       r.eval,
-      r.status,
+      listedStatus(r.status, r.workers),
       `${formatCount(r.done)}/${formatCount(r.total)}`,
       formatCount(r.errored),
       r.createdAt.replace("T", " ").slice(0, 19),

@@ -6,7 +6,9 @@ import {
 } from "../../runs/resume-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
-import { createIo } from "../io.js";
+import { StetError } from "../../core/errors.js";
+import { workRun } from "../../runs/work-run.js";
+import { createIo, type Io } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderPlan } from "../render/summary.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
@@ -53,6 +55,9 @@ export async function resumeInStore(
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
+  if ((await store.getRun(runId))?.config.distributed) {
+    return resumeDistributed(io, store, runId, flags);
+  }
   const planning = await planResume({
     store,
     runId,
@@ -91,4 +96,41 @@ export async function resumeInStore(
     io.say(`journal: ${pruned} entries of finished attempts deleted`);
   }
   return code;
+}
+
+/**
+ * `stet resume` of a distributed run: opens it to workers again if it is interrupted or errored,
+ * then works on it as one of them (`stet worker --run`), alongside any others.
+ */
+async function resumeDistributed(
+  io: Io,
+  store: Store,
+  runId: string,
+  flags: ResumeFlags,
+): Promise<number> {
+  const unsupported = [
+    flags.rerun && "--rerun",
+    flags.rerunFailed && "--rerun-failed",
+    flags.rerunChanged && "--rerun-changed",
+    flags.allowEvalChange && "--allow-eval-change",
+    flags.rerunErrors === false && "--no-rerun-errors",
+  ].filter(Boolean);
+  if (unsupported.length > 0) {
+    throw new StetError(
+      "E_USAGE",
+      `${unsupported.join(", ")} cannot be used with run ${runId}, a distributed run: its workers execute every key without a scored attempt`,
+    );
+  }
+  const stale = staleLimit();
+  return runWithUi(io, uiOptions(flags, {}), (controls) =>
+    workRun({
+      store,
+      runId,
+      reopen: true,
+      ...stale,
+      ...controls,
+      ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
+      ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+    }),
+  );
 }

@@ -1,5 +1,5 @@
 import { isStetError, StetError } from "../../core/errors.js";
-import { checkRunId, prepareStart, runEval } from "../../runs/start-run.js";
+import { checkRunId, prepareStart, runEval, startDistributed } from "../../runs/start-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
@@ -27,6 +27,8 @@ export interface RunFlags {
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
   runId?: string;
   allowEvalChange?: boolean;
+  /** Open the run to workers (`stet worker`) and work on it as one of them. */
+  distributed?: boolean;
 }
 
 /**
@@ -35,6 +37,18 @@ export interface RunFlags {
  * another eval is refused.
  */
 export async function runCommand(target: string, flags: RunFlags): Promise<number> {
+  if (flags.distributed && flags.resume) {
+    throw new StetError(
+      "E_USAGE",
+      "--distributed starts a new run; resume one with `stet resume <id>`",
+    );
+  }
+  if (flags.distributed && flags.output !== undefined) {
+    throw new StetError(
+      "E_USAGE",
+      "--output streams one process's results; a distributed run's are in the store: `stet export <id>` once it is complete",
+    );
+  }
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
   if (flags.runId !== undefined) checkRunId(flags.runId);
   const io = createIo(flags.json ?? false);
@@ -58,10 +72,11 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   try {
     const again = () => resumeNamed(store, prepared.runId, prepared.eval.name, target, flags);
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
+    const start = flags.distributed ? startDistributed : runEval;
     try {
       return await withRunOutput(store, io, flags.output, (tee) =>
         runWithUi(io, uiOptions(flags, { model: prepared.model }), (controls) =>
-          runEval({ ...prepared, store, ...stale, ...controls, onEvent: tee(controls.onEvent) }),
+          start({ ...prepared, store, ...stale, ...controls, onEvent: tee(controls.onEvent) }),
         ),
       );
     } catch (error) {

@@ -2,11 +2,13 @@ import { StetError } from "../../core/errors.js";
 import { trajectoryStep } from "../../evalport/trajectory.js";
 import { readRun } from "../../runs/read-run.js";
 import { requireRun } from "../../runs/require-run.js";
+import { isWorking } from "../../runs/run-workers.js";
 import type { Store } from "../../store/types.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo, type Io } from "../io.js";
 import { openStore } from "../open-store.js";
 import { renderSummary } from "../render/summary.js";
+import { listedStatus, workersTable } from "../render/workers.js";
 import { hintLine, resumeHint } from "../resume-hint.js";
 
 /**
@@ -25,23 +27,42 @@ export async function showCommand(
     if (flags.sample !== undefined) {
       return await showSample(io, store, runId, flags.sample, flags.json ?? false);
     }
-    const { run, owner, report } = await readRun(store, runId, { ...stale, recover: true });
+    const read = await readRun(store, runId, { ...stale, recover: true });
+    const { run, owner, report, workers } = read;
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
       const { config, createdAt, updatedAt, note } = run;
-      // The fencing token is the owner's own: whoever holds it may write as the owner.
+      // The fencing token is the owner's own: whoever holds it may write as the owner. Workers'
+      // tokens likewise: they are shown by id (`workerId`), never by token.
       const { token: _t, ...shown } = owner ?? { token: "" };
-      const view = { ...rest, config, owner: owner && shown, createdAt, updatedAt, note };
+      const distributed = config.distributed === true;
+      const view = {
+        ...rest,
+        config,
+        owner: owner && shown,
+        distributed,
+        ...(workers ? { workers } : {}),
+        createdAt,
+        updatedAt,
+        note,
+      };
       io.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       return 0;
     }
-    io.say(`run ${run.id} · ${run.evalName} · ${run.status}${run.note ? ` (${run.note})` : ""}`);
+    const working = workers?.filter(isWorking).length;
+    const status = listedStatus(run.status, working);
+    io.say(`run ${run.id} · ${run.evalName} · ${status}${run.note ? ` (${run.note})` : ""}`);
     io.say(
       `created ${run.createdAt} · model ${run.config.model ?? "(eval default)"} · ${run.config.epochs} epoch(s)`,
     );
     if (owner) {
       const liveness = `${owner.alive ? "alive" : "dead"}: ${owner.reason}`;
       io.say(`owner   pid ${owner.pid} on ${owner.host} · ${liveness}`);
+    }
+    if (workers) {
+      io.say(
+        workers.length === 0 ? "workers  none joined yet" : `workers\n${workersTable(workers)}`,
+      );
     }
     const summary = renderSummary(report).split("\n");
     io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));

@@ -69,9 +69,14 @@ function statusOf(run: Run, deps: AppDeps) {
   return runAsRead(run, deps.engine).run.status;
 }
 
-/** Running with a live owner: a dead owner's run will not progress until someone resumes it. */
+/**
+ * Running with a live owner: a dead owner's run will not progress until someone resumes it. A
+ * distributed run has no owner: it is live while it is running, since any worker may join it
+ * and the last one to leave settles its status.
+ */
 function isLive(run: Run, deps: AppDeps): boolean {
-  return run.status === "running" && !!withLiveness(run.owner, deps.engine)?.alive;
+  if (run.status !== "running") return false;
+  return run.config.distributed === true || !!withLiveness(run.owner, deps.engine)?.alive;
 }
 
 /** The final event: a dead owner's run reads as interrupted (`runAsRead`), with the reason. */

@@ -54,7 +54,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     const runs = listed
       .slice(0, q.limit)
       .map((l) => ({
-        ...runSummary(l.run, l.counts, staleMs),
+        ...runSummary(l.run, l.counts, staleMs, l.activeWorkers),
         metrics: l.metrics,
         cost: { spent: l.spent },
       }))

@@ -1,0 +1,238 @@
+import { StetError } from "../core/errors.js";
+import type { RunReport } from "../core/events.js";
+import type { Run, RunStatus } from "../core/types.js";
+import type { Execution, ExecuteOptions, ExecutionEnd } from "../engine/execute-run.js";
+import { executeRun } from "../engine/execute-run.js";
+import { LeaseSource } from "../engine/lease-source.js";
+import { heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
+import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
+import type { Store, WorkerIdentity } from "../store/types.js";
+import type { EvalLookup } from "./find-eval.js";
+import { liveWorkers } from "./live-workers.js";
+import { requireRun } from "./require-run.js";
+import { planResume, type ResumeEval } from "./resume-run.js";
+import { withJournal, withStop, withStoredSpend } from "./run-execution.js";
+import { runSecrets } from "./run-secrets.js";
+import { settledStatus } from "./run-status.js";
+
+/** How long a worker's leases live without a heartbeat, unless `STET_LEASE_MS` says otherwise. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * The lease time from `STET_LEASE_MS` (ms, at least 100), else the default; a bad value is a
+ * usage error.
+ *
+ * @example leaseTime({ STET_LEASE_MS: "5000" }) // 5000
+ */
+export function leaseTime(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.STET_LEASE_MS;
+  if (text === undefined || text === "") return DEFAULT_LEASE_MS;
+  // Digits only: Number() would take " 2000", "0x7d0" and "1e4".
+  const ms = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms < 100) {
+    throw new StetError(
+      "E_USAGE",
+      `STET_LEASE_MS must be a whole number of milliseconds, at least 100; got ${JSON.stringify(text)}`,
+    );
+  }
+  return ms;
+}
+
+export interface WorkOptions extends ExecuteOptions {
+  runId: string;
+  /** The eval to execute with; default the one `findEval` finds for the run. */
+  eval?: ResumeEval;
+  evalFile?: string;
+  registry?: EvalLookup;
+  /** Keys this worker executes at once; default the run's concurrency. */
+  concurrency?: number;
+  /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */
+  maxCost?: number;
+  /** Default `leaseTime()`. */
+  leaseMs?: number;
+  /**
+   * A resume: a distributed run that is interrupted or errored is opened to workers again first
+   * (its keys without a scored attempt become claimable).
+   */
+  reopen?: boolean;
+  /** Set by `startDistributed`: the worker that created the run (its plan is not a resume's). */
+  created?: boolean;
+  /** Called once the worker has registered and made its first claim. */
+  onJoined?: (joined: JoinedWorker) => void;
+}
+
+/** A worker that joined a run: what its start-up line says. */
+export interface JoinedWorker {
+  runId: string;
+  /** A short id of the worker (its token's first 8 characters). */
+  workerId: string;
+  concurrency: number;
+  leaseMs: number;
+  /** How long the first claim took, and how many keys it got. */
+  firstClaimMs: number;
+  firstClaimKeys: number;
+}
+
+/**
+ * Joins a distributed run as a worker and executes keys leased to it until none is left for it
+ * (every key has its outcome, or the rest are other live workers'), or it is stopped (a signal,
+ * `stet cancel`, the spend cap). Keys are claimed a batch at a time (`LeaseSource`); the worker's
+ * heartbeat extends its leases; each commit is fenced by the key's lease, so a worker whose
+ * leases expired (frozen past `leaseMs`) writes nothing more and fails with `E_FENCED`.
+ *
+ * When the worker leaves, the run is settled by the status rule (`settledStatus`) if this worker
+ * is the last: completed, errored (every key has its outcome, some an error) or interrupted (cut
+ * short, with no live worker left). Otherwise the run stays running for the others.
+ *
+ * @example const report = await workRun({ store, runId: "r_abc", concurrency: 8 });
+ */
+export async function workRun(options: WorkOptions): Promise<RunReport> {
+  const { store, runId } = options;
+  const run = await openRun(store, runId, options.reopen === true);
+  if (run.status === "completed") return storedReport(store, run);
+  const planning = await planResume({ ...options, asWorker: true });
+  if (!planning.ok) {
+    const { refusal } = planning;
+    if (refusal.reason !== "nothing-to-resume") throw refusal.error;
+    // Every key has its outcome: settle the run if its status lags, and report it.
+    await settle(store, runId, false);
+    return finalReport(store, refusal.resume.plan, run.id, options.created !== true);
+  }
+  const { plan, eval: ev, cap } = planning.resume;
+  const leaseMs = options.leaseMs ?? leaseTime();
+  const concurrency = options.concurrency ?? run.config.concurrency;
+  const worker: WorkerIdentity = { ...newOwnerIdentity(), concurrency, leaseMs };
+  await store.registerWorker(runId, worker);
+  const source = new LeaseSource({
+    store,
+    runId,
+    token: worker.token,
+    batch: concurrency,
+    pollMs: Math.min(1_000, Math.max(50, Math.floor(leaseMs / 4))),
+    onFirstClaim: (ms, keys) =>
+      options.onJoined?.({
+        runId,
+        workerId: worker.token.slice(0, 8),
+        concurrency,
+        leaseMs,
+        firstClaimMs: ms,
+        firstClaimKeys: keys,
+      }),
+  });
+  const exec: Execution = {
+    run: { ...planning.resume.run, config: { ...planning.resume.run.config, concurrency } },
+    owner: worker,
+    plan,
+    // A worker replays the open journal of keys it takes over (from a worker that died).
+    resumed: options.created !== true,
+    solver: ev.solver,
+    scorers: ev.scorers,
+    keys: source,
+    ...(cap ? { cap } : {}),
+    ...(ev.callModel ? { callModel: ev.callModel } : {}),
+  };
+  let end: ExecutionEnd;
+  try {
+    end = await executeRun(exec, {
+      ...options,
+      heartbeatMs: options.heartbeatMs ?? heartbeatInterval({ staleMs: leaseMs }),
+      secrets: runSecrets(store, options.secrets),
+    });
+  } catch (error) {
+    await store.leaveRun(runId, worker.token, "lost").catch(() => {});
+    if (error instanceof StetError && error.code === "E_FENCED") throw leasesLost(run, worker);
+    throw error;
+  }
+  const stopped = end.stopped;
+  await store.leaveRun(runId, worker.token, stopped ? "stopped" : "finished");
+  if (stopped?.reason === "store-unwritable") {
+    throw await withStoredSpend(stopped.error!, () =>
+      finalReport(store, plan, runId, exec.resumed),
+    );
+  }
+  await settle(store, runId, stopped !== null, stopped?.note);
+  const finished = await requireRun(store, runId);
+  const built = await buildReport({
+    store,
+    run: finished,
+    samples: plan.samples,
+    fingerprintOf: end.fingerprintOf,
+    plan: summarizePlan(plan),
+    resumed: exec.resumed,
+    isNow: end.isNow,
+    scorings: end.scorings,
+    wallMs: performance.now() - end.startedAt,
+  });
+  const report = withStop(withJournal(built, end), stopped, exec);
+  options.onEvent?.({ type: "run-finished", report });
+  return report;
+}
+
+/**
+ * The run as a worker may join it: a distributed run that is running (a resume, `reopen`, opens an
+ * interrupted or errored one first). Refuses any other.
+ */
+async function openRun(store: Store, runId: string, reopen: boolean): Promise<Run> {
+  let run = await requireRun(store, runId);
+  if (!run.config.distributed) {
+    throw new StetError(
+      "E_USAGE",
+      `run ${runId} is not a distributed run: one process executes it (\`stet resume ${runId}\`)`,
+      { details: { runId } },
+    );
+  }
+  if (run.status !== "running" && reopen && run.status !== "completed") {
+    await store.reopenDistributed(runId);
+    run = await requireRun(store, runId);
+  }
+  // A complete run has nothing for a worker: it is reported as it is.
+  if (run.status === "running" || run.status === "completed") return run;
+  const how = `${run.status}: \`stet resume ${runId}\` opens it to workers again`;
+  throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${how}`, {
+    details: { runId, status: run.status },
+  });
+}
+
+/**
+ * Sets the run's final status once a worker left, if it can be set: completed or errored when
+ * every key has its outcome; interrupted when this worker was cut short and no live worker is
+ * left (the store refuses while any live lease remains). Undefined when the run stays running.
+ */
+async function settle(
+  store: Store,
+  runId: string,
+  cutShort: boolean,
+  note?: string,
+): Promise<RunStatus | undefined> {
+  const counts = await store.countKeys(runId);
+  const status = settledStatus({ remaining: counts.remaining, cutShort });
+  if (status === "interrupted" && (await liveWorkers(store, runId)).length > 0) return undefined;
+  return (await store.closeDistributed(runId, status, note)) ? status : undefined;
+}
+
+async function finalReport(
+  store: Store,
+  plan: Parameters<typeof summarizePlan>[0],
+  runId: string,
+  resumed: boolean,
+): Promise<RunReport> {
+  return buildReport({
+    store,
+    run: await requireRun(store, runId),
+    samples: plan.samples,
+    plan: summarizePlan(plan),
+    resumed,
+    wallMs: 0,
+  });
+}
+
+function leasesLost(run: Run, worker: WorkerIdentity): StetError {
+  return new StetError(
+    "E_FENCED",
+    `worker ${worker.token.slice(0, 8)} (pid ${worker.pid}) lost its leases on run ${run.id}: it ` +
+      `had not heartbeated for longer than its lease time (${worker.leaseMs / 1000}s, STET_LEASE_MS), ` +
+      `stopped, suspended or stalled, so other workers took its keys over. Its late results were ` +
+      `refused and nothing it computed after that is stored.`,
+    { details: { runId: run.id, worker: worker.token.slice(0, 8) } },
+  );
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { seedDistributedRun } from "../../test/helpers/distributed-run.js";
+import { setupTestApp as setup } from "../../test/helpers/server-app.js";
+import { readSse, readUntil } from "../../test/helpers/sse.js";
+import { workerId } from "../runs/run-workers.js";
+import { draft } from "../store/contract/fixtures.js";
+
+describe("a distributed run through the API", () => {
+  it("GET /api/runs/:id lists its workers by id, GET /api/runs counts the active ones", async () => {
+    const t = setup();
+    const { runId, active, left, ordinaryId } = await seedDistributedRun(t.store);
+
+    const detail = await t.request(`/api/runs/${runId}`);
+    const text = await detail.text();
+    // Workers' tokens fence their writes: never served, not even in part.
+    for (const token of [active.token, left.token]) expect(text).not.toContain(token);
+    expect(JSON.parse(text)).toMatchObject({
+      status: "running",
+      owner: null,
+      orphaned: false,
+      distributed: true,
+      activeWorkers: 1,
+      counts: { total: 6, done: 3, remaining: 3 },
+      workers: [
+        {
+          id: workerId(active.token),
+          host: "alpha-host",
+          pid: 4242,
+          concurrency: 4,
+          keysDone: 2,
+          rejected: 0,
+          state: "active",
+          leaseExpired: false,
+        },
+        { id: workerId(left.token), keysDone: 1, rejected: 1, state: "finished" },
+      ],
+    });
+
+    const plain = await t.json(`/api/runs/${ordinaryId}`);
+    expect(plain.body).toMatchObject({ distributed: false });
+    expect(plain.body).not.toHaveProperty("workers");
+
+    const list = await t.json<{ runs: Record<string, unknown>[] }>("/api/runs");
+    expect(list.body.runs.find((r) => r.id === runId)).toMatchObject({
+      distributed: true,
+      activeWorkers: 1,
+    });
+    const ordinary = list.body.runs.find((r) => r.id === ordinaryId);
+    expect(ordinary).toMatchObject({ distributed: false });
+    expect(ordinary).not.toHaveProperty("activeWorkers");
+  });
+
+  it("GET /api/runs/:id/events follows it while workers commit, until it is closed", async () => {
+    const t = setup();
+    const { runId, active } = await seedDistributedRun(t.store);
+    const events = readSse(await t.request(`/api/runs/${runId}/events`));
+    // No owner, yet live: the stream does not end at once as for a dead owner's run.
+    const [first] = await readUntil(events, "progress");
+    expect(first?.data).toMatchObject({ status: "running", done: 3, remaining: 3 });
+
+    const [key] = (await t.store.claimLeases(runId, active.token, 1)).keys;
+    await t.store.recordAttempts(runId, active.token, [draft(key!)]);
+    const seen = await readUntil(events, "progress");
+    expect(seen.at(-1)?.data).toMatchObject({ status: "running", done: 4, remaining: 2 });
+
+    await t.store.leaveRun(runId, active.token, "stopped");
+    expect(await t.store.closeDistributed(runId, "interrupted")).toBe(true);
+    const end = await readUntil(events, "completed");
+    expect(end.at(-1)?.data).toMatchObject({ status: "interrupted", done: 4 });
+    await events.return(undefined);
+  });
+});
