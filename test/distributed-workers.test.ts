@@ -32,8 +32,12 @@ export default defineEval({
 });
 `;
 
-const STARTUP_LINE =
-  /^worker \S{8} joined run (r_\w+): start-up \d+ ms \(eval \d+ ms, store \d+ ms, first claim \d+ ms\)$/m;
+/**
+ * A worker's start-up line on stderr: `worker <id8> joined run <id> (…): start-up <ms> ms (…)`,
+ * the parenthesis naming what the start-up spent its time on (store, eval, first claim).
+ */
+const STARTUP_LINE = /^worker \S{8} joined run (r_\w+)\b[^:\n]*: start-up \d+ ms \(([^)\n]*)\)$/m;
+const STARTUP_PARTS = [/\bstore \d+ ms\b/, /\beval\b[^,]* \d+ ms\b/, /\bfirst claim \d+ ms\b/];
 
 interface AttemptRow {
   sample_id: string;
@@ -211,8 +215,9 @@ describe.skipIf(SKIP_POSTGRES)("distributed runs: real worker processes on Postg
     const results = await exits(four.all);
     expect(codes(results), stderrs(results)).toEqual([0, 0, 0, 0]);
     for (const worker of results.slice(1)) {
-      expect(worker.stderr).toMatch(STARTUP_LINE);
-      expect(worker.stderr.match(STARTUP_LINE)![1]).toBe(four.runId);
+      const [, runId, parts] = worker.stderr.match(STARTUP_LINE) ?? [];
+      expect(runId, worker.stderr).toBe(four.runId);
+      for (const part of STARTUP_PARTS) expect(parts).toMatch(part);
     }
     // Nothing was killed: no key was requested twice, and each has its one scored attempt.
     expect(Object.keys(four.mock.counts())).toHaveLength(n);
@@ -373,7 +378,11 @@ describe.skipIf(SKIP_POSTGRES)("distributed runs: real worker processes on Postg
     const spent = rows.reduce((sum, r) => sum + (r.cost_usd ?? 0), 0);
     // Over the cap by at most what every process had in flight; the cap is used, not left idle.
     const inFlight = 3 * CONCURRENCY * COST;
-    expect(spent).toBeLessThanOrEqual(cap + inFlight + 1e-9);
+    const perProcess = new Map<string, number>();
+    for (const row of rows)
+      perProcess.set(computedBy(row), (perProcess.get(computedBy(row)) ?? 0) + 1);
+    const figures = `spent $${spent.toFixed(2)} (${rows.length} attempts; per process ${[...perProcess.values()].join(", ")})`;
+    expect(spent, figures).toBeLessThanOrEqual(cap + inFlight + 1e-9);
     expect(spent).toBeGreaterThan(cap - inFlight);
     // Every request bought was committed (its spend counted), and no key was bought twice.
     expect(rows).toHaveLength(run.mock.requests.length);
