@@ -781,7 +781,7 @@ async function workersGroup() {
         const steadyRatio = median(f.steady) / median(one.steady);
         const target = processes === 4 && latencyMs === 200 ? "≥ 3.6 × (steady)" : "—";
         report(
-          `keys/s, ${n} chat keys × ${latencyMs} ms mock, PostgreSQL, ${processes} process(es) × concurrency 8`,
+          `keys/s, ${n} chat keys × ${latencyMs} ms mock, PostgreSQL, ${processes} process(es) × concurrency 8 (median of ${workerReps})`,
           `steady ${spread(f.steady, perSecondFmt)} = ${steadyRatio.toFixed(2)} × one; ` +
             `end to end ${spread(f.endToEnd, perSecondFmt)} = ${ratio(f.endToEnd, one.endToEnd)} × one`,
           target,
