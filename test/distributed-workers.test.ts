@@ -156,6 +156,8 @@ async function distributedRun(options: {
     workerRows,
     runStatus,
     midRun,
+    /** Starts another `stet <args>` process on the same project and store. */
+    stet,
   };
 }
 
@@ -364,6 +366,20 @@ describe.skipIf(SKIP_POSTGRES)("distributed runs: real worker processes on Postg
     expect(await run.runStatus()).toMatchObject({ status: "completed" });
     expectOneScoredAttemptPerKey(await run.attempts(), n);
     expect(Object.keys(run.mock.counts())).toHaveLength(n);
+    expect(reExecutions(run.mock)).toBe(0);
+  });
+
+  it("a worker started without --run joins the open distributed run whose eval it can load", async () => {
+    const n = 300;
+    const run = await distributedRun({ n, workers: 0 });
+    const worker = run.stet(["worker", "--concurrency", String(CONCURRENCY)]);
+    const results = await exits([run.run, worker]);
+    expect(codes(results), stderrs(results)).toEqual([0, 0]);
+    expect(results[1]!.stderr.match(STARTUP_LINE)?.[1], results[1]!.stderr).toBe(run.runId);
+    const rows = await run.workerRows();
+    expect(rows).toHaveLength(2);
+    expect(rows.every((w) => w.keys_done > 0 && w.state === "finished")).toBe(true);
+    expectOneScoredAttemptPerKey(await run.attempts(), n);
     expect(reExecutions(run.mock)).toBe(0);
   });
 
