@@ -7,6 +7,11 @@ export interface SpendCap {
   maxCostUsd: number;
   /** The run's executed attempts stored before this invocation: their known cost and how many had one. */
   before: { costUsd: number; priced: number };
+  /**
+   * For a worker of a distributed run: the store's attempt-feed cursor read before `before` was,
+   * so attempts committed after it are counted as other workers' spend (a few twice, never none).
+   */
+  feedCursor?: number;
 }
 
 /** What the engine does with the next key: dispatch it, or stop dispatching. */

@@ -216,7 +216,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   // a resume. A changed sample's entries are of its old content: discarded, not replayed.
   const open = new Set<string>();
   const journaled = exec.solver.journal !== false;
-  if (journaled && exec.resumed) {
+  // A worker may take over keys a worker that died had begun: their open entries replay too.
+  if (journaled && (exec.resumed || exec.keys)) {
     for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
   }
   const changed = new Set(plan.changed);
@@ -407,6 +408,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const stopped = () => stopReason !== null || overBudget(progress.inflight);
   const halted = () => stopReason !== null;
   const next = async () => {
+    // Under a cap shared with other workers, a dispatch waits for a look at what they spent.
+    if (others) await others.look();
     try {
       const key = keys.next(halted);
       return key instanceof Promise ? await key : key;
@@ -421,7 +424,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   let claimFailure: StetError | undefined;
   const others = exec.keys && budget ? followSpend(store, run.id, budget) : undefined;
   try {
-    await others?.start();
+    await others?.start(exec.cap?.feedCursor);
     await pool(exec.rescore?.units ?? [], run.config.concurrency, stopped, async (unit) => {
       try {
         onScored(await score(unit));
@@ -435,7 +438,6 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     await drain(next, run.config.concurrency, stopped, dispatch);
     await writer.drain();
   } finally {
-    others?.stop();
     stopHeartbeat();
     options.signal?.removeEventListener("abort", onSignal);
     options.abortSignal?.removeEventListener("abort", onAbortSignal);
@@ -506,14 +508,15 @@ async function drain(
 }
 
 /**
- * Follows what the run's other workers spend, for a spend cap counted over all of them: every
- * heartbeat interval, the attempts committed since the last look (the store's feed), less this
- * process's own, are added to the budget.
+ * Follows what the run's other workers spend, for a spend cap counted over all of them: before a
+ * dispatch, the attempts committed since the last look (the store's feed, one indexed read that
+ * slots dispatching at once share), less this process's own, are added to the budget. So the cap
+ * can be passed by what all workers have in flight plus what they commit during one look.
  */
 function followSpend(store: Store, runId: string, budget: Budget) {
   let cursor = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const look = async () => {
+  let looking: Promise<void> | null = null;
+  const read = async () => {
     for (;;) {
       const feed = await store.listAttemptsAfter(runId, { after: cursor, limit: 1_000 });
       cursor = feed.cursor;
@@ -521,21 +524,16 @@ function followSpend(store: Store, runId: string, budget: Budget) {
       if (feed.attempts.length < 1_000) return;
     }
   };
-  let looking = false;
   return {
-    async start() {
-      cursor = (await store.listAttemptsAfter(runId)).cursor;
-      timer = setInterval(() => {
-        if (looking) return;
-        looking = true;
-        void look()
-          .catch(() => {})
-          .finally(() => (looking = false));
-      }, 1_000);
-      timer.unref();
+    async start(from?: number) {
+      cursor = from ?? (await store.listAttemptsAfter(runId)).cursor;
     },
-    stop() {
-      clearInterval(timer);
+    /** A look at the feed: the one in progress, else a new one. A failed look is skipped. */
+    look(): Promise<void> {
+      looking ??= read()
+        .catch(() => {})
+        .finally(() => (looking = null));
+      return looking;
     },
   };
 }

@@ -49,8 +49,9 @@ export interface CancelResult {
 export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   const { store, runId } = options;
   const run = await requireRun(store, runId);
-  if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
+  // Every worker of a distributed run is asked through the store, a local one among them.
   if (run.config.distributed && run.status === "running") return cancelDistributed(run, options);
+  if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
   if (run.status !== "running" || !run.owner) {
     throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
   }

@@ -1,8 +1,6 @@
 import type { Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { judgeOwner } from "../engine/owner.js";
-import { DEFAULT_STALE_MS } from "./stale-limit.js";
-import { expireDeadWorkers, liveWorkers } from "./live-workers.js";
 
 export interface RecoveredRun {
   runId: string;
@@ -75,8 +73,8 @@ export async function recoverRun(
   run: Run,
   options: RecoveryOptions = {},
 ): Promise<Recovery | undefined> {
-  if (run.status === "running" && run.config.distributed)
-    return recoverDistributed(store, run, options);
+  // A distributed run has no owner: it stays open to workers, however many are alive (none is
+  // a fleet scaled to zero, not a dead owner); `stet cancel` interrupts it.
   if (run.status !== "running" || !run.owner) return undefined;
   const liveness = await judgeOwner(store, { ...run, owner: run.owner }, options);
   if (liveness.alive) return { outcome: "alive", reason: liveness.reason };
@@ -89,31 +87,4 @@ export async function recoverRun(
     return { outcome: "recovered", reason: liveness.reason };
   }
   return { outcome: "skipped" };
-}
-
-/**
- * A running distributed run is an orphan when none of its workers is alive (see `liveWorkers`)
- * and no lease on it is live: their leases expired, or were expired because their pids on this
- * host are gone. A run opened to workers less than the stale limit ago is left alone (its first
- * worker may not have joined yet).
- */
-async function recoverDistributed(
-  store: Store,
-  run: Run,
-  options: RecoveryOptions,
-): Promise<Recovery> {
-  const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
-  const now = (options.now ?? (() => new Date()))();
-  if (now.getTime() - Date.parse(run.updatedAt) < staleMs) {
-    return { outcome: "alive", reason: "opened to workers just now" };
-  }
-  await expireDeadWorkers(store, run.id);
-  const live = await liveWorkers(store, run.id);
-  if (live.length > 0) return { outcome: "alive", reason: `${live.length} live worker(s)` };
-  const because = options.because ?? `recovered at ${now.toISOString()}`;
-  const note = `no worker of the distributed run is alive; ${because}`;
-  if (await store.closeDistributed(run.id, "interrupted", note)) {
-    return { outcome: "recovered", reason: "no live worker" };
-  }
-  return { outcome: "alive", reason: "a worker's lease is still live" };
 }

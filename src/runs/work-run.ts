@@ -9,6 +9,7 @@ import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import type { Store, WorkerIdentity } from "../store/types.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers } from "./live-workers.js";
+import { workerId } from "./run-workers.js";
 import { requireRun } from "./require-run.js";
 import { planResume, type ResumeEval } from "./resume-run.js";
 import { withJournal, withStop, withStoredSpend } from "./run-execution.js";
@@ -44,6 +45,8 @@ export interface WorkOptions extends ExecuteOptions {
   eval?: ResumeEval;
   evalFile?: string;
   registry?: EvalLookup;
+  /** Execute only a registered eval, never a file from elsewhere (a server's rule). */
+  onlyRegistered?: boolean;
   /** Keys this worker executes at once; default the run's concurrency. */
   concurrency?: number;
   /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */
@@ -90,6 +93,8 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   const { store, runId } = options;
   const run = await openRun(store, runId, options.reopen === true);
   if (run.status === "completed") return storedReport(store, run);
+  // Before the plan reads the run's spend: what others commit after it counts on the cap too.
+  const { cursor: feedCursor } = await store.listAttemptsAfter(runId);
   const planning = await planResume({ ...options, asWorker: true });
   if (!planning.ok) {
     const { refusal } = planning;
@@ -112,7 +117,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     onFirstClaim: (ms, keys) =>
       options.onJoined?.({
         runId,
-        workerId: worker.token.slice(0, 8),
+        workerId: workerId(worker.token),
         concurrency,
         leaseMs,
         firstClaimMs: ms,
@@ -128,7 +133,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     solver: ev.solver,
     scorers: ev.scorers,
     keys: source,
-    ...(cap ? { cap } : {}),
+    ...(cap ? { cap: { ...cap, feedCursor } } : {}),
     ...(ev.callModel ? { callModel: ev.callModel } : {}),
   };
   let end: ExecutionEnd;
@@ -229,10 +234,10 @@ async function finalReport(
 function leasesLost(run: Run, worker: WorkerIdentity): StetError {
   return new StetError(
     "E_FENCED",
-    `worker ${worker.token.slice(0, 8)} (pid ${worker.pid}) lost its leases on run ${run.id}: it ` +
+    `worker ${workerId(worker.token)} (pid ${worker.pid}) lost its leases on run ${run.id}: it ` +
       `had not heartbeated for longer than its lease time (${worker.leaseMs / 1000}s, STET_LEASE_MS), ` +
       `stopped, suspended or stalled, so other workers took its keys over. Its late results were ` +
       `refused and nothing it computed after that is stored.`,
-    { details: { runId: run.id, worker: worker.token.slice(0, 8) } },
+    { details: { runId: run.id, worker: workerId(worker.token) } },
   );
 }

@@ -259,11 +259,8 @@ function runHead(
           { class: "resume", onclick: actions.resume },
           `Resume (${counts.remaining} left)`,
         ),
-      // A distributed run's workers are asked to stop through the store (`stet cancel`), which
-      // this API does not do for a run it does not execute.
-      live &&
-        !run.distributed &&
-        h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
+      // A distributed run's workers are all asked to stop, through the store.
+      live && h("button", { class: "cancel", onclick: actions.cancel }, "Cancel"),
       // Scores the stored outputs again with the eval's scorers: no solver call.
       !live &&
         counts.done + counts.errored > 0 &&

@@ -7,7 +7,8 @@ import type { AppDeps } from "../app-deps.js";
  * samples finish, then it is recorded as interrupted and resumable). A run whose owner elsewhere
  * is alive: 409 `run_active` (`stet cancel` asks it through the store). A run that is not
  * running: 409 `run_not_running`. A run marked running whose owner is dead is recovered on the
- * spot (200, interrupted).
+ * spot (200, interrupted). A distributed run's workers are asked through the store, wherever they
+ * run (202 `requested`: each stops at its next heartbeat; the last to leave interrupts the run).
  *
  * @example app.route("/api", runsCancelRoutes(deps));
  */
@@ -26,7 +27,7 @@ export function runsCancelRoutes(deps: AppDeps): Hono {
       },
       throughStore: false,
     });
-    return c.json({ runId, status }, status === "stopping" ? 202 : 200);
+    return c.json({ runId, status }, status === "stopping" || status === "requested" ? 202 : 200);
   });
 
   return app;

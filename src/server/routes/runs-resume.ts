@@ -9,6 +9,7 @@ import {
   type ResumeOptions,
 } from "../../runs/resume-run.js";
 import { runExecution } from "../../runs/run-execution.js";
+import { workRun } from "../../runs/work-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
@@ -80,6 +81,26 @@ export async function resumeResponse(
     onlyRegistered: true,
     ...definedOnly(ask),
   });
+  if (!planning.ok && planning.refusal.reason === "distributed") {
+    // A distributed run: this server joins it as one of its workers (reopening it if it was
+    // interrupted), with the registered eval only.
+    const release = deps.streams.take();
+    return streamExecution(
+      c,
+      deps,
+      runId,
+      (controls) =>
+        workRun({
+          ...options,
+          ...controls,
+          runId,
+          reopen: true,
+          registry: deps.evals,
+          onlyRegistered: true,
+        }),
+      release,
+    );
+  }
   if (!planning.ok) {
     const { refusal } = planning;
     if (refusal.reason === "changed-samples") {
