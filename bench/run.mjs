@@ -2,10 +2,11 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            sandbox, report), with or without quick
+//                            sandbox, report, workers), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
-// The postgres group uses STET_BENCH_POSTGRES, else postgres://postgres@127.0.0.1:5432/test, in a
-// schema of its own that it drops afterwards; it is skipped when that server does not answer.
+// The postgres and workers groups use STET_BENCH_POSTGRES, else
+// postgres://postgres@127.0.0.1:5432/test, in schemas of their own that they drop afterwards;
+// they are skipped when that server does not answer.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -36,6 +37,7 @@ const GROUPS = [
   "journal",
   "sandbox",
   "report",
+  "workers",
 ];
 const chosen = GROUPS.filter((g) => process.argv.includes(g));
 const runs = (group) => chosen.length === 0 || chosen.includes(group);
@@ -108,12 +110,16 @@ function cli(args, cwd, env = {}) {
   });
 }
 
-/** A chat-completions server on loopback answering after `latencyMs`. */
-async function mockModel(latencyMs) {
+/**
+ * A chat-completions server on loopback answering after `latencyMs`. With a `log`, it appends
+ * each request's arrival ({ at: performance.now(), pid: its x-stet-pid header }).
+ */
+async function mockModel(latencyMs, log) {
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
+      log?.push({ at: performance.now(), pid: req.headers["x-stet-pid"] });
       const { messages } = JSON.parse(body);
       const answer = JSON.stringify({
         choices: [
@@ -652,6 +658,155 @@ async function sandbox() {
   );
 }
 
+/** A chat eval whose requests name the process that sent them (x-stet-pid). */
+const workersEval = `
+import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "bench-workers",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({
+    model: "gpt-4o-mini",
+    baseURL: process.env.MOCK_URL,
+    apiKey: "sk-bench",
+    headers: { "x-stet-pid": String(process.pid) },
+  }),
+  scorers: [scorers.exact()],
+});
+`;
+
+/** Spawns `stet <args>`: its first stdout line, and its exit (rejecting on a non-zero code). */
+function spawnStet(args, cwd, env) {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const firstLine = new Promise((resolve, reject) => {
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      if (stdout.includes("\n")) resolve(stdout.split("\n")[0]);
+    });
+    child.on("close", () => reject(new Error(`stet ${args[0]} printed no line\n${stderr}`)));
+  });
+  const done = new Promise((resolve, reject) =>
+    child.on("close", (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`stet ${args.join(" ")} exited ${code}\n${stderr}`)),
+    ),
+  );
+  firstLine.catch(() => {});
+  return { firstLine, done };
+}
+
+/**
+ * Requests/s at the mock in the steady state of `processes` processes: from when every one has
+ * sent a request (the last to start sends its first) until the first sends its last (runs dry).
+ */
+function steadyRate(log, processes) {
+  const spans = new Map();
+  for (const { at, pid } of log) {
+    const span = spans.get(pid) ?? { first: at, last: at };
+    spans.set(pid, { first: Math.min(span.first, at), last: Math.max(span.last, at) });
+  }
+  if (spans.size !== processes)
+    throw new Error(`${spans.size} processes sent requests, not ${processes}`);
+  const start = Math.max(...[...spans.values()].map((s) => s.first));
+  const end = Math.min(...[...spans.values()].map((s) => s.last));
+  const inWindow = log.filter(({ at }) => at >= start && at < end).length;
+  return (inWindow / (end - start)) * 1000;
+}
+
+/**
+ * One distributed run of `n` keys by `processes` processes on a fresh PostgreSQL schema: the
+ * `stet run --distributed` and processes − 1 `stet worker --run <id>`, concurrency 8 each. Keys/s
+ * end to end (the run's spawn to the last exit) and in the steady state at the mock.
+ */
+async function distributedRun(n, processes, mock, dir) {
+  const schema = `stet_bench_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+  const store = new URL(POSTGRES);
+  store.searchParams.set("schema", schema);
+  const env = { MOCK_URL: mock.url, STET_STORE: store.toString() };
+  const concurrency = ["--concurrency", "8"];
+  mock.log.length = 0;
+  try {
+    const t0 = performance.now();
+    const run = spawnStet(["run", "eval.mjs", "--distributed", ...concurrency], dir, env);
+    const runId = (await run.firstLine).match(/^run (r_\w+)/)?.[1];
+    if (!runId) throw new Error(`no run id in the first line: ${await run.firstLine}`);
+    const workers = Array.from({ length: processes - 1 }, () =>
+      spawnStet(["worker", "--run", runId, ...concurrency], dir, env),
+    );
+    await Promise.all([run, ...workers].map((p) => p.done));
+    const endToEnd = (n / (performance.now() - t0)) * 1000;
+    return { endToEnd, steady: steadyRate(mock.log, processes) };
+  } finally {
+    await dropSchema(schema);
+  }
+}
+
+/**
+ * Distributed runs (issue 16): keys/s with 1, 2 and 4 worker processes (the `run --distributed`
+ * counts as one) on a 0 ms and a 200 ms mock model, as ratios to one process, in the steady state
+ * at the mock (start-up and tail excluded) and end to end (start-up included).
+ */
+async function workersGroup() {
+  if (!(await postgresAnswers())) {
+    console.log(`- workers: skipped (PostgreSQL at ${POSTGRES} does not answer)`);
+    return;
+  }
+  const workerReps = quick ? 1 : 3;
+  for (const [latencyMs, n] of [
+    [0, 1_000],
+    [200, 320],
+  ]) {
+    const log = [];
+    const mock = { ...(await mockModel(latencyMs, log)), log };
+    const dir = project({ "eval.mjs": workersEval, "data.jsonl": jsonl(n) });
+    try {
+      const figures = new Map([1, 2, 4].map((p) => [p, { steady: [], endToEnd: [] }]));
+      for (let r = 0; r < workerReps; r++) {
+        for (const [processes, f] of figures) {
+          const { steady, endToEnd } = await distributedRun(n, processes, mock, dir);
+          f.steady.push(steady);
+          f.endToEnd.push(endToEnd);
+        }
+      }
+      const one = figures.get(1);
+      for (const [processes, f] of figures) {
+        const ratio = (xs, base) => (median(xs) / median(base)).toFixed(2);
+        const steadyRatio = median(f.steady) / median(one.steady);
+        const target = processes === 4 && latencyMs === 200 ? "≥ 3.6 × (steady)" : "—";
+        report(
+          `keys/s, ${n} chat keys × ${latencyMs} ms mock, PostgreSQL, ${processes} process(es) × concurrency 8 (median of ${workerReps})`,
+          `steady ${spread(f.steady, perSecondFmt)} = ${steadyRatio.toFixed(2)} × one; ` +
+            `end to end ${spread(f.endToEnd, perSecondFmt)} = ${ratio(f.endToEnd, one.endToEnd)} × one`,
+          target,
+          target === "—" || steadyRatio >= 3.6,
+        );
+      }
+    } finally {
+      mock.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Whether the PostgreSQL at POSTGRES answers. */
+async function postgresAnswers() {
+  const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
+  const ok = await probe.listRuns({ limit: 1 }).then(
+    () => true,
+    () => false,
+  );
+  await probe.close();
+  if (ok) await dropSchema("stet_bench_probe");
+  return ok;
+}
+
 console.log(`stet benchmarks on ${process.version}, ${reps} repetition(s) each, medians\n`);
 if (runs("startup")) await startup();
 if (runs("throughput")) {
@@ -691,5 +846,6 @@ if (runs("postgres")) {
 if (runs("journal")) await journalGroup();
 if (runs("sandbox")) await sandbox();
 if (runs("report")) await reportGroup();
+if (runs("workers")) await workersGroup();
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

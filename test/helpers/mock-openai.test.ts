@@ -31,6 +31,10 @@ describe("mock OpenAI server", () => {
       });
       expect((await ask(mock.url, "b")).status).toBe(429);
       expect(mock.counts()).toEqual({ a: 2, b: 1 });
+      // Arrival times, for request rates: increasing, and on the wall clock.
+      const times = mock.requests.map((r) => r.receivedAt);
+      expect(times).toEqual([...times].sort((x, y) => x - y));
+      expect(Math.abs(times[0]! - Date.now())).toBeLessThan(5_000);
       expect(await (await fetch(`${mock.url.replace(/\/v1$/, "")}/__counts`)).json()).toEqual({
         a: 2,
         b: 1,

@@ -14,6 +14,8 @@ export interface MockRequest {
   n: number;
   /** 1-based number of this request among all requests. */
   index: number;
+  /** When the request's body had arrived: ms since the epoch, sub-ms precise (for rates). */
+  receivedAt: number;
   body: Record<string, unknown>;
   headers: IncomingHttpHeaders;
 }
@@ -107,6 +109,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       key,
       n: counts[key],
       index: requests.length + 1,
+      receivedAt: now(),
       body,
       headers: req.headers,
     };
@@ -126,6 +129,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       key: "embeddings",
       n: 0,
       index: requests.length + 1,
+      receivedAt: now(),
       body: body ?? {},
       headers: req.headers,
     });
@@ -162,6 +166,9 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       }),
   };
 }
+
+/** Wall-clock ms since the epoch with performance.now()'s precision and monotonicity. */
+const now = (): number => performance.timeOrigin + performance.now();
 
 async function answer(
   res: ServerResponse,
