@@ -206,10 +206,14 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
   if (report.status === "running") {
     // A worker of a distributed run that stopped while the run's other workers go on.
     if (!report.stopped) return EXIT.ok;
-    io.stderr.write(
-      `this worker stopped (${report.stopped.note}); run ${runId} goes on with its other workers\n`,
-    );
-    return report.stopped.reason === "budget" ? EXIT.budget : EXIT.interrupted;
+    const { reason, note } = report.stopped;
+    // A cancel and the spend cap stop every worker; the last to leave interrupts the run.
+    const what =
+      reason === "cancel" || reason === "budget"
+        ? `its other workers are stopping too; then resume it with: ${withNote(resumeHint(runId, options.store))}`
+        : "it goes on with its other workers";
+    io.stderr.write(`this worker stopped (${note}); run ${runId}: ${what}\n`);
+    return reason === "budget" ? EXIT.budget : EXIT.interrupted;
   }
   const code = exitCodeForStatus(report.status);
   const hint = () => withNote(resumeHint(runId, options.store));

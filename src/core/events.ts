@@ -50,6 +50,8 @@ export interface RunReport {
     totalSpent: UsageTotal;
     /** Outcomes this invocation did not pay for: preserved or imported. */
     reused: UsageTotal;
+    /** A distributed run's worker: outcomes the other workers bought meanwhile (not reused). */
+    byOtherWorkers?: UsageTotal;
   };
   executed: number;
   /** Stored attempts this invocation scored again (a rescore, a resume's scorer errors). */

@@ -61,6 +61,8 @@ export interface FoldResult {
   spentNow: UsageTotal;
   totalSpent: UsageTotal;
   reused: UsageTotal;
+  /** A distributed run's outcomes that other workers committed meanwhile (see `isOthers`). */
+  byOthers: UsageTotal;
   executedNow: number;
 }
 
@@ -80,6 +82,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   readonly #scorers: readonly string[];
   readonly #reducer: Reducer;
   readonly #isNow: (attempt: A) => boolean;
+  readonly #isOthers: (attempt: A) => boolean;
   readonly #onSample: ((sampleId: string, values: readonly (number | null)[]) => void) | undefined;
   #last: A | undefined;
   #held: A | undefined;
@@ -96,6 +99,11 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     reducer: Reducer;
     isNow: (attempt: A) => boolean;
     /**
+     * For a worker of a distributed run: an outcome another worker committed while this one
+     * worked (neither this invocation's nor there before it): counted in `byOthers`, not as reused.
+     */
+    isOthers?: (attempt: A) => boolean;
+    /**
      * Told each sample's epoch-reduced value per scorer (in `scorers` order; null: no scored
      * value), as the sample closes: what a paired comparison of two runs reads.
      */
@@ -105,6 +113,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     this.#scorers = options.scorers;
     this.#reducer = options.reducer;
     this.#isNow = options.isNow;
+    this.#isOthers = options.isOthers ?? (() => false);
     this.#onSample = options.onSample;
     this.#epochValues = options.scorers.map(() => []);
     this.#perSample = options.scorers.map(() => []);
@@ -118,6 +127,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       spentNow: emptyUsage(),
       totalSpent: emptyUsage(),
       reused: emptyUsage(),
+      byOthers: emptyUsage(),
       executedNow: 0,
     };
   }
@@ -170,7 +180,8 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
 
   #closeKey(outcome: A): void {
     const r = this.#result;
-    if (!this.#isNow(outcome)) addUsage(r.reused, outcome.usage);
+    if (this.#isOthers(outcome)) addUsage(r.byOthers, outcome.usage);
+    else if (!this.#isNow(outcome)) addUsage(r.reused, outcome.usage);
     if (outcome.status !== "scored") {
       r.errored++;
       if (outcome.error) this.#countError(outcome, outcome.error);

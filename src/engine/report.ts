@@ -18,6 +18,8 @@ export interface ReportInput {
   resumed: boolean;
   /** Whether this invocation committed the attempt (default: none did). */
   isNow?: (attempt: AttemptHead) => boolean;
+  /** A distributed run's worker: whether another worker committed it meanwhile (`byOtherWorkers`). */
+  isOthers?: (attempt: AttemptHead) => boolean;
   /** The scorings this invocation committed (default: none). */
   scorings?: { committed: number; usage: readonly Usage[] };
   wallMs: number;
@@ -37,6 +39,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     scorers: run.config.scorers,
     reducer: run.config.reducer,
     isNow: input.isNow ?? (() => false),
+    ...(input.isOthers ? { isOthers: input.isOthers } : {}),
   });
   if (input.heads) for (const head of input.heads) fold.add(head);
   else
@@ -65,7 +68,12 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,
-    usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
+    usage: {
+      spentNow: figures.spentNow,
+      totalSpent: figures.totalSpent,
+      reused: figures.reused,
+      ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
+    },
     executed: figures.executedNow,
     rescored: input.scorings?.committed ?? 0,
     preserved: input.plan.preserved,

@@ -106,6 +106,11 @@ describe("distributed runs: workers over per-key leases", () => {
     // The work was shared: each worker executed some of the keys.
     expect(listed.every((w) => w.keysDone > 0)).toBe(true);
     expect(listed.reduce((sum, w) => sum + w.keysDone, 0)).toBe(120);
+    // Each worker's report tells its own spend from the others' (bought meanwhile, not reused).
+    for (const report of [creator, ...others]) {
+      expect(report.usage.reused.attempts).toBe(0);
+      expect(report.executed + report.usage.byOtherWorkers!.attempts).toBe(120);
+    }
   });
 
   it("settles errored keys: the run ends errored, and a resume re-executes only those", async () => {

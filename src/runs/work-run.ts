@@ -6,7 +6,8 @@ import { executeRun } from "../engine/execute-run.js";
 import { LeaseSource } from "../engine/lease-source.js";
 import { heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
-import type { Store, WorkerIdentity } from "../store/types.js";
+import { keyString } from "../core/keys.js";
+import type { AttemptHead, Store, WorkerIdentity } from "../store/types.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers } from "./live-workers.js";
 import { workerId } from "./run-workers.js";
@@ -165,6 +166,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     plan: summarizePlan(plan),
     resumed: exec.resumed,
     isNow: end.isNow,
+    isOthers: otherWorkers(planning.resume.attempts, end.isNow),
     scorings: end.scorings,
     wallMs: performance.now() - end.startedAt,
   });
@@ -213,6 +215,15 @@ async function settle(
   const status = settledStatus({ remaining: counts.remaining, cutShort });
   if (status === "interrupted" && (await liveWorkers(store, runId)).length > 0) return undefined;
   return (await store.closeDistributed(runId, status, note)) ? status : undefined;
+}
+
+/**
+ * An outcome committed by another worker while this one worked: neither this invocation's nor
+ * among the attempts its plan read.
+ */
+function otherWorkers(before: readonly AttemptHead[], isNow: ExecutionEnd["isNow"]) {
+  const known = new Set(before.map((a) => `${keyString(a)}#${a.attempt}`));
+  return (a: AttemptHead) => !isNow(a) && !known.has(`${keyString(a)}#${a.attempt}`);
 }
 
 async function finalReport(

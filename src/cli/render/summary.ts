@@ -54,7 +54,10 @@ export function renderSummary(report: RunReport): string {
       `${formatCount(report.preserved)} preserved`,
     `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
     `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
-      `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)`,
+      `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)` +
+      (usage.byOtherWorkers
+        ? ` · ${formatCost(usage.byOtherWorkers, true)} by the run's other workers`
+        : ""),
     ...(unpriced(report)
       ? [
           "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
