@@ -761,7 +761,7 @@ async function workersGroup() {
   const workerReps = quick ? 1 : 3;
   for (const [latencyMs, n] of [
     [0, 1_000],
-    [200, 320],
+    [200, 480],
   ]) {
     const log = [];
     const mock = { ...(await mockModel(latencyMs, log)), log };

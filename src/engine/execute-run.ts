@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
-import { StetError } from "../core/errors.js";
+import { isStetError, StetError } from "../core/errors.js";
 import type { JournalKeep, ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import { keyString } from "../core/keys.js";
@@ -402,7 +402,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       // A worker's errored key settles its lease (the outcome is final); unless fenced meanwhile.
       await keys.done(key, writer.failure ? "abandoned" : end);
     } catch (error) {
-      stopOn(error);
+      // Its lease was taken: this worker was presumed dead. Another failure leaves the lease to
+      // end when the worker leaves (the key is then claimable, its error attempt stored).
+      if (isStetError(error, "E_FENCED")) stop("ownership-lost", true, error.message);
     }
   };
   const stopped = () => stopReason !== null || overBudget(progress.inflight);
