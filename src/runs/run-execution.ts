@@ -13,6 +13,7 @@ import {
 } from "../engine/execute-run.js";
 import { takenOver } from "../engine/acquire.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
+import type { AttemptHead } from "../store/types.js";
 import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
 
@@ -73,24 +74,37 @@ export async function runExecution(
     throw endpointError(run.id, misconfiguration, counts.remaining);
   }
   const finished = (await store.getRun(run.id)) ?? { ...run, status };
+  const report = await executionReport(store, finished, exec, end, {
+    stopped: status === "interrupted" ? end.stopped : null,
+  });
+  options.onEvent?.({ type: "run-finished", report });
+  return report;
+}
+
+/**
+ * The report of an execution that ended, from the stored attempts: with what this invocation
+ * committed (`end.isNow`), what its journal replayed, why it stopped (`stopped`) and its cap.
+ */
+export async function executionReport(
+  store: ExecuteOptions["store"],
+  run: Execution["run"],
+  exec: Execution,
+  end: ExecutionEnd,
+  extra: { stopped: StopCause | null; isOthers?: (attempt: AttemptHead) => boolean },
+): Promise<RunReport> {
   const built = await buildReport({
     store,
-    run: finished,
-    samples: plan.samples,
+    run,
+    samples: exec.plan.samples,
     fingerprintOf: end.fingerprintOf,
-    plan: summarizePlan(plan),
+    plan: summarizePlan(exec.plan),
     resumed: exec.resumed,
     isNow: end.isNow,
+    ...(extra.isOthers ? { isOthers: extra.isOthers } : {}),
     scorings: end.scorings,
     wallMs: performance.now() - end.startedAt,
   });
-  const report = withStop(
-    withJournal(built, end),
-    status === "interrupted" ? end.stopped : null,
-    exec,
-  );
-  options.onEvent?.({ type: "run-finished", report });
-  return report;
+  return withStop(withJournal(built, end), extra.stopped, exec);
 }
 
 /** Keys of the plan's re-run requests without a scored attempt after the one they follow. */
@@ -109,7 +123,7 @@ async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): P
 }
 
 /** The report with what the step journal replayed, when it replayed anything. */
-export function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
+function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
   const { replayed, diverged, reused } = end.journal;
   if (replayed === 0 && diverged === 0) return report;
   const total = emptyUsage();
@@ -121,7 +135,7 @@ export function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
  * The report with why the invocation stopped (when it left the run interrupted) and the spend
  * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`.
  */
-export function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
+function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
   const { cap } = exec;
   return {
     ...report,

@@ -1,21 +1,11 @@
 import { createHash } from "node:crypto";
 import type { Run } from "../core/types.js";
-import type { Store, WorkerRecord, WorkerState } from "../store/types.js";
+import type { Store, WorkerRecord } from "../store/types.js";
 
 /** A worker of a distributed run as show, the API and the UI present it: never its token. */
-export interface WorkerView {
+export interface WorkerView extends Omit<WorkerRecord, "token"> {
   /** A short id derived from the token (`workerId`): names the worker, cannot write as it. */
   id: string;
-  host: string;
-  pid: number;
-  concurrency: number;
-  leaseMs: number;
-  startedAt: string;
-  heartbeatAt: string;
-  heartbeatAgeMs: number;
-  keysDone: number;
-  rejected: number;
-  state: WorkerState;
   /** Active, but silent for longer than its lease: its keys are anyone's to claim. */
   leaseExpired: boolean;
 }

@@ -13,7 +13,7 @@ import { liveWorkers } from "./live-workers.js";
 import { workerId } from "./run-workers.js";
 import { requireRun } from "./require-run.js";
 import { planResume, type ResumeEval } from "./resume-run.js";
-import { withJournal, withStop, withStoredSpend } from "./run-execution.js";
+import { executionReport, withStoredSpend } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
 
@@ -157,20 +157,10 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     );
   }
   await settle(store, runId, stopped !== null, stopped?.note);
-  const finished = await requireRun(store, runId);
-  const built = await buildReport({
-    store,
-    run: finished,
-    samples: plan.samples,
-    fingerprintOf: end.fingerprintOf,
-    plan: summarizePlan(plan),
-    resumed: exec.resumed,
-    isNow: end.isNow,
+  const report = await executionReport(store, await requireRun(store, runId), exec, end, {
+    stopped,
     isOthers: otherWorkers(planning.resume.attempts, end.isNow),
-    scorings: end.scorings,
-    wallMs: performance.now() - end.startedAt,
   });
-  const report = withStop(withJournal(built, end), stopped, exec);
   options.onEvent?.({ type: "run-finished", report });
   return report;
 }
