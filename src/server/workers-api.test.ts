@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { seedDistributedRun } from "../../test/helpers/distributed-run.js";
-import { setupTestApp as setup } from "../../test/helpers/server-app.js";
-import { readSse, readUntil } from "../../test/helpers/sse.js";
+import { additionEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
+import { collectSse, readSse, readUntil } from "../../test/helpers/sse.js";
+import { resolveEval } from "../eval/resolve-eval.js";
+import { startDistributed } from "../runs/start-run.js";
 import { workerId } from "../runs/run-workers.js";
 import { draft } from "../store/contract/fixtures.js";
 
@@ -68,5 +70,37 @@ describe("a distributed run through the API", () => {
     const end = await readUntil(events, "completed");
     expect(end.at(-1)?.data).toMatchObject({ status: "interrupted", done: 4 });
     await events.return(undefined);
+  });
+
+  it("cancel asks its workers (202); resume joins the interrupted run as a worker and finishes it", async () => {
+    const { ev, calls } = additionEval({ n: 12, delayMs: 30, concurrency: 2 });
+    const t = setup([ev]);
+    const resolved = await resolveEval(ev, { baseDir: t.dir });
+    let started!: (runId: string) => void;
+    const id = new Promise<string>((resolve) => (started = resolve));
+    const first = startDistributed({
+      store: t.store,
+      eval: resolved,
+      heartbeatMs: 20,
+      onEvent: (event) => (event.type === "run-started" ? started(event.runId) : undefined),
+    });
+    const runId = await id;
+
+    const cancel = await t.post(`/api/runs/${runId}/cancel`);
+    expect(cancel.status).toBe(202);
+    expect(await cancel.json()).toMatchObject({ runId, status: "requested" });
+    expect((await first).stopped?.reason).toBe("cancel");
+    expect(await t.store.getRun(runId)).toMatchObject({ status: "interrupted" });
+    const before = calls.size;
+    expect(before).toBeLessThan(12);
+
+    const res = await t.post(`/api/runs/${runId}/resume`);
+    expect(res.status).toBe(200);
+    const events = await collectSse(res);
+    expect(events.at(-1)).toMatchObject({ event: "completed" });
+    expect(await t.store.getRun(runId)).toMatchObject({ status: "completed", owner: null });
+    expect(calls.size).toBe(12);
+    expect([...calls.values()].every((n) => n === 1)).toBe(true);
+    expect((await t.store.listWorkers(runId)).map((w) => w.state)).toEqual(["stopped", "finished"]);
   });
 });
