@@ -28,6 +28,11 @@ export interface Progress {
   /** This invocation's attempts that used tokens without a known price. */
   unpricedNow: number;
   elapsedMs: number;
+  /**
+   * A distributed run's worker: keys the run's other workers gave an outcome since this one
+   * joined, as last seen (at its latest claim), so its progress and rate are the run's.
+   */
+  others?: number;
 }
 
 export interface RunReport {

@@ -239,6 +239,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   };
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
+  /** A worker's view of the others' progress, from the run's open keys at its latest claim. */
+  const seeOthers = () => {
+    const open = exec.keys?.open?.();
+    if (open === undefined) return;
+    const others = plan.total - open - progress.done - progress.errored;
+    progress.others = Math.max(progress.others ?? 0, others);
+  };
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
@@ -248,6 +255,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     if (attempt.status === "scored") progress.done++;
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - t0;
+    seeOthers();
     emit({ type: "attempt-committed", attempt, progress: { ...progress } });
     const verdict = misconfigured.observe(attempt);
     if (verdict && stopReason === null) {

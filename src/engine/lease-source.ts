@@ -19,6 +19,8 @@ export interface KeySource {
    * ends with it), or abandoned by a stop (its lease is released when the worker leaves).
    */
   done(key: Key, end: "scored" | "errored" | "abandoned"): Promise<void>;
+  /** Keys of the run without an outcome, whoever holds them, as last seen; undefined: unknown. */
+  open?(): number | undefined;
 }
 
 /** The plan's keys, in order: what a run owned by one process executes. */
@@ -61,6 +63,7 @@ export class LeaseSource implements KeySource {
   #exhausted = false;
   /** How long the first claim took, for the worker's start-up line. */
   firstClaimMs: number | undefined;
+  #open: number | undefined;
   /** Claims made, and keys they got. */
   readonly claims = { count: 0, keys: 0 };
   readonly #options: LeaseSourceOptions;
@@ -101,6 +104,10 @@ export class LeaseSource implements KeySource {
     }
   }
 
+  open(): number | undefined {
+    return this.#open;
+  }
+
   /** Buffered keys: leased, not dispatched (released when the worker leaves). */
   get buffered(): number {
     return this.#buffer.length;
@@ -129,6 +136,7 @@ export class LeaseSource implements KeySource {
       this.#options.onFirstClaim?.(this.firstClaimMs, claim.keys.length);
     }
     this.claims.count++;
+    this.#open = claim.open;
     this.claims.keys += claim.keys.length;
     this.#held += claim.keys.length;
     this.#buffer.push(...claim.keys);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { tempStore } from "../../test/helpers/temp-store.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
+import type { Progress } from "../core/events.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
 import { openSqliteStore } from "../store/sqlite.js";
@@ -89,7 +90,12 @@ describe("distributed runs: workers over per-key leases", () => {
   it("three workers execute every key once; the run completes when the last key has its outcome", async () => {
     const { store, connect } = storeFile();
     const { ev, calls, requested } = countingEval(120, { delayMs: 10 });
-    const started = startWithId({ store, eval: ev });
+    const seen: Progress[] = [];
+    const started = startWithId({
+      store,
+      eval: ev,
+      onEvent: (event) => (event.type === "attempt-committed" ? seen.push(event.progress) : 0),
+    });
     const runId = await started.id;
     const workers = [1, 2].map(() => workRun({ store: connect(), runId, eval: ev }));
     const [creator, ...others] = await Promise.all([started.report, ...workers]);
@@ -106,6 +112,11 @@ describe("distributed runs: workers over per-key leases", () => {
     // The work was shared: each worker executed some of the keys.
     expect(listed.every((w) => w.keysDone > 0)).toBe(true);
     expect(listed.reduce((sum, w) => sum + w.keysDone, 0)).toBe(120);
+    // Its progress counted the others' outcomes too (as seen at its claims), never past the total.
+    const last = seen.at(-1)!;
+    expect(last.others).toBeGreaterThan(0);
+    expect(last.done + last.errored + last.others!).toBeLessThanOrEqual(120);
+    expect(seen.every((p, i) => i === 0 || p.others! >= seen[i - 1]!.others!)).toBe(true);
     // Each worker's report tells its own spend from the others' (bought meanwhile, not reused).
     for (const report of [creator, ...others]) {
       expect(report.usage.reused.attempts).toBe(0);

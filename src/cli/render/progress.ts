@@ -32,7 +32,7 @@ export function createProgress(
     update(p) {
       latest = p;
       const now = Date.now();
-      if (now - last >= interval || p.done + p.errored >= p.total) {
+      if (now - last >= interval || p.done + p.errored + (p.others ?? 0) >= p.total) {
         last = now;
         draw(p);
       }
@@ -45,8 +45,10 @@ export function createProgress(
 }
 
 function line(p: Progress, barWidth: number): string {
-  const finished = p.done + p.errored;
-  const rate = p.elapsedMs > 0 ? (p.executed / p.elapsedMs) * 1000 : 0;
+  // A distributed run's worker counts the other workers' outcomes too: the run's progress.
+  const others = p.others ?? 0;
+  const finished = p.done + p.errored + others;
+  const rate = p.elapsedMs > 0 ? ((p.executed + others) / p.elapsedMs) * 1000 : 0;
   const left = p.total - finished;
   const eta = rate > 0 ? formatDuration((left / rate) * 1000) : "?";
   const fraction = p.total === 0 ? 1 : finished / p.total;
