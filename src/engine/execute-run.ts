@@ -216,14 +216,15 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   // a resume. A changed sample's entries are of its old content: discarded, not replayed.
   const open = new Set<string>();
   const journaled = exec.solver.journal !== false;
-  // A worker may take over keys a worker that died had begun: their open entries replay too.
-  if (journaled && (exec.resumed || exec.keys)) {
+  if (journaled && exec.resumed && !exec.keys) {
     for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
   }
   const changed = new Set(plan.changed);
   const journalOf = async (key: Key, first: boolean): Promise<KeyTask["journal"]> => {
     if (!journaled) return undefined;
-    const stale = first && open.has(keyString(key));
+    // A worker may be handed a key that a worker that died (or froze and was fenced) had begun,
+    // at any time: it reads the key's open entries as it leases it (one indexed read a key).
+    const stale = first && (exec.keys !== undefined || open.has(keyString(key)));
     const replay = stale && !changed.has(key.sampleId);
     const entries = replay ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
     return {

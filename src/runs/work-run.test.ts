@@ -168,6 +168,49 @@ describe("distributed runs: workers over per-key leases", () => {
     expect(lost?.keysDone).toBe(0);
   });
 
+  it("a worker replays the open journal of keys it takes over from a worker presumed dead", async () => {
+    const { store, connect } = storeFile();
+    const toolRuns = new Map<string, number>();
+    let stall = true;
+    let joined!: () => void;
+    const takerJoined = new Promise<void>((resolve) => (joined = resolve));
+    const solver: SolverFn = async (sample, ctx) => {
+      const first = stall;
+      await ctx.step("tool", { id: sample.id }, async () => {
+        toolRuns.set(sample.id, (toolRuns.get(sample.id) ?? 0) + 1);
+        // The first worker's steps are journaled only once the taker is at work (it has read
+        // whatever it reads at its start), and then that worker stalls past its lease.
+        if (first) await takerJoined;
+        return `ran ${sample.id}`;
+      });
+      if (first) await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return "ok";
+    };
+    const ev: EngineEval = { ...countingEval(4).ev, solver };
+    const frozen = startWithId({ store, eval: ev, leaseMs: 300, heartbeatMs: 60_000 });
+    const runId = await frozen.id;
+    while (toolRuns.size < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    // The taker joins while the first worker holds every key: nothing to claim yet.
+    const taker = workRun({
+      store: connect(),
+      runId,
+      eval: ev,
+      onJoined: (j) => {
+        expect(j.firstClaimKeys).toBe(0);
+        stall = false;
+        joined();
+      },
+    });
+    const report = await taker;
+    expect(report.status).toBe("completed");
+    expect(report.journal?.replayed).toBe(4);
+    // Each tool ran once: the taker got its result from the journal.
+    expect([...toolRuns.values()]).toEqual([1, 1, 1, 1]);
+    await expect(frozen.report).rejects.toMatchObject({ code: "E_FENCED" });
+    expect(await store.listAttemptHeads(runId)).toHaveLength(4);
+  });
+
   it("stet cancel stops every worker; the last to leave interrupts the run, a resume finishes it", async () => {
     const { store, connect } = storeFile();
     const { ev, calls, requested } = countingEval(200, { delayMs: 20 });
