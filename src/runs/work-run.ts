@@ -4,7 +4,7 @@ import type { Run, RunStatus } from "../core/types.js";
 import type { Execution, ExecuteOptions, ExecutionEnd } from "../engine/execute-run.js";
 import { executeRun } from "../engine/execute-run.js";
 import { LeaseSource } from "../engine/lease-source.js";
-import { heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
+import { DEFAULT_STALE_MS, heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import { keyString } from "../core/keys.js";
 import type { AttemptHead, Store, WorkerIdentity } from "../store/types.js";
@@ -38,6 +38,20 @@ export function leaseTime(env: NodeJS.ProcessEnv = process.env): number {
     );
   }
   return ms;
+}
+
+/**
+ * The stale limit to open a worker's store with: at most its lease time, so that a worker frozen
+ * in the middle of a write (holding its keys' lease rows, or the run's row) has its PostgreSQL
+ * session ended, and its locks released, before its leases would be taken over.
+ *
+ * @example workerStaleLimit({}, 2_000) // { staleMs: 2000 }
+ */
+export function workerStaleLimit(
+  stale: { staleMs?: number },
+  leaseMs: number,
+): { staleMs: number } {
+  return { staleMs: Math.min(stale.staleMs ?? DEFAULT_STALE_MS, leaseMs) };
 }
 
 export interface WorkOptions extends ExecuteOptions {

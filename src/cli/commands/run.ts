@@ -1,5 +1,6 @@
 import { isStetError, StetError } from "../../core/errors.js";
 import { checkRunId, prepareStart, runEval, startDistributed } from "../../runs/start-run.js";
+import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
@@ -68,7 +69,10 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
   });
   await prepareRunOutput(flags.output, "--output");
-  const store = await openStore(flags.store, stale);
+  const store = await openStore(
+    flags.store,
+    flags.distributed ? workerStaleLimit(stale, leaseTime()) : stale,
+  );
   try {
     const again = () => resumeNamed(store, prepared.runId, prepared.eval.name, target, flags);
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();

@@ -2,7 +2,13 @@ import { isStetError } from "../../core/errors.js";
 import { loadEvalRegistry } from "../../runs/eval-registry.js";
 import { openDistributedRuns } from "../../runs/open-distributed-runs.js";
 import { staleLimit } from "../../runs/stale-limit.js";
-import { leaseTime, workRun, type JoinedWorker, type WorkOptions } from "../../runs/work-run.js";
+import {
+  leaseTime,
+  workerStaleLimit,
+  workRun,
+  type JoinedWorker,
+  type WorkOptions,
+} from "../../runs/work-run.js";
 import type { Store } from "../../store/types.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo, type Io } from "../io.js";
@@ -36,7 +42,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   const stale = staleLimit();
   const leaseMs = leaseTime();
   const t0 = performance.now();
-  const store = await openStore(flags.store, stale);
+  const store = await openStore(flags.store, workerStaleLimit(stale, leaseMs));
   const storeMs = performance.now() - t0;
   try {
     const registry = flags.evals ? await loadEvalRegistry(flags.evals) : undefined;
