@@ -61,11 +61,8 @@ export class LeaseSource implements KeySource {
   #held = 0;
   #claiming: Promise<void> | null = null;
   #exhausted = false;
-  /** How long the first claim took, for the worker's start-up line. */
-  firstClaimMs: number | undefined;
+  #claimed = false;
   #open: number | undefined;
-  /** Claims made, and keys they got. */
-  readonly claims = { count: 0, keys: 0 };
   readonly #options: LeaseSourceOptions;
 
   constructor(options: LeaseSourceOptions) {
@@ -108,11 +105,6 @@ export class LeaseSource implements KeySource {
     return this.#open;
   }
 
-  /** Buffered keys: leased, not dispatched (released when the worker leaves). */
-  get buffered(): number {
-    return this.#buffer.length;
-  }
-
   /** A claim in the background; an error is left for the next claim that waits to meet. */
   async #claimAhead(): Promise<void> {
     if (this.#claiming || this.#exhausted) return;
@@ -131,13 +123,11 @@ export class LeaseSource implements KeySource {
     const t0 = performance.now();
     const limit = Math.max(1, batch - this.#buffer.length);
     const claim = await withRetries(() => store.claimLeases(runId, token, limit));
-    if (this.firstClaimMs === undefined) {
-      this.firstClaimMs = performance.now() - t0;
-      this.#options.onFirstClaim?.(this.firstClaimMs, claim.keys.length);
+    if (!this.#claimed) {
+      this.#claimed = true;
+      this.#options.onFirstClaim?.(performance.now() - t0, claim.keys.length);
     }
-    this.claims.count++;
     this.#open = claim.open;
-    this.claims.keys += claim.keys.length;
     this.#held += claim.keys.length;
     this.#buffer.push(...claim.keys);
     if (claim.keys.length > 0 || ahead) return;

@@ -1,7 +1,8 @@
 import { StetError } from "../core/errors.js";
 import type { Run } from "../core/types.js";
 import { hostId } from "../engine/owner.js";
-import { expireDeadWorkers, liveWorkers } from "./live-workers.js";
+import { expireDeadWorkers } from "../engine/lease-source.js";
+import { liveWorkers } from "./run-workers.js";
 import { recoverRun } from "./recover-orphans.js";
 import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Run } from "../core/types.js";
+import { hostId, pidAlive } from "../engine/owner.js";
 import type { Store, WorkerRecord } from "../store/types.js";
 
 /** A worker of a distributed run as show, the API and the UI present it: never its token. */
@@ -34,6 +35,19 @@ export function workerView(record: WorkerRecord): WorkerView {
 /** Whether a worker is executing keys now: active, with its lease still live. */
 export function isWorking(worker: WorkerView): boolean {
   return worker.state === "active" && !worker.leaseExpired;
+}
+
+/**
+ * The workers of a distributed run that are alive: working (`isWorking`) and, on this host,
+ * their pid still there.
+ *
+ * @example (await liveWorkers(store, "r_abc")).length // 3
+ */
+export async function liveWorkers(store: Store, runId: string): Promise<WorkerView[]> {
+  const host = hostId();
+  return (await store.listWorkers(runId))
+    .map(workerView)
+    .filter((w) => isWorking(w) && (w.host !== host || pidAlive(w.pid)));
 }
 
 /**
