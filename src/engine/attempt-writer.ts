@@ -161,38 +161,51 @@ export class AttemptWriter {
       !this.#failed() &&
       (this.#queue.length > 0 || this.#scorings.length > 0 || this.#steps.length > 0)
     ) {
-      if (this.#steps.length > 0) await this.#flushSteps();
-      if (this.#failed()) continue;
+      // Steps commit with the attempts queued after them, in one transaction; alone when no
+      // attempt is queued (an agent's steps while it works), or when more than a batch wait.
+      if (this.#steps.length > 0 && (this.#queue.length === 0 || this.#steps.length > MAX_BATCH)) {
+        await this.#flushSteps();
+        continue;
+      }
       if (this.#scorings.length > 0) await this.#flushScorings();
       if (this.#failed() || this.#queue.length === 0) continue;
       const batch = this.#queue.splice(0, MAX_BATCH);
+      const steps = this.#steps.splice(0);
       // A key whose attempt commits in this batch needs no in-flight mark: the commit would
       // clear it at once.
       const finished = new Set(batch.map((p) => keyString(p.draft)));
       const marks = this.#inflight.splice(0).filter((k) => !finished.has(keyString(k)));
       try {
-        const stored = await this.#commit(marks, batch);
+        const stored = await this.#commit(marks, batch, steps);
+        for (const p of steps) p.resolve();
         batch.forEach((p, i) => {
           addUsage(this.#committed, p.draft.usage);
           p.resolve(stored[i]!);
         });
       } catch (error) {
+        this.#steps.unshift(...steps);
         this.#fail(error, batch);
       }
     }
+  }
+
+  /** Step drafts and discards, as the store takes them. */
+  #stepWrites(batch: readonly PendingStep[]): { drafts: StepDraft[]; discard: StepDiscard[] } {
+    const drafts: StepDraft[] = [];
+    const discard: StepDiscard[] = [];
+    for (const { draft } of batch) {
+      if ("fromStep" in draft) discard.push(draft);
+      else drafts.push(draft);
+    }
+    return { drafts, discard };
   }
 
   async #flushSteps(): Promise<void> {
     const { store, runId, token } = this.#options;
     const batch = this.#steps.splice(0, MAX_BATCH);
     try {
-      const drafts: StepDraft[] = [];
-      const discards: StepDiscard[] = [];
-      for (const { draft } of batch) {
-        if ("fromStep" in draft) discards.push(draft);
-        else drafts.push(draft);
-      }
-      await this.#retried(() => store.recordSteps(runId, token, drafts, discards));
+      const { drafts, discard } = this.#stepWrites(batch);
+      await this.#retried(() => store.recordSteps(runId, token, drafts, discard));
       for (const p of batch) p.resolve();
     } catch (error) {
       this.#steps.unshift(...batch);
@@ -213,10 +226,17 @@ export class AttemptWriter {
     }
   }
 
-  async #commit(marks: readonly Key[], batch: Pending[]): Promise<Attempt[]> {
+  async #commit(
+    marks: readonly Key[],
+    batch: Pending[],
+    steps: readonly PendingStep[],
+  ): Promise<Attempt[]> {
     const { store, runId, token } = this.#options;
     const drafts = batch.map((p) => p.draft);
-    return this.#retried(() => store.recordAttempts(runId, token, drafts, marks));
+    const extras = steps.length > 0 ? { steps: this.#stepWrites(steps) } : {};
+    return this.#retried(() =>
+      store.recordAttempts(runId, token, drafts, { inflight: marks, ...extras }),
+    );
   }
 
   /** Runs a commit, retried with backoff; a fence or a duplicate is final at once. */

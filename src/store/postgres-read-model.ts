@@ -53,7 +53,7 @@ const page = statement(
   ) + ` ORDER BY o.k_sample_id, o.k_epoch LIMIT @limit::int OFFSET @offset::int`,
 );
 const count = statement(OUTCOMES.replace("%COLUMNS%", "COUNT(*)::int AS n"));
-// Within a run, seq is commit order: a run's writes serialize on its row lock (FOR UPDATE), so
+// Within a run, seq is commit order: a run's writes serialize on its row lock (lockOwner), so
 // an attempt inserted later also commits later.
 const feed = statement(
   `SELECT seq::float8, ${ATTEMPT_HEAD_COLUMNS} FROM attempts

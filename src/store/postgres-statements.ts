@@ -38,9 +38,13 @@ export const postgresStatements = {
        AS u(sample_id, fingerprint, sample)`,
   ),
   getRun: statement(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = @runId`),
-  // FOR UPDATE: the fence. The run's row stays locked until the transaction ends, so the owner
-  // it read cannot change before the writes that depend on it commit.
-  lockOwner: statement(`SELECT owner_token FROM runs WHERE id = @runId FOR UPDATE`),
+  // The fence. The run's row stays locked until the transaction ends, so the owner it read cannot
+  // change before the writes that depend on it commit, and the run's writers commit one after
+  // another. NO KEY UPDATE, not UPDATE: it conflicts with every other writer's lock and with an
+  // UPDATE of the row, but not with the KEY SHARE lock that inserting a row referencing the run
+  // takes. Two workers that each inserted journal entries before taking it would otherwise wait
+  // for each other's KEY SHARE: a deadlock.
+  lockOwner: statement(`SELECT owner_token FROM runs WHERE id = @runId FOR NO KEY UPDATE`),
   readOwner: statement(
     `SELECT owner_token, config::jsonb ? 'distributed' AS distributed FROM runs WHERE id = @runId`,
   ),

@@ -82,6 +82,7 @@ import type {
   WorkerState,
   JournalFilter,
   StepDiscard,
+  AttemptBatchExtras,
   StepDraft,
   NewRun,
   OutcomeFilter,
@@ -353,15 +354,20 @@ class PostgresStore implements Store {
     runId: string,
     token: string,
     drafts: AttemptDraft[],
-    inflight: readonly Key[] = [],
+    extras: AttemptBatchExtras = {},
   ): Promise<Attempt[]> {
+    const { inflight = [], steps } = extras;
     checkDrafts(drafts);
+    if (steps) checkStepDrafts(steps.drafts);
+    const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
-        if (await this.fenceWorker(tx, runId, token, [...drafts, ...inflight])) {
+        if (await this.fenceWorker(tx, runId, token, keys)) {
+          if (steps) await this.writeSteps(tx, runId, steps.drafts, steps.discard);
           return this.recordWorkerAttempts(tx, runId, token, drafts, inflight);
         }
-        const fence = await this.fence(tx, runId, token, [...drafts, ...inflight]);
+        const fence = await this.fence(tx, runId, token, keys);
+        if (steps) await this.writeSteps(tx, runId, steps.drafts, steps.discard);
         await this.mark(tx, runId, inflight);
         const stored = await insertAttempts(tx, runId, drafts);
         if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
@@ -412,31 +418,39 @@ class PostgresStore implements Store {
     return this.guard(() =>
       transaction(this.pool, async (tx) => {
         await this.fence(tx, runId, token, [...drafts, ...discard]);
-        // One statement each for the whole batch: the open entries each draft replaces (or, for
-        // a divergence or a discard, every one from its step on), then the new entries.
-        const dropped = [
-          ...discard.map((d) => ({ ...d, step: d.fromStep, after: true })),
-          ...drafts.map((d) => ({ ...d, after: d.truncate === true })),
-        ];
-        if (dropped.length > 0) {
-          await journal.dropOpen.run(tx, {
-            runId,
-            sampleIds: dropped.map((d) => d.sampleId),
-            epochs: dropped.map((d) => d.epoch),
-            steps: dropped.map((d) => d.step),
-            after: dropped.map((d) => d.after),
-          });
-        }
-        // A later draft at the same step replaces an earlier one, as SQLite's one by one does.
-        const last = new Map(
-          drafts.map((d) => [`${d.sampleId}\u0000${d.epoch}\u0000${d.step}`, d]),
-        );
-        if (last.size > 0) {
-          const rows = [...last.values()].map((d) => stepParams(runId, d));
-          await journal.insertMany.run(tx, stepColumns(rows));
-        }
+        await this.writeSteps(tx, runId, drafts, discard);
       }),
     );
+  }
+
+  /** Journal entries and discards, inside the caller's transaction (see recordSteps). */
+  private async writeSteps(
+    tx: Queryable,
+    runId: string,
+    drafts: StepDraft[],
+    discard: readonly StepDiscard[],
+  ): Promise<void> {
+    // One statement each for the whole batch: the open entries each draft replaces (or, for a
+    // divergence or a discard, every one from its step on), then the new entries.
+    const dropped = [
+      ...discard.map((d) => ({ ...d, step: d.fromStep, after: true })),
+      ...drafts.map((d) => ({ ...d, after: d.truncate === true })),
+    ];
+    if (dropped.length > 0) {
+      await journal.dropOpen.run(tx, {
+        runId,
+        sampleIds: dropped.map((d) => d.sampleId),
+        epochs: dropped.map((d) => d.epoch),
+        steps: dropped.map((d) => d.step),
+        after: dropped.map((d) => d.after),
+      });
+    }
+    // A later draft at the same step replaces an earlier one, as SQLite's one by one does.
+    const last = new Map(drafts.map((d) => [`${d.sampleId}\u0000${d.epoch}\u0000${d.step}`, d]));
+    if (last.size > 0) {
+      const rows = [...last.values()].map((d) => stepParams(runId, d));
+      await journal.insertMany.run(tx, stepColumns(rows));
+    }
   }
 
   async listJournal(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {

@@ -61,6 +61,7 @@ import { prepareReadModel } from "./sqlite-read-model.js";
 import { groupReportInputs } from "./report-inputs.js";
 import { prepareStatements, type Statements } from "./sqlite-statements.js";
 import type {
+  AttemptBatchExtras,
   AttemptFeed,
   AttemptFilter,
   AttemptHead,
@@ -318,12 +319,16 @@ class SqliteStore implements Store {
     runId: string,
     token: string,
     drafts: AttemptDraft[],
-    inflight: readonly Key[] = [],
+    extras: AttemptBatchExtras = {},
   ): Promise<Attempt[]> {
+    const { inflight = [], steps } = extras;
     return this.guard(() => {
       checkDrafts(drafts);
+      if (steps) checkStepDrafts(steps.drafts);
       return immediate(this.db, () => {
-        const fence = this.fence(runId, token, [...drafts, ...inflight]);
+        const stepKeys = steps ? [...steps.drafts, ...steps.discard] : [];
+        const fence = this.fence(runId, token, [...drafts, ...inflight, ...stepKeys]);
+        if (steps) this.writeSteps(runId, steps.drafts, steps.discard);
         for (const key of inflight) {
           this.requireSample(runId, key.sampleId);
           this.s.markInflight.run(runId, key.sampleId, key.epoch);
@@ -367,20 +372,25 @@ class SqliteStore implements Store {
   ): Promise<void> {
     return this.guard(() => {
       checkStepDrafts(drafts);
-      const j = this.journal;
       immediate(this.db, () => {
         this.fence(runId, token, [...drafts, ...discard]);
-        for (const d of discard) {
-          j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
-        }
-        for (const draft of drafts) {
-          const params = stepParams(runId, draft);
-          const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
-          (draft.truncate ? j.truncateOpen : j.replaceOpen).run(key);
-          j.insert.run(params);
-        }
+        this.writeSteps(runId, drafts, discard);
       });
     });
+  }
+
+  /** Journal entries and discards, inside the caller's transaction (see recordSteps). */
+  private writeSteps(runId: string, drafts: StepDraft[], discard: readonly StepDiscard[]): void {
+    const j = this.journal;
+    for (const d of discard) {
+      j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
+    }
+    for (const draft of drafts) {
+      const params = stepParams(runId, draft);
+      const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
+      (draft.truncate ? j.truncateOpen : j.replaceOpen).run(key);
+      j.insert.run(params);
+    }
   }
 
   async listJournal(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {

@@ -153,6 +153,14 @@ export interface StepDiscard extends Key {
   fromStep: number;
 }
 
+/** What commits with a batch of attempts (`recordAttempts`), in the same transaction. */
+export interface AttemptBatchExtras {
+  /** Keys dispatched since the last commit: marked in flight. */
+  inflight?: readonly Key[];
+  /** Journal entries (and discards of open ones), written before the attempts. */
+  steps?: { drafts: StepDraft[]; discard: readonly StepDiscard[] };
+}
+
 export interface JournalEntry extends Omit<StepDraft, "truncate"> {
   runId: string;
   /** The attempt it belongs to; null while its execution is open (in flight or interrupted). */
@@ -283,18 +291,20 @@ export interface Store {
   listInflight(runId: string): Promise<Key[]>;
 
   /**
-   * Commits attempts in one transaction, all or nothing, and clears their in-flight marks;
-   * `inflight` keys are marked in the same transaction (one commit for a batch of finished and
-   * newly dispatched keys). Rejects with `E_FENCED` if `token` does not own the run, and with
-   * `E_ALREADY_SCORED` if a key already has a scored attempt for the same fingerprint (completed
-   * work stands). A draft with `rerunAfter` (a re-run on request) is refused only when a scored
-   * attempt numbered after that one exists; `rerunAfter` itself is not stored.
+   * Commits attempts in one transaction, all or nothing, and clears their in-flight marks. In
+   * the same transaction (one commit for a batch), `extras.inflight` keys are marked, and
+   * `extras.steps` journal entries are written first, as `recordSteps` writes them: a key's
+   * entries precede its attempt, which binds them. Rejects with `E_FENCED` if `token` does not
+   * own the run, and with `E_ALREADY_SCORED` if a key already has a scored attempt for the same
+   * fingerprint (completed work stands). A draft with `rerunAfter` (a re-run on request) is
+   * refused only when a scored attempt numbered after that one exists; `rerunAfter` itself is
+   * not stored.
    */
   recordAttempts(
     runId: string,
     token: string,
     drafts: AttemptDraft[],
-    inflight?: readonly Key[],
+    extras?: AttemptBatchExtras,
   ): Promise<Attempt[]>;
   /**
    * Commits scorings of stored attempts in one transaction, all or nothing; the store numbers

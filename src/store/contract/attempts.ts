@@ -263,19 +263,18 @@ export function describeAttemptContract(h: HarnessRef): void {
 
     it("marks keys in flight in the same transaction as the attempts it records", async () => {
       const { run, owner: me } = await newRun(h.store);
-      await h.store.recordAttempts(
-        run.id,
-        me.token,
-        [draft({ sampleId: "s1", epoch: 1 })],
-        [
+      await h.store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })], {
+        inflight: [
           { sampleId: "s2", epoch: 1 },
           { sampleId: "s1", epoch: 1 },
         ],
-      );
+      });
       // s1#1 was marked and recorded in one commit: only s2#1 is still in flight.
       expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
       await expect(
-        h.store.recordAttempts(run.id, "not-the-owner", [], [{ sampleId: "s1", epoch: 2 }]),
+        h.store.recordAttempts(run.id, "not-the-owner", [], {
+          inflight: [{ sampleId: "s1", epoch: 2 }],
+        }),
       ).rejects.toMatchObject({ code: "E_FENCED" });
       expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
     });

@@ -75,6 +75,48 @@ export function describeJournalContract(h: HarnessRef): void {
       expect(await h.store.listJournalKeys(run.id)).toEqual([k21]);
     });
 
+    it("writes entries committed with attempts first, so the attempt binds its own", async () => {
+      const { run, owner: me } = await newRun(h.store);
+      await h.store.recordSteps(run.id, me.token, [step(k11, 0), step(k11, 1)]);
+      // k11's last step, k21's first, and a discard of k11's step 1 on: one transaction.
+      const [stored] = await h.store.recordAttempts(run.id, me.token, [draft(k11)], {
+        steps: {
+          drafts: [step(k11, 1, { name: "last", truncate: true }), step(k21, 0)],
+          discard: [],
+        },
+      });
+      expect(stored!.attempt).toBe(1);
+      const bound = await h.store.listJournal(run.id, { ...k11, attempt: 1 });
+      expect(bound.map((e) => [e.step, e.name])).toEqual([
+        [0, "tool-0"],
+        [1, "last"],
+      ]);
+      // k21 has no attempt yet: its entry stays open, for a resume to replay.
+      expect(await h.store.listJournalKeys(run.id)).toEqual([k21]);
+      await h.store.recordAttempts(run.id, me.token, [errorDraft(k21)], {
+        steps: { drafts: [], discard: [{ ...k21, fromStep: 0 }] },
+      });
+      expect(await h.store.listJournal(run.id, k21)).toEqual([]);
+    });
+
+    it("writes neither entries nor attempts of a batch that is refused", async () => {
+      const { run, owner: old } = await newRun(h.store);
+      expect(await h.store.claimRun(run.id, owner("next"), old.token)).toBe(true);
+      const steps = { drafts: [step(k11, 0)], discard: [] };
+      await expect(
+        h.store.recordAttempts(run.id, old.token, [draft(k11)], { steps }),
+      ).rejects.toMatchObject({ code: "E_FENCED" });
+      const { run: mine, owner: me } = await newRun(h.store);
+      const bad = { drafts: [step(k11, 0), step(k11, 1, { inputHash: "nope" })], discard: [] };
+      await expect(
+        h.store.recordAttempts(mine.id, me.token, [draft(k11)], { steps: bad }),
+      ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+      for (const id of [run.id, mine.id]) {
+        expect(await h.store.listJournal(id)).toEqual([]);
+        expect(await h.store.listAttempts(id)).toEqual([]);
+      }
+    });
+
     it("discards open entries from a diverged step on, and replaces one at the same step", async () => {
       const { run, owner: me } = await newRun(h.store);
       await h.store.recordSteps(

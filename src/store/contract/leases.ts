@@ -72,5 +72,39 @@ export function describeLeaseContract(h: HarnessRef): void {
       expect(keys).toHaveLength(64);
       expect(new Set(keys).size).toBe(64);
     });
+
+    it("commits two workers' attempts with their journal entries at once, without deadlock", async () => {
+      await distributedRun("l4", 40);
+      const [a, b] = [await join("l4", "a"), await join("l4", "b")];
+      const mine = {
+        [a.token]: (await h.store.claimLeases("l4", a.token, 20)).keys,
+        [b.token]: (await h.store.claimLeases("l4", b.token, 20)).keys,
+      };
+      // Each commit inserts its entry (referencing the run) before it takes the run's row lock.
+      const commit = (token: string, i: number) => {
+        const key = mine[token]![i]!;
+        const entry = {
+          ...key,
+          step: 0,
+          name: "chat",
+          kind: "chat" as const,
+          inputHash: "a".repeat(64),
+          input: { i },
+          result: { content: "ok", model: "m" },
+          error: null,
+          usage: null,
+          recordedAt: "2025-01-02T00:00:00.000Z",
+          durationMs: 1,
+        };
+        return h.store.recordAttempts("l4", token, [draft(key)], {
+          steps: { drafts: [entry], discard: [] },
+        });
+      };
+      for (let i = 0; i < 20; i++) await Promise.all([commit(a.token, i), commit(b.token, i)]);
+      expect(await h.store.listAttempts("l4")).toHaveLength(40);
+      const journal = await h.store.listJournal("l4");
+      expect(journal).toHaveLength(40);
+      expect(journal.every((e) => e.attempt === 1)).toBe(true);
+    });
   });
 }
