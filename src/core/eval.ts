@@ -43,11 +43,16 @@ export interface SolverContext {
    * a replayed reply's usage was paid for by the interrupted execution and is reused. Absent
    * from a hand-made context: call the model directly then.
    *
+   * `last: true` says the reply becomes the solver's output and nothing else acts on it: its
+   * entry then commits ahead of the attempt without the solver waiting for it (a solver that
+   * acts on a reply, in a sandbox or elsewhere, must not pass it).
+   *
    * @example const { reply, replayed } = await ctx.chatStep!(request, () => send(request));
    */
   chatStep?(
     input: Json,
     send: () => Promise<ModelReply>,
+    options?: { last?: boolean },
   ): Promise<{ reply: ModelReply; replayed: boolean }>;
 }
 

@@ -124,9 +124,9 @@ export function context(
       if (!journal || request.journal === false) return send();
       return (await journaledChat(journal, chatInput(request, model), send)).reply;
     },
-    async chatStep(input, send) {
+    async chatStep(input, send, options) {
       if (!journal) return { reply: await send(), replayed: false };
-      return journaledChat(journal, input, send);
+      return journaledChat(journal, input, send, options);
     },
     async step<T>(
       name: string,
@@ -159,6 +159,7 @@ async function journaledChat(
   journal: StepJournal,
   input: Json,
   send: () => Promise<ModelReply>,
+  options?: { last?: boolean },
 ): Promise<{ reply: ModelReply; replayed: boolean }> {
   const done = await journal.step(
     "chat",
@@ -169,6 +170,7 @@ async function journaledChat(
       return { result: { content: reply.content, model: reply.model }, usage: reply.usage };
     },
     () => null,
+    options,
   );
   const result = done.result as { content: string; model: string };
   const reply: ModelReply = { content: result.content, model: result.model };

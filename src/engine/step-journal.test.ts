@@ -275,3 +275,62 @@ describe("ctx.step", () => {
     expect(ranAfterTakeover).toBeLessThanOrEqual(2);
   });
 });
+
+describe("ctx.chatStep with { last: true }", () => {
+  /**
+   * A run of `n` samples whose solver sends one chat step, counting the store's journal and
+   * attempt commits, and whether the step's entry was durable when the solver went on.
+   */
+  async function chatRun(n: number, last: boolean) {
+    const s = store();
+    const commits = { recordSteps: 0, recordAttempts: 0, attemptsWithSteps: 0 };
+    const counted = new Proxy(s, {
+      get(target, name: keyof Store) {
+        const value = target[name];
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (name === "recordSteps") commits.recordSteps++;
+          if (name === "recordAttempts") {
+            commits.recordAttempts++;
+            if ((args[3] as { steps?: unknown } | undefined)?.steps) commits.attemptsWithSteps++;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const durableWhenSeen: number[] = [];
+    const solver: SolverFn = async (sample, ctx) => {
+      const request = { model: "m", messages: [{ role: "user", content: String(sample.input) }] };
+      const send = async () => ({ content: `re ${sample.id}`, model: "m" });
+      const { reply } = await ctx.chatStep!(request, send, { last });
+      durableWhenSeen.push((await s.listJournal(ctx.runId, { sampleId: sample.id })).length);
+      return reply.content;
+    };
+    const report = await runEval({
+      store: counted,
+      eval: engineEval(solver, { samples: records(n), concurrency: 1 }),
+    });
+    expect(report.status).toBe("completed");
+    const entries = await s.listJournal(report.runId);
+    return { commits, durableWhenSeen, entries };
+  }
+
+  it("hands the reply on before its entry is durable, which commits with the attempt", async () => {
+    const { commits, durableWhenSeen, entries } = await chatRun(3, true);
+    expect(durableWhenSeen).toEqual([0, 0, 0]);
+    // One transaction per sample: the entry rides with its attempt, which binds it.
+    expect(commits).toEqual({ recordSteps: 0, recordAttempts: 3, attemptsWithSteps: 3 });
+    expect(entries.map((e) => [e.sampleId, e.attempt, e.kind])).toEqual([
+      ["s0", 1, "chat"],
+      ["s1", 1, "chat"],
+      ["s2", 1, "chat"],
+    ]);
+  });
+
+  it("without it, a chat step is durable before the solver goes on", async () => {
+    const { commits, durableWhenSeen, entries } = await chatRun(3, false);
+    expect(durableWhenSeen).toEqual([1, 1, 1]);
+    expect(commits).toMatchObject({ recordSteps: 3, recordAttempts: 3, attemptsWithSteps: 0 });
+    expect(entries.every((e) => e.attempt === 1)).toBe(true);
+  });
+});

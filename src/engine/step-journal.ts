@@ -73,6 +73,12 @@ export class StepJournal {
    * Runs (or replays) step `name`. `run` returns the result and, for a chat step, its usage.
    * Throws what `run` threw (a StepFailed for a recorded failure); `record` says whether a
    * throw is the step's own and is to be journaled (an abort or a timeout never is).
+   *
+   * `last`: the result is the solver's output and nothing acts on it outside the attempt (the
+   * last step of `solvers.chat`). Its entry is queued ahead of the attempt and commits no later
+   * than it, but the step returns without waiting for the entry to be durable. A kill before
+   * that commit loses the entry, as a kill before any write does; nothing that saw the result
+   * outlives the process. A failed write fails the attempt's own write (the same writer).
    */
   async step(
     kind: StepDraft["kind"],
@@ -80,6 +86,7 @@ export class StepJournal {
     input: Json,
     run: () => Promise<{ result: unknown; usage?: Usage | undefined }>,
     record: (thrown: unknown) => StepError | null,
+    options: { last?: boolean } = {},
   ): Promise<StepOutcome> {
     const index = this.#next++;
     const inputText = jsonText(input, `the input of step "${name}"`);
@@ -108,7 +115,8 @@ export class StepJournal {
     draft.recordedAt = recordedAt;
     draft.durationMs = Math.round(performance.now() - started);
     this.#checkSize(draft, name, inputText.length);
-    await this.#write(draft);
+    if (options.last && !error) void this.#write(draft).catch(() => {});
+    else await this.#write(draft);
     if (error) throw new StepFailed(error, false);
     return { result, replayed: false, usage };
   }

@@ -44,9 +44,10 @@ export function chat(options: ChatSolverOptions): SolverFn {
       return sent;
     };
     // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
-    // is reused (counted by the journal), not this attempt's spend.
+    // is reused (counted by the journal), not this attempt's spend. The reply is only the
+    // output: its entry commits ahead of the attempt without this waiting for it (`last`).
     const { reply, replayed } = ctx.chatStep
-      ? await ctx.chatStep(chatInput(model, messages, options), send)
+      ? await ctx.chatStep(chatInput(model, messages, options), send, { last: true })
       : { reply: await send(), replayed: false };
     const transcript: Json = [...messages, { role: "assistant", content: reply.content }];
     return {
