@@ -5,6 +5,7 @@ import type { Json } from "../core/json.js";
 import type { Sample, Usage } from "../core/types.js";
 import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
+import { prepareClient } from "./http-post.js";
 import { bareModel } from "./model-name.js";
 import { costUsd } from "./prices.js";
 import type { Price } from "./prices.js";
@@ -34,6 +35,7 @@ const messagesSchema = z.array(z.object({ role: z.string().min(1), content: json
  * solvers.chat({ model: "openai:gpt-4o-mini", system: "Answer with a number.", temperature: 0 });
  */
 export function chat(options: ChatSolverOptions): SolverFn {
+  prepareClient(resolveEndpoint(options).baseURL);
   const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
     const model = bareModel(ctx.model ?? options.model);
     const messages = toMessages(sample, options.system);

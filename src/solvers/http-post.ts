@@ -31,6 +31,15 @@ function clientFor(protocol: string): Client {
 }
 
 /**
+ * Loads the HTTP client that requests to `url` will use, ahead of the first one: a solver calls
+ * it when it is made (as the eval loads), so that loading node:http (several ms) is start-up,
+ * not a delay of the run's first dispatch. A URL that does not parse is left to the request.
+ */
+export function prepareClient(url: string): void {
+  if (URL.canParse(url)) clientFor(new URL(url).protocol);
+}
+
+/**
  * POSTs `body` and reads the whole response as text. node:http with keep-alive agents rather than
  * global fetch: several times less overhead per request, which matters at high concurrency
  * against fast local servers (vLLM, llama.cpp). Rejects on network errors and on `signal`.
