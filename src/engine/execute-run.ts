@@ -436,13 +436,20 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const others = exec.keys && budget ? followSpend(store, run.id, budget) : undefined;
   try {
     await others?.start(exec.cap?.feedCursor);
-    await pool(exec.rescore?.units ?? [], run.config.concurrency, stopped, async (unit) => {
-      try {
-        onScored(await score(unit));
-      } catch (error) {
-        stopOn(error);
-      }
-    });
+    const units = (exec.rescore?.units ?? []).values();
+    await drain(
+      () => units.next().value,
+      run.config.concurrency,
+      stopped,
+      async (unit, go) => {
+        if (!go) return;
+        try {
+          onScored(await score(unit));
+        } catch (error) {
+          stopOn(error);
+        }
+      },
+    );
     // Under a cap with no known cost yet, the first key goes alone: its cost is what the rest
     // are expected to cost.
     if (budget?.probing) await drain(next, 1, stopped, dispatch, 1);
@@ -490,28 +497,29 @@ function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
 }
 
 /**
- * Dispatches the keys `next` gives with at most `concurrency` at a time, until it gives none or
- * `stopped()` says no more. Each slot takes the next key as soon as its previous one is done, so
- * the pool stays full instead of advancing in waves.
+ * Dispatches the items `next` gives (keys, or stored attempts to score again) with at most
+ * `concurrency` at a time, until it gives none or `stopped()` says no more. Each slot takes the
+ * next item as soon as its previous one is done, so the pool stays full instead of advancing in
+ * waves. An item taken once `stopped()` says no is dispatched with `go` false (to be given back).
  */
-async function drain(
-  next: () => Promise<Key | undefined>,
+async function drain<T>(
+  next: () => T | undefined | Promise<T | undefined>,
   concurrency: number,
   stopped: () => boolean,
-  dispatch: (key: Key, go: boolean) => Promise<void>,
-  /** Keys to take in all (the probe of a spend cap takes one). */
+  dispatch: (item: T, go: boolean) => Promise<void>,
+  /** Items to take in all (the probe of a spend cap takes one). */
   limit = Infinity,
 ): Promise<void> {
   let taken = 0;
   const slot = async () => {
     while (taken < limit) {
       taken++;
-      const key = await next();
-      if (!key) return;
-      // Asked only with a key in hand, right before it is dispatched (the budget's answer is
+      const item = await next();
+      if (item === undefined) return;
+      // Asked only with an item in hand, right before it is dispatched (the budget's answer is
       // about dispatching it, and counts the keys in flight at that moment).
       const go = !stopped();
-      await dispatch(key, go);
+      await dispatch(item, go);
       if (!go) return;
     }
   };
@@ -547,22 +555,4 @@ function followSpend(store: Store, runId: string, budget: Budget) {
       return looking;
     },
   };
-}
-
-/**
- * Runs `work` over `items` with at most `concurrency` at a time. Each worker takes the next item
- * as soon as its previous one is done, so the pool stays full instead of advancing in waves.
- */
-async function pool<T>(
-  items: readonly T[],
-  concurrency: number,
-  stopped: () => boolean,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    // `stopped` is asked only when there is a next item: the budget's answer is about dispatching it.
-    while (next < items.length && !stopped()) await work(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
