@@ -153,12 +153,11 @@ export default defineEval({
 `;
 
 /**
- * The engine's own floor under the latency-bound figure: a stet run whose solver sends the bare
- * client's request itself (node:http, keep-alive), unjournaled, scored like the chat eval.
+ * One chat request as the floors send it: node:http over a keep-alive agent, nothing else
+ * (`post(content)` resolves with the parsed reply). Source text, for the generated files below.
  */
-const rawRequestEval = (concurrency) => `
+const BARE_POST = `
 import http from "node:http";
-import { defineEval, scorers } from "stet";
 const agent = new http.Agent({ keepAlive: true });
 const url = new URL(process.env.MOCK_URL + "/chat/completions");
 const post = (content) => new Promise((resolve, reject) => {
@@ -171,6 +170,15 @@ const post = (content) => new Promise((resolve, reject) => {
   req.on("error", reject);
   req.end(body);
 });
+`;
+
+/**
+ * The engine's own floor under the latency-bound figure: a stet run whose solver sends the bare
+ * client's request itself, unjournaled, scored like the chat eval.
+ */
+const rawRequestEval = (concurrency) => `
+import { defineEval, scorers } from "stet";
+${BARE_POST}
 export default defineEval({
   name: "bench-raw-request",
   dataset: "./data.jsonl",
@@ -425,25 +433,12 @@ async function dropSchema(schema) {
  * The floor under the chat figures: a fresh Node process that sends the same requests over a
  * keep-alive agent at the same concurrency and does nothing else (no store, no scoring).
  */
-const BARE_CLIENT = `
-import http from "node:http";
-const agent = new http.Agent({ keepAlive: true });
-const url = new URL(process.env.MOCK_URL + "/chat/completions");
+const BARE_CLIENT = `${BARE_POST}
 const n = Number(process.env.N);
-const post = (i) => new Promise((resolve, reject) => {
-  const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "question " + i }] });
-  const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
-    let text = "";
-    res.on("data", (d) => (text += d));
-    res.on("end", () => resolve(JSON.parse(text)));
-  });
-  req.on("error", reject);
-  req.end(body);
-});
 let next = 0;
 const t0 = performance.now();
 await Promise.all(Array.from({ length: Number(process.env.C) }, async () => {
-  while (next < n) await post(next++);
+  while (next < n) await post("question " + next++);
 }));
 process.stdout.write(String(performance.now() - t0));
 process.exit(0);
