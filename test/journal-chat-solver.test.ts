@@ -94,9 +94,10 @@ describe("solvers.chat goes through the step journal", () => {
     const env = { MOCK_URL: mock.url, OPENAI_API_KEY: API_KEY, SCORED_LOG: scored };
     const cli = startCli(["run", "eval.mjs"], { cwd: p.dir, env: { ...env, BLOCK_SCORER: "1" } });
     const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-    // Every slot holds a sample whose reply is journaled and whose scorer never returns.
+    // Every slot holds a sample whose scorer never returns and whose reply is journaled: the
+    // chat solver does not wait for its entry (`last`), which commits at the writer's next turn.
     await until(() => lines(scored).length === CONCURRENCY, `${CONCURRENCY} blocked scorers`);
-    expect(chatRows(p.db)).toHaveLength(CONCURRENCY);
+    await until(() => chatRows(p.db).length === CONCURRENCY, `${CONCURRENCY} journaled replies`);
     cli.child.kill("SIGKILL");
     expect((await cli.done).signal).toBe("SIGKILL");
     expect(existsSync(p.db) ? rawAttempts(p.db) : []).toEqual([]);
