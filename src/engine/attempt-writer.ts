@@ -233,10 +233,8 @@ export class AttemptWriter {
   ): Promise<Attempt[]> {
     const { store, runId, token } = this.#options;
     const drafts = batch.map((p) => p.draft);
-    const extras = steps.length > 0 ? { steps: this.#stepWrites(steps) } : {};
-    return this.#retried(() =>
-      store.recordAttempts(runId, token, drafts, { inflight: marks, ...extras }),
-    );
+    const extras = { inflight: marks, steps: this.#stepWrites(steps) };
+    return this.#retried(() => store.recordAttempts(runId, token, drafts, extras));
   }
 
   /** Runs a commit, retried with backoff; a fence or a duplicate is final at once. */

@@ -292,7 +292,8 @@ describe("ctx.chatStep with { last: true }", () => {
           if (name === "recordSteps") commits.recordSteps++;
           if (name === "recordAttempts") {
             commits.recordAttempts++;
-            if ((args[3] as { steps?: unknown } | undefined)?.steps) commits.attemptsWithSteps++;
+            const extras = args[3] as { steps?: { drafts: unknown[] } } | undefined;
+            if ((extras?.steps?.drafts.length ?? 0) > 0) commits.attemptsWithSteps++;
           }
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
