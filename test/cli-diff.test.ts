@@ -26,7 +26,17 @@ const WRONG = Array.from({ length: 10 }, (_, i) => `s${String(i * 10 + 3).padSta
 
 let project: ReturnType<typeof evalProject>;
 let store: string;
-const ids = { a: "", b: "", same: "", short: "" };
+const ids = { a: "", b: "", same: "", short: "", other: "" };
+
+/** Another eval whose sample ids differ from echo100's: nothing of it pairs with echo100. */
+const OTHER_EVAL = `import { defineEval } from "stet";
+export default defineEval({
+  name: "other",
+  dataset: [{ id: "x1", input: "1", target: "1" }, { id: "x2", input: "2", target: "2" }],
+  solver: (sample) => String(sample.input),
+  scorers: [function exact({ sample, output }) { return output === sample.target; }],
+});
+`;
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return runCli(args, { cwd: project.dir, env });
@@ -40,12 +50,15 @@ async function run(env: NodeJS.ProcessEnv, extra: string[] = []): Promise<string
 
 beforeAll(async () => {
   if (!existsSync(join(REPO, "dist/cli/bin.js"))) throw new Error("run `npm run build` first");
-  project = evalProject({ "echo.mjs": EVAL });
+  project = evalProject({ "echo.mjs": EVAL, "other.mjs": OTHER_EVAL });
   store = join(project.dir, "stet.db");
   ids.a = await run({});
   ids.b = await run({ WRONG: WRONG.join(",") });
   ids.same = await run({});
   ids.short = await run({}, ["--limit", "90"]);
+  const other = await cli(["run", "other.mjs", "--store", store, "--json"]);
+  expect(other.code).toBe(0);
+  ids.other = (JSON.parse(other.stdout) as { runId: string }).runId;
 }, 60_000);
 afterAll(() => project.cleanup());
 
@@ -135,6 +148,52 @@ describe("stet diff", () => {
     expect(diff.scorers[0]).toMatchObject({ unchanged: 90, pValue: 1 });
     const text = await cli(["diff", ids.a, ids.short, "--store", store]);
     expect(text.stdout).toContain(`only in ${ids.a}: 10 (s090, s091`);
+  });
+
+  it("refuses runs of two different evals (exit 2, both named) unless --allow-different-evals", async () => {
+    const refused = await cli(["diff", ids.a, ids.other, "--store", store]);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain(
+      `runs ${ids.a} and ${ids.other} are of different evals ("echo100" and "other")`,
+    );
+    expect(refused.stderr).toContain("--allow-different-evals");
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+
+    const allowed = await cli([
+      "diff",
+      ids.a,
+      ids.other,
+      "--store",
+      store,
+      "--allow-different-evals",
+    ]);
+    expect(allowed.code).toBe(0);
+    expect(allowed.stdout).toContain('different evals: "echo100" and "other"');
+    // Nothing pairs: no p-value and no test are printed for an empty comparison.
+    expect(allowed.stdout).toMatch(/exact\s+0\s+—\s+—\s+—\s+—\s+—\s+—/);
+    const json = await cli([
+      "diff",
+      ids.a,
+      ids.other,
+      "--store",
+      store,
+      "--allow-different-evals",
+      "--json",
+    ]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ evalA: "echo100", evalB: "other" });
+
+    const opened = openSqliteStore(store, { create: false });
+    try {
+      const app = createApp({ store: opened });
+      const res = await app.request(`/api/diff?a=${ids.a}&b=${ids.other}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: "different_evals" } });
+      const ok = await app.request(`/api/diff?a=${ids.a}&b=${ids.other}&allowDifferentEvals=true`);
+      expect(ok.status).toBe(200);
+    } finally {
+      await opened.close();
+    }
   });
 
   it("refuses an unknown run by name, and serves the same document at GET /api/diff", async () => {

@@ -33,6 +33,7 @@ export function exitCodeForError(code: StetErrorCode): number {
   switch (code) {
     case "E_USAGE":
     case "E_EVAL_NOT_FOUND":
+    case "E_DIFFERENT_EVALS":
       return EXIT.usage;
     // E_FENCED: another process took the run over from this one (which had stopped heartbeating),
     // so the run is owned by a live process, as for a refused resume.

@@ -220,6 +220,10 @@ export function buildProgram(): Command {
     .argument("<run-a>", "the baseline run")
     .argument("<run-b>", "the run compared with it")
     .option("--fail-on-regression", "exit 4 when a scorer regressed significantly (p < 0.05)")
+    .option(
+      "--allow-different-evals",
+      "compare runs of two different evals (refused otherwise: their samples do not pair)",
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runA: string, runB: string, flags) => {

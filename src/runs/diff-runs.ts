@@ -1,3 +1,4 @@
+import { StetError } from "../core/errors.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { comparePaired, type PairedComparison } from "../core/paired-stats.js";
 import type { Run } from "../core/types.js";
@@ -23,6 +24,9 @@ export interface ScorerDiff extends Omit<PairedComparison, "n"> {
 export interface RunDiff {
   runA: string;
   runB: string;
+  /** Each run's eval: equal unless the diff was asked with `allowDifferentEvals`. */
+  evalA: string;
+  evalB: string;
   scorers: ScorerDiff[];
   /** Sample ids in one run's snapshot only: reported, never paired. */
   onlyInA: string[];
@@ -38,15 +42,34 @@ interface RunValues {
   values: Map<string, readonly (number | null)[]>;
 }
 
+export interface DiffOptions {
+  /** Compare runs of two different evals (refused otherwise: their samples do not pair). */
+  allowDifferentEvals?: boolean;
+}
+
 /**
  * Two runs compared sample by sample: each run's outcomes reduced over epochs with its own
  * reducer (the fold of its report), paired by sample id, and for each scorer both have the
- * paired statistics (`comparePaired`). Throws `E_RUN_NOT_FOUND`.
+ * paired statistics (`comparePaired`). Throws `E_RUN_NOT_FOUND`, and `E_DIFFERENT_EVALS` for
+ * runs of two evals unless `allowDifferentEvals`: a sample id of one eval is not the same sample
+ * in another, so a paired test over them would be a number without a meaning.
  *
  * @example const diff = await diffRuns(store, "r_base", "r_new"); diff.scorers[0]?.pValue;
  */
-export async function diffRuns(store: Store, runIdA: string, runIdB: string): Promise<RunDiff> {
-  const [a, b] = await Promise.all([runValues(store, runIdA), runValues(store, runIdB)]);
+export async function diffRuns(
+  store: Store,
+  runIdA: string,
+  runIdB: string,
+  options: DiffOptions = {},
+): Promise<RunDiff> {
+  const [runA, runB] = await Promise.all([requireRun(store, runIdA), requireRun(store, runIdB)]);
+  if (runA.evalName !== runB.evalName && !options.allowDifferentEvals)
+    throw new StetError(
+      "E_DIFFERENT_EVALS",
+      `runs ${runA.id} and ${runB.id} are of different evals ("${runA.evalName}" and ` +
+        `"${runB.evalName}"): their samples do not pair, so a paired comparison would mean nothing`,
+    );
+  const [a, b] = await Promise.all([runValues(store, runA), runValues(store, runB)]);
   const inBoth: string[] = [];
   const changed: string[] = [];
   const onlyInA: string[] = [];
@@ -61,6 +84,8 @@ export async function diffRuns(store: Store, runIdA: string, runIdB: string): Pr
   return {
     runA: a.run.id,
     runB: b.run.id,
+    evalA: a.run.evalName,
+    evalB: b.run.evalName,
     scorers: common.map((scorer) => diffScorer(scorer, a, b, inBoth.sort(binary))),
     onlyInA: onlyInA.sort(binary),
     onlyInB: onlyInB.sort(binary),
@@ -102,8 +127,7 @@ function diffScorer(scorer: string, a: RunValues, b: RunValues, ids: string[]): 
   };
 }
 
-async function runValues(store: Store, runId: string): Promise<RunValues> {
-  const run = await requireRun(store, runId);
+async function runValues(store: Store, run: Run): Promise<RunValues> {
   const prints = await store.listSampleFingerprints(run.id);
   const fingerprints = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
   const values = new Map<string, readonly (number | null)[]>();

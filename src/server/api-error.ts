@@ -23,6 +23,7 @@ export type ApiErrorCode =
   | "no_results"
   | "changed_samples"
   | "eval_changed"
+  | "different_evals"
   | "run_taken_over"
   | "distributed_run"
   | "already_scored"
@@ -59,6 +60,7 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_EVAL_NOT_ALLOWED: [403, "eval_not_allowed"],
   E_CHANGED_SAMPLES: [409, "changed_samples"],
   E_EVAL_CHANGED: [409, "eval_changed"],
+  E_DIFFERENT_EVALS: [400, "different_evals"],
   E_FENCED: [409, "run_taken_over"],
   E_DISTRIBUTED: [409, "distributed_run"],
   E_ALREADY_SCORED: [409, "already_scored"],

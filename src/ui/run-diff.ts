@@ -69,7 +69,12 @@ function diffTable(d: RunDiffView): Child[] {
         { class: "ci" },
         s.ciLow === null ? "—" : `[${signed(s.ciLow)}, ${signed(s.ciHigh)}]`,
       ),
-      h("td", { class: "p" }, p(s.pValue), s.significantRegression && " significant regression"),
+      h(
+        "td",
+        { class: "p" },
+        s.paired === 0 ? "—" : p(s.pValue),
+        s.significantRegression && " significant regression",
+      ),
       h("td", {}, s.test),
       h("td", { class: "counts" }, `+${s.improved} −${s.regressed} =${s.unchanged}`),
     ),

@@ -188,6 +188,8 @@ export interface BenchmarkView {
 export interface RunDiffView {
   runA: string;
   runB: string;
+  evalA: string;
+  evalB: string;
   scorers: {
     scorer: string;
     paired: number;

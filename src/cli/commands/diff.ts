@@ -1,4 +1,5 @@
 import { diffRuns, type RunDiff } from "../../runs/diff-runs.js";
+import { isStetError, StetError } from "../../core/errors.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore } from "../open-store.js";
@@ -14,13 +15,27 @@ const REGRESSED_SHOWN = 10;
 export async function diffCommand(
   runA: string,
   runB: string,
-  flags: { store?: string; json?: boolean; failOnRegression?: boolean },
+  flags: {
+    store?: string;
+    json?: boolean;
+    failOnRegression?: boolean;
+    allowDifferentEvals?: boolean;
+  },
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
   const store = await openStore(flags.store, { create: false });
   let diff: RunDiff;
   try {
-    diff = await diffRuns(store, runA, runB);
+    diff = await diffRuns(store, runA, runB, {
+      allowDifferentEvals: flags.allowDifferentEvals ?? false,
+    });
+  } catch (error) {
+    if (isStetError(error, "E_DIFFERENT_EVALS"))
+      throw new StetError(
+        error.code,
+        `${error.message}; pass --allow-different-evals to compare them anyway`,
+      );
+    throw error;
   } finally {
     await store.close();
   }
@@ -42,6 +57,8 @@ export function renderDiff(diff: RunDiff): string {
   const signed = (v: number | null) => (v === null ? "—" : `${v > 0 ? "+" : ""}${v.toFixed(3)}`);
   const p = (v: number) => (v < 0.0001 ? v.toExponential(2) : v.toFixed(4));
   const lines = [`diff ${diff.runA} → ${diff.runB}`];
+  if (diff.evalA !== diff.evalB)
+    lines.push(`different evals: "${diff.evalA}" and "${diff.evalB}" (sample ids may not pair)`);
   if (diff.scorers.length === 0) lines.push("no scorer common to both runs");
   else
     lines.push(
@@ -55,8 +72,9 @@ export function renderDiff(diff: RunDiff): string {
             num(s.meanB),
             signed(s.delta),
             s.ciLow === null ? "—" : `[${signed(s.ciLow)}, ${signed(s.ciHigh)}]`,
-            `${p(s.pValue)}${s.significantRegression ? " *" : ""}`,
-            s.test,
+            // No pair, no test: a p-value of an empty comparison would read as evidence.
+            s.paired === 0 ? "—" : `${p(s.pValue)}${s.significantRegression ? " *" : ""}`,
+            s.paired === 0 ? "—" : s.test,
             String(s.improved),
             String(s.regressed),
             String(s.unchanged),

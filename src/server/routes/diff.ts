@@ -4,11 +4,16 @@ import { diffRuns } from "../../runs/diff-runs.js";
 import type { AppDeps } from "../app-deps.js";
 import { parseQuery } from "../validate.js";
 
-const diffQuery = z.object({ a: z.string().min(1), b: z.string().min(1) });
+const diffQuery = z.object({
+  a: z.string().min(1),
+  b: z.string().min(1),
+  allowDifferentEvals: z.enum(["true", "false"]).optional(),
+});
 
 /**
  * GET /diff?a=<run>&b=<run>: the paired comparison of two runs (`stet diff --json`'s document);
- * 404 `run_not_found` for an unknown run.
+ * 404 `run_not_found` for an unknown run, 400 `different_evals` for runs of two evals unless
+ * `allowDifferentEvals=true`.
  *
  * @example app.route("/api", diffRoutes(deps));
  */
@@ -16,7 +21,8 @@ export function diffRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   app.get("/diff", async (c) => {
     const q = parseQuery(c, diffQuery);
-    return c.json(deps.redact(await diffRuns(deps.store, q.a, q.b)));
+    const allowDifferentEvals = q.allowDifferentEvals === "true";
+    return c.json(deps.redact(await diffRuns(deps.store, q.a, q.b, { allowDifferentEvals })));
   });
   return app;
 }
