@@ -300,6 +300,41 @@ export default defineEval({
     },
   );
 
+  it.skipIf(SKIP_BROWSER)(
+    "html: the Content Security Policy runs only the page's own script and style (by hash), never an injected one",
+    async () => {
+      const { p, runId } = await finishedRun();
+      const out = join(p.dir, "report.html");
+      await exported(p.dir, runId, "--format", "html", "-o", out);
+      const html = readFileSync(out, "utf8");
+      const csp = /http-equiv="Content-Security-Policy" content="([^"]*)"/.exec(html)![1]!;
+      expect(csp).not.toContain("unsafe-inline");
+      expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/);
+      // A slip in escaping, simulated: markup injected into the body must stay inert.
+      const tampered = join(p.dir, "tampered.html");
+      writeFileSync(
+        tampered,
+        html.replace(
+          "<section>",
+          "<script>globalThis.__pwned = 1</script><style>body{display:none}</style><section>",
+        ),
+      );
+      const { page, errors, close } = await openPage(`file://${tampered}`);
+      try {
+        // The page's own script ran: the samples table is drawn.
+        await page.waitForSelector("table.samples tbody tr");
+        expect(
+          await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned),
+        ).toBeUndefined();
+        expect(await page.isVisible("table.samples")).toBe(true);
+        // The refusals are the browser's CSP reports, not errors of the page's own code.
+        expect(errors.every((e) => /Content Security Policy/i.test(e))).toBe(true);
+      } finally {
+        await close();
+      }
+    },
+  );
+
   it("an incomplete run: errors by type and the resume command in the step summary; <error> in JUnit", async () => {
     const broken = EVAL.replace(
       'if (sample.id.endsWith("3")) return "wrong";',

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { escapeXml as esc, scoreChartSvg } from "../../core/score-chart.js";
 import type { Json } from "../../core/json.js";
 import type { Attempt } from "../../core/types.js";
@@ -5,9 +6,20 @@ import { formatCost, formatCount } from "../render/format.js";
 import { REPORT_CSS, REPORT_JS } from "./html-page.js";
 import { scoreSeries, type ReportData } from "./report-data.js";
 
+/** A CSP source for exactly this inline text (`'sha256-…'`): the browser runs nothing else. */
+const cspHash = (text: string) =>
+  `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
+
+/**
+ * The report's Content Security Policy: no load from anywhere, and only the page's own style
+ * and script by their hashes. Escaping keeps sample text out of the markup; this makes a slip in
+ * it harmless too, since an injected `<script>` or `<style>` matches no hash and does not run.
+ */
+const REPORT_CSP = `default-src 'none'; style-src ${cspHash(REPORT_CSS)}; script-src ${cspHash(REPORT_JS)}`;
+
 /**
  * The run as one self-contained HTML file: inline CSS and JS, no URL to anywhere (a Content
- * Security Policy forbids any load). The header (eval, model, status, spend), the metrics with
+ * Security Policy forbids any load, and runs only the page's own script and style). The header (eval, model, status, spend), the metrics with
  * standard errors, the score-distribution chart (`scoreChartSvg`, as in the web UI) and the
  * samples table, whose rows travel as JSON and are drawn by the page's script. Every text from
  * the run is escaped: in markup with `escapeXml`, in the JSON block with `<` as `\u003c`.
@@ -46,7 +58,7 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
   );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="${REPORT_CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>stet · ${esc(run.evalName)} · ${esc(run.id)}</title>
 <style>${REPORT_CSS}</style></head>
