@@ -11,7 +11,7 @@ import { defineEval, scorers } from "stet";
  */
 export default defineEval({
   name: "draft-and-check",
-  dataset: "../chat/questions.jsonl",
+  dataset: "./questions.jsonl",
   solver: async (sample, ctx) => {
     const question = String(sample.input);
     const draft = await ctx.chat({

@@ -20,7 +20,7 @@ interface Task {
 
 export default defineEval<Task>({
   name: "humaneval",
-  dataset: "../../test/fixtures/humaneval/humaneval.jsonl",
+  dataset: "./humaneval.jsonl",
   sample: (task) => ({
     id: task.task_id,
     input: task.prompt,

@@ -73,6 +73,22 @@ export function buildProgram(): Command {
     });
 
   program
+    .command("init")
+    .description(
+      "scaffold a working eval in a project (a chat eval, its dataset, an npm script), or write a bundled example",
+    )
+    .argument("[dir]", "the project's folder (default: the current one)")
+    .option(
+      "--example <name>",
+      "write the bundled example examples/<name>/ instead (arithmetic, chat, agent, humaneval)",
+    )
+    .option("--force", "overwrite files that exist already")
+    .addOption(jsonOption())
+    .action(async (dir: string | undefined, flags) => {
+      process.exitCode = await (await import("./commands/init.js")).initCommand(dir, flags);
+    });
+
+  program
     .command("worker")
     .description(
       "join a distributed run on a shared store and execute keys leased to it; exit 0 when none is left",

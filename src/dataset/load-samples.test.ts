@@ -8,7 +8,7 @@ import type { DatasetRow } from "../eval/types.js";
 import { loadSamples } from "./load-samples.js";
 
 const humaneval = fileURLToPath(
-  new URL("../../test/fixtures/humaneval/humaneval.jsonl", import.meta.url),
+  new URL("../../examples/humaneval/humaneval.jsonl", import.meta.url),
 );
 
 let dir: string;

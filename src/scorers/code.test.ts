@@ -12,7 +12,7 @@ import { code } from "./code.js";
 import { SKIP_SANDBOX } from "../../test/helpers/sandbox.js";
 
 const HUMANEVAL = fileURLToPath(
-  new URL("../../test/fixtures/humaneval/humaneval.jsonl", import.meta.url),
+  new URL("../../examples/humaneval/humaneval.jsonl", import.meta.url),
 );
 
 const cleanups: (() => Promise<void>)[] = [];
