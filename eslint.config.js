@@ -34,8 +34,9 @@ const LAYERS = {
   server: ["core", "runs", "evalport", "store/types.js"],
   // The composition root: it picks a concrete store and starts the server.
   cli: ["core", "runs", "evalport", "store", "server/index.js"],
-  // The UI bundle shares the score chart with the HTML export, and nothing else of core/.
-  ui: ["core/score-chart.js"],
+  // The UI bundle shares the score chart with the HTML export and the dollars' format with the
+  // CLI, and nothing else of core/.
+  ui: ["core/score-chart.js", "core/money.js"],
 };
 
 /**

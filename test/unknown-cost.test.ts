@@ -90,7 +90,7 @@ describe("a model without a price", () => {
     expect(run.stdout).toContain("tokens   300 in · 60 out");
     expect(costLine(run.stdout)).toBe(
       "cost     unknown (3 attempts unpriced) spent now · unknown (3 attempts unpriced) total on this run · " +
-        "$0.0000 reused (not re-bought)",
+        "$0.00 reused (not re-bought)",
     );
     expect(run.stdout).toContain("give the solver or judge `prices`");
     // The progress line (plain lines on stderr when it is not a terminal) says so too.
@@ -116,7 +116,7 @@ describe("a model without a price", () => {
     const text = await cli("show", runId);
     // `show` spends nothing itself; what the run spent and its outcomes are worth is unknown.
     expect(costLine(text)).toBe(
-      "cost     $0.0000 spent now · unknown (3 attempts unpriced) total on this run · " +
+      "cost     $0.00 spent now · unknown (3 attempts unpriced) total on this run · " +
         "unknown (3 attempts unpriced) reused (not re-bought)",
     );
 
@@ -149,10 +149,10 @@ describe("a model without a price", () => {
     };
     expect(shown.usage.totalSpent.unpriced).toBe(1);
     expect(shown.usage.totalSpent.costUsd).toBeCloseTo(priced, 15);
-    expect(costLine(run.stdout)).toContain("≥ $0.0001 (1 attempt unpriced) spent now");
-    expect(run.stderr).toMatch(/^3\/3 · .* · errors 0 · ≥ \$0\.0001$/m);
+    expect(costLine(run.stdout)).toContain("≥ $0.000054 (1 attempt unpriced) spent now");
+    expect(run.stderr).toMatch(/^3\/3 · .* · errors 0 · ≥ \$0\.000054$/m);
     expect(costLine(await cli("show", runId))).toContain(
-      "≥ $0.0001 (1 attempt unpriced) total on this run",
+      "≥ $0.000054 (1 attempt unpriced) total on this run",
     );
     const rows = (await cli("export", runId))
       .trim()

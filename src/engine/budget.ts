@@ -1,4 +1,5 @@
 import { keyString } from "../core/keys.js";
+import { formatUsd } from "../core/money.js";
 import type { Attempt } from "../core/types.js";
 
 /** A cap on a run's total spend, and what the run had spent before this invocation. */
@@ -126,13 +127,13 @@ export class Budget {
 }
 
 /**
- * Dollars as a note says them: cents when the amount is whole cents or at least $1, else four
- * decimals.
+ * Dollars as a note says them: cents when the amount is whole cents, else as `formatUsd` (so a
+ * sub-cent spend is never "$0.0000").
  *
- * @example usd(0.5) // "$0.50"; usd(0.0123) // "$0.0123"
+ * @example usd(0.5) // "$0.50"; usd(0.0123) // "$0.0123"; usd(0.00002) // "$0.00002"
  */
 export function usd(amount: number): string {
   const cents = amount * 100;
   const whole = Math.abs(cents - Math.round(cents)) < 1e-6;
-  return `$${whole || amount >= 1 ? amount.toFixed(2) : amount.toFixed(4)}`;
+  return whole ? `$${amount.toFixed(2)}` : formatUsd(amount);
 }

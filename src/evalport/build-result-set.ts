@@ -1,3 +1,4 @@
+import { runModel } from "../core/run-model.js";
 import { createRequire } from "node:module";
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
@@ -79,7 +80,7 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
 
 function providerOf(config: RunConfig): ResultSetProvider | undefined {
   const { temperature, maxTokens } = config.solver;
-  const model = config.model ?? config.solver.model;
+  const model = runModel(config);
   const provider: ResultSetProvider = {
     ...(typeof model === "string" && { model }),
     ...(typeof temperature === "number" && { temperature }),

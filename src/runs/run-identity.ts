@@ -173,12 +173,7 @@ export function historyEntry(
   };
 }
 
-/** The model a run executes with: its `--model`, else its solver's. */
-export function runModel(config: RunConfig): string | undefined {
-  if (config.model !== undefined) return config.model;
-  const model = (config.identity?.solver ?? config.solver).model;
-  return typeof model === "string" ? model : undefined;
-}
+export { runModel } from "../core/run-model.js";
 
 function solverIdentity(solver: SolverFn): Record<string, Json> {
   return (

@@ -1,3 +1,4 @@
+import { runModel } from "../core/run-model.js";
 import type { Owner, Run } from "../core/types.js";
 import {
   readRun,
@@ -59,7 +60,7 @@ function summaryView(
     evalName: run.evalName,
     benchmark: run.evalName,
     status: run.status,
-    model: run.config.model ?? null,
+    model: runModel(run.config) ?? null,
     note: run.note,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,

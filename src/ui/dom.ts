@@ -1,5 +1,7 @@
 /** DOM building without innerHTML: every value from the API becomes a text node, never markup. */
 
+import { formatUsd } from "../core/money.js";
+
 export type Child = Node | string | number | null | undefined | false | readonly Child[];
 type Attrs = Record<string, string | number | boolean | EventListener | null | undefined>;
 
@@ -60,7 +62,7 @@ export function score(value: number | null | undefined, stderr?: number | null):
 export function dollars(value: number | null | undefined, unpriced = 0): string {
   if (value === null || value === undefined)
     return unpriced > 0 ? `unknown (${unpriced} unpriced)` : "unknown";
-  return unpriced > 0 ? `≥ $${value.toFixed(4)} (${unpriced} unpriced)` : `$${value.toFixed(4)}`;
+  return unpriced > 0 ? `≥ ${formatUsd(value)} (${unpriced} unpriced)` : formatUsd(value);
 }
 
 /** A total's cost, as `dollars`. */

@@ -1,3 +1,4 @@
+import { runModel } from "../../core/run-model.js";
 import type { Json } from "../../core/json.js";
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
@@ -109,8 +110,9 @@ async function renderReport(
   const threshold = flags.passThreshold ?? 1;
   if (format === "junit") return junitXml(data, threshold);
   if (format === "html") return htmlReport(data, threshold);
+  const model = runModel(data.run.config);
   return markdownSummary(data.report, {
-    ...(data.run.config.model === undefined ? {} : { model: data.run.config.model }),
+    ...(model === undefined ? {} : { model }),
     resumeCommand: resumeHint(runId, flags.store).command,
   });
 }

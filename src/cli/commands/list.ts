@@ -1,3 +1,4 @@
+import { runModel } from "../../core/run-model.js";
 import { isStetError } from "../../core/errors.js";
 import { listRuns } from "../../runs/read-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
@@ -39,7 +40,7 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
       done: counts.scored,
       errored: counts.errored,
       remaining: counts.remaining,
-      model: run.config.model ?? null,
+      model: runModel(run.config) ?? null,
       createdAt: run.createdAt,
       updatedAt: run.updatedAt,
     }));

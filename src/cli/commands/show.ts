@@ -1,3 +1,4 @@
+import { runModel } from "../../core/run-model.js";
 import { StetError } from "../../core/errors.js";
 import { trajectoryStep } from "../../evalport/trajectory.js";
 import { readRun } from "../../runs/read-run.js";
@@ -53,7 +54,7 @@ export async function showCommand(
     const status = listedStatus(run.status, working);
     io.say(`run ${run.id} · ${run.evalName} · ${status}${run.note ? ` (${run.note})` : ""}`);
     io.say(
-      `created ${run.createdAt} · model ${run.config.model ?? "(eval default)"} · ${run.config.epochs} epoch(s)`,
+      `created ${run.createdAt} · model ${runModel(run.config) ?? "(none named by the solver)"} · ${run.config.epochs} epoch(s)`,
     );
     if (owner) {
       const liveness = `${owner.alive ? "alive" : "dead"}: ${owner.reason}`;

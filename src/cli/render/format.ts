@@ -1,10 +1,9 @@
 import type { UsageTotal } from "../../core/aggregate.js";
+import { formatUsd } from "../../core/money.js";
 
 /** Small formatting helpers shared by the CLI's renderers. */
 
-export function formatUsd(usd: number): string {
-  return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
-}
+export { formatUsd };
 
 /**
  * A total's cost as the terminal shows it: dollars when every attempt that used tokens was priced,

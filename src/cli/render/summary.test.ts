@@ -31,8 +31,10 @@ describe("renderErrors", () => {
 describe("formatCost", () => {
   it.each([
     [{ costUsd: 1.5, unpriced: 0 }, "$1.50", "$1.50"],
-    [{ costUsd: 0, unpriced: 0 }, "$0.0000", "$0.0000"],
+    [{ costUsd: 0, unpriced: 0 }, "$0.00", "$0.00"],
     [{ costUsd: 0.25, unpriced: 3 }, "≥ $0.2500", "≥ $0.2500 (3 attempts unpriced)"],
+    // A sub-cent total keeps its significant digits: never "$0.0000" for a spend that happened.
+    [{ costUsd: 0.0000135, unpriced: 0 }, "$0.0000135", "$0.0000135"],
     [{ costUsd: null, unpriced: 1 }, "unknown", "unknown (1 attempt unpriced)"],
   ])("%j → %s, counted %s; never $0 for an unpriced total", (total, plain, counted) => {
     expect(formatCost(total)).toBe(plain);

@@ -1,3 +1,4 @@
+import { runModel } from "../../core/run-model.js";
 import { createHash } from "node:crypto";
 import { escapeXml as esc, scoreChartSvg } from "../../core/score-chart.js";
 import type { Json } from "../../core/json.js";
@@ -64,7 +65,7 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
 <style>${REPORT_CSS}</style></head>
 <body>
 <header><h1>${esc(run.evalName)}</h1>
-<p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(run.config.model ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
+<p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(runModel(run.config) ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
 <p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
 <p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent · ${esc(formatCost(reused))} reused (${formatCount(reused.attempts)} outcomes) · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens</p></header>
 <section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>

@@ -1,3 +1,4 @@
+import { runModel } from "../../core/run-model.js";
 import { escapeXml } from "../../core/score-chart.js";
 import type { Attempt } from "../../core/types.js";
 import type { ReportData } from "./report-data.js";
@@ -30,6 +31,7 @@ export function junitXml(data: ReportData, passThreshold: number): string {
   const counts = (t: typeof totals) =>
     `tests="${t.tests}" failures="${t.failures}" errors="${t.errors}" skipped="${t.skipped}" time="${seconds(t.time * 1000)}"`;
   const name = attr(run.evalName);
+  const model = runModel(run.config);
   return [
     `<?xml version="1.0" encoding="UTF-8"?>`,
     `<testsuites name="${name}" ${counts(totals)}>`,
@@ -37,9 +39,7 @@ export function junitXml(data: ReportData, passThreshold: number): string {
     `    <properties>`,
     `      <property name="stet.runId" value="${attr(run.id)}"/>`,
     `      <property name="stet.status" value="${attr(data.report.status)}"/>`,
-    ...(run.config.model === undefined
-      ? []
-      : [`      <property name="stet.model" value="${attr(run.config.model)}"/>`]),
+    ...(model === undefined ? [] : [`      <property name="stet.model" value="${attr(model)}"/>`]),
     `      <property name="stet.passThreshold" value="${passThreshold}"/>`,
     `    </properties>`,
     ...cases,

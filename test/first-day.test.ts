@@ -1,0 +1,70 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../src/server/create-app.js";
+import { openSqliteStore } from "../src/store/sqlite.js";
+import { runCli } from "./helpers/cli.js";
+import { perTest, questions } from "./helpers/eval-project.js";
+import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+
+// What a new user sees of a gpt-4o-mini eval whose model is named by its solver, not `--model`:
+// the model everywhere the run is shown, and its sub-cent cost with its significant digits.
+const { project } = perTest();
+
+/** solvers.chat names the model; the run is started without --model. */
+const EVAL = `import { defineEval, scorers, solvers } from "stet";
+export default defineEval({
+  name: "mini",
+  dataset: "./data.jsonl",
+  solver: solvers.chat({ model: "gpt-4o-mini" }),
+  scorers: [scorers.exact()],
+});
+`;
+
+let mock: MockOpenAI;
+beforeAll(async () => {
+  // 10 input and 5 output tokens at gpt-4o-mini's $0.15 / $0.60 per 1M: $0.0000045 a sample.
+  mock = await startMockOpenAI({ usage: { prompt_tokens: 10, completion_tokens: 5 } });
+});
+afterAll(() => mock.close());
+
+describe("a small eval as a new user sees it", () => {
+  it("shows the solver's model and a sub-cent cost in show, list, the reports and the API", async () => {
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": questions(3) });
+    const env = { OPENAI_BASE_URL: mock.url, OPENAI_API_KEY: "sk-test" };
+    const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir, env });
+    expect(run.code, run.stderr).toBe(0);
+    const runId = (JSON.parse(run.stdout) as { runId: string }).runId;
+    const total = "$0.0000135"; // 3 × $0.0000045, not "$0.0000"
+
+    const show = await runCli(["show", runId], { cwd: p.dir });
+    expect(show.stdout).toContain("model gpt-4o-mini");
+    expect(show.stdout).toContain(`${total} total on this run`);
+
+    const list = await runCli(["list", "--json"], { cwd: p.dir });
+    expect(JSON.parse(list.stdout)).toMatchObject([{ id: runId, model: "gpt-4o-mini" }]);
+
+    const html = join(p.dir, "report.html");
+    expect(
+      (await runCli(["export", runId, "--format", "html", "-o", html], { cwd: p.dir })).code,
+    ).toBe(0);
+    const page = readFileSync(html, "utf8");
+    expect(page).toContain("model gpt-4o-mini");
+    expect(page).toContain(`spend: ${total} spent`);
+
+    const md = await runCli(["export", runId, "--format", "markdown"], { cwd: p.dir });
+    expect(md.stdout).toContain("model gpt\\-4o\\-mini"); // Markdown-escaped
+    expect(md.stdout).toContain(total);
+
+    const junit = await runCli(["export", runId, "--format", "junit"], { cwd: p.dir });
+    expect(junit.stdout).toContain('<property name="stet.model" value="gpt-4o-mini"/>');
+
+    const store = openSqliteStore(p.db, { create: false });
+    try {
+      const res = await createApp({ store }).request("/api/runs");
+      expect(await res.json()).toMatchObject({ runs: [{ id: runId, model: "gpt-4o-mini" }] });
+    } finally {
+      await store.close();
+    }
+  });
+});
