@@ -67,4 +67,34 @@ describe("a small eval as a new user sees it", () => {
       await store.close();
     }
   });
+
+  it("show --sample prints the sample's input and target; list has the first scorer's mean", async () => {
+    const p = project({
+      "eval.mjs": EVAL,
+      "data.jsonl": [
+        JSON.stringify({ id: "multi", input: "line one\nline two", target: "line one\nline two" }),
+        JSON.stringify({ id: "wrong", input: "a question", target: "an answer" }),
+      ].join("\n"),
+    });
+    const env = { OPENAI_BASE_URL: mock.url, OPENAI_API_KEY: "sk-test" };
+    const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir, env });
+    const runId = (JSON.parse(run.stdout) as { runId: string }).runId;
+
+    const sample = await runCli(["show", runId, "--sample", "wrong"], { cwd: p.dir });
+    expect(sample.code, sample.stderr).toBe(0);
+    expect(sample.stdout).toContain("\ninput   a question\ntarget  an answer\n");
+    const multi = await runCli(["show", runId, "--sample", "multi"], { cwd: p.dir });
+    expect(multi.stdout).toContain("\ninput   line one\n        line two\n");
+
+    // The mock echoes the input: "multi" is right, "wrong" is not.
+    const list = await runCli(["list"], { cwd: p.dir });
+    expect(list.stdout).toMatch(/^id\s+eval\s+status\s+done\s+errored\s+score\s+created$/m);
+    expect(list.stdout).toMatch(
+      new RegExp(`^${runId}\\s+mini\\s+completed\\s+2/2\\s+0\\s+exact 0\\.5000\\s`, "m"),
+    );
+    const json = await runCli(["list", "--json"], { cwd: p.dir });
+    expect(JSON.parse(json.stdout)).toMatchObject([
+      { id: runId, score: { scorer: "exact", mean: 0.5 } },
+    ]);
+  });
 });

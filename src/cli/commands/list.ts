@@ -1,6 +1,6 @@
 import { runModel } from "../../core/run-model.js";
 import { isStetError } from "../../core/errors.js";
-import { listRuns } from "../../runs/read-run.js";
+import { listRunsWithFigures } from "../../runs/list-run-figures.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
@@ -28,8 +28,9 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
     return 0;
   }
   try {
-    const runs = await listRuns(store, {}, { ...stale, recover: true });
-    const rows = runs.map(({ run, counts, activeWorkers }) => ({
+    // With each run's metrics, folded as its report is, from one read of the store.
+    const runs = await listRunsWithFigures(store, {}, { ...stale, recover: true });
+    const rows = runs.map(({ run, counts, activeWorkers, metrics }) => ({
       id: run.id,
       eval: run.evalName,
       status: run.status,
@@ -40,6 +41,8 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
       done: counts.scored,
       errored: counts.errored,
       remaining: counts.remaining,
+      // The first scorer's mean over the run's outcomes: the listing's score (null before any).
+      score: metrics[0] ? { scorer: metrics[0].scorer, mean: metrics[0].mean } : null,
       model: runModel(run.config) ?? null,
       createdAt: run.createdAt,
       updatedAt: run.updatedAt,
@@ -52,16 +55,17 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
       io.say(`no runs in ${store.location}`);
       return 0;
     }
-    const header = ["id", "eval", "status", "done", "errored", "created"];
+    const header = ["id", "eval", "status", "done", "errored", "score", "created"];
     const cells = rows.map((r) => [
       r.id,
       r.eval,
       listedStatus(r.status, r.workers),
       `${formatCount(r.done)}/${formatCount(r.total)}`,
       formatCount(r.errored),
+      r.score?.mean == null ? "—" : `${r.score.scorer} ${r.score.mean.toFixed(4)}`,
       r.createdAt.replace("T", " ").slice(0, 19),
     ]);
-    io.say(table([header, ...cells], [false, false, false, true, true, false]));
+    io.say(table([header, ...cells], [false, false, false, true, true, false, false]));
     return 0;
   } finally {
     await store.close();

@@ -1,5 +1,6 @@
 import { runModel } from "../../core/run-model.js";
 import { StetError } from "../../core/errors.js";
+import type { Json } from "../../core/json.js";
 import { trajectoryStep } from "../../evalport/trajectory.js";
 import { readRun } from "../../runs/read-run.js";
 import { requireRun } from "../../runs/require-run.js";
@@ -136,6 +137,9 @@ async function showSample(
     return 0;
   }
   io.say(`run ${runId} · sample ${sampleId} · ${history.length} attempt(s)`);
+  const { input, target } = exact[0]!.sample;
+  io.say(`input   ${indented(input)}`);
+  if (target !== undefined) io.say(`target  ${indented(target)}`);
   for (const a of history) {
     const scores = a.scores.map((sc) => `${sc.scorer}=${sc.value ?? "-"}`).join(" ");
     const what = a.status === "scored" ? scores : `error (${a.error?.type}): ${a.error?.message}`;
@@ -158,4 +162,10 @@ async function showSample(
     }
   }
   return 0;
+}
+
+/** A sample's value as text, its later lines indented under the first one's label. */
+function indented(value: Json): string {
+  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  return text.replace(/\r?\n/g, "\n        ");
 }

@@ -21,16 +21,20 @@ export function createProgress(
   let latest: Progress | null = null;
   let drawn = false;
   let shown: Progress | null = null;
+  // Fed every update, drawn or not: its origin is the first sample that finished.
+  const rate = rateSince();
+  let perSecond: number | null = null;
   const draw = (p: Progress) => {
     shown = p;
     if (tty) {
-      stream.write(`\r\x1b[2K${line(p, Math.max(10, (stream.columns ?? 80) - 70))}`);
+      stream.write(`\r\x1b[2K${line(p, perSecond, Math.max(10, (stream.columns ?? 80) - 70))}`);
       drawn = true;
-    } else stream.write(`${line(p, 0)}\n`);
+    } else stream.write(`${line(p, perSecond, 0)}\n`);
   };
   return {
     update(p) {
       latest = p;
+      perSecond = rate(p);
       const now = Date.now();
       if (now - last >= interval || p.done + p.errored + (p.others ?? 0) >= p.total) {
         last = now;
@@ -44,18 +48,37 @@ export function createProgress(
   };
 }
 
-function line(p: Progress, barWidth: number): string {
+/**
+ * The rate of finished samples per second, measured from the first one that finished: the time
+ * before it (loading the eval, opening the store, the first request's connection) is start-up, not
+ * throughput, and counting it made a 7 s run's first line say 3.1/s. Null until a second sample
+ * finished after the first.
+ */
+function rateSince(): (p: Progress) => number | null {
+  let origin: { count: number; elapsedMs: number } | null = null;
+  return (p) => {
+    // A distributed run's worker counts the other workers' outcomes too: the run's rate.
+    const count = p.executed + (p.others ?? 0);
+    if (origin === null) {
+      if (count > 0) origin = { count, elapsedMs: p.elapsedMs };
+      return null;
+    }
+    const ms = p.elapsedMs - origin.elapsedMs;
+    return count > origin.count && ms > 0 ? ((count - origin.count) / ms) * 1000 : null;
+  };
+}
+
+function line(p: Progress, rate: number | null, barWidth: number): string {
   // A distributed run's worker counts the other workers' outcomes too: the run's progress.
   const others = p.others ?? 0;
   const finished = p.done + p.errored + others;
-  const rate = p.elapsedMs > 0 ? ((p.executed + others) / p.elapsedMs) * 1000 : 0;
   const left = p.total - finished;
-  const eta = rate > 0 ? formatDuration((left / rate) * 1000) : "?";
+  const eta = left === 0 ? formatDuration(0) : rate ? formatDuration((left / rate) * 1000) : "?";
   const fraction = p.total === 0 ? 1 : finished / p.total;
   const bar =
     barWidth > 0 ? `[${"█".repeat(Math.round(fraction * barWidth)).padEnd(barWidth, "·")}] ` : "";
   return (
     `${bar}${formatCount(finished)}/${formatCount(p.total)} ` +
-    `· ${rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatCost({ costUsd: p.spentNowUsd, unpriced: p.unpricedNow })}`
+    `· ${rate === null ? "–" : rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatCost({ costUsd: p.spentNowUsd, unpriced: p.unpricedNow })}`
   );
 }
