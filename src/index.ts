@@ -6,7 +6,7 @@ export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types
 export { solvers } from "./solvers/index.js";
 export { SolverError, chatCompletion } from "./solvers/index.js";
 export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
-export { scorers } from "./scorers/index.js";
+export { scorers, ScorerError } from "./scorers/index.js";
 export type { CodeOptions } from "./scorers/index.js";
 export { createSandbox, sandboxed } from "./sandbox/index.js";
 export type {

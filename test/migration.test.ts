@@ -3,6 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+import { toGraderResults } from "../src/evalport/grader-mapping.js";
 import { openPostgresStore } from "../src/store/postgres.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import type { Store } from "../src/store/types.js";
@@ -48,6 +49,13 @@ function expectOldRun(read: Awaited<ReturnType<typeof readBack>>) {
     scores: [{ scorer: "exact", value: 1, answer: "6" }],
     error: { type: "scorer", scorer: "picky", message: "picky scorer threw on q6" },
   });
+  // Its scores hold no entry for the scorer that threw: the export still names it.
+  expect(
+    toGraderResults(q6.scores, q6.error).map((g) => [g.grader_id, g.score, g.metadata?.error]),
+  ).toEqual([
+    ["exact", 1, undefined],
+    ["picky", null, "picky scorer threw on q6"],
+  ]);
   expect(read.run.counts).toMatchObject({ total: 12, scored: 8, errored: 4 });
 }
 

@@ -131,7 +131,10 @@ export type ScoreValue =
       answer?: string;
       explanation?: string;
       metadata?: Record<string, Json>;
-      /** What scoring cost (a judge's tokens and cost): added to the attempt's usage. */
+      /**
+       * What scoring cost (a judge's tokens and cost): added to the attempt's usage. A scorer
+       * that fails after paying throws a `ScorerError` with its `usage`: it is spent all the same.
+       */
       usage?: Usage;
     };
 

@@ -7,8 +7,9 @@ import type { Reducer, Usage } from "./types.js";
 /**
  * The figures by definition, written out plainly here and sharing no code with the fold: each
  * key's outcome is its latest scored attempt for the sample's current fingerprint, else its
- * latest error; each sample's scored epochs reduce to one value; the metric is the mean over
- * samples and its standard error (sample standard deviation / √n, 0 for one sample).
+ * latest error; each sample's scored epochs (and scorer errors', whose other scores stand)
+ * reduce to one value; the metric is the mean over samples and its standard error (sample
+ * standard deviation / √n, 0 for one sample).
  */
 function reference(
   attempts: readonly FoldedAttempt[],
@@ -32,7 +33,7 @@ function reference(
   const metrics: ScorerMetrics[] = scorers.map((scorer) => {
     const bySample = new Map<string, number[]>();
     for (const o of outcomes) {
-      if (o.status !== "scored") continue;
+      if (o.status !== "scored" && o.error?.type !== "scorer") continue;
       const value = o.scores.find((s) => s.scorer === scorer)?.value;
       if (typeof value !== "number") continue;
       bySample.set(o.sampleId, [...(bySample.get(o.sampleId) ?? []), value]);
@@ -126,6 +127,11 @@ function history(seed: number): FoldedAttempt[] {
       const attempts = 1 + Math.floor(rnd() * 3);
       for (let attempt = 1; attempt <= attempts; attempt++) {
         const scored = rnd() > 0.3;
+        const roll = rnd();
+        const type = roll > 0.6 ? "provider" : roll > 0.3 ? "timeout" : "scorer";
+        // A scorer error keeps the scores that did not throw; "b" threw.
+        const a = { scorer: "a", value: Math.round(rnd() * 7) / 7 };
+        const b = rnd() > 0.5 ? 1 : 0;
         out.push({
           sampleId: `s${String(s).padStart(2, "0")}`,
           epoch,
@@ -133,18 +139,12 @@ function history(seed: number): FoldedAttempt[] {
           status: scored ? "scored" : "error",
           fingerprint: rnd() > 0.1 ? "current" : "old",
           scores: scored
-            ? [
-                { scorer: "a", value: Math.round(rnd() * 7) / 7 },
-                { scorer: "b", value: rnd() > 0.5 ? 1 : 0 },
-              ]
-            : [],
+            ? [a, { scorer: "b", value: b }]
+            : type === "scorer"
+              ? [a, { scorer: "b", value: null, error: "b threw" }]
+              : [],
           usage: rnd() > 0.2 ? usage(rnd() / 1000) : null,
-          error: scored
-            ? null
-            : {
-                type: rnd() > 0.5 ? "provider" : "timeout",
-                message: `failed s${s}#${epoch}#${attempt}`,
-              },
+          error: scored ? null : { type, message: `failed s${s}#${epoch}#${attempt}` },
           provenance: rnd() > 0.2 ? { kind: "executed" } : { kind: "imported", source: "sha256:x" },
         });
       }
@@ -210,7 +210,7 @@ describe("OutcomeFold", () => {
         return { type, count: of.length, examples };
       })
       .sort((p, q) => q.count - p.count || (p.type < q.type ? -1 : 1));
-    expect(expected.length).toBe(2);
+    expect(expected.length).toBe(3);
     expect(folded.errors).toEqual(expected);
     expect(folded.errorsByType).toEqual(Object.fromEntries(expected.map((g) => [g.type, g.count])));
   });
@@ -328,6 +328,38 @@ describe("OutcomeFold", () => {
     expect(metric).toMatchObject({ scorer: "s", samples: 2 });
     expect(metric!.mean).toBeCloseTo(mean, 12);
     expect(metric!.stderr).toBeCloseTo(stderr, 12);
+  });
+
+  it("counts a scorer error's other scores and leaves the thrown one out of its metric", () => {
+    const at = (sampleId: string, judge: number | null): FoldedAttempt => ({
+      ...history(1)[0]!,
+      sampleId,
+      epoch: 1,
+      attempt: 1,
+      fingerprint: "fp",
+      status: judge === null ? "error" : "scored",
+      scores: [
+        { scorer: "exact", value: 1 },
+        judge === null
+          ? { scorer: "judge", value: null, error: "no GRADE line" }
+          : { scorer: "judge", value: judge },
+      ],
+      error: judge === null ? { type: "scorer", message: "no GRADE line" } : null,
+    });
+    const fold = new OutcomeFold({
+      fingerprintOf: () => "fp",
+      scorers: ["exact", "judge"],
+      reducer: "mean",
+      isNow: () => false,
+    });
+    for (const a of [at("a", null), at("b", 0.5), at("c", null)]) fold.add(a);
+    const { metrics, scored, errorsByType } = fold.finish();
+    expect(metrics.map((m) => [m.scorer, m.mean, m.samples])).toEqual([
+      ["exact", 1, 3],
+      ["judge", 0.5, 1],
+    ]);
+    expect(scored).toBe(1);
+    expect(errorsByType).toEqual({ scorer: 2 });
   });
 
   it("refuses attempts out of key order", () => {

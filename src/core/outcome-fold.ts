@@ -7,6 +7,7 @@ import {
   type UsageTotal,
 } from "./aggregate.js";
 import { compareKeys } from "./keys.js";
+import { scoresStand } from "./outcomes.js";
 import { scoreHistogram, type ScoreDistribution } from "./score-chart.js";
 import type {
   AttemptErrorType,
@@ -182,12 +183,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     const r = this.#result;
     if (this.#isOthers(outcome)) addUsage(r.byOthers, outcome.usage);
     else if (!this.#isNow(outcome)) addUsage(r.reused, outcome.usage);
-    if (outcome.status !== "scored") {
+    if (outcome.status === "scored") r.scored++;
+    else {
       r.errored++;
       if (outcome.error) this.#countError(outcome, outcome.error);
-      return;
+      // A scorer error's scores stand but for the thrown ones (null, left out of their metric).
+      if (!scoresStand(outcome)) return;
     }
-    r.scored++;
     if (outcome.sampleId !== this.#sampleId) {
       this.#closeSample();
       this.#sampleId = outcome.sampleId;

@@ -1,5 +1,5 @@
 import { compareKeys, keyString } from "./keys.js";
-import type { AttemptStatus, Key } from "./types.js";
+import type { AttemptErrorType, AttemptStatus, Key } from "./types.js";
 
 /**
  * The current outcome of each key: its latest scored attempt for the sample's current
@@ -45,4 +45,18 @@ function sortedByKey(items: readonly Key[]): boolean {
 
 function rank(a: { status: AttemptStatus; attempt: number }): number {
   return (a.status === "scored" ? 1e9 : 0) + a.attempt;
+}
+
+/**
+ * Whether an outcome's scores count in the metrics: a scored attempt's, and a scorer error's,
+ * whose output stands and whose scorers that did not throw scored it (the ones that threw have
+ * a null value with an `error`, which no figure counts).
+ *
+ * @example scoresStand({ status: "error", error: { type: "scorer" } }) // true
+ */
+export function scoresStand(outcome: {
+  status: AttemptStatus;
+  error?: { type: AttemptErrorType } | null;
+}): boolean {
+  return outcome.status === "scored" || outcome.error?.type === "scorer";
 }

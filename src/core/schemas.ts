@@ -20,6 +20,7 @@ export const scoreSchema = z.object({
   scorer: z.string(),
   value: z.number().min(0).max(1).nullable(),
   skipped: z.string().optional(),
+  error: z.string().optional(),
   answer: z.string().optional(),
   explanation: z.string().optional(),
   metadata: z.record(z.string(), jsonSchema).optional(),

@@ -31,12 +31,16 @@ export interface Usage {
 
 /**
  * What one scorer said about one attempt. `value` is in [0, 1], or null when the scorer did not
- * score (an unsupported EvalPort grader type): then `skipped` says why, and metrics leave it out.
+ * score: then `skipped` says why (an unsupported EvalPort grader type), or `error` what it threw,
+ * and metrics leave it out of that scorer's figures. Each scorer's score stands on its own: one
+ * that threw makes only its own score an error.
  */
 export interface Score {
   scorer: string;
   value: number | null;
   skipped?: string;
+  /** The scorer threw (its message); `value` is null, and resume scores it again. */
+  error?: string;
   answer?: string;
   explanation?: string;
   metadata?: Record<string, Json>;

@@ -36,33 +36,37 @@ export interface ScoringTask {
 
 /**
  * Scores one stored output again: every scorer in `rerun`, and every one the attempt has no
- * usable score from (never scored, or it threw), in the eval's order; the other scores are
- * carried over as they are. Scores of scorers the eval no longer has are left out: they stay in
- * the attempt's history, not in its current set. The solver is never called. A throwing scorer
- * gives an error scoring (the output still stands); an abort by the run throws `AttemptAborted`.
+ * usable score from (never scored, or its score is an error), in the eval's order; the other
+ * scores are carried over as they are, so a judge that scored is never bought again. Scores of
+ * scorers the eval no longer has are left out: they stay in the attempt's history, not in its
+ * current set. The solver is never called. A throwing scorer gives an error scoring whose other
+ * scores stand (the output still stands too), and its spend is the scoring's; an abort by the
+ * run throws `AttemptAborted`.
  */
 export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
   const t0 = performance.now();
   const { unit } = task;
   const spent: Usage[] = [];
-  const current = new Map(unit.current.map((s) => [s.scorer, s]));
+  // A score that is an error is no score: its scorer runs again, the others are carried.
+  const current = new Map(
+    unit.current.filter((s) => s.error === undefined).map((s) => [s.scorer, s]),
+  );
   const toRun = task.scorers.filter((s) => unit.rerun.has(s.name) || !current.has(s.name));
   const pass = await withTimeout(task, (signal) => {
     const ctx = context({ ...task, key: unit.key }, signal, spent);
     return scoreOutput(unit.record.sample, unit.output, toRun, ctx, signal);
   });
+  // Each scorer that ran has its value or its error; one the timeout cut off has no score: its
+  // old one is what it was asked to replace.
   const ran = new Map(pass.scores.map((s) => [s.scorer, s]));
-  const failed = pass.error?.scorer;
   const scores: Score[] = [];
   for (const scorer of task.scorers) {
-    // One that was to run and did not (it threw, or came after the one that did) has no current
-    // score: its old one is what it was asked to replace.
     const score = toRun.includes(scorer) ? ran.get(scorer.name) : current.get(scorer.name);
     if (score) scores.push(score);
   }
   const scrub = scrubber(task.redactor);
   const error = pass.error && { ...pass.error, message: scrub.text(pass.error.message) };
-  const rescored = toRun.map((s) => s.name).filter((name) => ran.has(name) || name === failed);
+  const rescored = toRun.map((s) => s.name).filter((name) => ran.has(name));
   const draft: ScoringDraft = {
     sampleId: unit.key.sampleId,
     epoch: unit.key.epoch,

@@ -46,10 +46,12 @@ export function graderPassed(score: Pick<Score, "value" | "metadata">): boolean 
 /**
  * One GraderResult per score: `grader_id` = scorer, `type` = `graderType`, `score` = value
  * (null when skipped, with `metadata.skip_reason`), `passed` = `graderPassed`, `reason` =
- * explanation, `metadata` = the score's metadata plus `stet.answer`. When a scorer threw (an
- * error attempt of type `scorer`), a null GraderResult for it follows (the spec's
- * GRADER_ERROR: `skip_reason: "grader_error"`, `metadata.error`), marked `stet.placeholder`.
- * Keys `skip_reason` (on null scores) and `stet` of score metadata are the mapping's.
+ * explanation, `metadata` = the score's metadata plus `stet.answer`. A score that is a scorer's
+ * error is the spec's GRADER_ERROR (`score: null`, `skip_reason: "grader_error"`,
+ * `metadata.error` = its message), marked `stet.scorer_error`. An attempt stored before scores
+ * carried errors names the scorer that threw only in its `scorer` error: a null GraderResult
+ * for it follows, the same GRADER_ERROR marked `stet.placeholder`. Keys `skip_reason` (on null
+ * scores), `error` (on errors) and `stet` of score metadata are the mapping's.
  */
 export function toGraderResults(
   scores: readonly Score[],
@@ -57,8 +59,15 @@ export function toGraderResults(
 ): GraderResult[] {
   const out = scores.map((score): GraderResult => {
     const metadata: Record<string, Json> = { ...score.metadata };
+    const stet: Record<string, Json> = {};
     if (score.value === null) metadata.skip_reason = score.skipped ?? "unscored";
-    if (score.answer !== undefined) metadata.stet = { answer: score.answer };
+    if (score.answer !== undefined) stet.answer = score.answer;
+    if (score.error !== undefined) {
+      metadata.skip_reason = "grader_error";
+      metadata.error = score.error;
+      stet.scorer_error = true;
+    }
+    if (Object.keys(stet).length > 0) metadata.stet = stet;
     return {
       grader_id: score.scorer,
       type: graderType(score.scorer, score.metadata),
@@ -68,10 +77,15 @@ export function toGraderResults(
       ...(Object.keys(metadata).length > 0 && { metadata }),
     };
   });
-  if (error?.type === "scorer" && error.scorer !== undefined) {
+  const named = error?.type === "scorer" ? error.scorer : undefined;
+  if (
+    error &&
+    named !== undefined &&
+    !scores.some((s) => s.scorer === named && s.error !== undefined)
+  ) {
     out.push({
-      grader_id: error.scorer,
-      type: graderType(error.scorer),
+      grader_id: named,
+      type: graderType(named),
       score: null,
       passed: false,
       metadata: { skip_reason: "grader_error", error: error.message, stet: { placeholder: true } },
@@ -82,8 +96,9 @@ export function toGraderResults(
 
 /**
  * The scores of GraderResults (the inverse of `toGraderResults`), and the scorer that threw
- * when a placeholder says so. For another tool's results (`foreign`), the grader type and the
- * pass flag are kept in the score's metadata, so that exporting again reproduces them.
+ * (the first `stet.scorer_error` one, or the placeholder's). For another tool's results
+ * (`foreign`), the grader type and the pass flag are kept in the score's metadata, so that
+ * exporting again reproduces them.
  */
 export function fromGraderResults(
   graders: readonly GraderResult[],
@@ -98,6 +113,11 @@ export function fromGraderResults(
       if (skip_reason === "grader_error") failedScorer = g.grader_id;
       continue;
     }
+    const thrown = note?.scorer_error === true ? metadata.error : undefined;
+    if (typeof thrown === "string") {
+      delete metadata.error;
+      failedScorer ??= g.grader_id;
+    }
     if (stet !== undefined && note === undefined) metadata.stet = stet;
     if (g.score !== null && skip_reason !== undefined) metadata.skip_reason = skip_reason;
     if (options.foreign) {
@@ -105,7 +125,8 @@ export function fromGraderResults(
       metadata[GRADER_PASSED_KEY] ??= g.passed;
     }
     const score: Score = { scorer: g.grader_id, value: g.score };
-    if (g.score === null)
+    if (typeof thrown === "string") score.error = thrown;
+    else if (g.score === null)
       score.skipped = typeof skip_reason === "string" ? skip_reason : "unscored";
     if (typeof note?.answer === "string") score.answer = note.answer;
     if (g.reason !== undefined) score.explanation = g.reason;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Json } from "../core/json.js";
 import { startMockOpenAI, type MockOpenAI } from "../../test/helpers/mock-openai.js";
 import { solverContext } from "../../test/helpers/solver-context.js";
+import { ScorerError } from "../scorers/scorer-error.js";
 import { createGraderRunner } from "./run-grader.js";
 import type { SuiteGrader } from "./suite-schema.js";
 
@@ -49,6 +50,16 @@ describe("llm_judge with params.schema", () => {
     );
     judgeSays = "GRADE: C";
     await expect(verdict(judge(SCHEMA))).rejects.toThrow(/does not match params\.schema/);
+  });
+
+  it("a reply that does not match still carries what the judge cost", async () => {
+    judgeSays = '{"score": 0.8}';
+    const thrown = await verdict(judge(SCHEMA)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(thrown).toBeInstanceOf(ScorerError);
+    expect((thrown as ScorerError).usage).toMatchObject({ inputTokens: 10, outputTokens: 5 });
   });
 
   it("without a schema, still reads a GRADE line", async () => {

@@ -1,6 +1,7 @@
 import type { ScorerArgs, ScoreValue } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { modelGraded } from "../scorers/model-graded.js";
+import { ScorerError } from "../scorers/scorer-error.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
 import type { jsonSchemaGrader } from "./json-schema-grader.js";
 import { testCaseDetails } from "./test-case-sample.js";
@@ -20,8 +21,9 @@ export interface LlmJudgeParams {
  * The judge answers with a `GRADE:` line or JSON with a numeric `score` (the spec's
  * `{score, reason}` schema). The judge is `params.model` on the suite's provider endpoint; the
  * run's `--model` never replaces it. With `params.schema` the reply must be JSON (a ```json
- * fence is accepted) that validates against it; a reply that does not is a judge failure. A
- * failing judge call throws: the attempt is recorded as a scorer error and resume retries it.
+ * fence is accepted) that validates against it; a reply that does not is a judge failure (a
+ * `ScorerError` carrying what the reply cost). A failing judge call throws: the grader's score
+ * is recorded as a scorer error and resume retries it.
  *
  * @example await llmJudgeScore("gr_judge", { model: "gpt-4o", prompt: "Is {output} right? Expected {expected}." }, {}, args)
  */
@@ -42,11 +44,13 @@ export async function llmJudgeScore(
   });
   const verdict = await judge.score(args);
   if (params.schema && validate) {
-    const reply = typeof verdict === "object" && verdict !== null ? verdict.explanation : undefined;
-    const checked = validate(reply ?? "", { schema: params.schema });
+    const details = typeof verdict === "object" ? verdict : undefined;
+    const checked = validate(details?.explanation ?? "", { schema: params.schema });
     if (checked.value !== 1) {
-      throw new Error(
+      // The judge answered: what its reply cost is spent whatever the verdict.
+      throw new ScorerError(
         `llm_judge "${name}": the judge's reply does not match params.schema: ${checked.explanation ?? "invalid"}`,
+        { usage: details?.usage },
       );
     }
   }

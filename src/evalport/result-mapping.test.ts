@@ -61,6 +61,23 @@ const roundTripCases: Array<[string, Attempt, number]> = [
     1,
   ],
   [
+    "a scorer error beside the scores that stand",
+    attempt({
+      status: "error",
+      scores: [
+        { scorer: "exact", value: 1, answer: "4" },
+        { scorer: "judge", value: null, error: "no GRADE line" },
+        { scorer: "judge2", value: null, error: "HTTP 500" },
+      ],
+      error: {
+        type: "scorer",
+        scorer: "judge",
+        message: "no GRADE line (and 1 more scorer failed: judge2)",
+      },
+    }),
+    1,
+  ],
+  [
     "skipped, explained and annotated scores",
     attempt({
       scores: [
@@ -183,6 +200,35 @@ describe("toResult / fromResult", () => {
         passed: false,
         metadata: expect.objectContaining({ skip_reason: "grader_error", error: "no GRADE line" }),
       }),
+    ]);
+    expect(validateDocument(result, "result").valid).toBe(true);
+  });
+
+  it("records each scorer's error as its own GRADER_ERROR, beside the scores that stand", () => {
+    const result = toResult(
+      attempt({
+        status: "error",
+        scores: [
+          { scorer: "exact", value: 1 },
+          { scorer: "judge", value: null, error: "no GRADE line" },
+        ],
+        error: { type: "scorer", scorer: "judge", message: "no GRADE line" },
+      }),
+      { epochs: 1 },
+    );
+    expect(result.grader_results).toEqual([
+      { grader_id: "exact", type: "exact_match", score: 1, passed: true },
+      {
+        grader_id: "judge",
+        type: "custom",
+        score: null,
+        passed: false,
+        metadata: {
+          skip_reason: "grader_error",
+          error: "no GRADE line",
+          stet: { scorer_error: true },
+        },
+      },
     ]);
     expect(validateDocument(result, "result").valid).toBe(true);
   });

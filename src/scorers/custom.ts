@@ -3,7 +3,8 @@ import { StetError } from "../core/errors.js";
 
 /**
  * A scorer from your own function. It returns a number in [0, 1], a boolean, or
- * `{ value, answer?, explanation?, metadata? }`; throwing records a scorer error on the attempt.
+ * `{ value, answer?, explanation?, metadata? }`; throwing makes its score an error (the other
+ * scorers' stand) and the attempt a scorer error.
  *
  * @example scorers.custom("short", ({ output }) => String(output).length < 100)
  */

@@ -17,6 +17,7 @@ export type { IncludesOptions } from "./includes.js";
 export type { JsonMatchOptions } from "./json-match.js";
 export type { ModelGradedOptions } from "./model-graded.js";
 export type { NumericOptions } from "./numeric.js";
+export { ScorerError } from "./scorer-error.js";
 export { DEFAULT_RUBRIC, DEFAULT_TEMPLATE, parseGrade } from "./model-graded.js";
 export { extractNumber } from "./numeric.js";
 export { isSubset, parseJson } from "./json-match.js";

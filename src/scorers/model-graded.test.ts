@@ -4,6 +4,7 @@ import { startMockOpenAI } from "../../test/helpers/mock-openai.js";
 import type { MockOpenAI } from "../../test/helpers/mock-openai.js";
 import { SolverError } from "../solvers/solver-error.js";
 import { modelGraded, parseGrade } from "./model-graded.js";
+import { ScorerError } from "./scorer-error.js";
 import type { ModelGradedOptions } from "./model-graded.js";
 import { normalizeScore } from "../core/normalize.js";
 import { solverContext } from "../../test/helpers/solver-context.js";
@@ -115,11 +116,21 @@ describe("scorers.modelGraded", () => {
   it.each([
     ["no grade", "I think it is fine."],
     ["a grade out of range", "GRADE: 7"],
-  ])("throws on %s", async (_, reply) => {
+  ])("throws on %s, with what the judge's reply cost", async (_, reply) => {
     judgeSays = reply;
-    await expect(judge().score({ sample, output: "Paris", ctx: ctx() })).rejects.toThrow(
-      /grade|GRADE/,
-    );
+    const thrown = await Promise.resolve()
+      .then(() => judge().score({ sample, output: "Paris", ctx: ctx() }))
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(thrown).toBeInstanceOf(ScorerError);
+    expect((thrown as ScorerError).message).toMatch(/^scorer "model_graded": .*(grade|GRADE)/);
+    expect((thrown as ScorerError).usage).toEqual({
+      inputTokens: 1000,
+      outputTokens: 100,
+      costUsd: (1000 * 2.5 + 100 * 10) / 1e6,
+    });
   });
 
   it("throws the judge endpoint's SolverError when it fails", async () => {

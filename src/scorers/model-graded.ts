@@ -1,6 +1,6 @@
 import type { Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
-import type { Sample } from "../core/types.js";
+import type { Sample, Usage } from "../core/types.js";
 import {
   chatCompletion,
   endpointSecrets,
@@ -11,6 +11,7 @@ import type { ChatEndpoint } from "../solvers/chat-completion.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
 import { parseJson } from "./json-match.js";
+import { ScorerError } from "./scorer-error.js";
 import { outputText } from "./targets.js";
 
 export interface ModelGradedOptions extends ChatEndpoint {
@@ -58,7 +59,7 @@ const LETTERS: Record<string, number> = { C: 1, P: 0.5, I: 0 };
  * the target and rubric. The judge's tokens and cost are added to the attempt's usage (the run's
  * spend includes its judging) and shown apart in the score's metadata (`judgeUsage`). The judge
  * model is the option's; the run's `--model` never replaces it. A reply without a readable grade
- * is a scorer error.
+ * is this scorer's error (a `ScorerError` carrying the judge's usage: it was paid for all the same).
  *
  * @example scorers.modelGraded({ model: "openai:gpt-4o", rubric: "Full marks only if the units are given." })
  */
@@ -94,12 +95,6 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         messages: [{ role: "user", content: prompt }],
         signal: ctx.signal,
       });
-      const grade = parseGrade(reply.content);
-      if (grade === undefined) {
-        throw new Error(
-          `scorer "${name}": the judge's reply has no GRADE line: ${reply.content.slice(-200)}`,
-        );
-      }
       const cost =
         reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);
       // Inferred, not declared: the same value is the attempt's Usage and the metadata's JSON.
@@ -107,6 +102,8 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         reply.usage === undefined
           ? undefined
           : { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
+      // From here on the judge is paid for: a reply without a usable grade still records it.
+      const grade = readGrade(name, reply.content, usage);
       return {
         value: grade.value,
         ...(usage === undefined ? {} : { usage }),
@@ -120,6 +117,28 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       };
     },
   };
+}
+
+/** The judge's grade, or a ScorerError that carries what the reply cost. */
+function readGrade(
+  name: string,
+  content: string,
+  usage: Usage | undefined,
+): { grade: string; value: number } {
+  let grade: { grade: string; value: number } | undefined;
+  try {
+    grade = parseGrade(content);
+  } catch (thrown) {
+    const why = thrown instanceof Error ? thrown.message : String(thrown);
+    throw new ScorerError(`scorer "${name}": ${why}`, { usage, cause: thrown });
+  }
+  if (grade === undefined) {
+    throw new ScorerError(
+      `scorer "${name}": the judge's reply has no GRADE line: ${content.slice(-200)}`,
+      { usage },
+    );
+  }
+  return grade;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { reduceEpochs, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
-import { selectOutcomes } from "../core/outcomes.js";
+import { scoresStand, selectOutcomes } from "../core/outcomes.js";
 import type { Run, Sample } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { runSummary } from "./run-view.js";
@@ -100,10 +100,12 @@ function cell(data: RunData, sampleId: string): SampleCell | null {
   const record = data.samples.get(sampleId);
   if (!record) return null;
   const mine = data.bySample.get(sampleId) ?? [];
-  const scored = mine.filter((o) => o.status === "scored").sort((a, b) => a.epoch - b.epoch);
+  const scored = mine.filter((o) => o.status === "scored");
+  // The values the metrics average: a scorer error's other scores stand.
+  const standing = mine.filter(scoresStand).sort((a, b) => a.epoch - b.epoch);
   const scores: Record<string, number | null> = {};
   for (const scorer of data.run.config.scorers) {
-    const values = scored.flatMap((o) =>
+    const values = standing.flatMap((o) =>
       o.scores.flatMap((s) => (s.scorer === scorer && s.value !== null ? [s.value] : [])),
     );
     scores[scorer] = values.length > 0 ? reduceEpochs(values, data.run.config.reducer) : null;

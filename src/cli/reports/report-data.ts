@@ -1,4 +1,5 @@
 import { reduceEpochs } from "../../core/aggregate.js";
+import { scoresStand } from "../../core/outcomes.js";
 import type { RunReport } from "../../core/events.js";
 import type { ScoreSeries } from "../../core/score-chart.js";
 import type { Attempt, Run, SampleRecord } from "../../core/types.js";
@@ -28,8 +29,9 @@ export async function loadReportData(store: Store, runId: string): Promise<Repor
 }
 
 /**
- * Per scorer of the run's config, each sample's scored epochs reduced by the run's reducer:
- * the values the metrics average, and the score-distribution chart draws.
+ * Per scorer of the run's config, each sample's scored epochs (and scorer errors, whose other
+ * scores stand) reduced by the run's reducer: the values the metrics average, and the
+ * score-distribution chart draws.
  *
  * @example scoreSeries(data)[0] // { scorer: "exact", values: [1, 0, 1, …] }
  */
@@ -37,7 +39,7 @@ export function scoreSeries(run: Run, outcomes: readonly Attempt[]): ScoreSeries
   return run.config.scorers.map((scorer) => {
     const bySample = new Map<string, number[]>();
     for (const a of outcomes) {
-      if (a.status !== "scored") continue;
+      if (!scoresStand(a)) continue;
       const value = a.scores.find((s) => s.scorer === scorer)?.value;
       if (typeof value !== "number") continue;
       const list = bySample.get(a.sampleId) ?? [];
