@@ -138,7 +138,7 @@ describe("run identity", () => {
     );
     const scorers = await stet("resume", runId);
     expect(scorers.code).toBe(1);
-    expect(scorers.stderr).toContain("another scorers");
+    expect(scorers.stderr).toContain("other scorers");
     expect(scorers.stderr).toContain(`stet rescore ${runId}`);
     expect(scorers.stderr).toContain("scorers.exact:");
     expect(requests()).toBe(0);
@@ -252,7 +252,7 @@ describe("stet run --run-id", () => {
     const before = dumpDb(p.db);
     const other = await stet("run", "other.mjs", "--run-id", "nightly-7");
     expect(other.code).toBe(1);
-    expect(other.stderr).toContain('names a run of eval "identity", not of "other"');
+    expect(other.stderr).toContain('is a run of eval "identity", not of "other"');
     for (const bad of ["has space", "a/b", "x".repeat(65), "..", "é"]) {
       const refused = await stet("run", "eval.mjs", "--run-id", bad);
       expect(refused.code, bad).toBe(2);

@@ -50,7 +50,7 @@ export function buildProgram(): Command {
     )
     .option(
       "--allow-eval-change",
-      "with --resume or an existing --run-id: go on although the eval changed (recorded in the run's history)",
+      "with --resume or an existing --run-id: go on although the eval's solver changed (recorded in the run's history)",
     )
     .option(
       "--resume-from <file>",
@@ -128,7 +128,7 @@ export function buildProgram(): Command {
     .option("--rerun-failed", "execute again every key whose outcome scores below 1 on a scorer")
     .option(
       "--allow-eval-change",
-      "go on although the eval (solver, model, parameters, scorers, epochs) changed since the run started; recorded in its history",
+      "go on although the eval's solver (model, parameters) changed since the run started; recorded in its history (changed scorers: stet rescore first)",
     )
     .option("--model <model>", "must be the run's model (a resume never switches models)")
     .option("--eval <file>", "the eval file, when it moved since the run started")
@@ -165,6 +165,10 @@ export function buildProgram(): Command {
     )
     .option("--only-errors", "score only the keys whose outcome is a scorer error")
     .option("--eval <file>", "the eval whose scorers to use (default: the run's own file)")
+    .option(
+      "--allow-eval-change",
+      "go on although the eval's solver changed since the run started (recorded in its history); another eval's name is refused",
+    )
     .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -1,3 +1,4 @@
+import { StetError } from "../core/errors.js";
 import { shellQuote } from "../core/shell-quote.js";
 import { redactPassword } from "../store/postgres-driver.js";
 import { isPostgresUrl } from "./open-store.js";
@@ -47,6 +48,43 @@ export function rescoreHint(
 ): ResumeHint {
   const base = [`stet rescore ${shellQuote(runId)}`, ...args.map(shellQuote)].join(" ");
   return withStore(base, flag, env);
+}
+
+/**
+ * A refusal whose message gives the commands to run next (`details.next`: the `stet rescore` and
+ * `stet resume` arguments after the run id, see `checkEval`), with those commands naming the
+ * store as `resumeHint` does; any other error as it is.
+ *
+ * @example throw withNextCommands(refusal.error, "r_1", flags.store);
+ */
+export function withNextCommands(
+  error: StetError,
+  runId: string,
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): StetError {
+  const next = error.details?.next;
+  if (!isNext(next)) return error;
+  const lines = new Map<string, string>();
+  for (const [verb, args] of Object.entries(next)) {
+    const base = [`stet ${verb}`, ...[runId, ...args].map(shellQuote)].join(" ");
+    lines.set(`  ${base}`, `  ${hintLine(withStore(base, flag, env))}`);
+  }
+  const message = error.message
+    .split("\n")
+    .map((line) => lines.get(line) ?? line)
+    .join("\n");
+  return new StetError(error.code, message, {
+    cause: error.cause,
+    ...(error.details ? { details: error.details } : {}),
+  });
+}
+
+function isNext(value: unknown): value is Record<"rescore" | "resume", string[]> {
+  const words = (v: unknown) => Array.isArray(v) && v.every((w) => typeof w === "string");
+  if (typeof value !== "object" || value === null) return false;
+  const { rescore, resume } = value as Record<string, unknown>;
+  return words(rescore) && words(resume);
 }
 
 /**

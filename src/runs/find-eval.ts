@@ -18,6 +18,11 @@ export interface FindEvalOptions {
   /** Registered evals: the one with the run's eval name comes next. */
   registry?: EvalLookup;
   /**
+   * An eval the caller loaded and asks for (a server's start request names a registered eval):
+   * it is the candidate instead of the registry's eval of the run's name.
+   */
+  loaded?: LoadedEvalFile;
+  /**
    * A server's rule: only a registered eval may execute, and only for a run started from that
    * very file (or from no file). Nothing else is loaded; `evalFile` is ignored.
    */
@@ -45,7 +50,13 @@ export async function findEvalSource(
   run: Run,
   options: FindEvalOptions = {},
 ): Promise<{ eval: EngineEval; path: string }> {
-  if (options.onlyRegistered) return resolved(registeredEval(run, options.registry));
+  if (options.onlyRegistered) {
+    const asked = options.loaded ?? options.registry?.get(run.evalName);
+    // Another eval altogether is the identity check's to refuse (`checkEval`), not a question of
+    // where its file is.
+    if (asked && asked.eval.name !== run.evalName) return resolved(asked);
+    return resolved(registeredEval(run, asked));
+  }
   const path = options.evalFile;
   let loaded: LoadedEvalFile | undefined =
     path === undefined ? undefined : await loadEvalSource(path);
@@ -70,12 +81,11 @@ async function resolved(loaded: LoadedEvalFile): Promise<{ eval: EngineEval; pat
 }
 
 /**
- * The registered eval a server may execute for `run`. A run started from a file must have been
+ * The registered eval (`loaded`, of the run's name) a server may execute for `run`. A run started from a file must have been
  * started from the registered one: an eval of the same name elsewhere on disk is someone else's
  * code, and the server never imports it. Throws `E_EVAL_NOT_ALLOWED` or `E_EVAL_NOT_FOUND`.
  */
-function registeredEval(run: Run, registry: EvalLookup | undefined): LoadedEvalFile {
-  const loaded = registry?.get(run.evalName);
+function registeredEval(run: Run, loaded: LoadedEvalFile | undefined): LoadedEvalFile {
   const recorded = run.config.evalPath;
   if (recorded !== undefined && !(loaded && samePath(loaded.path, recorded))) {
     throw new StetError(

@@ -209,14 +209,15 @@ for (const [kind, open] of STORES) {
           const samples = (await store.getSamples(runId)).map((r, i) =>
             i === 0 ? { sample: { ...r.sample, input: "changed" }, fingerprint: "f-new" } : r,
           );
-          current = { samples, solver: () => "unused", scorers: [] };
+          current = { samples, solver: () => "unused", scorers: [scorers.exact()] };
         }
         const before = await state(store, runId);
         const planning = await planResume({
           store,
           runId: reason === "run-not-found" ? "r_nope" : runId,
           registry,
-          // The stand-in eval has another solver too: accepted, so the samples decide.
+          // The stand-in eval has another solver too (its scorers are the run's): accepted, so
+          // the samples decide.
           ...(current ? { eval: current, allowEvalChange: true } : {}),
         });
         expect(planning.ok).toBe(false);

@@ -4,17 +4,24 @@ import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Plan } from "../core/plan.js";
-import type { PendingRescore, Run, RunConfig, SampleRecord } from "../core/types.js";
+import type {
+  IdentityDifference,
+  PendingRescore,
+  Run,
+  RunConfig,
+  SampleRecord,
+} from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import type { Store } from "../store/types.js";
-import { findEval, type EvalLookup } from "./find-eval.js";
+import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import type { ResumeEval } from "./resume-run.js";
 import { runExecution } from "./run-execution.js";
-import { compareIdentity, evalIdentity, historyEntry } from "./run-identity.js";
+import { checkEval, withIdentity } from "./run-identity.js";
+import { runSecrets } from "./run-secrets.js";
 
 export interface RescoreOptions extends ExecuteOptions {
   runId: string;
@@ -26,6 +33,11 @@ export interface RescoreOptions extends ExecuteOptions {
   evalFile?: string;
   registry?: EvalLookup;
   onlyRegistered?: boolean;
+  /**
+   * Go on although the eval's solver differs from the run's identity: the rescore records the
+   * new identity, with the differences, in the run's history. Another eval's name is refused.
+   */
+  allowEvalChange?: boolean;
   /** Run only these of the eval's scorers (the others keep their scores); default all of them. */
   scorers?: readonly string[];
   /** Score only the keys whose outcome is a scorer error. */
@@ -43,20 +55,34 @@ export interface PlannedRescore {
   pending: PendingRescore;
   /** True when this goes on with an unfinished rescore of the same request. */
   continued: boolean;
+  /**
+   * The run's configuration as the claim records it: its scorers from now on (its metrics are
+   * over them), their identity, the pending rescore and, when anything changed, a history entry.
+   */
+  config: RunConfig;
+  /**
+   * How the identity the run records changes (its scorers, and what else was accepted): empty
+   * when the scorers stay the run's. A resume then takes an eval with the new scorers only.
+   */
+  changes: IdentityDifference[];
   samples: SampleRecord[];
   ev: ResumeEval;
 }
 
 export type RescorePlanning =
   | { ok: true; rescore: PlannedRescore }
-  | { ok: false; refusal: { reason: "run-not-found" | "run-active" | "usage"; error: StetError } };
+  | { ok: false; refusal: { reason: RescoreRefusal; error: StetError } };
+
+/** Why a rescore will not run: `eval-changed` is another eval, or another solver (`checkEval`). */
+export type RescoreRefusal = "run-not-found" | "run-active" | "usage" | "eval-changed";
 
 /**
  * The first half of a rescore: reads the run and its eval and picks what to score, with no side
  * effects. Every key's outcome attempt whose solver succeeded is scored again (only scorer errors
  * with `onlyErrors`), by all of the eval's scorers or the named ones; an unfinished rescore with
  * the same request is continued where it stopped. Refusals: an unknown run, a live owner, a
- * scorer name the eval does not have.
+ * scorer name the eval does not have, an eval that is not the run's (`checkEval`: another name,
+ * or another solver without `allowEvalChange`).
  *
  * @example const planning = await planRescore({ store, runId: "r_abc", scorers: ["judge"] });
  */
@@ -66,7 +92,8 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
   if (!run) return refuse("run-not-found", unknownRun(store, runId));
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse("run-active", active);
-  const ev = options.eval ?? (await findEval(run, options));
+  const found = options.eval ? undefined : await findEvalSource(run, options);
+  const ev: ResumeEval = options.eval ?? found!.eval;
 
   const evalNames = ev.scorers.map((s) => s.name);
   const unknown = (options.scorers ?? []).filter((name) => !evalNames.includes(name));
@@ -84,6 +111,18 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     scorers: named ? [...named].sort() : evalNames,
     onlyErrors: options.onlyErrors ?? false,
   };
+  const check = checkEval({
+    run,
+    // The identity the run records from now on: its scorers are the ones this rescore keeps.
+    eval: { ...ev, scorers },
+    evalPath: found?.path,
+    use: "rescore",
+    scoredAny: (await store.countKeys(runId)).scored > 0,
+    allowEvalChange: options.allowEvalChange,
+    secrets: runSecrets(store, options.secrets),
+    evalFile: options.evalFile,
+  });
+  if (!check.ok) return refuse("eval-changed", check.error);
   const previous = run.config.rescore;
   const continued =
     previous !== undefined &&
@@ -95,7 +134,19 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
 
   const samples = await store.getSamples(runId);
   const units = await unitsToScore(store, run, samples, pending, continued, named);
-  return { ok: true, rescore: { run, units, scorers, pending, continued, samples, ev } };
+  const changes = check.differences.map(({ field, recorded, current }) => ({
+    field,
+    recorded,
+    current,
+  }));
+  const config = {
+    ...withIdentity(run.config, check.identity, changes, "rescored"),
+    rescore: pending,
+  };
+  return {
+    ok: true,
+    rescore: { run, units, scorers, pending, continued, config, changes, samples, ev },
+  };
 }
 
 /**
@@ -111,8 +162,7 @@ export async function claimRescore(
   const { run } = planned;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  const config = rescoredConfig(run.config, planned);
-  if (!(await store.updateRunConfig(run.id, owner.token, config))) {
+  if (!(await store.updateRunConfig(run.id, owner.token, planned.config))) {
     throw await takenOver(store, run.id);
   }
   const claimed = (await store.getRun(run.id)) ?? run;
@@ -211,32 +261,6 @@ async function unitsToScore(
   return units;
 }
 
-/**
- * The run's configuration as a rescore records it: its scorers from now on, the pending rescore,
- * and (for a run with an identity) the new scorers' identity, with a history entry naming what
- * changed, so a resume with the eval the rescore used is not refused as a changed eval.
- */
-function rescoredConfig(config: RunConfig, planned: PlannedRescore): RunConfig {
-  const next: RunConfig = {
-    ...config,
-    scorers: planned.scorers.map((s) => s.name),
-    rescore: planned.pending,
-  };
-  const identity = config.identity;
-  if (!identity) return next;
-  const { evalName: name, epochs } = identity;
-  const source = { name, epochs, solver: planned.ev.solver, scorers: planned.scorers };
-  const now = { ...identity, scorers: evalIdentity(source).scorers };
-  const differences = compareIdentity(identity, now).differences.filter(
-    (d) => d.kind === "scorers",
-  );
-  next.identity = now;
-  if (differences.length > 0) {
-    next.history = [...(config.history ?? []), historyEntry("rescored", differences)];
-  }
-  return next;
-}
-
 /** The plan of a rescore: its units are its keys, none executes. */
 function rescorePlan(planned: PlannedRescore): Plan {
   return {
@@ -257,7 +281,7 @@ function rescorePlan(planned: PlannedRescore): Plan {
   };
 }
 
-function refuse(reason: "run-not-found" | "run-active" | "usage", error: StetError) {
+function refuse(reason: RescoreRefusal, error: StetError) {
   return { ok: false as const, refusal: { reason, error } };
 }
 

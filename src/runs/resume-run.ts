@@ -11,14 +11,9 @@ import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
+import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
-import {
-  compareIdentity,
-  evalChangedError,
-  evalIdentity,
-  runModel,
-  withIdentity,
-} from "./run-identity.js";
+import { checkEval, withIdentity } from "./run-identity.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { runExecution } from "./run-execution.js";
@@ -46,6 +41,8 @@ export interface ResumeOptions extends ExecuteOptions {
   registry?: EvalLookup;
   /** Execute only a registered eval, never a file from elsewhere (see FindEvalOptions). */
   onlyRegistered?: boolean;
+  /** A registered eval the caller asks for by name instead of the run's (see FindEvalOptions). */
+  loaded?: LoadedEvalFile;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   /**
@@ -54,8 +51,9 @@ export interface ResumeOptions extends ExecuteOptions {
    */
   maxCost?: number;
   /**
-   * Go on although the eval differs from the run's identity (another solver, model, parameters,
-   * scorers or epochs); the new identity and the differences are recorded in the run's history.
+   * Go on although the eval's solver (model, parameters) differs from the run's identity; the new
+   * identity and the differences are recorded in the run's history. Not for another eval's name,
+   * nor for changed scorers of a run with scored attempts (`stet rescore` first): see `checkEval`.
    */
   allowEvalChange?: boolean;
   /** The model asked for (`--model`): refused unless it is the run's. */
@@ -86,6 +84,11 @@ export interface PlannedResume {
    * re-run. Absent when the recorded one stands.
    */
   config?: RunConfig;
+  /**
+   * Scorers an accepted change altered (a run with no scored attempt): the scorer errors to score
+   * again run them even where the attempt has a score of theirs, the old scorer's.
+   */
+  changedScorers?: string[];
 }
 
 /** Why a resume will not execute anything; `error` is what a shell throws to say so. */
@@ -108,9 +111,9 @@ export type ResumePlanning =
 /**
  * The first half of a resume: reads the run, finds its eval and plans what it still has to
  * execute, with no side effects. Returns the plan, or a typed refusal (unknown run, a live owner,
- * changed samples without `rerunChanged`, nothing to resume), so a server can answer with a
- * status code before it opens a stream and the CLI can print the plan. Then `claimResume` and
- * `runExecution` (or `executeResume`) do the rest.
+ * an eval that is not the run's (`checkEval`), changed samples without `rerunChanged`, nothing to
+ * resume), so a server can answer with a status code before it opens a stream and the CLI can
+ * print the plan. Then `claimResume` and `runExecution` (or `executeResume`) do the rest.
  *
  * @example
  * const planning = await planResume({ store, runId: "r_abc" });
@@ -139,8 +142,17 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     store.listAttemptHeads(runId),
     store.listInflight(runId),
   ]);
-  const scoredAny = attempts.some((a) => a.status === "scored");
-  const identity = checkIdentity(run, ev, found?.path, scoredAny, options);
+  const identity = checkEval({
+    run,
+    eval: ev,
+    evalPath: found?.path,
+    use: options.asWorker ? "work" : "resume",
+    scoredAny: attempts.some((a) => a.status === "scored"),
+    allowEvalChange: options.allowEvalChange,
+    model: options.model,
+    secrets: runSecrets(store, options.secrets),
+    evalFile: options.evalFile,
+  });
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
   const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
   const snapshot = await snapshotRecords(store, runId, fingerprints, current);
@@ -167,7 +179,11 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
   const cap = await resumeCap(store, run, attempts, options.maxCost);
-  const config = recordedChange(run.config, identity.config, rerun.requests);
+  const accepted =
+    run.config.identity && identity.differences.length === 0
+      ? run.config
+      : withIdentity(run.config, identity.identity, identity.differences);
+  const config = recordedChange(run.config, accepted, rerun.requests);
   const resume: PlannedResume = {
     run,
     plan,
@@ -175,6 +191,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     eval: ev,
     ...(cap ? { cap } : {}),
     ...(config ? { config } : {}),
+    ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
   };
   if (plan.toExecute.length === 0 && plan.toRescore.length === 0) {
     const error = new StetError(
@@ -219,7 +236,8 @@ export async function claimResume(
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
   };
   if (plan.toRescore.length > 0) {
-    const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples);
+    const rerun = new Set(resume.changedScorers);
+    const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples, rerun);
     exec.rescore = { units, pass: `resume-${owner.token.slice(0, 12)}` };
   }
   return ev.callModel ? { ...exec, callModel: ev.callModel } : exec;
@@ -286,13 +304,14 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
 /**
  * The stored attempts behind `refs`, as units to score again: their outputs, their current
  * scores and the sample they executed. Every scorer that has no score (it threw, or never ran)
- * runs; the others are carried.
+ * runs, and those in `rerun`; the others are carried.
  */
 export async function rescoreUnits(
   store: Store,
   runId: string,
   refs: readonly AttemptRef[],
   samples: readonly SampleRecord[],
+  rerun: ReadonlySet<string> = new Set(),
 ): Promise<RescoreUnit[]> {
   const records = new Map(samples.map((r) => [r.sample.id, r]));
   const wanted = new Set(refs.map((r) => `${keyString(r)}#${r.attempt}`));
@@ -308,7 +327,7 @@ export async function rescoreUnits(
         record: records.get(sampleId)!,
         output: attempt.output,
         current: attempt.scores,
-        rerun: new Set(),
+        rerun,
       });
     }
   }
@@ -341,65 +360,6 @@ function preview(ids: readonly string[]): string {
   return ids.length <= 5
     ? ids.join(", ")
     : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
-}
-
-type IdentityCheck = { ok: true; config: RunConfig } | { ok: false; error: StetError };
-
-/**
- * Compares the eval given to a resume with the run's identity. A run without one (started before
- * identities were recorded) gets it recorded. A difference is refused (`E_EVAL_CHANGED`) unless
- * `allowEvalChange`, or only the eval file's bytes differ, or the run has no scored attempt yet
- * (nothing to mix with: e.g. a base URL fixed after the endpoint failed the first samples); an
- * accepted one is recorded with a history entry. Returns the config to record, or the refusal.
- */
-function checkIdentity(
-  run: Run,
-  ev: ResumeEval,
-  evalPath: string | undefined,
-  scoredAny: boolean,
-  options: ResumeOptions,
-): IdentityCheck {
-  const recorded = run.config.identity;
-  if (options.model !== undefined) {
-    const model = runModel(run.config);
-    if (model !== undefined && !sameModel(model, options.model) && !options.allowEvalChange) {
-      const error = new StetError(
-        "E_EVAL_CHANGED",
-        `run ${run.id} executes model ${JSON.stringify(model)}, not ${JSON.stringify(options.model)}: ` +
-          "a resume goes on with the run's model. Start a new run for another model.",
-        {
-          details: {
-            runId: run.id,
-            differences: [{ field: "model", recorded: model, current: options.model }],
-          },
-        },
-      );
-      return { ok: false, error };
-    }
-  }
-  const current = evalIdentity(
-    {
-      name: ev.name ?? recorded?.evalName ?? run.evalName,
-      solver: ev.solver,
-      scorers: ev.scorers,
-      epochs: ev.epochs ?? recorded?.epochs ?? run.config.epochs,
-    },
-    evalPath,
-    runSecrets(options.store, options.secrets),
-  );
-  // A resume given an eval without its file cannot tell the file's bytes: the recorded hash stands.
-  if (current.evalFileSha256 === undefined && recorded?.evalFileSha256 !== undefined) {
-    current.evalFileSha256 = recorded.evalFileSha256;
-  }
-  if (!recorded) return { ok: true, config: withIdentity(run.config, current, []) };
-  const comparison = compareIdentity(recorded, current);
-  if (comparison.differences.length === 0) return { ok: true, config: run.config };
-  // Nothing scored yet is nothing to mix with, unless it is another eval altogether.
-  const unmixed = !scoredAny && recorded.evalName === current.evalName;
-  if (!comparison.acceptable && !options.allowEvalChange && !unmixed) {
-    return { ok: false, error: evalChangedError(run.id, comparison) };
-  }
-  return { ok: true, config: withIdentity(run.config, current, comparison.differences) };
 }
 
 type RerunPlanning = { ok: true; requests: RerunRequest[] } | { ok: false; error: StetError };
@@ -475,9 +435,4 @@ function recordedChange(
   if (rerun.length > 0) next.rerun = [...rerun];
   else delete next.rerun;
   return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
-}
-
-/** The same model, a `provider:` prefix on one side aside ("openai:gpt-4o" and "gpt-4o"). */
-function sameModel(a: string, b: string): boolean {
-  return a === b || a.endsWith(`:${b}`) || b.endsWith(`:${a}`);
 }

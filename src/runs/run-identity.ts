@@ -8,9 +8,11 @@ import type {
   IdentityDifference,
   RunConfig,
   RunHistoryEntry,
+  Run,
   RunIdentity,
   ScorerIdentity,
 } from "../core/types.js";
+import { shellQuote } from "../core/shell-quote.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
 export interface IdentitySource {
@@ -51,9 +53,10 @@ export function evalIdentity(
 }
 
 /**
- * The kind of a difference, what a resume does about it: `eval` (name, solver) and `scorers` are
- * refused; `recorded` (the eval file's bytes, the epochs the eval declares, which a resume does not
- * use: the run's recorded epochs apply) is accepted and recorded in the run's history.
+ * The kind of a difference, which decides what `checkEval` does about it: `eval` (name, solver)
+ * and `scorers` are refused, but where it says otherwise; `recorded` (the eval file's bytes, the
+ * epochs the eval declares, which a resume does not use: the run's recorded epochs apply) is
+ * accepted and recorded in the run's history.
  */
 export type DifferenceKind = "eval" | "scorers" | "recorded";
 
@@ -112,50 +115,264 @@ export function compareIdentity(recorded: RunIdentity, current: RunIdentity): Id
   };
 }
 
+/** What the eval given for an existing run is for: what `checkEval` accepts depends on it. */
+export type EvalUse =
+  /** `stet resume`, `run --resume`, `run --run-id`, the API's resume and its start by `runId`. */
+  | "resume"
+  /** A worker joining a distributed run: it records nothing, so it accepts no change. */
+  | "work"
+  /** `stet rescore`, the API's rescore: changing the run's scorers is what it is for. */
+  | "rescore";
+
+/** What `checkEval` compares with the run's identity, and what the caller may accept. */
+export interface EvalCheckInput {
+  run: Run;
+  /** The eval given now (a name or epochs left out are the run's). */
+  eval: Pick<IdentitySource, "solver" | "scorers"> &
+    Partial<Pick<IdentitySource, "name" | "epochs">>;
+  /** The file it was loaded from: its bytes are part of the identity. */
+  evalPath?: string | undefined;
+  use: EvalUse;
+  /** Whether the run has a scored attempt: a run with none has nothing to mix with. */
+  scoredAny: boolean;
+  allowEvalChange?: boolean | undefined;
+  /** The model asked for (`--model`): refused unless it is the run's. */
+  model?: string | undefined;
+  /** Secrets to keep out of the identity (see `evalIdentity`). */
+  secrets?: readonly Secret[];
+  /** The eval file as the user named it (`--eval`): the commands a refusal gives repeat it. */
+  evalFile?: string | undefined;
+}
+
+/** An accepted eval: the identity to record, and how it differs from the recorded one. */
+export interface AcceptedEval {
+  ok: true;
+  identity: RunIdentity;
+  /** Empty when the recorded identity stands as it is. */
+  differences: IdentityComparison["differences"];
+  /**
+   * Scorers whose configuration changed, or that are new: a stored score of theirs is the old
+   * scorer's (none for a run without a recorded identity, whose scorers' configurations are unknown).
+   */
+  changedScorers: string[];
+}
+
+export type EvalCheck = AcceptedEval | { ok: false; error: StetError };
+
 /**
- * `E_EVAL_CHANGED`: the eval given to a resume is not the run's. Lists every difference; a change
- * of scorers only points to `stet rescore`.
+ * The one gate every path that takes an eval for an existing run goes through (a resume, `run
+ * --run-id`, a worker, a rescore, and the API's resume, start and rescore): compares the eval
+ * given now with the run's identity and says whether it may go on, and what to record.
+ *
+ * - Another eval's name is refused always: a run holds one eval's results.
+ * - The solver changed: refused unless `allowEvalChange` (not for a worker).
+ * - The scorers changed: a rescore's business. A resume or a worker is refused, whatever
+ *   `allowEvalChange` says, with the `stet rescore` command to run first: the run's metrics are
+ *   over the scorers it records, and the outputs it has were scored by the old ones.
+ * - A run with no scored attempt has nothing to mix with: a resume or a rescore accepts any
+ *   change but another eval's name (a worker does not: other workers may use the recorded eval).
+ * - The eval file's bytes, and the epochs the eval declares, are accepted and recorded.
+ *
+ * A run created before identities were recorded has only its scorers' names to compare.
+ *
+ * @example
+ * const check = checkEval({ run, eval: ev, evalPath, use: "resume", scoredAny: true });
+ * if (!check.ok) throw check.error;
  */
-export function evalChangedError(runId: string, comparison: IdentityComparison): StetError {
-  const lines = comparison.differences
-    .filter((d) => d.kind !== "recorded")
-    .map((d) => `  ${d.field}: ${show(d.recorded)} → ${show(d.current)}`);
-  const hint = comparison.scorersChanged
-    ? `Its scorers changed: score the stored outputs again with stet rescore ${runId}, ` +
-      "or pass --allow-eval-change to go on with the new scorers."
-    : "Start a new run for the changed eval, or pass --allow-eval-change to go on with it anyway " +
-      "(the change is recorded in the run's history).";
-  const what = comparison.scorersChanged ? "scorers" : "eval";
+export function checkEval(input: EvalCheckInput): EvalCheck {
+  const { run } = input;
+  const recorded = run.config.identity;
+  if (input.model !== undefined && !input.allowEvalChange) {
+    const refusal = modelRefusal(run, input.model);
+    if (refusal) return { ok: false, error: refusal };
+  }
+  const current = evalIdentity(
+    {
+      name: input.eval.name ?? run.evalName,
+      solver: input.eval.solver,
+      scorers: input.eval.scorers,
+      epochs: input.eval.epochs ?? recorded?.epochs ?? run.config.epochs,
+    },
+    input.evalPath,
+    input.secrets,
+  );
+  // An eval given without its file cannot tell the file's bytes: the recorded hash stands.
+  if (current.evalFileSha256 === undefined && recorded?.evalFileSha256 !== undefined) {
+    current.evalFileSha256 = recorded.evalFileSha256;
+  }
+  if (current.evalName !== run.evalName) {
+    return { ok: false, error: anotherEvalError(run, current.evalName) };
+  }
+  const comparison = recorded ? compareIdentity(recorded, current) : compareNames(run, current);
+  const scorersChanged = comparison.differences.some((d) => d.kind === "scorers");
+  const unmixed = !input.scoredAny && input.use !== "work";
+  const evalRefused = comparison.evalChanged && !unmixed && !acceptsEvalChange(input);
+  const scorersRefused = scorersChanged && !unmixed && input.use !== "rescore";
+  if (evalRefused || scorersRefused) {
+    return { ok: false, error: evalChangedError(run.id, comparison, input) };
+  }
+  return {
+    ok: true,
+    identity: current,
+    // A run without an identity gets one recorded: that is no change of its eval.
+    differences: recorded ? comparison.differences : [],
+    changedScorers: recorded ? changedScorers(recorded.scorers, current.scorers) : [],
+  };
+}
+
+function acceptsEvalChange(input: EvalCheckInput): boolean {
+  return input.allowEvalChange === true && input.use !== "work";
+}
+
+/** A run without an identity: only its scorers' names are known, in order. */
+function compareNames(run: Run, current: RunIdentity): IdentityComparison {
+  const names = current.scorers.map((s) => s.name);
+  const same = canonicalJson(names) === canonicalJson(run.config.scorers);
+  return {
+    differences: same
+      ? []
+      : [{ kind: "scorers", field: "scorers", recorded: run.config.scorers, current: names }],
+    evalChanged: false,
+    scorersChanged: !same,
+    acceptable: same,
+  };
+}
+
+/** The scorers of `current` that `recorded` does not have with the same configuration. */
+function changedScorers(
+  recorded: readonly ScorerIdentity[],
+  current: readonly ScorerIdentity[],
+): string[] {
+  const was = new Map(recorded.map((s) => [s.name, canonicalJson(s.config)]));
+  return current.filter((s) => was.get(s.name) !== canonicalJson(s.config)).map((s) => s.name);
+}
+
+/** `E_EVAL_CHANGED` for `--model` other than the run's, or undefined when it is the run's. */
+function modelRefusal(run: Run, asked: string): StetError | undefined {
+  const model = runModel(run.config);
+  if (model === undefined || sameModel(model, asked)) return undefined;
   return new StetError(
     "E_EVAL_CHANGED",
-    `run ${runId} was started with another ${what} than the one given now:\n${lines.join("\n")}\n${hint}`,
+    `run ${run.id} executes model ${JSON.stringify(model)}, not ${JSON.stringify(asked)}: ` +
+      "a resume goes on with the run's model. Start a new run for another model.",
     {
       details: {
-        runId,
-        differences: comparison.differences.map(({ field, recorded, current }) => ({
-          field,
-          recorded,
-          current,
-        })),
-        ...(comparison.scorersChanged ? { hint: `stet rescore ${runId}` } : {}),
+        runId: run.id,
+        differences: [{ field: "model", recorded: model, current: asked }],
+      },
+    },
+  );
+}
+
+/** The same model, a `provider:` prefix on one side aside ("openai:gpt-4o" and "gpt-4o"). */
+function sameModel(a: string, b: string): boolean {
+  return a === b || a.endsWith(`:${b}`) || b.endsWith(`:${a}`);
+}
+
+/** `E_EVAL_CHANGED`: the eval given is another eval altogether (another name). */
+function anotherEvalError(run: Run, evalName: string): StetError {
+  const name = JSON.stringify(evalName);
+  return new StetError(
+    "E_EVAL_CHANGED",
+    `run ${run.id} is a run of eval ${JSON.stringify(run.evalName)}, not of ${name} (the eval ` +
+      `given now): a run holds one eval's results. Start a new run for ${name}, under another id.`,
+    {
+      details: {
+        runId: run.id,
+        evalName: run.evalName,
+        differences: [{ field: "evalName", recorded: run.evalName, current: evalName }],
       },
     },
   );
 }
 
 /**
- * The run's configuration with `identity` recorded, and a history entry for `differences` when
- * there are any. What a resume writes (`updateRunConfig`) after its claim.
+ * `E_EVAL_CHANGED`: the eval given is not the run's. Lists every difference and says what to do:
+ * a changed solver goes on with `--allow-eval-change`; changed scorers are scored first with
+ * `stet rescore` (the commands are in the message, and in `details.next` for shells that say
+ * them otherwise: `{ rescore: args, resume: args }`, each after the run id).
+ */
+function evalChangedError(
+  runId: string,
+  comparison: IdentityComparison,
+  input: EvalCheckInput,
+): StetError {
+  const lines = comparison.differences
+    .filter((d) => d.kind !== "recorded")
+    .map((d) => `  ${describeDifference(d)}`);
+  const scorers = comparison.differences.some((d) => d.kind === "scorers");
+  const header = comparison.evalChanged
+    ? `run ${runId} was started with another eval than the one given now:`
+    : `run ${runId} was started with other scorers than the eval given now:`;
+  const evalArgs = input.evalFile === undefined ? [] : ["--eval", input.evalFile];
+  const next = {
+    rescore: [...evalArgs, ...(comparison.evalChanged ? ["--allow-eval-change"] : [])],
+    resume: evalArgs,
+  };
+  const hint = nextStep(runId, comparison, input, next);
+  return new StetError("E_EVAL_CHANGED", `${header}\n${lines.join("\n")}\n${hint}`, {
+    details: {
+      runId,
+      differences: comparison.differences.map(({ field, recorded, current }) => ({
+        field,
+        recorded,
+        current,
+      })),
+      ...(scorers && input.use === "resume" ? { next } : {}),
+    },
+  });
+}
+
+/** What a refusal of `checkEval` tells the user to do, by what the eval was given for. */
+function nextStep(
+  runId: string,
+  comparison: IdentityComparison,
+  input: EvalCheckInput,
+  next: { rescore: string[]; resume: string[] },
+): string {
+  if (input.use === "work") {
+    return (
+      "The workers of a distributed run execute the eval it records, unchanged: give this worker " +
+      "that eval, or start a new run for the changed one."
+    );
+  }
+  if (input.use === "rescore" || !comparison.differences.some((d) => d.kind === "scorers")) {
+    return (
+      "Start a new run for the changed eval, or pass --allow-eval-change to go on with it anyway " +
+      "(the change is recorded in the run's history)."
+    );
+  }
+  const flag = input.allowEvalChange ? " (not even with --allow-eval-change)" : "";
+  const recorded = comparison.evalChanged
+    ? "; the changed eval is recorded in the run's history"
+    : "";
+  return (
+    "The run's metrics are over the scorers it records, and its stored outputs were scored by " +
+    `the old ones: a resume does not mix them${flag}. Start a new run for the changed eval, or ` +
+    `score the stored outputs with the new scorers first (no solver calls${recorded}), then ` +
+    `resume:\n  ${command("rescore", runId, next.rescore)}\n  ${command("resume", runId, next.resume)}`
+  );
+}
+
+function command(verb: "rescore" | "resume", runId: string, args: readonly string[]): string {
+  return [`stet ${verb}`, runId, ...args].map((w, i) => (i === 0 ? w : shellQuote(w))).join(" ");
+}
+
+/**
+ * The run's configuration with `identity` recorded, its scorers (what its metrics are over) the
+ * identity's, and a history entry for `differences` when there are any (`change`: what made
+ * them). What a resume writes (`updateRunConfig`) after its claim, and a rescore.
  */
 export function withIdentity(
   config: RunConfig,
   identity: RunIdentity,
   differences: readonly IdentityDifference[],
+  change: RunHistoryEntry["change"] = "eval-changed",
   at: Date = new Date(),
 ): RunConfig {
-  const next: RunConfig = { ...config, identity };
+  const next: RunConfig = { ...config, identity, scorers: identity.scorers.map((s) => s.name) };
   if (differences.length > 0) {
-    next.history = [...(config.history ?? []), historyEntry("eval-changed", differences, at)];
+    next.history = [...(config.history ?? []), historyEntry(change, differences, at)];
   }
   return next;
 }
@@ -222,6 +439,15 @@ function fileSha256(path: string): string | undefined {
 
 function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
+}
+
+/**
+ * One difference on one line, long values cut.
+ *
+ * @example describeDifference({ field: "solver.model", recorded: "a", current: "b" }) // 'solver.model: "a" → "b"'
+ */
+export function describeDifference(d: IdentityDifference): string {
+  return `${d.field}: ${show(d.recorded)} → ${show(d.current)}`;
 }
 
 function show(value: Json): string {

@@ -8,6 +8,7 @@ import { DEFAULT_STALE_MS, heartbeatInterval, newOwnerIdentity } from "../engine
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import { keyString } from "../core/keys.js";
 import type { AttemptHead, Store, WorkerIdentity } from "../store/types.js";
+import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers, workerId } from "./run-workers.js";
 import { requireRun } from "./require-run.js";
@@ -61,6 +62,8 @@ export interface WorkOptions extends ExecuteOptions {
   registry?: EvalLookup;
   /** Execute only a registered eval, never a file from elsewhere (a server's rule). */
   onlyRegistered?: boolean;
+  /** A registered eval asked for by name instead of the run's (see FindEvalOptions). */
+  loaded?: LoadedEvalFile;
   /** Keys this worker executes at once; default the run's concurrency. */
   concurrency?: number;
   /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */
@@ -105,18 +108,22 @@ export interface JoinedWorker {
  */
 export async function workRun(options: WorkOptions): Promise<RunReport> {
   const { store, runId } = options;
-  const run = await openRun(store, runId, options.reopen === true);
-  if (run.status === "completed") return storedReport(store, run);
+  const found = await joinableRun(store, runId, options.reopen === true);
+  if (found.status === "completed") return storedReport(store, found);
   // Before the plan reads the run's spend: what others commit after it counts on the cap too.
   const { cursor: feedCursor } = await store.listAttemptsAfter(runId);
+  // Planned (its eval checked against the run's identity) before the run is reopened: a
+  // refused worker leaves the run as it was.
   const planning = await planResume({ ...options, asWorker: true });
   if (!planning.ok) {
     const { refusal } = planning;
     if (refusal.reason !== "nothing-to-resume") throw refusal.error;
     // Every key has its outcome: settle the run if its status lags, and report it.
+    await reopened(store, found);
     await settle(store, runId, false);
-    return finalReport(store, refusal.resume.plan, run.id, options.created !== true);
+    return finalReport(store, refusal.resume.plan, runId, options.created !== true);
   }
+  const run = await reopened(store, found);
   const { plan, eval: ev, cap } = planning.resume;
   const leaseMs = options.leaseMs ?? leaseTime();
   const concurrency = options.concurrency ?? run.config.concurrency;
@@ -139,7 +146,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
       }),
   });
   const exec: Execution = {
-    run: { ...planning.resume.run, config: { ...planning.resume.run.config, concurrency } },
+    run: { ...run, config: { ...planning.resume.run.config, concurrency } },
     owner: worker,
     plan,
     // A worker replays the open journal of keys it takes over (from a worker that died).
@@ -179,11 +186,12 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
 }
 
 /**
- * The run as a worker may join it: a distributed run that is running (a resume, `reopen`, opens an
- * interrupted or errored one first). Refuses any other.
+ * The run as a worker may join it: a distributed run that is running, complete (reported as it
+ * is), or, for a resume (`reopen`), interrupted or errored (`reopened` opens it). Refuses any
+ * other, changing nothing.
  */
-async function openRun(store: Store, runId: string, reopen: boolean): Promise<Run> {
-  let run = await requireRun(store, runId);
+async function joinableRun(store: Store, runId: string, reopen: boolean): Promise<Run> {
+  const run = await requireRun(store, runId);
   if (!run.config.distributed) {
     throw new StetError(
       "E_USAGE",
@@ -191,15 +199,23 @@ async function openRun(store: Store, runId: string, reopen: boolean): Promise<Ru
       { details: { runId } },
     );
   }
-  if (run.status !== "running" && reopen && run.status !== "completed") {
-    await store.reopenDistributed(runId);
-    run = await requireRun(store, runId);
-  }
-  // A complete run has nothing for a worker: it is reported as it is.
+  if (run.status === "running" || run.status === "completed" || reopen) return run;
+  throw notRunning(run);
+}
+
+/** A joinable run that is not running, opened to workers again (its keys without an outcome). */
+async function reopened(store: Store, run: Run): Promise<Run> {
   if (run.status === "running" || run.status === "completed") return run;
-  const how = `${run.status}: \`stet resume ${runId}\` opens it to workers again`;
-  throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${how}`, {
-    details: { runId, status: run.status },
+  await store.reopenDistributed(run.id);
+  const now = await requireRun(store, run.id);
+  if (now.status === "running" || now.status === "completed") return now;
+  throw notRunning(now);
+}
+
+function notRunning(run: Run): StetError {
+  const how = `${run.status}: \`stet resume ${run.id}\` opens it to workers again`;
+  return new StetError("E_RUN_NOT_RUNNING", `run ${run.id} is ${how}`, {
+    details: { runId: run.id, status: run.status },
   });
 }
 

@@ -1,4 +1,6 @@
+import type { IdentityDifference, RunConfig } from "../../core/types.js";
 import { executeRescore, planRescore } from "../../runs/rescore-run.js";
+import { describeDifference } from "../../runs/run-identity.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
@@ -13,6 +15,8 @@ export interface RescoreFlags {
   eval?: string;
   scorer?: string[];
   onlyErrors?: boolean;
+  /** Go on although the eval's solver changed, recording the change. */
+  allowEvalChange?: boolean;
   failUnder?: number;
 }
 
@@ -32,6 +36,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.scorer === undefined ? {} : { scorers: flags.scorer }),
       ...(flags.onlyErrors ? { onlyErrors: true } : {}),
+      ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
       ...stale,
     });
     if (!planning.ok) throw planning.refusal.error;
@@ -42,6 +47,8 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
         `to score with ${planned.scorers.map((s) => s.name).join(", ") || "no scorers"}; ` +
         "no solver calls",
     );
+    const change = identityChange(runId, planned.run.config.scorers, planned);
+    if (change) io.say(change);
     // The run's --output: its ResultSet is written anew from the store, with the new scores.
     const output = planned.run.config.output;
     await prepareRunOutput(output, "the run's --output");
@@ -51,6 +58,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       ...(flags.scorer ?? []).flatMap((name) => ["--scorer", name]),
       ...(flags.onlyErrors ? ["--only-errors"] : []),
       ...(flags.eval === undefined ? [] : ["--eval", flags.eval]),
+      ...(flags.allowEvalChange ? ["--allow-eval-change"] : []),
     ];
     const again = rescoreHint(runId, args, flags.store);
     // Unfinished while the run still carries this rescore's pending mark (cleared at its end).
@@ -79,4 +87,31 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
   } finally {
     await store.close();
   }
+}
+
+/**
+ * What a rescore changes in the identity the run records, when it changes anything: its scorers
+ * (its metrics are over the new ones from now on) and what else, so the user knows that an eval
+ * with the old scorers no longer resumes the run.
+ */
+function identityChange(
+  runId: string,
+  before: readonly string[],
+  planned: { changes: readonly IdentityDifference[]; config: RunConfig },
+): string | undefined {
+  if (planned.changes.length === 0) return undefined;
+  const names = (list: readonly string[]) => list.join(", ") || "none";
+  const lines = planned.changes.map((d) => `  ${describeDifference(d)}`);
+  const scorers = planned.changes.some((d) => d.field.startsWith("scorers"));
+  return [
+    `run ${runId}'s recorded eval changes (kept in its history):`,
+    ...lines,
+    ...(scorers
+      ? [
+          `its metrics are over ${names(planned.config.scorers)} from now on (were ${names(before)}); ` +
+            "a resume takes an eval with these scorers: the eval with the old ones is refused " +
+            "until the run is rescored with it again",
+        ]
+      : []),
+  ].join("\n");
 }

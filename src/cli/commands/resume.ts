@@ -9,6 +9,7 @@ import type { Store } from "../../store/types.js";
 import { StetError } from "../../core/errors.js";
 import { workRun } from "../../runs/work-run.js";
 import { createIo, type Io } from "../io.js";
+import { withNextCommands } from "../resume-hint.js";
 import { openStore } from "../open-store.js";
 import { renderPlan } from "../render/summary.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
@@ -80,7 +81,7 @@ export async function resumeInStore(
     }
   } else {
     if (planning.refusal.reason === "changed-samples") io.say(renderPlan(planning.refusal.plan));
-    throw planning.refusal.error;
+    throw withNextCommands(planning.refusal.error, runId, flags.store);
   }
   const output = flags.output ?? resume.run.config.output;
   // Before the claim: a Results file that cannot be written refuses before anything runs.

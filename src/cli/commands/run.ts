@@ -2,7 +2,6 @@ import { isStetError, StetError } from "../../core/errors.js";
 import { checkRunId, prepareStart, runEval, startDistributed } from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
-import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
@@ -74,7 +73,8 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
     flags.distributed ? workerStaleLimit(stale, leaseTime()) : stale,
   );
   try {
-    const again = () => resumeNamed(store, prepared.runId, prepared.eval.name, target, flags);
+    // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
+    const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: target });
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
     const start = flags.distributed ? startDistributed : runEval;
     try {
@@ -98,24 +98,4 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   } finally {
     await store.close();
   }
-}
-
-/** `stet run --run-id <id>` of a run that exists: the resume path, for a run of the same eval. */
-async function resumeNamed(
-  store: Store,
-  runId: string,
-  evalName: string,
-  target: string,
-  flags: RunFlags,
-): Promise<number> {
-  const run = (await store.getRun(runId))!;
-  if (run.evalName !== evalName) {
-    throw new StetError(
-      "E_EVAL_CHANGED",
-      `--run-id ${runId} names a run of eval "${run.evalName}", not of "${evalName}": ` +
-        "choose another id for this eval",
-      { details: { runId, evalName: run.evalName } },
-    );
-  }
-  return resumeInStore(store, runId, { ...flags, eval: target });
 }

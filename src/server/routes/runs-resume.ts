@@ -11,6 +11,7 @@ import {
 import { runExecution } from "../../runs/run-execution.js";
 import { workRun } from "../../runs/work-run.js";
 import { ApiError } from "../api-error.js";
+import { evalChangedApiError } from "../eval-changed.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
 import { maxCostSchema, parseBody } from "../validate.js";
@@ -64,7 +65,8 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
 /**
  * Plans, claims and streams a resume of `runId` (see the route). With `completeIsOk`, a run with
  * nothing left to execute is answered 200 `{ runId, status, complete: true }` instead of 400
- * `nothing_to_resume`: what an idempotent start (`runId` of a finished run) answers.
+ * `nothing_to_resume`: what an idempotent start (`runId` of a finished run) answers, with the
+ * registered eval it named (`loaded`).
  */
 export async function resumeResponse(
   c: Context,
@@ -72,15 +74,13 @@ export async function resumeResponse(
   runId: string,
   ask: ResumeAsk,
   completeIsOk = false,
+  loaded?: ResumeOptions["loaded"],
 ): Promise<Response> {
   const options = { store: deps.store, ...deps.engine };
-  const planning = await planResume({
-    ...options,
-    runId,
-    registry: deps.evals,
-    onlyRegistered: true,
-    ...definedOnly(ask),
-  });
+  // The registered eval of the run's name, or the one a start request named (`loaded`): either
+  // is checked against the run's identity (`checkEval`), another eval's refused.
+  const evals = { registry: deps.evals, onlyRegistered: true, ...(loaded ? { loaded } : {}) };
+  const planning = await planResume({ ...options, runId, ...evals, ...definedOnly(ask) });
   if (!planning.ok && planning.refusal.reason === "distributed") {
     // A distributed run: this server joins it as one of its workers (reopening it if it was
     // interrupted), with the registered eval only.
@@ -95,8 +95,7 @@ export async function resumeResponse(
           ...controls,
           runId,
           reopen: true,
-          registry: deps.evals,
-          onlyRegistered: true,
+          ...evals,
         }),
       release,
     );
@@ -110,13 +109,7 @@ export async function resumeResponse(
       );
       throw new ApiError(409, "changed_samples", message);
     }
-    if (refusal.reason === "eval-changed") {
-      const message = refusal.error.message.replace(
-        /pass --allow-eval-change/,
-        'send {"allowEvalChange": true}',
-      );
-      throw new ApiError(409, "eval_changed", message);
-    }
+    if (refusal.reason === "eval-changed") throw evalChangedApiError(refusal.error, runId);
     // Every key is scored but the status may lag (its owner died after the last commit): settle
     // it, so it stops offering a resume. Losing that claim to someone else is fine: they settle.
     if (refusal.reason === "nothing-to-resume") {

@@ -41,21 +41,14 @@ export function runsStartRoutes(deps: AppDeps): Hono {
     if (!loaded) throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
     const prepared = await prepareStart({ eval: loaded, ...overrides });
-    const again = async () => {
-      const run = (await deps.store.getRun(prepared.runId))!;
-      if (run.evalName !== prepared.eval.name) {
-        throw new ApiError(
-          409,
-          "eval_changed",
-          `runId ${run.id} names a run of eval "${run.evalName}", not of "${prepared.eval.name}"`,
-        );
-      }
+    // The resume way, with the eval asked for: its identity check refuses a run of another eval.
+    const again = () => {
       const ask = {
         ...(overrides.model === undefined ? {} : { model: overrides.model }),
         ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
         ...(overrides.maxCost === undefined ? {} : { maxCost: overrides.maxCost }),
       };
-      return resumeResponse(c, deps, run.id, ask, true);
+      return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
     };
     if (overrides.runId !== undefined && (await deps.store.getRun(overrides.runId))) {
       return again();
