@@ -12,6 +12,7 @@ import type {
   RunIdentity,
   ScorerIdentity,
 } from "../core/types.js";
+import { runModel } from "../core/run-model.js";
 import { shellQuote } from "../core/shell-quote.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
@@ -389,8 +390,6 @@ export function historyEntry(
     differences: differences.map(({ field, recorded, current }) => ({ field, recorded, current })),
   };
 }
-
-export { runModel } from "../core/run-model.js";
 
 function solverIdentity(solver: SolverFn): Record<string, Json> {
   return (
