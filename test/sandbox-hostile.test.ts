@@ -243,6 +243,15 @@ while True:
     { way: "tmp", what: "/tmp", errno: "ENOSPC", least: 100 * MiB, most: 128 * MiB },
     { way: "dev-shm", what: "/dev/shm", errno: "ENOSPC", least: 20 * MiB, most: 32 * MiB },
     { way: "dev", what: "/dev", errno: "EROFS", least: 0, most: 0 },
+    {
+      way: "nested-tmpfs",
+      what: "a tmpfs in a user namespace of its own",
+      errno: "EPERM",
+      least: 0,
+      most: 0,
+    },
+    { way: "memfd", what: "memfd_create", errno: "ENOSYS", least: 0, most: 0 },
+    { way: "sysv-shm", what: "System V shared memory", errno: "ENOSYS", least: 0, most: 0 },
   ])("cannot keep 1.9 GB of host memory through $what", async ({ way, errno, least, most }) => {
     const result = await hostile(HOARD, { args: [way], timeoutMs: 30_000 });
     expectContained(result);

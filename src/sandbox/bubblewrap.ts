@@ -1,6 +1,7 @@
 import { StetError } from "../core/errors.js";
 import { memorySplit, mergeLimits, prlimitArgs } from "./limits.js";
 import { runProcess, type ProcessSpec } from "./run-process.js";
+import { seccompFilter } from "./seccomp.js";
 import type { ExecRequest, ExecResult, Sandbox, SandboxConfig, SandboxLimits } from "./types.js";
 
 type BubblewrapConfig = Extract<SandboxConfig, { kind: "bubblewrap" }>;
@@ -26,14 +27,18 @@ const UID_NOBODY = "65534";
 
 const checks = new Map<string, Promise<void>>();
 
+/** bwrap reads the seccomp program from this descriptor of its own (the first after stdio). */
+const SECCOMP_FD = 3;
+
 /**
  * The bubblewrap backend: every execution in fresh namespaces (user, pid, network, mount, ipc,
  * uts, cgroup: `--unshare-all`; no network but its own loopback), `--die-with-parent`,
  * `--new-session` (no terminal to inject into), the system's /usr (and /lib*, /bin) read-only,
  * a private tmpfs as /tmp and working directory and another as /dev/shm, sized within `memoryMb`
  * (`memorySplit`; the only writable places: the root and /dev are remounted read-only), its own
- * /proc and a minimal /dev, no descriptor but its stdio, and a cleared environment, bwrap's own
- * (the sandbox's pid 1) included. Inside, `prlimit` sets CPU time, address space (the rest of `memoryMb`), process
+ * /proc and a minimal /dev, a seccomp filter against memory no limit charges (`seccomp.ts`), no
+ * descriptor but its stdio, and a cleared environment, bwrap's own (the sandbox's pid 1)
+ * included. Inside, `prlimit` sets CPU time, address space (the rest of `memoryMb`), process
  * count and file size before the program starts. Run as root, stet starts bwrap as nobody
  * (setpriv) so the process limit holds and the program owns nothing on the host.
  *
@@ -43,13 +48,18 @@ export function bubblewrap(config: BubblewrapConfig): Sandbox {
   const bwrap = config.bwrap ?? "bwrap";
   const base = mergeLimits(config);
   const env = { ...BASE_ENV, ...config.env };
+  const seccomp = seccompFilter();
   const specFor = (request: ExecRequest, limits: SandboxLimits): ProcessSpec => {
     const { tmpBytes, shmBytes, addressSpaceBytes } = memorySplit(limits);
     const argv = [
       ...asNobody(),
       // By path: bwrap runs with an empty environment, so no PATH to look it up on.
       findBinary(bwrap) ?? bwrap,
-      ...bwrapArgs({ ...env, ...request.env }, { tmpBytes, shmBytes }),
+      ...bwrapArgs(
+        { ...env, ...request.env },
+        { tmpBytes, shmBytes },
+        seccomp === undefined ? undefined : SECCOMP_FD,
+      ),
       "--",
       "/usr/bin/prlimit",
       ...prlimitArgs(limits, addressSpaceBytes),
@@ -62,6 +72,7 @@ export function bubblewrap(config: BubblewrapConfig): Sandbox {
       env: {},
       cwd: "/",
       stdin: request.stdin ?? "",
+      ...(seccomp === undefined ? {} : { fds: [seccomp] }),
       limits,
       ...(request.signal === undefined ? {} : { signal: request.signal }),
     };
@@ -92,6 +103,7 @@ export function bubblewrap(config: BubblewrapConfig): Sandbox {
 function bwrapArgs(
   env: Record<string, string>,
   sizes: { tmpBytes: number; shmBytes: number },
+  seccompFd: number | undefined,
 ): string[] {
   const { lstatSync, readlinkSync } = process.getBuiltinModule("node:fs");
   const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"];
@@ -109,6 +121,7 @@ function bwrapArgs(
   // The root bwrap builds and its /dev are tmpfs too, of no size limit: read-only, so only /tmp
   // and /dev/shm take writes.
   args.push("--remount-ro", "/", "--remount-ro", "/dev");
+  if (seccompFd !== undefined) args.push("--seccomp", String(seccompFd));
   args.push("--clearenv");
   for (const [name, value] of Object.entries(env)) args.push("--setenv", name, value);
   return args;

@@ -3,6 +3,7 @@ import type {
   ChildProcessWithoutNullStreams,
   StdioOptions,
 } from "node:child_process";
+import type { Duplex } from "node:stream";
 import type { ExecResult, SandboxLimits } from "./types.js";
 
 const PIPE_GRACE_MS = 250;
@@ -14,6 +15,8 @@ export interface ProcessSpec {
   env: Record<string, string>;
   cwd?: string;
   stdin: string;
+  /** Data for descriptors 3, 4, … of the child: each a pipe, written and closed. */
+  fds?: readonly Uint8Array[];
   limits: SandboxLimits;
   signal?: AbortSignal;
 }
@@ -24,8 +27,8 @@ export interface ProcessSpec {
  * abort the group is killed with SIGKILL (for bubblewrap that is bwrap itself, whose death takes
  * the sandbox's pid namespace, and so every process in it, along). When the leader exits the
  * group is killed too, so nothing it left behind in its group outlives the call. The child gets
- * no descriptor of ours but its stdio: one that this process inherited without close-on-exec (a
- * parent's pipe, say) is /dev/null in the child.
+ * no descriptor of ours but its stdio and `fds`: one that this process inherited without
+ * close-on-exec (a parent's pipe, say) is /dev/null in the child.
  */
 export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
   const { spawn } = process.getBuiltinModule("node:child_process");
@@ -36,7 +39,7 @@ export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
       resolve(empty({ aborted: true }));
       return;
     }
-    const { stdio, close } = childStdio();
+    const { stdio, close } = childStdio(spec.fds?.length ?? 0);
     let child: ChildProcessWithoutNullStreams;
     try {
       child = spawn(file!, args, {
@@ -48,6 +51,13 @@ export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
     } finally {
       close();
     }
+    spec.fds?.forEach((data, i) => {
+      const pipe = child.stdio[3 + i] as Duplex;
+      pipe.on("error", () => {});
+      // Read to its end too: the child's close only counts once every pipe of it is closed.
+      pipe.resume();
+      pipe.end(data);
+    });
     const out = keep(spec.limits.maxOutputBytes);
     const err = keep(spec.limits.maxOutputBytes);
     child.stdout.on("data", out.push);
@@ -98,13 +108,13 @@ export function runProcess(spec: ProcessSpec): Promise<ExecResult> {
 }
 
 /**
- * The child's stdio: pipes for 0–2, and /dev/null over every descriptor this process holds
- * without close-on-exec, which the child would otherwise inherit. `close` drops our /dev/null
- * once the child is spawned.
+ * The child's stdio: pipes for 0–2 and the extra descriptors, and /dev/null over every
+ * descriptor this process holds without close-on-exec, which the child would otherwise inherit.
+ * `close` drops our /dev/null once the child is spawned.
  */
-function childStdio(): { stdio: StdioOptions; close: () => void } {
+function childStdio(extra: number): { stdio: StdioOptions; close: () => void } {
   const { closeSync, openSync } = process.getBuiltinModule("node:fs");
-  const piped = 3;
+  const piped = 3 + extra;
   const stray = inheritedDescriptors().filter((fd) => fd >= piped);
   const stdio: ("pipe" | "ignore" | number)[] = Array.from({ length: piped }, () => "pipe");
   if (stray.length === 0) return { stdio, close: () => {} };
