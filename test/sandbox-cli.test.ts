@@ -1,7 +1,9 @@
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startCli } from "./helpers/cli.js";
+import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 import { SKIP_SANDBOX } from "./helpers/sandbox.js";
@@ -130,6 +132,40 @@ export default defineEval({
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/"\/nonexistent\/bwrap" was not found.*apt-get install bubblewrap/);
     expect(mock.requests).toHaveLength(0);
+  });
+
+  it("a descriptor stet inherited does not reach the sandbox", async () => {
+    // stet starts with pipes of ours as its descriptors 3 to 6, without close-on-exec, as a
+    // parent's pipe or log file would be; the program writes to every descriptor above stderr.
+    const p = project({
+      "eval.ts": `import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "descriptors",
+  dataset: [{ input: "x" }],
+  solver: () => "import os, sys\\nwrote = []\\nfor fd in range(3, 256):\\n    try:\\n        os.write(fd, b'escaped')\\n        wrote.append(fd)\\n    except OSError:\\n        pass\\nprint(wrote)\\nsys.exit(0 if wrote else 1)\\n",
+  scorers: [scorers.code({ command: ["python3", "-"], program: ({ output }) => String(output) })],
+});
+`,
+    });
+    const child = spawn(process.execPath, [STET_BIN, "run", "eval.ts", "--store", p.db, "--json"], {
+      cwd: p.dir,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe", "pipe"],
+    });
+    const received: string[] = [];
+    const streams = child.stdio.slice(1) as Readable[];
+    const text = streams.map(() => "");
+    streams.forEach((stream, i) =>
+      stream.setEncoding("utf8").on("data", (d: string) => {
+        text[i] += d;
+        if (i >= 2) received.push(`fd ${i + 1}: ${d}`);
+      }),
+    );
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(code, text[1]).toBe(0);
+    const report = JSON.parse(text[0]!) as { metrics: { scorer: string; mean: number }[] };
+    expect(report.metrics).toEqual([expect.objectContaining({ scorer: "code", mean: 0 })]);
+    expect(received).toEqual([]);
   });
 
   it("SIGKILL of stet takes every sandboxed process with it", async () => {

@@ -27,16 +27,52 @@ export function mergeLimits(...layers: (Partial<SandboxLimits> | undefined)[]): 
   return limits;
 }
 
-/** The rlimits as `prlimit` options (util-linux), set inside the sandbox before the program runs. */
-export function prlimitArgs(limits: SandboxLimits): string[] {
+/**
+ * How the bubblewrap sandbox spends `memoryMb`: an eighth is the size of its /tmp and a
+ * thirty-second that of its /dev/shm (its only writable filesystems, both memory), the rest each
+ * process's address space, so that one process's memory and the sandbox's files together stay
+ * within it. The address space keeps the most because runtimes reserve much of it up front
+ * (Node reserves some 710 MiB just to start).
+ *
+ * @example memorySplit(mergeLimits({})) // /tmp 128 MiB, /dev/shm 32 MiB, address space 864 MiB
+ */
+export function memorySplit(limits: SandboxLimits): {
+  tmpBytes: number;
+  shmBytes: number;
+  addressSpaceBytes: number;
+} {
+  const total = limits.memoryMb * MIB;
+  const tmpBytes = fsSize(total / 8);
+  const shmBytes = fsSize(total / 32);
+  return { tmpBytes, shmBytes, addressSpaceBytes: Math.max(0, total - tmpBytes - shmBytes) };
+}
+
+/**
+ * A tmpfs size: whole 64 KiB (the largest page size, so the kernel rounds nothing up), and never
+ * 0, which to tmpfs means unlimited.
+ */
+function fsSize(bytes: number): number {
+  return Math.max(FS_UNIT, Math.floor(bytes / FS_UNIT) * FS_UNIT);
+}
+
+/**
+ * The rlimits as `prlimit` options (util-linux), set inside the sandbox before the program runs.
+ * The address space is all of `memoryMb` unless the caller spends part of it elsewhere.
+ */
+export function prlimitArgs(
+  limits: SandboxLimits,
+  addressSpaceBytes = limits.memoryMb * MIB,
+): string[] {
   return [
     `--cpu=${limits.cpuSeconds}`,
-    `--as=${limits.memoryMb * 1024 * 1024}`,
+    `--as=${addressSpaceBytes}`,
     `--nproc=${limits.maxProcesses}`,
-    // No file in the private /tmp (which is memory) may grow past this.
+    // No file (in /tmp, which is memory, or unsandboxed, on disk) may grow past this.
     `--fsize=${FILE_SIZE_BYTES}`,
     "--core=0",
   ];
 }
 
-const FILE_SIZE_BYTES = 64 * 1024 * 1024;
+const MIB = 1024 * 1024;
+const FS_UNIT = 64 * 1024;
+const FILE_SIZE_BYTES = 64 * MIB;

@@ -137,6 +137,22 @@ describe.skipIf(SKIP_SANDBOX)("scorers.code in the bubblewrap sandbox", () => {
     expect(result.durationMs).toBeLessThan(5000);
   });
 
+  it("refuses a bubblewrap too old to size the sandbox's /tmp, naming the version it needs", async () => {
+    const { chmodSync, mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "stet-old-bwrap-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    // bubblewrap 0.6's answer to --size; run as root, stet starts it as nobody.
+    const bwrap = join(dir, "bwrap");
+    writeFileSync(bwrap, "#!/bin/sh\necho 'bwrap: Unknown option --size' >&2\nexit 1\n");
+    chmodSync(bwrap, 0o755);
+    chmodSync(dir, 0o755);
+    await expect(createSandbox({ kind: "bubblewrap", bwrap }).check()).rejects.toThrow(
+      /Unknown option --size.*bubblewrap 0\.7 or newer/,
+    );
+  });
+
   it("refuses a bad limit naming it", () => {
     expect(() => createSandbox({ kind: "bubblewrap", memoryMb: -1 })).toThrow(/memoryMb/);
     expect(() => code({ command: [], program: () => "" })).toThrow(/needs a command/);
