@@ -33,12 +33,28 @@ export function buildProgram(): Command {
 
   program
     .command("run")
-    .description("start a run of an eval file")
+    .description(
+      "start a run of an eval file (or of a dataset with --dataset); with several --model, one run per model as a benchmark",
+    )
     .argument(
-      "<eval>",
+      "[eval]",
       "eval module (.ts, .mts, .js, .mjs) with a default export, or an EvalPort suite .json",
     )
-    .option("--model <model>", "model override passed to model-calling solvers")
+    .option(
+      "--model <model>",
+      "model override passed to model-calling solvers; repeat it to run every model (one run each, one benchmark, one table)",
+      repeated,
+    )
+    .option(
+      "--dataset <file>",
+      "evaluate this JSONL/JSON/CSV dataset with no eval module: asked of --model through the chat solver (OPENAI_BASE_URL, OPENAI_API_KEY)",
+    )
+    .option(
+      "--scorer <name>",
+      "with --dataset: a built-in scorer (exact, exact-ci, includes, includes-ci, numeric, json; default exact); repeatable",
+      repeated,
+    )
+    .option("--system <text>", "with --dataset: the system message")
     .option("--epochs <n>", "repetitions of every sample", positiveInt)
     .option("--concurrency <n>", "samples executing at once", positiveInt)
     .option("--limit <n>", "only the first n samples", positiveInt)
@@ -68,7 +84,7 @@ export function buildProgram(): Command {
     .addOption(maxCostOption())
     .addOption(storeOption())
     .addOption(jsonOption())
-    .action(async (target: string, flags) => {
+    .action(async (target: string | undefined, flags) => {
       process.exitCode = await (await import("./commands/run.js")).runCommand(target, flags);
     });
 
@@ -356,4 +372,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     );
     return EXIT.fatal;
   }
+}
+
+/** A repeatable option's values, in the order given. */
+function repeated(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }

@@ -45,6 +45,9 @@ export async function runManyWithUi(
   options: ManyOptions,
   entries: readonly ManyEntry[],
 ): Promise<number> {
+  io.say(
+    `benchmark ${options.benchmarkId} · ${entries.length} runs · resume them together with: ${options.resumeCommand}`,
+  );
   const progress = createProgress(io.stderr);
   const latest = new Map<number, Progress>();
   const signals = trapSignals((signal) => {
@@ -61,6 +64,17 @@ export async function runManyWithUi(
           `run ${event.runId} · ${event.evalName} · ${entries[index]!.label} · ${event.plan.total} keys` +
             (event.resumed ? ` (${event.plan.toExecute} to execute)` : ""),
         );
+        // Counted in the progress line from its start, so the line's total is every run's.
+        latest.set(index, {
+          total: event.plan.total,
+          done: event.plan.preserved,
+          errored: event.plan.erroredKept,
+          executed: 0,
+          inflight: 0,
+          spentNowUsd: 0,
+          unpricedNow: 0,
+          elapsedMs: 0,
+        });
         break;
       case "attempt-committed":
       case "scoring-committed":

@@ -100,6 +100,17 @@ export const runConfigSchema = z.object({
   rerun: z.array(rerunRequestSchema).optional(),
   /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
   distributed: z.literal(true).optional(),
+  /** The benchmark the run was started in with other models' runs (`--model a --model b`). */
+  benchmark: z.string().optional(),
+  /** A dataset run's eval, rebuilt from this on resume (`stet run --dataset`). */
+  datasetEval: z
+    .object({
+      dataset: z.string(),
+      model: z.string(),
+      scorers: z.array(z.string()),
+      system: z.string().optional(),
+    })
+    .optional(),
 });
 
 export const runStatusSchema = z.enum(["running", "interrupted", "completed", "errored"]);

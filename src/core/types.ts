@@ -202,6 +202,23 @@ export interface RunConfig {
   rerun?: RerunRequest[];
   /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
   distributed?: true;
+  /**
+   * The benchmark the run was started in (`stet run --model a --model b`): its id, shared by the
+   * runs of that invocation, which `stet resume <id>` resumes together.
+   */
+  benchmark?: string;
+  /** A run of a dataset with no eval module (`stet run --dataset`): what rebuilds its eval. */
+  datasetEval?: DatasetEvalConfig;
+}
+
+/** `stet run --dataset f --model m --scorer s [--system …]`: an eval with no module. */
+export interface DatasetEvalConfig {
+  /** Absolute path of the JSONL, JSON or CSV dataset. */
+  dataset: string;
+  model: string;
+  /** Built-in scorers by name, in order. */
+  scorers: string[];
+  system?: string;
 }
 
 /** A key to execute again though it has a scored attempt, and the attempt it follows. */

@@ -1,5 +1,6 @@
 import { basename, dirname, extname, resolve } from "node:path";
 import type { Scorer } from "../core/eval.js";
+import type { DatasetEvalConfig } from "../core/types.js";
 import { StetError } from "../core/errors.js";
 import { exact, includes, jsonMatch, numeric } from "../scorers/index.js";
 import { chat } from "../solvers/chat.js";
@@ -12,15 +13,7 @@ import type { LoadedEvalFile } from "./load-eval-file.js";
  * built-in scorers named on the command line. A run records it (`RunConfig.datasetEval`), so a
  * resume builds the same eval again.
  */
-export interface DatasetEvalSpec {
-  /** Absolute path of the JSONL, JSON or CSV dataset. */
-  dataset: string;
-  model: string;
-  /** Built-in scorers by name (see `DATASET_SCORERS`), in order; at least one. */
-  scorers: string[];
-  /** The system message, when given. */
-  system?: string;
-}
+export type DatasetEvalSpec = DatasetEvalConfig;
 
 /** The scorers `--scorer` names: those that need nothing but the sample's target. */
 export const DATASET_SCORERS: Readonly<Record<string, () => Scorer>> = {

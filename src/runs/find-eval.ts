@@ -5,6 +5,7 @@ import type { EngineEval } from "../core/eval.js";
 import type { Run } from "../core/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { resolveEval } from "../eval/resolve-eval.js";
+import { datasetEval } from "../eval/dataset-eval.js";
 import { loadEvalSource } from "./load-eval-source.js";
 
 /** Evals known by name, such as a server's `--evals` directory (see `loadEvalRegistry`). */
@@ -49,7 +50,7 @@ export async function findEval(run: Run, options: FindEvalOptions = {}): Promise
 export async function findEvalSource(
   run: Run,
   options: FindEvalOptions = {},
-): Promise<{ eval: EngineEval; path: string }> {
+): Promise<{ eval: EngineEval; path: string | undefined }> {
   if (options.onlyRegistered) {
     const asked = options.loaded ?? options.registry?.get(run.evalName);
     // Another eval altogether is the identity check's to refuse (`checkEval`), not a question of
@@ -62,6 +63,10 @@ export async function findEvalSource(
     path === undefined ? undefined : await loadEvalSource(path);
   loaded ??= options.registry?.get(run.evalName);
   if (!loaded && run.config.evalPath) loaded = await loadEvalSource(run.config.evalPath);
+  // A dataset run (`stet run --dataset`): its eval is built again from what it recorded, and
+  // has no file whose bytes its identity hashes.
+  if (!loaded && run.config.datasetEval)
+    return { ...(await resolved(datasetEval(run.config.datasetEval))), path: undefined };
   if (!loaded) {
     throw new StetError(
       "E_EVAL_NOT_FOUND",

@@ -5,7 +5,8 @@ import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import { planRun } from "../core/plan.js";
-import type { AttemptDraft, RunConfig } from "../core/types.js";
+import type { AttemptDraft, DatasetEvalConfig, RunConfig } from "../core/types.js";
+import { datasetEval } from "../eval/dataset-eval.js";
 import type { ExecuteOptions } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
@@ -19,11 +20,17 @@ import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 
+export { datasetEvalSpec } from "../eval/dataset-eval.js";
+
 /** A new run's eval and what it records, everything but how it executes. */
 export interface RunDefinition {
   eval: EngineEval;
   /** Recorded so `stet resume` can load the eval again. */
   evalPath?: string;
+  /** A dataset run's eval (no module), recorded so `stet resume` can build it again. */
+  datasetEval?: DatasetEvalConfig;
+  /** The benchmark this run is started in, with the other runs of one invocation. */
+  benchmark?: string;
   /** Recorded so `stet resume` goes on appending to the same Results JSONL. */
   output?: string;
   /** The `--model` override, passed to solvers as `ctx.model`. */
@@ -118,8 +125,11 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
 
 /** What `stet run` and `POST /api/runs` ask for. */
 export interface StartRequest {
-  /** An eval module or EvalPort suite to load, or one already loaded (a server's registered eval). */
-  eval: string | LoadedEvalFile;
+  /**
+   * An eval module or EvalPort suite to load, one already loaded (a server's registered eval), or
+   * a dataset to ask of a chat model with built-in scorers (`stet run --dataset`).
+   */
+  eval: string | LoadedEvalFile | { dataset: DatasetEvalConfig };
   model?: string;
   epochs?: number;
   concurrency?: number;
@@ -147,8 +157,14 @@ export async function prepareStart(
   request: StartRequest,
 ): Promise<RunDefinition & { runId: string }> {
   if (request.runId !== undefined) checkRunId(request.runId);
+  const source = request.eval;
+  const dataset = typeof source === "object" && "dataset" in source ? source.dataset : undefined;
   const loaded =
-    typeof request.eval === "string" ? await loadEvalSource(request.eval) : request.eval;
+    typeof source === "string"
+      ? await loadEvalSource(source)
+      : dataset
+        ? datasetEval(dataset)
+        : (source as LoadedEvalFile);
   const ev = await resolveEval(loaded.eval, {
     baseDir: loaded.baseDir,
     limit: request.limit,
@@ -165,7 +181,8 @@ export async function prepareStart(
   return {
     runId: request.runId ?? newRunId(),
     eval: ev,
-    evalPath: loaded.path,
+    // A dataset run has no eval file: it records what builds its eval again.
+    ...(dataset ? { datasetEval: dataset } : { evalPath: loaded.path }),
     declaredEpochs: loaded.eval.epochs ?? EVAL_DEFAULTS.epochs,
     ...(seed === undefined ? {} : { seed: seed.drafts }),
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
@@ -185,6 +202,8 @@ function runConfig(options: RunDefinition): RunConfig {
     solver: describeSolver(ev.solver),
     scorers: ev.scorers.map((s) => s.name),
     ...(options.evalPath === undefined ? {} : { evalPath: options.evalPath }),
+    ...(options.datasetEval === undefined ? {} : { datasetEval: options.datasetEval }),
+    ...(options.benchmark === undefined ? {} : { benchmark: options.benchmark }),
     ...(options.output === undefined ? {} : { output: options.output }),
     ...(options.model === undefined ? {} : { model: options.model }),
     ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),

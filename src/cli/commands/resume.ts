@@ -7,12 +7,17 @@ import {
 import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
 import { StetError } from "../../core/errors.js";
+import { runModel } from "../../core/run-model.js";
+import type { Run } from "../../core/types.js";
+import { benchmarkRuns } from "../../runs/benchmark.js";
 import { workRun } from "../../runs/work-run.js";
 import { createIo, type Io } from "../io.js";
 import { withNextCommands } from "../resume-hint.js";
 import { openStore } from "../open-store.js";
 import { renderPlan } from "../render/summary.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
+import { resumeHint } from "../resume-hint.js";
+import { runManyWithUi, type ManyEntry } from "../run-many.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 
 export interface ResumeFlags {
@@ -56,8 +61,12 @@ export async function resumeInStore(
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  if ((await store.getRun(runId))?.config.distributed) {
-    return resumeDistributed(io, store, runId, flags);
+  const stored = await store.getRun(runId);
+  if (stored?.config.distributed) return resumeDistributed(io, store, runId, flags);
+  // Not a run: a benchmark's id (`stet run --model a --model b` printed it) resumes its runs.
+  if (!stored && BENCHMARK_ID.test(runId)) {
+    const runs = await benchmarkRuns(store, runId);
+    if (runs.length > 0) return resumeBenchmark(io, store, runId, runs, flags);
   }
   const planning = await planResume({
     store,
@@ -133,5 +142,76 @@ async function resumeDistributed(
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
     }),
+  );
+}
+
+/** What a benchmark id looks like (`newBenchmarkId`); a run of that id wins over a benchmark. */
+const BENCHMARK_ID = /^b_[a-z0-9]{10}$/;
+
+/**
+ * `stet resume <benchmark-id>`: every run of the benchmark planned first (any refusal but
+ * "nothing to resume" refuses them all, naming the run), then the unfinished ones executed at
+ * once, each with its own recorded concurrency, and the comparison table of all of them.
+ */
+async function resumeBenchmark(
+  io: Io,
+  store: Store,
+  benchmarkId: string,
+  runs: readonly Run[],
+  flags: ResumeFlags,
+): Promise<number> {
+  const unsupported = [
+    flags.eval !== undefined && "--eval",
+    flags.model !== undefined && "--model",
+    flags.rerun !== undefined && "--rerun",
+    flags.output !== undefined && "--output",
+  ].filter(Boolean);
+  if (unsupported.length > 0)
+    throw new StetError(
+      "E_USAGE",
+      `${unsupported.join(", ")} cannot be used when resuming benchmark ${benchmarkId}: resume its runs one by one for that`,
+    );
+  const stale = staleLimit();
+  const entries: ManyEntry[] = [];
+  for (const run of runs) {
+    const planning = await planResume({
+      store,
+      runId: run.id,
+      ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
+      ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+      ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
+      ...(flags.rerunFailed ? { rerunFailed: true } : {}),
+      ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+      ...stale,
+    });
+    let resume: PlannedResume;
+    if (planning.ok) resume = planning.resume;
+    else if (planning.refusal.reason === "nothing-to-resume") resume = planning.refusal.resume;
+    else {
+      const { error } = planning.refusal;
+      throw new StetError(
+        error.code,
+        `run ${run.id} of benchmark ${benchmarkId}: ${error.message}`,
+        {
+          cause: error,
+          ...(error.details === undefined ? {} : { details: error.details }),
+        },
+      );
+    }
+    const execute = planning.ok ? executeResume : settleResume;
+    entries.push({
+      label: runModel(run.config) ?? run.id,
+      execute: (controls) => execute(resume, { store, ...stale, ...controls }),
+    });
+  }
+  return runManyWithUi(
+    io,
+    {
+      json: flags.json ?? false,
+      ...(flags.failUnder === undefined ? {} : { failUnder: flags.failUnder }),
+      resumeCommand: resumeHint(benchmarkId, flags.store).command,
+      benchmarkId,
+    },
+    entries,
   );
 }

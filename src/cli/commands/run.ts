@@ -1,15 +1,32 @@
 import { isStetError, StetError } from "../../core/errors.js";
-import { checkRunId, prepareStart, runEval, startDistributed } from "../../runs/start-run.js";
+import type { DatasetEvalConfig } from "../../core/types.js";
+import { newBenchmarkId, splitConcurrency } from "../../runs/benchmark.js";
+import {
+  checkRunId,
+  datasetEvalSpec,
+  prepareStart,
+  runEval,
+  startDistributed,
+} from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
+import { resumeHint } from "../resume-hint.js";
+import { runManyWithUi } from "../run-many.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 import { resumeCommand, resumeInStore } from "./resume.js";
 
 export interface RunFlags {
-  model?: string;
+  /** One model, or several (`--model a --model b`): then one run per model, as a benchmark. */
+  model?: string | string[];
+  /** A dataset to evaluate with no eval module (then `target` is unused). */
+  dataset?: string;
+  /** With `--dataset`: built-in scorers by name. */
+  scorer?: string[];
+  /** With `--dataset`: the system message. */
+  system?: string;
   epochs?: number;
   concurrency?: number;
   limit?: number;
@@ -36,7 +53,10 @@ export interface RunFlags {
  * a run that exists, the run of the same eval is resumed (or left alone when complete); a run of
  * another eval is refused.
  */
-export async function runCommand(target: string, flags: RunFlags): Promise<number> {
+export async function runCommand(target: string | undefined, given: RunFlags): Promise<number> {
+  const models = given.model === undefined ? [] : [given.model].flat();
+  if (models.length > 1) return runBenchmark(target, given, models);
+  const flags = { ...given, model: models[0] };
   if (flags.distributed && flags.resume) {
     throw new StetError(
       "E_USAGE",
@@ -49,15 +69,16 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
       "--output streams one process's results; a distributed run's are in the store: `stet export <id>` once it is complete",
     );
   }
-  if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: target });
+  const source = evalSource(target, flags);
+  if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: evalFile(source) });
   if (flags.runId !== undefined) checkRunId(flags.runId);
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart({
-    eval: target,
-    model: flags.model,
+    eval: source,
+    model: flags.dataset === undefined ? flags.model : undefined,
     epochs: flags.epochs,
     concurrency: flags.concurrency,
     limit: flags.limit,
@@ -74,7 +95,7 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
   );
   try {
     // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
-    const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: target });
+    const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
     if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
     const start = flags.distributed ? startDistributed : runEval;
     try {
@@ -95,6 +116,121 @@ export async function runCommand(target: string, flags: RunFlags): Promise<numbe
       }
       throw error;
     }
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * What `stet run` evaluates: the eval file named, or with `--dataset` a dataset asked of the
+ * `--model` with built-in `--scorer`s and no module at all. Throws `E_USAGE` for both or neither.
+ */
+function evalSource(
+  target: string | undefined,
+  flags: RunFlags & { model?: string },
+): string | { dataset: DatasetEvalConfig } {
+  if (flags.dataset === undefined) {
+    if (flags.scorer !== undefined || flags.system !== undefined)
+      throw new StetError(
+        "E_USAGE",
+        "--scorer and --system go with --dataset (an eval file has its own)",
+      );
+    if (target === undefined)
+      throw new StetError(
+        "E_USAGE",
+        "name an eval file, or a dataset with --dataset <file> --model <model>",
+      );
+    return target;
+  }
+  if (target !== undefined)
+    throw new StetError(
+      "E_USAGE",
+      `--dataset evaluates a dataset without an eval file: drop ${JSON.stringify(target)}, or --dataset`,
+    );
+  return {
+    dataset: datasetEvalSpec({
+      dataset: flags.dataset,
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.scorer === undefined ? {} : { scorers: flags.scorer }),
+      ...(flags.system === undefined ? {} : { system: flags.system }),
+    }),
+  };
+}
+
+/** The eval file a resume is given: none for a dataset run, which builds its eval again. */
+function evalFile(source: string | { dataset: DatasetEvalConfig }): string | undefined {
+  return typeof source === "string" ? source : undefined;
+}
+
+/**
+ * `stet run <eval> --model a --model b …`: one run per model in one benchmark, executed at once
+ * in this process with the given concurrency shared between them, then one comparison table.
+ * `stet resume <benchmark-id>` resumes every unfinished run of it.
+ */
+async function runBenchmark(
+  target: string | undefined,
+  flags: RunFlags,
+  models: string[],
+): Promise<number> {
+  const alone = [
+    flags.resume !== undefined && "--resume",
+    flags.runId !== undefined && "--run-id",
+    flags.distributed && "--distributed",
+    flags.output !== undefined && "--output",
+    flags.resumeFrom !== undefined && "--resume-from",
+  ].filter(Boolean);
+  if (alone.length > 0)
+    throw new StetError(
+      "E_USAGE",
+      `${alone.join(", ")} cannot be used with several --model (one run per model): run one model at a time`,
+    );
+  if (new Set(models).size !== models.length)
+    throw new StetError("E_USAGE", `--model names a model twice: ${models.join(", ")}`);
+  const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
+  storeLocation(flags.store);
+  const benchmark = newBenchmarkId();
+  // Every run is loaded and checked before the store opens: one bad model refuses them all.
+  const prepared = [];
+  for (const model of models) {
+    const source = evalSource(target, { ...flags, model });
+    prepared.push(
+      await prepareStart({
+        eval: source,
+        model: typeof source === "string" ? model : undefined,
+        epochs: flags.epochs,
+        concurrency: flags.concurrency,
+        limit: flags.limit,
+        timeoutMs: flags.timeout,
+        maxCost: flags.maxCost,
+      }),
+    );
+  }
+  const shares = splitConcurrency(prepared[0]!.eval.concurrency, models.length);
+  const store = await openStore(flags.store, stale);
+  try {
+    const resumeCommand = resumeHint(benchmark, flags.store).command;
+    return await runManyWithUi(
+      io,
+      {
+        json: flags.json ?? false,
+        failUnder: flags.failUnder,
+        resumeCommand,
+        benchmarkId: benchmark,
+      },
+      prepared.map((p, i) => ({
+        label: models[i]!,
+        execute: (controls) =>
+          runEval({
+            ...p,
+            eval: { ...p.eval, concurrency: shares[i]! },
+            benchmark,
+            store,
+            ...stale,
+            ...controls,
+          }),
+      })),
+    );
   } finally {
     await store.close();
   }
