@@ -38,9 +38,13 @@ const WIDTH = 320;
 const HEIGHT = 120;
 const PAD = 18;
 
+/** SVG's namespace: without it, the chart parsed as XML (the web UI) is no SVG at all. */
+const SVG_NAMESPACE = "http://www.w3.org/2000/svg";
+
 /**
  * The chart as SVG text: one small histogram per scorer, bars labelled with their counts. All
- * text is escaped, so a scorer name cannot inject markup.
+ * text is escaped, so a scorer name cannot inject markup. It names its namespace, so it is
+ * drawn both inline in HTML (the report) and parsed on its own as `image/svg+xml` (the web UI).
  *
  * @example scoreChartSvg([{ scorer: "exact", values: [1, 0, 1] }]) // '<svg … role="img" …>…</svg>'
  */
@@ -61,7 +65,7 @@ export function distributionChartSvg(series: readonly ScoreDistribution[]): stri
   const height = Math.max(1, series.length) * (HEIGHT + PAD);
   const label = `Score distribution of ${series.map((s) => s.scorer).join(", ") || "no scorer"}`;
   return (
-    `<svg class="score-chart" role="img" ` +
+    `<svg xmlns="${SVG_NAMESPACE}" class="score-chart" role="img" ` +
     `aria-label="${escapeXml(label)}" width="${WIDTH}" height="${height}" ` +
     `viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="10">` +
     (series.length === 0 ? `<text x="4" y="14">No scores yet.</text>` : panels.join("")) +
