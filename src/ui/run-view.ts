@@ -348,10 +348,11 @@ function runDetails(run: RunDetail): Child[] {
 
 /**
  * The score-distribution chart, drawn by the same pure module as the HTML report. Its SVG is our
- * own markup with every name escaped (`distributionChartSvg`), parsed as SVG, never as HTML.
+ * own markup with every name escaped (`distributionChartSvg`), parsed as an SVG document (so it
+ * must name its namespace: `standalone`), never as HTML.
  */
 function scoreChart(run: RunDetail): Element {
-  const svg = distributionChartSvg(run.distribution);
+  const svg = distributionChartSvg(run.distribution, { standalone: true });
   const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
   const figure = h("figure", { class: "score-chart" });
   figure.append(document.importNode(doc.documentElement, true));
