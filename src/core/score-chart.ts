@@ -38,15 +38,28 @@ const WIDTH = 320;
 const HEIGHT = 120;
 const PAD = 18;
 
+/** SVG's namespace: without it, the chart parsed as XML (the web UI) is no SVG at all. */
+const SVG_NAMESPACE = "http://www.w3.org/2000/svg";
+
+/** How the chart's text is used. */
+export interface ChartOptions {
+  /**
+   * Parsed on its own (`image/svg+xml`, as the web UI does): the `<svg>` then names its
+   * namespace. Inline in HTML (the report) the parser supplies it, and the text names no URL.
+   */
+  standalone?: boolean;
+}
+
 /**
  * The chart as SVG text: one small histogram per scorer, bars labelled with their counts. All
  * text is escaped, so a scorer name cannot inject markup.
  *
  * @example scoreChartSvg([{ scorer: "exact", values: [1, 0, 1] }]) // '<svg … role="img" …>…</svg>'
  */
-export function scoreChartSvg(series: readonly ScoreSeries[]): string {
+export function scoreChartSvg(series: readonly ScoreSeries[], options: ChartOptions = {}): string {
   return distributionChartSvg(
     series.map((s) => ({ scorer: s.scorer, counts: scoreHistogram(s.values) })),
+    options,
   );
 }
 
@@ -54,14 +67,17 @@ export function scoreChartSvg(series: readonly ScoreSeries[]): string {
  * The same chart from histograms already counted (a run report's `distribution`): what the web
  * UI draws without fetching every sample's value.
  *
- * @example distributionChartSvg(report.distribution)
+ * @example distributionChartSvg(report.distribution, { standalone: true })
  */
-export function distributionChartSvg(series: readonly ScoreDistribution[]): string {
+export function distributionChartSvg(
+  series: readonly ScoreDistribution[],
+  options: ChartOptions = {},
+): string {
   const panels = series.map((s, i) => panel(s, i * (HEIGHT + PAD)));
   const height = Math.max(1, series.length) * (HEIGHT + PAD);
   const label = `Score distribution of ${series.map((s) => s.scorer).join(", ") || "no scorer"}`;
   return (
-    `<svg class="score-chart" role="img" ` +
+    `<svg ${options.standalone ? `xmlns="${SVG_NAMESPACE}" ` : ""}class="score-chart" role="img" ` +
     `aria-label="${escapeXml(label)}" width="${WIDTH}" height="${height}" ` +
     `viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="10">` +
     (series.length === 0 ? `<text x="4" y="14">No scores yet.</text>` : panels.join("")) +

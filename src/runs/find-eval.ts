@@ -6,11 +6,16 @@ import type { Run } from "../core/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { datasetEval } from "../eval/dataset-eval.js";
+import type { EvalProblem } from "./eval-registry.js";
 import { loadEvalSource } from "./load-eval-source.js";
 
 /** Evals known by name, such as a server's `--evals` directory (see `loadEvalRegistry`). */
 export interface EvalLookup {
   get(name: string): LoadedEvalFile | undefined;
+  /** The eval registered from the file at `path`, when the lookup knows its files. */
+  fromFile?(path: string): LoadedEvalFile | undefined;
+  /** Files that could not be registered, and why. */
+  problems?: readonly EvalProblem[];
 }
 
 export interface FindEvalOptions {
@@ -52,11 +57,11 @@ export async function findEvalSource(
   options: FindEvalOptions = {},
 ): Promise<{ eval: EngineEval; path: string | undefined }> {
   if (options.onlyRegistered) {
-    const asked = options.loaded ?? options.registry?.get(run.evalName);
-    // Another eval altogether is the identity check's to refuse (`checkEval`), not a question of
-    // where its file is.
+    // Another eval altogether (a start request's, by name) is the identity check's to refuse
+    // (`checkEval`), not a question of where its file is.
+    const asked = options.loaded;
     if (asked && asked.eval.name !== run.evalName) return resolved(asked);
-    return resolved(registeredEval(run, asked));
+    return resolved(registeredEval(run, options.registry));
   }
   const path = options.evalFile;
   let loaded: LoadedEvalFile | undefined =
@@ -86,28 +91,52 @@ async function resolved(loaded: LoadedEvalFile): Promise<{ eval: EngineEval; pat
 }
 
 /**
- * The registered eval (`loaded`, of the run's name) a server may execute for `run`. A run started from a file must have been
- * started from the registered one: an eval of the same name elsewhere on disk is someone else's
- * code, and the server never imports it. Throws `E_EVAL_NOT_ALLOWED` or `E_EVAL_NOT_FOUND`.
+ * The registered eval a server may execute for `run`. A run started from a file must have been
+ * started from a registered one (found by the file, so a run of an eval renamed since still
+ * finds it, and the identity check names the change): an eval of the same name elsewhere on
+ * disk is someone else's code, and the server never imports it. A run that names no file takes
+ * the eval of its name. Throws `E_EVAL_NOT_ALLOWED`, `E_EVAL_LOAD` (its file is registered but
+ * failed to load) or `E_EVAL_NOT_FOUND`.
  */
-function registeredEval(run: Run, loaded: LoadedEvalFile | undefined): LoadedEvalFile {
+function registeredEval(run: Run, registry: EvalLookup | undefined): LoadedEvalFile {
   const recorded = run.config.evalPath;
-  if (recorded !== undefined && !(loaded && samePath(loaded.path, recorded))) {
-    throw new StetError(
-      "E_EVAL_NOT_ALLOWED",
-      `run ${run.id} was started from ${recorded}, which is not one of this server's evals ` +
-        `(its --evals directory); the server executes nothing from outside it. ` +
-        `Resume it where that file is: stet resume ${run.id}`,
-      { details: { runId: run.id, evalPath: recorded } },
-    );
-  }
-  if (!loaded) {
+  if (recorded === undefined) {
+    const loaded = registry?.get(run.evalName);
+    if (loaded) return loaded;
     throw new StetError(
       "E_EVAL_NOT_FOUND",
       `run ${run.id}'s eval "${run.evalName}" is not registered on this server`,
     );
   }
-  return loaded;
+  const loaded = registeredFile(registry, run.evalName, recorded);
+  if (loaded) return loaded;
+  const problem = registry?.problems?.find((p) => samePath(p.file, recorded));
+  if (problem) {
+    throw new StetError(
+      "E_EVAL_LOAD",
+      `run ${run.id} was started from ${recorded}, which this server failed to load when it ` +
+        `started: ${problem.message}`,
+      { details: { runId: run.id, evalPath: recorded } },
+    );
+  }
+  throw new StetError(
+    "E_EVAL_NOT_ALLOWED",
+    `run ${run.id} was started from ${recorded}, which is not one of the evals this server ` +
+      `loaded from its --evals directory when it started; it executes nothing else. ` +
+      `Resume it where that file is: stet resume ${run.id}`,
+    { details: { runId: run.id, evalPath: recorded } },
+  );
+}
+
+/** The eval registered from `path`; by name and then the same file, when the lookup has no files. */
+function registeredFile(
+  registry: EvalLookup | undefined,
+  name: string,
+  path: string,
+): LoadedEvalFile | undefined {
+  if (registry?.fromFile) return registry.fromFile(path);
+  const loaded = registry?.get(name);
+  return loaded && samePath(loaded.path, path) ? loaded : undefined;
 }
 
 function samePath(a: string, b: string): boolean {

@@ -3,6 +3,7 @@ import { getJson, postJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message, pause } from "./shared.js";
+import { throttled } from "./throttle.js";
 import type { RunDetail, SamplePage, WorkerView } from "./types.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
@@ -154,22 +155,26 @@ export async function runView(
 
   /**
    * Follows a live run's progress from the store until it ends. Counts redraw at once; metrics
-   * and samples (a fold of every attempt on the server) at most every 2 s, and for a large run
-   * no more often than every 5× the time the last refresh took.
+   * and samples (a fold of every attempt on the server) refresh with the progress events,
+   * throttled: at most every 2 s, and for a large run no more often than every 5× the time the
+   * last refresh took. The last progress is never left unrefreshed (the throttle's trailing
+   * edge), so metrics catch up with the counts even while no sample finishes.
    */
   const follow = async () => {
-    let next = 0;
+    const live = throttled(
+      refresh,
+      (took) => Math.max(2_000, 5 * took),
+      signal,
+      (error) => fill(notice, h("span", { class: "error" }, message(error))),
+    );
     for await (const e of sse(`/api/runs/${encodeURIComponent(runId)}/events`, {}, signal)) {
       if (e.event === "progress") {
         run = { ...run, counts: { ...run.counts, ...(e.data as Partial<RunDetail["counts"]>) } };
         draw();
-        if (Date.now() >= next) {
-          const started = Date.now();
-          await refresh();
-          next = Date.now() + Math.max(2_000, 5 * (Date.now() - started));
-        }
+        live.request();
       } else if (e.event === "completed") {
-        await refresh();
+        // After any refresh still in flight, so an older reading never draws over the final one.
+        await live.flush();
         return;
       }
     }
@@ -343,10 +348,11 @@ function runDetails(run: RunDetail): Child[] {
 
 /**
  * The score-distribution chart, drawn by the same pure module as the HTML report. Its SVG is our
- * own markup with every name escaped (`distributionChartSvg`), parsed as SVG, never as HTML.
+ * own markup with every name escaped (`distributionChartSvg`), parsed as an SVG document (so it
+ * must name its namespace: `standalone`), never as HTML.
  */
 function scoreChart(run: RunDetail): Element {
-  const svg = distributionChartSvg(run.distribution);
+  const svg = distributionChartSvg(run.distribution, { standalone: true });
   const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
   const figure = h("figure", { class: "score-chart" });
   figure.append(document.importNode(doc.documentElement, true));

@@ -1,4 +1,4 @@
-import { createEvalRegistry, loadEvalRegistry } from "../../runs/eval-registry.js";
+import { createEvalRegistry, loadEvalRegistry, skippedLine } from "../../runs/eval-registry.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { checkServeOptions, secretsFromEnv, serve } from "../../server/index.js";
 import { EXIT } from "../exit-codes.js";
@@ -42,11 +42,15 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const hosts = allowedHosts(flags);
   checkServeOptions({ host, allowedHosts: hosts, ...(token ? { token } : {}) });
 
+  // Before the store is opened: evals refused (two of one name) leave nothing behind.
+  const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
+  const skipped = skippedLine(evals.skipped);
+  if (skipped) log(`evals: ${skipped}`);
+  for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
+
   const stale = staleLimit();
   const store = await openStore(flags.store, stale);
   try {
-    const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
-    for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
     const server = await serve({
       store,
       host,
