@@ -78,7 +78,7 @@ export interface PlannedResume {
   /** The attempts the plan was made from. */
   attempts: AttemptHead[];
   eval: ResumeEval;
-  /** The spend cap the resume executes under, with what the run's stored attempts spent. */
+  /** The spend cap the resume executes under (on the run's stored spend, read as it executes). */
   cap?: SpendCap;
   /**
    * The configuration the claim records (`updateRunConfig`) before anything executes: the eval's
@@ -166,7 +166,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     );
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
-  const cap = await resumeCap(store, run, attempts, options.maxCost);
+  const cap = resumeCap(run, options.maxCost);
   const config = recordedChange(run.config, identity.config, rerun.requests);
   const resume: PlannedResume = {
     run,
