@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { Budget, usd } from "./budget.js";
+import { Budget, budgetNote, usd } from "./budget.js";
 
-const priced = (costUsd: number) => ({
-  sampleId: "q",
-  epoch: 1,
-  attempt: 1,
-  status: "scored" as const,
-  usage: { inputTokens: 10, outputTokens: 5, costUsd },
-});
+/** A budget that knows the run's stored rows spent `costUsd` over `pricedAttempts` priced attempts. */
+function knowing(maxCostUsd: number, costUsd: number, pricedAttempts: number): Budget {
+  const budget = new Budget({ maxCostUsd });
+  budget.know({ costUsd, pricedAttempts });
+  return budget;
+}
 
 describe("Budget: the spend cap's dispatch rule", () => {
   it.each([
@@ -20,34 +19,43 @@ describe("Budget: the spend cap's dispatch rule", () => {
     [0.5, { costUsd: 0.49, priced: 49 }, 0, "dispatch"], // 0.49 + 0.01 lands on the cap
     [0.5, { costUsd: 0, priced: 0 }, 7, "dispatch"], // no mean yet: only spent counts
     [0.5, { costUsd: 0, priced: 10 }, 100, "dispatch"], // a free model never stops
-  ] as const)("cap %d, before %j, %d in flight: %s", (maxCostUsd, before, inflight, verdict) => {
-    expect(new Budget({ maxCostUsd, before }).verdict(inflight)).toBe(verdict);
+  ] as const)("cap %d, stored %j, %d in flight: %s", (maxCostUsd, stored, inflight, verdict) => {
+    expect(knowing(maxCostUsd, stored.costUsd, stored.priced).verdict(inflight)).toBe(verdict);
   });
 
-  it("counts this invocation's attempts in the spend and the mean", () => {
-    const budget = new Budget({ maxCostUsd: 1, before: { costUsd: 0.1, priced: 10 } });
+  it("holds the stored spend it was told, never a tally of what it observed", () => {
+    const budget = knowing(1, 0.1, 10);
     expect(budget.verdict(8)).toBe("dispatch"); // 0.1 + 0.01 × 9
-    for (let i = 0; i < 10; i++) budget.observe(priced(0.05)); // mean now 0.6 / 20 = 0.03
-    expect(budget.spentUsd).toBeCloseTo(0.6, 12);
+    const attempt = {
+      sampleId: "q",
+      status: "scored" as const,
+      usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.05 },
+    };
+    // This process's commits change nothing until the store is read again …
+    for (let i = 0; i < 10; i++) budget.observe(attempt);
+    expect(budget.spentUsd).toBe(0.1);
+    // … and a read replaces the spend: the rows' sum, theirs and every other worker's.
+    budget.know({ costUsd: 0.6, pricedAttempts: 20 }); // mean now 0.03
+    expect(budget.spentUsd).toBe(0.6);
     expect(budget.verdict(12)).toBe("dispatch"); // 0.6 + 0.03 × 13 = 0.99
     expect(budget.verdict(13)).toBe("stop"); // 0.6 + 0.03 × 14 = 1.02
     expect(budget.note()).toBe("budget: spent $0.60 of the $1.00 cap");
+    budget.know({ costUsd: 0.6, pricedAttempts: 20 });
+    expect(budget.spentUsd).toBe(0.6);
   });
 
   it("probes with one key until the run has a priced attempt or this invocation committed one", () => {
-    expect(new Budget({ maxCostUsd: 1, before: { costUsd: 0, priced: 0 } }).probing).toBe(true);
-    expect(new Budget({ maxCostUsd: 1, before: { costUsd: 0.2, priced: 3 } }).probing).toBe(false);
-    const budget = new Budget({ maxCostUsd: 1, before: { costUsd: 0, priced: 0 } });
-    budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "error", usage: null });
+    expect(knowing(1, 0, 0).probing).toBe(true);
+    expect(knowing(1, 0.2, 3).probing).toBe(false);
+    const budget = knowing(1, 0, 0);
+    budget.observe({ sampleId: "q", status: "error", usage: null });
     expect(budget.probing).toBe(false);
   });
 
   it("leaves attempts without a known cost out of the mean, and warns once about them", () => {
-    const budget = new Budget({ maxCostUsd: 0.5, before: { costUsd: 0.1, priced: 10 } });
+    const budget = knowing(0.5, 0.1, 10);
     const unpriced = {
       sampleId: "q7",
-      epoch: 1,
-      attempt: 1,
       status: "scored" as const,
       usage: { inputTokens: 9, outputTokens: 6 },
     };
@@ -61,13 +69,16 @@ describe("Budget: the spend cap's dispatch rule", () => {
   });
 
   it("does not warn about an error that spent nothing", () => {
-    const budget = new Budget({ maxCostUsd: 0.5, before: { costUsd: 0, priced: 0 } });
-    expect(
-      budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "error", usage: null }),
-    ).toBeUndefined();
-    expect(
-      budget.observe({ sampleId: "q", epoch: 1, attempt: 1, status: "scored", usage: null }),
-    ).toMatch(/reported no cost/);
+    const budget = knowing(0.5, 0, 0);
+    expect(budget.observe({ sampleId: "q", status: "error", usage: null })).toBeUndefined();
+    expect(budget.observe({ sampleId: "q", status: "scored", usage: null })).toMatch(
+      /reported no cost/,
+    );
+  });
+
+  it("says a stop at the cap with the spend it is given", () => {
+    expect(budgetNote(0.994, 0.9)).toBe("budget: spent $0.9940 of the $0.90 cap");
+    expect(budgetNote(1.06, 0.9)).toBe("budget: spent $1.06 of the $0.90 cap");
   });
 
   it.each([

@@ -1,30 +1,29 @@
-import { keyString } from "../core/keys.js";
 import { formatUsd } from "../core/money.js";
 import type { Attempt } from "../core/types.js";
+import type { StoredSpend } from "../store/types.js";
 
-/** A cap on a run's total spend, and what the run had spent before this invocation. */
+/** A cap on a run's total spend. */
 export interface SpendCap {
-  /** The cap on the total spent on the run (every executed attempt, all invocations), USD. */
-  maxCostUsd: number;
-  /** The run's executed attempts stored before this invocation: their known cost and how many had one. */
-  before: { costUsd: number; priced: number };
   /**
-   * For a worker of a distributed run: the store's attempt-feed cursor read before `before` was,
-   * so attempts committed after it are counted as other workers' spend (a few twice, never none).
+   * The cap on the total spent on the run, USD: what its executed attempts and its scorings (a
+   * judge's) cost, over all invocations and all workers, as the store holds them.
    */
-  feedCursor?: number;
+  maxCostUsd: number;
 }
 
 /** What the engine does with the next key: dispatch it, or stop dispatching. */
 export type BudgetVerdict = "dispatch" | "stop";
 
 /**
- * The spend cap's dispatch rule. Before a key is dispatched, the run's total spent (stored
- * before this invocation + committed by it) plus what the keys in flight are expected to spend
- * (the run's mean cost per priced attempt × their number, the new key counted among them) is
- * compared with the cap: over it, dispatching stops. Because a key is only dispatched while
- * spent < cap, the total can exceed the cap by at most what the keys in flight at the last
- * dispatch cost.
+ * The spend cap's dispatch rule. Before a key is dispatched, the run's total spent, as its stored
+ * rows sum it (`know`, kept up to date by `followStoredSpend`), plus what the keys in flight are
+ * expected to spend (the run's mean cost per priced attempt × their number, the new key counted
+ * among them) is compared with the cap: over it, dispatching stops. Because a key is only
+ * dispatched while spent < cap, the total can exceed the cap by at most what the keys in flight
+ * at the last dispatch cost.
+ *
+ * The known spend is never a tally of what this process saw committed: it is what the store's
+ * rows add up to at the latest read, so it counts every worker's attempts and scorings once.
  *
  * Before any attempt of the run has a known cost, there is no mean to expect anything with: the
  * first key of the invocation is then dispatched alone (`probing`), and the rest only once it is
@@ -32,25 +31,28 @@ export type BudgetVerdict = "dispatch" | "stop";
  * the mean; the cap cannot see them (`observe` says so once).
  *
  * @example
- * const budget = new Budget({ maxCostUsd: 0.5, before: { costUsd: 0.2, priced: 20 } });
+ * const budget = new Budget({ maxCostUsd: 0.5 });
+ * budget.know({ costUsd: 0.2, pricedAttempts: 20 });
  * budget.verdict(3); // "dispatch": 0.2 + 0.01 × 4 ≤ 0.5
  */
 export class Budget {
   readonly maxCostUsd: number;
-  #spentUsd: number;
-  #priced: number;
+  #spentUsd = 0;
+  #priced = 0;
   #committed = 0;
   #warned = false;
-  /** This process's attempts, told apart from other workers' in `observeElsewhere`. */
-  readonly #own = new Set<string>();
 
   constructor(cap: SpendCap) {
     this.maxCostUsd = cap.maxCostUsd;
-    this.#spentUsd = cap.before.costUsd;
-    this.#priced = cap.before.priced;
   }
 
-  /** The total known spend on the run: stored before this invocation plus committed by it. */
+  /** The run's stored spend, as the latest read of its rows sums it. */
+  know(spent: Pick<StoredSpend, "costUsd" | "pricedAttempts">): void {
+    this.#spentUsd = spent.costUsd;
+    this.#priced = spent.pricedAttempts;
+  }
+
+  /** The total known spend on the run: its stored rows' at the latest read. */
   get spentUsd(): number {
     return this.#spentUsd;
   }
@@ -61,21 +63,15 @@ export class Budget {
   }
 
   /**
-   * Counts a committed attempt. Returns a warning the first time an attempt that spent
-   * something the cap cannot count is seen (tokens, or a scored solve, without a known cost).
+   * Notes an attempt this process committed (its cost is known once the store is read again).
+   * Returns a warning the first time an attempt that spent something the cap cannot count is
+   * seen (tokens, or a scored solve, without a known cost).
    */
-  observe(
-    attempt: Pick<Attempt, "usage" | "status" | "sampleId" | "epoch" | "attempt">,
-  ): string | undefined {
+  observe(attempt: Pick<Attempt, "usage" | "status" | "sampleId">): string | undefined {
     this.#committed++;
-    this.#own.add(`${keyString(attempt)}#${attempt.attempt}`);
-    const cost = attempt.usage?.costUsd;
-    if (typeof cost === "number") {
-      this.#spentUsd += cost;
-      this.#priced++;
-      return undefined;
-    }
-    const tokens = (attempt.usage?.inputTokens ?? 0) + (attempt.usage?.outputTokens ?? 0);
+    const usage = attempt.usage;
+    if (typeof usage?.costUsd === "number") return undefined;
+    const tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
     if (this.#warned || (tokens === 0 && attempt.status !== "scored")) return undefined;
     this.#warned = true;
     const what =
@@ -88,28 +84,6 @@ export class Budget {
     );
   }
 
-  /**
-   * Counts spend that is not an attempt's (a scoring's judge): on the run's total, but not in the
-   * mean cost of an attempt.
-   */
-  observeSpend(costUsd: number): void {
-    this.#spentUsd += costUsd;
-  }
-
-  /**
-   * Counts an attempt of the run committed by another process (a distributed run's other
-   * workers), unless it is one this budget observed: their spend is on the same cap.
-   */
-  observeElsewhere(
-    attempt: Pick<Attempt, "usage" | "sampleId" | "epoch" | "attempt" | "provenance">,
-  ): void {
-    if (this.#own.has(`${keyString(attempt)}#${attempt.attempt}`)) return;
-    const cost = attempt.usage?.costUsd;
-    if (attempt.provenance.kind !== "executed" || typeof cost !== "number") return;
-    this.#spentUsd += cost;
-    this.#priced++;
-  }
-
   /** Whether one more key may be dispatched while `inflight` others are in flight. */
   verdict(inflight: number): BudgetVerdict {
     const spent = this.#spentUsd;
@@ -120,10 +94,20 @@ export class Budget {
     return spent + mean * (inflight + 1) <= this.maxCostUsd + 1e-9 ? "dispatch" : "stop";
   }
 
-  /** The note a run stopped by its cap is released with. */
+  /** The note of a stop at the cap, with the spend known now. */
   note(): string {
-    return `budget: spent ${usd(this.#spentUsd)} of the ${usd(this.maxCostUsd)} cap`;
+    return budgetNote(this.#spentUsd, this.maxCostUsd);
   }
+}
+
+/**
+ * The note a run stopped by its cap is released with, and its report says: what the run spent,
+ * as its stored rows sum it, against the cap.
+ *
+ * @example budgetNote(0.6, 1) // "budget: spent $0.60 of the $1.00 cap"
+ */
+export function budgetNote(spentUsd: number, maxCostUsd: number): string {
+  return `budget: spent ${usd(spentUsd)} of the ${usd(maxCostUsd)} cap`;
 }
 
 /**

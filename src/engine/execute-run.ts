@@ -19,6 +19,7 @@ import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { Budget, type SpendCap } from "./budget.js";
+import { followStoredSpend } from "./stored-spend.js";
 import { AttemptAborted, executeKey, type KeyTask } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -26,7 +27,7 @@ import { startHeartbeat } from "./heartbeat.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
 import { planSource, type KeySource } from "./lease-source.js";
 import { heartbeatInterval } from "./owner.js";
-import { summarizePlan } from "./report.js";
+import { summarizePlan, type ScoringKey } from "./report.js";
 
 /** Options shared by starting and resuming a run. */
 export interface ExecuteOptions {
@@ -62,14 +63,13 @@ export interface Execution {
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
    */
   rescore?: { units: readonly RescoreUnit[]; pass: string };
-  /** The run's spend cap (`--max-cost`), with what it had spent before this invocation. */
+  /** The run's spend cap (`--max-cost`): on what the run's stored attempts and scorings cost. */
   cap?: SpendCap;
   /** The eval's journal retention, which `runs/` applies once the execution drained. */
   journalKeep?: JournalKeep;
   /**
    * Where the keys come from instead of the plan's `toExecute`: a distributed run's leases
-   * (`LeaseSource`). Then `owner.token` is the worker's, the heartbeat extends its leases, and
-   * the spend cap counts what the run's other workers commit too (read from the store's feed).
+   * (`LeaseSource`). Then `owner.token` is the worker's and the heartbeat extends its leases.
    */
   keys?: KeySource;
 }
@@ -94,8 +94,8 @@ export interface ExecutionEnd {
   fingerprintOf(sampleId: string): string | undefined;
   /** `performance.now()` when the execution began. */
   startedAt: number;
-  /** Scorings this invocation committed, and what those that paid for a model spent. */
-  scorings: { committed: number; usage: Usage[] };
+  /** How many scorings this invocation committed, and whether it committed a stored one. */
+  scorings: { committed: number; isNow(scoring: ScoringKey): boolean };
   /**
    * The step journal in this invocation: steps replayed from interrupted executions, executions
    * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
@@ -117,7 +117,9 @@ export interface ExecutionEnd {
  * anyway, and one that does finish has been paid for and stands.
  *
  * A spend cap (`exec.cap`) stops it the same way, without the grace period's abort (what is in
- * flight is being paid for): see `Budget` for the dispatch rule.
+ * flight is being paid for): see `Budget` for the dispatch rule. The spend it holds against the
+ * cap is read from the store before each dispatch (`followStoredSpend`): every attempt and
+ * scoring of the run, whoever committed it, counted once.
  */
 export async function executeRun(exec: Execution, options: ExecuteOptions): Promise<ExecutionEnd> {
   const { store } = options;
@@ -205,6 +207,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     ...exec.scorers.flatMap((scorer) => scorer.secrets?.() ?? []),
   ]);
   const budget = exec.cap ? new Budget(exec.cap) : undefined;
+  const spend = budget ? followStoredSpend(store, run.id, budget) : undefined;
   /** Stops dispatching (reason `budget`) when one more key, beside `inflight` others, would not fit. */
   const overBudget = (inflight: number): boolean => {
     if (!budget || stopReason !== null || budget.verdict(inflight) === "dispatch") return false;
@@ -266,14 +269,18 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     }
   };
 
-  const scorings = { committed: 0, usage: [] as Usage[] };
+  // The scorings committed now, by identity: the report sums their stored rows as spent now.
+  const scoredNow = new Set<string>();
+  const scorings = {
+    committed: 0,
+    isNow: (scoring: ScoringKey) => scoredNow.has(scoringKey(scoring)),
+  };
   /** A scoring's spend (a judge's) is this invocation's, whatever became of the key. */
   const countScoring = (scoring: Scoring) => {
     scorings.committed++;
+    scoredNow.add(scoringKey(scoring));
     if (!scoring.usage) return;
-    scorings.usage.push(scoring.usage);
     addScoringUsage(spentNow, scoring.usage);
-    budget?.observeSpend(scoring.usage.costUsd ?? 0);
     progress.spentNowUsd = spentNow.costUsd;
     progress.unpricedNow = spentNow.unpriced;
   };
@@ -331,8 +338,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         );
         // A scorer that threw leaves the output standing: retries score it again, never re-solve.
         const scorerError = attempt.error?.type === "scorer";
-        // Counted before the retry's verdict below, which must see this attempt's cost.
         const warning = budget?.observe(attempt);
+        // The retry's verdict below must see this attempt's cost: read once it is stored.
+        if (spend && attempt.status !== "scored") await spend.look();
         const final =
           attempt.status === "scored" ||
           i === run.config.retries ||
@@ -419,26 +427,33 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const stopped = () => stopReason !== null || overBudget(progress.inflight);
   const halted = () => stopReason !== null;
   const next = async () => {
-    // Under a cap shared with other workers, a dispatch waits for a look at what they spent.
-    if (others) await others.look();
+    // Under a cap, a dispatch waits for a look at what the run's rows spent up to now.
+    if (spend) await spend.look();
     try {
       const key = keys.next(halted);
       return key instanceof Promise ? await key : key;
     } catch (error) {
       // The store failed to give a key (after its retries): stop as a store failure does.
-      const message = error instanceof Error ? error.message : String(error);
-      stop("store-unwritable", false, message);
-      claimFailure ??= error instanceof StetError ? error : new StetError("E_STORE", message);
+      storeFailed(error);
       return undefined;
     }
   };
   let claimFailure: StetError | undefined;
-  const others = exec.keys && budget ? followSpend(store, run.id, budget) : undefined;
+  const storeFailed = (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    stop("store-unwritable", false, message);
+    claimFailure ??= error instanceof StetError ? error : new StetError("E_STORE", message);
+  };
   try {
-    await others?.start(exec.cap?.feedCursor);
+    // Without the run's spend, the cap cannot be held: nothing is dispatched.
+    await spend?.start().catch(storeFailed);
     const units = (exec.rescore?.units ?? []).values();
     await drain(
-      () => units.next().value,
+      async () => {
+        // A judge's scorings count against the cap too.
+        if (spend) await spend.look();
+        return units.next().value;
+      },
       run.config.concurrency,
       stopped,
       async (unit, go) => {
@@ -455,6 +470,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     if (budget?.probing) await drain(next, 1, stopped, dispatch, 1);
     await drain(next, run.config.concurrency, stopped, dispatch);
     await writer.drain();
+    // What the run spent once this invocation's last commit is in (the note of a stop at the cap).
+    await spend?.look();
   } finally {
     stopHeartbeat();
     options.signal?.removeEventListener("abort", onSignal);
@@ -481,12 +498,16 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   if (reason === "misconfigured") {
     return { ...end, stopped: { reason, note: stopNote, misconfiguration: misconfiguration! } };
   }
-  // The note says what the run spent in the end, the in-flight keys' cost included.
+  // The note says what the run's stored rows spent in the end, the in-flight keys' cost included.
   if (reason === "budget") return { ...end, stopped: { reason, note: budget!.note() } };
   return {
     ...end,
     stopped: reason === "signal" || reason === "cancel" ? { reason, note: stopNote } : null,
   };
+}
+
+function scoringKey(scoring: ScoringKey): string {
+  return `${keyString(scoring)}#${scoring.attempt}#${scoring.scoring}`;
 }
 
 function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
@@ -524,35 +545,4 @@ async function drain<T>(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, limit) }, slot));
-}
-
-/**
- * Follows what the run's other workers spend, for a spend cap counted over all of them: before a
- * dispatch, the attempts committed since the last look (the store's feed, one indexed read that
- * slots dispatching at once share), less this process's own, are added to the budget. So the cap
- * can be passed by what all workers have in flight plus what they commit during one look.
- */
-function followSpend(store: Store, runId: string, budget: Budget) {
-  let cursor = 0;
-  let looking: Promise<void> | null = null;
-  const read = async () => {
-    for (;;) {
-      const feed = await store.listAttemptsAfter(runId, { after: cursor, limit: 1_000 });
-      cursor = feed.cursor;
-      for (const attempt of feed.attempts) budget.observeElsewhere(attempt);
-      if (feed.attempts.length < 1_000) return;
-    }
-  };
-  return {
-    async start(from?: number) {
-      cursor = from ?? (await store.listAttemptsAfter(runId)).cursor;
-    },
-    /** A look at the feed: the one in progress, else a new one. A failed look is skipped. */
-    look(): Promise<void> {
-      looking ??= read()
-        .catch(() => {})
-        .finally(() => (looking = null));
-      return looking;
-    },
-  };
 }

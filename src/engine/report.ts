@@ -2,8 +2,11 @@ import type { PlanSummary, RunReport } from "../core/events.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
 import { addScoringUsage } from "../core/aggregate.js";
-import type { Run, SampleRecord, Usage } from "../core/types.js";
+import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
+
+/** A stored scoring's identity: its attempt's key and number, and its own number. */
+export type ScoringKey = Key & { attempt: number; scoring: number };
 
 export interface ReportInput {
   store: Store;
@@ -20,15 +23,17 @@ export interface ReportInput {
   isNow?: (attempt: AttemptHead) => boolean;
   /** A distributed run's worker: whether another worker committed it meanwhile (`byOtherWorkers`). */
   isOthers?: (attempt: AttemptHead) => boolean;
-  /** The scorings this invocation committed (default: none). */
-  scorings?: { committed: number; usage: readonly Usage[] };
+  /** How many scorings this invocation committed, and which stored ones (default: none). */
+  scorings?: { committed: number; isNow(scoring: ScoringKey): boolean };
   wallMs: number;
 }
 
 /**
- * A run's report, computed from the stored attempts alone: the same store state always gives
- * the same figures, however many interruptions led to it. The attempts are folded page by page
- * (or from `heads` when the caller has them), so a large run's report holds no attempt list.
+ * A run's report, computed from the stored attempts and scorings alone: the same store state
+ * always gives the same figures, however many interruptions led to it. Every spend figure is a
+ * sum of stored rows: spent now is over the rows this invocation committed (`isNow`,
+ * `scorings.isNow`), never a tally of what it saw. The attempts are folded page by page (or from
+ * `heads` when the caller has them), so a large run's report holds no attempt list.
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
   const { store, run } = input;
@@ -48,9 +53,10 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   const figures = fold.finish();
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
   for (const scoring of await store.listScorings(run.id)) {
-    if (scoring.usage) addScoringUsage(figures.totalSpent, scoring.usage);
+    if (!scoring.usage) continue;
+    addScoringUsage(figures.totalSpent, scoring.usage);
+    if (input.scorings?.isNow(scoring)) addScoringUsage(figures.spentNow, scoring.usage);
   }
-  for (const usage of input.scorings?.usage ?? []) addScoringUsage(figures.spentNow, usage);
   const total = samples.length * run.config.epochs;
   return {
     runId: run.id,

@@ -76,7 +76,7 @@ export interface PlannedResume {
   /** The attempts the plan was made from. */
   attempts: AttemptHead[];
   eval: ResumeEval;
-  /** The spend cap the resume executes under, with what the run's stored attempts spent. */
+  /** The spend cap the resume executes under (on the run's stored spend, read as it executes). */
   cap?: SpendCap;
   /**
    * The configuration the claim records (`updateRunConfig`) before anything executes: the eval's
@@ -178,7 +178,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     );
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
-  const cap = await resumeCap(store, run, attempts, options.maxCost);
+  const cap = resumeCap(run, options.maxCost);
   const accepted =
     run.config.identity && identity.differences.length === 0
       ? run.config

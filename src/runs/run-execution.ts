@@ -12,6 +12,7 @@ import {
   type StopCause,
 } from "../engine/execute-run.js";
 import { takenOver } from "../engine/acquire.js";
+import { budgetNote } from "../engine/budget.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead } from "../store/types.js";
 import { runSecrets } from "./run-secrets.js";
@@ -133,22 +134,20 @@ function withJournal(report: RunReport, end: ExecutionEnd): RunReport {
 
 /**
  * The report with why the invocation stopped (when it left the run interrupted) and the spend
- * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`.
+ * cap it ran under: the CLI exits 6 for `stopped.reason === "budget"`. A stop at the cap says the
+ * report's own total, the stored rows' sum, so the note and the figures never disagree.
  */
 function withStop(report: RunReport, stopped: StopCause | null, exec: Execution): RunReport {
   const { cap } = exec;
+  // What is known: the cap counts known costs only (an unpriced spend it cannot see).
+  const spentUsd = report.usage.totalSpent.costUsd ?? 0;
+  const note =
+    stopped?.reason === "budget" && cap ? budgetNote(spentUsd, cap.maxCostUsd) : stopped?.note;
   return {
     ...report,
-    ...(stopped ? { stopped: { reason: stopped.reason, note: stopped.note } } : {}),
+    ...(stopped ? { stopped: { reason: stopped.reason, note: note ?? stopped.note } } : {}),
     ...(cap
-      ? {
-          budget: {
-            maxCostUsd: cap.maxCostUsd,
-            // What is known: the cap counts known costs only (an unpriced spend it cannot see).
-            spentUsd: report.usage.totalSpent.costUsd ?? 0,
-            reached: stopped?.reason === "budget",
-          },
-        }
+      ? { budget: { maxCostUsd: cap.maxCostUsd, spentUsd, reached: stopped?.reason === "budget" } }
       : {}),
   };
 }

@@ -15,7 +15,6 @@ import { StetError } from "../core/errors.js";
 import { evalIdentity } from "./run-identity.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
-import { startingCap } from "./spend-cap.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
@@ -70,8 +69,8 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     resumed: false,
     solver: ev.solver,
     scorers: ev.scorers,
-    // A new run has spent nothing: seeded attempts are imported, paid for elsewhere.
-    ...(ev.maxCost === undefined ? {} : { cap: startingCap(ev.maxCost) }),
+    // Seeded attempts are imported, paid for elsewhere: the cap counts none of them.
+    ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);

@@ -3,11 +3,12 @@ import type { RunReport } from "../core/events.js";
 import type { Run, RunStatus } from "../core/types.js";
 import type { Execution, ExecuteOptions, ExecutionEnd } from "../engine/execute-run.js";
 import { executeRun } from "../engine/execute-run.js";
+import { budgetNote } from "../engine/budget.js";
 import { LeaseSource } from "../engine/lease-source.js";
 import { DEFAULT_STALE_MS, heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import { keyString } from "../core/keys.js";
-import type { AttemptHead, Store, WorkerIdentity } from "../store/types.js";
+import type { AttemptHead, RunNote, Store, WorkerIdentity } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers, workerId } from "./run-workers.js";
@@ -110,8 +111,6 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   const { store, runId } = options;
   const found = await joinableRun(store, runId, options.reopen === true);
   if (found.status === "completed") return storedReport(store, found);
-  // Before the plan reads the run's spend: what others commit after it counts on the cap too.
-  const { cursor: feedCursor } = await store.listAttemptsAfter(runId);
   // Planned (its eval checked against the run's identity) before the run is reopened: a
   // refused worker leaves the run as it was.
   const planning = await planResume({ ...options, asWorker: true });
@@ -154,7 +153,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     solver: ev.solver,
     scorers: ev.scorers,
     keys: source,
-    ...(cap ? { cap: { ...cap, feedCursor } } : {}),
+    ...(cap ? { cap } : {}),
     ...(ev.callModel ? { callModel: ev.callModel } : {}),
   };
   let end: ExecutionEnd;
@@ -176,7 +175,13 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
       finalReport(store, plan, runId, exec.resumed),
     );
   }
-  await settle(store, runId, stopped !== null, stopped?.note);
+  // A stop at the cap says what the run spent in the end: read when the run is closed, after
+  // which no worker writes (the other workers' in-flight keys are in by then).
+  const note: RunNote | undefined =
+    stopped?.reason === "budget" && cap
+      ? (spent) => budgetNote(spent.costUsd, cap.maxCostUsd)
+      : stopped?.note;
+  await settle(store, runId, stopped !== null, note);
   const report = await executionReport(store, await requireRun(store, runId), exec, end, {
     stopped,
     isOthers: otherWorkers(planning.resume.attempts, end.isNow),
@@ -228,7 +233,7 @@ async function settle(
   store: Store,
   runId: string,
   cutShort: boolean,
-  note?: string,
+  note?: RunNote,
 ): Promise<RunStatus | undefined> {
   const counts = await store.countKeys(runId);
   const status = settledStatus({ remaining: counts.remaining, cutShort });

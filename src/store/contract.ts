@@ -8,6 +8,7 @@ import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
 import { describeScoringContract } from "./contract/scorings.js";
+import { describeSpendContract } from "./contract/spend.js";
 import type { Store } from "./types.js";
 
 export type { StoreHarness } from "./contract/fixtures.js";
@@ -50,5 +51,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeScoringContract(ref);
     describeJournalContract(ref);
     describeLeaseContract(ref);
+    describeSpendContract(ref);
   });
 }

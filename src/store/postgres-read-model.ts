@@ -8,7 +8,15 @@ import {
   type AttemptHeadRow,
   type OutcomeRow,
 } from "./rows.js";
-import type { AttemptFeed, BenchmarkSummary, OutcomeFilter, OutcomePage } from "./types.js";
+import { toStoredSpend, type SpendRow } from "./spend-rows.js";
+import type {
+  AttemptFeed,
+  BenchmarkSummary,
+  OutcomeFilter,
+  OutcomePage,
+  SpendCursor,
+  StoredSpend,
+} from "./types.js";
 
 /** Score elements of the outcome (of `@scorer` when given) that have a numeric value. */
 const VALUED_SCORES = `SELECT 1 FROM jsonb_array_elements(o.scores::jsonb) j
@@ -62,6 +70,18 @@ const feed = statement(
 const newest = statement(
   `SELECT COALESCE(MAX(seq), 0)::float8 AS cursor FROM attempts WHERE run_id = @runId`,
 );
+// The spend after a cursor in commit order (seq, in both tables: a run's writes take its row lock
+// before they insert). One statement: under READ COMMITTED, both tables are read in one snapshot.
+const spend = statement(
+  `SELECT a.cost AS attempt_cost, a.priced, a.last AS last_attempt,
+     s.cost AS scoring_cost, s.last AS last_scoring
+   FROM (SELECT COALESCE(SUM(cost_usd) FILTER (WHERE provenance_kind = 'executed'), 0)::float8 AS cost,
+           (COUNT(cost_usd) FILTER (WHERE provenance_kind = 'executed'))::int AS priced,
+           MAX(seq)::float8 AS last
+         FROM attempts WHERE run_id = @runId AND seq > @attempts) a,
+        (SELECT COALESCE(SUM(cost_usd), 0)::float8 AS cost, MAX(seq)::float8 AS last
+         FROM scorings WHERE run_id = @runId AND seq > @scorings) s`,
+);
 const benchmarks = statement(
   `SELECT eval_name AS "evalName", COUNT(*)::int AS runs,
      (COUNT(*) FILTER (WHERE status = 'running'))::int AS running,
@@ -110,6 +130,14 @@ export const postgresReadModel = {
     }
     const rows = await feed.tuples<[number, ...AttemptHeadRow]>(db, { runId, after, limit });
     return feedPage(runId, rows, after);
+  },
+
+  async readSpend(db: Queryable, runId: string, after: SpendCursor): Promise<StoredSpend> {
+    const [row] = await spend.rows<SpendRow & { [column: string]: unknown }>(db, {
+      runId,
+      ...after,
+    });
+    return toStoredSpend(row, after);
   },
 
   async listBenchmarks(db: Queryable): Promise<BenchmarkSummary[]> {

@@ -56,6 +56,7 @@ import {
   type ScoringRow,
 } from "./scoring-rows.js";
 import { postgresStatements as sql } from "./postgres-statements.js";
+import { SPEND_START } from "./spend-rows.js";
 import {
   attemptMapper,
   countsOf,
@@ -72,6 +73,9 @@ import {
 import type {
   AttemptFeed,
   AttemptFilter,
+  RunNote,
+  SpendCursor,
+  StoredSpend,
   AttemptHead,
   BenchmarkSummary,
   HeartbeatReply,
@@ -543,6 +547,10 @@ class PostgresStore implements Store {
     );
   }
 
+  async readSpend(runId: string, after: SpendCursor = SPEND_START): Promise<StoredSpend> {
+    return this.guard(() => postgresReadModel.readSpend(this.pool, runId, after));
+  }
+
   async listBenchmarks(): Promise<BenchmarkSummary[]> {
     return this.guard(() => postgresReadModel.listBenchmarks(this.pool));
   }
@@ -592,9 +600,21 @@ class PostgresStore implements Store {
     return this.guard(() => leases.cancel(this.pool, runId, note));
   }
 
-  async closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean> {
+  async closeDistributed(runId: string, status: RunStatus, note?: RunNote): Promise<boolean> {
     if (status === "running") throw illegalRelease(runId);
-    return this.guard(() => leases.close(this.pool, runId, status, note ?? null));
+    if (typeof note !== "function") {
+      return this.guard(() => leases.close(this.pool, runId, status, note ?? null));
+    }
+    return this.guard(() =>
+      transaction(this.pool, async (tx) => {
+        // Every commit to the run takes its row lock before it inserts: with the lock held, the
+        // spend read is the run's last (a worker that commits after it still holds a live lease,
+        // and then the close changes nothing).
+        await sql.lockOwner.run(tx, { runId });
+        const spent = await postgresReadModel.readSpend(tx, runId, SPEND_START);
+        return leases.close(tx, runId, status, note(spent));
+      }),
+    );
   }
 
   async close(): Promise<void> {

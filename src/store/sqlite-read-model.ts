@@ -8,7 +8,15 @@ import {
   type AttemptHeadRow,
   type OutcomeRow,
 } from "./rows.js";
-import type { AttemptFeed, BenchmarkSummary, OutcomeFilter, OutcomePage } from "./types.js";
+import { SPEND_START, toStoredSpend, type SpendRow } from "./spend-rows.js";
+import type {
+  AttemptFeed,
+  BenchmarkSummary,
+  OutcomeFilter,
+  OutcomePage,
+  SpendCursor,
+  StoredSpend,
+} from "./types.js";
 
 /** Scores of the outcome (of `@scorer` when given) that have a value. */
 const VALUED_SCORES = `SELECT 1 FROM json_each(o.scores) j
@@ -76,6 +84,24 @@ export function prepareReadModel(db: SqliteDatabase) {
     )
     .raw();
   const newest = db.prepare<{ cursor: number | null }>(`SELECT MAX(rowid) AS cursor FROM attempts`);
+  // A run's spend, all of it (by the run's index) or after a cursor in commit order (rowid for
+  // attempts, as the feed; seq for scorings, AUTOINCREMENT). After a cursor, `+run_id` keeps the
+  // planner on the rowid range (the rows since the last read) rather than the run's whole index.
+  // One statement, so both tables are read in one snapshot; its cursor is each table's newest
+  // row of any run: writes are serialized, so every row of the run up to it has been read.
+  const spend = (runFilter: string) =>
+    db.prepare<SpendRow>(
+      `SELECT a.cost AS attempt_cost, a.priced, (SELECT MAX(rowid) FROM attempts) AS last_attempt,
+         s.cost AS scoring_cost, (SELECT MAX(seq) FROM scorings) AS last_scoring
+       FROM (SELECT TOTAL(CASE WHEN provenance_kind = 'executed' THEN cost_usd END) AS cost,
+               COUNT(CASE WHEN provenance_kind = 'executed' THEN cost_usd END) AS priced
+             FROM attempts WHERE ${runFilter} AND rowid > @attempts) a,
+            (SELECT TOTAL(cost_usd) AS cost
+             FROM scorings WHERE ${runFilter} AND seq > @scorings) s`,
+    );
+  const spendAll = spend("run_id = @runId");
+  const spendAfter = spend("+run_id = @runId");
+
   const benchmarks = db.prepare<{
     evalName: string;
     runs: number;
@@ -101,6 +127,11 @@ export function prepareReadModel(db: SqliteDatabase) {
     listAttemptsAfter(runId: string, after: number | undefined, limit: number): AttemptFeed {
       if (after === undefined) return { attempts: [], cursor: newest.get()?.cursor ?? 0 };
       return feedPage(runId, feed.all({ runId, after, limit }), after);
+    },
+
+    readSpend(runId: string, after: SpendCursor | undefined): StoredSpend {
+      const from = after ?? SPEND_START;
+      return toStoredSpend((after ? spendAfter : spendAll).get({ runId, ...from }), from);
     },
 
     listBenchmarks(): BenchmarkSummary[] {

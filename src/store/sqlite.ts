@@ -82,6 +82,9 @@ import type {
   StepDiscard,
   StepDraft,
   ReportInputs,
+  RunNote,
+  SpendCursor,
+  StoredSpend,
   Store,
 } from "./types.js";
 
@@ -461,6 +464,10 @@ class SqliteStore implements Store {
     );
   }
 
+  async readSpend(runId: string, after?: SpendCursor): Promise<StoredSpend> {
+    return this.guard(() => this.read.readSpend(runId, after));
+  }
+
   async listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>> {
     return this.guard(() => {
       const ids = JSON.stringify(runIds);
@@ -522,10 +529,15 @@ class SqliteStore implements Store {
     return this.guard(() => this.leases.cancel(runId, note));
   }
 
-  async closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean> {
+  async closeDistributed(runId: string, status: RunStatus, note?: RunNote): Promise<boolean> {
     return this.guard(() => {
       if (status === "running") throw illegalRelease(runId);
-      return this.leases.close(runId, status, note ?? null);
+      if (typeof note !== "function") return this.leases.close(runId, status, note ?? null);
+      // The spend is read under the write lock the close takes: no commit comes between them.
+      return immediate(this.db, () => {
+        const spent = this.read.readSpend(runId, undefined);
+        return this.leases.close(runId, status, note(spent));
+      });
     });
   }
 

@@ -104,6 +104,27 @@ export interface AttemptFeed {
   cursor: number;
 }
 
+/**
+ * What a run's stored rows spent, as the spend cap and the reports count it: the known cost of
+ * its executed attempts (imported ones were paid for elsewhere) and of its scorings (a judge's),
+ * and how many of those attempts had a known cost (the cap's mean is per priced attempt).
+ */
+export interface StoredSpend {
+  costUsd: number;
+  pricedAttempts: number;
+  /** The newest attempt and scoring the read covered: read on from here, nothing is counted twice. */
+  cursor: SpendCursor;
+}
+
+/** A run's note, or one written from what the run spent (read when the note is written). */
+export type RunNote = string | ((spent: StoredSpend) => string);
+
+/** A place in a run's commit order, of its attempts and of its scorings (see `readSpend`). */
+export interface SpendCursor {
+  attempts: number;
+  scorings: number;
+}
+
 /** What a heartbeat learns: whether the caller still owns the run, and any cancel asked of it. */
 export type HeartbeatReply =
   | { owned: false }
@@ -341,6 +362,12 @@ export interface Store {
     options?: { after?: number; limit?: number },
   ): Promise<AttemptFeed>;
   /**
+   * The run's stored spend (`StoredSpend`), read in one statement: over every row, or with
+   * `after` over the rows committed after that cursor. Reads chained from one cursor to the next
+   * add up to the sum over the stored rows, each counted once (commit order, as the feed's).
+   */
+  readSpend(runId: string, after?: SpendCursor): Promise<StoredSpend>;
+  /**
    * Writes step-journal entries in one transaction, all or nothing, fenced like recordAttempts
    * (`E_FENCED`). Entries are open (attempt null) until the key's next attempt commits:
    * recordAttempts binds a key's open entries to the attempt it stores. An open entry at the
@@ -407,9 +434,11 @@ export interface Store {
   requestWorkersCancel(runId: string, note: string): Promise<boolean>;
   /**
    * Sets a running distributed run's final status when no live lease remains (and, for completed
-   * or errored, every key is done); false otherwise: another worker settles it.
+   * or errored, every key is done); false otherwise: another worker settles it. A note that is a
+   * function is given the run's whole stored spend, read in the same transaction as the close,
+   * after which no worker can write: what it says is what the run spent in the end.
    */
-  closeDistributed(runId: string, status: RunStatus, note?: string): Promise<boolean>;
+  closeDistributed(runId: string, status: RunStatus, note?: RunNote): Promise<boolean>;
 
   close(): Promise<void>;
 }
