@@ -39,7 +39,7 @@ describe("a small eval as a new user sees it", () => {
 
     const show = await runCli(["show", runId], { cwd: p.dir });
     expect(show.stdout).toContain("model gpt-4o-mini");
-    expect(show.stdout).toContain(`${total} total on this run`);
+    expect(show.stdout).toContain(`${total} spent on this run`);
 
     const list = await runCli(["list", "--json"], { cwd: p.dir });
     expect(JSON.parse(list.stdout)).toMatchObject([{ id: runId, model: "gpt-4o-mini" }]);
@@ -96,5 +96,65 @@ describe("a small eval as a new user sees it", () => {
     expect(JSON.parse(json.stdout)).toMatchObject([
       { id: runId, score: { scorer: "exact", mean: 0.5 } },
     ]);
+  });
+
+  it("says what a run spent, never its own spend as reused: after a run, a resume and a no-op resume", async () => {
+    // q001's first request is refused (400: not retried), so the run ends with one error.
+    const refusing = await startMockOpenAI({
+      usage: { prompt_tokens: 10, completion_tokens: 5 },
+      respond: ({ key, n }) => (key === "question 1" && n === 1 ? { status: 400 } : undefined),
+    });
+    try {
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": questions(3) });
+      const env = { OPENAI_BASE_URL: refusing.url, OPENAI_API_KEY: "sk-test" };
+      const run = await runCli(["run", "eval.mjs"], { cwd: p.dir, env });
+      expect(run.code).toBe(3);
+      const runId = /^run (r_\w+)/m.exec(run.stdout)![1]!;
+      // The first run bought two outcomes ($0.0000045 each) and reused nothing.
+      expect(run.stdout).toContain(
+        "cost     $0.000009 spent now · $0.000009 total on this run · $0.00 reused",
+      );
+
+      // Seen from `stet show` no invocation ran: the run's spend is its spend, not "reused".
+      const shown = await runCli(["show", runId], { cwd: p.dir });
+      expect(shown.stdout).toContain("cost     $0.000009 spent on this run (every invocation)\n");
+      expect(shown.stdout).not.toContain("reused");
+      const json = JSON.parse((await runCli(["show", runId, "--json"], { cwd: p.dir })).stdout) as {
+        usage: { reused: { attempts: number; costUsd: number } };
+      };
+      expect(json.usage.reused).toMatchObject({ attempts: 0, costUsd: 0 });
+
+      // The resume re-buys only q001: the two outcomes it kept are what it reused.
+      const resumed = await runCli(["resume", runId], { cwd: p.dir, env });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toContain(
+        "cost     $0.0000045 spent now · $0.0000135 total on this run · $0.000009 reused (not re-bought)",
+      );
+      // A resume with nothing to do reused nothing either.
+      const noop = await runCli(["resume", runId], { cwd: p.dir, env });
+      expect(noop.stdout).toContain(
+        "cost     $0.00 spent now · $0.0000135 total on this run · $0.00 reused",
+      );
+
+      const md = await runCli(["export", runId, "--format", "markdown"], { cwd: p.dir });
+      expect(md.stdout).toContain("**Spend:** $0.0000135 in total\n");
+      const html = join(p.dir, "r.html");
+      await runCli(["export", runId, "--format", "html", "-o", html], { cwd: p.dir });
+      expect(readFileSync(html, "utf8")).toContain("spend: $0.0000135 spent · 30 input");
+      const store = openSqliteStore(p.db, { create: false });
+      try {
+        const detail = (await (
+          await createApp({ store }).request(`/api/runs/${runId}`)
+        ).json()) as {
+          cost: { spent: { costUsd: number }; reused: { attempts: number } };
+        };
+        expect(detail.cost.reused.attempts).toBe(0);
+        expect(detail.cost.spent.costUsd).toBeCloseTo(0.0000135, 12);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await refusing.close();
+    }
   });
 });

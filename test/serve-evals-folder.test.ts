@@ -169,15 +169,19 @@ describe("stet serve --evals <a project's folder>", () => {
     expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(existsSync(fresh)).toBe(false);
 
-    // Renamed, the second eval is served too, and the runs of both files resume: the second's
-    // run was of "twin", so it needs the change acknowledged (its identity names the eval).
+    // Renamed, the second eval is served too and the first file's run resumes. The second
+    // file's run was of "twin": a run holds one eval's results, so "twin-2" may not go on with it
+    // (409 eval_changed, acknowledged or not, saying so), exactly as `stet resume` refuses it.
     writeFileSync(join(p.dir, "second.mjs"), evalModule("twin-2"));
     const server = await serveFolder(p.dir, db);
     await resumedToCompletion(server, db, runs.first);
-    const changed = await server.post(`/api/runs/${runs.second}/resume`);
-    expect(changed.status).toBe(409);
-    expect(((await changed.json()) as { error: { code: string } }).error.code).toBe("eval_changed");
-    await resumedToCompletion(server, db, runs.second, { allowEvalChange: true });
+    for (const body of [undefined, { allowEvalChange: true }]) {
+      const changed = await server.post(`/api/runs/${runs.second}/resume`, body);
+      expect(changed.status).toBe(409);
+      const { error } = (await changed.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe("eval_changed");
+      expect(error.message).toContain('a run of eval "twin", not of "twin-2"');
+    }
   });
 
   it("says why a run of a file in the folder cannot resume when that file no longer loads", async () => {

@@ -106,18 +106,12 @@ describe("a model without a price", () => {
       costUsd: null,
       unpriced: 3,
     });
-    expect(shown.usage.reused).toEqual({
-      attempts: 3,
-      inputTokens: 300,
-      outputTokens: 60,
-      costUsd: null,
-      unpriced: 3,
-    });
+    // Seen from `show`, no invocation reused anything: the run's outcomes are its own spend.
+    expect(shown.usage.reused).toMatchObject({ attempts: 0 });
     const text = await cli("show", runId);
-    // `show` spends nothing itself; what the run spent and its outcomes are worth is unknown.
+    // What the run spent is unknown: never "$0".
     expect(costLine(text)).toBe(
-      "cost     $0.00 spent now · unknown (3 attempts unpriced) total on this run · " +
-        "unknown (3 attempts unpriced) reused (not re-bought)",
+      "cost     unknown (3 attempts unpriced) spent on this run (every invocation)",
     );
 
     const rows = (await cli("export", runId))
@@ -152,7 +146,7 @@ describe("a model without a price", () => {
     expect(costLine(run.stdout)).toContain("≥ $0.000054 (1 attempt unpriced) spent now");
     expect(run.stderr).toMatch(/^3\/3 · .* · errors 0 · ≥ \$0\.000054$/m);
     expect(costLine(await cli("show", runId))).toContain(
-      "≥ $0.000054 (1 attempt unpriced) total on this run",
+      "≥ $0.000054 (1 attempt unpriced) spent on this run",
     );
     const rows = (await cli("export", runId))
       .trim()

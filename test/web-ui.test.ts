@@ -66,10 +66,11 @@ describe.skipIf(SKIP_BROWSER)("web UI (real server process, real Chromium)", () 
       .toMatch(new RegExp(`^${N}/${N} done`));
     await page.locator(".summary .badge.completed").waitFor();
     expect(await page.getByRole("button", { name: /Resume/ }).count()).toBe(0);
-    // The eval's model ("gpt-test") has no price: its cost is unknown, not $0.
+    // The eval's model ("gpt-test") has no price: its cost is unknown, not $0. Seen from the
+    // page, no invocation reused anything: the run's spend is what it spent.
     await expect
       .poll(() => page.locator("p.meta", { hasText: "Cost" }).textContent())
-      .toMatch(/^Cost unknown \(\d+ unpriced\) spent · unknown \(40 unpriced\) reused · /);
+      .toMatch(/^Cost unknown \(40 unpriced\) spent on this run · \d+ in \/ \d+ out tokens$/);
 
     // Rescore scores the stored outputs again; no model request is made for them (checked below).
     await page.getByRole("button", { name: "Rescore" }).click();

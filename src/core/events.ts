@@ -53,11 +53,17 @@ export interface RunReport {
     spentNow: UsageTotal;
     /** Every attempt ever executed for the run (imported ones excluded). */
     totalSpent: UsageTotal;
-    /** Outcomes this invocation did not pay for: preserved or imported. */
+    /**
+     * Outcomes this invocation did not pay for: preserved from earlier invocations or imported.
+     * In a stored report (`stored`), and for an invocation that had nothing to do, only imported
+     * outcomes (paid elsewhere): the run's own spend is never "reused" from where nothing ran.
+     */
     reused: UsageTotal;
     /** A distributed run's worker: outcomes the other workers bought meanwhile (not reused). */
     byOtherWorkers?: UsageTotal;
   };
+  /** Read from the store with no invocation behind it (`stet show`, the API, exports). */
+  stored?: true;
   executed: number;
   /** Stored attempts this invocation scored again (a rescore, a resume's scorer errors). */
   rescored: number;

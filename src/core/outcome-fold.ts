@@ -83,6 +83,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   readonly #scorers: readonly string[];
   readonly #reducer: Reducer;
   readonly #isNow: (attempt: A) => boolean;
+  readonly #reusedImportedOnly: boolean;
   readonly #isOthers: (attempt: A) => boolean;
   readonly #onSample: ((sampleId: string, values: readonly (number | null)[]) => void) | undefined;
   #last: A | undefined;
@@ -105,6 +106,14 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
      */
     isOthers?: (attempt: A) => boolean;
     /**
+     * What `reused` counts: `preserved` (default), the outcomes an invocation that had work to do
+     * found stored and did not buy again, imported ones included; `imported`, only outcomes
+     * brought in from elsewhere (an import, `--resume-from`), for a view with no invocation
+     * behind it (`stet show`, a report) or one that had nothing to do: the run's own spend is
+     * its spend there, never "reused".
+     */
+    reused?: "preserved" | "imported";
+    /**
      * Told each sample's epoch-reduced value per scorer (in `scorers` order; null: no scored
      * value), as the sample closes: what a paired comparison of two runs reads.
      */
@@ -115,6 +124,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     this.#reducer = options.reducer;
     this.#isNow = options.isNow;
     this.#isOthers = options.isOthers ?? (() => false);
+    this.#reusedImportedOnly = options.reused === "imported";
     this.#onSample = options.onSample;
     this.#epochValues = options.scorers.map(() => []);
     this.#perSample = options.scorers.map(() => []);
@@ -182,7 +192,11 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   #closeKey(outcome: A): void {
     const r = this.#result;
     if (this.#isOthers(outcome)) addUsage(r.byOthers, outcome.usage);
-    else if (!this.#isNow(outcome)) addUsage(r.reused, outcome.usage);
+    else if (
+      !this.#isNow(outcome) &&
+      (!this.#reusedImportedOnly || outcome.provenance.kind === "imported")
+    )
+      addUsage(r.reused, outcome.usage);
     if (outcome.status === "scored") r.scored++;
     else {
       r.errored++;

@@ -26,6 +26,11 @@ export interface ReportInput {
   /** How many scorings this invocation committed, and which stored ones (default: none). */
   scorings?: { committed: number; isNow(scoring: ScoringKey): boolean };
   wallMs: number;
+  /**
+   * False for a report read from the store with no invocation behind it (`stet show`, the API,
+   * reports): then `reused` is only imported outcomes, and `stored` marks the report.
+   */
+  invocation?: boolean;
 }
 
 /**
@@ -39,12 +44,19 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   const { store, run } = input;
   const samples = input.samples ?? (await store.getSamples(run.id));
   const fingerprintOf = input.fingerprintOf ?? indexFingerprints(samples);
+  const stored = input.invocation === false;
   const fold = new OutcomeFold<AttemptHead>({
     fingerprintOf,
     scorers: run.config.scorers,
     reducer: run.config.reducer,
     isNow: input.isNow ?? (() => false),
     ...(input.isOthers ? { isOthers: input.isOthers } : {}),
+    // What the run has, seen from no invocation or from one with nothing to do, is not reuse:
+    // only imported outcomes (paid elsewhere) are.
+    reused:
+      stored || (input.plan.toExecute === 0 && input.plan.toRescore === 0)
+        ? "imported"
+        : "preserved",
   });
   if (input.heads) for (const head of input.heads) fold.add(head);
   else
@@ -63,6 +75,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     evalName: run.evalName,
     status: run.status,
     resumed: input.resumed,
+    ...(stored ? { stored: true as const } : {}),
     plan: input.plan,
     counts: {
       total,
@@ -120,6 +133,7 @@ export async function storedReport(store: Store, run: Run): Promise<RunReport> {
     plan: summarizePlan(plan),
     resumed: false,
     wallMs: 0,
+    invocation: false,
   });
 }
 

@@ -124,8 +124,9 @@ describe("importResults", () => {
     // Executed: six scored attempts and four errors (no usage); the imported four are not spend.
     expect(report.usage.totalSpent).toMatchObject({ attempts: 10, inputTokens: 60 });
     expect(report.usage.totalSpent.costUsd).toBeCloseTo(0.06);
-    expect(report.usage.reused).toMatchObject({ attempts: 10, inputTokens: 100 });
-    expect(report.usage.reused.costUsd).toBeCloseTo(0.1);
+    // A resume with nothing left to do reused only what was imported (paid elsewhere).
+    expect(report.usage.reused).toMatchObject({ attempts: 4, inputTokens: 40 });
+    expect(report.usage.reused.costUsd).toBeCloseTo(0.04);
     expect(report.metrics).toEqual([expect.objectContaining({ scorer: "exact", mean: 1 })]);
   });
 

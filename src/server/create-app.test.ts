@@ -208,8 +208,9 @@ describe("reading", () => {
       const t = setup([additionEval({ costOf }).ev]);
       const runId = await completedRun(t);
       const spent = { attempts: 6, inputTokens: 18, outputTokens: 6, costUsd, unpriced };
+      // Seen from the API no invocation ran: the run's spend is spent, nothing "reused".
       expect((await t.json(`/api/runs/${runId}`)).body).toMatchObject({
-        cost: { spent, reused: spent },
+        cost: { spent, reused: { attempts: 0, inputTokens: 0, outputTokens: 0 } },
       });
       expect((await t.json("/api/benchmarks/addition")).body).toMatchObject({
         runs: [{ id: runId, cost: { spent } }],

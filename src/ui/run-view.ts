@@ -327,7 +327,11 @@ function runDetails(run: RunDetail): Child[] {
     h(
       "p",
       { class: "meta" },
-      `Cost ${totalCost(run.cost.spent)} spent · ${totalCost(run.cost.reused)} reused · `,
+      // What the run spent in all; imported outcomes (paid elsewhere) apart. Seen from no
+      // invocation, nothing of the run's own spend is "reused".
+      `Cost ${totalCost(run.cost.spent)} spent on this run · `,
+      run.cost.reused.attempts > 0 &&
+        `${totalCost(run.cost.reused)} imported (${run.cost.reused.attempts} outcomes paid elsewhere) · `,
       `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
     ),
     run.errors.length > 0 &&

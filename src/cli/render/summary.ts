@@ -53,8 +53,7 @@ export function renderSummary(report: RunReport): string {
       `${report.rescored > 0 ? `${formatCount(report.rescored)} rescored now · ` : ""}` +
       `${formatCount(report.preserved)} preserved`,
     `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
-    `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
-      `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)` +
+    costLine(report) +
       (usage.byOtherWorkers
         ? ` · ${formatCost(usage.byOtherWorkers, true)} by the run's other workers`
         : ""),
@@ -92,4 +91,24 @@ export function renderErrors(group: ErrorGroup): string {
   const more = group.count - group.examples.length;
   if (more > 0) quoted.push(`… and ${formatCount(more)} more`);
   return `${group.type} ${formatCount(group.count)} — ${quoted.join("; ")}`;
+}
+
+/**
+ * What the run cost, as the report's point of view allows: an invocation's spend now, the run's
+ * total and what it reused (did not buy again); a stored report's total, and the outcomes it
+ * imported (paid elsewhere) when it has any. A report from the store never calls the run's own
+ * spend "reused".
+ */
+function costLine({ usage, stored }: RunReport): string {
+  if (stored)
+    return (
+      `cost     ${formatCost(usage.totalSpent, true)} spent on this run (every invocation)` +
+      (usage.reused.attempts > 0
+        ? ` · ${formatCost(usage.reused, true)} imported (paid elsewhere, not re-bought)`
+        : "")
+    );
+  return (
+    `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
+    `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)`
+  );
 }

@@ -46,8 +46,12 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
   const { spentNow, totalSpent, reused } = report.usage;
   lines.push(
     `**Spend:** ${options.invocation ? `${formatCost(spentNow, true)} this invocation · ` : ""}` +
-      `${formatCost(totalSpent, true)} in total · ${formatCost(reused)} reused ` +
-      `(${formatCount(reused.attempts)} outcomes not paid again)`,
+      `${formatCost(totalSpent, true)} in total` +
+      (report.stored
+        ? reused.attempts > 0
+          ? ` · ${formatCost(reused)} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)`
+          : ""
+        : ` · ${formatCost(reused)} reused (${formatCount(reused.attempts)} outcomes not paid again)`),
   );
   const incomplete = counts.remaining > 0 || options.incomplete === true;
   if (incomplete && options.resumeCommand !== undefined) {
