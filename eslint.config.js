@@ -22,18 +22,20 @@ const zodNamespace = {
  */
 const LAYERS = {
   core: [],
-  store: ["core"],
+  // Durable files (atomic writes, directory fsyncs): Node's file system and nothing of ours.
+  durable: [],
+  store: ["core", "durable"],
   solvers: ["core"],
   sandbox: ["core"],
   scorers: ["core", "solvers", "sandbox"],
   dataset: ["core"],
   eval: ["core", "dataset", "scorers", "solvers", "sandbox"],
-  engine: ["core", "store/types.js"],
-  evalport: ["core", "eval", "scorers", "solvers", "sandbox", "store/types.js"],
-  runs: ["core", "engine", "evalport", "eval", "store/types.js"],
+  engine: ["core", "durable", "store/types.js"],
+  evalport: ["core", "durable", "eval", "scorers", "solvers", "sandbox", "store/types.js"],
+  runs: ["core", "durable", "engine", "evalport", "eval", "store/types.js"],
   server: ["core", "runs", "evalport", "store/types.js"],
   // The composition root: it picks a concrete store and starts the server.
-  cli: ["core", "runs", "evalport", "store", "server/index.js"],
+  cli: ["core", "durable", "runs", "evalport", "store", "server/index.js"],
   // The UI bundle shares the score chart with the HTML export and the dollars' format with the
   // CLI, and nothing else of core/.
   ui: ["core/score-chart.js", "core/money.js"],

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { open, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
-import { ensureDirectory } from "../evalport/write-file-atomic.js";
+import { ensureDirectory } from "../durable/write-file-atomic.js";
 
 /**
  * Makes sure a file the command will write can be written, before any work is done for it:

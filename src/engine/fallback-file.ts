@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { syncDirectory } from "../durable/write-file-atomic.js";
 
 /**
  * The directories a run's fallback file may go to, in the order tried: the store's own (where it
@@ -122,19 +123,6 @@ function rollBack(fd: number, path: string, size: number | undefined): void {
     // Nothing more to do: the lines are reported as refused here either way.
   }
   if (size === 0) removeQuietly(path);
-}
-
-/** A new file's name is durable once its directory is synced; some systems cannot sync one. */
-function syncDirectory(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, "r");
-    fsyncSync(fd);
-  } catch {
-    // The lines themselves are synced; only the name of a new file might not be.
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 function removeQuietly(path: string): void {

@@ -13,7 +13,11 @@ import { formatValidationError } from "./format-validation-error.js";
 import { resultKey, type EvalPortResult } from "./result-set-types.js";
 import { validateJsonLines } from "./validate-json-lines.js";
 import { isObject } from "./validation-types.js";
-import { ensureDirectory, syncDirectory, writeFileAtomicSync } from "./write-file-atomic.js";
+import {
+  ensureDirectory,
+  syncDirectory,
+  writeFileAtomicSync,
+} from "../durable/write-file-atomic.js";
 
 /**
  * An append-only Results JSONL file holding each key (test_case_id, attempt) at most once.

@@ -8,7 +8,7 @@ import { toResult } from "./result-mapping.js";
 import { ResultLog } from "./result-log.js";
 import { resultKey, type EvalPortResult } from "./result-set-types.js";
 import { isObject } from "./validation-types.js";
-import { writeFileAtomic } from "./write-file-atomic.js";
+import { writeFileAtomic } from "../durable/write-file-atomic.js";
 
 /**
  * Where `--output <path>` writes: the Results JSONL streamed during the run and the ResultSet

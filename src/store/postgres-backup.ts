@@ -8,7 +8,7 @@ import { StetError } from "../core/errors.js";
 import { migratePostgresIn } from "./migrate-postgres.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { redactPassword, transaction } from "./postgres-driver.js";
-import { syncDirectory } from "./sqlite-backup.js";
+import { syncDirectory } from "../durable/write-file-atomic.js";
 
 /** The first line of a PostgreSQL backup names this format; a SQLite backup is a SQLite file. */
 export const POSTGRES_BACKUP_FORMAT = "stet-postgres-backup";

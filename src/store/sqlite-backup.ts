@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, copyFileSync, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { StetError } from "../core/errors.js";
+import { syncDirectory } from "../durable/write-file-atomic.js";
 import { refuseNewerSchema } from "./migrations/newer-schema.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
@@ -106,18 +107,5 @@ export function fsyncFile(path: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-/** fsyncs a directory so a rename into it is durable; best effort where one cannot be opened. */
-export function syncDirectory(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, "r");
-    fsyncSync(fd);
-  } catch {
-    // A directory that cannot be opened (some platforms): the rename is as durable as it gets.
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }

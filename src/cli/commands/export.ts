@@ -9,7 +9,7 @@ import { StetError } from "../../core/errors.js";
 import type { Attempt, Usage } from "../../core/types.js";
 import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
 import { loadTrajectories } from "../../evalport/trajectory.js";
-import { syncDirectory, writeFileAtomic } from "../../evalport/write-file-atomic.js";
+import { syncDirectory, writeFileAtomic } from "../../durable/write-file-atomic.js";
 import { csvColumns, csvRow } from "../export-csv.js";
 import { openStore } from "../open-store.js";
 import { htmlReport } from "../reports/html.js";

@@ -5,7 +5,7 @@ import { isPartial } from "../../evalport/is-partial.js";
 import { mergeResultSets, type MergeInput } from "../../evalport/merge-result-sets.js";
 import { readMergeInput, readSuiteIds } from "../../evalport/read-merge-input.js";
 import type { ValidationError } from "../../evalport/validation-types.js";
-import { writeFileAtomic } from "../../evalport/write-file-atomic.js";
+import { writeFileAtomic } from "../../durable/write-file-atomic.js";
 import { createIo } from "../io.js";
 import { prepareOutputFile } from "../output-file.js";
 
