@@ -20,7 +20,7 @@ const zodNamespace = {
  * import. `store/types.js` is the Store port; `server/index.js` the server's public surface.
  * Tests are exempt: they wire real parts together.
  */
-const LAYERS = {
+export const LAYERS = {
   core: [],
   // Durable files (atomic writes, directory fsyncs): Node's file system and nothing of ours.
   durable: [],
@@ -41,10 +41,14 @@ const LAYERS = {
   ui: ["core/score-chart.js", "core/money.js"],
 };
 
+/** How deep a module may sit under its layer's folder and still be checked: any real depth. */
+const MAX_DEPTH = 8;
+
 /**
  * One config per folder and nesting depth: an import that climbs out of the folder (`../` once
- * per level, plus one) must land in an allowed folder or module. Every folder but store/ is also
- * kept from the database drivers, and core/ from Node's built-ins.
+ * per level, plus one) must land in an allowed folder or module, whether static (`import … from`,
+ * `export … from`) or dynamic (`import("…")`, by `no-restricted-syntax`). Every folder but store/
+ * is also kept from the database drivers, and core/ from Node's built-ins.
  */
 function layerRules() {
   return Object.entries(LAYERS).flatMap(([layer, allowed]) => {
@@ -53,7 +57,7 @@ function layerRules() {
       allowed.length === 0
         ? `${layer}/ imports nothing of ours outside ${layer}/.`
         : `${layer}/ may import only ${allowed.join(", ")} (docs/ARCHITECTURE.md).`;
-    return [0, 1, 2].map((depth) => ({
+    return Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => depth).map((depth) => ({
       files: [`src/${layer}/${"*/".repeat(depth)}*.ts`],
       // The package's `stet/evalport` entry re-exports the lifecycle's importResults.
       ignores: ["**/*.test.ts", ...(layer === "evalport" ? ["src/evalport/index.ts"] : [])],
@@ -64,16 +68,28 @@ function layerRules() {
             paths: layer === "store" ? [] : drivers,
             patterns: [
               ...(layer === "core" ? [nodeBuiltins] : []),
-              {
-                regex: `^(\\.\\./){${depth + 1}}${targets.length ? `(?!${targets.join("|")})` : ""}`,
-                message,
-              },
+              { regex: climbing(depth, targets), message },
             ],
+          },
+        ],
+        // The same rule for `import("…")`, which no-restricted-imports does not see. (esquery's
+        // regex literal cannot hold a "/", so the selector spells it \x2F.)
+        "no-restricted-syntax": [
+          "error",
+          zodNamespace,
+          {
+            selector: `ImportExpression > Literal[value=/${climbing(depth, targets).replaceAll("/", "\\x2F")}/]`,
+            message,
           },
         ],
       },
     }));
   });
+}
+
+/** A specifier that climbs out of a layer `depth` folders deep, into none of `targets`. */
+function climbing(depth, targets) {
+  return `^(\\.\\./){${depth + 1}}${targets.length ? `(?!${targets.join("|")})` : ""}`;
 }
 
 export default tseslint.config(

@@ -47,6 +47,40 @@ describe("the layering rule is enforced by lint", () => {
   });
 
   it.each([
+    ["src/cli/commands/x.ts", "../../engine/execute-run.js", "cli never sees the engine"],
+    ["src/cli/x.ts", "../engine/owner.js", "cli never sees the engine"],
+    ["src/server/routes/x.ts", "../../engine/owner.js", "server never sees the engine"],
+    ["src/core/x.ts", "../store/types.js", "core imports nothing of ours"],
+    ["src/runs/a/b/c/x.ts", "../../../../server/index.js", "runs never sees a shell, at any depth"],
+  ])("%s importing %s dynamically, import(), is refused (%s)", async (file, specifier) => {
+    const [result] = await eslint.lintText(
+      `export const x = async () => (await import("${specifier}")).y;\n`,
+      { filePath: join(ROOT, file) },
+    );
+    const layering = result!.messages.filter(
+      (m) =>
+        m.ruleId === "no-restricted-syntax" &&
+        / may import only | imports nothing of ours/.test(m.message),
+    );
+    expect(layering).toHaveLength(1);
+  });
+
+  it("allows a dynamic import() the table allows", async () => {
+    const [result] = await eslint.lintText(
+      `export const x = async () => (await import("../../runs/resume-run.js")).planResume;\n`,
+      { filePath: join(ROOT, "src/cli/commands/x.ts") },
+    );
+    expect(result!.messages).toEqual([]);
+  });
+
+  it.each([
+    ["src/runs/a/b/c/x.ts", "../../../../server/index.js", "runs never sees a shell, at any depth"],
+  ])("%s importing %s statically is refused (%s)", async (file, specifier) => {
+    const errors = await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`);
+    expect(errors).toHaveLength(1);
+  });
+
+  it.each([
     ["src/cli/commands/x.ts", "../../runs/resume-run.js"],
     ["src/cli/commands/x.ts", "../../server/index.js"],
     ["src/server/routes/x.ts", "../../runs/cancel-run.js"],
@@ -107,6 +141,33 @@ describe("no import cycles", () => {
       expect.arrayContaining(["engine", "evalport"]),
     );
     expect(findCycle(folders)).toBeUndefined();
+  });
+
+  it("every edge of the build's import graph is one the layer table allows", async () => {
+    // The table lint is configured from (eslint.config.js), not a copy of it.
+    const config = "../eslint.config.js";
+    const { LAYERS } = (await import(config)) as { LAYERS: Record<string, string[]> };
+    const layerOf = (file: string) => relative("src", file).split("/")[0]!;
+    const allowed = (from: string, to: string) => {
+      const target = relative("src", to).replace(/\.ts$/, ".js");
+      return (LAYERS[layerOf(from)] ?? []).some((t) =>
+        t.endsWith(".js") ? target === t : target.startsWith(`${t}/`),
+      );
+    };
+    const broken: string[] = [];
+    let checked = 0;
+    for (const [from, tos] of await graph()) {
+      if (!from.slice(4).includes("/")) continue; // src/index.ts and other package entries
+      if (from === "src/evalport/index.ts") continue; // the package surface; see eslint.config.js
+      expect(LAYERS, `${from}'s folder is in the layer table`).toHaveProperty(layerOf(from));
+      for (const to of tos) {
+        if (!to.slice(4).includes("/") || layerOf(from) === layerOf(to)) continue;
+        checked++;
+        if (!allowed(from, to)) broken.push(`${from} → ${to}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(100);
+    expect(broken).toEqual([]);
   });
 
   it("between the CLI's command modules", async () => {
