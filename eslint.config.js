@@ -59,8 +59,7 @@ function layerRules() {
         : `${layer}/ may import only ${allowed.join(", ")} (docs/ARCHITECTURE.md).`;
     return Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => depth).map((depth) => ({
       files: [`src/${layer}/${"*/".repeat(depth)}*.ts`],
-      // The package's `stet/evalport` entry re-exports the lifecycle's importResults.
-      ignores: ["**/*.test.ts", ...(layer === "evalport" ? ["src/evalport/index.ts"] : [])],
+      ignores: ["**/*.test.ts"],
       rules: {
         "no-restricted-imports": [
           "error",

@@ -17,7 +17,7 @@ rmSync("dist", { recursive: true, force: true });
 await build({
   entryPoints: [
     "src/index.ts",
-    "src/evalport/index.ts",
+    "src/evalport.ts",
     "src/server/index.ts",
     "src/postgres.ts",
     "src/cli/bin.ts",
