@@ -19,6 +19,7 @@ import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { Budget, type SpendCap } from "./budget.js";
+import { drain } from "./drain.js";
 import { AttemptAborted, executeKey, type KeyTask } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -494,36 +495,6 @@ function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
     const i = indexOf.get(sampleId);
     return i === undefined ? undefined : plan.samples[i]!.fingerprint;
   };
-}
-
-/**
- * Dispatches the items `next` gives (keys, or stored attempts to score again) with at most
- * `concurrency` at a time, until it gives none or `stopped()` says no more. Each slot takes the
- * next item as soon as its previous one is done, so the pool stays full instead of advancing in
- * waves. An item taken once `stopped()` says no is dispatched with `go` false (to be given back).
- */
-async function drain<T>(
-  next: () => T | undefined | Promise<T | undefined>,
-  concurrency: number,
-  stopped: () => boolean,
-  dispatch: (item: T, go: boolean) => Promise<void>,
-  /** Items to take in all (the probe of a spend cap takes one). */
-  limit = Infinity,
-): Promise<void> {
-  let taken = 0;
-  const slot = async () => {
-    while (taken < limit) {
-      taken++;
-      const item = await next();
-      if (item === undefined) return;
-      // Asked only with an item in hand, right before it is dispatched (the budget's answer is
-      // about dispatching it, and counts the keys in flight at that moment).
-      const go = !stopped();
-      await dispatch(item, go);
-      if (!go) return;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, limit) }, slot));
 }
 
 /**
