@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { dollars, fraction, milliseconds, port, positiveInt, sampleIds } from "./flag-values.js";
+import { bounded, sampleIds } from "./flag-values.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -15,7 +15,7 @@ const jsonOption = () => new Option("--json", "print machine-readable JSON on st
  */
 const maxCostOption = (
   what = "cap on the run's total spend in US dollars: at the cap, stop dispatching and exit 6 (resumable)",
-) => new Option("--max-cost <usd>", what).argParser(dollars);
+) => new Option("--max-cost <usd>", what).argParser(bounded("maxCost"));
 
 /**
  * The `stet` program. Actions set `process.exitCode`; nothing below this file exits. Each command
@@ -39,10 +39,10 @@ export function buildProgram(): Command {
       "eval module (.ts, .mts, .js, .mjs) with a default export, or an EvalPort suite .json",
     )
     .option("--model <model>", "model override passed to model-calling solvers")
-    .option("--epochs <n>", "repetitions of every sample", positiveInt)
-    .option("--concurrency <n>", "samples executing at once", positiveInt)
-    .option("--limit <n>", "only the first n samples", positiveInt)
-    .option("--timeout <ms>", "per-sample timeout in milliseconds", positiveInt)
+    .option("--epochs <n>", "repetitions of every sample", bounded("epochs"))
+    .option("--concurrency <n>", "samples executing at once", bounded("concurrency"))
+    .option("--limit <n>", "only the first n samples", bounded("limit"))
+    .option("--timeout <ms>", "per-sample timeout in milliseconds", bounded("timeoutMs"))
     .option("--resume <run-id>", "continue this run instead of starting a new one")
     .option(
       "--run-id <id>",
@@ -60,7 +60,11 @@ export function buildProgram(): Command {
       "--output <file>",
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
     .option(
       "--distributed",
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
@@ -81,7 +85,7 @@ export function buildProgram(): Command {
       "--run <id>",
       "the run to join (default: any open distributed run whose eval loads here)",
     )
-    .option("--concurrency <n>", "keys executing at once in this worker", positiveInt)
+    .option("--concurrency <n>", "keys executing at once in this worker", bounded("concurrency"))
     .option(
       "--evals <dir>",
       "directory of eval files, for runs whose eval file is not on this machine",
@@ -116,7 +120,11 @@ export function buildProgram(): Command {
     )
     .option("--model <model>", "must be the run's model (a resume never switches models)")
     .option("--eval <file>", "the eval file, when it moved since the run started")
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
     .option(
       "--output <file>",
       "append Results to this file instead of the one the run was started with (--output)",
@@ -149,7 +157,11 @@ export function buildProgram(): Command {
     )
     .option("--only-errors", "score only the keys whose outcome is a scorer error")
     .option("--eval <file>", "the eval whose scorers to use (default: the run's own file)")
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -179,7 +191,11 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("HTTP API over the store: list, start, resume, cancel and follow runs")
-    .option("--port <n>", `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`, port)
+    .option(
+      "--port <n>",
+      `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`,
+      bounded("port"),
+    )
     .option(
       "--host <host>",
       "address to bind; beyond loopback needs STET_TOKEN (32+ characters)",
@@ -192,8 +208,8 @@ export function buildProgram(): Command {
       (value: string, previous: string[]) => [...previous, value],
       [],
     )
-    .option("--max-body <bytes>", "largest request body (default 1048576)", positiveInt)
-    .option("--max-streams <n>", "event streams open at once (default 100)", positiveInt)
+    .option("--max-body <bytes>", "largest request body (default 1048576)", bounded("maxBodyBytes"))
+    .option("--max-streams <n>", "event streams open at once (default 100)", bounded("maxStreams"))
     .addOption(storeOption())
     .action(async (flags) => {
       process.exitCode = await (
@@ -205,7 +221,11 @@ export function buildProgram(): Command {
     .command("cancel")
     .description("stop a run wherever it executes; it becomes interrupted and resumable")
     .argument("<run-id>")
-    .option("--wait <ms>", "how long to wait for the run to stop; 0: do not wait", milliseconds)
+    .option(
+      "--wait <ms>",
+      "how long to wait for the run to stop; 0: do not wait",
+      bounded("cancelWaitMs"),
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -242,7 +262,7 @@ export function buildProgram(): Command {
     .option(
       "--pass-threshold <score>",
       "junit/html: a score below this fails its test case (default 1)",
-      fraction,
+      bounded("passThreshold"),
     )
     .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())

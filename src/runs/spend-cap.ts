@@ -1,4 +1,4 @@
-import { StetError } from "../core/errors.js";
+import { checkBound } from "../core/bounds.js";
 import type { Run } from "../core/types.js";
 import type { SpendCap } from "../engine/budget.js";
 import type { AttemptHead, Store } from "../store/types.js";
@@ -26,12 +26,7 @@ export async function resumeCap(
   attempts: readonly AttemptHead[],
   override: number | undefined,
 ): Promise<SpendCap | undefined> {
-  if (override !== undefined && !(Number.isFinite(override) && override > 0)) {
-    throw new StetError(
-      "E_CONFIG",
-      `maxCost must be a positive number of US dollars, got ${override}`,
-    );
-  }
+  if (override !== undefined) checkBound("maxCost", override, "maxCost", "E_CONFIG");
   const maxCostUsd = override ?? run.config.maxCostUsd;
   if (maxCostUsd === undefined) return undefined;
   let costUsd = 0;

@@ -1,3 +1,4 @@
+import { describeBound, parseBounded } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 import type { RunReport } from "../core/events.js";
 import type { Run, RunStatus } from "../core/types.js";
@@ -20,20 +21,19 @@ import { settledStatus } from "./run-status.js";
 export const DEFAULT_LEASE_MS = 30_000;
 
 /**
- * The lease time from `STET_LEASE_MS` (ms, at least 100), else the default; a bad value is a
- * usage error.
+ * The lease time from `STET_LEASE_MS` (ms, within its bound: 100 ms to a day), else the default;
+ * a bad value is a usage error.
  *
  * @example leaseTime({ STET_LEASE_MS: "5000" }) // 5000
  */
 export function leaseTime(env: NodeJS.ProcessEnv = process.env): number {
   const text = env.STET_LEASE_MS;
   if (text === undefined || text === "") return DEFAULT_LEASE_MS;
-  // Digits only: Number() would take " 2000", "0x7d0" and "1e4".
-  const ms = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(ms) || ms < 100) {
+  const ms = parseBounded("leaseMs", text);
+  if (ms === undefined) {
     throw new StetError(
       "E_USAGE",
-      `STET_LEASE_MS must be a whole number of milliseconds, at least 100; got ${JSON.stringify(text)}`,
+      `STET_LEASE_MS must be ${describeBound("leaseMs")}; got ${JSON.stringify(text)}`,
     );
   }
   return ms;
