@@ -119,6 +119,7 @@ describe("README", () => {
     maxCost: "`--max-cost`",
     failUnder: "`--fail-under`",
     passThreshold: "`--pass-threshold`",
+    loadTimeoutMs: "`--load-timeout`",
     cancelWaitMs: "`stet cancel --wait`",
     port: "`--port`",
     maxBodyBytes: "`--max-body`",

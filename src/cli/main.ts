@@ -16,6 +16,12 @@ const jsonOption = () => new Option("--json", "print machine-readable JSON on st
 const maxCostOption = (
   what = "cap on the run's total spend in US dollars: at the cap, stop dispatching and exit 6 (resumable)",
 ) => new Option("--max-cost <usd>", what).argParser(bounded("maxCost"));
+/** `--load-timeout`, for every command that loads an eval module. */
+const loadTimeoutOption = () =>
+  new Option(
+    "--load-timeout <ms>",
+    "how long loading an eval module may take before it is refused (default 60000)",
+  ).argParser(bounded("loadTimeoutMs"));
 
 /**
  * The `stet` program. Actions set `process.exitCode`; nothing below this file exits. Each command
@@ -70,6 +76,7 @@ export function buildProgram(): Command {
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
     )
     .addOption(maxCostOption())
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (target: string, flags) => {
@@ -96,6 +103,7 @@ export function buildProgram(): Command {
         "cap on the run's total spend (all workers') in US dollars, instead of the run's own; exit 6 at the cap",
       ),
     )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (flags) => {
@@ -138,6 +146,7 @@ export function buildProgram(): Command {
         "cap on the run's total spend in US dollars, instead of the one it was started with; exit 6 at the cap",
       ),
     )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -162,6 +171,7 @@ export function buildProgram(): Command {
       "exit 4 when a scorer's mean is below this",
       bounded("failUnder"),
     )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -210,6 +220,7 @@ export function buildProgram(): Command {
     )
     .option("--max-body <bytes>", "largest request body (default 1048576)", bounded("maxBodyBytes"))
     .option("--max-streams <n>", "event streams open at once (default 100)", bounded("maxStreams"))
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .action(async (flags) => {
       process.exitCode = await (

@@ -76,6 +76,13 @@ export const BOUNDS = {
     integer: false,
     why: "a score, which lies in [0, 1]",
   },
+  loadTimeoutMs: {
+    min: 100,
+    max: 3_600_000,
+    integer: true,
+    unit: "ms",
+    why: "how long an eval module may take to load; an hour is a module that never finishes",
+  },
   cancelWaitMs: {
     min: 0,
     max: DAY_MS,

@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
-import type { LoadedEvalFile } from "../eval/load-eval-file.js";
+import type { LoadedEvalFile, LoadEvalOptions } from "../eval/load-eval-file.js";
 import { loadEvalSource } from "./load-eval-source.js";
 
 const EVAL_EXTENSIONS = new Set([".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json"]);
@@ -47,13 +47,17 @@ export function createEvalRegistry(
 
 /**
  * Loads every eval module and EvalPort suite in `dir` (not recursive), in file-name order. A file
- * that is not an eval is reported in `problems` instead of stopping the server.
+ * that is not an eval (or does not finish loading within `options.timeoutMs`) is reported in
+ * `problems` instead of stopping the server.
  *
  * @example
  * const evals = await loadEvalRegistry("./evals");
  * evals.get("arithmetic"); // { eval, path, baseDir }
  */
-export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
+export async function loadEvalRegistry(
+  dir: string,
+  options: LoadEvalOptions = {},
+): Promise<EvalRegistry> {
   const root = resolve(dir);
   const entries = await readdir(root, { withFileTypes: true }).catch((cause: unknown) => {
     throw new StetError("E_CONFIG", `cannot read the evals directory ${root}`, { cause });
@@ -69,7 +73,7 @@ export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
     // script beside the evals (a program under test, a build script) is never executed.
     if (!(await looksLikeEval(file))) continue;
     try {
-      loaded.push(await loadEvalSource(file));
+      loaded.push(await loadEvalSource(file, options));
     } catch (error) {
       problems.push({ file, message: error instanceof Error ? error.message : String(error) });
     }

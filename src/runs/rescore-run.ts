@@ -26,6 +26,8 @@ export interface RescoreOptions extends ExecuteOptions {
   evalFile?: string;
   registry?: EvalLookup;
   onlyRegistered?: boolean;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   /** Run only these of the eval's scorers (the others keep their scores); default all of them. */
   scorers?: readonly string[];
   /** Score only the keys whose outcome is a scorer error. */

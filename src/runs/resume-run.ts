@@ -46,6 +46,8 @@ export interface ResumeOptions extends ExecuteOptions {
   registry?: EvalLookup;
   /** Execute only a registered eval, never a file from elsewhere (see FindEvalOptions). */
   onlyRegistered?: boolean;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   /**

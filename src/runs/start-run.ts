@@ -133,6 +133,8 @@ export interface StartRequest {
   output?: string;
   /** The run's id (`--run-id`), checked by `checkRunId`; default a new random one. */
   runId?: string;
+  /** How long loading the eval module may take (`--load-timeout`); default `loadEvalFile`'s. */
+  loadTimeoutMs?: number;
 }
 
 /**
@@ -148,7 +150,12 @@ export async function prepareStart(
 ): Promise<RunDefinition & { runId: string }> {
   if (request.runId !== undefined) checkRunId(request.runId);
   const loaded =
-    typeof request.eval === "string" ? await loadEvalSource(request.eval) : request.eval;
+    typeof request.eval === "string"
+      ? await loadEvalSource(
+          request.eval,
+          request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs },
+        )
+      : request.eval;
   const ev = await resolveEval(loaded.eval, {
     baseDir: loaded.baseDir,
     limit: request.limit,

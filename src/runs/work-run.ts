@@ -61,6 +61,8 @@ export interface WorkOptions extends ExecuteOptions {
   registry?: EvalLookup;
   /** Execute only a registered eval, never a file from elsewhere (a server's rule). */
   onlyRegistered?: boolean;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   /** Keys this worker executes at once; default the run's concurrency. */
   concurrency?: number;
   /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */

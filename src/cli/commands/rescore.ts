@@ -14,6 +14,8 @@ export interface RescoreFlags {
   scorer?: string[];
   onlyErrors?: boolean;
   failUnder?: number;
+  /** How long loading the eval module may take, ms. */
+  loadTimeout?: number;
 }
 
 /**
@@ -32,6 +34,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.scorer === undefined ? {} : { scorers: flags.scorer }),
       ...(flags.onlyErrors ? { onlyErrors: true } : {}),
+      ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
       ...stale,
     });
     if (!planning.ok) throw planning.refusal.error;

@@ -14,6 +14,8 @@ export interface ServeFlags {
   allowedHost?: string[];
   maxBody?: number;
   maxStreams?: number;
+  /** How long loading each eval module of `--evals` may take, ms. */
+  loadTimeout?: number;
 }
 
 /** `--allowed-host` values, then `STET_ALLOWED_HOSTS` (comma-separated). */
@@ -45,7 +47,10 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const stale = staleLimit();
   const store = await openStore(flags.store, stale);
   try {
-    const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
+    const loading = flags.loadTimeout === undefined ? {} : { timeoutMs: flags.loadTimeout };
+    const evals = flags.evals
+      ? await loadEvalRegistry(flags.evals, loading)
+      : createEvalRegistry([]);
     for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);
     const server = await serve({
       store,
