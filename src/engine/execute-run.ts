@@ -34,7 +34,11 @@ export interface ExecuteOptions {
   store: Store;
   /** Graceful stop: no new dispatches; in-flight attempts get `graceMs`, then are aborted. */
   signal?: AbortSignal;
-  /** Immediate stop: in-flight attempts are aborted at once (and not recorded). */
+  /**
+   * Immediate stop: in-flight attempts are aborted at once (and not recorded). Its reason, when a
+   * string, is the note the run is released with (the CLI's, when this process hit an unexpected
+   * error); otherwise the note says a signal interrupted it.
+   */
   abortSignal?: AbortSignal;
   graceMs?: number;
   onEvent?: (event: RunEvent) => void;
@@ -166,7 +170,14 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     onCancel: (request) => stopGracefully("cancel", `cancelled (${request})`),
   });
   const onSignal = () => stopGracefully("signal", "interrupted by a signal");
-  const onAbortSignal = () => stop("signal", true, "interrupted by a signal");
+  const onAbortSignal = () => {
+    const reason: unknown = options.abortSignal?.reason;
+    const note =
+      typeof reason === "string"
+        ? createSecretRedactor(options.secrets ?? []).text(reason).value
+        : "interrupted by a signal";
+    stop("signal", true, note);
+  };
   options.signal?.addEventListener("abort", onSignal, { once: true });
   options.abortSignal?.addEventListener("abort", onAbortSignal, { once: true });
 
@@ -388,6 +399,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     return false;
   };
 
+  let fault: { error: unknown } | undefined;
+  /**
+   * An unexpected error (a bug, an event listener that threw) is the execution's fault: nothing
+   * more is dispatched, what is in flight is aborted, and it is thrown once every slot ended and
+   * the writer drained, so the caller releases the run with no attempt of this process still
+   * running or committing.
+   */
   const stopOn = (error: unknown) => {
     if (error instanceof AttemptAborted) return;
     if (writer.failure) {
@@ -395,7 +413,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
       return;
     }
-    throw error;
+    if (fault) return;
+    fault = { error };
+    abort.abort(new AttemptAborted("aborted by the run"));
   };
 
   const keys = exec.keys ?? planSource(plan.toExecute);
@@ -417,8 +437,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       if (isStetError(error, "E_FENCED")) stop("ownership-lost", true, error.message);
     }
   };
-  const stopped = () => stopReason !== null || overBudget(progress.inflight);
-  const halted = () => stopReason !== null;
+  const stopped = () => stopReason !== null || fault !== undefined || overBudget(progress.inflight);
+  const halted = () => stopReason !== null || fault !== undefined;
   const next = async () => {
     // Under a cap shared with other workers, a dispatch waits for a look at what they spent.
     if (others) await others.look();
@@ -456,6 +476,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     if (budget?.probing) await drain(next, 1, stopped, dispatch, 1);
     await drain(next, run.config.concurrency, stopped, dispatch);
     await writer.drain();
+    if (fault) throw fault.error;
   } finally {
     stopHeartbeat();
     options.signal?.removeEventListener("abort", onSignal);
