@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { dollars, fraction, milliseconds, port, positiveInt, sampleIds } from "./flag-values.js";
+import { bounded, sampleIds } from "./flag-values.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -15,7 +15,13 @@ const jsonOption = () => new Option("--json", "print machine-readable JSON on st
  */
 const maxCostOption = (
   what = "cap on the run's total spend in US dollars: at the cap, stop dispatching and exit 6 (resumable)",
-) => new Option("--max-cost <usd>", what).argParser(dollars);
+) => new Option("--max-cost <usd>", what).argParser(bounded("maxCost"));
+/** `--load-timeout`, for every command that loads an eval module. */
+const loadTimeoutOption = () =>
+  new Option(
+    "--load-timeout <ms>",
+    "how long loading an eval module may take before it is refused (default 60000)",
+  ).argParser(bounded("loadTimeoutMs"));
 
 /**
  * The `stet` program. Actions set `process.exitCode`; nothing below this file exits. Each command
@@ -55,10 +61,10 @@ export function buildProgram(): Command {
       repeated,
     )
     .option("--system <text>", "with --dataset: the system message")
-    .option("--epochs <n>", "repetitions of every sample", positiveInt)
-    .option("--concurrency <n>", "samples executing at once", positiveInt)
-    .option("--limit <n>", "only the first n samples", positiveInt)
-    .option("--timeout <ms>", "per-sample timeout in milliseconds", positiveInt)
+    .option("--epochs <n>", "repetitions of every sample", bounded("epochs"))
+    .option("--concurrency <n>", "samples executing at once", bounded("concurrency"))
+    .option("--limit <n>", "only the first n samples", bounded("limit"))
+    .option("--timeout <ms>", "per-sample timeout in milliseconds", bounded("timeoutMs"))
     .option("--resume <run-id>", "continue this run instead of starting a new one")
     .option(
       "--run-id <id>",
@@ -76,12 +82,17 @@ export function buildProgram(): Command {
       "--output <file>",
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
     .option(
       "--distributed",
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
     )
     .addOption(maxCostOption())
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (target: string | undefined, flags) => {
@@ -113,7 +124,7 @@ export function buildProgram(): Command {
       "--run <id>",
       "the run to join (default: any open distributed run whose eval loads here)",
     )
-    .option("--concurrency <n>", "keys executing at once in this worker", positiveInt)
+    .option("--concurrency <n>", "keys executing at once in this worker", bounded("concurrency"))
     .option(
       "--evals <dir>",
       "directory of eval files, for runs whose eval file is not on this machine",
@@ -124,6 +135,7 @@ export function buildProgram(): Command {
         "cap on the run's total spend (all workers') in US dollars, instead of the run's own; exit 6 at the cap",
       ),
     )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (flags) => {
@@ -148,7 +160,11 @@ export function buildProgram(): Command {
     )
     .option("--model <model>", "must be the run's model (a resume never switches models)")
     .option("--eval <file>", "the eval file, when it moved since the run started")
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
     .option(
       "--output <file>",
       "append Results to this file instead of the one the run was started with (--output)",
@@ -162,6 +178,7 @@ export function buildProgram(): Command {
         "cap on the run's total spend in US dollars, instead of the one it was started with; exit 6 at the cap",
       ),
     )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -185,7 +202,12 @@ export function buildProgram(): Command {
       "--allow-eval-change",
       "go on although the eval's solver changed since the run started (recorded in its history); another eval's name is refused",
     )
-    .option("--fail-under <score>", "exit 4 when a scorer's mean is below this", fraction)
+    .option(
+      "--fail-under <score>",
+      "exit 4 when a scorer's mean is below this",
+      bounded("failUnder"),
+    )
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -215,7 +237,11 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("HTTP API over the store: list, start, resume, cancel and follow runs")
-    .option("--port <n>", `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`, port)
+    .option(
+      "--port <n>",
+      `port to listen on, 0 for any free one (default ${DEFAULT_PORT})`,
+      bounded("port"),
+    )
     .option(
       "--host <host>",
       "address to bind; beyond loopback needs STET_TOKEN (32+ characters)",
@@ -228,8 +254,9 @@ export function buildProgram(): Command {
       (value: string, previous: string[]) => [...previous, value],
       [],
     )
-    .option("--max-body <bytes>", "largest request body (default 1048576)", positiveInt)
-    .option("--max-streams <n>", "event streams open at once (default 100)", positiveInt)
+    .option("--max-body <bytes>", "largest request body (default 1048576)", bounded("maxBodyBytes"))
+    .option("--max-streams <n>", "event streams open at once (default 100)", bounded("maxStreams"))
+    .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .action(async (flags) => {
       process.exitCode = await (
@@ -241,7 +268,11 @@ export function buildProgram(): Command {
     .command("cancel")
     .description("stop a run wherever it executes; it becomes interrupted and resumable")
     .argument("<run-id>")
-    .option("--wait <ms>", "how long to wait for the run to stop; 0: do not wait", milliseconds)
+    .option(
+      "--wait <ms>",
+      "how long to wait for the run to stop; 0: do not wait",
+      bounded("cancelWaitMs"),
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .action(async (runId: string, flags) => {
@@ -278,7 +309,7 @@ export function buildProgram(): Command {
     .option(
       "--pass-threshold <score>",
       "junit/html: a score below this fails its test case (default 1)",
-      fraction,
+      bounded("passThreshold"),
     )
     .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())

@@ -8,6 +8,7 @@ import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderSummary } from "./render/summary.js";
 import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
+import { describeFault, trapFaults } from "./faults.js";
 import { trapSignals } from "./signals.js";
 
 export interface UiOptions {
@@ -58,7 +59,9 @@ type Engine = (controls: {
 /**
  * Runs the engine with the terminal attached: the run id first, the plan for resumes, a live
  * progress display, signals, and the summary; returns the exit code. A run stopped by its
- * endpoint (`E_ENDPOINT`) is interrupted, so its message is followed by the resume command.
+ * endpoint (`E_ENDPOINT`) is interrupted, so its message is followed by the resume command. An
+ * unexpected error, thrown by the engine or nowhere caught in this process (`trapFaults`), leaves
+ * the run interrupted: the error is printed with the resume command, and the exit code is 1.
  */
 export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Promise<number> {
   const progress = createProgress(io.stderr);
@@ -107,17 +110,29 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
         break;
     }
   };
+  const faults = trapFaults();
+  const abortSignal = AbortSignal.any([signals.abort, faults.abort]);
   let report: RunReport;
   try {
-    report = await engine({ signal: signals.stop, abortSignal: signals.abort, onEvent });
+    report = await engine({ signal: signals.stop, abortSignal, onEvent });
   } catch (error) {
+    const fault = faults.fault();
+    if (fault) {
+      progress.done();
+      return faulted(io, fault.error, runId, options.store);
+    }
     if (isStetError(error, "E_STORE_UNWRITABLE")) {
       progress.done();
       io.stderr.write(`stet: ${error.message}\n${storeFailure(error, runId, options.store)}\n`);
       await appendStopSummary(io, options, { runId, evalName, why: "store unwritable", error });
       return exitCodeForError(error.code);
     }
-    if (!isStetError(error, "E_ENDPOINT")) throw error;
+    if (!isStetError(error, "E_ENDPOINT")) {
+      // A bug, or a listener that threw: the run was released interrupted (`runExecution`).
+      if (isStetError(error) || runId === "" || isBrokenPipe(error)) throw error;
+      progress.done();
+      return faulted(io, error, runId, options.store);
+    }
     progress.done();
     const remaining = error.details?.remaining;
     const left = typeof remaining === "number" ? `; ${remaining} keys left` : "";
@@ -128,8 +143,11 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
     return exitCodeForError(error.code);
   } finally {
     signals.release();
+    faults.release();
     progress.done();
   }
+  const fault = faults.fault();
+  if (fault) return faulted(io, fault.error, runId, options.store);
   io.say(renderSummary(report));
   await appendStepSummary(
     io,
@@ -140,6 +158,21 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
   );
   if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return finalCode(io, report, options, runId);
+}
+
+function isBrokenPipe(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === "EPIPE";
+}
+
+/** An unexpected error, and the resume command of the run it left interrupted: exit 1. */
+function faulted(io: Io, error: unknown, runId: string, store: string | undefined): number {
+  io.stderr.write(`stet: ${describeFault(error)}\n`);
+  if (runId !== "") {
+    io.stderr.write(
+      `run ${runId} is interrupted; resume with: ${withNote(resumeHint(runId, store))}\n`,
+    );
+  }
+  return EXIT.fatal;
 }
 
 /**

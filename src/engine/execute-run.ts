@@ -20,6 +20,7 @@ import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
 import { Budget, type SpendCap } from "./budget.js";
 import { followStoredSpend } from "./stored-spend.js";
+import { drain } from "./drain.js";
 import { AttemptAborted, executeKey, type KeyTask } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -34,7 +35,11 @@ export interface ExecuteOptions {
   store: Store;
   /** Graceful stop: no new dispatches; in-flight attempts get `graceMs`, then are aborted. */
   signal?: AbortSignal;
-  /** Immediate stop: in-flight attempts are aborted at once (and not recorded). */
+  /**
+   * Immediate stop: in-flight attempts are aborted at once (and not recorded). Its reason, when a
+   * string, is the note the run is released with (the CLI's, when this process hit an unexpected
+   * error); otherwise the note says a signal interrupted it.
+   */
   abortSignal?: AbortSignal;
   graceMs?: number;
   onEvent?: (event: RunEvent) => void;
@@ -167,7 +172,14 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     onCancel: (request) => stopGracefully("cancel", `cancelled (${request})`),
   });
   const onSignal = () => stopGracefully("signal", "interrupted by a signal");
-  const onAbortSignal = () => stop("signal", true, "interrupted by a signal");
+  const onAbortSignal = () => {
+    const reason: unknown = options.abortSignal?.reason;
+    const note =
+      typeof reason === "string"
+        ? createSecretRedactor(options.secrets ?? []).text(reason).value
+        : "interrupted by a signal";
+    stop("signal", true, note);
+  };
   options.signal?.addEventListener("abort", onSignal, { once: true });
   options.abortSignal?.addEventListener("abort", onAbortSignal, { once: true });
 
@@ -395,6 +407,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     return false;
   };
 
+  let fault: { error: unknown } | undefined;
+  /**
+   * An unexpected error (a bug, an event listener that threw) is the execution's fault: nothing
+   * more is dispatched, what is in flight is aborted, and it is thrown once every slot ended and
+   * the writer drained, so the caller releases the run with no attempt of this process still
+   * running or committing.
+   */
   const stopOn = (error: unknown) => {
     if (error instanceof AttemptAborted) return;
     if (writer.failure) {
@@ -402,7 +421,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       stop(fencedOut ? "ownership-lost" : "store-unwritable", false, writer.failure.message);
       return;
     }
-    throw error;
+    if (fault) return;
+    fault = { error };
+    abort.abort(new AttemptAborted("aborted by the run"));
   };
 
   const keys = exec.keys ?? planSource(plan.toExecute);
@@ -424,8 +445,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       if (isStetError(error, "E_FENCED")) stop("ownership-lost", true, error.message);
     }
   };
-  const stopped = () => stopReason !== null || overBudget(progress.inflight);
-  const halted = () => stopReason !== null;
+  const stopped = () => stopReason !== null || fault !== undefined || overBudget(progress.inflight);
+  const halted = () => stopReason !== null || fault !== undefined;
   const next = async () => {
     // Under a cap, a dispatch waits for a look at what the run's rows spent up to now.
     if (spend) await spend.look();
@@ -472,6 +493,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     await writer.drain();
     // What the run spent once this invocation's last commit is in (the note of a stop at the cap).
     await spend?.look();
+    if (fault) throw fault.error;
   } finally {
     stopHeartbeat();
     options.signal?.removeEventListener("abort", onSignal);
@@ -515,34 +537,4 @@ function fingerprintIndex(plan: Plan, indexOf: ReadonlyMap<string, number>) {
     const i = indexOf.get(sampleId);
     return i === undefined ? undefined : plan.samples[i]!.fingerprint;
   };
-}
-
-/**
- * Dispatches the items `next` gives (keys, or stored attempts to score again) with at most
- * `concurrency` at a time, until it gives none or `stopped()` says no more. Each slot takes the
- * next item as soon as its previous one is done, so the pool stays full instead of advancing in
- * waves. An item taken once `stopped()` says no is dispatched with `go` false (to be given back).
- */
-async function drain<T>(
-  next: () => T | undefined | Promise<T | undefined>,
-  concurrency: number,
-  stopped: () => boolean,
-  dispatch: (item: T, go: boolean) => Promise<void>,
-  /** Items to take in all (the probe of a spend cap takes one). */
-  limit = Infinity,
-): Promise<void> {
-  let taken = 0;
-  const slot = async () => {
-    while (taken < limit) {
-      taken++;
-      const item = await next();
-      if (item === undefined) return;
-      // Asked only with an item in hand, right before it is dispatched (the budget's answer is
-      // about dispatching it, and counts the keys in flight at that moment).
-      const go = !stopped();
-      await dispatch(item, go);
-      if (!go) return;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, limit) }, slot));
 }

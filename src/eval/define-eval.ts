@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
+import { boundedNumber } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";
 import { sandboxConfigSchema } from "../sandbox/index.js";
@@ -36,12 +37,13 @@ const definitionSchema = z
       .optional(),
     solver: z.custom<SolverFn>(isFunction, "expected a function (sample, ctx) => output"),
     scorers: z.array(scorerSchema).min(1, "expected at least one scorer"),
-    epochs: z.number().int().positive().optional(),
+    // Numbers within the bounds the CLI and the API check too (`core/bounds.ts`).
+    epochs: boundedNumber("epochs").optional(),
     reducer: reducerSchema.optional(),
-    concurrency: z.number().int().positive().optional(),
-    timeoutMs: z.number().int().positive().optional(),
-    retries: z.number().int().nonnegative().optional(),
-    maxCost: z.number().positive().optional(),
+    concurrency: boundedNumber("concurrency").optional(),
+    timeoutMs: boundedNumber("timeoutMs").optional(),
+    retries: boundedNumber("retries").optional(),
+    maxCost: boundedNumber("maxCost").optional(),
     journal: z
       .union(
         [z.boolean(), z.strictObject({ keep: z.enum(["all", "failed", "open"]).optional() })],

@@ -138,4 +138,27 @@ describe("loadEvalFile", () => {
     await expect(loading).rejects.toMatchObject({ code: "E_EVAL_LOAD" });
     await expect(loading).rejects.toThrow(message);
   });
+
+  it.each(["never.mjs", "never.ts"])(
+    "refuses %s, whose top-level await never settles, once the load timeout passed",
+    async (name) => {
+      const file = await write(name, "await new Promise(() => {});\nexport default {};\n");
+      const loading = loadEvalFile(file, { timeoutMs: 300 });
+      await expect(loading).rejects.toMatchObject({
+        code: "E_EVAL_LOAD",
+        message: `eval file ${file} did not finish loading within 300 ms: its top-level code never settled (an await that never resolves?); fix it, or give it longer with --load-timeout <ms>`,
+      });
+    },
+  );
+
+  it("loads a module whose top-level await settles within the timeout", async () => {
+    const file = await write(
+      "slow.mjs",
+      `import { defineEval } from "stet";
+       await new Promise((resolve) => setTimeout(resolve, 50));
+       export default defineEval({ name: "slow", dataset: [{ input: "a" }], solver: (s) => s.input, scorers: [function exact() { return 1; }] });`,
+    );
+    const { eval: ev } = await loadEvalFile(file, { timeoutMs: 30_000 });
+    expect(ev.name).toBe("slow");
+  });
 });

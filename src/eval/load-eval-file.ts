@@ -8,6 +8,17 @@ import type { Eval } from "./types.js";
 const TS_EXTENSIONS = new Set([".ts", ".mts", ".cts"]);
 const JS_EXTENSIONS = new Set([".js", ".mjs", ".cjs"]);
 
+/** How long an eval module may take to load (`--load-timeout`), unless told otherwise. */
+export const DEFAULT_LOAD_TIMEOUT_MS = 60_000;
+
+export interface LoadEvalOptions {
+  /**
+   * How long importing the module (its top-level code) may take before the load is refused;
+   * default `DEFAULT_LOAD_TIMEOUT_MS`.
+   */
+  timeoutMs?: number;
+}
+
 export interface LoadedEvalFile {
   eval: Eval;
   /** Absolute path of the eval file. */
@@ -21,13 +32,17 @@ export interface LoadedEvalFile {
  * returns its default export. TypeScript is transpiled by esbuild into a cache beside the
  * project's `node_modules`, or loaded by tsx where that cannot reproduce it (`importTypeScript`);
  * either way `import … from "stet"` inside the file resolves from the file's own `node_modules`. A default export that is a plain definition object is passed through
- * `defineEval`.
+ * `defineEval`. A module whose loading has not finished after `timeoutMs` (a top-level await
+ * that never settles) is refused with `E_EVAL_LOAD` naming the file; it is left behind, pending.
  *
  * @example
  * const { eval: ev, baseDir } = await loadEvalFile("evals/arithmetic.ts");
  * const resolved = await resolveEval(ev, { baseDir });
  */
-export async function loadEvalFile(file: string): Promise<LoadedEvalFile> {
+export async function loadEvalFile(
+  file: string,
+  options: LoadEvalOptions = {},
+): Promise<LoadedEvalFile> {
   const path = resolve(file);
   const extension = extname(path).toLowerCase();
   if (!TS_EXTENSIONS.has(extension) && !JS_EXTENSIONS.has(extension)) {
@@ -37,7 +52,9 @@ export async function loadEvalFile(file: string): Promise<LoadedEvalFile> {
     );
   }
   await assertFile(path);
-  const module = unwrapCommonJs(await importModule(path, TS_EXTENSIONS.has(extension)));
+  const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+  const imported = importModule(path, TS_EXTENSIONS.has(extension));
+  const module = unwrapCommonJs(await withinLoadTimeout(imported, path, timeoutMs));
   return { eval: toEval(path, module), path, baseDir: dirname(path) };
 }
 
@@ -46,6 +63,32 @@ async function assertFile(path: string): Promise<void> {
     throw new StetError("E_EVAL_LOAD", `eval file not found: ${path}`, { cause });
   });
   if (!info.isFile()) throw new StetError("E_EVAL_LOAD", `eval file is not a file: ${path}`);
+}
+
+/**
+ * `loading`, or `E_EVAL_LOAD` once `timeoutMs` passed. The timer is what keeps the process alive
+ * meanwhile: a module whose top-level await never settles holds nothing else, and Node would
+ * otherwise exit with code 13 ("unsettled top-level await") and no message.
+ */
+async function withinLoadTimeout<T>(loading: Promise<T>, path: string, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new StetError(
+          "E_EVAL_LOAD",
+          `eval file ${path} did not finish loading within ${ms} ms: its top-level code ` +
+            "never settled (an await that never resolves?); fix it, or give it longer with --load-timeout <ms>",
+          { details: { path, timeoutMs: ms } },
+        ),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([loading, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function importModule(path: string, typescript: boolean): Promise<Record<string, unknown>> {

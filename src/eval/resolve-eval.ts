@@ -1,5 +1,5 @@
 import { callModel } from "../solvers/model-call.js";
-import { StetError } from "../core/errors.js";
+import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
 import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
@@ -35,8 +35,10 @@ export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retri
  */
 export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promise<EngineEval> {
   const { limit } = options;
-  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) {
-    throw new StetError("E_CONFIG", `limit must be a positive integer, got ${limit}`);
+  // The shells checked their input already; a library caller's overrides meet the same bounds.
+  for (const name of ["limit", "epochs", "concurrency", "timeoutMs", "maxCost"] as const) {
+    const value: number | undefined = options[name];
+    if (value !== undefined) checkBound(name, value, name, "E_CONFIG");
   }
   const samples = await loadSamples(ev.dataset, {
     baseDir: options.baseDir,
@@ -99,11 +101,7 @@ async function withSandbox(
 }
 
 function maxCost(usd: number | undefined): { maxCost?: number } {
-  if (usd === undefined) return {};
-  if (!(Number.isFinite(usd) && usd > 0)) {
-    throw new StetError("E_CONFIG", `maxCost must be a positive number of US dollars, got ${usd}`);
-  }
-  return { maxCost: usd };
+  return usd === undefined ? {} : { maxCost: usd };
 }
 
 function timeout(ms: number | undefined): { timeoutMs?: number } {

@@ -2,7 +2,7 @@ import { realpathSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, extname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
-import type { LoadedEvalFile } from "../eval/load-eval-file.js";
+import type { LoadedEvalFile, LoadEvalOptions } from "../eval/load-eval-file.js";
 import { detectKind } from "../evalport/detect-kind.js";
 import { loadEvalSource } from "./load-eval-source.js";
 
@@ -64,15 +64,19 @@ function assertUniqueNames(loaded: readonly LoadedEvalFile[]): void {
 
 /**
  * Loads every eval module and EvalPort suite in `dir` (not recursive), in file-name order. A
- * module or suite that fails to load is reported in `problems` instead of stopping the server; a
- * JSON file that is no suite (`package.json`, `tsconfig.json`) is only listed in `skipped`. Two
- * evals of one name are refused (StetError `E_CONFIG`).
+ * module or suite that fails to load (or does not finish loading within `options.timeoutMs`) is
+ * reported in `problems` instead of stopping the server; a JSON file that is no suite
+ * (`package.json`, `tsconfig.json`) is only listed in `skipped`. Two evals of one name are
+ * refused (StetError `E_CONFIG`).
  *
  * @example
  * const evals = await loadEvalRegistry("./evals");
  * evals.get("arithmetic"); // { eval, path, baseDir }
  */
-export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
+export async function loadEvalRegistry(
+  dir: string,
+  options: LoadEvalOptions = {},
+): Promise<EvalRegistry> {
   const root = resolve(dir);
   const entries = await readdir(root, { withFileTypes: true }).catch((cause: unknown) => {
     throw new StetError("E_CONFIG", `cannot read the evals directory ${root}`, { cause });
@@ -92,7 +96,7 @@ export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
       continue;
     }
     try {
-      loaded.push(await loadEvalSource(file));
+      loaded.push(await loadEvalSource(file, options));
     } catch (error) {
       problems.push({ file, message: error instanceof Error ? error.message : String(error) });
     }

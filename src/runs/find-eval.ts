@@ -33,6 +33,8 @@ export interface FindEvalOptions {
    * very file (or from no file). Nothing else is loaded; `evalFile` is ignored.
    */
   onlyRegistered?: boolean;
+  /** How long loading an eval module may take (`--load-timeout`); default `loadEvalFile`'s. */
+  loadTimeoutMs?: number;
 }
 
 /**
@@ -64,10 +66,14 @@ export async function findEvalSource(
     return resolved(registeredEval(run, options.registry));
   }
   const path = options.evalFile;
-  let loaded: LoadedEvalFile | undefined =
-    path === undefined ? undefined : await loadEvalSource(path);
+  const load = (file: string) =>
+    loadEvalSource(
+      file,
+      options.loadTimeoutMs === undefined ? {} : { timeoutMs: options.loadTimeoutMs },
+    );
+  let loaded: LoadedEvalFile | undefined = path === undefined ? undefined : await load(path);
   loaded ??= options.registry?.get(run.evalName);
-  if (!loaded && run.config.evalPath) loaded = await loadEvalSource(run.config.evalPath);
+  if (!loaded && run.config.evalPath) loaded = await load(run.config.evalPath);
   // A dataset run (`stet run --dataset`): its eval is built again from what it recorded, and
   // has no file whose bytes its identity hashes.
   if (!loaded && run.config.datasetEval)

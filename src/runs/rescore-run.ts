@@ -38,6 +38,8 @@ export interface RescoreOptions extends ExecuteOptions {
    * new identity, with the differences, in the run's history. Another eval's name is refused.
    */
   allowEvalChange?: boolean;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   /** Run only these of the eval's scorers (the others keep their scores); default all of them. */
   scorers?: readonly string[];
   /** Score only the keys whose outcome is a scorer error. */

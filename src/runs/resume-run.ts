@@ -43,6 +43,8 @@ export interface ResumeOptions extends ExecuteOptions {
   onlyRegistered?: boolean;
   /** A registered eval the caller asks for by name instead of the run's (see FindEvalOptions). */
   loaded?: LoadedEvalFile;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   rerunChanged?: boolean;
   rerunErrors?: boolean;
   /**

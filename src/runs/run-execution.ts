@@ -2,6 +2,7 @@ import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
+import { createSecretRedactor } from "../core/secrets.js";
 import { assertTransition } from "../core/run-status.js";
 import type { AttemptError } from "../core/types.js";
 import {
@@ -18,25 +19,43 @@ import type { AttemptHead } from "../store/types.js";
 import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
 
+export interface RunExecutionOptions extends ExecuteOptions {
+  /** Work of the caller's while the run is still owned, after the execution drained. */
+  beforeRelease?: (end: ExecutionEnd) => Promise<void>;
+}
+
 /**
  * Executes a claimed run (see `executeRun`), then lets it go with the status `settledStatus`
  * gives and reports it: the one ending of every start and resume. A store that stayed unwritable
  * leaves the run `interrupted` with the failure as its note, and the failure is rethrown. An
  * endpoint whose first samples all failed alike (the engine's `misconfigured` stop) leaves it
  * `interrupted` (cut short, by `settledStatus`) with the cause as its note, the attempts made
- * stored, and throws `E_ENDPOINT` naming the request, the status and what the server said.
+ * stored, and throws `E_ENDPOINT` naming the request, the status and what the server said. Any
+ * other error on the way (a bug, a listener that threw, a store read that failed) leaves the run
+ * `interrupted` with the error as its note, and is rethrown: never `running` with no one running it.
  *
  * @example const report = await runExecution(await claimResume(planned, options), options);
  */
-export interface RunExecutionOptions extends ExecuteOptions {
-  /** Work of the caller's while the run is still owned, after the execution drained. */
-  beforeRelease?: (end: ExecutionEnd) => Promise<void>;
-}
-
 export async function runExecution(
   exec: Execution,
   options: RunExecutionOptions,
 ): Promise<RunReport> {
+  try {
+    return await executeAndSettle(exec, options);
+  } catch (error) {
+    // A compare-and-set on this owner's token: a no-op when the run was released already (the
+    // paths above release before they throw) or taken over by another owner.
+    const { store } = options;
+    const message = error instanceof Error ? error.message : String(error);
+    const note = createSecretRedactor(runSecrets(store, options.secrets)).text(
+      `stopped by an error: ${message}`,
+    ).value;
+    await store.releaseRun(exec.run.id, exec.owner.token, "interrupted", note).catch(() => {});
+    throw error;
+  }
+}
+
+async function executeAndSettle(exec: Execution, options: RunExecutionOptions): Promise<RunReport> {
   const { store } = options;
   const { run, owner, plan } = exec;
   const end = await executeRun(exec, { ...options, secrets: runSecrets(store, options.secrets) });

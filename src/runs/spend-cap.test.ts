@@ -159,7 +159,7 @@ describe("the spend cap in the engine", () => {
     const report = await runEval({ store: s, eval: ev });
     for (const maxCost of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
       await expect(resumeRun({ store: s, runId: report.runId, eval: ev, maxCost })).rejects.toThrow(
-        /maxCost must be a positive number of US dollars/,
+        /maxCost: expected a number of US dollars above 0/,
       );
     }
   });

@@ -1,4 +1,4 @@
-import { StetError } from "../core/errors.js";
+import { checkBound } from "../core/bounds.js";
 import type { Run } from "../core/types.js";
 import type { SpendCap } from "../engine/budget.js";
 
@@ -11,12 +11,7 @@ import type { SpendCap } from "../engine/budget.js";
  * @example resumeCap(run, 2) // { maxCostUsd: 2 }
  */
 export function resumeCap(run: Run, override: number | undefined): SpendCap | undefined {
-  if (override !== undefined && !(Number.isFinite(override) && override > 0)) {
-    throw new StetError(
-      "E_CONFIG",
-      `maxCost must be a positive number of US dollars, got ${override}`,
-    );
-  }
+  if (override !== undefined) checkBound("maxCost", override, "maxCost", "E_CONFIG");
   const maxCostUsd = override ?? run.config.maxCostUsd;
   return maxCostUsd === undefined ? undefined : { maxCostUsd };
 }

@@ -1,3 +1,4 @@
+import { describeBound, parseBounded } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 
 /**
@@ -9,12 +10,11 @@ import { StetError } from "../core/errors.js";
 export function staleLimit(env: NodeJS.ProcessEnv = process.env): { staleMs?: number } {
   const raw = env.STET_STALE_MS;
   if (raw === undefined || raw === "") return {};
-  // Digits only: Number() would take " 2000" and "0x7d0", and "1e4" as 10000.
-  const staleMs = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(staleMs) || staleMs < 1_000) {
+  const staleMs = parseBounded("staleMs", raw);
+  if (staleMs === undefined) {
     throw new StetError(
       "E_USAGE",
-      `STET_STALE_MS must be a whole number of milliseconds ≥ 1000, not "${raw}"`,
+      `STET_STALE_MS must be ${describeBound("staleMs")}, not "${raw}"`,
     );
   }
   return { staleMs };

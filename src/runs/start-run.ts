@@ -142,6 +142,8 @@ export interface StartRequest {
   output?: string;
   /** The run's id (`--run-id`), checked by `checkRunId`; default a new random one. */
   runId?: string;
+  /** How long loading the eval module may take (`--load-timeout`); default `loadEvalFile`'s. */
+  loadTimeoutMs?: number;
 }
 
 /**
@@ -160,7 +162,10 @@ export async function prepareStart(
   const dataset = typeof source === "object" && "dataset" in source ? source.dataset : undefined;
   const loaded =
     typeof source === "string"
-      ? await loadEvalSource(source)
+      ? await loadEvalSource(
+          source,
+          request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs },
+        )
       : dataset
         ? datasetEval(dataset)
         : (source as LoadedEvalFile);

@@ -1,3 +1,4 @@
+import { describeBound, parseBounded } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 import type { RunReport } from "../core/events.js";
 import type { Run, RunStatus } from "../core/types.js";
@@ -22,20 +23,19 @@ import { settledStatus } from "./run-status.js";
 export const DEFAULT_LEASE_MS = 30_000;
 
 /**
- * The lease time from `STET_LEASE_MS` (ms, at least 100), else the default; a bad value is a
- * usage error.
+ * The lease time from `STET_LEASE_MS` (ms, within its bound: 100 ms to a day), else the default;
+ * a bad value is a usage error.
  *
  * @example leaseTime({ STET_LEASE_MS: "5000" }) // 5000
  */
 export function leaseTime(env: NodeJS.ProcessEnv = process.env): number {
   const text = env.STET_LEASE_MS;
   if (text === undefined || text === "") return DEFAULT_LEASE_MS;
-  // Digits only: Number() would take " 2000", "0x7d0" and "1e4".
-  const ms = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(ms) || ms < 100) {
+  const ms = parseBounded("leaseMs", text);
+  if (ms === undefined) {
     throw new StetError(
       "E_USAGE",
-      `STET_LEASE_MS must be a whole number of milliseconds, at least 100; got ${JSON.stringify(text)}`,
+      `STET_LEASE_MS must be ${describeBound("leaseMs")}; got ${JSON.stringify(text)}`,
     );
   }
   return ms;
@@ -65,6 +65,8 @@ export interface WorkOptions extends ExecuteOptions {
   onlyRegistered?: boolean;
   /** A registered eval asked for by name instead of the run's (see FindEvalOptions). */
   loaded?: LoadedEvalFile;
+  /** How long loading the eval module may take (`--load-timeout`). */
+  loadTimeoutMs?: number;
   /** Keys this worker executes at once; default the run's concurrency. */
   concurrency?: number;
   /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import * as z from "zod";
+import { boundedNumber } from "../core/bounds.js";
 import { ApiError } from "./api-error.js";
 
 /**
@@ -38,11 +39,11 @@ function check<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   throw new ApiError(400, "invalid_request", `${path}: ${issue?.message ?? "invalid"}`);
 }
 
-/** A spend cap in US dollars (`maxCost` of a start or resume body): a finite number above 0. */
-export const maxCostSchema = z.number().positive().max(1e9);
+/** A spend cap in US dollars (`maxCost` of a start or resume body), within its bound. */
+export const maxCostSchema = boundedNumber("maxCost");
 
 /** `limit` (1–500, default 50) and `offset` query parameters. */
 export const pagingSchema = z.object({
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().pipe(boundedNumber("pageLimit")).default(50),
+  offset: z.coerce.number().pipe(boundedNumber("pageOffset")).default(0),
 });

@@ -18,6 +18,8 @@ export interface RescoreFlags {
   /** Go on although the eval's solver changed, recording the change. */
   allowEvalChange?: boolean;
   failUnder?: number;
+  /** How long loading the eval module may take, ms. */
+  loadTimeout?: number;
 }
 
 /**
@@ -37,6 +39,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       ...(flags.scorer === undefined ? {} : { scorers: flags.scorer }),
       ...(flags.onlyErrors ? { onlyErrors: true } : {}),
       ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
+      ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
       ...stale,
     });
     if (!planning.ok) throw planning.refusal.error;

@@ -41,6 +41,8 @@ export interface ResumeFlags {
   rerunFailed?: boolean;
   /** Afterwards, delete the journal of the run's committed attempts (open entries stay). */
   pruneJournal?: boolean;
+  /** How long loading the eval module may take, ms. */
+  loadTimeout?: number;
 }
 
 /** `stet resume <run-id>`: print the plan, then execute only the keys without a scored attempt. */
@@ -79,6 +81,7 @@ export async function resumeInStore(
     ...(flags.rerun === undefined ? {} : { rerun: flags.rerun }),
     ...(flags.rerunFailed ? { rerunFailed: true } : {}),
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     ...stale,
   });
   let resume: PlannedResume;
@@ -141,6 +144,7 @@ async function resumeDistributed(
       ...controls,
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+      ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     }),
   );
 }

@@ -46,6 +46,8 @@ export interface RunFlags {
   allowEvalChange?: boolean;
   /** Open the run to workers (`stet worker`) and work on it as one of them. */
   distributed?: boolean;
+  /** How long loading the eval module may take, ms. */
+  loadTimeout?: number;
 }
 
 /**
@@ -87,6 +89,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
     resumeFrom: flags.resumeFrom,
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   });
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(

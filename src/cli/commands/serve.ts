@@ -14,6 +14,8 @@ export interface ServeFlags {
   allowedHost?: string[];
   maxBody?: number;
   maxStreams?: number;
+  /** How long loading each eval module of `--evals` may take, ms. */
+  loadTimeout?: number;
 }
 
 /** `--allowed-host` values, then `STET_ALLOWED_HOSTS` (comma-separated). */
@@ -43,7 +45,8 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   checkServeOptions({ host, allowedHosts: hosts, ...(token ? { token } : {}) });
 
   // Before the store is opened: evals refused (two of one name) leave nothing behind.
-  const evals = flags.evals ? await loadEvalRegistry(flags.evals) : createEvalRegistry([]);
+  const loading = flags.loadTimeout === undefined ? {} : { timeoutMs: flags.loadTimeout };
+  const evals = flags.evals ? await loadEvalRegistry(flags.evals, loading) : createEvalRegistry([]);
   const skipped = skippedLine(evals.skipped);
   if (skipped) log(`evals: ${skipped}`);
   for (const p of evals.problems) log(`evals: skipped ${p.file}: ${p.message}`);

@@ -26,6 +26,8 @@ export interface WorkerFlags {
   /** Keep polling for work instead of exiting when there is none. */
   wait?: boolean;
   json?: boolean;
+  /** How long loading an eval module may take, ms. */
+  loadTimeout?: number;
 }
 
 /** How often `stet worker --wait` looks for an open distributed run. */
@@ -45,7 +47,8 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   const store = await openStore(flags.store, workerStaleLimit(stale, leaseMs));
   const storeMs = performance.now() - t0;
   try {
-    const registry = flags.evals ? await loadEvalRegistry(flags.evals) : undefined;
+    const loading = flags.loadTimeout === undefined ? {} : { timeoutMs: flags.loadTimeout };
+    const registry = flags.evals ? await loadEvalRegistry(flags.evals, loading) : undefined;
     const work = (runId: string) => {
       const joinedAt = performance.now();
       const onJoined = (joined: JoinedWorker) =>
@@ -59,6 +62,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
         ...(registry ? { registry } : {}),
         ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
         ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+        ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
       });
     };
     if (flags.run !== undefined) return await work(flags.run);

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
+import { boundedNumber } from "../../core/bounds.js";
 import { prepareStart, runEval } from "../../runs/start-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
@@ -11,9 +12,10 @@ const startBody = z
   .object({
     eval: z.string().min(1),
     model: z.string().min(1).max(200).optional(),
-    epochs: z.number().int().min(1).max(1_000).optional(),
-    limit: z.number().int().min(1).optional(),
-    concurrency: z.number().int().min(1).max(1_000).optional(),
+    // Within the bounds the CLI and defineEval check too (`core/bounds.ts`).
+    epochs: boundedNumber("epochs").optional(),
+    limit: boundedNumber("limit").optional(),
+    concurrency: boundedNumber("concurrency").optional(),
     /** The spend cap on the run's total, USD: at the cap the run stops, interrupted (reason budget). */
     maxCost: maxCostSchema.optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
