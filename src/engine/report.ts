@@ -48,6 +48,8 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   const figures = fold.finish();
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
   for (const scoring of await store.listScorings(run.id)) {
+    // A rescore's judges re-sent requests of their own: the run's, never the attempt's.
+    figures.retries.total += scoring.retries ?? 0;
     if (scoring.usage) addScoringUsage(figures.totalSpent, scoring.usage);
   }
   for (const usage of input.scorings?.usage ?? []) addScoringUsage(figures.spentNow, usage);
@@ -74,6 +76,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
       reused: figures.reused,
       ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
     },
+    retries: figures.retries,
     executed: figures.executedNow,
     rescored: input.scorings?.committed ?? 0,
     preserved: input.plan.preserved,
