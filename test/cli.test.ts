@@ -251,7 +251,7 @@ describe("bad input", () => {
     });
     const csv = await runCli(["export", runId, "--format", "csv"], { cwd: p.dir });
     expect(csv.stdout.split("\n")[0]).toBe(
-      "sampleId,epoch,status,input,target,output,exact,error,inputTokens,outputTokens,costUsd,startedAt,completedAt,durationMs",
+      "sampleId,epoch,status,input,target,output,exact,error,inputTokens,outputTokens,costUsd,startedAt,completedAt,durationMs,retries",
     );
     expect(csv.stdout.trim().split("\n")).toHaveLength(11);
   });

@@ -3,7 +3,10 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+import { exportRow } from "../src/cli/commands/export.js";
+import { storedReport } from "../src/engine/report.js";
 import { toGraderResults } from "../src/evalport/grader-mapping.js";
+import { toResult } from "../src/evalport/result-mapping.js";
 import { openPostgresStore } from "../src/store/postgres.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import type { Store } from "../src/store/types.js";
@@ -12,8 +15,9 @@ import { tempDir } from "./helpers/temp-store.js";
 
 /**
  * Stores written by stet 0.1.0 (schema 3, before scores became a layer of their own) opened by
- * this code: the migration adds the scorings table and the attempts_now view and touches no
- * attempt, and every attempt and score reads back as it was stored. See test/fixtures/stores.
+ * this code: the migrations add the scorings table, the attempts_now view and a nullable
+ * `retries` column, and touch no attempt; every attempt and score reads back as it was stored,
+ * its retries unknown. See test/fixtures/stores.
  */
 
 const FIXTURES = new URL("./fixtures/stores/", import.meta.url);
@@ -26,17 +30,41 @@ afterEach(async () => {
 const EXPECTED_SHAPE = {
   attempts: 16,
   errors: { solver: 4, scorer: 4 },
+  /** Keys with a second attempt (an error re-run by a resume). */
+  keysRetried: 4,
 };
 
 async function readBack(store: Store) {
   const [run] = await store.listRuns();
   const attempts = await store.listAttempts(run!.run.id);
-  return { run: run!, attempts, scorings: await store.listScorings(run!.run.id) };
+  const report = await storedReport(store, run!.run);
+  return { run: run!, attempts, scorings: await store.listScorings(run!.run.id), report };
+}
+
+/**
+ * The rows' columns that the old release had, after checking that every column added since
+ * (migration 7's `retries`, at the end) is NULL on them: those rows were never rewritten.
+ */
+function unchangedColumns(rows: unknown[][], before: unknown[][]): unknown[][] {
+  const width = before[0]!.length;
+  for (const row of rows) expect(row.slice(width)).toEqual([null]);
+  return rows.map((row) => row.slice(0, width));
 }
 
 function expectOldRun(read: Awaited<ReturnType<typeof readBack>>) {
   const { attempts, scorings } = read;
   expect(attempts).toHaveLength(EXPECTED_SHAPE.attempts);
+  // Their retries were never counted: unknown, so absent, and no export says otherwise.
+  for (const a of attempts) {
+    expect(a).not.toHaveProperty("retries");
+    expect(exportRow(a)).not.toHaveProperty("retries");
+    expect(toResult(a, { epochs: 2 }).metadata?.stet).not.toHaveProperty("retries");
+  }
+  expect(read.report.retries).toEqual({
+    total: 0,
+    keysRetried: EXPECTED_SHAPE.keysRetried,
+    unrecorded: EXPECTED_SHAPE.attempts,
+  });
   expect(scorings).toEqual([]);
   const errors = { solver: 0, scorer: 0 };
   for (const a of attempts) if (a.error) errors[a.error.type as "solver" | "scorer"]++;
@@ -66,7 +94,7 @@ describe("a store written by stet 0.1.0", () => {
     const path = join(dir, "stet.db");
     copyFileSync(new URL("release-0.1.0.sqlite", FIXTURES), path);
     const rows = (db: Database.Database) =>
-      db.prepare("SELECT * FROM attempts ORDER BY rowid").raw().all();
+      db.prepare("SELECT * FROM attempts ORDER BY rowid").raw().all() as unknown[][];
     const raw = new Database(path);
     const before = rows(raw);
     expect(raw.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({ v: 3 });
@@ -80,9 +108,9 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 6,
+      v: 7,
     });
-    expect(rows(after)).toEqual(before);
+    expect(unchangedColumns(rows(after), before)).toEqual(before);
   });
 
   it.skipIf(SKIP_POSTGRES)(
@@ -111,8 +139,8 @@ describe("a store written by stet 0.1.0", () => {
       const version = await client.query(
         `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
       );
-      expect(version.rows[0]).toEqual({ v: 6 });
-      expect(await rows()).toEqual(before);
+      expect(version.rows[0]).toEqual({ v: 7 });
+      expect(unchangedColumns(await rows(), before)).toEqual(before);
     },
   );
 });

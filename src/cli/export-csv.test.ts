@@ -44,6 +44,7 @@ describe("the CSV export's shape", () => {
       "startedAt",
       "completedAt",
       "durationMs",
+      "retries",
     ]);
   });
 
@@ -66,6 +67,13 @@ describe("the CSV export's shape", () => {
       "2026-01-01T00:00:00.000Z",
       "2026-01-01T00:00:01.000Z",
       1000,
+      // Stored before retries were counted: unknown, an empty cell rather than 0.
+      "",
     ]);
+  });
+
+  it("the retries cell: the attempt's count of re-sent model requests, 0 included", () => {
+    expect(csvRow({ ...attempt, retries: 3 }, samples, []).retries).toBe(3);
+    expect(csvRow({ ...attempt, retries: 0 }, samples, []).retries).toBe(0);
   });
 });

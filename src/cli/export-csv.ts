@@ -15,6 +15,7 @@ const AFTER_SCORES = [
   "startedAt",
   "completedAt",
   "durationMs",
+  "retries",
 ];
 /** Score columns get keys of their own, so a scorer named `status` cannot replace a column. */
 const scoreKey = (scorer: string) => `score:${scorer}`;
@@ -22,7 +23,7 @@ const scoreKey = (scorer: string) => `score:${scorer}`;
 /**
  * The columns of `stet export --format csv`, in a stable order: the key, what went in (the
  * sample's input and target) and came out, one column per scorer of the run's config (its score's
- * value), then error, tokens, cost and timing.
+ * value), then error, tokens, cost, timing and the attempt's retries (re-sent model requests).
  *
  * @example csvColumns(["exact"]).map((c) => c.header)
  * // ["sampleId", "epoch", "status", "input", "target", "output", "exact", "error", "inputTokens", …]
@@ -61,6 +62,8 @@ export function csvRow(
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,
+    // Empty when unknown (stored before retries were counted).
+    retries: cell(a.retries),
   };
   for (const name of scorers) {
     row[scoreKey(name)] = cell(a.scores.find((s) => s.scorer === name)?.value);

@@ -54,6 +54,15 @@ export interface SolverContext {
     send: () => Promise<ModelReply>,
     options?: { last?: boolean },
   ): Promise<{ reply: ModelReply; replayed: boolean }>;
+  /**
+   * Counts one model request re-sent after a retryable failure (429, 5xx, a dropped connection,
+   * a timeout) toward this attempt's `retries`, or the scoring's when a rescore runs the scorer.
+   * `ctx.chat` counts its own; a call made outside it passes this as `chatCompletion`'s `onRetry`
+   * (`solvers.chat` and `scorers.modelGraded` do). Absent from a hand-made context.
+   *
+   * @example await chatCompletion({ model, messages, signal: ctx.signal, onRetry: ctx.onRetry });
+   */
+  onRetry?: () => void;
 }
 
 /** One model call through `ctx.chat`. Endpoint fields default as in `solvers.chat`. */
@@ -90,7 +99,7 @@ export interface ModelReply {
 /** Makes model calls for `ctx.chat`; the eval loader supplies the real one (solvers/model-call.ts). */
 export type ModelCaller = (
   call: ModelCall,
-  context: { signal: AbortSignal; model?: string },
+  context: { signal: AbortSignal; model?: string; onRetry?: () => void },
 ) => Promise<ModelReply>;
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */
@@ -98,6 +107,11 @@ export interface SolverResult {
   output: Json;
   usage?: Usage;
   transcript?: Json;
+  /**
+   * Model requests the solver re-sent after retryable failures outside `ctx.chat` (which counts
+   * its own): added to the attempt's `retries`.
+   */
+  retries?: number;
 }
 
 export type SolverReturn = SolverResult | Json;

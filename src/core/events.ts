@@ -1,6 +1,6 @@
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
 import type { ScoreDistribution } from "./score-chart.js";
-import type { ErrorGroup } from "./outcome-fold.js";
+import type { ErrorGroup, RetryTotals } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
@@ -64,6 +64,13 @@ export interface RunReport {
   };
   /** Read from the store with no invocation behind it (`stet show`, the API, exports). */
   stored?: true;
+  /**
+   * Model requests re-sent after retryable failures (429, 5xx, a dropped connection, a timeout),
+   * from the stored rows: `total` over every executed attempt of the run and every scoring,
+   * `keysRetried` the keys that needed more than one attempt, `unrecorded` the executed attempts
+   * stored before stet counted retries (see RetryTotals).
+   */
+  retries: RetryTotals;
   executed: number;
   /** Stored attempts this invocation scored again (a rescore, a resume's scorer errors). */
   rescored: number;

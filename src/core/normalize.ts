@@ -1,17 +1,19 @@
 import * as z from "zod";
 import type { ScoreValue, SolverResult, SolverReturn } from "./eval.js";
 import { jsonSchema } from "./json.js";
-import { usageSchema } from "./schemas.js";
+import { retriesSchema, usageSchema } from "./schemas.js";
 import type { Score } from "./types.js";
 
 const solverResultSchema = z.object({
   output: jsonSchema,
   usage: usageSchema.optional(),
   transcript: jsonSchema.optional(),
+  retries: retriesSchema.optional(),
 });
 
 /**
- * A solver may return a bare value or `{ output, usage?, transcript? }`; this gives the latter.
+ * A solver may return a bare value or `{ output, usage?, transcript?, retries? }`; this gives the
+ * latter.
  * Throws, saying what and where, when the output is not JSON-serialisable (a function, a
  * symbol, `undefined`, a BigInt, a circular or over-deep value).
  *

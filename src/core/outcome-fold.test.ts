@@ -362,6 +362,47 @@ describe("OutcomeFold", () => {
     expect(errorsByType).toEqual({ scorer: 2 });
   });
 
+  it("totals retries over every executed attempt and counts keys that needed another attempt", () => {
+    const at = (
+      sampleId: string,
+      epoch: number,
+      attempt: number,
+      more: Partial<FoldedAttempt> = {},
+    ): FoldedAttempt => ({
+      sampleId,
+      epoch,
+      attempt,
+      fingerprint: "fp",
+      status: "scored",
+      scores: [],
+      usage: null,
+      error: null,
+      provenance: { kind: "executed" },
+      ...more,
+    });
+    const fold = new OutcomeFold({
+      fingerprintOf: () => "fp",
+      scorers: [],
+      reducer: "mean",
+      isNow: () => false,
+    });
+    for (const a of [
+      at("a", 1, 1, { status: "error", retries: 5, error: { type: "provider", message: "503" } }),
+      at("a", 1, 2, { status: "error", retries: 5, error: { type: "provider", message: "503" } }),
+      at("a", 1, 3, { retries: 1 }),
+      // An attempt of an old fingerprint is history, but its requests were re-sent all the same.
+      at("a", 2, 1, { fingerprint: "old", retries: 2 }),
+      at("a", 2, 2, { retries: 0 }),
+      // Stored before retries were counted: unknown, not 0.
+      at("b", 1, 1),
+      // Imported: its requests were made elsewhere.
+      at("c", 1, 1, { retries: 7, provenance: { kind: "imported", source: "sha256:x" } }),
+      at("d", 1, 1, { retries: 3 }),
+    ])
+      fold.add(a);
+    expect(fold.finish().retries).toEqual({ total: 16, keysRetried: 2, unrecorded: 1 });
+  });
+
   it("refuses attempts out of key order", () => {
     const attempts = history(5);
     const [first, last] = [attempts[0]!, attempts.at(-1)!];

@@ -28,6 +28,21 @@ export interface FoldedAttempt extends Key {
   usage: Usage | null;
   error: { type: AttemptErrorType; message: string } | null;
   provenance: Provenance;
+  /** Model requests it re-sent after retryable failures; absent when unknown (an old row). */
+  retries?: number;
+}
+
+/**
+ * A run's retries, from its stored rows: every attempt, not only outcomes, as its spend is.
+ * `total` sums the re-sent model requests of its executed attempts (imported ones were made
+ * elsewhere; a report adds its scorings'); `keysRetried` counts the keys that have an attempt
+ * numbered above 1 (they needed another attempt); `unrecorded` counts executed attempts stored
+ * before stet counted retries, whose retries are unknown and left out of `total`.
+ */
+export interface RetryTotals {
+  total: number;
+  keysRetried: number;
+  unrecorded: number;
 }
 
 /** How many errored outcomes a report quotes per error type. */
@@ -65,6 +80,7 @@ export interface FoldResult {
   /** A distributed run's outcomes that other workers committed meanwhile (see `isOthers`). */
   byOthers: UsageTotal;
   executedNow: number;
+  retries: RetryTotals;
 }
 
 /**
@@ -88,6 +104,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   readonly #onSample: ((sampleId: string, values: readonly (number | null)[]) => void) | undefined;
   #last: A | undefined;
   #held: A | undefined;
+  #retriedKey: A | undefined;
   #sampleId: string | undefined;
   #epochValues: number[][];
   readonly #perSample: number[][];
@@ -140,6 +157,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       reused: emptyUsage(),
       byOthers: emptyUsage(),
       executedNow: 0,
+      retries: { total: 0, keysRetried: 0, unrecorded: 0 },
     };
   }
 
@@ -156,6 +174,7 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       this.#result.executedNow++;
       if (executed) addUsage(this.#result.spentNow, attempt.usage);
     }
+    this.#countRetries(attempt, executed);
     if (this.#fingerprintOf(attempt.sampleId) !== attempt.fingerprint) return;
     const held = this.#held;
     if (held && compareKeys(held, attempt) === 0) {
@@ -212,6 +231,21 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       const score = outcome.scores.find((s) => s.scorer === scorer);
       if (score && score.value !== null) this.#epochValues[i]!.push(score.value);
     });
+  }
+
+  /** Every attempt, of any fingerprint: what the run went through, as its total spend is. */
+  #countRetries(attempt: A, executed: boolean): void {
+    const retries = this.#result.retries;
+    if (executed) {
+      if (attempt.retries === undefined) retries.unrecorded++;
+      else retries.total += attempt.retries;
+    }
+    // A key's attempts come together: its first one numbered above 1 counts it, once.
+    const counted = this.#retriedKey;
+    if (attempt.attempt > 1 && !(counted && compareKeys(counted, attempt) === 0)) {
+      retries.keysRetried++;
+      this.#retriedKey = attempt;
+    }
   }
 
   // Keys close in key order, so the first examples kept are the lowest keys.

@@ -48,6 +48,9 @@ export const provenanceSchema = z.discriminatedUnion("kind", [
 /** The names of the secrets an attempt's content held before they were redacted. */
 export const redactedSchema = z.array(z.string().min(1)).min(1);
 
+/** A count of re-sent model requests (AttemptDraft.retries). */
+export const retriesSchema = z.number().int().nonnegative();
+
 export const reducerSchema = z.union([
   z.enum(["mean", "max", "min", "mode"]),
   z.templateLiteral(["pass@", z.number().int().positive()]),

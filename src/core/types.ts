@@ -96,6 +96,13 @@ export interface AttemptDraft extends Key {
   fingerprint: string;
   provenance: Provenance;
   /**
+   * Model requests re-sent after a retryable failure (429, 5xx, a dropped connection, a timeout)
+   * over every model call the attempt made now: the solver's, `ctx.chat`'s and its scorers' (a
+   * judge's). A call replayed from the journal adds nothing. Absent when unknown: attempts stored
+   * before stet counted retries, and imported results that did not say.
+   */
+  retries?: number;
+  /**
    * Not stored: marks a draft that re-runs a key on purpose (`stet resume --rerun`). The key's
    * attempts numbered up to this one stand in history; the store accepts this draft although the
    * key has a scored attempt, unless one numbered after it exists (so a retried commit, or a
@@ -140,6 +147,11 @@ export interface ScoringDraft extends Key {
   error: AttemptError | null;
   /** What the scoring itself cost (a judge's calls); spend of its own, never the attempt's. */
   usage: Usage | null;
+  /**
+   * Its scorers' model requests re-sent after retryable failures (as AttemptDraft's `retries`):
+   * the scoring's own, never the attempt's. Absent on scorings stored before stet counted them.
+   */
+  retries?: number;
   scoredAt: string;
   durationMs: number;
   /** As for AttemptDraft: the names of the secrets replaced in what the scorers returned. */

@@ -96,30 +96,47 @@ export async function withTimeout<T>(
 }
 
 /**
+ * What the model calls of an attempt (or a scoring) made now cost: the usage of each `ctx.chat`
+ * call, and the requests re-sent after retryable failures by any call told `ctx.onRetry`.
+ */
+export interface Spent {
+  usage: Usage[];
+  retries: number;
+}
+
+/**
  * The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call made
- * now. With a `journal`, `ctx.step` and `ctx.chat` are journaled: a replayed chat call's usage
- * goes to `journal.reused`, never to `spent` (it was paid for by the interrupted execution).
+ * now, and every re-sent request (`ctx.onRetry`). With a `journal`, `ctx.step` and `ctx.chat` are
+ * journaled: a replayed chat call's usage goes to `journal.reused`, never to `spent` (it was paid
+ * for by the interrupted execution), and a replayed call sends nothing, so it re-sends nothing.
  */
 export function context(
   task: Pick<KeyTask, "callModel" | "model" | "runId" | "key">,
   signal: AbortSignal,
-  spent: Usage[],
+  spent: Spent,
   journal?: StepJournal,
 ): SolverContext {
   const { callModel, model } = task;
+  const onRetry = (): void => {
+    spent.retries++;
+  };
   const call = async (request: ModelCall): Promise<ModelReply> => {
     if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
-    return callModel(request, model === undefined ? { signal } : { signal, model });
+    return callModel(
+      request,
+      model === undefined ? { signal, onRetry } : { signal, model, onRetry },
+    );
   };
   return {
     runId: task.runId,
     epoch: task.key.epoch,
     signal,
     model,
+    onRetry,
     async chat(request): Promise<ModelReply> {
       const send = async (): Promise<ModelReply> => {
         const reply = await call(request);
-        if (reply.usage) spent.push(reply.usage);
+        if (reply.usage) spent.usage.push(reply.usage);
         return reply;
       };
       if (!journal || request.journal === false) return send();
@@ -209,13 +226,14 @@ async function attempt(
   startedAt: Date,
   t0: number,
 ): Promise<AttemptDraft> {
-  const spent: Usage[] = [];
+  const spent: Spent = { usage: [], retries: 0 };
   const scrub = scrubber(task.redactor);
   const journal = task.journal && journalOf(task, task.journal);
   const ctx = context(task, signal, spent, journal);
   let output: Json = null;
   let usage: Usage | null = null;
   let transcript: Json = null;
+  let reported = 0;
   const scores: Score[] = [];
   let error: AttemptError | null = null;
   try {
@@ -228,13 +246,14 @@ async function attempt(
     output = scrub.json(result.output);
     usage = result.usage ?? null;
     transcript = scrub.json(result.transcript ?? null);
+    reported = result.retries ?? 0;
   } catch (thrown) {
     error = solverError(thrown, signal);
   }
   if (!error) {
     const scored = await scoreOutput(task.record.sample, output, task.scorers, ctx, signal);
     scores.push(...scored.scores);
-    spent.push(...scored.spent);
+    spent.usage.push(...scored.spent);
     error = scored.error;
   }
   // Entries of the interrupted execution that this one never reached are not its trajectory.
@@ -244,9 +263,11 @@ async function attempt(
   const draft = draftOf(task, {
     output,
     scores: scrub.scores(scores),
-    usage: spent.reduce<Usage | null>(addUsage, usage),
+    usage: spent.usage.reduce<Usage | null>(addUsage, usage),
     transcript,
     error,
+    // Counted now, whatever became of the attempt: a call that failed after retrying re-sent too.
+    retries: spent.retries + reported,
     startedAt,
     completedAt,
     durationMs: Math.round(performance.now() - t0),
@@ -348,6 +369,7 @@ interface DraftParts {
   usage: Usage | null;
   transcript: Json;
   error: AttemptError | null;
+  retries: number;
   startedAt: Date;
   completedAt: Date;
   durationMs: number;
@@ -373,6 +395,7 @@ function draftOf(task: KeyTask, parts: DraftParts): AttemptDraft {
     durationMs: parts.durationMs,
     fingerprint: task.record.fingerprint,
     provenance: { kind: "executed" },
+    retries: parts.retries,
   };
 }
 

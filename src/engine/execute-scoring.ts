@@ -2,7 +2,14 @@ import type { ModelCaller, Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Redactor } from "../core/secrets.js";
 import type { Key, SampleRecord, Score, ScoringDraft, Usage } from "../core/types.js";
-import { addUsage, context, scoreOutput, scrubber, withTimeout } from "./execute-key.js";
+import {
+  addUsage,
+  context,
+  scoreOutput,
+  scrubber,
+  withTimeout,
+  type Spent,
+} from "./execute-key.js";
 
 /**
  * A stored attempt to score again: its output, the scores it has now, and which scorers to run.
@@ -40,13 +47,13 @@ export interface ScoringTask {
  * scores are carried over as they are, so a judge that scored is never bought again. Scores of
  * scorers the eval no longer has are left out: they stay in the attempt's history, not in its
  * current set. The solver is never called. A throwing scorer gives an error scoring whose other
- * scores stand (the output still stands too), and its spend is the scoring's; an abort by the
- * run throws `AttemptAborted`.
+ * scores stand (the output still stands too), and its spend (usage, re-sent requests) is the
+ * scoring's; an abort by the run throws `AttemptAborted`.
  */
 export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
   const t0 = performance.now();
   const { unit } = task;
-  const spent: Usage[] = [];
+  const spent: Spent = { usage: [], retries: 0 };
   // A score that is an error is no score: its scorer runs again, the others are carried.
   const current = new Map(
     unit.current.filter((s) => s.error === undefined).map((s) => [s.scorer, s]),
@@ -84,7 +91,9 @@ export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
       ),
     ) as Record<string, Json>,
     error,
-    usage: [...spent, ...pass.spent].reduce<Usage | null>(addUsage, null),
+    usage: [...spent.usage, ...pass.spent].reduce<Usage | null>(addUsage, null),
+    // The judges' re-sent requests: the scoring's, as its usage is.
+    retries: spent.retries,
     scoredAt: new Date().toISOString(),
     durationMs: Math.round(performance.now() - t0),
   };

@@ -65,6 +65,8 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   const figures = fold.finish();
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
   for (const scoring of await store.listScorings(run.id)) {
+    // A rescore's judges re-sent requests of their own: the run's, never the attempt's.
+    figures.retries.total += scoring.retries ?? 0;
     if (!scoring.usage) continue;
     addScoringUsage(figures.totalSpent, scoring.usage);
     if (input.scorings?.isNow(scoring)) addScoringUsage(figures.spentNow, scoring.usage);
@@ -93,6 +95,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
       reused: figures.reused,
       ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
     },
+    retries: figures.retries,
     executed: figures.executedNow,
     rescored: input.scorings?.committed ?? 0,
     preserved: input.plan.preserved,

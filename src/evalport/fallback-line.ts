@@ -4,6 +4,7 @@ import {
   attemptErrorSchema,
   provenanceSchema,
   redactedSchema,
+  retriesSchema,
   scoreSchema,
   usageSchema,
 } from "../core/schemas.js";
@@ -32,6 +33,7 @@ export const fallbackLineSchema = z.strictObject({
   fingerprint: z.string().min(1),
   provenance: provenanceSchema,
   redacted: redactedSchema.optional(),
+  retries: retriesSchema.optional(),
   /** A re-run on request (`stet resume --rerun`): the attempt it follows (AttemptDraft). */
   rerunAfter: z.number().int().nonnegative().optional(),
 });

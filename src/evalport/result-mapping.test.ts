@@ -118,6 +118,19 @@ const roundTripCases: Array<[string, Attempt, number]> = [
     1,
   ],
   ["usage without a price", attempt({ usage: { inputTokens: 5, outputTokens: 0 } }), 1],
+  ["its retries (re-sent model requests)", attempt({ retries: 3 }), 1],
+  [
+    "a provider error after retries",
+    attempt({
+      status: "error",
+      output: null,
+      scores: [],
+      usage: null,
+      error: { type: "provider", message: "HTTP 503 after 3 attempts", status: 503 },
+      retries: 2,
+    }),
+    1,
+  ],
 ];
 
 describe("toResult / fromResult", () => {
@@ -358,5 +371,15 @@ describe("toResult / fromResult", () => {
     const result = toResult(base, { epochs: 1 });
     result.metadata!.stet = { fingerprint: 7 };
     expect(() => fromResult(result)).toThrow(/metadata\.stet\.fingerprint/);
+  });
+
+  it("writes retries as metadata.stet.retries, 0 included, and nothing when unknown", () => {
+    expect(toResult({ ...base, retries: 0 }, { epochs: 1 }).metadata?.stet).toMatchObject({
+      retries: 0,
+    });
+    expect(toResult(base, { epochs: 1 }).metadata?.stet).not.toHaveProperty("retries");
+    const result = toResult(base, { epochs: 1 });
+    result.metadata!.stet = { ...(result.metadata!.stet as object), retries: -1 };
+    expect(() => fromResult(result)).toThrow(/metadata\.stet\.retries/);
   });
 });

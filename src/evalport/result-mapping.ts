@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
-import { provenanceSchema, redactedSchema } from "../core/schemas.js";
+import { provenanceSchema, redactedSchema, retriesSchema } from "../core/schemas.js";
 import type {
   Attempt,
   AttemptDraft,
@@ -52,8 +52,10 @@ export const NOT_REFERENCED = "not_referenced";
  * | `metadata.openeval.aggregation_status` | `"unscored"` when no grader produced a score           |
  * | `metadata.stet`               | `{ run_id, attempt (the stored attempt number), fingerprint,    |
  * |                               | provenance, started_at, output_format?, transcript?, journal?,  |
- * |                               | not_referenced?, redacted? }`; `journal` is the attempt's step  |
- * |                               | journal (ctx.step / ctx.chat), not read back by import          |
+ * |                               | not_referenced?, redacted?, retries? }`; `journal` is the       |
+ * |                               | attempt's step journal (ctx.step / ctx.chat), not read back by  |
+ * |                               | import; `retries` its re-sent model requests, absent when       |
+ * |                               | unknown (an attempt stored before stet counted them)            |
  *
  * `output_format` is `"json"` when `actual_output` is the canonical JSON of a non-string
  * output and `"none"` when the output was null; `not_referenced` names the suite graders the
@@ -88,6 +90,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
     ...(journal && { journal }),
     ...(notReferenced.length > 0 && { not_referenced: notReferenced }),
     ...(attempt.redacted !== undefined && { redacted: [...attempt.redacted] }),
+    ...(attempt.retries !== undefined && { retries: attempt.retries }),
   };
   const failed = attempt.status === "error";
   return {
@@ -165,6 +168,7 @@ export function fromResult(result: EvalPortResult, options: FromResultOptions = 
     ...(note?.run_id !== undefined && { runId: note.run_id }),
     ...(note?.attempt !== undefined && { storedAttempt: note.attempt }),
     ...(note?.redacted !== undefined && { redacted: note.redacted }),
+    ...(note?.retries !== undefined && { retries: note.retries }),
   };
 }
 
@@ -261,6 +265,7 @@ const stetNoteSchema = z.object({
   transcript: jsonSchema.optional(),
   not_referenced: z.array(z.string()).optional(),
   redacted: redactedSchema.optional(),
+  retries: retriesSchema.optional(),
 });
 
 function stetNote(result: EvalPortResult): z.infer<typeof stetNoteSchema> | undefined {

@@ -31,6 +31,7 @@ export async function semanticSimilarityScore(
     model: params.model,
     input: [outputText(args.output), outputText(expected)],
     signal: args.ctx.signal,
+    onRetry: args.ctx.onRetry,
   });
   const similarity = cosine(vectors[0]!, vectors[1]!);
   return {

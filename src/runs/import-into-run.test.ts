@@ -245,6 +245,8 @@ describe("importResults", () => {
     // The run's own attempts, paid for once: they keep their provenance and count as its spend.
     const attempts = await store.listAttempts(run.id);
     expect(attempts.every((a) => a.provenance.kind === "executed")).toBe(true);
+    // With their retries (the function solver re-sent nothing): the lines carry them.
+    expect(attempts.map((a) => a.retries)).toEqual(attempts.map(() => 0));
 
     // A fallback file belongs to its run.
     const other = await runEval({ store, eval: evalWith() });

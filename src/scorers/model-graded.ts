@@ -94,6 +94,8 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         maxTokens: options.maxTokens ?? 1024,
         messages: [{ role: "user", content: prompt }],
         signal: ctx.signal,
+        // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
+        onRetry: ctx.onRetry,
       });
       const cost =
         reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);

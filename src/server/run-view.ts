@@ -74,7 +74,8 @@ function summaryView(
 
 /**
  * One run in full, computed from its stored attempts on every call (nothing cached that could
- * drift): config without secrets, owner liveness, counts, the resume plan, metrics and cost.
+ * drift): config without secrets, owner liveness, counts, the resume plan, metrics, cost and
+ * retries.
  *
  * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
  */
@@ -105,5 +106,8 @@ export async function runDetail(store: Store, runId: string, options: { staleMs?
     // No invocation is in progress from the reader's point of view: what the run has spent in
     // all, and what its standing outcomes are worth (a re-run would buy them again).
     cost: { spent: report.usage.totalSpent, reused: report.usage.reused },
+    // Model requests re-sent over every stored attempt and scoring, and keys that needed another
+    // attempt: sums of the stored rows, like the spend.
+    retries: report.retries,
   };
 }

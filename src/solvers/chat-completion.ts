@@ -39,6 +39,11 @@ export interface ChatRequest extends ChatEndpoint {
   /** Extra request-body fields (seed, top_p, response_format, …). */
   params?: Record<string, Json>;
   signal?: AbortSignal;
+  /**
+   * Called each time a request is re-sent after a retryable failure, right before it goes out:
+   * how an attempt counts its retries (pass `ctx.onRetry`).
+   */
+  onRetry?: (() => void) | undefined;
 }
 
 export interface ChatCompletion {
@@ -115,7 +120,8 @@ export function resolveEndpoint(endpoint: ChatEndpoint): {
 /**
  * One chat completion against an OpenAI-compatible `/chat/completions` endpoint, retried with
  * exponential backoff and full jitter on 429, 5xx, dropped connections and per-request timeouts
- * (honouring Retry-After). Aborting `signal` rejects at once with its reason, also mid-backoff.
+ * (honouring Retry-After); `onRetry` is told of each re-send, including those of a call that
+ * fails in the end. Aborting `signal` rejects at once with its reason, also mid-backoff.
  * Exhausted retries or a non-retryable status throw a SolverError that names the endpoint
  * and status, never the key. A refused connection, an unknown host and 401/403/404 fail at once
  * with `configuration` set on the SolverError (see ConfigurationFault).
@@ -143,7 +149,10 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
  * @example await postWithRetries({}, "/embeddings", { model, input }, "model m", parseEmbeddings)
  */
 export async function postWithRetries<T>(
-  endpoint: ChatEndpoint & { signal?: AbortSignal | undefined },
+  endpoint: ChatEndpoint & {
+    signal?: AbortSignal | undefined;
+    onRetry?: (() => void) | undefined;
+  },
   path: string,
   body: Record<string, Json>,
   what: string,
@@ -162,6 +171,7 @@ export async function postWithRetries<T>(
     });
   }
   for (let retry = 0; ; retry++) {
+    if (retry > 0) endpoint.onRetry?.();
     const result = await attempt(
       url,
       init,

@@ -125,6 +125,22 @@ describe("solvers.chat", () => {
     expect(mock.counts()).toEqual({ doomed: 4 });
   });
 
+  it("tells ctx.onRetry of each re-sent request, also when the call fails in the end; never of the first", async () => {
+    let told = 0;
+    const counting = { ...context(), onRetry: () => void told++ };
+    scripted = ({ n }) => (n <= 2 ? { status: n === 1 ? 500 : 429 } : undefined);
+    await solver()(sample("twice"), counting);
+    expect([told, mock.counts()]).toEqual([2, { twice: 3 }]);
+    told = 0;
+    scripted = () => ({ status: 503 });
+    await failure(Promise.resolve(solver({ maxRetries: 2 })(sample("doomed"), counting)));
+    expect([told, mock.counts().doomed]).toEqual([2, 3]);
+    told = 0;
+    scripted = () => ({ status: 401 });
+    await failure(Promise.resolve(solver()(sample("refused"), counting)));
+    expect(told).toBe(0);
+  });
+
   it.each([400, 401, 404, 422])("does not retry a %i", async (status) => {
     scripted = () => ({ status });
     const error = await failure(Promise.resolve(solver()(sample("bad"), context())));

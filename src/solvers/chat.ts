@@ -40,7 +40,14 @@ export function chat(options: ChatSolverOptions): SolverFn {
     const model = bareModel(ctx.model ?? options.model);
     const messages = toMessages(sample, options.system);
     const send = async (): Promise<ModelReply> => {
-      const reply = await chatCompletion({ ...options, model, messages, signal: ctx.signal });
+      const reply = await chatCompletion({
+        ...options,
+        model,
+        messages,
+        signal: ctx.signal,
+        // Each re-sent request counts toward the attempt's retries, also when the call fails.
+        onRetry: ctx.onRetry,
+      });
       const sent: ModelReply = { content: reply.content, model: reply.model };
       if (reply.usage !== undefined) sent.usage = withCost(model, reply.usage, options.prices);
       return sent;

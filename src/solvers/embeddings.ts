@@ -7,6 +7,8 @@ export interface EmbeddingsRequest extends ChatEndpoint {
   model: string;
   input: string[];
   signal?: AbortSignal;
+  /** Told of each request re-sent after a retryable failure (pass `ctx.onRetry`). */
+  onRetry?: (() => void) | undefined;
 }
 
 export interface Embeddings {

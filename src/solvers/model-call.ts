@@ -6,8 +6,8 @@ import { SolverError } from "./solver-error.js";
 
 /**
  * `ctx.chat` for solvers and scorers: one chat completion (see chatCompletion) with the
- * attempt's signal, its usage priced as `solvers.chat` prices it. The run's `--model` wins over
- * the call's model.
+ * attempt's signal, its usage priced as `solvers.chat` prices it, each re-sent request told to
+ * `context.onRetry`. The run's `--model` wins over the call's model.
  *
  * @example const reply = await callModel({ model: "gpt-4o-mini", messages }, { signal });
  */
@@ -23,6 +23,7 @@ export const callModel: ModelCaller = async (call, context) => {
     model,
     messages: system === undefined ? messages : [{ role: "system", content: system }, ...messages],
     signal: context.signal,
+    onRetry: context.onRetry,
   });
   const result: ModelReply = { content: reply.content, model: reply.model };
   if (reply.usage) {

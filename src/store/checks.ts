@@ -1,6 +1,12 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
-import { attemptErrorSchema, runConfigSchema, scoreSchema, usageSchema } from "../core/schemas.js";
+import {
+  attemptErrorSchema,
+  retriesSchema,
+  runConfigSchema,
+  scoreSchema,
+  usageSchema,
+} from "../core/schemas.js";
 import type { AttemptDraft, SampleRecord } from "../core/types.js";
 import type { NewRun } from "./types.js";
 
@@ -64,6 +70,7 @@ export function checkDrafts(drafts: AttemptDraft[]): void {
       ["scores", scoresSchema.safeParse(draft.scores)],
       ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
       ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
+      ["retries", draft.retries === undefined ? undefined : retriesSchema.safeParse(draft.retries)],
     ] as const;
     for (const [field, result] of checks) {
       if (result && !result.success) {

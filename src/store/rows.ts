@@ -64,11 +64,12 @@ export type AttemptHeadRow = [
   provenanceKind: string,
   provenanceSource: string | null,
   redacted: string | null,
+  retries: number | null,
 ];
 
 export const ATTEMPT_HEAD_COLUMNS = `sample_id, epoch, attempt, status, fingerprint, scores,
   input_tokens, output_tokens, cost_usd, error, started_at, completed_at, duration_ms,
-  provenance_kind, provenance_source, redacted`;
+  provenance_kind, provenance_source, redacted, retries`;
 
 export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string | null];
 
@@ -151,6 +152,7 @@ export function attemptMapper(runId: string) {
     const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
     const redacted = row[15];
+    const retries = row[16];
     if (status !== "scored" && status !== "error") {
       throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
     }
@@ -172,11 +174,13 @@ export function attemptMapper(runId: string) {
     if (redacted !== null) {
       mapped.redacted = parseColumn(redactedSchema, redacted, where(runId, row, "redacted"));
     }
+    // NULL: stored before retries were counted (unknown), so the field is absent.
+    if (retries !== null) mapped.retries = retries;
     return mapped;
   };
 
   const full = (row: AttemptRow): Attempt => {
-    const [, , , , , , , , , , , , , , , , output, transcript] = row;
+    const [, , , , , , , , , , , , , , , , , output, transcript] = row;
     return {
       ...head(row),
       output: parseColumn(jsonSchema, output, where(runId, row, "output")),
@@ -254,6 +258,7 @@ export function attemptParams(runId: string, attempt: number, draft: AttemptDraf
     provenanceKind: draft.provenance.kind,
     provenanceSource: draft.provenance.kind === "imported" ? draft.provenance.source : null,
     redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
+    retries: draft.retries ?? null,
   };
 }
 
@@ -280,8 +285,8 @@ export function toOutcomeEntry(
   head: (row: AttemptHeadRow) => AttemptHead,
 ): OutcomeEntry {
   const [sampleId, epoch, fingerprint, sample, attempts] = row;
-  const headRow = row.slice(5, 21) as AttemptHeadRow;
-  const output = row[21];
+  const headRow = row.slice(5, 22) as AttemptHeadRow;
+  const output = row[22];
   const where = `${runId}/${sampleId}`;
   return {
     sampleId,
@@ -322,6 +327,7 @@ export function storedAttempt(runId: string, attempt: number, draft: AttemptDraf
   };
   // Only a redacted attempt has the field: the common shape stays the common one.
   if (draft.redacted !== undefined) stored.redacted = draft.redacted;
+  if (draft.retries !== undefined) stored.retries = draft.retries;
   return stored;
 }
 

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
-import { attemptErrorSchema, redactedSchema, usageSchema } from "../core/schemas.js";
+import { attemptErrorSchema, redactedSchema, retriesSchema, usageSchema } from "../core/schemas.js";
 import type { Scoring, ScoringDraft } from "../core/types.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
@@ -13,7 +13,8 @@ import { parseColumn, toUsage } from "./rows.js";
  */
 
 export const SCORING_COLUMNS = `sample_id, epoch, attempt, scoring, pass, status, scores, rescored,
-  scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at, duration_ms, redacted`;
+  scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at, duration_ms, redacted,
+  retries`;
 
 export interface ScoringRow {
   sample_id: string;
@@ -32,6 +33,8 @@ export interface ScoringRow {
   scored_at: string;
   duration_ms: number;
   redacted: string | null;
+  /** NULL on scorings stored before retries were counted. */
+  retries: number | null;
 }
 
 const namesSchema = z.array(z.string());
@@ -52,6 +55,7 @@ export function checkScoringDrafts(drafts: readonly ScoringDraft[]): void {
       ["scorerConfig", configSchema.safeParse(draft.scorerConfig)],
       ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
       ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
+      ["retries", draft.retries === undefined ? undefined : retriesSchema.safeParse(draft.retries)],
     ] as const;
     for (const [field, result] of checks) {
       if (result && !result.success) {
@@ -101,6 +105,7 @@ export function scoringParams(runId: string, scoring: number, draft: ScoringDraf
     scoredAt: draft.scoredAt,
     durationMs: draft.durationMs,
     redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
+    retries: draft.retries ?? null,
   };
 }
 
@@ -134,5 +139,6 @@ export function toScoring(runId: string, row: ScoringRow): Scoring {
   if (row.redacted !== null) {
     scoring.redacted = parseColumn(redactedSchema, row.redacted, what("redacted"));
   }
+  if (row.retries !== null) scoring.retries = row.retries;
   return scoring;
 }

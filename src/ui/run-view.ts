@@ -334,6 +334,7 @@ function runDetails(run: RunDetail): Child[] {
         `${totalCost(run.cost.reused)} imported (${run.cost.reused.attempts} outcomes paid elsewhere) · `,
       `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
     ),
+    retriesLine(run.retries),
     run.errors.length > 0 &&
       h(
         "div",
@@ -348,6 +349,18 @@ function runDetails(run: RunDetail): Child[] {
         }),
       ),
   ];
+}
+
+/** The run's retries: requests re-sent over all its attempts, and keys that needed another. */
+function retriesLine(retries: RunDetail["retries"]): HTMLElement {
+  return h(
+    "p",
+    { class: "meta retries" },
+    `Retries ${plural(retries.total, "request")} re-sent · `,
+    `${plural(retries.keysRetried, "key")} needed more than one attempt`,
+    retries.unrecorded > 0 &&
+      ` · ${plural(retries.unrecorded, "attempt")} stored before retries were counted`,
+  );
 }
 
 /**

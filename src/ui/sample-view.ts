@@ -57,6 +57,7 @@ function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
       "p",
       { class: "meta" },
       `${when(a.startedAt)} · ${a.durationMs} ms`,
+      a.retries !== undefined && ` · ${a.retries} ${a.retries === 1 ? "retry" : "retries"}`,
       a.usage &&
         ` · ${a.usage.inputTokens} in / ${a.usage.outputTokens} out tokens · ${a.usage.costUsd === undefined ? "cost unknown" : dollars(a.usage.costUsd)}`,
     ),
@@ -133,6 +134,7 @@ function scoringsList(scorings: ScoringView[]): HTMLElement {
           "li",
           { "data-scoring": s.scoring },
           `${when(s.scoredAt)} · ran ${s.rescored.join(", ")} · `,
+          s.retries ? `${s.retries} ${s.retries === 1 ? "retry" : "retries"} · ` : "",
           s.status === "scored"
             ? s.scores.map((v) => `${v.scorer}: ${score(v.value)}`).join(", ")
             : h("span", { class: "error" }, `${s.error?.type}: ${s.error?.message}`),

@@ -87,6 +87,11 @@ export interface RunDetail extends RunSummary {
     examples: { sampleId: string; epoch: number; message: string }[];
   }[];
   cost: { spent: UsageTotal; reused: UsageTotal };
+  /**
+   * Model requests re-sent after retryable failures over every stored attempt and scoring, keys
+   * that needed more than one attempt, and attempts stored before retries were counted.
+   */
+  retries: { total: number; keysRetried: number; unrecorded: number };
   /** Distributed runs only: every worker that joined, in the order they joined. */
   workers?: WorkerView[];
 }
@@ -115,6 +120,8 @@ export interface AttemptView {
   provenance: { kind: string; source?: string };
   /** Names of the secrets replaced in this attempt before it was stored. */
   redacted?: string[];
+  /** Model requests it re-sent after retryable failures; absent when unknown (an old attempt). */
+  retries?: number;
   /** Later scorings of the attempt (a rescore, a scorer error scored again), oldest first. */
   scorings?: ScoringView[];
   /** The attempt's step journal (ctx.step / ctx.chat), in step order: its trajectory. */
@@ -129,6 +136,8 @@ export interface ScoringView {
   rescored: string[];
   error: { type: string; message: string } | null;
   usage: { inputTokens: number; outputTokens: number; costUsd?: number } | null;
+  /** Its judges' re-sent model requests; absent when unknown. */
+  retries?: number;
   scoredAt: string;
 }
 

@@ -137,6 +137,8 @@ export function exportRow(a: Attempt, journal?: Json[]) {
     output: a.output,
     scores: a.scores,
     usage: exportUsage(a.usage),
+    // Absent when unknown (stored before retries were counted): an old run exports as before.
+    ...(a.retries === undefined ? {} : { retries: a.retries }),
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,

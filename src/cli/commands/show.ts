@@ -144,9 +144,11 @@ async function showSample(
     const scores = a.scores.map((sc) => `${sc.scorer}=${sc.value ?? "-"}`).join(" ");
     const what = a.status === "scored" ? scores : `error (${a.error?.type}): ${a.error?.message}`;
     const output = JSON.stringify(a.output) ?? "null";
+    // Unknown (absent) on attempts stored before retries were counted.
+    const retries = a.retries === undefined ? "" : ` · retries ${a.retries}`;
     io.say(
       `  epoch ${a.epoch} attempt ${a.attempt}${a.outcome ? " (outcome)" : ""} · ${a.startedAt} · ` +
-        `${what} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
+        `${what}${retries} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
     );
     if (a.journal.length > 0) io.say(`    journal · ${a.journal.length} step(s)`);
     if (a.asCommitted) {
@@ -156,8 +158,9 @@ async function showSample(
     for (const sc of a.scorings) {
       const values = sc.scores.map((v) => `${v.scorer}=${v.value ?? "-"}`).join(" ");
       const result = sc.status === "scored" ? values : `error: ${sc.error?.message}`;
+      const retried = sc.retries ? ` · retries ${sc.retries}` : "";
       io.say(
-        `    scoring ${sc.scoring} · ${sc.scoredAt} · ran ${sc.rescored.join(", ")} · ${result}`,
+        `    scoring ${sc.scoring} · ${sc.scoredAt} · ran ${sc.rescored.join(", ")} · ${result}${retried}`,
       );
     }
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatCost } from "./format.js";
-import { renderErrors } from "./summary.js";
+import { renderErrors, renderRetries } from "./summary.js";
 
 describe("renderErrors", () => {
   it("quotes the examples with their keys and says how many more", () => {
@@ -39,5 +39,25 @@ describe("formatCost", () => {
   ])("%j → %s, counted %s; never $0 for an unpriced total", (total, plain, counted) => {
     expect(formatCost(total)).toBe(plain);
     expect(formatCost(total, true)).toBe(counted);
+  });
+});
+
+describe("renderRetries", () => {
+  it.each([
+    [
+      { total: 129, keysRetried: 3, unrecorded: 0 },
+      "retries  129 requests re-sent (all attempts) · 3 keys needed more than one attempt",
+    ],
+    [
+      { total: 1, keysRetried: 1, unrecorded: 0 },
+      "retries  1 request re-sent (all attempts) · 1 key needed more than one attempt",
+    ],
+    [
+      { total: 0, keysRetried: 4, unrecorded: 16 },
+      "retries  0 requests re-sent (all attempts) · 4 keys needed more than one attempt · " +
+        "16 attempts stored before retries were counted",
+    ],
+  ])("%j → %s", (retries, line) => {
+    expect(renderRetries(retries)).toBe(line);
   });
 });

@@ -1,5 +1,5 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
-import type { ErrorGroup } from "../../core/outcome-fold.js";
+import type { ErrorGroup, RetryTotals } from "../../core/outcome-fold.js";
 import { formatCost, formatCount, formatDuration, formatKey, table } from "./format.js";
 
 /** The plan a resume prints before executing anything. */
@@ -27,7 +27,7 @@ export function renderPlan(plan: PlanSummary): string {
   return lines.join("\n");
 }
 
-/** The end-of-run summary: metrics per scorer, counts, tokens, cost split, timing. */
+/** The end-of-run summary: metrics per scorer, counts, tokens, cost split, retries, timing. */
 export function renderSummary(report: RunReport): string {
   const rows = [
     ["scorer", "mean", "± stderr", "samples"],
@@ -62,6 +62,7 @@ export function renderSummary(report: RunReport): string {
           "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
         ]
       : []),
+    renderRetries(report.retries),
     ...(report.journal
       ? [
           `journal  ${formatCount(report.journal.replayed)} steps replayed · ` +
@@ -73,6 +74,24 @@ export function renderSummary(report: RunReport): string {
     `time     ${formatDuration(report.wallMs)}`,
     `status   ${report.status}`,
   ].join("\n");
+}
+
+/**
+ * The run's retries line: requests re-sent over every stored attempt and scoring, keys that
+ * needed another attempt, and attempts stored before retries were counted (unknown).
+ *
+ * @example renderRetries({ total: 129, keysRetried: 3, unrecorded: 0 })
+ * // "retries  129 requests re-sent (all attempts) · 3 keys needed more than one attempt"
+ */
+export function renderRetries(retries: RetryTotals): string {
+  const { total, keysRetried, unrecorded } = retries;
+  return (
+    `retries  ${formatCount(total)} request${total === 1 ? "" : "s"} re-sent (all attempts) · ` +
+    `${formatCount(keysRetried)} key${keysRetried === 1 ? "" : "s"} needed more than one attempt` +
+    (unrecorded > 0
+      ? ` · ${formatCount(unrecorded)} attempt${unrecorded === 1 ? "" : "s"} stored before retries were counted`
+      : "")
+  );
 }
 
 function unpriced({ usage }: RunReport): boolean {

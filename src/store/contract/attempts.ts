@@ -154,6 +154,54 @@ export function describeAttemptContract(h: HarnessRef): void {
       expect(await h.store.listAttempts(run.id)).toEqual([]);
     });
 
+    it("stores an attempt's retries and reads them back from every listing; none stays unknown", async () => {
+      const { run, owner: me } = await newRun(h.store);
+      const [a, b, c] = [
+        draft({ sampleId: "s1", epoch: 1 }, { retries: 3 }),
+        errorDraft({ sampleId: "s2", epoch: 1 }, { retries: 0 }),
+        // A draft that does not say, as an attempt stored before migration 7 (NULL).
+        draft({ sampleId: "s3", epoch: 1 }),
+      ];
+      await h.store.recordAttempts(run.id, me.token, [a!, b!, c!]);
+      const retriesOf = (list: readonly { sampleId: string; retries?: number }[]) =>
+        list.map((x) => [x.sampleId, "retries" in x ? x.retries : "absent"]);
+      const expected = [
+        ["s1", 3],
+        ["s2", 0],
+        ["s3", "absent"],
+      ];
+      expect(retriesOf(await h.store.listAttempts(run.id))).toEqual(expected);
+      expect(retriesOf(await h.store.listAttempts(run.id, { asCommitted: true }))).toEqual(
+        expected,
+      );
+      expect(retriesOf(await h.store.listAttemptHeads(run.id))).toEqual(expected);
+      const pages: { sampleId: string; retries?: number }[] = [];
+      for await (const page of h.store.attemptHeadPages(run.id, 2)) pages.push(...page);
+      expect(retriesOf(pages)).toEqual(expected);
+      expect(retriesOf((await h.store.listAttemptsAfter(run.id, { after: 0 })).attempts)).toEqual(
+        expected,
+      );
+      const outcomes = (await h.store.listOutcomes(run.id)).entries.filter((e) => e.epoch === 1);
+      expect(retriesOf(outcomes.map((e) => e.outcome!))).toEqual(expected);
+      const inputs = (await h.store.listReportInputs([run.id])).get(run.id)!;
+      expect(retriesOf(inputs.heads)).toEqual(expected);
+    });
+
+    it("refuses a negative or fractional retries count before writing anything", async () => {
+      const { run, owner: me } = await newRun(h.store);
+      for (const bad of [-1, 0.5]) {
+        await expect(
+          h.store.recordAttempts(run.id, me.token, [
+            draft({ sampleId: "s1", epoch: 1 }, { retries: bad }),
+          ]),
+        ).rejects.toMatchObject({
+          code: "E_INVALID_INPUT",
+          message: expect.stringMatching(/retries/),
+        });
+      }
+      expect(await h.store.listAttempts(run.id)).toEqual([]);
+    });
+
     it("rejects two scored attempts for one key in the same batch", async () => {
       const { run, owner: me } = await newRun(h.store);
       const key = { sampleId: "s3", epoch: 1 };

@@ -69,6 +69,30 @@ export function describeScoringContract(h: HarnessRef): void {
       });
     });
 
+    it("keep a scoring's retries as its own, apart from its attempt's", async () => {
+      const { run, owner: me } = await newRun(h.store, { config: { scorers: ["exact", "judge"] } });
+      await h.store.recordAttempts(run.id, me.token, [
+        { ...scorerErrorDraft(), retries: 1 },
+        scorerErrorDraft(k21),
+      ]);
+      await h.store.recordScorings(run.id, me.token, [scoring(k11, { retries: 4 }), scoring(k21)]);
+      const scorings = await h.store.listScorings(run.id);
+      expect(scorings.map((s) => [s.sampleId, "retries" in s ? s.retries : "absent"])).toEqual([
+        ["s1", 4],
+        ["s2", "absent"],
+      ]);
+      // The attempt keeps its own count; the scoring's never becomes the attempt's.
+      const attempts = await h.store.listAttempts(run.id);
+      expect(attempts.map((a) => [a.sampleId, "retries" in a ? a.retries : "absent"])).toEqual([
+        ["s1", 1],
+        ["s2", "absent"],
+      ]);
+      await expect(
+        h.store.recordScorings(run.id, me.token, [scoring(k11, { retries: -2 })]),
+      ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+      expect(await h.store.listScorings(run.id)).toHaveLength(2);
+    });
+
     it("number per attempt; the latest scoring is the attempt's current one", async () => {
       const { run, owner: me } = await newRun(h.store);
       await h.store.recordAttempts(run.id, me.token, [draft(k11), draft(k21)]);

@@ -231,4 +231,29 @@ CREATE TABLE workers (
 CREATE INDEX workers_by_run ON workers (run_id);
 `,
   },
+  {
+    version: 7,
+    name: "retries",
+    // As SQLite's migration 7: re-sent model requests per attempt and per scoring, NULL (unknown)
+    // on older rows; a nullable column without a default rewrites no row. attempts_now gains the
+    // column at its end, which CREATE OR REPLACE VIEW allows.
+    sql: `
+ALTER TABLE attempts ADD COLUMN retries INTEGER CHECK (retries >= 0);
+ALTER TABLE scorings ADD COLUMN retries INTEGER CHECK (retries >= 0);
+
+CREATE OR REPLACE VIEW attempts_now AS
+SELECT a.seq, a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.scoring IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries
+FROM attempts a LEFT JOIN (
+  SELECT DISTINCT ON (run_id, sample_id, epoch, attempt)
+    run_id, sample_id, epoch, attempt, scoring, status, scores, error
+  FROM scorings ORDER BY run_id, sample_id, epoch, attempt, scoring DESC
+) c ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+  AND c.attempt = a.attempt;
+`,
+  },
 ];

@@ -232,4 +232,29 @@ CREATE TABLE workers (
 CREATE INDEX workers_by_run ON workers (run_id);
 `,
   },
+  {
+    version: 7,
+    name: "retries",
+    // How many model requests an attempt (or a scoring) re-sent after retryable failures. NULL
+    // on the rows stored before: unknown, not 0; adding a nullable column rewrites no row.
+    // attempts_now lists its columns, so it is made again with the new one at the end.
+    sql: `
+ALTER TABLE attempts ADD COLUMN retries INTEGER CHECK (retries >= 0);
+ALTER TABLE scorings ADD COLUMN retries INTEGER CHECK (retries >= 0);
+
+DROP VIEW attempts_now;
+CREATE VIEW attempts_now AS
+SELECT a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries
+FROM attempts a LEFT JOIN scorings c
+  ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+    AND c.attempt = a.attempt
+    AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+      AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
+`,
+  },
 ];
