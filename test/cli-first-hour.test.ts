@@ -311,6 +311,7 @@ describe("stet export", () => {
       "startedAt",
       "completedAt",
       "durationMs",
+      "retries",
     ]);
     expect(records).toHaveLength(8);
     const byKey = new Map(
@@ -385,6 +386,7 @@ describe("stet export", () => {
       "output",
       "scores",
       "usage",
+      "retries",
       "startedAt",
       "completedAt",
       "durationMs",
