@@ -758,8 +758,6 @@ class PostgresStore implements Store {
   }
 }
 
-export { redactPassword };
-
 /** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
 const journal = {
   dropOpen: statement(
