@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../src/store/sqlite.js";
 import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
 import { until, solverCalls } from "./helpers/wait.js";
@@ -96,7 +97,8 @@ describe("stet run and resume", () => {
     const runId = (await owner.waitFor(/^run (r_\w+)/m))[1]!;
     const second = await runCli(["resume", runId], { cwd: p.dir });
     expect(second.code).toBe(5);
-    expect(second.stderr).toContain(`pid ${owner.child.pid}`);
+    expect(second.stderr).toContain(`run ${runId} is being executed by pid ${owner.child.pid} on `);
+    expect(second.stderr).toMatch(new RegExp(`; stet cancel ${runId} stops it\n$`));
 
     owner.child.kill("SIGKILL");
     await owner.done;
@@ -193,13 +195,22 @@ describe("bad input", () => {
     expect(calls(p.dir)).toHaveLength(0);
   });
 
-  it("answers an unknown run id with a clear error and exit 1", async () => {
+  it("answers an unknown run id with a clear error naming the store, stet list and --store, and exit 1", async () => {
     const p = project({});
+    const hint = (store: string) =>
+      `stet: no run with id "r_doesnotexist" in ${store}; ` +
+      "stet list shows the runs there, --store picks another store\n";
     const result = await runCli(["resume", "r_doesnotexist"], { cwd: p.dir });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('no run with id "r_doesnotexist"');
+    expect(result.stderr).toBe(hint(p.db));
     const show = await runCli(["show", "r_doesnotexist"], { cwd: p.dir });
     expect(show.code).toBe(1);
+    expect(show.stderr).toBe(hint(p.db));
+    const other = join(p.dir, "other.db");
+    await openSqliteStore(other).close();
+    const elsewhere = await runCli(["show", "r_doesnotexist", "--store", other], { cwd: p.dir });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toBe(hint(other));
   });
 
   it.each([

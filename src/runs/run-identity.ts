@@ -125,10 +125,12 @@ export function evalChangedError(runId: string, comparison: IdentityComparison):
       "or pass --allow-eval-change to go on with the new scorers."
     : "Start a new run for the changed eval, or pass --allow-eval-change to go on with it anyway " +
       "(the change is recorded in the run's history).";
-  const what = comparison.scorersChanged ? "scorers" : "eval";
+  const what = comparison.scorersChanged
+    ? "other scorers than the ones"
+    : "another eval than the one";
   return new StetError(
     "E_EVAL_CHANGED",
-    `run ${runId} was started with another ${what} than the one given now:\n${lines.join("\n")}\n${hint}`,
+    `run ${runId} was started with ${what} given now:\n${lines.join("\n")}\n${hint}`,
     {
       details: {
         runId,
