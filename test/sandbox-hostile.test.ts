@@ -25,6 +25,12 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
+/**
+ * "Returns in time", for programs that would otherwise run for ever or for the 300 s their
+ * daemons sleep: far from both, so a loaded machine cannot break it.
+ */
+const LONG_BEFORE_MS = 30_000;
+
 let counter = 0;
 function marker(): string {
   return `stet-hostile-${process.pid}-${Date.now()}-${counter++}`;
@@ -183,7 +189,7 @@ sys.exit(0 if found else 1)
     const result = await hostile("while True:\n    pass\n", { timeoutMs: 1500 });
     expectContained(result);
     expect(result.score.metadata).toMatchObject({ timedOut: true, signal: "SIGKILL" });
-    expect(result.ms).toBeLessThan(10_000);
+    expect(result.ms).toBeLessThan(LONG_BEFORE_MS);
   });
 
   it("a fork bomb hits the process limit and dies with the sandbox", async () => {
@@ -258,7 +264,7 @@ subprocess.Popen([sys.executable, "-c", "import os, time; os.fork(); time.sleep(
 sys.exit(1)
 `);
     expectContained(result);
-    expect(result.ms).toBeLessThan(5000);
+    expect(result.ms).toBeLessThan(LONG_BEFORE_MS);
   });
   it("the same reads and writes succeed unsandboxed, so these tests can fail", async () => {
     const dir = mkdtempSync(join(REPO, ".sandbox-test-"));
