@@ -80,9 +80,16 @@ describe("the package's declarations", () => {
     const errors = result.stdout.split("\n").filter((line) => line.includes("error TS"));
     expect(errors).toEqual([]);
     expect(result.status).toBe(0);
-    // Every entry's declarations were read, and nothing of Node's.
-    for (const entry of ["index", "evalport/index", "postgres", "server/index"]) {
-      expect(files).toContain(join(dir, `node_modules/stet/dist/${entry}.d.ts`));
+    // Every entry's declarations (as package.json's exports name them) were read, and nothing
+    // of Node's.
+    const { exports } = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+      exports: Record<string, { types?: string }>;
+    };
+    const entries = ["stet", "stet/evalport", "stet/postgres", "stet/server"];
+    for (const entry of entries) {
+      const types = exports[entry.replace(/^stet/, ".")]?.types;
+      expect(types, `the types of ${entry}`).toBeDefined();
+      expect(files).toContain(join(dir, "node_modules/stet", types!));
     }
     expect(files.filter((file) => file.includes("@types/"))).toEqual([]);
   });
