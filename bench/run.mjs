@@ -2,7 +2,7 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            sandbox, report, workers), with or without quick
+//                            sandbox, report, workers, recovery), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
 // postgres://postgres@127.0.0.1:5432/test, in schemas of their own that they drop afterwards;
@@ -13,6 +13,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
 import {
   defineEval,
   openPostgresStore,
@@ -38,6 +39,7 @@ const GROUPS = [
   "sandbox",
   "report",
   "workers",
+  "recovery",
 ];
 const chosen = GROUPS.filter((g) => process.argv.includes(g));
 const runs = (group) => chosen.length === 0 || chosen.includes(group);
@@ -88,8 +90,11 @@ function instant(n, concurrency) {
   return resolveEval(ev, { baseDir: process.cwd() });
 }
 
-/** Runs the CLI; resolves with wall time (ms, from spawn to exit) and peak RSS. */
-function cli(args, cwd, env = {}) {
+/**
+ * Runs the CLI; resolves with wall time (ms, from spawn to exit) and peak RSS, rejecting unless it
+ * exits `expectCode`.
+ */
+function cli(args, cwd, env = {}, expectCode = 0) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, ["--import", RSS, BIN, ...args], {
@@ -103,7 +108,8 @@ function cli(args, cwd, env = {}) {
     child.stderr.on("data", (d) => (stderr += d));
     child.on("close", (code) => {
       const wallMs = performance.now() - t0;
-      if (code !== 0) return reject(new Error(`stet ${args.join(" ")} exited ${code}\n${stderr}`));
+      if (code !== expectCode)
+        return reject(new Error(`stet ${args.join(" ")} exited ${code}\n${stderr}`));
       const rssKb = Number(stderr.match(/bench:maxrss_kb=(\d+)/)?.[1] ?? NaN);
       resolve({ wallMs, rssKb, stdout });
     });
@@ -697,6 +703,182 @@ async function sandbox() {
     "—",
     true,
   );
+
+  // How soon an execution returns when its program will not: spinning for ever (killed at its
+  // 1.5 s wall-time limit), and exiting while daemons it started sleep on with its stdout.
+  const lasting = async (command, stdin, timeoutMs) => {
+    const figures = [];
+    for (let r = 0; r < Math.min(reps, 3); r++) {
+      const started = performance.now();
+      await box.exec({ command, ...(stdin ? { stdin } : {}), limits: { timeoutMs } });
+      figures.push(performance.now() - started);
+    }
+    return figures;
+  };
+  const spinning = await lasting(["python3", "-c", "while True: pass"], undefined, 1_500);
+  report(
+    "a sandboxed program spinning for ever, wall-time limit 1.5 s: the execution returns after",
+    spread(spinning),
+    "≤ 2.50 s",
+    median(spinning) <= 2_500,
+  );
+  const daemons = await lasting(
+    ["python3", "-"],
+    "import subprocess, sys\n" +
+      'subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)\n',
+    60_000,
+  );
+  report(
+    "a sandboxed program that exits leaving a daemon asleep on its stdout: the execution returns after",
+    spread(daemons),
+    "≤ 1.00 s",
+    median(daemons) <= 1_000,
+  );
+}
+
+/**
+ * How soon stet gives a verdict where waiting is the failure: a run against a broken endpoint
+ * (nothing listening; a 401 for everything) stops after its first samples and exits 1; a frozen
+ * owner's run is taken over once its heartbeat is past the stale limit (3 s). These were wall-
+ * clock bounds in the tests, which now assert the behaviour (counts, states) alone.
+ */
+async function recovery() {
+  const n = 200;
+  const dir = project({ "eval.mjs": chatEval(4), "data.jsonl": jsonl(n) });
+  try {
+    const refused = await closedPortUrl();
+    const unauthorized = await rejectingModel(401);
+    try {
+      for (const [what, url, targetMs] of [
+        ["nothing listening", refused, 2_000],
+        ["401 to everything", unauthorized.url, 2_000],
+      ]) {
+        const figures = [];
+        for (let r = 0; r < reps; r++) {
+          const run = await cli(
+            ["run", "eval.mjs", "--store", join(dir, `endpoint-${figures.length}-${r}.db`)],
+            dir,
+            { MOCK_URL: url },
+            1,
+          );
+          figures.push(run.wallMs);
+        }
+        report(
+          `a broken endpoint (${what}), ${n} chat samples: stet run to its exit 1 (CLI, incl. start-up)`,
+          spread(figures),
+          `≤ ${fmt(targetMs)}`,
+          median(figures) <= targetMs,
+        );
+      }
+    } finally {
+      unauthorized.close();
+    }
+    await takeover(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A frozen owner taken over: `stet run` of 200 samples of 20 ms is stopped (SIGSTOP) once 20
+ * are committed; a `stet resume` started when its heartbeat is past the stale limit (3 s) takes
+ * the run over, watching it for twice the heartbeat interval first, and finishes it. The figure
+ * is from the stale limit to the resume's exit.
+ */
+async function takeover(dir) {
+  const stale = 3_000;
+  const env = { STET_STALE_MS: String(stale) };
+  writeFileSync(join(dir, "slow.mjs"), slowEval);
+  const figures = [];
+  for (let r = 0; r < reps; r++) {
+    const store = join(dir, `takeover-${r}.db`);
+    const owner = spawn(process.execPath, [BIN, "run", "slow.mjs", "--store", store], {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: "ignore",
+    });
+    try {
+      while (committed(store) < 20) await new Promise((r) => setTimeout(r, 10));
+      owner.kill("SIGSTOP");
+      const frozenAt = performance.now();
+      await new Promise((r) => setTimeout(r, stale));
+      const runId = runIdOf(store);
+      await cli(["resume", runId, "--store", store], dir, env);
+      figures.push(performance.now() - frozenAt - stale);
+    } finally {
+      owner.kill("SIGKILL");
+      owner.kill("SIGCONT");
+    }
+  }
+  report(
+    "a frozen owner's run taken over (stale limit 3 s): from the limit to the resume's exit, the rest of 200 × 20 ms samples included",
+    spread(figures),
+    "≤ 15.00 s",
+    median(figures) <= 15_000,
+  );
+}
+
+const slowEval = `
+import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "bench-slow",
+  dataset: "./data.jsonl",
+  solver: async (sample) => {
+    await new Promise((r) => setTimeout(r, 20));
+    return sample.input;
+  },
+  scorers: [scorers.exact()],
+  concurrency: 4,
+});
+`;
+
+/** Attempts committed in the SQLite store at `path` so far (0 before it has its tables). */
+function committed(path) {
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    try {
+      return db.prepare("SELECT COUNT(*) AS n FROM attempts").get().n;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+/** The one run's id in the SQLite store at `path`. */
+function runIdOf(path) {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT id FROM runs").get().id;
+  } finally {
+    db.close();
+  }
+}
+
+/** A base URL on loopback where nothing listens (a port bound, then released). */
+async function closedPortUrl() {
+  const server = createServer();
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+/** A chat-completions server on loopback answering every request with `status`. */
+async function rejectingModel(status) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () =>
+      res
+        .writeHead(status, { "content-type": "application/json" })
+        .end(
+          JSON.stringify({ error: { message: `mock ${status}`, type: "invalid_request_error" } }),
+        ),
+    );
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, close: () => server.close() };
 }
 
 /** A chat eval whose requests name the process that sent them (x-stet-pid). */
@@ -889,5 +1071,6 @@ if (runs("journal")) await journalGroup();
 if (runs("sandbox")) await sandbox();
 if (runs("report")) await reportGroup();
 if (runs("workers")) await workersGroup();
+if (runs("recovery")) await recovery();
 const failed = rows.filter((r) => !r.ok).length;
 console.log(`\n${rows.length - failed} of ${rows.length} figures within target`);

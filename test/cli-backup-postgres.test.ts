@@ -259,7 +259,9 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const busy = testSchemaPool();
     const child = startCli(
       ["run", "backup.mjs", "--store", busy.url, "--concurrency", "4", "--run-id", "r_busy"],
-      { cwd: project.dir, env: { SAMPLES: "300", PAUSE_MS: "10" } },
+      // 300 samples of 100 ms, 4 at a time: 7.5 s of writing, so the backup, however slowly
+      // its process starts on a loaded machine, is taken while the run writes.
+      { cwd: project.dir, env: { SAMPLES: "300", PAUSE_MS: "100" } },
     );
     const committed = async () => {
       try {

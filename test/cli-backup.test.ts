@@ -83,7 +83,9 @@ describe("stet backup and restore (SQLite)", () => {
     const busy = join(project.dir, "busy.db");
     const child = startCli(
       ["run", "backup.mjs", "--store", busy, "--concurrency", "4", "--run-id", "r_busy"],
-      { cwd: project.dir, env: { SAMPLES: "300", PAUSE_MS: "10" } },
+      // 300 samples of 100 ms, 4 at a time: 7.5 s of writing, so the backup, however slowly
+      // its process starts on a loaded machine, is taken while the run writes.
+      { cwd: project.dir, env: { SAMPLES: "300", PAUSE_MS: "100" } },
     );
     // The file may exist before its tables do: not yet is "not yet".
     const committed = () => {

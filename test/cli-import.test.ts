@@ -203,7 +203,9 @@ describe("stet import", () => {
     const before = dumpDb(store);
     const result = await cli(["import", backup, "--into", "r_owned", "--store", store]);
     expect(result.code).toBe(5);
-    expect(result.stderr).toMatch(/run r_owned is being executed by pid \d+/);
+    expect(result.stderr).toMatch(
+      /run r_owned is being executed by pid \d+ on .*; stet cancel r_owned stops it\n$/,
+    );
     expect(dumpDb(store)).toBe(before);
   });
 });

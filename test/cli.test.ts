@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../src/store/sqlite.js";
 import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, rawRun } from "./helpers/eval-project.js";
 import { until, solverCalls } from "./helpers/wait.js";
@@ -21,6 +22,28 @@ export default defineEval({
   scorers: [scorers.exact()],
   concurrency: 4,
   ${extra}
+});
+`;
+
+/**
+ * `evalFile(200)`'s eval, except that from the ninth sample on the solver waits while the project
+ * has a file `hold`: the run commits some samples, then cannot finish until the test removes it.
+ */
+const heldEval = `
+import { appendFileSync, existsSync } from "node:fs";
+import { defineEval, scorers } from "stet";
+const held = () => existsSync(new URL("./hold", import.meta.url));
+export default defineEval({
+  name: "sleepy",
+  dataset: "./data.jsonl",
+  solver: async (sample, ctx) => {
+    appendFileSync(new URL("./calls.log", import.meta.url), sample.id + "#" + ctx.epoch + "\\n");
+    await new Promise((r) => setTimeout(r, 200));
+    while (sample.id >= "q008" && held()) await new Promise((r) => setTimeout(r, 20));
+    return String(sample.input).replace("question", "answer");
+  },
+  scorers: [scorers.exact()],
+  concurrency: 4,
 });
 `;
 
@@ -63,12 +86,14 @@ describe("stet run and resume", () => {
   });
 
   it("exits 130 on SIGINT with the run interrupted and the resume command printed; resume completes it", async () => {
-    const p = project({ "eval.mjs": evalFile(100), "data.jsonl": questions(40) });
+    // Held, so most samples are still to run when it is interrupted, however slow the machine.
+    const p = project({ "eval.mjs": heldEval, "data.jsonl": questions(40), hold: "" });
     const cli = startCli(["run", "eval.mjs"], { cwd: p.dir });
     const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-    // Interrupt once some samples are committed (and most are still to run).
+    // Interrupt once some samples are committed; the held ones in flight may then finish.
     await until(() => rawAttempts(p.db).length > 0, "a committed attempt");
     cli.child.kill("SIGINT");
+    rmSync(join(p.dir, "hold"));
     const result = await cli.done;
     expect(result.code).toBe(130);
     expect(result.stderr).toContain(`stet resume ${runId}`);
@@ -91,16 +116,20 @@ describe("stet run and resume", () => {
   });
 
   it("refuses a second resume with exit 5 while the owner lives, and proceeds at once after it is SIGKILLed", async () => {
-    const p = project({ "eval.mjs": evalFile(200), "data.jsonl": questions(40) });
+    // Held: the owner is still running when the second resume, however slow to start, judges.
+    const p = project({ "eval.mjs": heldEval, "data.jsonl": questions(40), hold: "" });
     const owner = startCli(["run", "eval.mjs"], { cwd: p.dir });
     const runId = (await owner.waitFor(/^run (r_\w+)/m))[1]!;
     const second = await runCli(["resume", runId], { cwd: p.dir });
     expect(second.code).toBe(5);
-    expect(second.stderr).toContain(`pid ${owner.child.pid}`);
+    expect(second.stderr).toContain(`run ${runId} is being executed by pid ${owner.child.pid} on `);
+    expect(second.stderr).toMatch(new RegExp(`; stet cancel ${runId} stops it\n$`));
 
     owner.child.kill("SIGKILL");
     await owner.done;
     const stored = rawAttempts(p.db);
+    expect(stored.length).toBeLessThan(40);
+    rmSync(join(p.dir, "hold"));
     // Same host, dead pid: no waiting for the heartbeat to go stale.
     const third = await runCli(["resume", runId], { cwd: p.dir });
     expect(third.code, third.stderr).toBe(0);
@@ -193,13 +222,22 @@ describe("bad input", () => {
     expect(calls(p.dir)).toHaveLength(0);
   });
 
-  it("answers an unknown run id with a clear error and exit 1", async () => {
+  it("answers an unknown run id with a clear error naming the store, stet list and --store, and exit 1", async () => {
     const p = project({});
+    const hint = (store: string) =>
+      `stet: no run with id "r_doesnotexist" in ${store}; ` +
+      "stet list shows the runs there, --store picks another store\n";
     const result = await runCli(["resume", "r_doesnotexist"], { cwd: p.dir });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('no run with id "r_doesnotexist"');
+    expect(result.stderr).toBe(hint(p.db));
     const show = await runCli(["show", "r_doesnotexist"], { cwd: p.dir });
     expect(show.code).toBe(1);
+    expect(show.stderr).toBe(hint(p.db));
+    const other = join(p.dir, "other.db");
+    await openSqliteStore(other).close();
+    const elsewhere = await runCli(["show", "r_doesnotexist", "--store", other], { cwd: p.dir });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toBe(hint(other));
   });
 
   it.each([

@@ -22,7 +22,9 @@ export default defineEval({
 let mock: MockOpenAI;
 beforeAll(async () => {
   mock = await startMockOpenAI({
-    latencyMs: 50,
+    // 150 keys at 200 ms, 4 at a time: a run lasts 7.5 s, so a kill aimed at "20 more commits"
+    // lands mid-run even when a loaded machine delays this process's polling by seconds.
+    latencyMs: 200,
     reply: ({ key }) => key.replace("question", "answer"),
   });
 });
@@ -124,5 +126,5 @@ describe("crash safety with real processes", () => {
     } finally {
       project.cleanup();
     }
-  });
+  }, 180_000);
 });

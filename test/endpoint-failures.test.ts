@@ -6,8 +6,10 @@ import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 
 /**
  * Issue 11: a broken endpoint fails fast and says why. Through the real CLI: nothing listening,
- * and a server that answers 401 to everything, stop the run within seconds (not after every
- * sample has retried), say what is wrong and where, exit 1, and leave the run resumable.
+ * and a server that answers 401 to everything, stop the run after its first samples, none of
+ * them retried (not after every sample has retried), say what is wrong and where, exit 1, and
+ * leave the run resumable. Fast is counted in requests and attempts, not timed: a loaded
+ * machine's seconds say nothing.
  */
 const N = 200;
 const CONCURRENCY = 4;
@@ -60,27 +62,18 @@ function project() {
   return p;
 }
 
-async function timed<T>(work: Promise<T>): Promise<{ result: T; ms: number }> {
-  const started = performance.now();
-  const result = await work;
-  return { result, ms: performance.now() - started };
-}
-
 const runIdOf = (stdout: string) => stdout.match(/^run (r_\w+)/m)?.[1] ?? "";
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
 describe("a broken endpoint fails fast and says why", () => {
-  it("nothing listening: stops within seconds, says connection refused with the URL, exits 1", async () => {
+  it("nothing listening: stops after its first samples, says connection refused with the URL, exits 1", async () => {
     const p = project();
     const url = `http://127.0.0.1:${await closedPort()}/v1`;
-    const { result, ms } = await timed(
-      runCli(["run", "eval.mjs"], {
-        cwd: p.dir,
-        env: { MOCK_URL: url, OPENAI_API_KEY: API_KEY },
-      }),
-    );
+    const result = await runCli(["run", "eval.mjs"], {
+      cwd: p.dir,
+      env: { MOCK_URL: url, OPENAI_API_KEY: API_KEY },
+    });
     expect(result.code, result.stderr).toBe(1);
-    expect(ms).toBeLessThan(20_000);
     expect(result.stderr).toContain("connection refused");
     expect(result.stderr).toContain(`${url}/chat/completions`);
     const runId = runIdOf(result.stdout);
@@ -90,6 +83,10 @@ describe("a broken endpoint fails fast and says why", () => {
     const stored = rawAttempts(p.db);
     expect(stored.length).toBeGreaterThanOrEqual(3);
     expect(stored.length).toBeLessThanOrEqual(3 + CONCURRENCY);
+    // Refused at once, not retried with backoff: no error says "after <n> attempts".
+    expect(stored.map((a) => String(a.error)).filter((e) => / after \d+ attempts/.test(e))).toEqual(
+      [],
+    );
     const run = rawRun(p.db, runId);
     expect(run).toMatchObject({ status: "interrupted" });
     expect(String(run?.note)).toContain("connection refused");
@@ -109,16 +106,13 @@ describe("a broken endpoint fails fast and says why", () => {
     );
   }, 60_000);
 
-  it("401 to everything: stops within seconds with the status and message, then resumes once fixed", async () => {
+  it("401 to everything: stops after its first samples with the status and message, then resumes once fixed", async () => {
     const p = project();
-    const { result, ms } = await timed(
-      runCli(["run", "eval.mjs"], {
-        cwd: p.dir,
-        env: { MOCK_URL: unauthorized.url, OPENAI_API_KEY: API_KEY },
-      }),
-    );
+    const result = await runCli(["run", "eval.mjs"], {
+      cwd: p.dir,
+      env: { MOCK_URL: unauthorized.url, OPENAI_API_KEY: API_KEY },
+    });
     expect(result.code, result.stderr).toBe(1);
-    expect(ms).toBeLessThan(10_000);
     expect(result.stderr).toContain("HTTP 401: Incorrect API key provided");
     expect(result.stderr).toContain(`${unauthorized.url}/chat/completions`);
     expect(result.stderr).not.toContain(API_KEY);

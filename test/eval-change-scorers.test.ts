@@ -36,7 +36,7 @@ describe.each(STORE_KINDS)("an eval with other scorers, on %s", (kind) => {
         const refused = await p.stet({}, "resume", "r1", ...flags);
         expect(refused.code, refused.stderr).toBe(1);
         expect(refused.stderr).toContain(
-          "run r1 was started with other scorers than the eval given now",
+          "run r1 was started with other scorers than the ones given now",
         );
         expect(refused.stderr).toContain("scorers.exact:");
         expect(refused.stderr).toContain("scorers.includes: null →");

@@ -123,7 +123,7 @@ describe("stet rescore with the run's eval changed", () => {
 
     const old = await p.stet({}, "resume", "r1");
     expect(old.code).toBe(1);
-    expect(old.stderr).toContain("run r1 was started with other scorers than the eval given now");
+    expect(old.stderr).toContain("run r1 was started with other scorers than the ones given now");
     expect(old.stderr).toContain("\n  stet rescore r1\n  stet resume r1\n");
     // A rescore that changes nothing says nothing of a change.
     const again = await p.stet({}, "rescore", "r1", "--eval", "includes.mjs");
@@ -149,7 +149,7 @@ describe("a distributed run's workers", () => {
     const worker = await p.stet({}, "worker", "--run", "d1");
     expect(worker.code, worker.stderr).toBe(1);
     expect(worker.stderr).toContain(
-      "run d1 was started with other scorers than the eval given now",
+      "run d1 was started with other scorers than the ones given now",
     );
     expect(worker.stderr).toContain("The workers of a distributed run execute the eval it records");
     expect(p.calls()).toEqual([]);
@@ -175,7 +175,7 @@ describe("a distributed run's workers", () => {
     expect(p.calls()).toEqual([]);
     expect(await p.dump()).toBe(before);
     expect(resumed.stderr).toContain(
-      "run d1 was started with other scorers than the eval given now",
+      "run d1 was started with other scorers than the ones given now",
     );
     const shown = JSON.parse((await p.stet({}, "show", "d1", "--json")).stdout) as {
       status: string;

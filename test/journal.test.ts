@@ -49,7 +49,9 @@ export default defineEval({
 const { project } = perTest();
 let mock: MockOpenAI;
 beforeAll(async () => {
-  mock = await startMockOpenAI({ latencyMs: 15 });
+  // 60 ms a call: a run (480 calls, 6 at a time) lasts ~5 s, so the kills, aimed at 10 to 60
+  // more steps, land mid-run even when a loaded machine delays this process's polling.
+  mock = await startMockOpenAI({ latencyMs: 60 });
 });
 afterAll(() => mock.close());
 

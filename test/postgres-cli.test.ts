@@ -52,10 +52,22 @@ interface Row {
 }
 
 let mock: MockOpenAI;
+/**
+ * The mock answers `question <i>` only for i below this; the others wait until it rises. Samples
+ * are dispatched in dataset order, so a run stops short of the end however fast it goes (and a
+ * loaded machine's slow CLI start-up finds it still running), and goes on when it is raised.
+ */
+let answerBelow = Infinity;
 beforeAll(async () => {
   mock = await startMockOpenAI({
     latencyMs: 40,
     reply: ({ key }) => key.replace("question", "answer"),
+    respond: async ({ key }) => {
+      while (Number(key.replace("question ", "")) >= answerBelow) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return undefined;
+    },
   });
 });
 afterAll(() => mock.close());
@@ -82,7 +94,11 @@ describe.skipIf(SKIP_POSTGRES)(
     it("refuses a second owner while the first is alive, survives SIGKILLs, and resumes exactly the missing keys", async () => {
       const store = sharedStore();
       const opts = { cwd: store.dir, env: store.env };
+      onTestFinished(() => {
+        answerBelow = Infinity;
+      });
 
+      answerBelow = 30;
       const first = startCli(["run", "eval.mjs"], opts);
       const runId = (await first.waitFor(/^run (r_\w+)/m))[1]!;
       await until(async () => (await store.attempts()).length > 0, "a committed attempt");
@@ -98,11 +114,12 @@ describe.skipIf(SKIP_POSTGRES)(
       expect(beforeResume.length).toBeGreaterThan(0);
       expect(beforeResume.length).toBeLessThan(N);
 
-      // The owner's pid is gone on this host: the takeover is immediate.
+      // The owner's pid is gone on this host: the takeover is immediate. Kill it once it has
+      // committed every sample the mock answers, a random number more than the first (≤ 30) did.
+      answerBelow = 31 + Math.floor(Math.random() * 20);
       const second = startCli(["resume", runId], opts);
       await second.waitFor(/^run (r_\w+)/m);
-      // Kill it once it has committed a random number of attempts of its own (at least one).
-      const target = beforeResume.length + 1 + Math.floor(Math.random() * 20);
+      const target = answerBelow;
       await until(async () => (await store.attempts()).length >= target, `${target} attempts`);
       second.child.kill("SIGKILL");
       await second.done;
@@ -110,6 +127,7 @@ describe.skipIf(SKIP_POSTGRES)(
       expect(beforeFinal.length).toBeGreaterThan(beforeResume.length);
       expect(beforeFinal.length).toBeLessThan(N);
 
+      answerBelow = Infinity;
       const final = await runCli(["resume", runId], opts);
       expect(final.code, final.stderr).toBe(0);
       expect(final.stdout).toMatch(/plan: \d+ preserved/);
@@ -151,8 +169,18 @@ describe.skipIf(SKIP_POSTGRES)(
           );
         }
         const store = sharedStore();
-        const env = { ...store.env, STET_STALE_MS: "3000" };
-        const opts = { cwd: store.dir, env };
+        // The stale limit is the judge's: the owner runs with the default, the first resume
+        // judges with an hour (the killed owner's heartbeat cannot be that old, however slowly
+        // the CLI starts), the second with 3 s, waited out.
+        const env = store.env;
+        const judging = (staleMs: number) => ({
+          cwd: store.dir,
+          env: { ...env, STET_STALE_MS: String(staleMs) },
+        });
+        onTestFinished(() => {
+          answerBelow = Infinity;
+        });
+        answerBelow = 60; // the owner cannot finish before it is killed
         const otherHost = spawn(
           "unshare",
           [
@@ -175,12 +203,13 @@ describe.skipIf(SKIP_POSTGRES)(
         const stored = await store.attempts();
 
         // Its pid means nothing here: the owner counts as alive until its heartbeat is stale.
-        const early = await runCli(["resume", runId], opts);
+        const early = await runCli(["resume", runId], judging(3_600_000));
         expect(early.code, early.stderr).toBe(5);
         expect(early.stderr).toMatch(/on stet-host-b/);
 
         await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 3_500 - Date.now())));
-        const late = await runCli(["resume", runId], opts);
+        answerBelow = Infinity;
+        const late = await runCli(["resume", runId], judging(3_000));
         expect(late.code, late.stderr).toBe(0);
         const after = await store.attempts();
         expect(after).toHaveLength(N);

@@ -138,7 +138,9 @@ describe("run identity", () => {
     );
     const scorers = await stet("resume", runId);
     expect(scorers.code).toBe(1);
-    expect(scorers.stderr).toContain("other scorers");
+    expect(scorers.stderr).toContain(
+      `run ${runId} was started with other scorers than the ones given now:\n`,
+    );
     expect(scorers.stderr).toContain(`stet rescore ${runId}`);
     expect(scorers.stderr).toContain("scorers.exact:");
     expect(requests()).toBe(0);

@@ -318,7 +318,7 @@ describe("event streams", () => {
 
     // The clients go away (their sockets destroyed): every stream ends, the run goes on.
     for (const s of [starting, ...follows]) s.close();
-    await until(() => server.openStreams() === 0, "the open stream count back at 0", 10_000);
+    await until(() => server.openStreams() === 0, "the open stream count back at 0", 30_000);
     expect(server.executing()).toBe(1);
 
     const again = [1, 2, 3].map(() => openStream(`${url}/api/runs/${runId}/events`));
@@ -328,7 +328,7 @@ describe("event streams", () => {
     // The run ends: the follows end too, by themselves, and give back their slots.
     await Promise.all(reopened.map((s) => s.ended));
     expect(reopened.every((s) => s.received().includes("event: completed"))).toBe(true);
-    await until(() => server.openStreams() === 0, "the streams' slots given back", 10_000);
+    await until(() => server.openStreams() === 0, "the streams' slots given back", 30_000);
   });
 
   it("all end when many clients go away at once, their poll loops stopped", async () => {
@@ -340,7 +340,7 @@ describe("event streams", () => {
     );
     expect(server.openStreams()).toBe(31);
     for (const s of [stream, ...follows]) s.close();
-    await until(() => server.openStreams() === 0, "every stream ended", 10_000);
+    await until(() => server.openStreams() === 0, "every stream ended", 30_000);
   });
 });
 
@@ -362,7 +362,7 @@ describe("connections", () => {
     const idle = await rawSocket(url);
     let closed = 0;
     for (const socket of [slow, idle]) void socket.closed.then(() => closed++);
-    await until(() => closed === 2, "the server to close both connections", 10_000);
+    await until(() => closed === 2, "the server to close both connections", 30_000);
     clearInterval(trickle);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
 

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
+import { withHint } from "./error-hints.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { bounded, sampleIds } from "./flag-values.js";
 
@@ -393,7 +394,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (isStetError(error)) {
-      process.stderr.write(`stet: ${error.message}\n`);
+      process.stderr.write(`stet: ${withHint(error)}\n`);
       return exitCodeForError(error.code);
     }
     // The reader of our output went away (`stet export … | head`): nothing is left to say.

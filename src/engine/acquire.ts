@@ -34,7 +34,7 @@ export async function acquireRun(
   throw new StetError(
     "E_RUN_ACTIVE",
     `run ${run.id} was claimed by another process just now${now?.owner ? ` (${describeOwner(now)})` : ""}`,
-    { details: { owner: now?.owner ?? null } },
+    { details: { runId: run.id, owner: now?.owner ?? null } },
   );
 }
 
@@ -71,7 +71,7 @@ function activeError(run: Run, why = ""): StetError {
   return new StetError(
     "E_RUN_ACTIVE",
     `run ${run.id} is being executed by ${describeOwner(run)}${why}`,
-    { details: { owner: run.owner } },
+    { details: { runId: run.id, owner: run.owner } },
   );
 }
 

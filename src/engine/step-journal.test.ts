@@ -38,6 +38,12 @@ function engineEval(solver: SolverFn, overrides: Partial<EngineEval> = {}): Engi
 }
 
 /**
+ * Where an execution is when the run is aborted (as by SIGKILL): it never goes on, so nothing of
+ * it after this point can be recorded, however long the run takes to stop.
+ */
+const killedHere = () => new Promise<never>(() => {});
+
+/**
  * An agent of `steps` tool steps, each counted per sample; the run is aborted (as a SIGKILL
  * would end it: nothing in flight is recorded) once every sample has run `stopAfter` steps.
  */
@@ -49,7 +55,7 @@ function agent(steps: number, options: { stopAfter?: number; journal?: boolean }
     let last = "";
     for (let i = 0; i < steps; i++) {
       if (options.stopAfter === i && ++reached === 2) abort.abort();
-      if (options.stopAfter === i) await new Promise((r) => setTimeout(r, 1_000));
+      if (options.stopAfter === i) await killedHere();
       last = await ctx.step(
         "tool",
         { i },
@@ -179,7 +185,7 @@ describe("ctx.step", () => {
         }
         if (stop) {
           if (++aborted === 2) abort.abort();
-          await new Promise((r) => setTimeout(r, 1_000));
+          await killedHere();
         }
         return caught;
       };
@@ -213,7 +219,7 @@ describe("ctx.step", () => {
         });
         if (stop) {
           if (++reached === 2) abort.abort();
-          await new Promise((r) => setTimeout(r, 1_000));
+          await killedHere();
         }
         const b = await ctx.chat({ messages: [{ role: "user", content: a.content }] });
         return b.content;
@@ -245,16 +251,24 @@ describe("ctx.step", () => {
     const s = store();
     let thiefToken = "";
     let ranAfterTakeover = 0;
+    let takeover!: () => void;
+    const takenOver = new Promise<void>((resolve) => (takeover = resolve));
+    let bothBefore!: () => void;
+    const beforeDone = new Promise<void>((resolve) => (bothBefore = resolve));
+    let before = 0;
     const solver: SolverFn = async (sample, ctx) => {
       await ctx.step("before", {}, () => "fine");
+      if (++before === 2) bothBefore();
       if (sample.id === "s0") {
+        await beforeDone;
         // Another process takes the run over (as after a freeze): a compare-and-set on the token.
         const run = (await s.getRun(ctx.runId))!;
         thiefToken = `thief-${Math.random()}`;
         const thief = { host: "other-host", pid: 1, token: thiefToken };
         expect(await s.claimRun(ctx.runId, thief, run.owner!.token)).toBe(true);
+        takeover();
       } else {
-        await new Promise((r) => setTimeout(r, 50));
+        await takenOver;
       }
       await ctx.step("after", {}, () => {
         ranAfterTakeover++;

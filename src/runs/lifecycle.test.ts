@@ -253,7 +253,9 @@ for (const [kind, open] of STORES) {
     it("cancels through the store: another process's `stet cancel` stops the owner", async () => {
       const { store, location } = await open();
       const gated = gatedEval(400, { delayMs: 10 });
-      gated.allow();
+      // Ten samples, then none until the owner has seen the cancel: the run cannot finish
+      // before the `stet cancel` process, however slowly it starts, has asked.
+      gated.allow(10);
       const prepared = await prepareStart({ eval: gated.loaded, concurrency: 2 });
       let cancel: ReturnType<typeof runCli> | undefined;
       const report = await runEval({
@@ -264,6 +266,7 @@ for (const [kind, open] of STORES) {
           if (e.type === "attempt-committed" && e.progress.executed === 5) {
             cancel = runCli(["cancel", prepared.runId, "--store", location, "--json"]);
           }
+          if (e.type === "stopping") gated.allow();
         },
       });
       const child = await cancel!;

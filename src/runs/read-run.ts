@@ -24,6 +24,8 @@ export interface RunState {
 
 export interface ReadOptions {
   staleMs?: number;
+  /** The owners' heartbeat interval, if not the one `staleMs` implies (`heartbeatInterval`). */
+  heartbeatMs?: number;
   /**
    * Interrupt the run(s) read if their owner is dead (orphan recovery on read), so a dead owner's
    * run is never reported as running (default false: a read changes nothing).

@@ -4,6 +4,7 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { RunEvent } from "../core/events.js";
 import type { Sample, SampleRecord } from "../core/types.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
+import { until } from "../../test/helpers/wait.js";
 import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
 import type { EngineEval } from "../core/eval.js";
@@ -358,7 +359,7 @@ describe("ownership and durability", () => {
         if (e.type === "run-started") runId = e.runId;
       },
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => runId !== "", "the run to start");
     const run = await s.getRun(runId);
     // Another process judged the owner dead and won the compare-and-set on its token.
     expect(

@@ -304,7 +304,7 @@ function evalChangedError(
   const scorers = comparison.differences.some((d) => d.kind === "scorers");
   const header = comparison.evalChanged
     ? `run ${runId} was started with another eval than the one given now:`
-    : `run ${runId} was started with other scorers than the eval given now:`;
+    : `run ${runId} was started with other scorers than the ones given now:`;
   const evalArgs = input.evalFile === undefined ? [] : ["--eval", input.evalFile];
   const next = {
     rescore: [...evalArgs, ...(comparison.evalChanged ? ["--allow-eval-change"] : [])],

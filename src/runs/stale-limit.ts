@@ -7,7 +7,9 @@ import { StetError } from "../core/errors.js";
  *
  * @example staleLimit({ STET_STALE_MS: "10000" }) // { staleMs: 10000 }
  */
-export function staleLimit(env: NodeJS.ProcessEnv = process.env): { staleMs?: number } {
+export function staleLimit(env: Readonly<Record<string, string | undefined>> = process.env): {
+  staleMs?: number;
+} {
   const raw = env.STET_STALE_MS;
   if (raw === undefined || raw === "") return {};
   const staleMs = parseBounded("staleMs", raw);

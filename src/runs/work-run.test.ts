@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { tempStore } from "../../test/helpers/temp-store.js";
+import { until } from "../../test/helpers/wait.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
-import type { Progress } from "../core/events.js";
+import type { Progress, RunEvent } from "../core/events.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
 import { openSqliteStore } from "../store/sqlite.js";
@@ -36,14 +37,23 @@ const records = (n: number): SampleRecord[] =>
     return { sample, fingerprint: fingerprintSample(sample) };
   });
 
-/** An eval whose solver counts its calls per sample id and takes `delayMs`. */
+/**
+ * An eval whose solver counts its calls per sample id and takes `delayMs`, after `gate` (when
+ * given) has opened.
+ */
 function countingEval(
   n: number,
-  options: { delayMs?: number; fail?: (input: number) => boolean; costUsd?: number } = {},
+  options: {
+    delayMs?: number;
+    fail?: (input: number) => boolean;
+    costUsd?: number;
+    gate?: Promise<unknown>;
+  } = {},
 ) {
   const calls = new Map<string, number>();
   const solver: SolverFn = async (sample, ctx) => {
     calls.set(sample.id, (calls.get(sample.id) ?? 0) + 1);
+    await options.gate;
     await new Promise((resolve, reject) => {
       const timer = setTimeout(resolve, options.delayMs ?? 5);
       ctx.signal.addEventListener("abort", () => {
@@ -72,6 +82,17 @@ function countingEval(
   return { ev, calls, requested };
 }
 
+/**
+ * A gate that opens once `count` calls of `arrive` have come: e.g. the solvers wait until every
+ * worker has joined, so each has keys to execute however slowly it starts on a loaded machine.
+ */
+function gate(count: number): { opened: Promise<void>; arrive: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let arrived = 0;
+  return { opened, arrive: () => (++arrived >= count ? open() : undefined) };
+}
+
 /** Starts a distributed run and resolves its id once its first key committed. */
 function startWithId(options: Parameters<typeof startDistributed>[0]) {
   let resolveId!: (id: string) => void;
@@ -89,15 +110,19 @@ function startWithId(options: Parameters<typeof startDistributed>[0]) {
 describe("distributed runs: workers over per-key leases", () => {
   it("three workers execute every key once; the run completes when the last key has its outcome", async () => {
     const { store, connect } = storeFile();
-    const { ev, calls, requested } = countingEval(120, { delayMs: 10 });
+    const joined = gate(3);
+    const { ev, calls, requested } = countingEval(120, { delayMs: 10, gate: joined.opened });
     const seen: Progress[] = [];
     const started = startWithId({
       store,
       eval: ev,
+      onJoined: joined.arrive,
       onEvent: (event) => (event.type === "attempt-committed" ? seen.push(event.progress) : 0),
     });
     const runId = await started.id;
-    const workers = [1, 2].map(() => workRun({ store: connect(), runId, eval: ev }));
+    const workers = [1, 2].map(() =>
+      workRun({ store: connect(), runId, eval: ev, onJoined: joined.arrive }),
+    );
     const [creator, ...others] = await Promise.all([started.report, ...workers]);
 
     expect(creator.status).toBe("completed");
@@ -172,24 +197,28 @@ describe("distributed runs: workers over per-key leases", () => {
     const { store, connect } = storeFile();
     const toolRuns = new Map<string, number>();
     let stall = true;
-    let joined!: () => void;
-    const takerJoined = new Promise<void>((resolve) => (joined = resolve));
+    const takerJoined = gate(1);
+    const takerDone = gate(1);
     const solver: SolverFn = async (sample, ctx) => {
       const first = stall;
       await ctx.step("tool", { id: sample.id }, async () => {
         toolRuns.set(sample.id, (toolRuns.get(sample.id) ?? 0) + 1);
         // The first worker's steps are journaled only once the taker is at work (it has read
-        // whatever it reads at its start), and then that worker stalls past its lease.
-        if (first) await takerJoined;
+        // whatever it reads at its start); then that worker stalls until the taker is done.
+        if (first) await takerJoined.opened;
         return `ran ${sample.id}`;
       });
-      if (first) await new Promise((resolve) => setTimeout(resolve, 1_500));
+      if (first) await takerDone.opened;
       return "ok";
     };
     const ev: EngineEval = { ...countingEval(4).ev, solver };
-    const frozen = startWithId({ store, eval: ev, leaseMs: 300, heartbeatMs: 60_000 });
+    // Leases and heartbeats of a minute: nothing expires by the clock, however loaded the
+    // machine; the first worker is presumed dead when the test says so (expireWorker, what a
+    // worker whose pid is gone gets).
+    const frozen = startWithId({ store, eval: ev, leaseMs: 60_000, heartbeatMs: 60_000 });
     const runId = await frozen.id;
     while (toolRuns.size < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    const [first] = await store.listWorkers(runId);
 
     // The taker joins while the first worker holds every key: nothing to claim yet.
     const taker = workRun({
@@ -199,10 +228,16 @@ describe("distributed runs: workers over per-key leases", () => {
       onJoined: (j) => {
         expect(j.firstClaimKeys).toBe(0);
         stall = false;
-        joined();
+        takerJoined.arrive();
       },
     });
+    await until(
+      async () => (await store.listJournal(runId, { attempt: "open" })).length === 4,
+      "the first worker's 4 steps journaled",
+    );
+    expect(await store.expireWorker(runId, first!.token)).toBe(4);
     const report = await taker;
+    takerDone.arrive();
     expect(report.status).toBe("completed");
     expect(report.journal?.replayed).toBe(4);
     // Each tool ran once: the taker got its result from the journal.
@@ -213,14 +248,34 @@ describe("distributed runs: workers over per-key leases", () => {
 
   it("stet cancel stops every worker; the last to leave interrupts the run, a resume finishes it", async () => {
     const { store, connect } = storeFile();
-    const { ev, calls, requested } = countingEval(200, { delayMs: 20 });
-    const started = startWithId({ store, eval: ev, heartbeatMs: 50 });
+    // The solvers wait until both workers have seen the cancel (at a heartbeat): the run cannot
+    // finish first, however the machine schedules them.
+    const joined = gate(2);
+    const stopping = gate(2);
+    const { ev, calls, requested } = countingEval(200, { delayMs: 20, gate: stopping.opened });
+    const onEvent = (event: RunEvent) =>
+      event.type === "stopping" && event.reason === "cancel" ? stopping.arrive() : undefined;
+    const started = startWithId({
+      store,
+      eval: ev,
+      heartbeatMs: 50,
+      onJoined: joined.arrive,
+      onEvent,
+    });
     const runId = await started.id;
-    const other = workRun({ store: connect(), runId, eval: ev, heartbeatMs: 50 });
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const cancelled = await cancelRun({ store: connect(), runId, waitMs: 10_000, pollMs: 20 });
-    expect(cancelled).toMatchObject({ status: "stopped", run: { status: "interrupted" } });
+    const other = workRun({
+      store: connect(),
+      runId,
+      eval: ev,
+      heartbeatMs: 50,
+      onJoined: joined.arrive,
+      onEvent,
+    });
+    await joined.opened;
+    const cancelled = await cancelRun({ store: connect(), runId });
+    expect(cancelled).toMatchObject({ status: "requested" });
     const reports = await Promise.all([started.report, other]);
+    expect(await store.getRun(runId)).toMatchObject({ status: "interrupted" });
     for (const report of reports) expect(report.stopped?.reason).toBe("cancel");
     expect((await store.listWorkers(runId)).map((w) => w.state)).toEqual(["stopped", "stopped"]);
     const before = requested();
@@ -234,11 +289,19 @@ describe("distributed runs: workers over per-key leases", () => {
 
   it("counts the spend cap over every worker", async () => {
     const { store, connect } = storeFile();
-    const { ev, requested } = countingEval(400, { delayMs: 5, costUsd: 0.01 });
+    // Nothing is spent before all three have joined: a worker slow to start is not left out.
+    const joined = gate(3);
+    const { ev, requested } = countingEval(400, {
+      delayMs: 5,
+      costUsd: 0.01,
+      gate: joined.opened,
+    });
     const capped = { ...ev, maxCost: 1 };
-    const started = startWithId({ store, eval: capped });
+    const started = startWithId({ store, eval: capped, onJoined: joined.arrive });
     const runId = await started.id;
-    const others = [1, 2].map(() => workRun({ store: connect(), runId, eval: capped }));
+    const others = [1, 2].map(() =>
+      workRun({ store: connect(), runId, eval: capped, onJoined: joined.arrive }),
+    );
     const reports = await Promise.all([started.report, ...others]);
     expect(reports.map((r) => r.stopped?.reason)).toEqual(["budget", "budget", "budget"]);
     const spent = (await store.listAttemptHeads(runId)).reduce(
@@ -266,10 +329,17 @@ describe("distributed runs: workers over per-key leases", () => {
       code: "E_RUN_NOT_FOUND",
     });
 
-    const slow = countingEval(40, { delayMs: 50 });
-    const started = startWithId({ store, eval: slow.ev, heartbeatMs: 20 });
+    // Its solvers wait until it has seen the cancel: the run cannot finish first.
+    const stopping = gate(1);
+    const slow = countingEval(40, { delayMs: 50, gate: stopping.opened });
+    const started = startWithId({
+      store,
+      eval: slow.ev,
+      heartbeatMs: 20,
+      onEvent: (event) => (event.type === "stopping" ? stopping.arrive() : undefined),
+    });
     const runId = await started.id;
-    await cancelRun({ store, runId, waitMs: 5_000, pollMs: 20 });
+    await cancelRun({ store, runId });
     await started.report;
     await expect(workRun({ store, runId, eval: slow.ev })).rejects.toMatchObject({
       code: "E_RUN_NOT_RUNNING",

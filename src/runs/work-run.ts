@@ -28,7 +28,7 @@ export const DEFAULT_LEASE_MS = 30_000;
  *
  * @example leaseTime({ STET_LEASE_MS: "5000" }) // 5000
  */
-export function leaseTime(env: NodeJS.ProcessEnv = process.env): number {
+export function leaseTime(env: Readonly<Record<string, string | undefined>> = process.env): number {
   const text = env.STET_LEASE_MS;
   if (text === undefined || text === "") return DEFAULT_LEASE_MS;
   const ms = parseBounded("leaseMs", text);

@@ -134,7 +134,8 @@ describe.skipIf(SKIP_SANDBOX)("scorers.code in the bubblewrap sandbox", () => {
       signal: controller.signal,
     });
     expect(result).toMatchObject({ aborted: true, timedOut: false, exitCode: null });
-    expect(result.durationMs).toBeLessThan(5000);
+    // Far from the minute the program sleeps: a loaded machine cannot break it.
+    expect(result.durationMs).toBeLessThan(30_000);
   });
 
   it("refuses a bubblewrap too old to size the sandbox's /tmp, naming the version it needs", async () => {
@@ -199,10 +200,11 @@ describe.skipIf(SKIP_SANDBOX)("kind none", () => {
     const mark = `stet-none-daemon-${process.pid}-${Date.now()}`;
     const result = await createSandbox({ kind: "none" }).exec({
       command: ["python3", "-", mark],
-      stdin: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "${mark}"], start_new_session=True)\nprint("spawned")\n`,
+      stdin: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${mark}"], start_new_session=True)\nprint("spawned")\n`,
     });
     expect(result).toMatchObject({ exitCode: 0, stdout: "spawned\n" });
-    expect(result.durationMs).toBeLessThan(5000);
+    // Far from the 300 s the daemon holds stdout: a loaded machine cannot break it.
+    expect(result.durationMs).toBeLessThan(30_000);
     // Unsandboxed, the daemon survives (that is what kind "none" means): end it here, by pid.
     const { readdirSync, readFileSync } = await import("node:fs");
     const daemons = readdirSync("/proc")

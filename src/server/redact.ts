@@ -13,7 +13,7 @@ export { REDACTED };
  *
  * @example secretsFromEnv({ OPENAI_API_KEY: "sk-abc123456", HOME: "/root" }) // ["sk-abc123456"]
  */
-export function secretsFromEnv(env: NodeJS.ProcessEnv): string[] {
+export function secretsFromEnv(env: Readonly<Record<string, string | undefined>>): string[] {
   return namedSecretsFromEnv(env).map((secret) => secret.value);
 }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { hostId } from "../engine/owner.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import type { Eval } from "../eval/types.js";
@@ -12,6 +12,7 @@ import {
 } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil, type SseEvent } from "../../test/helpers/sse.js";
 import { runConfig } from "../store/contract/fixtures.js";
+import { openSqliteStore } from "../store/sqlite.js";
 
 type App = ReturnType<typeof setup>;
 
@@ -360,23 +361,24 @@ describe("reading a dead owner's run", () => {
   });
 
   it("judges another host's owner by its heartbeat: stale is interrupted, fresh is running", async () => {
-    const t = setup([], { staleMs: 50 });
-    await t.store.createRun({
-      id: "r_far",
-      config: runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] }),
-      samples: [],
-      owner: { host: "other-host#1234", pid: 77, token: "tok-far" },
-    });
-    expect((await t.json("/api/runs/r_far")).body).toMatchObject({
+    // A stale limit of a minute, and heartbeats stamped now and two minutes ago (by a store
+    // whose clock is behind): far from the limit either way, however slow the machine.
+    const t = setup([], { staleMs: 60_000 });
+    const behind = openSqliteStore(t.path, { now: () => Date.now() - 120_000 });
+    onTestFinished(() => behind.close());
+    const config = runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] });
+    const owner = (token: string) => ({ host: "other-host#1234", pid: 77, token });
+    await t.store.createRun({ id: "r_fresh", config, samples: [], owner: owner("tok-fresh") });
+    await behind.createRun({ id: "r_far", config, samples: [], owner: owner("tok-far") });
+    expect((await t.json("/api/runs/r_fresh")).body).toMatchObject({
       status: "running",
       orphaned: false,
       owner: { alive: true },
     });
-    await new Promise((r) => setTimeout(r, 1_200));
     expect((await t.json("/api/runs/r_far")).body).toMatchObject({
       status: "interrupted",
       orphaned: true,
-      owner: { alive: false, reason: expect.stringMatching(/heartbeat is \d+s old/) },
+      owner: { alive: false, reason: expect.stringMatching(/heartbeat is 1[23]\ds old/) },
     });
   });
 });

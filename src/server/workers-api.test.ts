@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { seedDistributedRun } from "../../test/helpers/distributed-run.js";
-import { additionEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
+import { gatedEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil } from "../../test/helpers/sse.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { startDistributed } from "../runs/start-run.js";
@@ -73,7 +73,8 @@ describe("a distributed run through the API", () => {
   });
 
   it("cancel asks its workers (202); resume joins the interrupted run as a worker and finishes it", async () => {
-    const { ev, calls } = additionEval({ n: 12, delayMs: 30, concurrency: 2 });
+    // Its solver calls wait until the worker has seen the cancel: the run cannot finish first.
+    const { ev, calls, allow } = gatedEval({ n: 12, concurrency: 2 });
     const t = setup([ev]);
     const resolved = await resolveEval(ev, { baseDir: t.dir });
     let started!: (runId: string) => void;
@@ -82,7 +83,10 @@ describe("a distributed run through the API", () => {
       store: t.store,
       eval: resolved,
       heartbeatMs: 20,
-      onEvent: (event) => (event.type === "run-started" ? started(event.runId) : undefined),
+      onEvent: (event) => {
+        if (event.type === "run-started") started(event.runId);
+        if (event.type === "stopping") allow();
+      },
     });
     const runId = await id;
 

@@ -50,7 +50,8 @@ describe("sleep", () => {
     const started = Date.now();
     setTimeout(() => controller.abort(new Error("stop")), 20);
     await expect(sleep(60_000, controller.signal)).rejects.toThrow("stop");
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // Far from the minute it would sleep: a loaded machine cannot break it.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it("rejects at once on an aborted signal and wraps a non-Error reason", async () => {

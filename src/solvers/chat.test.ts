@@ -11,6 +11,11 @@ import { solverContext } from "../../test/helpers/solver-context.js";
 
 const KEY = "sk-test-do-not-leak-1234567890";
 const tiny = { initialMs: 1, maxMs: 5, retryAfterCapMs: 5_000 };
+/**
+ * "At once", for a wait that would otherwise last a minute or an hour (a Retry-After, a backoff
+ * of 60 s, a request that hangs): far from both, so a loaded machine cannot break it.
+ */
+const LONG_BEFORE_MS = 30_000;
 const sample = (input: Sample["input"], id = "s1"): Sample => ({ id, input });
 const context = (signal = new AbortController().signal, model?: string): SolverContext =>
   solverContext({ runId: "run-1", signal, ...(model === undefined ? {} : { model }) });
@@ -110,7 +115,8 @@ describe("solvers.chat", () => {
     scripted = ({ n }) => (n === 1 ? { status: 429, retryAfter: 3600 } : undefined);
     const started = Date.now();
     await solver({ backoff: { ...tiny, retryAfterCapMs: 20 } })(sample("capped"), context());
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(LONG_BEFORE_MS);
+    expect(mock.counts()).toEqual({ capped: 2 });
   });
 
   it("gives up after maxRetries with a provider error naming the endpoint and status", async () => {
@@ -219,7 +225,7 @@ describe("solvers.chat", () => {
     await expect(
       solver({ backoff: slow })(sample("abort me"), context(controller.signal)),
     ).rejects.toThrow("stop now");
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(LONG_BEFORE_MS);
     expect(mock.counts()).toEqual({ "abort me": 1 });
   });
 
@@ -233,7 +239,7 @@ describe("solvers.chat", () => {
     await expect(solver()(sample("in flight"), context(controller.signal))).rejects.toThrow(
       /abort/i,
     );
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(LONG_BEFORE_MS);
   });
 
   it("rejects without a request when already aborted", async () => {
@@ -245,17 +251,16 @@ describe("solvers.chat", () => {
 });
 
 describe("solvers.chat against an endpoint that is not there", () => {
-  // Backoff this slow would make any retry outlast the test: these must fail at once.
+  // Backoff this slow: a retry would wait up to a minute (at random); the messages say there was
+  // none ("after <n> attempts" when there were).
   const slow = { initialMs: 60_000, maxMs: 60_000, retryAfterCapMs: 60_000 };
 
   it("fails at once on a refused connection, saying so with the URL", async () => {
     const port = await closedPort();
     const baseURL = `http://127.0.0.1:${port}/v1`;
-    const started = Date.now();
     const error = await failure(
       Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
     );
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(error).toMatchObject({
       type: "provider",
       configuration: { cause: "connection-refused", url: `${baseURL}/chat/completions` },
@@ -268,27 +273,25 @@ describe("solvers.chat against an endpoint that is not there", () => {
 
   it("fails at once on a host that does not resolve, saying so with the URL", async () => {
     const baseURL = "http://stet-no-such-host.invalid/v1";
-    const started = Date.now();
     const error = await failure(
       Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
     );
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(error).toMatchObject({
       type: "provider",
       configuration: { cause: "host-not-found", url: `${baseURL}/chat/completions` },
     });
     expect(error.message).toContain("host not found: stet-no-such-host.invalid");
+    expect(error.message).not.toContain("attempts");
   });
 
   it.each(["", "api.example.com/v1", "ftp://example.com/v1"])(
     "fails at once, sending nothing, on a base URL %j that is not http(s)",
     async (baseURL) => {
-      const started = Date.now();
       const error = await failure(
         Promise.resolve(solver({ baseURL, backoff: slow })(sample("anyone?"), context())),
       );
-      expect(Date.now() - started).toBeLessThan(1_000);
       expect(error).toMatchObject({ type: "provider", configuration: { cause: "invalid-url" } });
+      expect(error.message).not.toContain("attempts");
       expect(error.message).toContain(`the base URL ${JSON.stringify(baseURL)} is not an http`);
     },
   );

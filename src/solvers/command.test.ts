@@ -22,7 +22,15 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitUntilGone(pid: number, ms = 3_000): Promise<boolean> {
+/**
+ * The descendants below sleep 300 s: a solver that waited for one, or left one running, is a
+ * matter of minutes. "At once" and "gone" get 30 s, far from both, so a loaded machine cannot
+ * break them and a sleep that ended by itself cannot pass for a killed one.
+ */
+const GRANDCHILD = "sleep 300";
+const AT_ONCE_MS = 30_000;
+
+async function waitUntilGone(pid: number, ms = AT_ONCE_MS): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (!isAlive(pid)) return true;
@@ -103,19 +111,22 @@ describe("solvers.command", () => {
     const file = pidFile();
     const solver = command({
       command: "sh",
-      args: ["-c", `sleep 30 & echo $! > ${file}; wait`],
+      args: ["-c", `${GRANDCHILD} & echo $! > ${file}; wait`],
       timeoutMs: 300,
     });
     const started = Date.now();
     await expect(solver(sample(""), context())).rejects.toMatchObject({ type: "timeout" });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(AT_ONCE_MS);
     expect(await waitUntilGone(await readPid(file))).toBe(true);
   });
 
   it("on abort kills the whole process tree and rejects with the abort reason", async () => {
     const file = pidFile();
     const controller = new AbortController();
-    const solver = command({ command: "sh", args: ["-c", `sleep 30 & echo $! > ${file}; wait`] });
+    const solver = command({
+      command: "sh",
+      args: ["-c", `${GRANDCHILD} & echo $! > ${file}; wait`],
+    });
     const running = solver(sample(""), context(controller.signal));
     const grandchild = await readPid(file);
     controller.abort(new Error("second Ctrl-C"));
@@ -127,11 +138,11 @@ describe("solvers.command", () => {
     const file = pidFile();
     const solver = command({
       command: "sh",
-      args: ["-c", `sleep 30 & echo $! > ${file}; echo ok`],
+      args: ["-c", `${GRANDCHILD} & echo $! > ${file}; echo ok`],
     });
     const started = Date.now();
     await expect(solver(sample(""), context())).resolves.toEqual({ output: "ok" });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(AT_ONCE_MS);
     expect(await waitUntilGone(await readPid(file))).toBe(true);
   });
 

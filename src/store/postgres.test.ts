@@ -6,7 +6,8 @@ import { draft, newRun, owner, scoringOf } from "./contract/fixtures.js";
 import { migratePostgres } from "./migrate-postgres.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
-import { openPostgresStore, redactPassword } from "./postgres.js";
+import { redactPassword } from "./postgres-driver.js";
+import { openPostgresStore } from "./postgres.js";
 import type { Store } from "./types.js";
 
 describe.skipIf(SKIP_POSTGRES)("postgres", () => {

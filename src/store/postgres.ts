@@ -778,8 +778,6 @@ class PostgresStore implements Store {
   }
 }
 
-export { redactPassword };
-
 /** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
 const journal = {
   dropOpen: statement(

@@ -202,9 +202,9 @@ export function gatedEval(
   return { ev, calls, allow, waiting: () => waiting.length };
 }
 
-/** Polls `probe` until it returns a value (10 s at most). */
+/** Polls `probe` until it returns a value (30 s at most: a hang guard, not a bound). */
 export async function waitFor<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
