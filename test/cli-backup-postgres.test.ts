@@ -227,8 +227,11 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.
     const restored = await exportsOf(cli, runs, url);
-    expect(restored.join("")).not.toMatch(/retries/);
-    expect(restored).toEqual((await exportsOf(cli, runs, sourceUrl)).map(dropRetries));
+    // Its JSONL has no retry count at all (unknown), its CSV an empty column.
+    expect(restored[0]).not.toMatch(/"retries"/);
+    expect(restored.map(dropRetries)).toEqual(
+      (await exportsOf(cli, runs, sourceUrl)).map(dropRetries),
+    );
   }, 60_000);
 
   it("restores into a schema stet created that holds no run yet", async () => {

@@ -115,7 +115,12 @@ export function summarizePlan(plan: Plan): PlanSummary {
  *
  * @example const report = await storedReport(store, run); report.counts.remaining;
  */
-export async function storedReport(store: Store, run: Run): Promise<RunReport> {
+export async function storedReport(
+  store: Store,
+  run: Run,
+  /** An invocation that found nothing to do reports as one (spent now, reused), not as a read. */
+  options: { invocation?: boolean } = {},
+): Promise<RunReport> {
   const [samples, heads, inflight] = await Promise.all([
     store.getSamples(run.id),
     store.listAttemptHeads(run.id),
@@ -136,7 +141,7 @@ export async function storedReport(store: Store, run: Run): Promise<RunReport> {
     plan: summarizePlan(plan),
     resumed: false,
     wallMs: 0,
-    invocation: false,
+    invocation: options.invocation ?? false,
   });
 }
 

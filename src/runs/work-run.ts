@@ -112,7 +112,7 @@ export interface JoinedWorker {
 export async function workRun(options: WorkOptions): Promise<RunReport> {
   const { store, runId } = options;
   const found = await joinableRun(store, runId, options.reopen === true);
-  if (found.status === "completed") return storedReport(store, found);
+  if (found.status === "completed") return storedReport(store, found, { invocation: true });
   // Planned (its eval checked against the run's identity) before the run is reopened: a
   // refused worker leaves the run as it was.
   const planning = await planResume({ ...options, asWorker: true });
