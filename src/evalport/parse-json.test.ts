@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_DOCUMENT_DEPTH } from "../core/json.js";
 import { findJsonSyntaxError } from "./find-json-syntax-error.js";
 import { parseJson } from "./parse-json.js";
 
@@ -23,6 +24,32 @@ describe("parseJson", () => {
     const parsed = parseJson(text);
     expect(parsed).toMatchObject({ ok: false, line, column });
     expect(parsed.ok ? "" : parsed.message).toMatch(message);
+  });
+});
+
+describe("parseJson of a document nested too deep", () => {
+  const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+
+  it("reads one MAX_DOCUMENT_DEPTH levels deep", () => {
+    expect(parseJson(deep(MAX_DOCUMENT_DEPTH))).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    ["one level deeper", deep(MAX_DOCUMENT_DEPTH + 1)],
+    ["5,000 arrays", deep(5_000)],
+    ["5,000 objects", '{"a":'.repeat(5_000) + "1" + "}".repeat(5_000)],
+    ["5,000 arrays never closed (not JSON either)", "[".repeat(5_000)],
+    ["200,000 arrays with a syntax error at the end", "[".repeat(200_000) + "x"],
+  ])("refuses %s at the first bracket too deep, without a stack overflow", (_name, text) => {
+    const parsed = parseJson(`\n ${text}`);
+    expect(parsed).toMatchObject({
+      ok: false,
+      code: "json.too_deep",
+      line: 2,
+      message: `nesting too deep: more than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
+    });
+    const column = text.startsWith("{") ? 2 + 5 * MAX_DOCUMENT_DEPTH : 2 + MAX_DOCUMENT_DEPTH;
+    expect(parsed.ok ? 0 : parsed.column).toBe(column);
   });
 });
 
