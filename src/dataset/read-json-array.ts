@@ -1,5 +1,6 @@
 import { visit } from "jsonc-parser";
-import type { Json } from "../core/json.js";
+import { MAX_JSON_DEPTH, type Json } from "../core/json.js";
+import { findTooDeep, type TextPosition } from "../core/json-text.js";
 import { StetError } from "../core/errors.js";
 import { asRow, checkJsonText, openDatasetFile, type LocatedRow } from "./dataset-file.js";
 import { decodeUtf8 } from "./utf8.js";
@@ -36,6 +37,9 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   try {
     parsed = JSON.parse(text) as Json;
   } catch (cause) {
+    // The locating scanner recurses per level: a text too deep is refused as such first.
+    const deep = findTooDeep(text, MAX_JSON_DEPTH + 1);
+    if (deep) throw tooDeep(file, deep);
     const message = (cause as Error).message;
     throw new StetError("E_DATASET", `${locate(file, text)}: invalid JSON: ${message}`, {
       cause,
@@ -47,6 +51,13 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   const problem = checkJsonText(text, parsed, 2, (line, column) => `${file}:${line}:${column}`);
   if (problem) await problem;
   return parsed;
+}
+
+function tooDeep(file: string, at: TextPosition): StetError {
+  return new StetError(
+    "E_DATASET",
+    `nesting too deep at ${file}:${at.line}:${at.column}: a row may nest arrays and objects ${MAX_JSON_DEPTH} levels deep`,
+  );
 }
 
 /**
