@@ -1,6 +1,6 @@
 import { MAX_DOCUMENT_DEPTH, nestsTooDeep } from "../core/json.js";
-import { findTooDeep, lineAndColumn, type TextPosition } from "../core/json-text.js";
-import { findJsonSyntaxError } from "./find-json-syntax-error.js";
+import { findTooDeep, lineAndColumn } from "../core/json-text.js";
+import { findJsonSyntaxError } from "../core/json-syntax-error.js";
 import type { ValidationError } from "./validation-types.js";
 
 /** Why a JSON text was refused, and where (1-based line and column). */
@@ -21,8 +21,8 @@ export type ParsedJson = { ok: true; value: unknown } | JsonRefusal;
  * `MAX_DOCUMENT_DEPTH` levels deep (`json.too_deep`, at the first bracket too deep): every
  * validator and scanner that walks a document afterwards recurses per level. Node 20's own
  * messages do not always give a position (`Unexpected token 'x', "..." is not valid JSON`), so
- * on failure the text is scanned again to find the first offending character; that scanner
- * recurses too, so a text too deep is told first, without parsing it.
+ * on failure the text is scanned again, to the same depth, to find the first offending
+ * character (or the first bracket too deep, when that comes first).
  *
  * @example parseJson('{"a": 1,}') // { ok: false, code: "json.syntax", line: 1, column: 9, message: "expected a property name (a double-quoted string), found '}'" }
  */
@@ -31,19 +31,21 @@ export function parseJson(text: string): ParsedJson {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    const deep = findTooDeep(text, MAX_DOCUMENT_DEPTH);
-    if (deep) return tooDeep(deep);
-    const found = locate(text, (error as Error).message);
-    return {
-      ok: false,
-      code: "json.syntax",
-      ...lineAndColumn(text, found.offset),
-      message: found.message,
-    };
+    const found = findJsonSyntaxError(text, MAX_DOCUMENT_DEPTH);
+    if (found?.tooDeep) return refusal("json.too_deep", text, found.offset, found.message);
+    // Should V8 refuse a text the scanner accepts, V8's own message and position stand.
+    const position = /at position (\d+)/.exec((error as Error).message)?.[1];
+    const offset = found?.offset ?? (position === undefined ? text.length : Number(position));
+    return refusal("json.syntax", text, offset, found?.message ?? (error as Error).message);
   }
-  if (nestsTooDeep(value)) return tooDeep(findTooDeep(text, MAX_DOCUMENT_DEPTH)!);
+  if (nestsTooDeep(value)) {
+    const at = findTooDeep(text, MAX_DOCUMENT_DEPTH)!;
+    return refusal("json.too_deep", text, at.offset, TOO_DEEP);
+  }
   return { ok: true, value };
 }
+
+const TOO_DEEP = `nesting too deep: more than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`;
 
 /**
  * The validation error for a refused text, at `path` "" (callers add `file`, `line`): a syntax
@@ -57,23 +59,11 @@ export function refusalError(refusal: JsonRefusal, notJson: string): ValidationE
   return { path: "", code, message, line, column };
 }
 
-function tooDeep(at: TextPosition): JsonRefusal {
-  return {
-    ok: false,
-    code: "json.too_deep",
-    line: at.line,
-    column: at.column,
-    message: `nesting too deep: more than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
-  };
-}
-
-function locate(text: string, nativeMessage: string): { offset: number; message: string } {
-  // No deeper than MAX_DOCUMENT_DEPTH (checked above), so the scanner's recursion is bounded.
-  const found = findJsonSyntaxError(text);
-  if (found) return found;
-  const position = /at position (\d+)/.exec(nativeMessage)?.[1];
-  return {
-    offset: position === undefined ? text.length : Number(position),
-    message: nativeMessage,
-  };
+function refusal(
+  code: JsonRefusal["code"],
+  text: string,
+  offset: number,
+  message: string,
+): JsonRefusal {
+  return { ok: false, code, ...lineAndColumn(text, offset), message };
 }
