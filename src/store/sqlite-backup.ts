@@ -6,7 +6,7 @@ import { StetError } from "../core/errors.js";
 import { refuseNewerSchema } from "./migrations/newer-schema.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
 import type { SqliteDatabase } from "./sqlite-driver.js";
-import { checkHeader, checkTables } from "./sqlite-file.js";
+import { checkHeader, checkTables, isCorruption } from "./sqlite-file.js";
 import { openSqliteDatabase } from "./sqlite-open.js";
 
 const BUSY_MS = 10_000;
@@ -78,25 +78,38 @@ function checkBackup(file: string): number {
   if (found !== "store") throw notBackup(`it is ${found}`);
   const db: SqliteDatabase = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    if (checkTables(db, file) !== "store") throw notBackup("it has no stet tables");
-    const integrity = db.pragma("integrity_check", { simple: true });
-    if (integrity !== "ok") throw notBackup(`its integrity check says ${String(integrity)}`);
-    const version = db
-      .prepare<{ version: number | null }>("SELECT MAX(version) AS version FROM schema_migrations")
-      .get()?.version;
-    try {
-      refuseNewerSchema(version ?? 0, SQLITE_MIGRATIONS);
-    } catch (error) {
-      throw new StetError(
-        "E_INVALID_INPUT",
-        `${file} was written by a newer stet (schema version ${version}); upgrade stet to restore it; nothing was restored`,
-        { cause: error },
-      );
-    }
-    return db.prepare<{ n: number }>("SELECT COUNT(*) AS n FROM runs").get()?.n ?? 0;
+    return countBackupRuns(db, file, notBackup);
+  } catch (error) {
+    // A header that looks like SQLite's over pages that are not (a file cut or forged).
+    if (isCorruption(error)) throw notBackup(`it is damaged: ${(error as Error).message}`);
+    throw error;
   } finally {
     db.close();
   }
+}
+
+/** The runs of an open backup, after checking it is a stet store of a schema this stet knows. */
+function countBackupRuns(
+  db: SqliteDatabase,
+  file: string,
+  notBackup: (why: string) => StetError,
+): number {
+  if (checkTables(db, file) !== "store") throw notBackup("it has no stet tables");
+  const integrity = db.pragma("integrity_check", { simple: true });
+  if (integrity !== "ok") throw notBackup(`its integrity check says ${String(integrity)}`);
+  const version = db
+    .prepare<{ version: number | null }>("SELECT MAX(version) AS version FROM schema_migrations")
+    .get()?.version;
+  try {
+    refuseNewerSchema(version ?? 0, SQLITE_MIGRATIONS);
+  } catch (error) {
+    throw new StetError(
+      "E_INVALID_INPUT",
+      `${file} was written by a newer stet (schema version ${version}); upgrade stet to restore it; nothing was restored`,
+      { cause: error },
+    );
+  }
+  return db.prepare<{ n: number }>("SELECT COUNT(*) AS n FROM runs").get()?.n ?? 0;
 }
 
 /** fsyncs a file's data; a failure throws (the copy is not known to be durable). */
