@@ -1,7 +1,15 @@
 import Database from "better-sqlite3";
 import { randomBytes } from "node:crypto";
-import { closeSync, copyFileSync, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import {
+  closeSync,
+  copyFileSync,
+  fsyncSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { refuseNewerSchema } from "./migrations/newer-schema.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
@@ -19,6 +27,7 @@ const BUSY_MS = 10_000;
  * @example backupSqliteStore(".stet/stet.db", "backup.db");
  */
 export function backupSqliteStore(path: string, out: string): void {
+  refuseOwnFile(path, out);
   const db = openSqliteDatabase(path, { busyTimeoutMs: BUSY_MS, create: false });
   const temp = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString("hex")}.tmp`);
   try {
@@ -33,6 +42,31 @@ export function backupSqliteStore(path: string, out: string): void {
     });
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Refuses a backup written over the store it copies, or over one of its side files: the copy
+ * renamed over the live database would cut it off from its write-ahead log and from every
+ * process that has it open.
+ */
+function refuseOwnFile(path: string, out: string): void {
+  const target = resolve(out);
+  const own = ["", "-wal", "-shm", "-journal"].map((suffix) => resolve(`${path}${suffix}`));
+  if (own.includes(target) || sameFile(path, target)) {
+    throw new StetError(
+      "E_USAGE",
+      `cannot back up ${path} to ${out}: that is the store itself (or one of its files); give the backup a file of its own (nothing was written)`,
+    );
+  }
+}
+
+function sameFile(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
   }
 }
 
