@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";
 import { sandboxConfigSchema } from "../sandbox/index.js";
 import {
@@ -123,7 +123,17 @@ export function isEval(value: unknown): value is Eval {
 }
 
 function validate(def: unknown): EvalDefinition {
-  const result = definitionSchema.safeParse(def);
+  let result: ReturnType<typeof definitionSchema.safeParse>;
+  try {
+    result = definitionSchema.safeParse(def);
+  } catch (cause) {
+    // A getter or proxy of the definition threw while it was read: the definition's own bug.
+    throw new StetError(
+      "E_CONFIG",
+      `invalid eval definition: reading it threw: ${thrownMessage(cause)}`,
+      { cause },
+    );
+  }
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = fieldOf(issue);

@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { loadEvalSource } from "./load-eval-source.js";
 
@@ -71,7 +71,7 @@ export async function loadEvalRegistry(dir: string): Promise<EvalRegistry> {
     try {
       loaded.push(await loadEvalSource(file));
     } catch (error) {
-      problems.push({ file, message: error instanceof Error ? error.message : String(error) });
+      problems.push({ file, message: thrownMessage(error) });
     }
   }
   return createEvalRegistry(loaded, problems);
