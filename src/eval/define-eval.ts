@@ -61,7 +61,9 @@ const definitionSchema = z
     }
     const seen = new Set<string>();
     def.scorers.forEach((scorer, index) => {
-      const name = scorer.name;
+      // Runs even when a scorer failed its own check (null, a number): only names count here.
+      const name: unknown = (scorer as { name?: unknown } | null)?.name;
+      if (typeof name !== "string") return;
       if (seen.has(name)) {
         ctx.addIssue({
           code: "custom",
