@@ -289,6 +289,9 @@ function diffKeys(a: Record<string, string>, b: Record<string, string>): string[
   return [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]).sort();
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
 function expectRefusal(c: BadCase, o: Outcome): void {
   const why = `${c.id}\n${o.answer}`;
   if (c.kind === "cli") {
@@ -298,6 +301,8 @@ function expectRefusal(c: BadCase, o: Outcome): void {
     const output = cli.stdout + cli.stderr;
     expect(output, why).not.toMatch(/unexpected error/);
     expect(output, why).not.toMatch(/^\s+at /m);
+    // What an input holds is shown escaped: no raw control character reaches the terminal.
+    expect(JSON.stringify(output.match(CONTROL) ?? []), why).toBe("[]");
     // An answer quotes what it must to name the input, never a whole huge input.
     expect(output.length, why).toBeLessThan(20_000);
     for (const s of o.says) expect(output, why).toContain(s);

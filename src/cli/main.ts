@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { dollars, fraction, milliseconds, port, positiveInt, sampleIds } from "./flag-values.js";
+import { printable } from "./printable.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -29,6 +30,8 @@ export function buildProgram(): Command {
     )
     .version("0.1.0")
     .exitOverride()
+    // Commander quotes the argument it refuses: escaped, like every refusal (see `printable`).
+    .configureOutput({ outputError: (text, write) => write(printable(text)) })
     .showHelpAfterError("(run with --help for usage)");
 
   program
@@ -342,7 +345,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (isStetError(error)) {
-      process.stderr.write(`stet: ${error.message}\n`);
+      process.stderr.write(`stet: ${printable(error.message)}\n`);
       return exitCodeForError(error.code);
     }
     // The reader of our output went away (`stet export … | head`): nothing is left to say.
