@@ -3,6 +3,7 @@ import { isStetError } from "../core/errors.js";
 import { withHint } from "./error-hints.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { bounded, sampleIds } from "./flag-values.js";
+import { printable } from "./printable.js";
 
 /** `stet serve`'s port when `--port` is not given. */
 const DEFAULT_PORT = 7477;
@@ -36,6 +37,8 @@ export function buildProgram(): Command {
     )
     .version("0.1.0")
     .exitOverride()
+    // Commander quotes the argument it refuses: escaped, like every refusal (see `printable`).
+    .configureOutput({ outputError: (text, write) => write(printable(text)) })
     .showHelpAfterError("(run with --help for usage)");
 
   program
@@ -394,7 +397,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (isStetError(error)) {
-      process.stderr.write(`stet: ${withHint(error)}\n`);
+      process.stderr.write(`stet: ${printable(withHint(error))}\n`);
       return exitCodeForError(error.code);
     }
     // The reader of our output went away (`stet export … | head`): nothing is left to say.

@@ -1,3 +1,4 @@
+import { isStetError, StetError } from "../core/errors.js";
 import type { RunEvent } from "../core/events.js";
 import type { Store } from "../store/types.js";
 import { EXIT } from "./exit-codes.js";
@@ -10,17 +11,31 @@ type Listener = (event: RunEvent) => void;
  * Checks, before the run exists, that `--output` can be written: the Results JSONL and the
  * ResultSet beside it (`resultOutputPaths`), folders created when missing (`prepareOutputFile`).
  * A path that cannot be written is a usage error now rather than after the eval was paid for.
- * Without `path` there is nothing to check.
+ * For a resume (`resuming`: the run's id) the Results JSONL it will append to is read too: one
+ * whose lines are not Results of that run is refused now, not after the run executed. Without
+ * `path` there is nothing to check.
  *
  * @example await prepareRunOutput("out/results.jsonl", "--output"); // out/ exists afterwards
  */
-export async function prepareRunOutput(path: string | undefined, flag: string): Promise<void> {
+export async function prepareRunOutput(
+  path: string | undefined,
+  flag: string,
+  resuming?: string,
+): Promise<void> {
   if (path === undefined) return;
   const { resultOutputPaths } = await import("../evalport/result-stream.js");
   const { lines, resultSet } = resultOutputPaths(path);
   await prepareOutputFile(path, flag);
   if (lines !== path) await prepareOutputFile(lines, `${flag} ${path}: its Results JSONL`);
   if (resultSet !== path) await prepareOutputFile(resultSet, `${flag} ${path}: its ResultSet`);
+  if (resuming === undefined) return;
+  const { checkResultLog } = await import("../evalport/result-log.js");
+  try {
+    checkResultLog(lines, resuming);
+  } catch (error) {
+    if (!isStetError(error)) throw error;
+    throw new StetError(error.code, `${flag}: ${error.message}`, { cause: error });
+  }
 }
 
 /**

@@ -53,3 +53,19 @@ export class StetError extends Error {
 export function isStetError(error: unknown, code?: StetErrorCode): error is StetError {
   return error instanceof StetError && (code === undefined || error.code === code);
 }
+
+/**
+ * What a thrown value says, whatever was thrown: an Error's message, else the value as text.
+ * Never throws itself, whatever user code threw: a value whose `toString` or `message` throws,
+ * or an object without a prototype, is described by its type instead.
+ *
+ * @example thrownMessage(new Error("boom")) // "boom"
+ * @example thrownMessage(42) // "42"
+ */
+export function thrownMessage(thrown: unknown): string {
+  try {
+    return thrown instanceof Error ? String(thrown.message) : String(thrown);
+  } catch {
+    return `a thrown ${typeof thrown} that cannot be shown as text`;
+  }
+}

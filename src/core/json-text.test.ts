@@ -64,6 +64,12 @@ describe("findTooDeep", () => {
     expect(findTooDeep(deepText(200_000), MAX_JSON_DEPTH)?.offset).toBe(MAX_JSON_DEPTH);
   });
 
+  it("scans text that is not JSON, and ends at an unterminated string", () => {
+    expect(findTooDeep("[".repeat(5_000), 3)).toEqual({ offset: 3, line: 1, column: 4 });
+    expect(findTooDeep('[["abc', 3)).toBeUndefined();
+    expect(findTooDeep('["\\', 3)).toBeUndefined();
+  });
+
   it("gives 1-based lines and columns", () => {
     expect(lineAndColumn("a\nbc", 3)).toEqual({ line: 2, column: 2 });
     expect(lineAndColumn("abc", 0)).toEqual({ line: 1, column: 1 });

@@ -47,8 +47,10 @@ function escapePointer(segment: string): string {
 }
 
 /**
- * Where a valid JSON text first opens an array or object at level `maxDepth + 1` (the
- * outermost is level 1), or undefined. Iterative, so that any depth can be scanned.
+ * Where a JSON text first opens an array or object at level `maxDepth + 1` (the outermost is
+ * level 1), or undefined. Iterative, so that any depth can be scanned; any text can be, valid
+ * JSON or not (the brackets outside strings are counted, an unterminated string ends the scan),
+ * so a scanner that recurses per level may run on a text only after this said undefined.
  *
  * @example findTooDeep("[[[1]]]", 2) // { offset: 2, line: 1, column: 3 }
  */
@@ -57,7 +59,9 @@ export function findTooDeep(text: string, maxDepth: number): TextPosition | unde
   for (let at = 0; at < text.length; at += 1) {
     const char = text.charCodeAt(at);
     if (char === 34 /* " */) {
-      for (at += 1; text.charCodeAt(at) !== 34; at += 1) if (text.charCodeAt(at) === 92) at += 1;
+      for (at += 1; at < text.length && text.charCodeAt(at) !== 34; at += 1) {
+        if (text.charCodeAt(at) === 92) at += 1;
+      }
     } else if (char === 91 /* [ */ || char === 123 /* { */) {
       depth += 1;
       if (depth > maxDepth) return { offset: at, ...lineAndColumn(text, at) };

@@ -136,6 +136,27 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/**
+ * How deeply a whole JSON document stet reads may nest (a ResultSet, a suite, a line of Results
+ * JSONL, a backup line, a request body): the values it carries may nest `MAX_JSON_DEPTH` levels,
+ * and the document wraps them in a few more (a ResultSet's output sits at level 4, a trajectory
+ * step's at level 6).
+ */
+export const MAX_DOCUMENT_DEPTH = MAX_JSON_DEPTH + 16;
+
+/**
+ * Whether a parsed JSON value nests arrays and objects more than `maxDepth` levels deep (the
+ * value itself is level 1). `JSON.parse` does not recurse, so it accepts any depth; everything
+ * after it that walks the value (schema validators, scanners, `JSON.stringify`) does, and
+ * overflows the stack. Every reader of JSON from outside asks this first. The walk stops at
+ * `maxDepth`, so it cannot overflow itself.
+ *
+ * @example nestsTooDeep(JSON.parse("[[[1]]]"), 2) // true
+ */
+export function nestsTooDeep(value: unknown, maxDepth = MAX_DOCUMENT_DEPTH): boolean {
+  return jsonShape(value as Json, maxDepth).tooDeep;
+}
+
 /** What one walk of a parsed JSON text finds: its object members and strings, and its depth. */
 export interface JsonShape {
   /** Object members, over all objects at every depth. */

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import { contentIdFromFingerprint } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
 import type { DatasetRow, DatasetSource, SampleInput } from "./types.js";
@@ -90,7 +90,7 @@ function mapRow<Row>(mapper: (row: Row) => SampleInput, row: Row, where: string)
   try {
     mapped = mapper(row);
   } catch (cause) {
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = thrownMessage(cause);
     throw new StetError("E_DATASET", `${where}: sample(row) threw: ${message}`, { cause });
   }
   if (mapped === null || typeof mapped !== "object" || mapped instanceof Promise) {
@@ -138,7 +138,7 @@ async function* indexed<Row>(
     }
   } catch (cause) {
     // Only the source's own iteration throws here: the consumer's errors stay with it.
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = thrownMessage(cause);
     const of = options.evalName === undefined ? "" : ` of eval ${JSON.stringify(options.evalName)}`;
     throw new StetError(
       "E_DATASET",

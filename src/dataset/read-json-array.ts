@@ -1,5 +1,6 @@
-import { visit } from "jsonc-parser";
-import type { Json } from "../core/json.js";
+import { MAX_JSON_DEPTH, type Json } from "../core/json.js";
+import { lineAndColumn } from "../core/json-text.js";
+import { findJsonSyntaxError } from "../core/json-syntax-error.js";
 import { StetError } from "../core/errors.js";
 import { asRow, checkJsonText, openDatasetFile, type LocatedRow } from "./dataset-file.js";
 import { decodeUtf8 } from "./utf8.js";
@@ -36,10 +37,13 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   try {
     parsed = JSON.parse(text) as Json;
   } catch (cause) {
+    // Where: the first syntax error, or the first bracket too deep when that comes first (rows
+    // are level 2 of the file).
+    const found = findJsonSyntaxError(text, MAX_JSON_DEPTH + 1);
+    if (found?.tooDeep) throw tooDeep(file, lineAndColumn(text, found.offset));
+    const where = found ? `${file}:${at(lineAndColumn(text, found.offset))}` : file;
     const message = (cause as Error).message;
-    throw new StetError("E_DATASET", `${locate(file, text)}: invalid JSON: ${message}`, {
-      cause,
-    });
+    throw new StetError("E_DATASET", `${where}: invalid JSON: ${message}`, { cause });
   }
   if (!Array.isArray(parsed)) {
     throw new StetError("E_DATASET", `${file}: expected a JSON array of rows`);
@@ -49,20 +53,13 @@ async function parseArrayFile(file: string): Promise<Json[]> {
   return parsed;
 }
 
-/**
- * `file:line:column` of the first syntax error. V8's messages carry no position for the most
- * common mistakes ("Unexpected token"), so the text is scanned again, on this failure path only.
- */
-function locate(file: string, text: string): string {
-  let where = file;
-  visit(
-    text,
-    {
-      onError: (_error, _offset, _length, line, column) => {
-        if (where === file) where = `${file}:${line + 1}:${column + 1}`;
-      },
-    },
-    { disallowComments: true, allowTrailingComma: false },
+function tooDeep(file: string, position: { line: number; column: number }): StetError {
+  return new StetError(
+    "E_DATASET",
+    `nesting too deep at ${file}:${at(position)}: a row may nest arrays and objects ${MAX_JSON_DEPTH} levels deep`,
   );
-  return where;
+}
+
+function at(position: { line: number; column: number }): string {
+  return `${position.line}:${position.column}`;
 }

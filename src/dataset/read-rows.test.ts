@@ -152,6 +152,18 @@ describe("readRows: depth and repeated keys", () => {
     await expect(collect(file)).rejects.toThrow(`nesting too deep at ${file}:2:521: `);
   });
 
+  it.each([
+    ["never closed", `[{"input":"a"},\n{"input":${"[".repeat(5_000)}`],
+    ["with a syntax error past the limit", `[{"input":"a"},\n{"input":${deep(5_000)}x]`],
+  ])("refuses a JSON array too deep and %s as too deep, not a stack overflow", async (_, text) => {
+    const file = await write("deep-bad.json", text);
+    const reading = collect(file);
+    await expect(reading).rejects.toMatchObject({ code: "E_DATASET" });
+    await expect(reading).rejects.toThrow(
+      `nesting too deep at ${file}:2:521: a row may nest arrays and objects 512 levels deep`,
+    );
+  });
+
   it("refuses a repeated key, naming file:line:column and the key", async () => {
     const file = await write(
       "dup.jsonl",

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import * as z from "zod";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import {
   contentIdFromFingerprint,
   fingerprintSample,
@@ -33,8 +33,15 @@ export function toSampleRecord(
   where: string,
   options: { mapped: boolean },
 ): SampleRecord {
-  const candidate = options.mapped ? value : gatherMetadata(value);
-  const result = sampleInputSchema.safeParse(candidate);
+  let result: ReturnType<typeof sampleInputSchema.safeParse>;
+  try {
+    result = sampleInputSchema.safeParse(options.mapped ? value : gatherMetadata(value));
+  } catch (cause) {
+    // A getter or proxy of an inline row threw while it was read.
+    throw new StetError("E_DATASET", `${where}: reading the row threw: ${thrownMessage(cause)}`, {
+      cause,
+    });
+  }
   if (!result.success) {
     throw new StetError("E_DATASET", `${where}: ${describeIssues(result.error, options.mapped)}`, {
       details: { where, issues: result.error.issues },

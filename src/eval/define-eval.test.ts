@@ -56,6 +56,8 @@ describe("defineEval", () => {
     ["scorers", { scorers: [] }, /scorers: expected at least one scorer/],
     ["scorers.1", { scorers: [exact, { name: "x" }] }, /scorers\.1: expected a scorer/],
     ["scorers.0", { scorers: [() => 1] }, /scorers\.0: an anonymous function/],
+    ["scorers.0", { scorers: [null] }, /scorers\.0: expected a scorer/],
+    ["scorers.1", { scorers: [exact, 7] }, /scorers\.1: expected a scorer/],
     [
       "scorers.1",
       { scorers: [exact, { name: "exact", score: exact }] },

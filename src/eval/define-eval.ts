@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
 import { boundedNumber } from "../core/bounds.js";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import { reducerSchema } from "../core/schemas.js";
 import { sandboxConfigSchema } from "../sandbox/index.js";
 import {
@@ -63,7 +63,9 @@ const definitionSchema = z
     }
     const seen = new Set<string>();
     def.scorers.forEach((scorer, index) => {
-      const name = scorer.name;
+      // Runs even when a scorer failed its own check (null, a number): only names count here.
+      const name: unknown = (scorer as { name?: unknown } | null)?.name;
+      if (typeof name !== "string") return;
       if (seen.has(name)) {
         ctx.addIssue({
           code: "custom",
@@ -125,7 +127,17 @@ export function isEval(value: unknown): value is Eval {
 }
 
 function validate(def: unknown): EvalDefinition {
-  const result = definitionSchema.safeParse(def);
+  let result: ReturnType<typeof definitionSchema.safeParse>;
+  try {
+    result = definitionSchema.safeParse(def);
+  } catch (cause) {
+    // A getter or proxy of the definition threw while it was read: the definition's own bug.
+    throw new StetError(
+      "E_CONFIG",
+      `invalid eval definition: reading it threw: ${thrownMessage(cause)}`,
+      { cause },
+    );
+  }
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = fieldOf(issue);

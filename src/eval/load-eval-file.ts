@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { dirname, extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { StetError, isStetError } from "../core/errors.js";
+import { StetError, isStetError, thrownMessage } from "../core/errors.js";
 import { asEval, isEval } from "./define-eval.js";
 import type { Eval } from "./types.js";
 
@@ -54,7 +54,7 @@ export async function loadEvalFile(
   await assertFile(path);
   const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
   const imported = importModule(path, TS_EXTENSIONS.has(extension));
-  const module = unwrapCommonJs(await withinLoadTimeout(imported, path, timeoutMs));
+  const module = await withinLoadTimeout(imported, path, timeoutMs);
   return { eval: toEval(path, module), path, baseDir: dirname(path) };
 }
 
@@ -99,7 +99,7 @@ async function importModule(path: string, typescript: boolean): Promise<Record<s
     const { importTypeScript } = await import("./import-typescript.js");
     return await importTypeScript(path);
   } catch (cause) {
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = thrownMessage(cause);
     const hint = /Cannot find (module|package) 'stet'/.test(message)
       ? " (install stet in the eval's project: npm install --save-dev stet)"
       : "";
@@ -120,19 +120,31 @@ function unwrapCommonJs(module: Record<string, unknown>): Record<string, unknown
   return names;
 }
 
-function toEval(path: string, module: Record<string, unknown>): Eval {
-  const exported = module.default;
-  if (isEval(exported) || isPlainObject(exported)) {
-    try {
-      return asEval(exported);
-    } catch (cause) {
-      if (!isStetError(cause, "E_CONFIG")) throw cause;
+/**
+ * The module's default export as an eval, or E_EVAL_LOAD saying why not. Whatever reading the
+ * export throws (a getter, a proxy's trap) is the eval file's problem too, named as such.
+ */
+function toEval(path: string, imported: Record<string, unknown>): Eval {
+  let problem: string;
+  try {
+    const module = unwrapCommonJs(imported);
+    const exported = module.default;
+    if (isEval(exported) || isPlainObject(exported)) return asEval(exported);
+    problem = describeExport(module);
+  } catch (cause) {
+    if (isStetError(cause, "E_CONFIG")) {
       throw new StetError("E_EVAL_LOAD", `${path}: ${cause.message}`, { cause });
     }
+    if (isStetError(cause)) throw cause;
+    throw new StetError(
+      "E_EVAL_LOAD",
+      `${path}: reading its default export threw: ${thrownMessage(cause)}`,
+      { cause },
+    );
   }
   throw new StetError(
     "E_EVAL_LOAD",
-    `${path} must default-export an eval (export default defineEval({ … })), but ${describeExport(module)}`,
+    `${path} must default-export an eval (export default defineEval({ … })), but ${problem}`,
   );
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findJsonSyntaxError } from "./find-json-syntax-error.js";
+import { MAX_DOCUMENT_DEPTH } from "../core/json.js";
 import { parseJson } from "./parse-json.js";
 
 describe("parseJson", () => {
@@ -26,14 +26,44 @@ describe("parseJson", () => {
   });
 });
 
-describe("findJsonSyntaxError", () => {
+describe("parseJson of text that is not JSON, with brackets in it", () => {
+  it("is a syntax error where it is, not a depth to refuse", () => {
+    expect(parseJson("\u001b[2J".repeat(100_000))).toMatchObject({
+      ok: false,
+      code: "json.syntax",
+      line: 1,
+      column: 1,
+      message: `expected a JSON value, found "\\u001b"`,
+    });
+    expect(parseJson(`[1, x${"[".repeat(5_000)}`)).toMatchObject({
+      code: "json.syntax",
+      column: 5,
+    });
+  });
+});
+
+describe("parseJson of a document nested too deep", () => {
+  const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+
+  it("reads one MAX_DOCUMENT_DEPTH levels deep", () => {
+    expect(parseJson(deep(MAX_DOCUMENT_DEPTH))).toMatchObject({ ok: true });
+  });
+
   it.each([
-    '{"a":[1,2.5e-3,{"b":"\\u00e9\\n"}],"c":true,"d":false,"e":null}',
-    " [ ] ",
-    '"x"',
-    "-0",
-  ])("agrees with JSON.parse that %s is valid", (text) => {
-    expect(() => JSON.parse(text) as unknown).not.toThrow();
-    expect(findJsonSyntaxError(text)).toBeUndefined();
+    ["one level deeper", deep(MAX_DOCUMENT_DEPTH + 1)],
+    ["5,000 arrays", deep(5_000)],
+    ["5,000 objects", '{"a":'.repeat(5_000) + "1" + "}".repeat(5_000)],
+    ["5,000 arrays never closed (not JSON either)", "[".repeat(5_000)],
+    ["200,000 arrays with a syntax error at the end", "[".repeat(200_000) + "x"],
+  ])("refuses %s at the first bracket too deep, without a stack overflow", (_name, text) => {
+    const parsed = parseJson(`\n ${text}`);
+    expect(parsed).toMatchObject({
+      ok: false,
+      code: "json.too_deep",
+      line: 2,
+      message: `nesting too deep: more than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
+    });
+    const column = text.startsWith("{") ? 2 + 5 * MAX_DOCUMENT_DEPTH : 2 + MAX_DOCUMENT_DEPTH;
+    expect(parsed.ok ? 0 : parsed.column).toBe(column);
   });
 });

@@ -6,7 +6,7 @@ import { StetError, isStetError } from "../core/errors.js";
 import { fallbackLineSchema, isFallbackLine } from "./fallback-line.js";
 import { formatValidationError } from "./format-validation-error.js";
 import { isPartial } from "./is-partial.js";
-import { parseJson } from "./parse-json.js";
+import { parseJson, refusalError } from "./parse-json.js";
 import { fromResult, type ResultAttempt } from "./result-mapping.js";
 import type { EvalPortResult, ResultSetDocument } from "./result-set-types.js";
 import { validateDocument } from "./validate-document.js";
@@ -92,19 +92,8 @@ type Parsed = Omit<ImportFile, "path" | "sha256">;
 
 function readResultSet(path: string, text: string): Parsed {
   const parsed = parseJson(text);
-  if (!parsed.ok) {
-    const { line, column, message } = parsed;
-    refuse(path, "ResultSet", [
-      {
-        file: path,
-        line,
-        column,
-        path: "",
-        code: "json.syntax",
-        message: `not valid JSON: ${message}`,
-      },
-    ]);
-  }
+  if (!parsed.ok)
+    refuse(path, "ResultSet", [{ ...refusalError(parsed, "not valid JSON"), file: path }]);
   const validation = validateDocument(parsed.value, "resultset");
   if (!validation.valid)
     refuse(
@@ -142,15 +131,7 @@ function readFallback(path: string, text: string): Parsed {
     if (raw.trim() === "") return;
     const parsed = parseJson(raw);
     if (!parsed.ok) {
-      const message = `line ${line} is not JSON: ${parsed.message}`;
-      errors.push({
-        file: path,
-        line,
-        column: parsed.column,
-        path: "",
-        code: "json.syntax",
-        message,
-      });
+      errors.push({ ...refusalError(parsed, `line ${line} is not JSON`), file: path, line });
       return;
     }
     const result = fallbackLineSchema.safeParse(parsed.value);

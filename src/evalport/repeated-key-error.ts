@@ -1,4 +1,4 @@
-import { jsonShape, mayRepeatKeys, type Json } from "../core/json.js";
+import { jsonShape, mayRepeatKeys, MAX_DOCUMENT_DEPTH, type Json } from "../core/json.js";
 import { findRepeatedKey } from "../core/json-text.js";
 import type { ValidationError } from "./validation-types.js";
 
@@ -15,15 +15,10 @@ export function repeatedKeyError(
   text: string,
   value: unknown,
 ): (ValidationError & { line: number; column: number }) | undefined {
-  const shape = jsonShape(value as Json);
-  if (!shape.tooDeep && !mayRepeatKeys(text, shape)) return undefined;
-  let found: ReturnType<typeof findRepeatedKey>;
-  try {
-    found = findRepeatedKey(text);
-  } catch {
-    // Nesting too deep for the scanner's recursion: nothing to say about keys.
-    return undefined;
-  }
+  const shape = jsonShape(value as Json, MAX_DOCUMENT_DEPTH);
+  // The scanner recurses per level: a text this deep is `parseJson`'s `json.too_deep` already.
+  if (shape.tooDeep || !mayRepeatKeys(text, shape)) return undefined;
+  const found = findRepeatedKey(text);
   if (found === undefined) return undefined;
   return {
     path: found.pointer,

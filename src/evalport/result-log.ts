@@ -111,6 +111,20 @@ export class ResultLog {
   }
 }
 
+/**
+ * Checks, reading only, that `path` is a Results JSONL that run `runId` may go on appending to
+ * (what `ResultLog.reopen` will open): missing, or its whole lines are Results of no other run.
+ * Refuses with `E_INVALID_INPUT` as `reopen` would, before a resume executes anything.
+ *
+ * @example checkResultLog("results.jsonl", "r_abc");
+ */
+export function checkResultLog(path: string, runId: string): void {
+  if (!existsSync(path)) return;
+  const bytes = readFileSync(path);
+  const text = bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1).toString("utf8");
+  if (text.trim() !== "") checkedLines(path, text, runId);
+}
+
 function checkedLines(
   path: string,
   text: string,

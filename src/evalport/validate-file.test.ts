@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isStetError } from "../core/errors.js";
+import { MAX_DOCUMENT_DEPTH } from "../core/json.js";
 import { formatValidationError } from "./format-validation-error.js";
 import { validateFile } from "./validate-file.js";
 
@@ -173,5 +174,43 @@ describe("validateFile", () => {
     const error: unknown = await validateFile(join(dir, "absent.json")).catch((e: unknown) => e);
     expect(isStetError(error, "E_INVALID_INPUT")).toBe(true);
     expect((error as Error).message).toContain("absent.json");
+  });
+});
+
+describe("validateFile of a document nested too deep", () => {
+  // Each overflowed the stack (RangeError) in a recursive scanner after JSON.parse accepted it.
+  const arrays = "[".repeat(5_000) + "]".repeat(5_000);
+  const output = JSON.stringify({ ...resultSet, results: [{ ...okResult, actual_output: "x" }] });
+  // The 1-based column of the first bracket past MAX_DOCUMENT_DEPTH: the document is level 1.
+  it.each([
+    ["a JSON file of 5,000 nested arrays", "deep.json", arrays, MAX_DOCUMENT_DEPTH + 1],
+    [
+      "a JSONL line of 5,000 nested objects",
+      "deep.jsonl",
+      `{"a":`.repeat(5_000) + "1" + "}".repeat(5_000),
+      5 * MAX_DOCUMENT_DEPTH + 1,
+    ],
+    [
+      "a ResultSet whose output nests 5,000 levels (at level 4 of the document)",
+      "deep-output.json",
+      output.replace('"x"', arrays),
+      output.indexOf('"x"') + MAX_DOCUMENT_DEPTH - 3 + 1,
+    ],
+  ])("%s is one json.too_deep error where it is", async (_name, name, text, column) => {
+    const result = await validateFile(file(name, text));
+    expect(result).toEqual({
+      valid: false,
+      kind: undefined,
+      errors: [
+        {
+          file: join(dir, name),
+          path: "",
+          code: "json.too_deep",
+          line: 1,
+          column,
+          message: `nesting too deep: more than ${MAX_DOCUMENT_DEPTH} levels of arrays and objects`,
+        },
+      ],
+    });
   });
 });

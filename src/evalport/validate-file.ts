@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { locatePointer } from "./locate-pointer.js";
-import { parseJson } from "./parse-json.js";
+import { parseJson, refusalError } from "./parse-json.js";
 import { repeatedKeyError } from "./repeated-key-error.js";
 import { suiteGraderIds } from "./suite-rules.js";
 import { validateDocument } from "./validate-document.js";
@@ -35,12 +35,10 @@ export async function validateFile(
   const parsed = parseJson(text);
   const kind = options.kind === "auto" ? undefined : options.kind;
   if (!parsed.ok) {
-    const { line, column } = parsed;
-    const message = `not valid JSON: ${parsed.message}`;
     return {
       valid: false,
       kind,
-      errors: [{ path: "", code: "json.syntax", message, file: path, line, column }],
+      errors: [{ ...refusalError(parsed, "not valid JSON"), file: path }],
     };
   }
   const result = validateDocument(parsed.value, kind ?? "auto");

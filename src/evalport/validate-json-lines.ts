@@ -1,5 +1,5 @@
 import { detectKind } from "./detect-kind.js";
-import { parseJson } from "./parse-json.js";
+import { parseJson, refusalError } from "./parse-json.js";
 import { repeatedKeyError } from "./repeated-key-error.js";
 import { type LocatedTestCase, testCaseSetErrors } from "./suite-rules.js";
 import { validateDocument } from "./validate-document.js";
@@ -37,8 +37,7 @@ export function validateJsonLines(text: string, options: JsonLinesOptions = {}):
     const where = { ...(file !== undefined && { file }), line };
     const parsed = parseJson(raw);
     if (!parsed.ok) {
-      const message = `line ${line} is not JSON: ${parsed.message}`;
-      errors.push({ path: "", code: "json.syntax", message, ...where, column: parsed.column });
+      errors.push({ ...refusalError(parsed, `line ${line} is not JSON`), ...where });
       return;
     }
     const repeated = repeatedKeyError(raw, parsed.value);

@@ -1,7 +1,7 @@
 import { realpathSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, extname, join, resolve } from "node:path";
-import { StetError } from "../core/errors.js";
+import { StetError, thrownMessage } from "../core/errors.js";
 import type { LoadedEvalFile, LoadEvalOptions } from "../eval/load-eval-file.js";
 import { detectKind } from "../evalport/detect-kind.js";
 import { loadEvalSource } from "./load-eval-source.js";
@@ -98,7 +98,7 @@ export async function loadEvalRegistry(
     try {
       loaded.push(await loadEvalSource(file, options));
     } catch (error) {
-      problems.push({ file, message: error instanceof Error ? error.message : String(error) });
+      problems.push({ file, message: thrownMessage(error) });
     }
   }
   return createEvalRegistry(loaded, problems, skipped);

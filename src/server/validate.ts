@@ -1,11 +1,13 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { boundedNumber } from "../core/bounds.js";
+import { MAX_DOCUMENT_DEPTH, nestsTooDeep } from "../core/json.js";
 import { ApiError } from "./api-error.js";
 
 /**
  * Parses the JSON body with `schema`, or throws a 400 `invalid_request` naming the failing
- * field. An empty body counts as `{}`.
+ * field. An empty body counts as `{}`. A body nested more than `MAX_DOCUMENT_DEPTH` levels deep
+ * is refused before the schema walks it.
  *
  * @example const body = await parseBody(c, z.object({ eval: z.string() }));
  */
@@ -17,6 +19,13 @@ export async function parseBody<T>(c: Context, schema: z.ZodType<T>): Promise<T>
       value = JSON.parse(text);
     } catch {
       throw new ApiError(400, "invalid_request", "the request body is not valid JSON");
+    }
+    if (nestsTooDeep(value)) {
+      throw new ApiError(
+        400,
+        "invalid_request",
+        `the request body nests arrays and objects more than ${MAX_DOCUMENT_DEPTH} levels deep`,
+      );
     }
   }
   return check(schema, value, "body");

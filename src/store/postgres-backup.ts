@@ -5,6 +5,7 @@ import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import { StetError } from "../core/errors.js";
+import { MAX_DOCUMENT_DEPTH, nestsTooDeep } from "../core/json.js";
 import { migratePostgresIn } from "./migrate-postgres.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { redactPassword, transaction } from "./postgres-driver.js";
@@ -280,11 +281,17 @@ async function insertRows(tx: pg.PoolClient, file: string, header: Header): Prom
 }
 
 function parseLine(file: string, n: number, line: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(line) as unknown;
+    value = JSON.parse(line) as unknown;
   } catch {
     throw invalid(file, n, "it is not JSON");
   }
+  // A row is re-serialized (JSON.stringify recurses) and sent to PostgreSQL: bound it first.
+  if (nestsTooDeep(value)) {
+    throw invalid(file, n, `it nests more than ${MAX_DOCUMENT_DEPTH} levels deep`);
+  }
+  return value;
 }
 
 function invalid(file: string, line: number, why: string): StetError {

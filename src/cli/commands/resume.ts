@@ -96,8 +96,10 @@ export async function resumeInStore(
     throw withNextCommands(planning.refusal.error, runId, flags.store);
   }
   const output = flags.output ?? resume.run.config.output;
-  // Before the claim: a Results file that cannot be written refuses before anything runs.
-  await prepareRunOutput(output, flags.output === undefined ? "the run's --output" : "--output");
+  // Before the claim: a Results file that cannot be written, or holds what the run cannot append
+  // to, refuses before anything runs.
+  const flag = flags.output === undefined ? "the run's --output" : "--output";
+  await prepareRunOutput(output, flag, resume.run.id);
   const code = await withRunOutput(store, io, output, (tee) =>
     runWithUi(io, uiOptions(flags, { model: resume.run.config.model }), (controls) => {
       const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };

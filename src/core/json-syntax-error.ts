@@ -1,25 +1,43 @@
+import { MAX_DOCUMENT_DEPTH } from "./json.js";
+
+/** The first thing wrong with a JSON text: where, what, and whether it is its depth. */
+export interface JsonTextProblem {
+  /** UTF-16 offset of the offending character (or of the first bracket too deep). */
+  offset: number;
+  message: string;
+  /** The text opens an array or object at level `maxDepth + 1` before any syntax error. */
+  tooDeep: boolean;
+}
+
 /**
  * Scans a JSON text (RFC 8259) and returns the offset of its first syntax error with a short
  * description, or `undefined` when the text is valid JSON. Only used after `JSON.parse` has
- * failed, to say where; it builds no values.
+ * failed, to say where; it builds no values. It recurses per level, so it stops at the first
+ * array or object deeper than `maxDepth` (the outermost is level 1) and says so (`tooDeep`):
+ * a text cannot overflow the stack, and one both too deep and malformed is told by whichever
+ * comes first.
  *
- * Why not jsonc-parser's error positions (which src/dataset/read-json-array.ts uses): they fall
- * short of what parse-json.test.ts requires. A fault inside a string (a bad escape, a control
+ * Why not jsonc-parser's error positions: a fault inside a string (a bad escape, a control
  * character, no closing quote) is reported at the string's opening quote, and only the last one;
- * an unknown token (`'a'`, `nope`) says nothing of what was expected there. Matching these
- * messages on top of jsonc-parser took more code than this scanner.
+ * an unknown token (`'a'`, `nope`) says nothing of what was expected there; and its parser
+ * recurses without a bound, on through the rest of a text after its first error.
  *
- * @example findJsonSyntaxError('[1, 2') // { offset: 5, message: "unexpected end of input, expected ',' or ']'" }
+ * @example findJsonSyntaxError('[1, 2') // { offset: 5, message: "unexpected end of input, expected ',' or ']'", tooDeep: false }
  */
-export function findJsonSyntaxError(text: string): { offset: number; message: string } | undefined {
-  const scanner = new Scanner(text);
+export function findJsonSyntaxError(
+  text: string,
+  maxDepth = MAX_DOCUMENT_DEPTH,
+): JsonTextProblem | undefined {
+  const scanner = new Scanner(text, maxDepth);
   try {
     scanner.value();
     scanner.skipWhitespace();
     if (scanner.pos < text.length) scanner.fail("unexpected content after the JSON value");
     return undefined;
   } catch (error) {
-    if (error instanceof JsonSyntaxError) return { offset: error.offset, message: error.message };
+    if (error instanceof JsonSyntaxError) {
+      return { offset: error.offset, message: error.message, tooDeep: error.tooDeep };
+    }
     throw error;
   }
 }
@@ -28,6 +46,7 @@ class JsonSyntaxError extends Error {
   constructor(
     message: string,
     readonly offset: number,
+    readonly tooDeep = false,
   ) {
     super(message);
   }
@@ -38,7 +57,11 @@ const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
 
 class Scanner {
   pos = 0;
-  constructor(private readonly text: string) {}
+  private depth = 0;
+  constructor(
+    private readonly text: string,
+    private readonly maxDepth: number,
+  ) {}
 
   fail(expected: string): never {
     const ch = this.text[this.pos];
@@ -71,10 +94,16 @@ class Scanner {
   }
 
   private container(close: "}" | "]", item: () => void): void {
+    this.depth++;
+    if (this.depth > this.maxDepth) {
+      const message = `nesting too deep: more than ${this.maxDepth} levels of arrays and objects`;
+      throw new JsonSyntaxError(message, this.pos, true);
+    }
     this.pos++;
     this.skipWhitespace();
     if (this.text[this.pos] === close) {
       this.pos++;
+      this.depth--;
       return;
     }
     for (;;) {
@@ -88,6 +117,7 @@ class Scanner {
       if (this.text[this.pos] === close) this.fail("expected a value after ',' (trailing comma)");
     }
     this.pos++;
+    this.depth--;
   }
 
   private member(): void {
