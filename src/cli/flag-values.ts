@@ -29,3 +29,14 @@ export function sampleIds(value: string, previous: string[] = []): string[] {
   }
   return [...previous, ...ids];
 }
+
+/**
+ * A model name: any non-blank text (an empty `--model ""` would silently mean "the eval's own").
+ *
+ * @example modelName("gpt-4o-mini") // "gpt-4o-mini"
+ */
+export function modelName(value: string): string {
+  if (value.trim() === "")
+    throw new InvalidArgumentError("expected a model name, not an empty one");
+  return value;
+}

@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { isStetError } from "../core/errors.js";
 import { withHint } from "./error-hints.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { bounded, sampleIds } from "./flag-values.js";
+import { bounded, modelName, sampleIds } from "./flag-values.js";
 import { printable } from "./printable.js";
 
 /** `stet serve`'s port when `--port` is not given. */
@@ -53,7 +53,7 @@ export function buildProgram(): Command {
     .option(
       "--model <model>",
       "model override passed to model-calling solvers; repeat it to run every model (one run each, one benchmark, one table)",
-      repeated,
+      models,
     )
     .option(
       "--dataset <file>",
@@ -162,7 +162,11 @@ export function buildProgram(): Command {
       "--allow-eval-change",
       "go on although the eval's solver (model, parameters) changed since the run started; recorded in its history (changed scorers: stet rescore first)",
     )
-    .option("--model <model>", "must be the run's model (a resume never switches models)")
+    .option(
+      "--model <model>",
+      "must be the run's model (a resume never switches models)",
+      modelName,
+    )
     .option("--eval <file>", "the eval file, when it moved since the run started")
     .option(
       "--fail-under <score>",
@@ -412,4 +416,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 /** A repeatable option's values, in the order given. */
 function repeated(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/** `--model`, repeatable: each a model name (`modelName`). */
+function models(value: string, previous: string[] | undefined): string[] {
+  return repeated(modelName(value), previous);
 }

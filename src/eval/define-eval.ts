@@ -30,7 +30,15 @@ const scorerSchema = z.custom<ScorerLike>().superRefine((scorer, ctx) => {
 
 const definitionSchema = z
   .strictObject({
-    name: z.string().refine((name) => name.trim() !== "", "expected a non-empty string"),
+    name: z
+      .string()
+      .refine((name) => name.trim() !== "", "expected a non-empty string")
+      // A name is printed in every summary, listing and report: no terminal control characters.
+      .refine(
+        // eslint-disable-next-line no-control-regex
+        (name) => !/[\u0000-\u001f\u007f-\u009f]/.test(name),
+        "expected no control characters",
+      ),
     dataset: datasetSchema,
     sample: z
       .custom<(row: DatasetRow) => SampleInput>(isFunction, "expected a function")
