@@ -15,6 +15,13 @@ const zodNamespace = {
   message: 'Write `import * as z from "zod"`: the named `z` pulls all of zod into dist/.',
 };
 
+/** api/ declares the API's JSON: types only, so nothing of it reaches a bundle at run time. */
+const typesOnly = {
+  selector:
+    "Program > :not(ImportDeclaration[importKind='type'], ExportNamedDeclaration[exportKind='type'], ExportAllDeclaration[exportKind='type'], TSInterfaceDeclaration, TSTypeAliasDeclaration)",
+  message: "api/ is the API's JSON contract: types only (`import type`, interfaces, type aliases).",
+};
+
 /**
  * The dependency rule (docs/ARCHITECTURE.md): the folders of src/ each folder's modules may
  * import. `store/types.js` is the Store port; `server/index.js` the server's public surface.
@@ -22,6 +29,8 @@ const zodNamespace = {
  */
 export const LAYERS = {
   core: [],
+  // The API's JSON contract, declared once for the server and the UI: types only, of core's.
+  api: ["core"],
   // Durable files (atomic writes, directory fsyncs): Node's file system and nothing of ours.
   durable: [],
   store: ["core", "durable"],
@@ -33,12 +42,12 @@ export const LAYERS = {
   engine: ["core", "durable", "store/types.js"],
   evalport: ["core", "durable", "eval", "scorers", "solvers", "sandbox", "store/types.js"],
   runs: ["core", "durable", "engine", "evalport", "eval", "store/types.js"],
-  server: ["core", "runs", "evalport", "store/types.js"],
+  server: ["core", "api", "runs", "evalport", "store/types.js"],
   // The composition root: it picks a concrete store and starts the server.
   cli: ["core", "durable", "runs", "evalport", "store", "server/index.js"],
   // The UI bundle shares the score chart with the HTML export and the dollars' format with the
-  // CLI, and nothing else of core/.
-  ui: ["core/score-chart.js", "core/money.js"],
+  // CLI, and nothing else of core/; it reads the API's JSON as api/ declares it.
+  ui: ["api", "core/score-chart.js", "core/money.js"],
 };
 
 /** How deep a module may sit under its layer's folder and still be checked: any real depth. */
@@ -76,6 +85,7 @@ function layerRules() {
         "no-restricted-syntax": [
           "error",
           zodNamespace,
+          ...(layer === "api" ? [typesOnly] : []),
           {
             selector: `ImportExpression > Literal[value=/${climbing(depth, targets).replaceAll("/", "\\x2F")}/]`,
             message,

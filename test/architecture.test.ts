@@ -37,6 +37,8 @@ describe("the layering rule is enforced by lint", () => {
     ["src/core/x.ts", "../store/types.js", "core imports nothing of ours"],
     ["src/core/x.ts", "node:fs", "core is pure"],
     ["src/ui/x.ts", "../server/api-error.js", "ui imports nothing of the server"],
+    ["src/api/x.ts", "../runs/read-run.js", "api imports core only"],
+    ["src/api/x.ts", "../server/run-view.js", "api imports core only"],
     ["src/eval/x.ts", "../evalport/load-suite.js", "eval never sees evalport"],
     ["src/runs/x.ts", "../server/executions.js", "runs never sees a shell"],
     ["src/sandbox/x.ts", "../scorers/code.js", "sandbox imports core only"],
@@ -89,10 +91,35 @@ describe("the layering rule is enforced by lint", () => {
     ["src/store/contract/x.ts", "../types.js"],
     ["src/scorers/x.ts", "../sandbox/index.js"],
     ["src/eval/x.ts", "../sandbox/index.js"],
+    ["src/ui/x.ts", "../api/contract.js"],
+    ["src/server/x.ts", "../api/contract.js"],
   ])("%s importing %s is allowed", async (file, specifier) => {
     expect(await lint(file, `import { y } from "${specifier}";\nexport const x = y;\n`)).toEqual(
       [],
     );
+  });
+});
+
+describe("the API contract (src/api/) is types only", () => {
+  const eslint = new ESLint({ cwd: ROOT });
+  it.each([
+    ["export const x = 1;\n"],
+    ['import { formatUsd } from "../core/money.js";\nexport type X = typeof formatUsd;\n'],
+  ])("lint refuses run-time code in src/api/: %j", async (code) => {
+    const [result] = await eslint.lintText(code, { filePath: join(ROOT, "src/api/x.ts") });
+    expect(result!.messages.filter((m) => / types only /.test(m.message))).toHaveLength(1);
+  });
+
+  it("bundles to nothing", async () => {
+    const { outputFiles } = await build({
+      entryPoints: [join(ROOT, "src/api/contract.ts")],
+      bundle: true,
+      write: false,
+      format: "esm",
+      absWorkingDir: ROOT,
+      logLevel: "silent",
+    });
+    expect(outputFiles.map((f) => f.text.trim())).toEqual([""]);
   });
 });
 

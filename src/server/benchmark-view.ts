@@ -1,18 +1,10 @@
+import type { BenchmarkCellView, BenchmarkView } from "../api/contract.js";
 import { reduceEpochs, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { scoresStand, selectOutcomes } from "../core/outcomes.js";
 import type { Run, Sample } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { runSummary } from "./run-view.js";
-
-/** One run's result on one sample: its epochs and, per scorer, the epoch-reduced value. */
-interface SampleCell {
-  fingerprint: string;
-  scored: number;
-  errored: number;
-  epochs: number;
-  scores: Record<string, number | null>;
-}
 
 interface RunData {
   run: Run;
@@ -34,7 +26,7 @@ export async function benchmarkView(
   evalName: string,
   page: { limit: number; offset: number },
   staleMs: number | undefined,
-) {
+): Promise<BenchmarkView | undefined> {
   const listed = await store.listRuns({ evalName });
   if (listed.length === 0) return undefined;
   const data = await Promise.all(listed.map(({ run }) => loadRun(store, run)));
@@ -49,7 +41,7 @@ export async function benchmarkView(
   const ids = [...new Set(data.flatMap((d) => [...d.samples.keys()]))].sort(binary);
   const entries = ids.slice(page.offset, page.offset + page.limit).map((sampleId) => {
     const first = data.find((d) => d.samples.has(sampleId))!.samples.get(sampleId)!;
-    const cells: Record<string, SampleCell | null> = {};
+    const cells: Record<string, BenchmarkCellView | null> = {};
     for (const d of data) cells[d.run.id] = cell(d, sampleId);
     const prints = new Set(Object.values(cells).flatMap((c) => (c ? [c.fingerprint] : [])));
     return {
@@ -96,7 +88,7 @@ async function loadRun(store: Store, run: Run): Promise<RunData> {
   return { run, samples, bySample, metrics, spent };
 }
 
-function cell(data: RunData, sampleId: string): SampleCell | null {
+function cell(data: RunData, sampleId: string): BenchmarkCellView | null {
   const record = data.samples.get(sampleId);
   if (!record) return null;
   const mine = data.bySample.get(sampleId) ?? [];

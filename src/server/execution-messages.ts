@@ -1,9 +1,14 @@
+import type {
+  AttemptHeadView,
+  EventMessage,
+  ExecutionEvents,
+  ExecutionProgressView,
+} from "../api/contract.js";
 import type { Progress } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import type { AttemptHead } from "../store/types.js";
 import { toApiError } from "./api-error.js";
 import type { ExecutionEvent } from "./executions.js";
-import type { SseMessage } from "./sse.js";
 
 /**
  * The SSE messages of a run this server executes:
@@ -17,11 +22,11 @@ import type { SseMessage } from "./sse.js";
  */
 export async function* executionMessages(
   events: AsyncIterable<ExecutionEvent>,
-): AsyncGenerator<SseMessage> {
+): AsyncGenerator<EventMessage<ExecutionEvents>> {
   for await (const event of events) yield* toMessages(event);
 }
 
-function toMessages(event: ExecutionEvent): SseMessage[] {
+function toMessages(event: ExecutionEvent): EventMessage<ExecutionEvents>[] {
   switch (event.type) {
     case "run-started":
       return [
@@ -81,11 +86,13 @@ function toMessages(event: ExecutionEvent): SseMessage[] {
  *
  * @example attemptSummary(attempt) // { sampleId, epoch, attempt, status, output, scores, … }
  */
-export function attemptSummary<A extends AttemptHead & { transcript?: Json }>(attempt: A) {
+export function attemptSummary<A extends AttemptHead & { transcript?: Json }>(
+  attempt: A,
+): AttemptHeadView & Omit<A, "runId" | "transcript"> {
   const { runId: _runId, transcript: _transcript, ...summary } = attempt;
   return summary;
 }
 
-function progressSummary(progress: Progress) {
+function progressSummary(progress: Progress): ExecutionProgressView {
   return { ...progress, remaining: progress.total - progress.done };
 }

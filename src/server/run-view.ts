@@ -1,3 +1,4 @@
+import type { CountsView, OwnerView, RunDetailView, RunSummaryView } from "../api/contract.js";
 import { runModel } from "../core/run-model.js";
 import type { Owner, Run } from "../core/types.js";
 import {
@@ -16,17 +17,17 @@ import { redactConfig } from "./redact.js";
  *
  * @example ownerView(run.owner, 30_000) // { host, pid, heartbeatAgeMs, alive: true, reason }
  */
-export function ownerView(owner: Owner | null, staleMs: number | undefined) {
+export function ownerView(owner: Owner | null, staleMs: number | undefined): OwnerView | null {
   return judgedOwnerView(withLiveness(owner, staleMs === undefined ? {} : { staleMs }));
 }
 
-function judgedOwnerView(judged: OwnerWithLiveness | null) {
+function judgedOwnerView(judged: OwnerWithLiveness | null): OwnerView | null {
   if (!judged) return null;
   const { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason } = judged;
   return { host, pid, heartbeatAt, heartbeatAgeMs, alive, reason };
 }
 
-function countsView(counts: RunCounts) {
+function countsView(counts: RunCounts): CountsView {
   const { total, scored, errored, remaining } = counts;
   return { total, done: scored, errored, remaining };
 }
@@ -45,7 +46,7 @@ export function runSummary(
   counts: RunCounts,
   staleMs: number | undefined,
   activeWorkers?: number,
-) {
+): RunSummaryView {
   const read = runAsRead(stored, staleMs === undefined ? {} : { staleMs });
   return summaryView(read, counts, activeWorkers);
 }
@@ -54,7 +55,7 @@ function summaryView(
   { run, owner, orphaned }: RunAsRead,
   counts: RunCounts,
   activeWorkers: number | undefined,
-) {
+): RunSummaryView {
   return {
     id: run.id,
     evalName: run.evalName,
@@ -79,7 +80,11 @@ function summaryView(
  *
  * @example (await runDetail(store, "r_abc", {})).counts.remaining // keys a resume would execute
  */
-export async function runDetail(store: Store, runId: string, options: { staleMs?: number }) {
+export async function runDetail(
+  store: Store,
+  runId: string,
+  options: { staleMs?: number },
+): Promise<RunDetailView> {
   const { run, owner, orphaned, report, workers } = await readRun(store, runId, options);
   const { counts } = report;
   // A distributed run's workers, by id (never their tokens); working ones count while it runs.

@@ -1,4 +1,5 @@
 /** The HTTP API as the UI uses it: JSON requests, SSE over fetch, and the optional bearer token. */
+import type { EventMessage } from "../api/contract.js";
 
 const TOKEN_KEY = "stet.token";
 
@@ -61,22 +62,23 @@ export async function postJson<T>(path: string, body: unknown = {}): Promise<T> 
   return (await send(path, { method: "POST", body })).json() as Promise<T>;
 }
 
-export interface SseEvent {
+interface SseEvent {
   event: string;
   data: unknown;
 }
 
 /**
  * Reads a server-sent event stream over fetch (EventSource can neither POST nor send a bearer
- * token). Ends when the server ends the stream or `signal` aborts.
+ * token), its events as the contract's `Events` map names them. Ends when the server ends the
+ * stream or `signal` aborts.
  *
- * @example for await (const e of sse("/api/runs/r_1/events", {}, signal)) console.log(e.event);
+ * @example for await (const e of sse<FollowEvents>("/api/runs/r_1/events", {}, signal)) e.event;
  */
-export async function* sse(
+export async function* sse<Events>(
   path: string,
   init: { method?: string; body?: unknown },
   signal: AbortSignal,
-): AsyncGenerator<SseEvent> {
+): AsyncGenerator<EventMessage<Events>> {
   const response = await send(path, { ...init, signal });
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -90,7 +92,8 @@ export async function* sse(
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         const parsed = parseBlock(block);
-        if (parsed) yield parsed;
+        // The server's streams are typed against the same contract (api/contract.ts).
+        if (parsed) yield parsed as EventMessage<Events>;
       }
     }
   } finally {

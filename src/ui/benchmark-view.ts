@@ -3,7 +3,7 @@ import { getJson } from "./api.js";
 import { badge, fill, h, preview, score, totalCost, type Child } from "./dom.js";
 import { runDiffSection } from "./run-diff.js";
 import { link, runHref } from "./shared.js";
-import type { BenchmarkView } from "./types.js";
+import type { BenchmarkView } from "../api/contract.js";
 
 export async function benchmarkView(
   main: HTMLElement,

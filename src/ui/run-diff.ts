@@ -2,7 +2,7 @@
 import { getJson } from "./api.js";
 import { fill, h, score, type Child } from "./dom.js";
 import { link, message, runHref } from "./shared.js";
-import type { RunDiffView } from "./types.js";
+import type { RunDiffView } from "../api/contract.js";
 
 /** How many regressed samples are linked per scorer. */
 const REGRESSED_SHOWN = 50;

@@ -4,7 +4,14 @@ import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.j
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message, pause } from "./shared.js";
 import { throttled } from "./throttle.js";
-import type { RunDetail, SamplePage, WorkerView } from "./types.js";
+import type {
+  EventMessage,
+  ExecutionEvents,
+  FollowEvents,
+  RunDetailView,
+  SamplePageView,
+  WorkerView,
+} from "../api/contract.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
@@ -33,7 +40,7 @@ export async function runView(
   );
   const page = { offset: 0 };
   const drawSamples = async () => {
-    const list = await getJson<SamplePage>(
+    const list = await getJson<SamplePageView>(
       `/api/runs/${encodeURIComponent(runId)}/samples?${filters.query(page.offset)}`,
       signal,
     );
@@ -89,12 +96,12 @@ export async function runView(
    */
   const postStream = async (
     action: "resume" | "rescore",
-    onEvent: (e: { event: string; data: unknown }) => boolean | void,
+    onEvent: (e: EventMessage<ExecutionEvents>) => boolean | void,
   ): Promise<boolean> => {
     const stream = new AbortController();
     signal.addEventListener("abort", () => stream.abort(), { once: true });
     try {
-      for await (const e of sse(
+      for await (const e of sse<ExecutionEvents>(
         `/api/runs/${encodeURIComponent(runId)}/${action}`,
         { method: "POST" },
         stream.signal,
@@ -114,7 +121,7 @@ export async function runView(
     fill(notice, "Resuming…");
     const started = await postStream("resume", (e) => {
       if (e.event !== "started") return false;
-      const d = e.data as { preserved: number; remaining: number };
+      const d = e.data;
       fill(notice, `Resumed: ${d.preserved} preserved, ${d.remaining} to execute.`);
       // The run goes on without this request; its progress is followed from the store.
       return true;
@@ -129,16 +136,13 @@ export async function runView(
     fill(notice, "Rescoring…");
     const done = await postStream("rescore", (e) => {
       if (e.event === "progress") {
-        const d = e.data as { done: number; errored: number; total: number };
+        const d = e.data;
         fill(notice, `Rescoring: ${d.done + d.errored}/${d.total} outputs scored.`);
       } else if (e.event === "completed") {
-        const d = e.data as { rescored: number };
+        const d = e.data;
         fill(notice, `Rescored ${d.rescored} stored outputs; no model was called for them.`);
       } else if (e.event === "error") {
-        fill(
-          notice,
-          h("span", { class: "error" }, String((e.data as { message: string }).message)),
-        );
+        fill(notice, h("span", { class: "error" }, String(e.data.message)));
       }
     });
     if (done) await refresh();
@@ -167,9 +171,11 @@ export async function runView(
       signal,
       (error) => fill(notice, h("span", { class: "error" }, message(error))),
     );
-    for await (const e of sse(`/api/runs/${encodeURIComponent(runId)}/events`, {}, signal)) {
+    const events = sse<FollowEvents>(`/api/runs/${encodeURIComponent(runId)}/events`, {}, signal);
+    for await (const e of events) {
       if (e.event === "progress") {
-        run = { ...run, counts: { ...run.counts, ...(e.data as Partial<RunDetail["counts"]>) } };
+        const { total, done, errored, remaining } = e.data;
+        run = { ...run, counts: { ...run.counts, total, done, errored, remaining } };
         draw();
         live.request();
       } else if (e.event === "completed") {
@@ -201,7 +207,7 @@ export async function runView(
 }
 
 /** Running with a live owner, or distributed and running (its workers execute it, no owner). */
-function isExecuting(run: RunDetail): boolean {
+function isExecuting(run: RunDetailView): boolean {
   return run.status === "running" && (run.distributed || !!run.owner?.alive);
 }
 
@@ -219,13 +225,13 @@ async function downloadResultSet(runId: string): Promise<void> {
   }
 }
 
-function loadRun(runId: string, signal: AbortSignal): Promise<RunDetail> {
-  return getJson<RunDetail>(`/api/runs/${encodeURIComponent(runId)}`, signal);
+function loadRun(runId: string, signal: AbortSignal): Promise<RunDetailView> {
+  return getJson<RunDetailView>(`/api/runs/${encodeURIComponent(runId)}`, signal);
 }
 
 /** Title, owner and the actions; redrawn only when they change, so a click is never lost. */
 function runHead(
-  run: RunDetail,
+  run: RunDetailView,
   actions: { resume: () => void; rescore: () => void; cancel: () => void },
 ): Child[] {
   const { counts } = run;
@@ -283,7 +289,7 @@ function runHead(
   ];
 }
 
-function runProgress({ counts }: RunDetail): Child[] {
+function runProgress({ counts }: RunDetailView): Child[] {
   return [
     bar(counts.done, counts.errored, counts.total),
     h(
@@ -294,7 +300,7 @@ function runProgress({ counts }: RunDetail): Child[] {
   ];
 }
 
-function runDetails(run: RunDetail): Child[] {
+function runDetails(run: RunDetailView): Child[] {
   return [
     run.workers && workersTable(run.workers),
     h(
@@ -352,7 +358,7 @@ function runDetails(run: RunDetail): Child[] {
 }
 
 /** The run's retries: requests re-sent over all its attempts, and keys that needed another. */
-function retriesLine(retries: RunDetail["retries"]): HTMLElement {
+function retriesLine(retries: RunDetailView["retries"]): HTMLElement {
   return h(
     "p",
     { class: "meta retries" },
@@ -368,7 +374,7 @@ function retriesLine(retries: RunDetail["retries"]): HTMLElement {
  * own markup with every name escaped (`distributionChartSvg`), parsed as an SVG document (so it
  * must name its namespace: `standalone`), never as HTML.
  */
-function scoreChart(run: RunDetail): Element {
+function scoreChart(run: RunDetailView): Element {
   const svg = distributionChartSvg(run.distribution, { standalone: true });
   const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
   const figure = h("figure", { class: "score-chart" });

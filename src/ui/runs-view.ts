@@ -2,10 +2,10 @@
 import { getJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when } from "./dom.js";
 import { link, message, pause, runHref } from "./shared.js";
-import type { RunListed } from "./types.js";
+import type { EvalsView, ExecutionEvents, RunsPageView } from "../api/contract.js";
 
 export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<void> {
-  const evals = await getJson<{ evals: { name: string }[] }>("/api/evals", signal);
+  const evals = await getJson<EvalsView>("/api/evals", signal);
   const table = h("tbody");
   const notice = h("p", { class: "notice", role: "status" });
   fill(
@@ -32,7 +32,7 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
   );
   for (;;) {
     // One request: the listing carries status, progress, metrics and cost of every run.
-    const { runs } = await getJson<{ runs: RunListed[] }>("/api/runs?limit=50", signal);
+    const { runs } = await getJson<RunsPageView>("/api/runs?limit=50", signal);
     fill(
       table,
       runs.length === 0 && h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")),
@@ -102,16 +102,16 @@ function startForm(evals: { name: string }[], notice: HTMLElement): HTMLElement 
 async function startRun(evalName: string, notice: HTMLElement): Promise<void> {
   const stop = new AbortController();
   try {
-    for await (const e of sse(
+    for await (const e of sse<ExecutionEvents>(
       "/api/runs",
       { method: "POST", body: { eval: evalName } },
       stop.signal,
     )) {
       if (e.event === "started") {
-        location.hash = runHref((e.data as { runId: string }).runId);
+        location.hash = runHref(e.data.runId);
         return;
       }
-      if (e.event === "error") throw new Error((e.data as { message: string }).message);
+      if (e.event === "error") throw new Error(e.data.message);
     }
   } catch (error) {
     fill(notice, h("span", { class: "error" }, message(error)));

@@ -2,7 +2,12 @@
 import { getJson } from "./api.js";
 import { badge, dollars, fill, full, h, score, when } from "./dom.js";
 import { link, runHref } from "./shared.js";
-import type { AttemptView, JournalStepView, SampleDetail, ScoringView } from "./types.js";
+import type {
+  AttemptView,
+  JournalStepView,
+  SampleDetailView,
+  ScoringView,
+} from "../api/contract.js";
 
 export async function sampleView(
   main: HTMLElement,
@@ -10,7 +15,7 @@ export async function sampleView(
   sampleId: string,
   signal: AbortSignal,
 ): Promise<void> {
-  const detail = await getJson<SampleDetail>(
+  const detail = await getJson<SampleDetailView>(
     `/api/runs/${encodeURIComponent(runId)}/samples/${encodeURIComponent(sampleId)}`,
     signal,
   );
@@ -32,7 +37,7 @@ export async function sampleView(
   );
 }
 
-function attemptCard(a: AttemptView, detail: SampleDetail): HTMLElement {
+function attemptCard(a: AttemptView, detail: SampleDetailView): HTMLElement {
   const outcome = detail.epochs.find((e) => e.epoch === a.epoch)?.outcomeAttempt === a.attempt;
   return h(
     "article",

@@ -1,9 +1,9 @@
 /** A run's samples: the filters above the table, and the paged table itself. */
 import { badge, h, preview, score, type Child } from "./dom.js";
 import { link, runHref } from "./shared.js";
-import type { AttemptView, RunDetail, SamplePage } from "./types.js";
+import type { AttemptSummaryView, RunDetailView, SamplePageView } from "../api/contract.js";
 
-export function sampleFilters(run: RunDetail, onChange: () => void) {
+export function sampleFilters(run: RunDetailView, onChange: () => void) {
   const control = (tag: string, attrs: Record<string, string>, ...options: [string, string][]) => {
     const element = h(
       tag,
@@ -56,7 +56,7 @@ export function sampleFilters(run: RunDetail, onChange: () => void) {
 
 export function samplesTable(
   runId: string,
-  list: SamplePage,
+  list: SamplePageView,
   page: { offset: number },
   redraw: () => void,
 ): Child[] {
@@ -115,11 +115,11 @@ export function samplesTable(
   ];
 }
 
-function scoresText(attempt: AttemptView): string {
+function scoresText(attempt: AttemptSummaryView): string {
   return attempt.scores.map((s) => `${s.scorer} ${score(s.value)}`).join(", ");
 }
 
-function outputText(attempt: AttemptView): string {
+function outputText(attempt: AttemptSummaryView): string {
   return attempt.status === "error" && attempt.error
     ? `${attempt.error.type}: ${preview(attempt.error.message)}`
     : preview(attempt.output);

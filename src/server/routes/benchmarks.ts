@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import type { BenchmarksView } from "../../api/contract.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
 import { benchmarkView } from "../benchmark-view.js";
@@ -15,7 +16,8 @@ export function benchmarksRoutes(deps: AppDeps): Hono {
 
   app.get("/benchmarks", async (c) => {
     const benchmarks = await deps.store.listBenchmarks();
-    return c.json(deps.redact({ benchmarks: benchmarks.map((b) => ({ id: b.evalName, ...b })) }));
+    const view: BenchmarksView = { benchmarks: benchmarks.map((b) => ({ id: b.evalName, ...b })) };
+    return c.json(deps.redact(view));
   });
 
   app.get("/benchmarks/:id", async (c) => {

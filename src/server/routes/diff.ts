@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
+import type { RunDiffView } from "../../api/contract.js";
 import { diffRuns } from "../../runs/diff-runs.js";
 import type { AppDeps } from "../app-deps.js";
 import { parseQuery } from "../validate.js";
@@ -22,7 +23,8 @@ export function diffRoutes(deps: AppDeps): Hono {
   app.get("/diff", async (c) => {
     const q = parseQuery(c, diffQuery);
     const allowDifferentEvals = q.allowDifferentEvals === "true";
-    return c.json(deps.redact(await diffRuns(deps.store, q.a, q.b, { allowDifferentEvals })));
+    const diff: RunDiffView = await diffRuns(deps.store, q.a, q.b, { allowDifferentEvals });
+    return c.json(deps.redact(diff));
   });
   return app;
 }

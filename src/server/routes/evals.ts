@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import type { EvalsView } from "../../api/contract.js";
 import type { AppDeps } from "../app-deps.js";
 
 /**
@@ -9,7 +10,12 @@ import type { AppDeps } from "../app-deps.js";
 export function evalsRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   app.get("/evals", (c) =>
-    c.json(deps.redact({ evals: deps.evals.list(), problems: deps.evals.problems })),
+    c.json(
+      deps.redact({
+        evals: deps.evals.list(),
+        problems: deps.evals.problems,
+      } satisfies EvalsView),
+    ),
   );
   return app;
 }

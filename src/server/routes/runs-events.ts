@@ -1,11 +1,18 @@
 import { Hono } from "hono";
+import type {
+  CountsView,
+  EventMessage,
+  FollowCompletedView,
+  FollowEvents,
+  FollowProgressView,
+} from "../../api/contract.js";
 import type { Run } from "../../core/types.js";
 import { runAsRead, withLiveness } from "../../runs/read-run.js";
 import { requireRun } from "../../runs/require-run.js";
 import type { RunCounts } from "../../store/types.js";
 import type { AppDeps } from "../app-deps.js";
 import { attemptSummary } from "../execution-messages.js";
-import { sseResponse, type SseMessage } from "../sse.js";
+import { sseResponse } from "../sse.js";
 
 /**
  * GET /runs/:id/events: live progress of a run executing anywhere, read from the store (so it
@@ -34,12 +41,16 @@ export function runsEventsRoutes(deps: AppDeps): Hono {
   return app;
 }
 
-async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGenerator<SseMessage> {
+async function* follow(
+  deps: AppDeps,
+  first: Run,
+  signal: AbortSignal,
+): AsyncGenerator<EventMessage<FollowEvents>> {
   const { store } = deps;
   let run = first;
   let { cursor } = await store.listAttemptsAfter(run.id);
   let counts = await store.countKeys(run.id);
-  yield { event: "progress", data: { status: statusOf(run, deps), ...countsView(counts) } };
+  yield { event: "progress", data: progressOf(run, counts, deps) };
   for (;;) {
     // The run was read before the counts: an owner commits before it releases, so once the run
     // reads as finished the counts read after it are final.
@@ -59,14 +70,14 @@ async function* follow(deps: AppDeps, first: Run, signal: AbortSignal): AsyncGen
     const next = await store.countKeys(run.id);
     if (!sameCounts(next, counts)) {
       counts = next;
-      yield { event: "progress", data: { status: statusOf(run, deps), ...countsView(counts) } };
+      yield { event: "progress", data: progressOf(run, counts, deps) };
     }
   }
 }
 
-/** The status a reader sees: a dead owner's run is interrupted. */
-function statusOf(run: Run, deps: AppDeps) {
-  return runAsRead(run, deps.engine).run.status;
+/** The status a reader sees (a dead owner's run is interrupted) and the counts. */
+function progressOf(run: Run, counts: RunCounts, deps: AppDeps): FollowProgressView {
+  return { status: runAsRead(run, deps.engine).run.status, ...countsView(counts) };
 }
 
 /**
@@ -80,7 +91,7 @@ function isLive(run: Run, deps: AppDeps): boolean {
 }
 
 /** The final event: a dead owner's run reads as interrupted (`runAsRead`), with the reason. */
-function ended(stored: Run, counts: RunCounts, deps: AppDeps) {
+function ended(stored: Run, counts: RunCounts, deps: AppDeps): FollowCompletedView {
   const { run, owner, orphaned } = runAsRead(stored, deps.engine);
   return {
     status: run.status,
@@ -90,7 +101,7 @@ function ended(stored: Run, counts: RunCounts, deps: AppDeps) {
   };
 }
 
-function countsView({ total, scored, errored, remaining }: RunCounts) {
+function countsView({ total, scored, errored, remaining }: RunCounts): CountsView {
   return { total, done: scored, errored, remaining };
 }
 

@@ -1,5 +1,11 @@
 import { Hono } from "hono";
 import * as z from "zod";
+import type {
+  JournalStepView,
+  RunsPageView,
+  SampleDetailView,
+  SamplePageView,
+} from "../../api/contract.js";
 import { isStetError } from "../../core/errors.js";
 import { runStatusSchema } from "../../core/schemas.js";
 import { buildResultSet } from "../../evalport/build-result-set.js";
@@ -39,7 +45,12 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     const q = parseQuery(c, listQuery);
     // A benchmark is the runs of one eval, so both filters name an eval.
     if (q.eval && q.benchmark && q.eval !== q.benchmark) {
-      return c.json({ runs: [], limit: q.limit, offset: q.offset, nextOffset: null });
+      return c.json({
+        runs: [],
+        limit: q.limit,
+        offset: q.offset,
+        nextOffset: null,
+      } satisfies RunsPageView);
     }
     const evalName = q.eval ?? q.benchmark;
     // With each run's metrics and spend, from one read of the store for the whole page.
@@ -60,7 +71,9 @@ export function runsReadRoutes(deps: AppDeps): Hono {
       }))
       .filter((r) => !q.status || r.status === q.status);
     const nextOffset = listed.length > q.limit ? q.offset + q.limit : null;
-    return c.json(redact({ runs, limit: q.limit, offset: q.offset, nextOffset }));
+    return c.json(
+      redact({ runs, limit: q.limit, offset: q.offset, nextOffset } satisfies RunsPageView),
+    );
   });
 
   app.get("/runs/:id", async (c) => {
@@ -82,7 +95,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
           metadata: sample.metadata ?? null,
           outcome: outcome && attemptSummary(outcome),
         })),
-      }),
+      } satisfies SamplePageView),
     );
   });
 
@@ -116,8 +129,11 @@ export function runsReadRoutes(deps: AppDeps): Hono {
       scorings
         .filter((s) => s.epoch === a.epoch && s.attempt === a.attempt)
         .map(({ runId: _r, sampleId: _s, epoch: _e, attempt: _a, ...s }) => s);
+    // trajectoryStep builds the export's step (Json): its fields are JournalStepView's.
     const journalOf = (a: { epoch: number; attempt: number }) =>
-      steps.filter((e) => e.epoch === a.epoch && e.attempt === a.attempt).map(trajectoryStep);
+      steps
+        .filter((e) => e.epoch === a.epoch && e.attempt === a.attempt)
+        .map((e) => trajectoryStep(e) as unknown as JournalStepView);
     return c.json(
       redact({
         sample: first.sample,
@@ -135,7 +151,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
           scorings: scoringsOf(attempt),
           journal: journalOf(attempt),
         })),
-      }),
+      } satisfies SampleDetailView),
     );
   });
 
