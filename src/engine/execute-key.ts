@@ -7,6 +7,7 @@ import type {
   SolverFn,
 } from "../core/eval.js";
 import type { Json } from "../core/json.js";
+import { modelCallIdentity } from "../core/model-call-identity.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import { configurationFaultSchema, usageSchema } from "../core/schemas.js";
 import type { Redactor } from "../core/secrets.js";
@@ -196,17 +197,19 @@ async function journaledChat(
   return { reply, replayed: done.replayed };
 }
 
-/** What a chat step is keyed and recorded by: model, messages, parameters; never key or headers. */
+/**
+ * What a chat step is keyed and recorded by: the call's identity without its endpoint (see
+ * modelCallIdentity: the shape journals have always been hashed by); never key or headers.
+ */
 function chatInput(call: ModelCall, model: string | undefined): Json {
-  const input: Record<string, Json> = {
+  return modelCallIdentity({
     model: model ?? call.model ?? null,
     messages: call.messages,
-  };
-  if (call.system !== undefined) input.system = call.system;
-  if (call.temperature !== undefined) input.temperature = call.temperature;
-  if (call.maxTokens !== undefined) input.maxTokens = call.maxTokens;
-  if (call.params !== undefined) input.params = call.params;
-  return input;
+    system: call.system,
+    temperature: call.temperature,
+    maxTokens: call.maxTokens,
+    params: call.params,
+  });
 }
 
 function stepError(thrown: unknown): StepError {

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
+import { modelCallIdentity } from "../core/model-call-identity.js";
 import type { Json } from "../core/json.js";
 import type { Sample, Usage } from "../core/types.js";
 import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
@@ -70,13 +71,18 @@ export function chat(options: ChatSolverOptions): SolverFn {
   return solver;
 }
 
-/** The journal's record of the request: what ctx.chat records, never the key or headers. */
+/**
+ * The journal's record of the request, as ctx.chat's: the call's identity without its endpoint
+ * (see modelCallIdentity), the system prompt already among the messages; never key or headers.
+ */
 function chatInput(model: string, messages: ChatMessage[], options: ChatSolverOptions): Json {
-  const input: Record<string, Json> = { model, messages };
-  if (options.temperature !== undefined) input.temperature = options.temperature;
-  if (options.maxTokens !== undefined) input.maxTokens = options.maxTokens;
-  if (options.params !== undefined) input.params = options.params;
-  return input;
+  return modelCallIdentity({
+    model,
+    messages,
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    params: options.params,
+  });
 }
 
 function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { Failure, postWithRetries, safeJson, type ChatEndpoint } from "./chat-completion.js";
+import { Failure, postToEndpoint, safeJson, type ChatEndpoint } from "./chat-completion.js";
 import { bareModel } from "./model-name.js";
 
 export interface EmbeddingsRequest extends ChatEndpoint {
@@ -31,7 +31,7 @@ const responseSchema = z.object({
  */
 export async function embeddings(request: EmbeddingsRequest): Promise<Embeddings> {
   const model = bareModel(request.model);
-  const { value } = await postWithRetries(
+  const { value } = await postToEndpoint(
     request,
     "/embeddings",
     { model, input: request.input },

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { openai } from "./openai-provider.js";
+import { Failure } from "./retrying-post.js";
+
+const messages = [{ role: "user", content: "2+2?" }];
+const says = (text: string) => `: ${openai.errorDetail(text)}`;
+
+describe("the openai provider", () => {
+  it("has OpenAI's endpoint and credential defaults", () => {
+    expect(openai).toMatchObject({
+      name: "openai",
+      defaultBaseURL: "https://api.openai.com/v1",
+      baseUrlEnv: "OPENAI_BASE_URL",
+      apiKeyEnv: "OPENAI_API_KEY",
+    });
+    expect(openai.headers("sk-x")).toEqual({
+      "content-type": "application/json",
+      authorization: "Bearer sk-x",
+    });
+    expect(openai.headers(undefined)).toEqual({ "content-type": "application/json" });
+  });
+
+  it.each([
+    ["a bare call", { model: "gpt-4o-mini", messages }, { model: "gpt-4o-mini", messages }],
+    [
+      "temperature, max_tokens and params",
+      { model: "llama3:8b", messages, temperature: 0, maxTokens: 5, params: { seed: 7 } },
+      { model: "llama3:8b", messages, temperature: 0, max_tokens: 5, seed: 7 },
+    ],
+    [
+      "a reasoning model's max_completion_tokens",
+      { model: "o3-mini", messages, maxTokens: 5 },
+      { model: "o3-mini", messages, max_completion_tokens: 5 },
+    ],
+    [
+      "params that override fields",
+      { model: "gpt-5", messages, temperature: 1, params: { temperature: 0.5, tools: [] } },
+      { model: "gpt-5", messages, temperature: 0.5, tools: [] },
+    ],
+  ])("maps %s to a /chat/completions body", (_what, call, body) => {
+    expect(openai.chatRequest(call)).toEqual({ path: "/chat/completions", body });
+  });
+
+  it.each([
+    [
+      "content and usage",
+      {
+        choices: [{ message: { content: "4" } }],
+        usage: { prompt_tokens: 3, completion_tokens: 1 },
+      },
+      { content: "4", usage: { inputTokens: 3, outputTokens: 1 } },
+    ],
+    ["null content, no usage", { choices: [{ message: { content: null } }] }, { content: "" }],
+  ])("maps a reply with %s", (_what, body, reply) => {
+    expect(openai.chatReply(JSON.stringify(body), says)).toEqual(reply);
+  });
+
+  it.each([
+    ["not JSON", "<html>", new Failure("provider", "malformed chat completion response", 200)],
+    [
+      "no choices",
+      JSON.stringify({ choices: [] }),
+      new Failure("provider", "malformed chat completion response", 200),
+    ],
+    [
+      "an error body in a 200 (OpenRouter)",
+      JSON.stringify({ error: { message: "upstream down", code: 502 } }),
+      new Failure("provider", "error in response body: upstream down", 502),
+    ],
+  ])("turns a reply that is %s into a Failure", (_what, text, failure) => {
+    expect(openai.chatReply(text, says)).toEqual(failure);
+  });
+
+  it.each([
+    ["an error object", JSON.stringify({ error: { message: "bad key" } }), "bad key"],
+    ["an error string", JSON.stringify({ error: "overloaded" }), "overloaded"],
+    ["plain text", "Bad Gateway", "Bad Gateway"],
+  ])("reads the server's words from %s", (_what, text, detail) => {
+    expect(openai.errorDetail(text)).toBe(detail);
+  });
+});

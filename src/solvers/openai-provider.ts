@@ -1,0 +1,101 @@
+import * as z from "zod";
+import type { Json } from "../core/json.js";
+import type { CanonicalCall, CanonicalReply, Provider } from "./provider.js";
+import { Failure } from "./retrying-post.js";
+
+const responseSchema = z.object({
+  choices: z
+    .array(z.object({ message: z.object({ content: z.string().nullish() }).loose() }).loose())
+    .min(1),
+  usage: z
+    .object({
+      prompt_tokens: z.number().nonnegative(),
+      completion_tokens: z.number().nonnegative(),
+    })
+    .loose()
+    .nullish(),
+});
+
+const errorBodySchema = z.object({
+  error: z.union([
+    z.string(),
+    z.object({ message: z.string().optional(), code: z.unknown().optional() }).loose(),
+  ]),
+});
+
+/**
+ * The OpenAI-compatible chat format (OpenAI, vLLM, Ollama, llama.cpp, OpenRouter): POST
+ * `/chat/completions` with a Bearer key, defaults from OPENAI_BASE_URL and OPENAI_API_KEY.
+ *
+ * @example openai.chatRequest({ model: "gpt-4o-mini", messages }).path // "/chat/completions"
+ */
+export const openai: Provider<"OPENAI_API_KEY"> = {
+  name: "openai",
+  defaultBaseURL: "https://api.openai.com/v1",
+  baseUrlEnv: "OPENAI_BASE_URL",
+  apiKeyEnv: "OPENAI_API_KEY",
+  headers(apiKey) {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    return headers;
+  },
+  chatRequest(call) {
+    return { path: "/chat/completions", body: chatBody(call) };
+  },
+  chatReply,
+  errorDetail(text) {
+    const body = errorBodySchema.safeParse(safeJson(text));
+    const error = body.success ? body.data.error : undefined;
+    return typeof error === "string" ? error : (error?.message ?? text);
+  },
+};
+
+function chatBody(call: CanonicalCall): Record<string, Json> {
+  // OpenAI's reasoning models reject max_tokens; most other servers only know max_tokens.
+  const maxTokensField = /^(o\d|gpt-5)/.test(call.model) ? "max_completion_tokens" : "max_tokens";
+  return {
+    model: call.model,
+    messages: call.messages,
+    ...(call.temperature === undefined ? {} : { temperature: call.temperature }),
+    ...(call.maxTokens === undefined ? {} : { [maxTokensField]: call.maxTokens }),
+    ...call.params,
+  };
+}
+
+function chatReply(text: string, says: (text: string) => string): CanonicalReply | Failure {
+  const json = safeJson(text);
+  const parsed = responseSchema.safeParse(json);
+  if (parsed.success) {
+    const { choices, usage } = parsed.data;
+    return {
+      content: choices[0]?.message.content ?? "",
+      ...(usage == null
+        ? {}
+        : { usage: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+    };
+  }
+  // Some gateways (OpenRouter) report upstream failures as a 200 whose body is an error.
+  const failure = errorBodySchema.safeParse(json);
+  if (failure.success && typeof failure.data.error === "object") {
+    const code = failure.data.error.code;
+    return new Failure(
+      "provider",
+      `error in response body${says(text)}`,
+      typeof code === "number" ? code : 200,
+    );
+  }
+  return new Failure("provider", "malformed chat completion response", 200);
+}
+
+/**
+ * The JSON in `text`, or undefined when it is not JSON.
+ *
+ * @example safeJson("{") // undefined
+ */
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
