@@ -55,6 +55,21 @@ export async function resumeCommand(runId: string, flags: ResumeFlags): Promise<
   }
 }
 
+/** What `planResume` is asked from the flags, for one run and for each run of a benchmark. */
+function planOptions(flags: ResumeFlags) {
+  return {
+    ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
+    ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
+    ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
+    ...(flags.model === undefined ? {} : { model: flags.model }),
+    ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
+    ...(flags.rerun === undefined ? {} : { rerun: flags.rerun }),
+    ...(flags.rerunFailed ? { rerunFailed: true } : {}),
+    ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+  };
+}
+
 /** `resumeCommand` in a store the caller opened (and closes). */
 export async function resumeInStore(
   store: Store,
@@ -70,20 +85,7 @@ export async function resumeInStore(
     const runs = await benchmarkRuns(store, runId);
     if (runs.length > 0) return resumeBenchmark(io, store, runId, runs, flags);
   }
-  const planning = await planResume({
-    store,
-    runId,
-    ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
-    ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
-    ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
-    ...(flags.model === undefined ? {} : { model: flags.model }),
-    ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
-    ...(flags.rerun === undefined ? {} : { rerun: flags.rerun }),
-    ...(flags.rerunFailed ? { rerunFailed: true } : {}),
-    ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
-    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
-    ...stale,
-  });
+  const planning = await planResume({ store, runId, ...planOptions(flags), ...stale });
   let resume: PlannedResume;
   if (planning.ok) resume = planning.resume;
   else if (planning.refusal.reason === "nothing-to-resume") {
@@ -180,16 +182,7 @@ async function resumeBenchmark(
   const stale = staleLimit();
   const entries: ManyEntry[] = [];
   for (const run of runs) {
-    const planning = await planResume({
-      store,
-      runId: run.id,
-      ...(flags.rerunChanged === undefined ? {} : { rerunChanged: flags.rerunChanged }),
-      ...(flags.rerunErrors === undefined ? {} : { rerunErrors: flags.rerunErrors }),
-      ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
-      ...(flags.rerunFailed ? { rerunFailed: true } : {}),
-      ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
-      ...stale,
-    });
+    const planning = await planResume({ store, runId: run.id, ...planOptions(flags), ...stale });
     let resume: PlannedResume;
     if (planning.ok) resume = planning.resume;
     else if (planning.refusal.reason === "nothing-to-resume") resume = planning.refusal.resume;
