@@ -9,13 +9,12 @@ import { runEval } from "../runs/start-run.js";
 import { modelGraded } from "../scorers/model-graded.js";
 import { chat } from "../solvers/chat.js";
 import { callModel } from "../solvers/model-call.js";
-import type { Store } from "../store/types.js";
 import {
   startMockOpenAI,
   type MockAction,
   type MockOpenAI,
 } from "../../test/helpers/mock-openai.js";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
 
 /**
  * An attempt's `retries`: every request its model calls re-sent after a retryable failure, by
@@ -28,11 +27,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-function store(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
+const store = storesPerTest();
 
 /** A mock that fails the first `failures(key)` requests of each key (500, then 429, …). */
 async function failing(failures: (key: string) => number): Promise<MockOpenAI> {

@@ -1,21 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { EngineEval, ModelCaller, SolverFn } from "../core/eval.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { Sample, SampleRecord } from "../core/types.js";
 import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
 import type { Store } from "../store/types.js";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function store(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
+const store = storesPerTest();
 
 const records = (n: number): SampleRecord[] =>
   Array.from({ length: n }, (_, i) => {

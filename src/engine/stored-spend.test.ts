@@ -1,19 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { describe, expect, it } from "vitest";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
 import { draft, newRun } from "../store/contract/fixtures.js";
 import type { Store, StoredSpend } from "../store/types.js";
 import { Budget } from "./budget.js";
 import { followStoredSpend } from "./stored-spend.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function store(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
+const store = storesPerTest();
 
 const ids = Array.from({ length: 40 }, (_, i) => `s${String(i).padStart(2, "0")}`);
 /** Costs that are exact in binary, so sums in any order are equal. */

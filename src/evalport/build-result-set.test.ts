@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isStetError } from "../core/errors.js";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import { fingerprintSample } from "../core/fingerprint.js";
@@ -7,7 +7,7 @@ import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
 import type { EngineEval } from "../core/eval.js";
 import type { Store } from "../store/types.js";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
 import { assembleResultSet } from "./assemble-result-set.js";
 import { buildResultSet, loadOutcomes } from "./build-result-set.js";
 import { isPartial } from "./is-partial.js";
@@ -16,15 +16,7 @@ import { toResult } from "./result-mapping.js";
 import { resultKey } from "./result-set-types.js";
 import { validateDocument } from "./validate-document.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function store(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
+const store = storesPerTest();
 
 const records = (n: number): SampleRecord[] =>
   Array.from({ length: n }, (_, i) => {

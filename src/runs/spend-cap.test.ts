@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { describe, expect, it } from "vitest";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { RunEvent } from "../core/events.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
-import type { Store } from "../store/types.js";
 import { resumeRun } from "./resume-run.js";
 import { runEval } from "./start-run.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-function store(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
+const store = storesPerTest();
 
 const records = (n: number): SampleRecord[] =>
   Array.from({ length: n }, (_, i) => {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/types.js";
 
@@ -29,4 +30,22 @@ export function tempStore(): {
 export function tempDir(): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "stet-test-"));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A factory of temp stores (`tempStore`), each closed and removed after its test: call it once
+ * at the top of a test file.
+ *
+ * @example const store = storesPerTest(); it("…", async () => { const s = store(); … });
+ */
+export function storesPerTest(): () => Store {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+  return () => {
+    const t = tempStore();
+    cleanups.push(t.cleanup);
+    return t.store;
+  };
 }
