@@ -7,6 +7,7 @@ import {
   prepareStart,
   runEval,
   startDistributed,
+  type StartRequest,
 } from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
@@ -78,19 +79,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
-  const prepared = await prepareStart({
-    eval: source,
-    model: flags.dataset === undefined ? flags.model : undefined,
-    epochs: flags.epochs,
-    concurrency: flags.concurrency,
-    limit: flags.limit,
-    timeoutMs: flags.timeout,
-    maxCost: flags.maxCost,
-    resumeFrom: flags.resumeFrom,
-    output: flags.output,
-    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
-    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
-  });
+  const prepared = await prepareStart(startRequest(flags, source, flags.model));
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
     flags.store,
@@ -160,6 +149,30 @@ function evalSource(
   };
 }
 
+/**
+ * What `prepareStart` is asked for a run of `source` with `model`, for `stet run` and for each
+ * model of a benchmark (a dataset run's model is its chat solver's, in the source already).
+ */
+function startRequest(
+  flags: RunFlags,
+  source: string | { dataset: DatasetEvalConfig },
+  model: string | undefined,
+): StartRequest {
+  return {
+    eval: source,
+    model: typeof source === "string" ? model : undefined,
+    epochs: flags.epochs,
+    concurrency: flags.concurrency,
+    limit: flags.limit,
+    timeoutMs: flags.timeout,
+    maxCost: flags.maxCost,
+    resumeFrom: flags.resumeFrom,
+    output: flags.output,
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+  };
+}
+
 /** The eval file a resume is given: none for a dataset run, which builds its eval again. */
 function evalFile(source: string | { dataset: DatasetEvalConfig }): string | undefined {
   return typeof source === "string" ? source : undefined;
@@ -197,17 +210,7 @@ async function runBenchmark(
   const prepared = [];
   for (const model of models) {
     const source = evalSource(target, { ...flags, model });
-    prepared.push(
-      await prepareStart({
-        eval: source,
-        model: typeof source === "string" ? model : undefined,
-        epochs: flags.epochs,
-        concurrency: flags.concurrency,
-        limit: flags.limit,
-        timeoutMs: flags.timeout,
-        maxCost: flags.maxCost,
-      }),
-    );
+    prepared.push(await prepareStart(startRequest(flags, source, model)));
   }
   const shares = splitConcurrency(prepared[0]!.eval.concurrency, models.length);
   const store = await openStore(flags.store, stale);
