@@ -108,7 +108,7 @@ describe("out-of-bound defineEval fields", () => {
   );
 });
 
-describe("README", () => {
+describe("docs/cli.md", () => {
   // The row of the "Bounds of numeric inputs" table that documents each bound.
   const ROWS: Record<BoundName, string> = {
     concurrency: "`--concurrency`",
@@ -131,8 +131,10 @@ describe("README", () => {
   };
 
   it("lists every bound as core/bounds.ts has it", () => {
-    const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-    const section = readme.slice(readme.indexOf("#### Bounds of numeric inputs"));
+    const page = readFileSync(fileURLToPath(new URL("../docs/cli.md", import.meta.url)), "utf8");
+    const start = page.indexOf("\n## Bounds of numeric inputs\n");
+    expect(start, "docs/cli.md has a Bounds of numeric inputs section").toBeGreaterThan(-1);
+    const section = page.slice(start + 1);
     const table = section.split("\n\n")[2]!.split("\n");
     for (const [name, bound] of Object.entries(BOUNDS) as [
       BoundName,

@@ -1,7 +1,7 @@
 import type { StetErrorCode } from "../core/errors.js";
 import type { RunStatus } from "../core/types.js";
 
-/** The CLI's exit codes (the README's "Exit codes" table). */
+/** The CLI's exit codes (the "Exit codes" table of docs/runs-and-resume.md). */
 export const EXIT = {
   ok: 0,
   fatal: 1,

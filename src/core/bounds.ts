@@ -21,7 +21,7 @@ const DAY_MS = 86_400_000;
  * Every numeric input of stet, checked here for the CLI's flags and environment variables, the
  * HTTP API's request bodies and `defineEval`, so the three accept the same values. The bounds are
  * far beyond what a serious run needs; they exist so a typo (`--concurrency 1000000000`) is
- * refused before anything is created instead of exhausting the process. README's "Bounds" table
+ * refused before anything is created instead of exhausting the process. The "Bounds" table of docs/cli.md
  * lists them (a test keeps the two in step).
  */
 export const BOUNDS = {
@@ -140,7 +140,7 @@ export const BOUNDS = {
 export type BoundName = keyof typeof BOUNDS;
 
 /**
- * The range of a bound in words, as messages and the README say it.
+ * The range of a bound in words, as messages and docs/cli.md say it.
  *
  * @example describeBound("concurrency") // "an integer from 1 to 1000"
  * @example describeBound("maxCost") // "a number of US dollars above 0, at most 1000000000"

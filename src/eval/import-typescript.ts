@@ -51,7 +51,7 @@ export async function importTypeScript(path: string): Promise<Module> {
   } catch (error) {
     if (!isResolutionFailure(error)) throw error;
     // A static import that does not resolve stops the module before any of it runs (one that is
-    // dynamic and awaited at load may not: the README says so).
+    // dynamic and awaited at load may not: docs/writing-evals.md says so).
     const module = await importWithTsx(path);
     // Gone: another process rebuilt the entry (an edit) after this one read it; nothing to learn.
     if (!existsSync(output)) return module;
