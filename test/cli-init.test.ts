@@ -134,7 +134,7 @@ describe("stet init", () => {
     );
   });
 
-  it("ships the examples and the built CLI in the npm package", async () => {
+  it("ships the examples, the built CLI and the manual in the npm package", async () => {
     const { stdout } = await promisify(execFile)(
       "npm",
       ["pack", "--dry-run", "--json", "--ignore-scripts"],
@@ -151,8 +151,14 @@ describe("stet init", () => {
       "examples/agent/questions.jsonl",
       "examples/humaneval/humaneval.jsonl",
       "examples/humaneval/README.md",
+      "README.md",
     ])
       expect(paths).toContain(path);
+    // The README's links into docs/ resolve in the installed package too.
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const docs = [...readme.matchAll(/\]\((docs\/[^)#]+)/g)].map((m) => m[1]!);
+    expect(docs.length).toBeGreaterThan(10);
+    for (const path of docs) expect(paths).toContain(path);
     expect(paths.some((path) => path.startsWith("test/") || path.startsWith("src/"))).toBe(false);
   });
 });
