@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
@@ -17,6 +19,8 @@ afterAll(() => mock.close());
 
 describe("the bundled examples", () => {
   it("runs the README's main command: the arithmetic eval, no key, no network", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    expect(readme).toContain("npm ci && npx stet run examples/arithmetic/eval.ts ");
     const tmp = tempDir();
     try {
       const result = await runCli(
