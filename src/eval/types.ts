@@ -11,7 +11,7 @@ export interface EvalDefinition<Row = DatasetRow> {
   /** A path (JSONL, JSON array or CSV; relative paths resolve against the eval file), an array, or an (async) iterable. */
   dataset: DatasetSource<Row>;
   /** Maps a row whose columns are not `{ id?, input, target?, metadata? }`. */
-  sample?: (row: Row) => SampleInput;
+  sample?(row: Row): SampleInput;
   solver: SolverFn;
   scorers: ScorerLike[];
   epochs?: number;
