@@ -18,7 +18,8 @@ export type {
 } from "./sandbox/index.js";
 export { runEval } from "./runs/start-run.js";
 export { resumeRun } from "./runs/resume-run.js";
-export { evalIdentity, compareIdentity } from "./runs/run-identity.js";
+export { evalIdentity } from "./runs/eval-identity.js";
+export { compareIdentity } from "./runs/run-identity.js";
 export type { RunEvalOptions } from "./runs/start-run.js";
 export type { ResumeOptions } from "./runs/resume-run.js";
 export type { EngineEval } from "./core/eval.js";

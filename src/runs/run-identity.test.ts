@@ -7,7 +7,8 @@ import { scorers } from "../scorers/index.js";
 import { solvers } from "../solvers/index.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
 import { planResume, resumeRun } from "./resume-run.js";
-import { compareIdentity, evalIdentity, layoutFree } from "./run-identity.js";
+import { evalIdentity, layoutFree } from "./eval-identity.js";
+import { compareIdentity } from "./run-identity.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,9 +1,6 @@
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import type { Scorer, SolverFn } from "../core/eval.js";
 import { StetError } from "../core/errors.js";
 import { canonicalJson, type Json } from "../core/json.js";
-import { createSecretRedactor, redactConfig, type Secret } from "../core/secrets.js";
+import type { Secret } from "../core/secrets.js";
 import type {
   IdentityDifference,
   RunConfig,
@@ -14,44 +11,7 @@ import type {
 } from "../core/types.js";
 import { runModel } from "../core/run-model.js";
 import { shellQuote } from "../core/shell-quote.js";
-
-/** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
-export interface IdentitySource {
-  name: string;
-  solver: SolverFn;
-  scorers: readonly Scorer[];
-  epochs: number;
-}
-
-/**
- * What defines a run of `ev`: its name, the solver's resolved description (`describe()`, else the
- * sha256 of the function's source), each scorer's name and configuration (`describe()`, else the
- * sha256 of its `score` source), the epochs the eval declares, and the sha256 of the eval file's
- * bytes. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
- *
- * @example const identity = evalIdentity(resolved, "/work/evals/qa.ts");
- */
-export function evalIdentity(
-  ev: IdentitySource,
-  evalPath?: string,
-  secrets: readonly Secret[] = [],
-): RunIdentity {
-  const identity: RunIdentity = {
-    evalName: ev.name,
-    solver: solverIdentity(ev.solver),
-    scorers: ev.scorers.map(scorerIdentity),
-    epochs: ev.epochs,
-  };
-  const fileHash = evalPath === undefined ? undefined : fileSha256(evalPath);
-  if (fileHash !== undefined) identity.evalFileSha256 = fileHash;
-  const all = [
-    ...secrets,
-    ...(ev.solver.secrets?.() ?? []),
-    ...ev.scorers.flatMap((s) => s.secrets?.() ?? []),
-  ];
-  return createSecretRedactor(all).json(redactConfig(identity) as unknown as Json)
-    .value as unknown as RunIdentity;
-}
+import { evalIdentity, type IdentitySource } from "./eval-identity.js";
 
 /**
  * The kind of a difference, which decides what `checkEval` does about it: `eval` (name, solver)
@@ -389,55 +349,6 @@ export function historyEntry(
     change,
     differences: differences.map(({ field, recorded, current }) => ({ field, recorded, current })),
   };
-}
-
-function solverIdentity(solver: SolverFn): Record<string, Json> {
-  return (
-    solver.describe?.() ?? {
-      kind: "function",
-      name: solver.name || "anonymous",
-      sourceSha256: sourceHash(solver),
-    }
-  );
-}
-
-function scorerIdentity(scorer: Scorer): ScorerIdentity {
-  return {
-    name: scorer.name,
-    config: scorer.describe?.() ?? { kind: "function", sourceSha256: sourceHash(scorer.score) },
-  };
-}
-
-/**
- * sha256 of a function's source in a layout-free form: whitespace kept only between two word
- * characters (as one space), and no `;` before `}`. The same TypeScript loaded by the bundle or by
- * tsx (which strips whitespace) then hashes alike; an edit of only that layout does not count.
- */
-function sourceHash(fn: (...args: never[]) => unknown): string {
-  return sha256(layoutFree(Function.prototype.toString.call(fn)));
-}
-
-/**
- * @example layoutFree("function f(a) {\n  return a;\n}") // "function f(a){return a}"
- */
-export function layoutFree(source: string): string {
-  return source
-    .replace(/\s+/g, " ")
-    .replace(/ (?=[^\w$])|(?<=[^\w$]) /g, "")
-    .replace(/;}/g, "}")
-    .trim();
-}
-
-function fileSha256(path: string): string | undefined {
-  try {
-    return createHash("sha256").update(readFileSync(path)).digest("hex");
-  } catch {
-    return undefined;
-  }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
 
 /**

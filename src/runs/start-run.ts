@@ -12,7 +12,7 @@ import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
 import { StetError } from "../core/errors.js";
-import { evalIdentity } from "./run-identity.js";
+import { evalIdentity } from "./eval-identity.js";
 import type { Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";

@@ -11,95 +11,7 @@ const DISTRIBUTED = `json_extract(config, '$.distributed') = 1`;
  * (SQLite has no SKIP LOCKED; its one writer lock is what keeps two claimants apart).
  */
 export function prepareLeases(db: SqliteDatabase, now: () => number) {
-  const s = {
-    insertLeases: db.prepare(
-      `WITH RECURSIVE e(epoch) AS (SELECT 1 UNION ALL SELECT epoch + 1 FROM e WHERE epoch < @epochs)
-       INSERT INTO leases (run_id, sample_id, epoch)
-       SELECT @runId, s.sample_id, e.epoch FROM samples s CROSS JOIN e WHERE s.run_id = @runId`,
-    ),
-    register: db.prepare(
-      `INSERT INTO workers (token, run_id, host, pid, concurrency, lease_ms, started_at,
-         heartbeat_at, state)
-       VALUES (@token, @runId, @host, @pid, @concurrency, @leaseMs, @now, @nowMs, 'active')`,
-    ),
-    worker: db.prepare<{ lease_ms: number; state: string }>(
-      `SELECT lease_ms, state FROM workers WHERE token = @token AND run_id = @runId`,
-    ),
-    pick: db.prepare<{ sample_id: string; epoch: number; token: string | null }>(
-      `SELECT sample_id, epoch, token FROM leases
-       WHERE run_id = @runId AND done = 0 AND (token IS NULL OR expires_at <= @nowMs)
-       ORDER BY epoch, sample_id LIMIT @limit`,
-    ),
-    take: db.prepare(
-      `UPDATE leases SET token = @token, expires_at = @expiresAt, claims = claims + 1
-       WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
-    ),
-    markLost: db.prepare(
-      `UPDATE workers SET state = 'lost' WHERE token = @token AND run_id = @runId AND state = 'active'`,
-    ),
-    openCounts: db.prepare<{ open: number; elsewhere: number | null }>(
-      `SELECT COUNT(*) AS open,
-         SUM(token IS NOT NULL AND token <> @token AND expires_at > @nowMs) AS elsewhere
-       FROM leases WHERE run_id = @runId AND done = 0`,
-    ),
-    held: db.prepare<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM leases WHERE run_id = @runId AND sample_id = @sampleId
-         AND epoch = @epoch AND token = @token AND done = 0 AND expires_at > @nowMs`,
-    ),
-    finish: db.prepare(
-      `UPDATE leases SET done = 1 WHERE run_id = @runId AND sample_id = @sampleId
-         AND epoch = @epoch AND token = @token AND done = 0`,
-    ),
-    countDone: db.prepare(`UPDATE workers SET keys_done = keys_done + @n WHERE token = @token`),
-    countRejected: db.prepare(`UPDATE workers SET rejected = rejected + 1 WHERE token = @token`),
-    expiredOwn: db.prepare<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM leases WHERE run_id = @runId AND token = @token AND done = 0
-         AND expires_at <= @nowMs`,
-    ),
-    extend: db.prepare(
-      `UPDATE leases SET expires_at = @expiresAt WHERE run_id = @runId AND token = @token AND done = 0`,
-    ),
-    beat: db.prepare(`UPDATE workers SET heartbeat_at = @nowMs WHERE token = @token`),
-    cancelRequested: db.prepare<{ cancel_requested: string | null }>(
-      `SELECT cancel_requested FROM runs WHERE id = ?`,
-    ),
-    release: db.prepare(
-      `UPDATE leases SET token = NULL, expires_at = NULL
-       WHERE run_id = @runId AND token = @token AND done = 0`,
-    ),
-    expire: db.prepare(
-      `UPDATE leases SET expires_at = @nowMs - 1 WHERE run_id = @runId AND token = @token AND done = 0`,
-    ),
-    setState: db.prepare(
-      `UPDATE workers SET state = @state WHERE token = @token AND run_id = @runId
-         AND (state = 'active' OR @state = 'lost')`,
-    ),
-    list: db.prepare<WorkerRow>(
-      `SELECT * FROM workers WHERE run_id = ? ORDER BY started_at, rowid`,
-    ),
-    reopenRun: db.prepare(
-      `UPDATE runs SET status = 'running', note = NULL, cancel_requested = NULL, updated_at = @now
-       WHERE id = @runId AND owner_token IS NULL AND ${DISTRIBUTED}`,
-    ),
-    reopenLeases: db.prepare(
-      `UPDATE leases SET done = 0, token = NULL, expires_at = NULL
-       WHERE run_id = @runId AND done = 1 AND NOT EXISTS (
-         SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
-           AND s.sample_id = a.sample_id
-         WHERE a.run_id = @runId AND a.sample_id = leases.sample_id AND a.epoch = leases.epoch
-           AND a.fingerprint = s.fingerprint AND a.status = 'scored')`,
-    ),
-    cancel: db.prepare(
-      `UPDATE runs SET cancel_requested = @note
-       WHERE id = @runId AND status = 'running' AND owner_token IS NULL AND ${DISTRIBUTED}`,
-    ),
-    close: db.prepare(
-      `UPDATE runs SET status = @status, note = @note, cancel_requested = NULL, updated_at = @now
-       WHERE id = @runId AND status = 'running' AND owner_token IS NULL AND ${DISTRIBUTED}
-         AND NOT EXISTS (SELECT 1 FROM leases WHERE run_id = @runId AND done = 0
-           AND (@final OR (token IS NOT NULL AND expires_at > @nowMs)))`,
-    ),
-  };
+  const s = leaseStatements(db);
   const isWorker = (runId: string, token: string) => s.worker.get({ runId, token }) !== undefined;
 
   return {
@@ -193,5 +105,98 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
       const at = new Date(nowMs).toISOString();
       return s.close.run({ runId, status, note, final, nowMs, now: at }).changes === 1;
     },
+  };
+}
+
+/** The statements of leases and workers, prepared once (the first time a distributed run asks). */
+function leaseStatements(db: SqliteDatabase) {
+  return {
+    insertLeases: db.prepare(
+      `WITH RECURSIVE e(epoch) AS (SELECT 1 UNION ALL SELECT epoch + 1 FROM e WHERE epoch < @epochs)
+       INSERT INTO leases (run_id, sample_id, epoch)
+       SELECT @runId, s.sample_id, e.epoch FROM samples s CROSS JOIN e WHERE s.run_id = @runId`,
+    ),
+    register: db.prepare(
+      `INSERT INTO workers (token, run_id, host, pid, concurrency, lease_ms, started_at,
+         heartbeat_at, state)
+       VALUES (@token, @runId, @host, @pid, @concurrency, @leaseMs, @now, @nowMs, 'active')`,
+    ),
+    worker: db.prepare<{ lease_ms: number; state: string }>(
+      `SELECT lease_ms, state FROM workers WHERE token = @token AND run_id = @runId`,
+    ),
+    pick: db.prepare<{ sample_id: string; epoch: number; token: string | null }>(
+      `SELECT sample_id, epoch, token FROM leases
+       WHERE run_id = @runId AND done = 0 AND (token IS NULL OR expires_at <= @nowMs)
+       ORDER BY epoch, sample_id LIMIT @limit`,
+    ),
+    take: db.prepare(
+      `UPDATE leases SET token = @token, expires_at = @expiresAt, claims = claims + 1
+       WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
+    ),
+    markLost: db.prepare(
+      `UPDATE workers SET state = 'lost' WHERE token = @token AND run_id = @runId AND state = 'active'`,
+    ),
+    openCounts: db.prepare<{ open: number; elsewhere: number | null }>(
+      `SELECT COUNT(*) AS open,
+         SUM(token IS NOT NULL AND token <> @token AND expires_at > @nowMs) AS elsewhere
+       FROM leases WHERE run_id = @runId AND done = 0`,
+    ),
+    held: db.prepare<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM leases WHERE run_id = @runId AND sample_id = @sampleId
+         AND epoch = @epoch AND token = @token AND done = 0 AND expires_at > @nowMs`,
+    ),
+    finish: db.prepare(
+      `UPDATE leases SET done = 1 WHERE run_id = @runId AND sample_id = @sampleId
+         AND epoch = @epoch AND token = @token AND done = 0`,
+    ),
+    countDone: db.prepare(`UPDATE workers SET keys_done = keys_done + @n WHERE token = @token`),
+    countRejected: db.prepare(`UPDATE workers SET rejected = rejected + 1 WHERE token = @token`),
+    expiredOwn: db.prepare<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM leases WHERE run_id = @runId AND token = @token AND done = 0
+         AND expires_at <= @nowMs`,
+    ),
+    extend: db.prepare(
+      `UPDATE leases SET expires_at = @expiresAt WHERE run_id = @runId AND token = @token AND done = 0`,
+    ),
+    beat: db.prepare(`UPDATE workers SET heartbeat_at = @nowMs WHERE token = @token`),
+    cancelRequested: db.prepare<{ cancel_requested: string | null }>(
+      `SELECT cancel_requested FROM runs WHERE id = ?`,
+    ),
+    release: db.prepare(
+      `UPDATE leases SET token = NULL, expires_at = NULL
+       WHERE run_id = @runId AND token = @token AND done = 0`,
+    ),
+    expire: db.prepare(
+      `UPDATE leases SET expires_at = @nowMs - 1 WHERE run_id = @runId AND token = @token AND done = 0`,
+    ),
+    setState: db.prepare(
+      `UPDATE workers SET state = @state WHERE token = @token AND run_id = @runId
+         AND (state = 'active' OR @state = 'lost')`,
+    ),
+    list: db.prepare<WorkerRow>(
+      `SELECT * FROM workers WHERE run_id = ? ORDER BY started_at, rowid`,
+    ),
+    reopenRun: db.prepare(
+      `UPDATE runs SET status = 'running', note = NULL, cancel_requested = NULL, updated_at = @now
+       WHERE id = @runId AND owner_token IS NULL AND ${DISTRIBUTED}`,
+    ),
+    reopenLeases: db.prepare(
+      `UPDATE leases SET done = 0, token = NULL, expires_at = NULL
+       WHERE run_id = @runId AND done = 1 AND NOT EXISTS (
+         SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
+           AND s.sample_id = a.sample_id
+         WHERE a.run_id = @runId AND a.sample_id = leases.sample_id AND a.epoch = leases.epoch
+           AND a.fingerprint = s.fingerprint AND a.status = 'scored')`,
+    ),
+    cancel: db.prepare(
+      `UPDATE runs SET cancel_requested = @note
+       WHERE id = @runId AND status = 'running' AND owner_token IS NULL AND ${DISTRIBUTED}`,
+    ),
+    close: db.prepare(
+      `UPDATE runs SET status = @status, note = @note, cancel_requested = NULL, updated_at = @now
+       WHERE id = @runId AND status = 'running' AND owner_token IS NULL AND ${DISTRIBUTED}
+         AND NOT EXISTS (SELECT 1 FROM leases WHERE run_id = @runId AND done = 0
+           AND (@final OR (token IS NOT NULL AND expires_at > @nowMs)))`,
+    ),
   };
 }

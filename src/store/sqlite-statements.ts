@@ -15,16 +15,11 @@ const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, he
 
 /** Every statement the adapter runs, prepared once when the store opens. */
 export function prepareStatements(db: SqliteDatabase) {
-  // A run's attempts (of one sample, one epoch) as they read now, or as they were committed.
-  const listAttempts = (from: "attempts_now" | "attempts") =>
-    db
-      .prepare<AttemptRow>(
-        `SELECT ${ATTEMPT_COLUMNS} FROM ${from}
-         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
-           AND (@epoch IS NULL OR epoch = @epoch)
-         ORDER BY sample_id, epoch, attempt`,
-      )
-      .raw();
+  return { ...runStatements(db), ...attemptStatements(db) };
+}
+
+/** A run's row, its samples' snapshot, its ownership and its keys in flight. */
+function runStatements(db: SqliteDatabase) {
   return {
     insertRun: db.prepare(
       `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
@@ -105,7 +100,22 @@ export function prepareStatements(db: SqliteDatabase) {
     listInflight: db.prepare<{ sample_id: string; epoch: number }>(
       `SELECT sample_id, epoch FROM inflight WHERE run_id = ? ORDER BY sample_id, epoch`,
     ),
+  };
+}
 
+/** Attempts and scorings: what a commit checks and writes, and every read of them. */
+function attemptStatements(db: SqliteDatabase) {
+  // A run's attempts (of one sample, one epoch) as they read now, or as they were committed.
+  const listAttempts = (from: "attempts_now" | "attempts") =>
+    db
+      .prepare<AttemptRow>(
+        `SELECT ${ATTEMPT_COLUMNS} FROM ${from}
+         WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
+           AND (@epoch IS NULL OR epoch = @epoch)
+         ORDER BY sample_id, epoch, attempt`,
+      )
+      .raw();
+  return {
     // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
     // attempts numbered after @after: 0, or a re-run draft's `rerunAfter`.
     keyState: db.prepare<{ inSnapshot: number; scored: number; next: number }>(

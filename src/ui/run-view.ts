@@ -1,17 +1,11 @@
 /** One run: live progress, metrics, cost, Resume and Cancel, and its samples. */
-import { getJson, postJson, sse } from "./api.js";
+import { getJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.js";
+import { runActions } from "./run-actions.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message, pause } from "./shared.js";
 import { throttled } from "./throttle.js";
-import type {
-  EventMessage,
-  ExecutionEvents,
-  FollowEvents,
-  RunDetailView,
-  SamplePageView,
-  WorkerView,
-} from "../api/contract.js";
+import type { FollowEvents, RunDetailView, SamplePageView, WorkerView } from "../api/contract.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
@@ -74,9 +68,9 @@ export async function runView(
       fill(
         head,
         runHead(run, {
-          resume: background(() => resume()),
-          rescore: background(() => rescore()),
-          cancel: background(() => cancel()),
+          resume: background(actions.resume),
+          rescore: background(actions.rescore),
+          cancel: background(actions.cancel),
         }),
       );
     }
@@ -89,73 +83,7 @@ export async function runView(
     await drawSamples();
   };
 
-  /**
-   * POSTs a run action whose answer is an event stream and hands each event to `onEvent` until it
-   * returns true or the stream ends; the stream is closed either way (the server's work goes on
-   * without it). False when it failed: the notice says why.
-   */
-  const postStream = async (
-    action: "resume" | "rescore",
-    onEvent: (e: EventMessage<ExecutionEvents>) => boolean | void,
-  ): Promise<boolean> => {
-    const stream = new AbortController();
-    signal.addEventListener("abort", () => stream.abort(), { once: true });
-    try {
-      for await (const e of sse<ExecutionEvents>(
-        `/api/runs/${encodeURIComponent(runId)}/${action}`,
-        { method: "POST" },
-        stream.signal,
-      )) {
-        if (onEvent(e)) break;
-      }
-      return true;
-    } catch (error) {
-      fill(notice, h("span", { class: "error" }, message(error)));
-      return false;
-    } finally {
-      stream.abort();
-    }
-  };
-
-  const resume = async () => {
-    fill(notice, "Resuming…");
-    const started = await postStream("resume", (e) => {
-      if (e.event !== "started") return false;
-      const d = e.data;
-      fill(notice, `Resumed: ${d.preserved} preserved, ${d.remaining} to execute.`);
-      // The run goes on without this request; its progress is followed from the store.
-      return true;
-    });
-    if (!started) return;
-    await refresh();
-    await follow();
-  };
-
-  /** Scores the stored outputs again: follows the rescore's own stream to its end. */
-  const rescore = async () => {
-    fill(notice, "Rescoring…");
-    const done = await postStream("rescore", (e) => {
-      if (e.event === "progress") {
-        const d = e.data;
-        fill(notice, `Rescoring: ${d.done + d.errored}/${d.total} outputs scored.`);
-      } else if (e.event === "completed") {
-        const d = e.data;
-        fill(notice, `Rescored ${d.rescored} stored outputs; no model was called for them.`);
-      } else if (e.event === "error") {
-        fill(notice, h("span", { class: "error" }, String(e.data.message)));
-      }
-    });
-    if (done) await refresh();
-  };
-
-  const cancel = async () => {
-    try {
-      await postJson(`/api/runs/${encodeURIComponent(runId)}/cancel`);
-      fill(notice, "Cancelling: in-flight samples finish, then the run can be resumed.");
-    } catch (error) {
-      fill(notice, h("span", { class: "error" }, message(error)));
-    }
-  };
+  const actions = runActions({ runId, signal, notice, refresh, follow: () => follow() });
 
   /**
    * Follows a live run's progress from the store until it ends. Counts redraw at once; metrics

@@ -13,35 +13,35 @@ import {
 
 const k = (sampleId: string, epoch: number) => ({ sampleId, epoch });
 
+/** s1..s3 × 2 epochs: s1#1 error then pass, s1#2 error, s2#1 fail, s2#2 pass (score 0.5 / 1). */
+async function scoredRun(h: HarnessRef) {
+  const { run, owner: me } = await newRun(h.store, { id: "read" });
+  await h.store.recordAttempts(run.id, me.token, [errorDraft(k("s1", 1))]);
+  await h.store.recordAttempts(run.id, me.token, [
+    draft(k("s1", 1)),
+    errorDraft(k("s1", 2)),
+    draft(k("s2", 1), {
+      output: "wrong",
+      scores: [
+        { scorer: "exact", value: 0 },
+        { scorer: "includes", value: 1 },
+      ],
+    }),
+    draft(k("s2", 2), {
+      scores: [
+        { scorer: "exact", value: 1 },
+        { scorer: "judge", value: null, skipped: "n/a" },
+      ],
+    }),
+  ]);
+  return { run, me };
+}
+
 /** The read model behind the API's tables and live views: outcomes, attempt feed, benchmarks. */
 export function describeReadModelContract(h: HarnessRef): void {
   describe("read model", () => {
-    /** s1..s3 × 2 epochs: s1#1 error then pass, s1#2 error, s2#1 fail, s2#2 pass (score 0.5 / 1). */
-    async function scoredRun() {
-      const { run, owner: me } = await newRun(h.store, { id: "read" });
-      await h.store.recordAttempts(run.id, me.token, [errorDraft(k("s1", 1))]);
-      await h.store.recordAttempts(run.id, me.token, [
-        draft(k("s1", 1)),
-        errorDraft(k("s1", 2)),
-        draft(k("s2", 1), {
-          output: "wrong",
-          scores: [
-            { scorer: "exact", value: 0 },
-            { scorer: "includes", value: 1 },
-          ],
-        }),
-        draft(k("s2", 2), {
-          scores: [
-            { scorer: "exact", value: 1 },
-            { scorer: "judge", value: null, skipped: "n/a" },
-          ],
-        }),
-      ]);
-      return { run, me };
-    }
-
     it("reads several runs' report inputs at once, each as its own listings give them", async () => {
-      const { run } = await scoredRun();
+      const { run } = await scoredRun(h);
       const { run: other, owner: me } = await newRun(h.store, { id: "other" });
       await h.store.recordAttempts(other.id, me.token, [draft(k("s2", 1), { usage: null })]);
       const { run: empty } = await newRun(h.store, { id: "empty" });
@@ -63,7 +63,7 @@ export function describeReadModelContract(h: HarnessRef): void {
     });
 
     it("lists every key in key order with its outcome, pending ones included", async () => {
-      const { run } = await scoredRun();
+      const { run } = await scoredRun(h);
       const page = await h.store.listOutcomes(run.id);
       expect(page.total).toBe(6);
       expect(page.entries.map((e) => [e.sampleId, e.epoch, e.status, e.attempts])).toEqual([
@@ -99,7 +99,7 @@ export function describeReadModelContract(h: HarnessRef): void {
       ["a page", { limit: 2, offset: 1 }, ["s1#2", "s2#1"]],
       ["a page past the end", { limit: 2, offset: 10 }, []],
     ])("filters %s", async (_label, filter, keys) => {
-      const { run } = await scoredRun();
+      const { run } = await scoredRun(h);
       const page = await h.store.listOutcomes(run.id, filter);
       expect(page.entries.map((e) => `${e.sampleId}#${e.epoch}`)).toEqual(keys);
       if (filter.limit === undefined) expect(page.total).toBe(keys.length);
@@ -107,7 +107,7 @@ export function describeReadModelContract(h: HarnessRef): void {
     });
 
     it("treats attempts of an old fingerprint as history, not outcome", async () => {
-      const { run, me } = await scoredRun();
+      const { run, me } = await scoredRun(h);
       await h.store.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
       const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });
       expect(page.entries.map((e) => [e.status, e.attempts, e.fingerprint])).toEqual([

@@ -5,204 +5,217 @@ import { type HarnessRef, newRun, owner, runConfig, sampleRecords, sleep } from 
 
 export function describeRunContract(h: HarnessRef): void {
   describe("runs", () => {
-    it("creates a running run owned by its creator, with a fresh heartbeat", async () => {
-      const me = owner("creator");
-      const config = runConfig({ model: "gpt-4o-mini", limit: 3, reducer: "pass@2" });
-      const created = await h.store.createRun({
-        id: "run-1",
-        config,
-        samples: sampleRecords(["a", "b"]),
-        owner: me,
-      });
-      expect(created).toMatchObject({
-        id: "run-1",
-        evalName: "arithmetic",
-        status: "running",
-        config,
-        sampleCount: 2,
-        note: null,
-        owner: { host: me.host, pid: me.pid, token: me.token },
-      });
-      expect(created.owner?.heartbeatAgeMs).toBeLessThan(5_000);
-      expect(Date.parse(created.createdAt)).not.toBeNaN();
-      expect(await h.store.getRun("run-1")).toMatchObject({
-        ...created,
-        owner: { token: me.token },
-      });
-    });
+    runCreationCases(h);
+    snapshotAndConfigCases(h);
+    listingCases(h);
+  });
+}
 
-    it("returns undefined for an unknown run and E_RUN_NOT_FOUND where a run is required", async () => {
-      expect(await h.store.getRun("nope")).toBeUndefined();
-      await expect(h.store.countKeys("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
-      await expect(h.store.getSamples("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
+/** Creating a run: its first state, and the ids and snapshots it refuses. */
+function runCreationCases(h: HarnessRef): void {
+  it("creates a running run owned by its creator, with a fresh heartbeat", async () => {
+    const me = owner("creator");
+    const config = runConfig({ model: "gpt-4o-mini", limit: 3, reducer: "pass@2" });
+    const created = await h.store.createRun({
+      id: "run-1",
+      config,
+      samples: sampleRecords(["a", "b"]),
+      owner: me,
     });
-
-    it("refuses a second run with the same id and leaves the first as it was", async () => {
-      const { run } = await newRun(h.store, { id: "dup" });
-      await expect(newRun(h.store, { id: "dup", ids: ["x"] })).rejects.toMatchObject({
-        code: "E_INVALID_INPUT",
-      });
-      expect(await h.store.getRun("dup")).toMatchObject({ sampleCount: run.sampleCount });
-      expect(await h.store.getSamples("dup")).toHaveLength(3);
+    expect(created).toMatchObject({
+      id: "run-1",
+      evalName: "arithmetic",
+      status: "running",
+      config,
+      sampleCount: 2,
+      note: null,
+      owner: { host: me.host, pid: me.pid, token: me.token },
     });
-
-    it("refuses a snapshot with duplicate sample ids and creates nothing", async () => {
-      await expect(newRun(h.store, { id: "twice", ids: ["a", "b", "a"] })).rejects.toMatchObject({
-        code: "E_DUPLICATE_ID",
-      });
-      expect(await h.store.getRun("twice")).toBeUndefined();
+    expect(created.owner?.heartbeatAgeMs).toBeLessThan(5_000);
+    expect(Date.parse(created.createdAt)).not.toBeNaN();
+    expect(await h.store.getRun("run-1")).toMatchObject({
+      ...created,
+      owner: { token: me.token },
     });
+  });
 
-    it("round-trips the whole snapshot, ordered by sample id", async () => {
-      const samples: SampleRecord[] = [
-        { sample: { id: "b", input: "plain" }, fingerprint: "fp-b" },
+  it("returns undefined for an unknown run and E_RUN_NOT_FOUND where a run is required", async () => {
+    expect(await h.store.getRun("nope")).toBeUndefined();
+    await expect(h.store.countKeys("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
+    await expect(h.store.getSamples("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
+  });
+
+  it("refuses a second run with the same id and leaves the first as it was", async () => {
+    const { run } = await newRun(h.store, { id: "dup" });
+    await expect(newRun(h.store, { id: "dup", ids: ["x"] })).rejects.toMatchObject({
+      code: "E_INVALID_INPUT",
+    });
+    expect(await h.store.getRun("dup")).toMatchObject({ sampleCount: run.sampleCount });
+    expect(await h.store.getSamples("dup")).toHaveLength(3);
+  });
+
+  it("refuses a snapshot with duplicate sample ids and creates nothing", async () => {
+    await expect(newRun(h.store, { id: "twice", ids: ["a", "b", "a"] })).rejects.toMatchObject({
+      code: "E_DUPLICATE_ID",
+    });
+    expect(await h.store.getRun("twice")).toBeUndefined();
+  });
+}
+
+/** A run's snapshot and config: read back whole, replaced by the owner only. */
+function snapshotAndConfigCases(h: HarnessRef): void {
+  it("round-trips the whole snapshot, ordered by sample id", async () => {
+    const samples: SampleRecord[] = [
+      { sample: { id: "b", input: "plain" }, fingerprint: "fp-b" },
+      {
+        sample: {
+          id: "a",
+          input: [{ role: "user", content: "hi" }],
+          target: { answer: 42, alternatives: [41, 43] },
+          metadata: { tags: ["x"], difficulty: 0.5, nested: { ok: true, none: null } },
+        },
+        fingerprint: "fp-a",
+      },
+    ];
+    await h.store.createRun({ id: "snap", config: runConfig(), samples, owner: owner() });
+    expect(await h.store.getSamples("snap")).toEqual([samples[1], samples[0]]);
+    expect(await h.store.listSampleFingerprints("snap")).toEqual([
+      { sampleId: "a", fingerprint: "fp-a" },
+      { sampleId: "b", fingerprint: "fp-b" },
+    ]);
+    await expect(h.store.listSampleFingerprints("nope")).rejects.toMatchObject({
+      code: "E_RUN_NOT_FOUND",
+    });
+  });
+
+  it("replaces snapshot entries for the owner, all or nothing", async () => {
+    const { owner: me } = await newRun(h.store, { id: "upd" });
+    const [s1v2] = sampleRecords(["s1"], 2);
+    await h.store.updateSamples("upd", me.token, s1v2 ? [s1v2] : []);
+    const snapshot = await h.store.getSamples("upd");
+    expect(snapshot.find((r) => r.sample.id === "s1")).toEqual(s1v2);
+    expect(snapshot.find((r) => r.sample.id === "s2")?.fingerprint).toBe("fp:s2:v1");
+
+    const [s2v3, ghost] = sampleRecords(["s2", "ghost"], 3);
+    await expect(
+      h.store.updateSamples(
+        "upd",
+        me.token,
+        [s2v3, ghost].flatMap((r) => (r ? [r] : [])),
+      ),
+    ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+    expect(await h.store.getSamples("upd")).toEqual(snapshot);
+    await expect(
+      h.store.updateSamples("upd", me.token, [
+        ...sampleRecords(["s3"], 4),
+        ...sampleRecords(["s3"], 5),
+      ]),
+    ).rejects.toMatchObject({ code: "E_DUPLICATE_ID" });
+    expect(await h.store.getSamples("upd")).toEqual(snapshot);
+  });
+
+  it("replaces the recorded config for the owner only, and refuses one it could not read", async () => {
+    const { owner: me } = await newRun(h.store, { id: "cfg" });
+    const before = await h.store.getRun("cfg");
+    const next = runConfig({ scorers: ["exact", "judge"] });
+    expect(await h.store.updateRunConfig("cfg", me.token, next)).toBe(true);
+    expect((await h.store.getRun("cfg"))?.config).toEqual(next);
+
+    expect(await h.store.updateRunConfig("cfg", "not-the-owner", runConfig())).toBe(false);
+    expect(await h.store.updateRunConfig("ghost", me.token, runConfig())).toBe(false);
+    const broken = { ...runConfig(), epochs: -1 };
+    await expect(h.store.updateRunConfig("cfg", me.token, broken)).rejects.toMatchObject({
+      code: "E_INVALID_INPUT",
+    });
+    const after = await h.store.getRun("cfg");
+    expect(after?.config).toEqual(next);
+    expect(after?.status).toBe(before?.status);
+  });
+
+  it("keeps a config's identity, history and re-run requests as written", async () => {
+    const { owner: me } = await newRun(h.store, { id: "ident" });
+    const next = runConfig({
+      identity: {
+        evalName: "e",
+        solver: { kind: "chat", model: "m", params: { seed: 1 } },
+        scorers: [{ name: "exact", config: { kind: "exact", trim: true } }],
+        epochs: 2,
+        evalFileSha256: "ab".repeat(32),
+      },
+      history: [
         {
-          sample: {
-            id: "a",
-            input: [{ role: "user", content: "hi" }],
-            target: { answer: 42, alternatives: [41, 43] },
-            metadata: { tags: ["x"], difficulty: 0.5, nested: { ok: true, none: null } },
-          },
-          fingerprint: "fp-a",
+          at: "2026-01-01T00:00:00.000Z",
+          change: "eval-changed",
+          differences: [{ field: "solver.model", recorded: "a", current: null }],
         },
-      ];
-      await h.store.createRun({ id: "snap", config: runConfig(), samples, owner: owner() });
-      expect(await h.store.getSamples("snap")).toEqual([samples[1], samples[0]]);
-      expect(await h.store.listSampleFingerprints("snap")).toEqual([
-        { sampleId: "a", fingerprint: "fp-a" },
-        { sampleId: "b", fingerprint: "fp-b" },
+      ],
+      rerun: [{ sampleId: "s1", epoch: 2, after: 3 }],
+    });
+    expect(await h.store.updateRunConfig("ident", me.token, next)).toBe(true);
+    expect((await h.store.getRun("ident"))?.config).toEqual(next);
+    const bad = { ...next, rerun: [{ sampleId: "s1", epoch: 0, after: -1 }] };
+    await expect(h.store.updateRunConfig("ident", me.token, bad)).rejects.toMatchObject({
+      code: "E_INVALID_INPUT",
+    });
+  });
+}
+
+/** Listing runs, and a snapshot of 100,000 samples. */
+function listingCases(h: HarnessRef): void {
+  describe("listing", () => {
+    async function threeRuns() {
+      const first = await newRun(h.store, { id: "r-first", config: { evalName: "alpha" } });
+      await sleep(5);
+      const second = await newRun(h.store, { id: "r-second", config: { evalName: "beta" } });
+      await sleep(5);
+      const third = await newRun(h.store, { id: "r-third", config: { evalName: "alpha" } });
+      await h.store.releaseRun("r-second", second.owner.token, "completed");
+      return { first, second, third };
+    }
+
+    it.each<[string, RunFilter, string[]]>([
+      ["everything, newest first", {}, ["r-third", "r-second", "r-first"]],
+      ["by status", { status: "running" }, ["r-third", "r-first"]],
+      ["by eval name", { evalName: "alpha" }, ["r-third", "r-first"]],
+      ["by status and eval name", { status: "completed", evalName: "alpha" }, []],
+      ["a first page", { limit: 2 }, ["r-third", "r-second"]],
+      ["a second page", { limit: 2, offset: 2 }, ["r-first"]],
+      ["an offset without limit", { offset: 1 }, ["r-second", "r-first"]],
+    ])("lists %s", async (_label, filter, ids) => {
+      await threeRuns();
+      const listed = await h.store.listRuns(filter);
+      expect(listed.map((l) => l.run.id)).toEqual(ids);
+    });
+
+    it("lists each run with its counts", async () => {
+      await threeRuns();
+      const listed = await h.store.listRuns({ evalName: "beta" });
+      expect(listed).toMatchObject([
+        {
+          run: { id: "r-second", status: "completed", owner: null },
+          counts: { total: 6, scored: 0, errored: 0, remaining: 6 },
+        },
       ]);
-      await expect(h.store.listSampleFingerprints("nope")).rejects.toMatchObject({
-        code: "E_RUN_NOT_FOUND",
-      });
     });
+  });
 
-    it("replaces snapshot entries for the owner, all or nothing", async () => {
-      const { owner: me } = await newRun(h.store, { id: "upd" });
-      const [s1v2] = sampleRecords(["s1"], 2);
-      await h.store.updateSamples("upd", me.token, s1v2 ? [s1v2] : []);
-      const snapshot = await h.store.getSamples("upd");
-      expect(snapshot.find((r) => r.sample.id === "s1")).toEqual(s1v2);
-      expect(snapshot.find((r) => r.sample.id === "s2")?.fingerprint).toBe("fp:s2:v1");
-
-      const [s2v3, ghost] = sampleRecords(["s2", "ghost"], 3);
-      await expect(
-        h.store.updateSamples(
-          "upd",
-          me.token,
-          [s2v3, ghost].flatMap((r) => (r ? [r] : [])),
-        ),
-      ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
-      expect(await h.store.getSamples("upd")).toEqual(snapshot);
-      await expect(
-        h.store.updateSamples("upd", me.token, [
-          ...sampleRecords(["s3"], 4),
-          ...sampleRecords(["s3"], 5),
-        ]),
-      ).rejects.toMatchObject({ code: "E_DUPLICATE_ID" });
-      expect(await h.store.getSamples("upd")).toEqual(snapshot);
+  it("stores a 100,000-sample snapshot", async () => {
+    const ids = Array.from({ length: 100_000 }, (_, i) => `sample-${i}`);
+    const { owner: me } = await newRun(h.store, { id: "big", ids, config: { epochs: 3 } });
+    expect(await h.store.getRun("big")).toMatchObject({
+      sampleCount: 100_000,
+      owner: { token: me.token },
     });
-
-    it("replaces the recorded config for the owner only, and refuses one it could not read", async () => {
-      const { owner: me } = await newRun(h.store, { id: "cfg" });
-      const before = await h.store.getRun("cfg");
-      const next = runConfig({ scorers: ["exact", "judge"] });
-      expect(await h.store.updateRunConfig("cfg", me.token, next)).toBe(true);
-      expect((await h.store.getRun("cfg"))?.config).toEqual(next);
-
-      expect(await h.store.updateRunConfig("cfg", "not-the-owner", runConfig())).toBe(false);
-      expect(await h.store.updateRunConfig("ghost", me.token, runConfig())).toBe(false);
-      const broken = { ...runConfig(), epochs: -1 };
-      await expect(h.store.updateRunConfig("cfg", me.token, broken)).rejects.toMatchObject({
-        code: "E_INVALID_INPUT",
-      });
-      const after = await h.store.getRun("cfg");
-      expect(after?.config).toEqual(next);
-      expect(after?.status).toBe(before?.status);
+    expect(await h.store.countKeys("big")).toEqual({
+      total: 300_000,
+      scored: 0,
+      errored: 0,
+      remaining: 300_000,
     });
-
-    it("keeps a config's identity, history and re-run requests as written", async () => {
-      const { owner: me } = await newRun(h.store, { id: "ident" });
-      const next = runConfig({
-        identity: {
-          evalName: "e",
-          solver: { kind: "chat", model: "m", params: { seed: 1 } },
-          scorers: [{ name: "exact", config: { kind: "exact", trim: true } }],
-          epochs: 2,
-          evalFileSha256: "ab".repeat(32),
-        },
-        history: [
-          {
-            at: "2026-01-01T00:00:00.000Z",
-            change: "eval-changed",
-            differences: [{ field: "solver.model", recorded: "a", current: null }],
-          },
-        ],
-        rerun: [{ sampleId: "s1", epoch: 2, after: 3 }],
-      });
-      expect(await h.store.updateRunConfig("ident", me.token, next)).toBe(true);
-      expect((await h.store.getRun("ident"))?.config).toEqual(next);
-      const bad = { ...next, rerun: [{ sampleId: "s1", epoch: 0, after: -1 }] };
-      await expect(h.store.updateRunConfig("ident", me.token, bad)).rejects.toMatchObject({
-        code: "E_INVALID_INPUT",
-      });
-    });
-
-    describe("listing", () => {
-      async function threeRuns() {
-        const first = await newRun(h.store, { id: "r-first", config: { evalName: "alpha" } });
-        await sleep(5);
-        const second = await newRun(h.store, { id: "r-second", config: { evalName: "beta" } });
-        await sleep(5);
-        const third = await newRun(h.store, { id: "r-third", config: { evalName: "alpha" } });
-        await h.store.releaseRun("r-second", second.owner.token, "completed");
-        return { first, second, third };
-      }
-
-      it.each<[string, RunFilter, string[]]>([
-        ["everything, newest first", {}, ["r-third", "r-second", "r-first"]],
-        ["by status", { status: "running" }, ["r-third", "r-first"]],
-        ["by eval name", { evalName: "alpha" }, ["r-third", "r-first"]],
-        ["by status and eval name", { status: "completed", evalName: "alpha" }, []],
-        ["a first page", { limit: 2 }, ["r-third", "r-second"]],
-        ["a second page", { limit: 2, offset: 2 }, ["r-first"]],
-        ["an offset without limit", { offset: 1 }, ["r-second", "r-first"]],
-      ])("lists %s", async (_label, filter, ids) => {
-        await threeRuns();
-        const listed = await h.store.listRuns(filter);
-        expect(listed.map((l) => l.run.id)).toEqual(ids);
-      });
-
-      it("lists each run with its counts", async () => {
-        await threeRuns();
-        const listed = await h.store.listRuns({ evalName: "beta" });
-        expect(listed).toMatchObject([
-          {
-            run: { id: "r-second", status: "completed", owner: null },
-            counts: { total: 6, scored: 0, errored: 0, remaining: 6 },
-          },
-        ]);
-      });
-    });
-
-    it("stores a 100,000-sample snapshot", async () => {
-      const ids = Array.from({ length: 100_000 }, (_, i) => `sample-${i}`);
-      const { owner: me } = await newRun(h.store, { id: "big", ids, config: { epochs: 3 } });
-      expect(await h.store.getRun("big")).toMatchObject({
-        sampleCount: 100_000,
-        owner: { token: me.token },
-      });
-      expect(await h.store.countKeys("big")).toEqual({
-        total: 300_000,
-        scored: 0,
-        errored: 0,
-        remaining: 300_000,
-      });
-      const snapshot = await h.store.getSamples("big");
-      expect(snapshot).toHaveLength(100_000);
-      expect(snapshot.find((r) => r.sample.id === "sample-99999")).toEqual(
-        sampleRecords(["sample-99999"])[0],
-      );
-    });
+    const snapshot = await h.store.getSamples("big");
+    expect(snapshot).toHaveLength(100_000);
+    expect(snapshot.find((r) => r.sample.id === "sample-99999")).toEqual(
+      sampleRecords(["sample-99999"])[0],
+    );
   });
 }

@@ -1,0 +1,37 @@
+// The postgres group: samples per second on a PostgreSQL store.
+import { openPostgresStore } from "../stet.mjs";
+import {
+  dropSchema,
+  perSecondFmt,
+  POSTGRES,
+  postgresAnswers,
+  rate,
+  report,
+  spread,
+} from "../harness.mjs";
+
+/** Instant samples on PostgreSQL at concurrency 16 and 64; skipped when it does not answer. */
+export default async function postgresGroup() {
+  await postgres(16);
+  await postgres(64);
+}
+
+async function postgres(concurrency) {
+  if (!(await postgresAnswers())) {
+    console.log(`- PostgreSQL at ${POSTGRES} does not answer; skipping the postgres group`);
+    return;
+  }
+  const figures = await rate(concurrency, async () => {
+    const schema = `stet_bench_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+    return {
+      store: openPostgresStore(POSTGRES, { schema }),
+      dispose: () => dropSchema(schema),
+    };
+  });
+  report(
+    `10,000 samples, instant solver, PostgreSQL store (loopback), concurrency ${concurrency} (in-process)`,
+    `${spread(figures, perSecondFmt)} samples`,
+    "—",
+    true,
+  );
+}

@@ -1,0 +1,31 @@
+import { Option } from "commander";
+import { bounded, modelName } from "../flag-values.js";
+
+/** `--store`, for every command that opens the store. */
+export const storeOption = () =>
+  new Option("--store <path>", "store location (default: $STET_STORE or .stet/stet.db)");
+/** `--json`, for every command that can print machine-readable output. */
+export const jsonOption = () => new Option("--json", "print machine-readable JSON on stdout");
+/**
+ * `--max-cost`, for every command that executes a run's keys (`run`, `resume`, a worker): a cap
+ * on the run's total spend (every invocation's), not on this invocation's.
+ */
+export const maxCostOption = (
+  what = "cap on the run's total spend in US dollars: at the cap, stop dispatching and exit 6 (resumable)",
+) => new Option("--max-cost <usd>", what).argParser(bounded("maxCost"));
+/** `--load-timeout`, for every command that loads an eval module. */
+export const loadTimeoutOption = () =>
+  new Option(
+    "--load-timeout <ms>",
+    "how long loading an eval module may take before it is refused (default 60000)",
+  ).argParser(bounded("loadTimeoutMs"));
+
+/** A repeatable option's values, in the order given. */
+export function repeated(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** `--model`, repeatable: each a model name (`modelName`). */
+export function models(value: string, previous: string[] | undefined): string[] {
+  return repeated(modelName(value), previous);
+}
