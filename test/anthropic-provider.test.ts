@@ -106,7 +106,7 @@ function respond(body: Received["body"]): { status: number; json: unknown } {
       },
     );
   }
-  const result = results[0] as { content: Block[] };
+  const result = { content: (results[0]?.content ?? []) as Block[] };
   return message(
     [{ type: "text", text: `answer ${String(result.content[0]?.text)}` }],
     "end_turn",

@@ -76,9 +76,9 @@ export function modelProvider(model: string, explicit?: ProviderName): ProviderN
 
 /**
  * A reply's canonical parts, those it lacks filled in: no tool calls, finish reason `other`
- * (unknown), the assistant message of its text and tool calls. How the journal replays entries
- * recorded before replies had tool calls, and how a reply from a hand-made model caller is
- * completed.
+ * (unknown), the assistant message of its text, tool calls and reasoning (defaultMessage). How
+ * the journal replays entries recorded before replies had tool calls, and how a reply from a
+ * hand-made model caller is completed.
  *
  * @example completeReply({ content: "4" }).message // { role: "assistant", content: "4" }
  */
@@ -88,12 +88,25 @@ export function completeReply(reply: { content: string } & Partial<ReplyParts>):
     content: reply.content,
     toolCalls,
     finishReason: reply.finishReason ?? (toolCalls.length > 0 ? "tool_calls" : "other"),
-    message: reply.message ?? {
-      role: "assistant",
-      content: reply.content,
-      ...(toolCalls.length === 0 ? {} : { toolCalls }),
-    },
+    message: reply.message ?? defaultMessage({ ...reply, toolCalls }),
   };
   if (reply.reasoning !== undefined) parts.reasoning = reply.reasoning;
   return parts;
+}
+
+/**
+ * The assistant message a reply's text, tool calls and reasoning make, as the OpenAI provider
+ * builds it. The journal leaves a reply's message out of its entry when it is this one.
+ *
+ * @example defaultMessage({ content: "4", toolCalls: [] }) // { role: "assistant", content: "4" }
+ */
+export function defaultMessage(
+  reply: Pick<ReplyParts, "content" | "toolCalls" | "reasoning">,
+): ModelMessage {
+  return {
+    role: "assistant",
+    content: reply.content,
+    ...(reply.toolCalls.length === 0 ? {} : { toolCalls: reply.toolCalls }),
+    ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
+  };
 }

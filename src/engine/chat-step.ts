@@ -1,7 +1,8 @@
 import type { ModelCall, ModelReply, SentReply } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
-import { completeReply, modelProvider } from "../core/model-types.js";
+import { canonicalJson } from "../core/json.js";
+import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
 import type { ReplyParts } from "../core/model-types.js";
 import type { StepJournal } from "./step-journal.js";
 
@@ -24,8 +25,11 @@ export async function journaledChat(
     "chat",
     input,
     async () => {
-      const { usage, ...reply } = withParts(await send());
-      return { result: reply, usage };
+      const { usage, message, ...reply } = withParts(await send());
+      // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
+      // journaled once, not twice.
+      const made = canonicalJson(message) === canonicalJson(defaultMessage(reply));
+      return { result: made ? reply : { ...reply, message }, usage };
     },
     () => null,
     options,

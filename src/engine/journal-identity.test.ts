@@ -66,6 +66,7 @@ describe("a chat step's whole reply", () => {
       role: "assistant",
       content: "",
       toolCalls: [{ id: "c1", name: "add", arguments: { a: 2, b: 2 } }],
+      reasoning: "add them",
     },
     usage: { inputTokens: 10, outputTokens: 2 },
   };
@@ -94,8 +95,10 @@ describe("a chat step's whole reply", () => {
       recording,
     ).chat(call);
     expect(sent).toEqual(toolReply);
-    const { usage, ...recorded } = toolReply;
+    // The message is what the rest of the reply makes: it is not journaled twice.
+    const { usage, message: _message, ...recorded } = toolReply;
     expect(writes[0]).toMatchObject({ result: recorded, usage });
+    expect(writes[0]!.result).not.toHaveProperty("message");
     expect(writes[0]!.input).toMatchObject({ tools: call.tools });
     expect(writes[0]!.input).not.toHaveProperty("provider");
 
