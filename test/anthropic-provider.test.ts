@@ -43,12 +43,15 @@ export default defineEval({
 `;
 
 const CHAT = `
-import { defineEval, solvers } from "stet";
+import { defineEval, scorers, solvers } from "stet";
 export default defineEval({
   name: "claude-chat",
   dataset: "./data.jsonl",
   solver: solvers.chat({ model: "anthropic:claude-haiku-4-5", system: "Be brief.", maxTokens: 64 }),
-  scorers: [function correct({ sample, output }) { return output === sample.target; }],
+  scorers: [
+    function correct({ sample, output }) { return output === sample.target; },
+    scorers.modelGraded({ model: "anthropic:claude-haiku-4-5" }),
+  ],
 });
 `;
 
@@ -85,6 +88,12 @@ function respond(body: Received["body"]): { status: number; json: unknown } {
       usage,
     },
   });
+  if (key.includes("GRADE")) {
+    return message([{ type: "text", text: "Right.\nGRADE: C" }], "end_turn", {
+      input_tokens: 30,
+      output_tokens: 4,
+    });
+  }
   if (body.tools === undefined) {
     return message([{ type: "text", text: `answer ${x * 10}` }], "end_turn", {
       input_tokens: 10,
@@ -224,24 +233,32 @@ describe("the anthropic provider through the real CLI", () => {
     expect(bytes).not.toContain(OPENAI_KEY);
   }, 60_000);
 
-  it("solvers.chat with an anthropic: model goes to the Messages API with Anthropic's key only", async () => {
+  it("solvers.chat and a modelGraded judge with anthropic: models go to the Messages API with Anthropic's key only", async () => {
     received.length = 0;
     const p = project({ "eval.mjs": CHAT, "data.jsonl": data.replaceAll("task", "hello") });
     const run = await runCli(["run", "eval.mjs"], { cwd: p.dir, env: env() });
     expect(run.code, run.stderr + run.stdout).toBe(0);
-    expect(received).toHaveLength(2 * N);
+    // Per sample: the solver's 529 and answer, the judge's 529 and grade.
+    expect(received).toHaveLength(4 * N);
     for (const r of received) {
       expect(r.path).toBe("/v1/messages");
       expect(r.headers["x-api-key"]).toBe(ANTHROPIC_KEY);
       expect(r.headers.authorization).toBeUndefined();
       expect(JSON.stringify(r.headers) + r.text).not.toContain(OPENAI_KEY);
+    }
+    const solver = received.filter((r) => r.body.system !== undefined);
+    expect(solver).toHaveLength(2 * N);
+    for (const r of solver) {
       expect(r.body).toMatchObject({ model: "claude-haiku-4-5", max_tokens: 64 });
       expect(r.body.system).toEqual([{ type: "text", text: "Be brief." }]);
     }
     const attempts = rawAttempts(p.db);
     expect(attempts.map((a) => [a.status, a.output, a.retries])).toEqual(
-      Array.from({ length: N }, (_, i) => ["scored", JSON.stringify(`answer ${i * 10}`), 1]),
+      Array.from({ length: N }, (_, i) => ["scored", JSON.stringify(`answer ${i * 10}`), 2]),
     );
+    for (const a of attempts) {
+      expect(JSON.parse(String(a.scores))).toMatchObject([{ value: 1 }, { value: 1 }]);
+    }
     expect(storeBytes(p.db)).not.toContain(ANTHROPIC_KEY);
   }, 60_000);
 });
