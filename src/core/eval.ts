@@ -1,5 +1,12 @@
 import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
+import type {
+  ModelMessage,
+  ModelTool,
+  ProviderName,
+  ReplyParts,
+  ToolChoice,
+} from "./model-types.js";
 import type { Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
 
 /** What a solver (and a scorer) receives besides the sample. */
@@ -51,7 +58,7 @@ export interface SolverContext {
    */
   chatStep?(
     input: Json,
-    send: () => Promise<ModelReply>,
+    send: () => Promise<SentReply>,
     options?: { last?: boolean },
   ): Promise<{ reply: ModelReply; replayed: boolean }>;
   /**
@@ -65,17 +72,29 @@ export interface SolverContext {
   onRetry?: () => void;
 }
 
-/** One model call through `ctx.chat`. Endpoint fields default as in `solvers.chat`. */
+/**
+ * One model call through `ctx.chat`, in stet's canonical form (the provider maps it to its wire
+ * format). Endpoint fields default as in `solvers.chat`.
+ */
 export interface ModelCall {
-  /** The model id (a `provider:` prefix is dropped). The run's `--model`, when set, wins. */
+  /**
+   * The model id; its `provider:` prefix picks the provider (`anthropic:claude-sonnet-4-5`;
+   * `openai:` or none: the OpenAI-compatible format) and is dropped. The run's `--model` wins.
+   */
   model?: string;
-  messages: ({ role: string; content: Json } & { [key: string]: Json })[];
+  /** The conversation (see ModelMessage: canonical or OpenAI-format messages). */
+  messages: ModelMessage[];
   /** Prepended as a system message. */
   system?: string;
+  /** Tools the model may call; its calls come back parsed in `toolCalls`. */
+  tools?: ModelTool[];
+  toolChoice?: ToolChoice;
   temperature?: number;
   maxTokens?: number;
-  /** Extra request-body fields (seed, top_p, response_format, …). */
+  /** Extra request-body fields of the provider's format (seed, top_p, thinking, …). */
   params?: Record<string, Json>;
+  /** The provider, when the model id's prefix does not say it. */
+  provider?: ProviderName;
   baseURL?: string;
   apiKey?: string;
   headers?: Record<string, string>;
@@ -87,20 +106,36 @@ export interface ModelCall {
   journal?: boolean;
 }
 
-export interface ModelReply {
-  /** The assistant's text ("" when the reply had no content). */
-  content: string;
+/**
+ * A model's reply: its text, its tool calls (`{ id, name, arguments }`, arguments parsed), why it
+ * stopped, its reasoning when returned, and `message`, the assistant message to append to the
+ * conversation before the tool results.
+ *
+ * @example
+ * const reply = await ctx.chat({ messages, tools });
+ * messages.push(reply.message);
+ * for (const call of reply.toolCalls) messages.push({ role: "tool", toolCallId: call.id, content: run(call) });
+ */
+export interface ModelReply extends ReplyParts {
   /** The model id sent to the endpoint. */
   model: string;
   /** Tokens, and cost when the model's price is known. */
   usage?: Usage;
 }
 
+/**
+ * A reply as a model caller or a `chatStep` sender may give it: the canonical parts it lacks
+ * (tool calls, finish reason, message) are filled in by the engine (see completeReply).
+ */
+export type SentReply = Omit<ModelReply, keyof ReplyParts> & {
+  content: string;
+} & Partial<ReplyParts>;
+
 /** Makes model calls for `ctx.chat`; the eval loader supplies the real one (solvers/model-call.ts). */
 export type ModelCaller = (
   call: ModelCall,
   context: { signal: AbortSignal; model?: string; onRetry?: () => void },
-) => Promise<ModelReply>;
+) => Promise<SentReply>;
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */
 export interface SolverResult {
@@ -175,6 +210,15 @@ export interface Scorer {
 export type ScorerLike = Scorer | ((args: ScorerArgs) => Promise<ScoreValue> | ScoreValue);
 
 export type { Score, Reducer };
+export type {
+  FinishReason,
+  ModelMessage,
+  ModelTool,
+  ProviderName,
+  ReplyTokens,
+  ToolCall,
+  ToolChoice,
+} from "./model-types.js";
 
 /**
  * An eval ready to execute: samples loaded, scorers normalised, defaults filled in (what

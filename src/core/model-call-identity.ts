@@ -11,6 +11,13 @@ export interface ModelCallParts {
   /** Extra request-body fields; tools passed as `params.tools` are part of them. */
   params?: Record<string, Json> | undefined;
   tools?: Json | undefined;
+  toolChoice?: Json | undefined;
+  /**
+   * The provider whose format carries the call. `openai` (the default) is left out of the
+   * identity, so calls journaled before stet had providers keep replaying; any other is in it,
+   * so an Anthropic call never replays an OpenAI one.
+   */
+  provider?: string | undefined;
 }
 
 /** Where a model call goes: the provider's name and the endpoint's base URL. */
@@ -20,7 +27,8 @@ export interface ModelCallTarget {
 }
 
 /**
- * A model call's identity: model, messages, system, parameters and tools, and, given its
+ * A model call's identity: model, messages, system, parameters, tools and a provider other than
+ * `openai`, and, given its
  * `target`, the provider and the endpoint (the base URL without user info, query or fragment,
  * where credentials can hide). Never the key or headers. Fields the call left out are absent,
  * so an identity's canonical JSON is stable across callers.
@@ -42,6 +50,8 @@ export function modelCallIdentity(
   if (call.maxTokens !== undefined) identity.maxTokens = call.maxTokens;
   if (call.params !== undefined) identity.params = call.params;
   if (call.tools !== undefined) identity.tools = call.tools;
+  if (call.toolChoice !== undefined) identity.toolChoice = call.toolChoice;
+  if (call.provider !== undefined && call.provider !== "openai") identity.provider = call.provider;
   if (target !== undefined) {
     identity.provider = target.provider;
     identity.endpoint = withoutCredentials(target.baseURL);

@@ -7,12 +7,12 @@ import type {
   SolverFn,
 } from "../core/eval.js";
 import type { Json } from "../core/json.js";
-import { modelCallIdentity } from "../core/model-call-identity.js";
 import { normalizeScore, normalizeSolverReturn } from "../core/normalize.js";
 import { configurationFaultSchema, usageSchema } from "../core/schemas.js";
 import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
+import { chatInput, journaledChat, withParts } from "./chat-step.js";
 import { StepJournal } from "./step-journal.js";
 
 export interface KeyTask {
@@ -123,10 +123,11 @@ export function context(
   };
   const call = async (request: ModelCall): Promise<ModelReply> => {
     if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
-    return callModel(
+    const sent = await callModel(
       request,
       model === undefined ? { signal, onRetry } : { signal, model, onRetry },
     );
+    return withParts(sent);
   };
   return {
     runId: task.runId,
@@ -144,7 +145,7 @@ export function context(
       return (await journaledChat(journal, chatInput(request, model), send)).reply;
     },
     async chatStep(input, send, options) {
-      if (!journal) return { reply: await send(), replayed: false };
+      if (!journal) return { reply: withParts(await send()), replayed: false };
       return journaledChat(journal, input, send, options);
     },
     async step<T>(
@@ -167,49 +168,6 @@ export function context(
       return done.result as T;
     },
   };
-}
-
-/**
- * One model call as a journal step of kind `chat`: replayed from the journal on a resumed
- * execution, else sent and recorded (content, model, usage) before the reply is handed back.
- * A failed call is not journaled: a resume asks again.
- */
-async function journaledChat(
-  journal: StepJournal,
-  input: Json,
-  send: () => Promise<ModelReply>,
-  options?: { last?: boolean },
-): Promise<{ reply: ModelReply; replayed: boolean }> {
-  const done = await journal.step(
-    "chat",
-    "chat",
-    input,
-    async () => {
-      const reply = await send();
-      return { result: { content: reply.content, model: reply.model }, usage: reply.usage };
-    },
-    () => null,
-    options,
-  );
-  const result = done.result as { content: string; model: string };
-  const reply: ModelReply = { content: result.content, model: result.model };
-  if (done.usage) reply.usage = done.usage;
-  return { reply, replayed: done.replayed };
-}
-
-/**
- * What a chat step is keyed and recorded by: the call's identity without its endpoint (see
- * modelCallIdentity: the shape journals have always been hashed by); never key or headers.
- */
-function chatInput(call: ModelCall, model: string | undefined): Json {
-  return modelCallIdentity({
-    model: model ?? call.model ?? null,
-    messages: call.messages,
-    system: call.system,
-    temperature: call.temperature,
-    maxTokens: call.maxTokens,
-    params: call.params,
-  });
 }
 
 function stepError(thrown: unknown): StepError {

@@ -55,6 +55,92 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
+describe("a chat step's whole reply", () => {
+  const toolReply = {
+    content: "",
+    model: "gpt-4o-mini",
+    toolCalls: [{ id: "c1", name: "add", arguments: { a: 2, b: 2 } }],
+    finishReason: "tool_calls" as const,
+    reasoning: "add them",
+    message: {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ id: "c1", name: "add", arguments: { a: 2, b: 2 } }],
+      reasoning: "add them",
+    },
+    usage: { inputTokens: 10, outputTokens: 2 },
+  };
+  const call = {
+    model: "gpt-4o-mini",
+    messages: [{ role: "user", content: "2+2?" }],
+    tools: [{ name: "add", parameters: { type: "object" } }],
+  };
+
+  it("is recorded, and replayed with its tool calls; the usage stays in its own field", async () => {
+    const writes: { result: unknown; usage: unknown; input: unknown }[] = [];
+    const recording = new StepJournal({
+      key: { sampleId: "s0", epoch: 1 },
+      entries: [],
+      write: async (draft) => {
+        writes.push(draft as (typeof writes)[number]);
+      },
+      redact: (value) => ({ value, found: [] }),
+    });
+    const callModel: ModelCaller = async () => toolReply;
+    const task = { callModel, model: undefined, runId: "r", key: { sampleId: "s0", epoch: 1 } };
+    const sent = await context(
+      task,
+      new AbortController().signal,
+      { usage: [], retries: 0 },
+      recording,
+    ).chat(call);
+    expect(sent).toEqual(toolReply);
+    // The message is what the rest of the reply makes: it is not journaled twice.
+    const { usage, message: _message, ...recorded } = toolReply;
+    expect(writes[0]).toMatchObject({ result: recorded, usage });
+    expect(writes[0]!.result).not.toHaveProperty("message");
+    expect(writes[0]!.input).toMatchObject({ tools: call.tools });
+    expect(writes[0]!.input).not.toHaveProperty("provider");
+
+    const entry = { ...oldEntry("{}"), ...(writes[0] as object) } as JournalEntry;
+    const { journal } = journalOf(entry);
+    const never: ModelCaller = async () => {
+      throw new Error("a replayed call is not sent");
+    };
+    const replayed = await context(
+      { ...task, callModel: never },
+      new AbortController().signal,
+      { usage: [], retries: 0 },
+      journal,
+    ).chat(call);
+    expect(replayed).toEqual(toolReply);
+    expect(journal.replayed).toBe(1);
+  });
+
+  it("of an anthropic call is keyed apart from the same call to openai", async () => {
+    const inputs: unknown[] = [];
+    for (const model of ["anthropic:claude-sonnet-4-5", "claude-sonnet-4-5"]) {
+      const journal = new StepJournal({
+        key: { sampleId: "s0", epoch: 1 },
+        entries: [],
+        write: async (draft) => {
+          inputs.push((draft as { input: unknown }).input);
+        },
+        redact: (value) => ({ value, found: [] }),
+      });
+      const callModel: ModelCaller = async () => toolReply;
+      await context(
+        { callModel, model, runId: "r", key: { sampleId: "s0", epoch: 1 } },
+        new AbortController().signal,
+        { usage: [], retries: 0 },
+        journal,
+      ).chat(call);
+    }
+    expect(inputs[0]).toMatchObject({ provider: "anthropic" });
+    expect(inputs[1]).not.toHaveProperty("provider");
+  });
+});
+
 describe("chat steps journaled before the provider seam still replay", () => {
   it.each([
     ["the same call", "2+2?", 0],
@@ -86,6 +172,12 @@ describe("chat steps journaled before the provider seam still replay", () => {
       expect(calls).toBe(sent);
       expect(journal.replayed).toBe(1 - sent);
       expect(reply.content).toBe(sent === 0 ? "journaled 4" : "fresh");
+      // A content-only entry replays as a whole reply: no tool calls, finish reason unknown.
+      expect(reply).toMatchObject({
+        toolCalls: [],
+        finishReason: sent === 0 ? "other" : expect.any(String),
+        message: { role: "assistant", content: reply.content },
+      });
     },
   );
 

@@ -8,6 +8,7 @@ import {
   resolveEndpoint,
 } from "../solvers/chat-completion.js";
 import type { ChatEndpoint } from "../solvers/chat-completion.js";
+import { providerOf } from "../solvers/model-name.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
 import { parseJson } from "./json-match.js";
@@ -65,14 +66,17 @@ const LETTERS: Record<string, number> = { C: 1, P: 0.5, I: 0 };
  */
 export function modelGraded(options: ModelGradedOptions): Scorer {
   const { rubric = DEFAULT_RUBRIC, template = DEFAULT_TEMPLATE, name = "model_graded" } = options;
+  const provider = providerOf(options.model, options.provider);
   return {
     name,
-    secrets: () => endpointSecrets(options),
+    secrets: () => endpointSecrets(options, provider),
     describe: () => {
-      const { baseURL } = resolveEndpoint(options);
+      const { baseURL } = resolveEndpoint(options, provider);
       return {
         kind: "model_graded",
         model: options.model,
+        // Absent for openai, as in every run recorded before stet had providers.
+        ...(provider.name === "openai" ? {} : { provider: provider.name }),
         baseURL: redactUrl(baseURL),
         rubric,
         template,

@@ -1,8 +1,15 @@
 import type { Json } from "../core/json.js";
+import type {
+  ModelTool,
+  ProviderName,
+  ReplyParts,
+  ReplyTokens,
+  ToolChoice,
+} from "../core/model-types.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import { defaultBackoff } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
-import { bareModel } from "./model-name.js";
+import { bareModel, providerOf } from "./model-name.js";
 import { openai } from "./openai-provider.js";
 import type { ChatMessage, Provider } from "./provider.js";
 import { Failure, postWithRetries, redactUrl } from "./retrying-post.js";
@@ -12,11 +19,22 @@ export type { ChatMessage } from "./provider.js";
 export { Failure, redactUrl } from "./retrying-post.js";
 export { safeJson } from "./openai-provider.js";
 
-/** Where and how to reach an OpenAI-compatible endpoint. */
+/** Where and how to reach a model's endpoint. */
 export interface ChatEndpoint {
-  /** Defaults to env OPENAI_BASE_URL, else https://api.openai.com/v1. */
+  /**
+   * The wire format, when the model id's prefix does not say it (`anthropic:…` is Anthropic's
+   * Messages API; anything else the OpenAI-compatible format).
+   */
+  provider?: ProviderName;
+  /**
+   * Defaults to the provider's env (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), else its default
+   * (https://api.openai.com/v1, https://api.anthropic.com).
+   */
   baseURL?: string;
-  /** Defaults to env OPENAI_API_KEY; no Authorization header when neither is set. */
+  /**
+   * Defaults to the provider's env (OPENAI_API_KEY, ANTHROPIC_API_KEY); sent only to that
+   * provider's endpoint, and no credential header when neither is set.
+   */
   apiKey?: string;
   /** Extra request headers (they override the defaults). */
   headers?: Record<string, string>;
@@ -31,9 +49,11 @@ export interface ChatEndpoint {
 }
 
 export interface ChatRequest extends ChatEndpoint {
-  /** A model id; a `provider:` prefix such as `openai:` is dropped. */
+  /** A model id; its `provider:` prefix picks the provider (see ChatEndpoint.provider) and is dropped. */
   model: string;
   messages: ChatMessage[];
+  tools?: ModelTool[];
+  toolChoice?: ToolChoice;
   temperature?: number;
   maxTokens?: number;
   /** Extra request-body fields (seed, top_p, response_format, …). */
@@ -46,12 +66,11 @@ export interface ChatRequest extends ChatEndpoint {
   onRetry?: (() => void) | undefined;
 }
 
-export interface ChatCompletion {
-  /** The assistant's text ("" when the reply had no content). */
-  content: string;
+/** A reply: text, tool calls, finish reason, reasoning and message (see ReplyParts). */
+export interface ChatCompletion extends ReplyParts {
   /** The model id sent to the endpoint. */
   model: string;
-  usage?: { inputTokens: number; outputTokens: number };
+  usage?: ReplyTokens;
   /** HTTP requests made, retries included. */
   requests: number;
 }
@@ -80,8 +99,8 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
 }
 
 /**
- * One chat completion against an OpenAI-compatible `/chat/completions` endpoint: the `openai`
- * provider builds the request and reads the reply, `postWithRetries` sends it (retries,
+ * One chat call: the model's provider (`openai`'s `/chat/completions`, or `anthropic`'s
+ * `/v1/messages`) builds the request and reads the reply, `postWithRetries` sends it (retries,
  * backoff, Retry-After, abort, `onRetry`, configuration faults; see there). Errors name the
  * endpoint and status, never the key.
  *
@@ -90,16 +109,24 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  * reply.content; // "4"
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
+  const provider = providerOf(request.model, request.provider);
   const model = bareModel(request.model);
-  const { path, body } = openai.chatRequest({
+  const { path, body } = provider.chatRequest({
     model,
     messages: request.messages,
+    tools: request.tools,
+    toolChoice: request.toolChoice,
     temperature: request.temperature,
     maxTokens: request.maxTokens,
     params: request.params,
   });
-  const { value, requests } = await postToEndpoint(request, path, body, `model ${model}`, (t, s) =>
-    openai.chatReply(t, s),
+  const { value, requests } = await postToEndpoint(
+    request,
+    path,
+    body,
+    `model ${model}`,
+    (t, s) => provider.chatReply(t, s),
+    provider,
   );
   return { ...value, model, requests };
 }

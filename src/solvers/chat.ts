@@ -3,11 +3,12 @@ import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/
 import { jsonSchema } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
 import type { Json } from "../core/json.js";
+import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
 import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { prepareClient } from "./http-post.js";
-import { bareModel } from "./model-name.js";
+import { bareModel, providerOf } from "./model-name.js";
 import { costUsd } from "./prices.js";
 import type { Price } from "./prices.js";
 import { SolverError } from "./solver-error.js";
@@ -36,30 +37,40 @@ const messagesSchema = z.array(z.object({ role: z.string().min(1), content: json
  * solvers.chat({ model: "openai:gpt-4o-mini", system: "Answer with a number.", temperature: 0 });
  */
 export function chat(options: ChatSolverOptions): SolverFn {
-  prepareClient(resolveEndpoint(options).baseURL);
+  const provider = providerOf(options.model, options.provider);
+  prepareClient(resolveEndpoint(options, provider).baseURL);
   const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
-    const model = bareModel(ctx.model ?? options.model);
+    const requested = ctx.model ?? options.model;
+    const model = bareModel(requested);
     const messages = toMessages(sample, options.system);
     const send = async (): Promise<ModelReply> => {
-      const reply = await chatCompletion({
+      const {
+        requests: _requests,
+        usage,
+        ...reply
+      } = await chatCompletion({
         ...options,
-        model,
+        model: requested,
         messages,
         signal: ctx.signal,
         // Each re-sent request counts toward the attempt's retries, also when the call fails.
         onRetry: ctx.onRetry,
       });
-      const sent: ModelReply = { content: reply.content, model: reply.model };
-      if (reply.usage !== undefined) sent.usage = withCost(model, reply.usage, options.prices);
+      const sent: ModelReply = reply;
+      if (usage !== undefined) sent.usage = withCost(model, usage, options.prices);
       return sent;
     };
     // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
     // is reused (counted by the journal), not this attempt's spend. The reply is only the
     // output: its entry commits ahead of the attempt without this waiting for it (`last`).
+    const input = chatInput(model, providerOf(requested, options.provider).name, messages, options);
     const { reply, replayed } = ctx.chatStep
-      ? await ctx.chatStep(chatInput(model, messages, options), send, { last: true })
+      ? await ctx.chatStep(input, send, { last: true })
       : { reply: await send(), replayed: false };
-    const transcript: Json = [...messages, { role: "assistant", content: reply.content }];
+    const transcript: Json = [
+      ...messages,
+      reply.message ?? { role: "assistant", content: reply.content },
+    ];
     return {
       output: reply.content,
       transcript,
@@ -67,7 +78,7 @@ export function chat(options: ChatSolverOptions): SolverFn {
     };
   };
   solver.describe = () => describeChat(options);
-  solver.secrets = () => endpointSecrets(options);
+  solver.secrets = () => endpointSecrets(options, provider);
   return solver;
 }
 
@@ -75,13 +86,19 @@ export function chat(options: ChatSolverOptions): SolverFn {
  * The journal's record of the request, as ctx.chat's: the call's identity without its endpoint
  * (see modelCallIdentity), the system prompt already among the messages; never key or headers.
  */
-function chatInput(model: string, messages: ChatMessage[], options: ChatSolverOptions): Json {
+function chatInput(
+  model: string,
+  provider: string,
+  messages: ChatMessage[],
+  options: ChatSolverOptions,
+): Json {
   return modelCallIdentity({
     model,
     messages,
     temperature: options.temperature,
     maxTokens: options.maxTokens,
     params: options.params,
+    provider,
   });
 }
 
@@ -104,20 +121,19 @@ function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
   return [{ role: "system", content: system }, ...messages];
 }
 
-function withCost(
-  model: string,
-  tokens: { inputTokens: number; outputTokens: number },
-  price: Price | undefined,
-): Usage {
+function withCost(model: string, tokens: ReplyTokens, price: Price | undefined): Usage {
   const cost = costUsd(model, tokens, price);
   return cost === undefined ? { ...tokens } : { ...tokens, costUsd: cost };
 }
 
 function describeChat(options: ChatSolverOptions): Record<string, Json> {
-  const { baseURL, apiKeyEnv } = resolveEndpoint(options);
+  const provider = providerOf(options.model, options.provider);
+  const { baseURL, apiKeyEnv } = resolveEndpoint(options, provider);
   const description: Record<string, Json | undefined> = {
     kind: "chat",
     model: bareModel(options.model),
+    // Absent for openai, as in every run recorded before stet had providers.
+    provider: provider.name === "openai" ? undefined : provider.name,
     baseURL: redactUrl(baseURL),
     apiKeyEnv,
     system: options.system,

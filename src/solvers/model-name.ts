@@ -1,3 +1,8 @@
+import { modelProvider, type ProviderName } from "../core/model-types.js";
+import { anthropic } from "./anthropic-provider.js";
+import { openai } from "./openai-provider.js";
+import type { Provider } from "./provider.js";
+
 /** Provider prefixes dropped from `provider:model` strings; others are part of the model id. */
 const providerPrefixes = new Set([
   "openai",
@@ -27,4 +32,14 @@ export function bareModel(model: string): string {
   const colon = model.indexOf(":");
   if (colon <= 0) return model;
   return providerPrefixes.has(model.slice(0, colon).toLowerCase()) ? model.slice(colon + 1) : model;
+}
+
+/**
+ * The provider of a model id (see modelProvider): `anthropic:` names Anthropic's Messages API,
+ * anything else the OpenAI-compatible format; an explicit `provider` wins.
+ *
+ * @example providerOf("anthropic:claude-sonnet-4-5").name // "anthropic"
+ */
+export function providerOf(model: string, explicit?: ProviderName): Provider {
+  return modelProvider(model, explicit) === "anthropic" ? anthropic : openai;
 }

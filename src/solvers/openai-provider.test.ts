@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { openai } from "./openai-provider.js";
+import type { ChatMessage } from "./provider.js";
 import { Failure } from "./retrying-post.js";
 
 const messages = [{ role: "user", content: "2+2?" }];
@@ -41,6 +42,70 @@ describe("the openai provider", () => {
     expect(openai.chatRequest(call)).toEqual({ path: "/chat/completions", body });
   });
 
+  it("sends OpenAI-format messages as they are (the same array)", () => {
+    const wire: ChatMessage[] = [
+      { role: "user", content: "2+2?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "4" },
+    ];
+    expect(openai.chatRequest({ model: "m", messages: wire }).body.messages).toBe(wire);
+  });
+
+  it("maps canonical tools, tool choice, tool calls, tool results and images to the wire", () => {
+    const { body } = openai.chatRequest({
+      model: "m",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image", url: "data:image/png;base64,AAA" },
+          ],
+        },
+        {
+          role: "assistant",
+          content: "",
+          reasoning: "think",
+          toolCalls: [{ id: "c1", name: "add", arguments: { a: 1 } }],
+        },
+        { role: "tool", toolCallId: "c1", content: "2" },
+      ],
+      tools: [{ name: "add", description: "adds", parameters: { type: "object" } }],
+      toolChoice: { name: "add" },
+    });
+    expect(body).toEqual({
+      model: "m",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image_url", image_url: { url: "data:image/png;base64,AAA" } },
+          ],
+        },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "add", arguments: '{"a":1}' } },
+          ],
+        },
+        { role: "tool", content: "2", tool_call_id: "c1" },
+      ],
+      tools: [
+        {
+          type: "function",
+          function: { name: "add", description: "adds", parameters: { type: "object" } },
+        },
+      ],
+      tool_choice: { type: "function", function: { name: "add" } },
+    });
+  });
+
   it.each([
     [
       "content and usage",
@@ -48,9 +113,89 @@ describe("the openai provider", () => {
         choices: [{ message: { content: "4" } }],
         usage: { prompt_tokens: 3, completion_tokens: 1 },
       },
-      { content: "4", usage: { inputTokens: 3, outputTokens: 1 } },
+      {
+        content: "4",
+        toolCalls: [],
+        finishReason: "other",
+        message: { role: "assistant", content: "4" },
+        usage: { inputTokens: 3, outputTokens: 1 },
+      },
     ],
-    ["null content, no usage", { choices: [{ message: { content: null } }] }, { content: "" }],
+    [
+      "null content, no usage",
+      { choices: [{ message: { content: null }, finish_reason: "length" }] },
+      {
+        content: "",
+        toolCalls: [],
+        finishReason: "length",
+        message: { role: "assistant", content: "" },
+      },
+    ],
+    [
+      "tool calls (arguments parsed; broken JSON kept as text)",
+      {
+        choices: [
+          {
+            message: {
+              content: null,
+              tool_calls: [
+                {
+                  id: "c1",
+                  type: "function",
+                  function: { name: "add", arguments: '{"a":2,"b":2}' },
+                },
+                { id: "c2", type: "function", function: { name: "echo", arguments: "{oops" } },
+              ],
+            },
+            finish_reason: "tool_calls",
+          },
+        ],
+      },
+      {
+        content: "",
+        toolCalls: [
+          { id: "c1", name: "add", arguments: { a: 2, b: 2 } },
+          { id: "c2", name: "echo", arguments: "{oops" },
+        ],
+        finishReason: "tool_calls",
+        message: {
+          role: "assistant",
+          content: "",
+          toolCalls: [
+            { id: "c1", name: "add", arguments: { a: 2, b: 2 } },
+            { id: "c2", name: "echo", arguments: "{oops" },
+          ],
+        },
+      },
+    ],
+    [
+      "a refusal and reasoning",
+      {
+        choices: [
+          {
+            message: { content: null, refusal: "I can't.", reasoning_content: "unsafe" },
+            finish_reason: "stop",
+          },
+        ],
+      },
+      {
+        content: "I can't.",
+        toolCalls: [],
+        finishReason: "refusal",
+        reasoning: "unsafe",
+        message: { role: "assistant", content: "I can't.", reasoning: "unsafe" },
+      },
+    ],
+    [
+      "a content filter stop",
+      { choices: [{ message: { content: "" }, finish_reason: "content_filter" }] },
+      {
+        content: "",
+        toolCalls: [],
+        finishReason: "content_filter",
+        message: { role: "assistant", content: "" },
+      },
+    ],
   ])("maps a reply with %s", (_what, body, reply) => {
     expect(openai.chatReply(JSON.stringify(body), says)).toEqual(reply);
   });

@@ -1,11 +1,32 @@
 import * as z from "zod";
 import type { Json } from "../core/json.js";
+import type { FinishReason, ToolCall } from "../core/model-types.js";
+import { openaiMessages, openaiToolChoice, openaiTools } from "./openai-messages.js";
 import type { CanonicalCall, CanonicalReply, Provider } from "./provider.js";
 import { Failure } from "./retrying-post.js";
+import { parseArguments, replyMessage } from "./tool-calls.js";
+
+const toolCallSchema = z
+  .object({
+    id: z.string(),
+    function: z.object({ name: z.string(), arguments: z.string().nullish() }).loose(),
+  })
+  .loose();
+
+const messageSchema = z
+  .object({
+    content: z.string().nullish(),
+    tool_calls: z.array(toolCallSchema).nullish(),
+    refusal: z.string().nullish(),
+    // DeepSeek, vLLM and llama.cpp say reasoning_content; OpenRouter says reasoning.
+    reasoning_content: z.string().nullish(),
+    reasoning: z.string().nullish(),
+  })
+  .loose();
 
 const responseSchema = z.object({
   choices: z
-    .array(z.object({ message: z.object({ content: z.string().nullish() }).loose() }).loose())
+    .array(z.object({ message: messageSchema, finish_reason: z.string().nullish() }).loose())
     .min(1),
   usage: z
     .object({
@@ -55,7 +76,9 @@ function chatBody(call: CanonicalCall): Record<string, Json> {
   const maxTokensField = /^(o\d|gpt-5)/.test(call.model) ? "max_completion_tokens" : "max_tokens";
   return {
     model: call.model,
-    messages: call.messages,
+    messages: openaiMessages(call.messages),
+    ...(call.tools === undefined ? {} : { tools: openaiTools(call.tools) }),
+    ...(call.toolChoice === undefined ? {} : { tool_choice: openaiToolChoice(call.toolChoice) }),
     ...(call.temperature === undefined ? {} : { temperature: call.temperature }),
     ...(call.maxTokens === undefined ? {} : { [maxTokensField]: call.maxTokens }),
     ...call.params,
@@ -68,7 +91,7 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
   if (parsed.success) {
     const { choices, usage } = parsed.data;
     return {
-      content: choices[0]?.message.content ?? "",
+      ...replyParts(choices[0]!.message, choices[0]!.finish_reason),
       ...(usage == null
         ? {}
         : { usage: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
@@ -85,6 +108,45 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
     );
   }
   return new Failure("provider", "malformed chat completion response", 200);
+}
+
+function replyParts(
+  message: z.infer<typeof messageSchema>,
+  finish: string | null | undefined,
+): Omit<CanonicalReply, "usage"> {
+  const content = message.content ?? message.refusal ?? "";
+  const toolCalls: ToolCall[] = (message.tool_calls ?? []).map((call) => ({
+    id: call.id,
+    name: call.function.name,
+    arguments: parseArguments(call.function.arguments ?? ""),
+  }));
+  const reasoning = message.reasoning_content ?? message.reasoning ?? undefined;
+  const extra: { reasoning?: string } = reasoning === undefined ? {} : { reasoning };
+  return {
+    content,
+    toolCalls,
+    finishReason: finishReason(finish, message.refusal != null, toolCalls.length > 0),
+    ...extra,
+    message: replyMessage(content, toolCalls, reasoning === undefined ? {} : { reasoning }),
+  };
+}
+
+const FINISH_REASONS: Record<string, FinishReason> = {
+  stop: "stop",
+  length: "length",
+  tool_calls: "tool_calls",
+  function_call: "tool_calls",
+  content_filter: "content_filter",
+};
+
+function finishReason(
+  finish: string | null | undefined,
+  refused: boolean,
+  called: boolean,
+): FinishReason {
+  if (refused) return "refusal";
+  if (finish == null) return called ? "tool_calls" : "other";
+  return FINISH_REASONS[finish] ?? "other";
 }
 
 /**

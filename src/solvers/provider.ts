@@ -1,25 +1,32 @@
 import type { Json } from "../core/json.js";
+import type {
+  ModelMessage,
+  ModelTool,
+  ReplyParts,
+  ReplyTokens,
+  ToolChoice,
+} from "../core/model-types.js";
 import type { Failure } from "./retrying-post.js";
 
-/** One chat message; extra members (name, tool_call_id, …) are passed through. */
-export type ChatMessage = { role: string; content: Json } & { [key: string]: Json };
+/** One chat message (see ModelMessage); extra members (name, cache_control, …) are passed through. */
+export type ChatMessage = ModelMessage;
 
 /** A model call in stet's own terms, before any wire format. */
 export interface CanonicalCall {
   /** The bare model id (no `provider:` prefix). */
   model: string;
   messages: ChatMessage[];
+  tools?: ModelTool[] | undefined;
+  toolChoice?: ToolChoice | undefined;
   temperature?: number | undefined;
   maxTokens?: number | undefined;
-  /** Extra request-body fields (seed, top_p, tools, response_format, …). */
+  /** Extra request-body fields of the wire format (seed, top_p, response_format, …). */
   params?: Record<string, Json> | undefined;
 }
 
-/** A model's reply in stet's own terms. */
-export interface CanonicalReply {
-  /** The assistant's text ("" when the reply had no content). */
-  content: string;
-  usage?: { inputTokens: number; outputTokens: number };
+/** A model's reply in stet's own terms: text, tool calls, finish reason, reasoning, message. */
+export interface CanonicalReply extends ReplyParts {
+  usage?: ReplyTokens;
 }
 
 /**

@@ -28,6 +28,13 @@ export interface MockUsage {
 /** How to answer one request. */
 export type MockAction =
   | { reply: string; usage?: MockUsage; latencyMs?: number }
+  /** A whole assistant message (tool_calls, refusal, …) and its finish_reason. */
+  | {
+      message: Record<string, unknown>;
+      finishReason?: string;
+      usage?: MockUsage;
+      latencyMs?: number;
+    }
   | { status: number; body?: unknown; retryAfter?: number | string; latencyMs?: number }
   | { hang: true }
   | { drop: true };
@@ -195,14 +202,20 @@ async function answer(
     return;
   }
   const usage = action.usage ?? options.usage ?? { prompt_tokens: 10, completion_tokens: 5 };
+  const choice =
+    "message" in action
+      ? {
+          index: 0,
+          message: { role: "assistant", ...action.message },
+          finish_reason: action.finishReason ?? "stop",
+        }
+      : { index: 0, message: { role: "assistant", content: action.reply }, finish_reason: "stop" };
   send(res, 200, {
     id: `chatcmpl-mock-${request.index}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: request.body.model,
-    choices: [
-      { index: 0, message: { role: "assistant", content: action.reply }, finish_reason: "stop" },
-    ],
+    choices: [choice],
     usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
   });
 }

@@ -1,0 +1,77 @@
+import type { ModelCall, ModelReply, SentReply } from "../core/eval.js";
+import type { Json } from "../core/json.js";
+import { modelCallIdentity } from "../core/model-call-identity.js";
+import { canonicalJson } from "../core/json.js";
+import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
+import type { ReplyParts } from "../core/model-types.js";
+import type { StepJournal } from "./step-journal.js";
+
+/**
+ * One model call as a journal step of kind `chat`: replayed from the journal on a resumed
+ * execution, else sent and recorded before the reply is handed back. The whole reply is
+ * recorded (text, tool calls, finish reason, reasoning, message; usage in its own columns), so
+ * a replayed agent sees the tool calls it saw; an entry recorded before replies had tool calls
+ * (content and model only) replays completed by completeReply. A failed call is not journaled:
+ * a resume asks again.
+ */
+export async function journaledChat(
+  journal: StepJournal,
+  input: Json,
+  send: () => Promise<SentReply>,
+  options?: { last?: boolean },
+): Promise<{ reply: ModelReply; replayed: boolean }> {
+  const done = await journal.step(
+    "chat",
+    "chat",
+    input,
+    async () => {
+      const { usage, message, ...reply } = withParts(await send());
+      // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
+      // journaled once, not twice.
+      const made = canonicalJson(message) === canonicalJson(defaultMessage(reply));
+      return { result: made ? reply : { ...reply, message }, usage };
+    },
+    () => null,
+    options,
+  );
+  // The journal's own result (its rows are read through a schema); usage is in its columns.
+  const reply: ModelReply = withParts(done.result as unknown as SentReply);
+  delete reply.usage;
+  if (done.usage) reply.usage = done.usage;
+  return { reply, replayed: done.replayed };
+}
+
+/**
+ * A sent reply with every canonical part (see completeReply).
+ *
+ * @example withParts({ content: "4", model: "m" }).toolCalls // []
+ */
+export function withParts(reply: SentReply): ModelReply {
+  const parts: ReplyParts = completeReply(reply);
+  return {
+    ...parts,
+    model: reply.model,
+    ...(reply.usage === undefined ? {} : { usage: reply.usage }),
+  };
+}
+
+/**
+ * What a `ctx.chat` step is keyed and recorded by: the call's identity without its endpoint (see
+ * modelCallIdentity: the shape journals have always been hashed by, tools and a provider other
+ * than openai added only when the call has them); never key or headers.
+ */
+export function chatInput(call: ModelCall, model: string | undefined): Json {
+  const requested = model ?? call.model ?? null;
+  const provider = modelProvider(requested ?? "", call.provider);
+  return modelCallIdentity({
+    model: requested,
+    messages: call.messages,
+    system: call.system,
+    temperature: call.temperature,
+    maxTokens: call.maxTokens,
+    params: call.params,
+    tools: call.tools as Json | undefined,
+    toolChoice: call.toolChoice,
+    provider,
+  });
+}
