@@ -7,6 +7,7 @@ import {
   type UsageTotal,
 } from "./aggregate.js";
 import { compareKeys } from "./keys.js";
+import { boughtUsage } from "./usage.js";
 import { scoresStand } from "./outcomes.js";
 import { scoreHistogram, type ScoreDistribution } from "./score-chart.js";
 import type {
@@ -172,7 +173,8 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (executed) addUsage(this.#result.totalSpent, attempt.usage);
     if (now) {
       this.#result.executedNow++;
-      if (executed) addUsage(this.#result.spentNow, attempt.usage);
+      // Its calls replayed from the journal were bought by an earlier invocation, not now.
+      if (executed) addUsage(this.#result.spentNow, attempt.usage && boughtUsage(attempt.usage));
     }
     this.#countRetries(attempt, executed);
     if (this.#fingerprintOf(attempt.sampleId) !== attempt.fingerprint) return;

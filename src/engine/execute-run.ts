@@ -4,6 +4,7 @@ import { isStetError, StetError } from "../core/errors.js";
 import type { JournalKeep, ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import { keyString } from "../core/keys.js";
+import { boughtUsage } from "../core/usage.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type {
@@ -265,7 +266,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
-    addUsage(spentNow, attempt.usage);
+    addUsage(spentNow, attempt.usage && boughtUsage(attempt.usage));
     progress.spentNowUsd = spentNow.costUsd;
     progress.unpricedNow = spentNow.unpriced;
     if (attempt.status === "scored") progress.done++;

@@ -2,8 +2,9 @@ import * as z from "zod";
 import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
+import { reusedUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
-import type { Sample, Usage } from "../core/types.js";
+import type { Sample, Usage, UsageFigures } from "../core/types.js";
 import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { prepareClient } from "./http-post.js";
@@ -54,7 +55,7 @@ export function chat(options: ChatSolverOptions): SolverFn {
       return sent;
     };
     // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
-    // is reused (counted by the journal), not this attempt's spend. The reply is only the
+    // stays the attempt's, marked reused (no spend now). The reply is only the
     // output: its entry commits ahead of the attempt without this waiting for it (`last`).
     const { reply, replayed } = ctx.chatStep
       ? await ctx.chatStep(chatInput(model, messages, options), send, { last: true })
@@ -63,7 +64,9 @@ export function chat(options: ChatSolverOptions): SolverFn {
     return {
       output: reply.content,
       transcript,
-      ...(reply.usage === undefined || replayed ? {} : { usage: reply.usage }),
+      ...(reply.usage === undefined
+        ? {}
+        : { usage: replayed ? reusedUsage(reply.usage) : reply.usage }),
     };
   };
   solver.describe = () => describeChat(options);
@@ -106,7 +109,7 @@ function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
 
 function withCost(
   model: string,
-  tokens: { inputTokens: number; outputTokens: number },
+  tokens: Omit<UsageFigures, "costUsd">,
   price: Price | undefined,
 ): Usage {
   const cost = costUsd(model, tokens, price);

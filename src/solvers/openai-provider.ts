@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { Json } from "../core/json.js";
+import type { UsageFigures } from "../core/types.js";
 import type { CanonicalCall, CanonicalReply, Provider } from "./provider.js";
 import { Failure } from "./retrying-post.js";
 
@@ -11,6 +12,14 @@ const responseSchema = z.object({
     .object({
       prompt_tokens: z.number().nonnegative(),
       completion_tokens: z.number().nonnegative(),
+      prompt_tokens_details: z
+        .object({ cached_tokens: z.number().nonnegative().nullish() })
+        .loose()
+        .nullish(),
+      completion_tokens_details: z
+        .object({ reasoning_tokens: z.number().nonnegative().nullish() })
+        .loose()
+        .nullish(),
     })
     .loose()
     .nullish(),
@@ -69,9 +78,7 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
     const { choices, usage } = parsed.data;
     return {
       content: choices[0]?.message.content ?? "",
-      ...(usage == null
-        ? {}
-        : { usage: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+      ...(usage == null ? {} : { usage: usageOf(usage) }),
     };
   }
   // Some gateways (OpenRouter) report upstream failures as a 200 whose body is an error.
@@ -85,6 +92,19 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
     );
   }
   return new Failure("provider", "malformed chat completion response", 200);
+}
+
+/** OpenAI's usage: prompt tokens include the cached ones, completion tokens the reasoning ones. */
+function usageOf(usage: NonNullable<z.infer<typeof responseSchema>["usage"]>): UsageFigures {
+  const figures: UsageFigures = {
+    inputTokens: usage.prompt_tokens,
+    outputTokens: usage.completion_tokens,
+  };
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  if (cached != null) figures.cachedInputTokens = cached;
+  if (reasoning != null) figures.reasoningTokens = reasoning;
+  return figures;
 }
 
 /**

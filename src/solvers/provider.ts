@@ -1,4 +1,5 @@
 import type { Json } from "../core/json.js";
+import type { UsageFigures } from "../core/types.js";
 import type { Failure } from "./retrying-post.js";
 
 /** One chat message; extra members (name, tool_call_id, …) are passed through. */
@@ -19,7 +20,8 @@ export interface CanonicalCall {
 export interface CanonicalReply {
   /** The assistant's text ("" when the reply had no content). */
   content: string;
-  usage?: { inputTokens: number; outputTokens: number };
+  /** Input tokens all of them (cached included), output tokens all of them (reasoning included). */
+  usage?: Omit<UsageFigures, "costUsd">;
 }
 
 /**
