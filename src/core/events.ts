@@ -86,8 +86,8 @@ export interface RunReport {
   /**
    * The step journal in this invocation, when it replayed anything: steps returned from the
    * journal of interrupted executions, executions whose replay diverged (the agent took another
-   * path), and the replayed chat calls' usage (reused: paid for by the interrupted execution,
-   * in no attempt's usage and not in `spentNow`).
+   * path), and the replayed chat calls' usage (reused: paid for by the interrupted execution;
+   * part of its attempt's usage, as `usage.reused`, and not in `spentNow`).
    */
   journal?: { replayed: number; diverged: number; reused: UsageTotal };
 }

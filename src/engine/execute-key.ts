@@ -98,8 +98,9 @@ export async function withTimeout<T>(
 }
 
 /**
- * What the model calls of an attempt (or a scoring) made now cost: the usage of each `ctx.chat`
- * call, and the requests re-sent after retryable failures by any call told `ctx.onRetry`.
+ * What the model calls of an attempt (or a scoring) used: the usage of each `ctx.chat` call (a
+ * replayed one's marked `reused`: paid for before, not now), and the requests re-sent after
+ * retryable failures by any call told `ctx.onRetry`.
  */
 export interface Spent {
   usage: Usage[];

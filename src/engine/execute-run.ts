@@ -104,7 +104,8 @@ export interface ExecutionEnd {
   scorings: { committed: number; isNow(scoring: ScoringKey): boolean };
   /**
    * The step journal in this invocation: steps replayed from interrupted executions, executions
-   * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
+   * whose replay diverged, and the usage of replayed chat calls (reused: its attempt's
+   * `usage.reused`, never spent now).
    */
   journal: { replayed: number; diverged: number; reused: Usage[] };
 }
