@@ -1,5 +1,7 @@
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../src/server/create-app.js";
+import { openSqliteStore } from "../src/store/sqlite.js";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, questions, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
@@ -106,13 +108,36 @@ export default defineEval({
       });
       expect(Math.abs(row.usage!.costUsd! - TRUE_COST)).toBeLessThan(1e-12);
     }
-    const shown = await runCli(["show", runIdOf(run.stdout), "--json"], { cwd: p.dir });
-    expect(jsonOf<Report>(shown.stdout).usage.totalSpent).toMatchObject({
+    const runId = runIdOf(run.stdout);
+    const shown = await runCli(["show", runId, "--json"], { cwd: p.dir });
+    const totals = {
       attempts: N,
       inputTokens: N * 1000,
       cachedInputTokens: N * 800,
       reasoningTokens: N * 40,
-    });
+    };
+    expect(jsonOf<Report>(shown.stdout).usage.totalSpent).toMatchObject(totals);
+    expect((await runCli(["show", runId], { cwd: p.dir })).stdout).toMatch(
+      /^tokens +5,000 in \(4,000 cached\) · 500 out \(200 reasoning\) \(all attempts\)$/m,
+    );
+
+    // The API's run detail and samples carry the same figures.
+    const store = openSqliteStore(p.db, { create: false });
+    try {
+      const app = createApp({ store });
+      const detail = (await (await app.request(`/api/runs/${runId}`)).json()) as {
+        cost: { spent: Total };
+      };
+      expect(detail.cost.spent).toMatchObject(totals);
+      const samples = (await (await app.request(`/api/runs/${runId}/samples`)).json()) as {
+        samples: { outcome: { usage: Figures } | null }[];
+      };
+      const outcomes = samples.samples.filter((x) => x.outcome).map((x) => x.outcome!.usage);
+      expect(outcomes).toHaveLength(N);
+      expect(outcomes[0]).toMatchObject({ cachedInputTokens: 800, reasoningTokens: 40 });
+    } finally {
+      await store.close();
+    }
   }, 60_000);
 
   it("prices a built-in model's cached input from the table; an unknown tier price leaves the cost unknown", async () => {
