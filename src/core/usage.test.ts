@@ -90,7 +90,9 @@ describe("the fold's spend figures with replayed calls", () => {
       reasoningTokens: 80,
     });
     expect(totalSpent.costUsd).toBeCloseTo(0.005, 15);
-    // The preserved outcome is reused as before; the replayed calls are the journal's figure.
-    expect(reused).toMatchObject({ attempts: 1, inputTokens: 1000, cachedInputTokens: 800 });
+    // Reused: the preserved outcome and the replayed calls (which are no outcome of their own).
+    expect(reused).toMatchObject({ attempts: 1, inputTokens: 2000, cachedInputTokens: 1600 });
+    expect(spentNow.inputTokens + reused.inputTokens).toBe(totalSpent.inputTokens);
+    expect(spentNow.costUsd! + reused.costUsd!).toBeCloseTo(totalSpent.costUsd!, 15);
   });
 });
