@@ -312,6 +312,10 @@ describe("stet export", () => {
       "completedAt",
       "durationMs",
       "retries",
+      "cachedInputTokens",
+      "cacheWriteTokens",
+      "reasoningTokens",
+      "reusedCostUsd",
     ]);
     expect(records).toHaveLength(8);
     const byKey = new Map(

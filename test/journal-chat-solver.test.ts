@@ -116,17 +116,18 @@ describe("solvers.chat goes through the step journal", () => {
       ),
     );
 
-    // Outputs and transcripts are the uninterrupted run's; a replayed reply's tokens are not
-    // this execution's spend (the journal's chat rows hold them), the others' are.
+    // Outputs, transcripts and usage are the uninterrupted run's: an attempt's usage is its
+    // whole trajectory; a replayed reply's part of it is marked reused (not this execution's spend).
     const after = rawAttempts(p.db);
     expect(after.map((a) => [a.sample_id, a.status, a.output, a.transcript])).toEqual(
       expected.map((a) => [a.sample_id, a.status, a.output, a.transcript]),
     );
     for (const a of after) {
       const replayed = held.includes(a.sample_id);
-      expect([a.sample_id, a.input_tokens, a.output_tokens]).toEqual(
-        replayed ? [a.sample_id, null, null] : [a.sample_id, 10, 5],
-      );
+      expect([a.sample_id, a.input_tokens, a.output_tokens]).toEqual([a.sample_id, 10, 5]);
+      const detail = a.usage_detail === null ? null : JSON.parse(String(a.usage_detail));
+      if (replayed) expect(detail).toMatchObject({ reused: { inputTokens: 10, outputTokens: 5 } });
+      else expect(detail).toBeNull();
     }
     const rows = chatRows(p.db);
     expect(rows).toHaveLength(N);

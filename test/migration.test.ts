@@ -15,9 +15,9 @@ import { tempDir } from "./helpers/temp-store.js";
 
 /**
  * Stores written by stet 0.1.0 (schema 3, before scores became a layer of their own) opened by
- * this code: the migrations add the scorings table, the attempts_now view and a nullable
- * `retries` column, and touch no attempt; every attempt and score reads back as it was stored,
- * its retries unknown. See test/fixtures/stores.
+ * this code: the migrations add the scorings table, the attempts_now view and nullable
+ * `retries` and `usage_detail` columns, and touch no attempt; every attempt and score reads back
+ * as it was stored, its retries unknown and its usage without a reused part. See test/fixtures/stores.
  */
 
 const FIXTURES = new URL("./fixtures/stores/", import.meta.url);
@@ -43,11 +43,12 @@ async function readBack(store: Store) {
 
 /**
  * The rows' columns that the old release had, after checking that every column added since
- * (migration 7's `retries`, at the end) is NULL on them: those rows were never rewritten.
+ * (migration 7's `retries` and migration 8's `usage_detail`, at the end) is NULL on them: those
+ * rows were never rewritten.
  */
 function unchangedColumns(rows: unknown[][], before: unknown[][]): unknown[][] {
   const width = before[0]!.length;
-  for (const row of rows) expect(row.slice(width)).toEqual([null]);
+  for (const row of rows) expect(row.slice(width)).toEqual([null, null]);
   return rows.map((row) => row.slice(0, width));
 }
 
@@ -57,6 +58,7 @@ function expectOldRun(read: Awaited<ReturnType<typeof readBack>>) {
   // Their retries were never counted: unknown, so absent, and no export says otherwise.
   for (const a of attempts) {
     expect(a).not.toHaveProperty("retries");
+    expect(a.usage ?? {}).not.toHaveProperty("reused");
     expect(exportRow(a)).not.toHaveProperty("retries");
     expect(toResult(a, { epochs: 2 }).metadata?.stet).not.toHaveProperty("retries");
   }
@@ -108,7 +110,7 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 7,
+      v: 8,
     });
     expect(unchangedColumns(rows(after), before)).toEqual(before);
   });
@@ -139,7 +141,7 @@ describe("a store written by stet 0.1.0", () => {
       const version = await client.query(
         `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
       );
-      expect(version.rows[0]).toEqual({ v: 7 });
+      expect(version.rows[0]).toEqual({ v: 8 });
       expect(unchangedColumns(await rows(), before)).toEqual(before);
     },
   );

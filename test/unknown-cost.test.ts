@@ -103,6 +103,9 @@ describe("a model without a price", () => {
       attempts: 3,
       inputTokens: 300,
       outputTokens: 60,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
       costUsd: null,
       unpriced: 3,
     });
@@ -168,6 +171,9 @@ describe("a model without a price", () => {
       attempts: 3,
       inputTokens: 450,
       outputTokens: 75,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
       costUsd: null,
       unpriced: 3,
     });

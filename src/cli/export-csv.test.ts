@@ -45,6 +45,10 @@ describe("the CSV export's shape", () => {
       "completedAt",
       "durationMs",
       "retries",
+      "cachedInputTokens",
+      "cacheWriteTokens",
+      "reasoningTokens",
+      "reusedCostUsd",
     ]);
   });
 
@@ -69,7 +73,30 @@ describe("the CSV export's shape", () => {
       1000,
       // Stored before retries were counted: unknown, an empty cell rather than 0.
       "",
+      // No cached, cache-write or reasoning tokens reported, nothing replayed.
+      "",
+      "",
+      "",
+      "",
     ]);
+  });
+
+  it("the tier cells: cached, cache-write and reasoning tokens, and what replayed calls cost", () => {
+    const usage = {
+      inputTokens: 1000,
+      outputTokens: 100,
+      cachedInputTokens: 800,
+      cacheWriteTokens: 0,
+      reasoningTokens: 40,
+      costUsd: 0.5,
+      reused: { inputTokens: 10, outputTokens: 1, costUsd: 0.25 },
+    };
+    expect(csvRow({ ...attempt, usage }, samples, [])).toMatchObject({
+      cachedInputTokens: 800,
+      cacheWriteTokens: 0,
+      reasoningTokens: 40,
+      reusedCostUsd: 0.25,
+    });
   });
 
   it("the retries cell: the attempt's count of re-sent model requests, 0 included", () => {

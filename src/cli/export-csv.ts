@@ -16,6 +16,10 @@ const AFTER_SCORES = [
   "completedAt",
   "durationMs",
   "retries",
+  "cachedInputTokens",
+  "cacheWriteTokens",
+  "reasoningTokens",
+  "reusedCostUsd",
 ];
 /** Score columns get keys of their own, so a scorer named `status` cannot replace a column. */
 const scoreKey = (scorer: string) => `score:${scorer}`;
@@ -23,7 +27,8 @@ const scoreKey = (scorer: string) => `score:${scorer}`;
 /**
  * The columns of `stet export --format csv`, in a stable order: the key, what went in (the
  * sample's input and target) and came out, one column per scorer of the run's config (its score's
- * value), then error, tokens, cost, timing and the attempt's retries (re-sent model requests).
+ * value), then error, tokens, cost, timing, the attempt's retries (re-sent model requests), and
+ * its cached, cache-write and reasoning tokens and the cost of its replayed calls (of the totals).
  *
  * @example csvColumns(["exact"]).map((c) => c.header)
  * // ["sampleId", "epoch", "status", "input", "target", "output", "exact", "error", "inputTokens", …]
@@ -64,6 +69,12 @@ export function csvRow(
     durationMs: a.durationMs,
     // Empty when unknown (stored before retries were counted).
     retries: cell(a.retries),
+    // Of inputTokens and outputTokens: empty when the provider did not report them.
+    cachedInputTokens: cell(a.usage?.cachedInputTokens),
+    cacheWriteTokens: cell(a.usage?.cacheWriteTokens),
+    reasoningTokens: cell(a.usage?.reasoningTokens),
+    // Of costUsd, what calls replayed from the journal cost (bought by an interrupted execution).
+    reusedCostUsd: cell(a.usage?.reused?.costUsd),
   };
   for (const name of scorers) {
     row[scoreKey(name)] = cell(a.scores.find((s) => s.scorer === name)?.value);

@@ -43,6 +43,9 @@ describe("usage totals", () => {
       attempts: 3,
       inputTokens: 20,
       outputTokens: 4,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
       costUsd: 0.75,
       unpriced: 0,
     });
@@ -53,6 +56,9 @@ describe("usage totals", () => {
       attempts: 3,
       inputTokens: 14,
       outputTokens: 2,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
       costUsd: null,
       unpriced: 2,
     });
@@ -90,6 +96,9 @@ describe("usage totals", () => {
       attempts: 2,
       inputTokens: 17,
       outputTokens: 3,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
       costUsd: 0.5,
       unpriced: 1,
     });

@@ -1,4 +1,4 @@
-import type { Reducer, Usage } from "./types.js";
+import type { Reducer, UsageFigures } from "./types.js";
 
 export interface ScorerMetrics {
   scorer: string;
@@ -41,8 +41,16 @@ export function reduceEpochs(values: readonly number[], reducer: Reducer): numbe
  */
 export interface UsageTotal {
   attempts: number;
+  /** Every input token, cached and cache-written ones included. */
   inputTokens: number;
+  /** Every output token, reasoning ones included. */
   outputTokens: number;
+  /** Of the input tokens, those read from a prompt cache. */
+  cachedInputTokens: number;
+  /** Of the input tokens, those written to a prompt cache. */
+  cacheWriteTokens: number;
+  /** Of the output tokens, those spent reasoning. */
+  reasoningTokens: number;
   /** US dollars; null when unknown (see above). */
   costUsd: number | null;
   /** Attempts that used tokens and have no cost. */
@@ -51,17 +59,27 @@ export interface UsageTotal {
 
 /** A total of no attempts. */
 export function emptyUsage(): UsageTotal {
-  return { attempts: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, unpriced: 0 };
+  return {
+    attempts: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    costUsd: 0,
+    unpriced: 0,
+  };
 }
 
-/** Adds one attempt (and its usage, when it has any) to `total`. */
-export function addUsage(total: UsageTotal, usage: Usage | null): void {
+/**
+ * Adds one attempt (and its usage, when it has any) to `total`: all of it, its reused part
+ * included (an attempt's usage is its whole trajectory). What an invocation bought is the usage's
+ * `boughtUsage` (core/usage.ts).
+ */
+export function addUsage(total: UsageTotal, usage: UsageFigures | null): void {
   total.attempts++;
   if (usage === null) return;
-  total.inputTokens += usage.inputTokens;
-  total.outputTokens += usage.outputTokens;
-  const unpriced = usage.costUsd === undefined && usage.inputTokens + usage.outputTokens > 0;
-  addCost(total, usage.costUsd ?? 0, unpriced ? 1 : 0);
+  addScoringUsage(total, usage);
 }
 
 /**
@@ -76,6 +94,9 @@ export function sumUsage(...totals: readonly UsageTotal[]): UsageTotal {
     sum.attempts += t.attempts;
     sum.inputTokens += t.inputTokens;
     sum.outputTokens += t.outputTokens;
+    sum.cachedInputTokens += t.cachedInputTokens;
+    sum.cacheWriteTokens += t.cacheWriteTokens;
+    sum.reasoningTokens += t.reasoningTokens;
     addCost(sum, t.costUsd ?? 0, t.unpriced);
   }
   return sum;
@@ -91,9 +112,12 @@ function addCost(total: UsageTotal, usd: number, unpriced: number): void {
  * Adds what a scoring of a stored attempt spent (a judge's tokens and cost): spend of the run,
  * but no attempt of its own.
  */
-export function addScoringUsage(total: UsageTotal, usage: Usage): void {
+export function addScoringUsage(total: UsageTotal, usage: UsageFigures): void {
   total.inputTokens += usage.inputTokens;
   total.outputTokens += usage.outputTokens;
+  total.cachedInputTokens += usage.cachedInputTokens ?? 0;
+  total.cacheWriteTokens += usage.cacheWriteTokens ?? 0;
+  total.reasoningTokens += usage.reasoningTokens ?? 0;
   const unpriced = usage.costUsd === undefined && usage.inputTokens + usage.outputTokens > 0;
   addCost(total, usage.costUsd ?? 0, unpriced ? 1 : 0);
 }

@@ -7,7 +7,7 @@ import type {
   ReplyParts,
   ToolChoice,
 } from "./model-types.js";
-import type { Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
+import type { Price, Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
 
 /** What a solver (and a scorer) receives besides the sample. */
 export interface SolverContext {
@@ -100,8 +100,8 @@ export interface ModelCall {
   headers?: Record<string, string>;
   timeoutMs?: number;
   maxRetries?: number;
-  /** USD per 1M tokens; overrides the built-in price table. */
-  prices?: { input: number; output: number };
+  /** USD per 1M tokens, by tier; overrides the built-in price table. */
+  prices?: Price;
   /** False: this call is not journaled (a resumed sample makes it again). */
   journal?: boolean;
 }

@@ -54,8 +54,9 @@ export interface RunReport {
     /** Every attempt ever executed for the run (imported ones excluded). */
     totalSpent: UsageTotal;
     /**
-     * Outcomes this invocation did not pay for: preserved from earlier invocations or imported.
-     * In a stored report (`stored`), and for an invocation that had nothing to do, only imported
+     * What this invocation did not pay for: outcomes preserved from earlier invocations or
+     * imported, and the model calls its attempts replayed from the journal (`attempts` counts
+     * the outcomes only). Spent now plus reused is what its outcomes cost. In a stored report (`stored`), and for an invocation that had nothing to do, only imported
      * outcomes (paid elsewhere): the run's own spend is never "reused" from where nothing ran.
      */
     reused: UsageTotal;
@@ -86,8 +87,8 @@ export interface RunReport {
   /**
    * The step journal in this invocation, when it replayed anything: steps returned from the
    * journal of interrupted executions, executions whose replay diverged (the agent took another
-   * path), and the replayed chat calls' usage (reused: paid for by the interrupted execution,
-   * in no attempt's usage and not in `spentNow`).
+   * path), and the replayed chat calls' usage (reused: paid for by the interrupted execution;
+   * part of its attempt's usage, as `usage.reused`, and of `usage.reused`, never of `spentNow`).
    */
   journal?: { replayed: number; diverged: number; reused: UsageTotal };
 }

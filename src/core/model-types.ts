@@ -1,3 +1,4 @@
+import type { UsageFigures } from "./types.js";
 import type { Json } from "./json.js";
 
 /** The wire formats stet speaks: OpenAI's chat completions (the default) and Anthropic's Messages. */
@@ -32,19 +33,8 @@ export type ToolCall = { id: string; name: string; arguments: Json };
 export type FinishReason =
   "stop" | "length" | "tool_calls" | "content_filter" | "refusal" | "other";
 
-/**
- * A reply's token figures as a provider reports them: `inputTokens` counts every input token
- * (cached ones included), of which `cachedInputTokens` were read from the prompt cache and
- * `cacheWriteTokens` written to it; `outputTokens` counts every output token, of which
- * `reasoningTokens` were reasoning.
- */
-export interface ReplyTokens {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens?: number;
-  cacheWriteTokens?: number;
-  reasoningTokens?: number;
-}
+/** A reply's token figures as a provider reports them, before any price (see UsageFigures). */
+export type ReplyTokens = Omit<UsageFigures, "costUsd">;
 
 /**
  * The canonical reply's parts that every provider fills: the text, the tool calls, why it

@@ -102,11 +102,23 @@ function expectMetrics(actual: ScorerMetrics[], expected: ScorerMetrics[], reduc
  * price and the priced ones cost nothing (unknown); attempts with tokens and no cost counted.
  */
 function usageOf(items: readonly { usage: Usage | null }[]): UsageTotal {
-  const total = { attempts: 0, inputTokens: 0, outputTokens: 0, known: 0, unpriced: 0 };
+  const total = {
+    attempts: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    known: 0,
+    unpriced: 0,
+  };
   for (const { usage } of items) {
     total.attempts++;
     total.inputTokens += usage?.inputTokens ?? 0;
     total.outputTokens += usage?.outputTokens ?? 0;
+    total.cachedInputTokens += usage?.cachedInputTokens ?? 0;
+    total.cacheWriteTokens += usage?.cacheWriteTokens ?? 0;
+    total.reasoningTokens += usage?.reasoningTokens ?? 0;
     if (usage?.costUsd !== undefined) total.known += usage.costUsd;
     else if (usage && usage.inputTokens + usage.outputTokens > 0) total.unpriced++;
   }

@@ -1,4 +1,5 @@
 import {
+  addScoringUsage,
   addUsage,
   emptyUsage,
   meanAndStderr,
@@ -7,6 +8,7 @@ import {
   type UsageTotal,
 } from "./aggregate.js";
 import { compareKeys } from "./keys.js";
+import { boughtUsage } from "./usage.js";
 import { scoresStand } from "./outcomes.js";
 import { scoreHistogram, type ScoreDistribution } from "./score-chart.js";
 import type {
@@ -124,7 +126,8 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     isOthers?: (attempt: A) => boolean;
     /**
      * What `reused` counts: `preserved` (default), the outcomes an invocation that had work to do
-     * found stored and did not buy again, imported ones included; `imported`, only outcomes
+     * found stored and did not buy again, imported ones included, and the calls its attempts
+     * replayed from the journal (their `usage.reused`; no attempt of their own); `imported`, only outcomes
      * brought in from elsewhere (an import, `--resume-from`), for a view with no invocation
      * behind it (`stet show`, a report) or one that had nothing to do: the run's own spend is
      * its spend there, never "reused".
@@ -172,7 +175,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (executed) addUsage(this.#result.totalSpent, attempt.usage);
     if (now) {
       this.#result.executedNow++;
-      if (executed) addUsage(this.#result.spentNow, attempt.usage);
+      // Its calls replayed from the journal were bought by an earlier invocation, not now: they
+      // are reused (not re-bought), as the outcomes it found stored are.
+      if (executed) addUsage(this.#result.spentNow, attempt.usage && boughtUsage(attempt.usage));
+      const replayed = attempt.usage?.reused;
+      if (executed && replayed && !this.#reusedImportedOnly) {
+        addScoringUsage(this.#result.reused, replayed);
+      }
     }
     this.#countRetries(attempt, executed);
     if (this.#fingerprintOf(attempt.sampleId) !== attempt.fingerprint) return;

@@ -10,10 +10,23 @@ export const sampleSchema = z.object({
   metadata: z.record(z.string(), jsonSchema).optional(),
 });
 
-export const usageSchema = z.object({
+const usageFiguresSchema = z.object({
   inputTokens: z.number().nonnegative(),
   outputTokens: z.number().nonnegative(),
+  cachedInputTokens: z.number().nonnegative().optional(),
+  cacheWriteTokens: z.number().nonnegative().optional(),
+  reasoningTokens: z.number().nonnegative().optional(),
   costUsd: z.number().nonnegative().optional(),
+});
+
+export const usageSchema = usageFiguresSchema.extend({ reused: usageFiguresSchema.optional() });
+
+/** The figures a usage's detail column holds besides its token and cost columns. */
+export const usageDetailSchema = usageSchema.pick({
+  cachedInputTokens: true,
+  cacheWriteTokens: true,
+  reasoningTokens: true,
+  reused: true,
 });
 
 export const scoreSchema = z.object({

@@ -22,12 +22,43 @@ export interface Key {
   epoch: number;
 }
 
-export interface Usage {
+/** Token figures of model calls: the tiers a provider bills at, and their cost. */
+export type UsageFigures = {
+  /** Every input token, cached and cache-written ones included. */
   inputTokens: number;
+  /** Every output token, reasoning ones included. */
   outputTokens: number;
-  /** US dollars; absent when the price is unknown. */
+  /** Of `inputTokens`, those read from the provider's prompt cache. */
+  cachedInputTokens?: number;
+  /** Of `inputTokens`, those written to the provider's prompt cache. */
+  cacheWriteTokens?: number;
+  /** Of `outputTokens`, those the model spent reasoning. */
+  reasoningTokens?: number;
+  /** US dollars; absent when the price (of any tier used) is unknown. */
   costUsd?: number;
-}
+};
+
+/** US dollars per one million tokens, by the tier a token is billed at. */
+export type PriceTiers = {
+  /** Input tokens neither read from nor written to a prompt cache. */
+  input: number;
+  output: number;
+  /** Input tokens read from the prompt cache; unknown: a call that read any has no cost. */
+  cachedInput?: number;
+  /** Input tokens written to the prompt cache; unknown: a call that wrote any has no cost. */
+  cacheWrite?: number;
+};
+
+/** A model's prices: the standard tiers, and those of the provider's batch API when known. */
+export type Price = PriceTiers & { batch?: PriceTiers };
+
+/**
+ * What an attempt's (or a call's) model calls used. An attempt's usage is its whole trajectory:
+ * every call that produced its output, replayed journal calls included; `reused` is the part of
+ * it replayed from the journal (paid for by an interrupted execution), not bought now. Absent:
+ * nothing was replayed (and attempts stored before stet recorded it).
+ */
+export type Usage = UsageFigures & { reused?: UsageFigures };
 
 /**
  * What one scorer said about one attempt. `value` is in [0, 1], or null when the scorer did not

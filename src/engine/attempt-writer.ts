@@ -2,6 +2,7 @@ import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { isStetError, StetError } from "../core/errors.js";
 import type { FallbackOutcome } from "../core/events.js";
 import { keyString } from "../core/keys.js";
+import { boughtUsage } from "../core/usage.js";
 import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../core/types.js";
 import type { StepDiscard, StepDraft, Store } from "../store/types.js";
 import { FallbackFile } from "./fallback-file.js";
@@ -179,7 +180,7 @@ export class AttemptWriter {
         const stored = await this.#commit(marks, batch, steps);
         for (const p of steps) p.resolve();
         batch.forEach((p, i) => {
-          addUsage(this.#committed, p.draft.usage);
+          addUsage(this.#committed, p.draft.usage && boughtUsage(p.draft.usage));
           p.resolve(stored[i]!);
         });
       } catch (error) {
@@ -282,7 +283,8 @@ export class AttemptWriter {
     const lines = pending.map((p) => JSON.stringify({ runId, ...p.draft }) + "\n");
     const kept = this.#fallback.append(lines);
     for (const { draft } of pending) {
-      addUsage(kept ? this.#kept : this.#lost, draft.usage);
+      // What this invocation paid for: a replayed call's part was paid for before.
+      addUsage(kept ? this.#kept : this.#lost, draft.usage && boughtUsage(draft.usage));
       if (!kept) this.#lost.keys.push({ sampleId: draft.sampleId, epoch: draft.epoch });
     }
     const failure = this.failure;

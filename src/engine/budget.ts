@@ -76,7 +76,7 @@ export class Budget {
     this.#warned = true;
     const what =
       tokens > 0
-        ? `used ${tokens} tokens at no known price (the model has none: give the solver \`prices\`)`
+        ? `used ${tokens} tokens at no known price (the model, or a tier it used such as cached input, has none: give the solver \`prices\`)`
         : "reported no cost";
     return (
       `the spend cap (${usd(this.maxCostUsd)}) cannot count all of this run's spend: ` +

@@ -14,6 +14,7 @@ import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
 import { StepJournal } from "./step-journal.js";
+import { addUsage as addUsages, reusedUsage } from "../core/usage.js";
 
 export interface KeyTask {
   key: Key;
@@ -97,8 +98,9 @@ export async function withTimeout<T>(
 }
 
 /**
- * What the model calls of an attempt (or a scoring) made now cost: the usage of each `ctx.chat`
- * call, and the requests re-sent after retryable failures by any call told `ctx.onRetry`.
+ * What the model calls of an attempt (or a scoring) used: the usage of each `ctx.chat` call (a
+ * replayed one's marked `reused`: paid for before, not now), and the requests re-sent after
+ * retryable failures by any call told `ctx.onRetry`.
  */
 export interface Spent {
   usage: Usage[];
@@ -108,8 +110,9 @@ export interface Spent {
 /**
  * The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call made
  * now, and every re-sent request (`ctx.onRetry`). With a `journal`, `ctx.step` and `ctx.chat` are
- * journaled: a replayed chat call's usage goes to `journal.reused`, never to `spent` (it was paid
- * for by the interrupted execution), and a replayed call sends nothing, so it re-sends nothing.
+ * journaled: a replayed chat call's usage goes to `journal.reused` and to `spent` marked as
+ * `reused` (the attempt's usage is its whole trajectory; the interrupted execution paid for that
+ * call, so it is no spend now), and a replayed call sends nothing, so it re-sends nothing.
  */
 export function context(
   task: Pick<KeyTask, "callModel" | "model" | "runId" | "key">,
@@ -142,7 +145,11 @@ export function context(
         return reply;
       };
       if (!journal || request.journal === false) return send();
-      return (await journaledChat(journal, chatInput(request, model), send)).reply;
+      const { reply, replayed } = await journaledChat(journal, chatInput(request, model), send);
+      // A replayed call is still this attempt's trajectory: its usage counts, marked reused
+      // (the interrupted execution paid for it), so spend now leaves it out.
+      if (replayed && reply.usage) spent.usage.push(reusedUsage(reply.usage));
+      return reply;
     },
     async chatStep(input, send, options) {
       if (!journal) return { reply: withParts(await send()), replayed: false };
@@ -417,22 +424,7 @@ export function solverError(thrown: unknown, signal: AbortSignal): AttemptError 
 }
 
 /**
- * Two parts of an attempt's usage added. The sum has a cost only when every part that used
- * tokens had one: a priced solver with an unpriced judge has an unknown cost, not the solver's.
+ * Two parts of an attempt's usage added (see core/usage.ts): tiers and the reused part summed; the
+ * sum has a cost only when every part that used tokens had one.
  */
-export function addUsage(total: Usage | null, more: Usage): Usage {
-  if (total === null) return { ...more };
-  const sum: Usage = {
-    inputTokens: total.inputTokens + more.inputTokens,
-    outputTokens: total.outputTokens + more.outputTokens,
-  };
-  const priced = (u: Usage) => u.costUsd !== undefined || u.inputTokens + u.outputTokens === 0;
-  if (
-    (total.costUsd !== undefined || more.costUsd !== undefined) &&
-    priced(total) &&
-    priced(more)
-  ) {
-    sum.costUsd = (total.costUsd ?? 0) + (more.costUsd ?? 0);
-  }
-  return sum;
-}
+export const addUsage = addUsages;

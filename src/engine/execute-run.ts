@@ -4,6 +4,7 @@ import { isStetError, StetError } from "../core/errors.js";
 import type { JournalKeep, ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent, StopReason } from "../core/events.js";
 import { keyString } from "../core/keys.js";
+import { boughtUsage } from "../core/usage.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type {
@@ -103,7 +104,8 @@ export interface ExecutionEnd {
   scorings: { committed: number; isNow(scoring: ScoringKey): boolean };
   /**
    * The step journal in this invocation: steps replayed from interrupted executions, executions
-   * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
+   * whose replay diverged, and the usage of replayed chat calls (reused: its attempt's
+   * `usage.reused`, never spent now).
    */
   journal: { replayed: number; diverged: number; reused: Usage[] };
 }
@@ -265,7 +267,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const onCommitted = (attempt: Attempt, final: boolean) => {
     if (firstNow[slot(attempt)] === 0) firstNow[slot(attempt)] = attempt.attempt;
     progress.executed++;
-    addUsage(spentNow, attempt.usage);
+    addUsage(spentNow, attempt.usage && boughtUsage(attempt.usage));
     progress.spentNowUsd = spentNow.costUsd;
     progress.unpricedNow = spentNow.unpriced;
     if (attempt.status === "scored") progress.done++;

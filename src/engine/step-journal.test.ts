@@ -191,7 +191,7 @@ describe("ctx.step", () => {
     expect(entry).toMatchObject({ result: null, error: { message: "tool said 503", status: 503 } });
   });
 
-  it("counts a replayed chat call's usage as reused: the journal holds it, the attempt does not", async () => {
+  it("counts a replayed chat call's usage in the attempt's, marked reused", async () => {
     const s = store();
     const abort = new AbortController();
     let requests = 0;
@@ -222,11 +222,14 @@ describe("ctx.step", () => {
     expect(requests).toBe(4);
     const attempts = await s.listAttempts(runId);
     expect(attempts.map((a) => a.output)).toEqual(["re: re: s0 one", "re: re: s1 one"]);
-    // The attempt's usage covers the call made now; the trajectory holds both.
-    expect(attempts.map((a) => a.usage)).toEqual([
-      { inputTokens: 10, outputTokens: 5 },
-      { inputTokens: 10, outputTokens: 5 },
-    ]);
+    // The attempt's usage is its whole trajectory: the call made now and the replayed one,
+    // marked reused (the interrupted execution paid for it).
+    const trajectory = {
+      inputTokens: 20,
+      outputTokens: 10,
+      reused: { inputTokens: 10, outputTokens: 5 },
+    };
+    expect(attempts.map((a) => a.usage)).toEqual([trajectory, trajectory]);
     const journal = await s.listJournal(runId, { sampleId: "s0" });
     expect(journal.map((e) => [e.kind, e.usage?.inputTokens])).toEqual([
       ["chat", 10],

@@ -58,7 +58,7 @@ export class StepJournal {
   #truncateAt: number | null = null;
   replayed = 0;
   diverged = 0;
-  /** Replayed chat steps' usage: reused, never added to this attempt's spend. */
+  /** Replayed chat steps' usage: reused, in the attempt's usage as `reused`, never spent now. */
   readonly reused: Usage[] = [];
   readonly #options: JournalOptions;
   #unwritable = false;

@@ -31,6 +31,21 @@ const roundTripCases: Array<[string, Attempt, number]> = [
   ["a number output", attempt({ output: 42 }), 1],
   ["an empty string output", attempt({ output: "" }), 1],
   [
+    "cached, cache-write and reasoning tokens and a reused part",
+    attempt({
+      usage: {
+        inputTokens: 1300,
+        outputTokens: 130,
+        cachedInputTokens: 800,
+        cacheWriteTokens: 200,
+        reasoningTokens: 40,
+        costUsd: 0.003,
+        reused: { inputTokens: 1000, outputTokens: 100, cachedInputTokens: 800 },
+      },
+    }),
+    1,
+  ],
+  [
     "a provider error with status",
     attempt({
       status: "error",

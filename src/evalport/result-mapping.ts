@@ -9,6 +9,7 @@ import type {
   AttemptErrorType,
   Provenance,
   Usage,
+  UsageFigures,
 } from "../core/types.js";
 import { fromGraderResults, toGraderResults } from "./grader-mapping.js";
 import { parseJson } from "./parse-json.js";
@@ -227,32 +228,59 @@ function decodeOutput(result: EvalPortResult, format: "json" | "none" | undefine
 
 function cost(usage: Usage): Json {
   return {
+    ...costFigures(usage),
+    ...(usage.reused !== undefined && { reused: costFigures(usage.reused) }),
+  };
+}
+
+/** Token figures as `openeval.cost` says them; the cached, write and reasoning tiers when known. */
+function costFigures(usage: UsageFigures): Record<string, Json> {
+  return {
     input_tokens: usage.inputTokens,
     output_tokens: usage.outputTokens,
+    ...(usage.cachedInputTokens !== undefined && { cached_input_tokens: usage.cachedInputTokens }),
+    ...(usage.cacheWriteTokens !== undefined && { cache_write_tokens: usage.cacheWriteTokens }),
+    ...(usage.reasoningTokens !== undefined && { reasoning_tokens: usage.reasoningTokens }),
     // Unknown is said as unknown: a reader summing the costs must not take it for $0.
     estimated_cost_usd: usage.costUsd ?? null,
   };
 }
 
-const costSchema = z.object({
+const costFiguresSchema = z.object({
   input_tokens: z.number().nonnegative().optional(),
   output_tokens: z.number().nonnegative().optional(),
+  cached_input_tokens: z.number().nonnegative().optional(),
+  cache_write_tokens: z.number().nonnegative().optional(),
+  reasoning_tokens: z.number().nonnegative().optional(),
   estimated_cost_usd: z.number().nonnegative().nullable().optional(),
 });
+
+const costSchema = costFiguresSchema.extend({ reused: costFiguresSchema.optional() });
 
 function usageOf(metadata: Record<string, Json> | undefined): Usage | null {
   const nested = isObject(metadata?.openeval) ? metadata.openeval.cost : undefined;
   const parsed = costSchema.safeParse(nested ?? metadata?.["openeval.cost"]);
   if (!parsed.success) return null;
-  const { input_tokens, output_tokens } = parsed.data;
-  // A null cost is an unknown one: the usage has tokens and no `costUsd`.
-  const usd = parsed.data.estimated_cost_usd ?? undefined;
-  if (input_tokens === undefined && output_tokens === undefined && usd === undefined) return null;
-  return {
-    inputTokens: input_tokens ?? 0,
-    outputTokens: output_tokens ?? 0,
-    ...(usd !== undefined && { costUsd: usd }),
+  const { input_tokens, output_tokens, estimated_cost_usd, reused } = parsed.data;
+  if (input_tokens === undefined && output_tokens === undefined && estimated_cost_usd == null) {
+    return null;
+  }
+  const usage: Usage = figuresOf(parsed.data);
+  if (reused !== undefined) usage.reused = figuresOf(reused);
+  return usage;
+}
+
+/** A null cost is an unknown one: the usage has tokens and no `costUsd`. */
+function figuresOf(cost: z.infer<typeof costFiguresSchema>): UsageFigures {
+  const usage: UsageFigures = {
+    inputTokens: cost.input_tokens ?? 0,
+    outputTokens: cost.output_tokens ?? 0,
   };
+  if (cost.cached_input_tokens !== undefined) usage.cachedInputTokens = cost.cached_input_tokens;
+  if (cost.cache_write_tokens !== undefined) usage.cacheWriteTokens = cost.cache_write_tokens;
+  if (cost.reasoning_tokens !== undefined) usage.reasoningTokens = cost.reasoning_tokens;
+  if (cost.estimated_cost_usd != null) usage.costUsd = cost.estimated_cost_usd;
+  return usage;
 }
 
 const stetNoteSchema = z.object({

@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
+import { reusedUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
@@ -61,7 +62,7 @@ export function chat(options: ChatSolverOptions): SolverFn {
       return sent;
     };
     // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
-    // is reused (counted by the journal), not this attempt's spend. The reply is only the
+    // stays the attempt's, marked reused (no spend now). The reply is only the
     // output: its entry commits ahead of the attempt without this waiting for it (`last`).
     const input = chatInput(model, providerOf(requested, options.provider).name, messages, options);
     const { reply, replayed } = ctx.chatStep
@@ -74,7 +75,9 @@ export function chat(options: ChatSolverOptions): SolverFn {
     return {
       output: reply.content,
       transcript,
-      ...(reply.usage === undefined || replayed ? {} : { usage: reply.usage }),
+      ...(reply.usage === undefined
+        ? {}
+        : { usage: replayed ? reusedUsage(reply.usage) : reply.usage }),
     };
   };
   solver.describe = () => describeChat(options);

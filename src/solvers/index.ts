@@ -13,7 +13,7 @@ export { defaultBackoff, parseRetryAfter, retryDelayMs } from "./backoff.js";
 export type { Backoff } from "./backoff.js";
 export { bareModel } from "./model-name.js";
 export { PRICES_AS_OF, PRICES_SOURCE, costUsd, knownPrices, priceFor } from "./prices.js";
-export type { Price } from "./prices.js";
+export type { Price, PriceTiers } from "./prices.js";
 export { normalizeSolverReturn } from "../core/normalize.js";
 export { SolverError, isSolverError } from "./solver-error.js";
 export type { SolverErrorType } from "./solver-error.js";

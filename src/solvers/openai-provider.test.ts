@@ -196,6 +196,49 @@ describe("the openai provider", () => {
         message: { role: "assistant", content: "" },
       },
     ],
+    [
+      "cached and reasoning tokens",
+      {
+        choices: [{ message: { content: "4" } }],
+        usage: {
+          prompt_tokens: 1000,
+          completion_tokens: 100,
+          prompt_tokens_details: { cached_tokens: 800, audio_tokens: 0 },
+          completion_tokens_details: { reasoning_tokens: 40 },
+        },
+      },
+      {
+        content: "4",
+        toolCalls: [],
+        finishReason: "other",
+        message: { role: "assistant", content: "4" },
+        usage: {
+          inputTokens: 1000,
+          outputTokens: 100,
+          cachedInputTokens: 800,
+          reasoningTokens: 40,
+        },
+      },
+    ],
+    [
+      "null token details (vLLM)",
+      {
+        choices: [{ message: { content: "4" } }],
+        usage: {
+          prompt_tokens: 3,
+          completion_tokens: 1,
+          prompt_tokens_details: null,
+          completion_tokens_details: { reasoning_tokens: null },
+        },
+      },
+      {
+        content: "4",
+        toolCalls: [],
+        finishReason: "other",
+        message: { role: "assistant", content: "4" },
+        usage: { inputTokens: 3, outputTokens: 1 },
+      },
+    ],
   ])("maps a reply with %s", (_what, body, reply) => {
     expect(openai.chatReply(JSON.stringify(body), says)).toEqual(reply);
   });

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { Json } from "../core/json.js";
-import type { FinishReason, ToolCall } from "../core/model-types.js";
+import type { FinishReason, ReplyTokens, ToolCall } from "../core/model-types.js";
 import { openaiMessages, openaiToolChoice, openaiTools } from "./openai-messages.js";
 import type { CanonicalCall, CanonicalReply, Provider } from "./provider.js";
 import { Failure } from "./retrying-post.js";
@@ -32,6 +32,14 @@ const responseSchema = z.object({
     .object({
       prompt_tokens: z.number().nonnegative(),
       completion_tokens: z.number().nonnegative(),
+      prompt_tokens_details: z
+        .object({ cached_tokens: z.number().nonnegative().nullish() })
+        .loose()
+        .nullish(),
+      completion_tokens_details: z
+        .object({ reasoning_tokens: z.number().nonnegative().nullish() })
+        .loose()
+        .nullish(),
     })
     .loose()
     .nullish(),
@@ -92,9 +100,7 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
     const { choices, usage } = parsed.data;
     return {
       ...replyParts(choices[0]!.message, choices[0]!.finish_reason),
-      ...(usage == null
-        ? {}
-        : { usage: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+      ...(usage == null ? {} : { usage: usageOf(usage) }),
     };
   }
   // Some gateways (OpenRouter) report upstream failures as a 200 whose body is an error.
@@ -147,6 +153,19 @@ function finishReason(
   if (refused) return "refusal";
   if (finish == null) return called ? "tool_calls" : "other";
   return FINISH_REASONS[finish] ?? "other";
+}
+
+/** OpenAI's usage: prompt tokens include the cached ones, completion tokens the reasoning ones. */
+function usageOf(usage: NonNullable<z.infer<typeof responseSchema>["usage"]>): ReplyTokens {
+  const figures: ReplyTokens = {
+    inputTokens: usage.prompt_tokens,
+    outputTokens: usage.completion_tokens,
+  };
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  if (cached != null) figures.cachedInputTokens = cached;
+  if (reasoning != null) figures.reasoningTokens = reasoning;
+  return figures;
 }
 
 /**

@@ -9,6 +9,7 @@ import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
 import { describeScoringContract } from "./contract/scorings.js";
 import { describeSpendContract } from "./contract/spend.js";
+import { describeUsageContract } from "./contract/usage.js";
 import type { Store } from "./types.js";
 
 export type { StoreHarness } from "./contract/fixtures.js";
@@ -52,5 +53,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describeJournalContract(ref);
     describeLeaseContract(ref);
     describeSpendContract(ref);
+    describeUsageContract(ref);
   });
 }

@@ -3,7 +3,7 @@ import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
 import { redactedSchema, usageSchema } from "../core/schemas.js";
 import { invalidInput } from "./checks.js";
-import { parseColumn, toUsage } from "./rows.js";
+import { parseColumn, toUsage, usageDetailText } from "./rows.js";
 import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
 
 /**
@@ -12,7 +12,8 @@ import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
  */
 
 export const JOURNAL_COLUMNS = `sample_id, epoch, attempt, step, name, kind, input_hash, input,
-  result, error, input_tokens, output_tokens, cost_usd, recorded_at, duration_ms, redacted`;
+  result, error, input_tokens, output_tokens, cost_usd, recorded_at, duration_ms, redacted,
+  usage_detail`;
 
 export interface JournalRow {
   sample_id: string;
@@ -31,6 +32,7 @@ export interface JournalRow {
   recorded_at: string;
   duration_ms: number;
   redacted: string | null;
+  usage_detail: string | null;
 }
 
 export const JOURNAL_SQL = {
@@ -42,7 +44,8 @@ export const JOURNAL_SQL = {
     AND epoch = @epoch AND attempt IS NULL AND step = @step`,
   insert: `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
     VALUES (@runId, NULL, @sampleId, @epoch, @step, @name, @kind, @inputHash, @input, @result,
-      @error, @inputTokens, @outputTokens, @costUsd, @recordedAt, @durationMs, @redacted)`,
+      @error, @inputTokens, @outputTokens, @costUsd, @recordedAt, @durationMs, @redacted,
+      @usageDetail)`,
   /** What recordAttempts runs per stored attempt: the key's open entries become its trajectory. */
   bind: `UPDATE journal SET attempt = @attempt WHERE run_id = @runId AND sample_id = @sampleId
     AND epoch = @epoch AND attempt IS NULL`,
@@ -112,6 +115,7 @@ export function stepParams(runId: string, d: StepDraft) {
     recordedAt: d.recordedAt,
     durationMs: d.durationMs,
     redacted: d.redacted === undefined ? null : JSON.stringify(d.redacted),
+    usageDetail: usageDetailText(d.usage),
   };
 }
 
@@ -143,7 +147,9 @@ export function toJournalEntry(runId: string, row: JournalRow): JournalEntry {
     input: parseColumn(jsonSchema, row.input, what("input")),
     result: row.result === null ? null : parseColumn(jsonSchema, row.result, what("result")),
     error: row.error === null ? null : parseColumn(stepErrorSchema, row.error, what("error")),
-    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd),
+    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd, row.usage_detail, () =>
+      what("usage_detail"),
+    ),
     recordedAt: row.recorded_at,
     durationMs: row.duration_ms,
   };

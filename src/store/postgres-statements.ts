@@ -143,13 +143,13 @@ export const postgresStatements = {
     `WITH inserted AS (
        INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source, redacted, retries)
+         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail)
        SELECT @runId::text, * FROM unnest(@sampleId::text[], @epoch::int[], @attempt::int[],
          @status::text[], @fingerprint::text[], @output::text[], @scores::text[],
          @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[], @transcript::text[],
          @error::text[], @startedAt::text[], @completedAt::text[], @durationMs::float8[],
          @provenanceKind::text[], @provenanceSource::text[], @redacted::text[],
-         @retries::int[]))
+         @retries::int[], @usageDetail::text[]))
      DELETE FROM inflight WHERE run_id = @runId
        AND (sample_id, epoch) IN (SELECT * FROM unnest(@sampleId::text[], @epoch::int[]))`,
     { prepare: true },
@@ -165,10 +165,10 @@ export const postgresStatements = {
   insertScoring: statement(
     `INSERT INTO scorings (run_id, sample_id, epoch, attempt, scoring, pass, status, scores,
        rescored, scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at,
-       duration_ms, redacted, retries)
+       duration_ms, redacted, retries, usage_detail)
      VALUES (@runId, @sampleId, @epoch::int, @attempt::int, @scoring::int, @pass, @status,
        @scores, @rescored, @scorerConfig, @error, @inputTokens::float8, @outputTokens::float8,
-       @costUsd::float8, @scoredAt, @durationMs::float8, @redacted, @retries::int)`,
+       @costUsd::float8, @scoredAt, @durationMs::float8, @redacted, @retries::int, @usageDetail)`,
     { prepare: true },
   ),
   listScorings: statement(
@@ -193,7 +193,7 @@ export const postgresStatements = {
      ORDER BY run_id, sample_id, epoch, attempt`,
   ),
   reportScoringUsage: statement(
-    `SELECT run_id, input_tokens, output_tokens, cost_usd FROM scorings
+    `SELECT run_id, input_tokens, output_tokens, cost_usd, usage_detail FROM scorings
      WHERE run_id = ANY(@runIds::text[]) ORDER BY run_id, sample_id, epoch, attempt, scoring`,
   ),
   listAttemptHeads: statement(

@@ -793,7 +793,7 @@ const journal = {
      SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
        @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
        @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
-       @recordedAt::text[], @durationMs::float8[], @redacted::text[])`,
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[], @usageDetail::text[])`,
     { prepare: true },
   ),
   /** One statement per batch: a key's open entries become its stored attempt's. */

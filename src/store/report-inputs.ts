@@ -10,6 +10,7 @@ export interface UsageRow {
   input_tokens: number | null;
   output_tokens: number | null;
   cost_usd: number | null;
+  usage_detail: string | null;
 }
 
 /**
@@ -34,7 +35,12 @@ export function groupReportInputs(
     byRun.get(runId)?.heads.push(mapper.head(row));
   }
   for (const row of usage) {
-    const u: Usage | null = toUsage(row.input_tokens, row.output_tokens, row.cost_usd);
+    const u: Usage | null = toUsage(
+      row.input_tokens,
+      row.output_tokens,
+      row.cost_usd,
+      row.usage_detail,
+    );
     if (u) byRun.get(row.run_id)?.scoringUsage.push(u);
   }
   return byRun;

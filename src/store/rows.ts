@@ -4,6 +4,7 @@ import { jsonSchema, type Json } from "../core/json.js";
 import {
   redactedSchema,
   attemptErrorSchema,
+  usageDetailSchema,
   runConfigSchema,
   runStatusSchema,
   sampleSchema,
@@ -19,6 +20,7 @@ import type {
   Score,
   Usage,
 } from "../core/types.js";
+import { USAGE_TIERS } from "../core/usage.js";
 import { scoresSchema } from "./checks.js";
 import type { AttemptFeed, AttemptHead, OutcomeEntry, OutcomeFilter, RunCounts } from "./types.js";
 
@@ -65,11 +67,12 @@ export type AttemptHeadRow = [
   provenanceSource: string | null,
   redacted: string | null,
   retries: number | null,
+  usageDetail: string | null,
 ];
 
 export const ATTEMPT_HEAD_COLUMNS = `sample_id, epoch, attempt, status, fingerprint, scores,
   input_tokens, output_tokens, cost_usd, error, started_at, completed_at, duration_ms,
-  provenance_kind, provenance_source, redacted, retries`;
+  provenance_kind, provenance_source, redacted, retries, usage_detail`;
 
 export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string | null];
 
@@ -153,6 +156,7 @@ export function attemptMapper(runId: string) {
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
     const redacted = row[15];
     const retries = row[16];
+    const usageDetail = row[17];
     if (status !== "scored" && status !== "error") {
       throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
     }
@@ -164,7 +168,9 @@ export function attemptMapper(runId: string) {
       status,
       fingerprint,
       scores: cached(scoresCache, scoresSchema, scores, row, "scores"),
-      usage: toUsage(inputTokens, outputTokens, costUsd),
+      usage: toUsage(inputTokens, outputTokens, costUsd, usageDetail, () =>
+        where(runId, row, "usage_detail"),
+      ),
       error: error === null ? null : cached(errorCache, attemptErrorSchema, error, row, "error"),
       startedAt,
       completedAt,
@@ -180,7 +186,7 @@ export function attemptMapper(runId: string) {
   };
 
   const full = (row: AttemptRow): Attempt => {
-    const [, , , , , , , , , , , , , , , , , output, transcript] = row;
+    const [, , , , , , , , , , , , , , , , , , output, transcript] = row;
     return {
       ...head(row),
       output: parseColumn(jsonSchema, output, where(runId, row, "output")),
@@ -209,15 +215,40 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Usage from its three columns: none when the tokens are NULL, no cost when the cost is. */
+/**
+ * Usage from its columns: none when the tokens are NULL, no cost when the cost is, and the
+ * detail (cached, cache-write and reasoning tokens, the reused part) from its JSON column when it
+ * is not NULL (older rows have none). `what` names the detail column of a corrupt row.
+ */
 export function toUsage(
   inputTokens: number | null,
   outputTokens: number | null,
   costUsd: number | null,
+  detail: string | null = null,
+  what: () => string = () => "usage_detail",
 ): Usage | null {
   if (inputTokens === null || outputTokens === null) return null;
-  return costUsd === null ? { inputTokens, outputTokens } : { inputTokens, outputTokens, costUsd };
+  const usage: Usage = { inputTokens, outputTokens };
+  if (detail !== null) Object.assign(usage, parseColumn(usageDetailSchema, detail, what()));
+  if (costUsd !== null) usage.costUsd = costUsd;
+  return usage;
 }
+
+/**
+ * The usage detail column of a usage: its cached, cache-write and reasoning tokens and its
+ * reused part as JSON, or NULL when it has none of them (the common case stores nothing more).
+ *
+ * @example usageDetailText({ inputTokens: 9, outputTokens: 1, cachedInputTokens: 8 }) // '{"cachedInputTokens":8}'
+ */
+export function usageDetailText(usage: Usage | null | undefined): string | null {
+  if (!usage) return null;
+  const detail: UsageDetail = {};
+  for (const tier of USAGE_TIERS) if (usage[tier] !== undefined) detail[tier] = usage[tier];
+  if (usage.reused !== undefined) detail.reused = usage.reused;
+  return Object.keys(detail).length === 0 ? null : JSON.stringify(detail);
+}
+
+type UsageDetail = Omit<Usage, "inputTokens" | "outputTokens" | "costUsd">;
 
 // Shared by every executed attempt a listing maps (frozen, like the shared scores).
 const EXECUTED: Provenance = Object.freeze({ kind: "executed" });
@@ -247,6 +278,7 @@ export function attemptParams(runId: string, attempt: number, draft: AttemptDraf
     inputTokens: draft.usage?.inputTokens ?? null,
     outputTokens: draft.usage?.outputTokens ?? null,
     costUsd: draft.usage?.costUsd ?? null,
+    usageDetail: usageDetailText(draft.usage),
     transcript:
       draft.transcript === null || draft.transcript === undefined
         ? null
@@ -285,8 +317,8 @@ export function toOutcomeEntry(
   head: (row: AttemptHeadRow) => AttemptHead,
 ): OutcomeEntry {
   const [sampleId, epoch, fingerprint, sample, attempts] = row;
-  const headRow = row.slice(5, 22) as AttemptHeadRow;
-  const output = row[22];
+  const headRow = row.slice(5, 23) as AttemptHeadRow;
+  const output = row[23];
   const where = `${runId}/${sampleId}`;
   return {
     sampleId,

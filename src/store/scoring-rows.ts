@@ -5,7 +5,7 @@ import { attemptErrorSchema, redactedSchema, retriesSchema, usageSchema } from "
 import type { Scoring, ScoringDraft } from "../core/types.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
-import { parseColumn, toUsage } from "./rows.js";
+import { parseColumn, toUsage, usageDetailText } from "./rows.js";
 
 /**
  * Scoring rows as both adapters select them, and the checks both apply before writing one:
@@ -14,7 +14,7 @@ import { parseColumn, toUsage } from "./rows.js";
 
 export const SCORING_COLUMNS = `sample_id, epoch, attempt, scoring, pass, status, scores, rescored,
   scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at, duration_ms, redacted,
-  retries`;
+  retries, usage_detail`;
 
 export interface ScoringRow {
   sample_id: string;
@@ -35,6 +35,8 @@ export interface ScoringRow {
   redacted: string | null;
   /** NULL on scorings stored before retries were counted. */
   retries: number | null;
+  /** Cached, cache-write and reasoning tokens as JSON; NULL when none (and on older rows). */
+  usage_detail: string | null;
 }
 
 const namesSchema = z.array(z.string());
@@ -106,6 +108,7 @@ export function scoringParams(runId: string, scoring: number, draft: ScoringDraf
     durationMs: draft.durationMs,
     redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
     retries: draft.retries ?? null,
+    usageDetail: usageDetailText(draft.usage),
   };
 }
 
@@ -132,7 +135,9 @@ export function toScoring(runId: string, row: ScoringRow): Scoring {
     rescored: parseColumn(namesSchema, row.rescored, what("rescored")),
     scorerConfig: parseColumn(configSchema, row.scorer_config, what("scorer_config")),
     error: row.error === null ? null : parseColumn(attemptErrorSchema, row.error, what("error")),
-    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd),
+    usage: toUsage(row.input_tokens, row.output_tokens, row.cost_usd, row.usage_detail, () =>
+      what("usage_detail"),
+    ),
     scoredAt: row.scored_at,
     durationMs: row.duration_ms,
   };

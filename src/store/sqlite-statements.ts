@@ -130,10 +130,10 @@ function attemptStatements(db: SqliteDatabase) {
     insertAttempt: db.prepare(
       `INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source, redacted, retries)
+         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail)
        VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
          @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
-         @durationMs, @provenanceKind, @provenanceSource, @redacted, @retries)`,
+         @durationMs, @provenanceKind, @provenanceSource, @redacted, @retries, @usageDetail)`,
     ),
     scorableAttempt: db.prepare<{ status: string; error: string | null; next: number }>(
       `SELECT a.status, a.error, (SELECT COALESCE(MAX(scoring), 0) + 1 FROM scorings c
@@ -145,10 +145,10 @@ function attemptStatements(db: SqliteDatabase) {
     insertScoring: db.prepare(
       `INSERT INTO scorings (run_id, sample_id, epoch, attempt, scoring, pass, status, scores,
          rescored, scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at,
-         duration_ms, redacted, retries)
+         duration_ms, redacted, retries, usage_detail)
        VALUES (@runId, @sampleId, @epoch, @attempt, @scoring, @pass, @status, @scores,
          @rescored, @scorerConfig, @error, @inputTokens, @outputTokens, @costUsd, @scoredAt,
-         @durationMs, @redacted, @retries)`,
+         @durationMs, @redacted, @retries, @usageDetail)`,
     ),
     listScorings: db.prepare<ScoringRow>(
       `SELECT ${SCORING_COLUMNS} FROM scorings
@@ -179,7 +179,7 @@ function attemptStatements(db: SqliteDatabase) {
       )
       .raw(),
     reportScoringUsage: db.prepare<UsageRow>(
-      `SELECT run_id, input_tokens, output_tokens, cost_usd FROM scorings
+      `SELECT run_id, input_tokens, output_tokens, cost_usd, usage_detail FROM scorings
        WHERE run_id IN (SELECT value FROM json_each(?))
        ORDER BY run_id, sample_id, epoch, attempt, scoring`,
     ),

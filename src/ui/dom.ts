@@ -65,6 +65,29 @@ export function dollars(value: number | null | undefined, unpriced = 0): string 
   return unpriced > 0 ? `≥ ${formatUsd(value)} (${unpriced} unpriced)` : formatUsd(value);
 }
 
+/**
+ * Tokens in and out, with the cached reads and cache writes of the input and the reasoning tokens
+ * of the output when there were any (parts of the figures, not added to them).
+ */
+export function tokens(u: {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
+  reasoningTokens?: number | undefined;
+}): string {
+  const of = (parts: (string | false)[]) => {
+    const shown = parts.filter((p): p is string => p !== false);
+    return shown.length > 0 ? ` (${shown.join(", ")})` : "";
+  };
+  const input = of([
+    (u.cachedInputTokens ?? 0) > 0 && `${u.cachedInputTokens} cached`,
+    (u.cacheWriteTokens ?? 0) > 0 && `${u.cacheWriteTokens} cache writes`,
+  ]);
+  const output = of([(u.reasoningTokens ?? 0) > 0 && `${u.reasoningTokens} reasoning`]);
+  return `${u.inputTokens} in${input} / ${u.outputTokens} out${output} tokens`;
+}
+
 /** A total's cost, as `dollars`. */
 export function totalCost(total: { costUsd: number | null; unpriced: number }): string {
   return dollars(total.costUsd, total.unpriced);

@@ -1,6 +1,6 @@
 /** One run: live progress, metrics, cost, Resume and Cancel, and its samples. */
 import { getJson, sse } from "./api.js";
-import { badge, bar, fill, h, score, totalCost, when, type Child } from "./dom.js";
+import { badge, bar, fill, h, score, tokens, totalCost, when, type Child } from "./dom.js";
 import { runActions } from "./run-actions.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message, pause } from "./shared.js";
@@ -266,7 +266,7 @@ function runDetails(run: RunDetailView): Child[] {
       `Cost ${totalCost(run.cost.spent)} spent on this run · `,
       run.cost.reused.attempts > 0 &&
         `${totalCost(run.cost.reused)} imported (${run.cost.reused.attempts} outcomes paid elsewhere) · `,
-      `${run.cost.spent.inputTokens} in / ${run.cost.spent.outputTokens} out tokens`,
+      tokens(run.cost.spent),
     ),
     retriesLine(run.retries),
     run.errors.length > 0 &&

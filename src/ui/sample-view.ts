@@ -1,6 +1,6 @@
 /** One sample of a run: its input, target and metadata, and every attempt made at it. */
 import { getJson } from "./api.js";
-import { badge, dollars, fill, full, h, score, when } from "./dom.js";
+import { badge, dollars, fill, full, h, score, tokens, when } from "./dom.js";
 import { link, runHref } from "./shared.js";
 import type {
   AttemptView,
@@ -64,7 +64,10 @@ function attemptCard(a: AttemptView, detail: SampleDetailView): HTMLElement {
       `${when(a.startedAt)} · ${a.durationMs} ms`,
       a.retries !== undefined && ` · ${a.retries} ${a.retries === 1 ? "retry" : "retries"}`,
       a.usage &&
-        ` · ${a.usage.inputTokens} in / ${a.usage.outputTokens} out tokens · ${a.usage.costUsd === undefined ? "cost unknown" : dollars(a.usage.costUsd)}`,
+        ` · ${tokens(a.usage)} · ${a.usage.costUsd === undefined ? "cost unknown" : dollars(a.usage.costUsd)}` +
+          (a.usage.reused
+            ? ` · of which replayed from the journal: ${tokens(a.usage.reused)}, ${a.usage.reused.costUsd === undefined ? "cost unknown" : dollars(a.usage.reused.costUsd)}`
+            : ""),
     ),
     a.error && h("p", { class: "error" }, `${a.error.type}: ${a.error.message}`),
     a.scores.length > 0 &&
@@ -106,7 +109,7 @@ function trajectory(steps: JournalStepView[]): HTMLElement {
           { class: `step ${s.kind}`, "data-step": s.step },
           h("strong", {}, s.kind === "chat" ? "model call" : s.name),
           ` · ${s.durationMs} ms`,
-          s.usage && ` · ${s.usage.inputTokens} in / ${s.usage.outputTokens} out tokens`,
+          s.usage && ` · ${tokens(s.usage)}`,
           s.kind === "step" && h("pre", { class: "step-input" }, full(s.input)),
           s.error
             ? h("p", { class: "error" }, `threw: ${s.error.message}`)

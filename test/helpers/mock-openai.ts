@@ -23,6 +23,10 @@ export interface MockRequest {
 export interface MockUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** OpenAI's breakdown of the prompt: `cached_tokens` of it read from the prompt cache. */
+  prompt_tokens_details?: { cached_tokens: number };
+  /** OpenAI's breakdown of the completion: `reasoning_tokens` of it spent reasoning. */
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 /** How to answer one request. */

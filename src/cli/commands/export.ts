@@ -6,7 +6,7 @@ import { open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { stringify } from "csv-stringify";
 import { StetError } from "../../core/errors.js";
-import type { Attempt, Usage } from "../../core/types.js";
+import type { Attempt, Usage, UsageFigures } from "../../core/types.js";
 import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
 import { loadTrajectories } from "../../evalport/trajectory.js";
 import { syncDirectory, writeFileAtomic } from "../../durable/write-file-atomic.js";
@@ -150,12 +150,29 @@ export function exportRow(a: Attempt, journal?: Json[]) {
   };
 }
 
-/** An attempt's usage as exported: a cost that was never known is `costUsd: null`, not absent. */
+/**
+ * An attempt's usage as exported: a cost that was never known is `costUsd: null`, not absent; the
+ * cached, cache-write and reasoning tokens (of the input and output) when the provider reported
+ * them; `reused`, the part replayed from the journal, when the attempt replayed any.
+ */
 function exportUsage(usage: Usage | null) {
   if (usage === null) return null;
+  const { reused, ...figures } = usage;
+  return {
+    ...exportFigures(figures),
+    ...(reused === undefined ? {} : { reused: exportFigures(reused) }),
+  };
+}
+
+function exportFigures(usage: UsageFigures) {
   return {
     inputTokens: usage.inputTokens,
     outputTokens: usage.outputTokens,
+    ...(usage.cachedInputTokens === undefined
+      ? {}
+      : { cachedInputTokens: usage.cachedInputTokens }),
+    ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: usage.cacheWriteTokens }),
+    ...(usage.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
     costUsd: usage.costUsd ?? null,
   };
 }

@@ -1,6 +1,6 @@
 import { sumUsage } from "../../core/aggregate.js";
 import type { FallbackOutcome } from "../../core/events.js";
-import { formatCost, formatCount, formatKey } from "./format.js";
+import { formatCost, formatCount, formatKey, formatTokens } from "./format.js";
 
 /** The commands a user needs after the store failed, already shell-quoted (see `resume-hint`). */
 export interface RecoveryCommands {
@@ -29,7 +29,7 @@ export function renderFallback(outcome: FallbackOutcome, commands: RecoveryComma
       (run ? `${formatCost(run, true)} total on this run` : "total on this run unknown") +
       ` · counting ${formatCount(kept.attempts + lost.attempts)} attempts not in the store ` +
       `(${outside.join(", ")}; ${formatCost(sumUsage(kept, lost))})`,
-    `tokens   ${formatCount(now.inputTokens)} in · ${formatCount(now.outputTokens)} out (spent now)`,
+    `tokens   ${formatTokens(now)} (spent now)`,
   ];
   if (outcome.path !== null && kept.attempts > 0) {
     lines.push(`kept     ${formatCount(kept.attempts)} attempts in ${outcome.path}`);

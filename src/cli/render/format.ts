@@ -25,6 +25,32 @@ export function formatCost(
   return `${total.unpriced > 0 ? "≥ " : ""}${formatUsd(total.costUsd)}${note}`;
 }
 
+/**
+ * A total's tokens: input (with its cached reads and cache writes, when any) and output (with its
+ * reasoning tokens, when any); the parts are of the whole, not added to it.
+ *
+ * @example formatTokens({ inputTokens: 1000, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 100, reasoningTokens: 40 })
+ * // "1,000 in (800 cached) · 100 out (40 reasoning)"
+ */
+export function formatTokens(
+  total: Pick<
+    UsageTotal,
+    "inputTokens" | "outputTokens" | "cachedInputTokens" | "cacheWriteTokens" | "reasoningTokens"
+  >,
+): string {
+  const input = [
+    total.cachedInputTokens > 0 ? `${formatCount(total.cachedInputTokens)} cached` : "",
+    total.cacheWriteTokens > 0 ? `${formatCount(total.cacheWriteTokens)} cache writes` : "",
+  ].filter(Boolean);
+  const of = (parts: string[]) => (parts.length > 0 ? ` (${parts.join(", ")})` : "");
+  const reasoning =
+    total.reasoningTokens > 0 ? [`${formatCount(total.reasoningTokens)} reasoning`] : [];
+  return (
+    `${formatCount(total.inputTokens)} in${of(input)} · ` +
+    `${formatCount(total.outputTokens)} out${of(reasoning)}`
+  );
+}
+
 export function formatDuration(ms: number): string {
   if (ms < 1_000) return `${Math.round(ms)}ms`;
   const s = ms / 1_000;

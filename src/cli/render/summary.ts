@@ -1,6 +1,13 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup, RetryTotals } from "../../core/outcome-fold.js";
-import { formatCost, formatCount, formatDuration, formatKey, table } from "./format.js";
+import {
+  formatCost,
+  formatCount,
+  formatDuration,
+  formatKey,
+  formatTokens,
+  table,
+} from "./format.js";
 
 /** The plan a resume prints before executing anything. */
 export function renderPlan(plan: PlanSummary): string {
@@ -52,14 +59,14 @@ export function renderSummary(report: RunReport): string {
     `work     ${formatCount(report.executed)} executed now · ` +
       `${report.rescored > 0 ? `${formatCount(report.rescored)} rescored now · ` : ""}` +
       `${formatCount(report.preserved)} preserved`,
-    `tokens   ${formatCount(tokens.inputTokens)} in · ${formatCount(tokens.outputTokens)} out (all attempts)`,
+    `tokens   ${formatTokens(tokens)} (all attempts)`,
     costLine(report) +
       (usage.byOtherWorkers
         ? ` · ${formatCost(usage.byOtherWorkers, true)} by the run's other workers`
         : ""),
     ...(unpriced(report)
       ? [
-          "         (no price is known for the model: give the solver or judge `prices` to count its cost)",
+          "         (no price is known for the model, or for a tier it used such as cached input: give the solver or judge `prices` to count its cost)",
         ]
       : []),
     renderRetries(report.retries),

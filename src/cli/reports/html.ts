@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { escapeXml as esc, scoreChartSvg } from "../../core/score-chart.js";
 import type { Json } from "../../core/json.js";
 import type { Attempt } from "../../core/types.js";
+import type { UsageTotal } from "../../core/aggregate.js";
 import { formatCost, formatCount } from "../render/format.js";
 import { REPORT_CSS, REPORT_JS } from "./html-page.js";
 import { scoreSeries, type ReportData } from "./report-data.js";
@@ -67,7 +68,7 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
 <header><h1>${esc(run.evalName)}</h1>
 <p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(runModel(run.config) ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
 <p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
-<p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens</p></header>
+<p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens${esc(tierNote(totalSpent))}</p></header>
 <section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>
 <section><h2>Score distribution</h2>${scoreChartSvg(scoreSeries(run, data.outcomes))}</section>
 <section><h2>Samples</h2>
@@ -109,4 +110,14 @@ function sampleRows(data: ReportData): unknown[][] {
 function plain(value: Json | undefined): string {
   if (value === undefined || value === null) return "";
   return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The cached, cache-write and reasoning parts of a total's tokens, when it has any. */
+function tierNote(total: UsageTotal): string {
+  const parts = [
+    total.cachedInputTokens > 0 && `${formatCount(total.cachedInputTokens)} cached input`,
+    total.cacheWriteTokens > 0 && `${formatCount(total.cacheWriteTokens)} cache writes`,
+    total.reasoningTokens > 0 && `${formatCount(total.reasoningTokens)} reasoning`,
+  ].filter((p): p is string => p !== false);
+  return parts.length > 0 ? ` (of which ${parts.join(", ")})` : "";
 }

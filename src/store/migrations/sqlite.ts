@@ -257,4 +257,32 @@ FROM attempts a LEFT JOIN scorings c
       AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
 `,
   },
+  {
+    version: 8,
+    name: "usage-detail",
+    // The usage figures beyond tokens and cost: cached-read, cache-write and reasoning tokens,
+    // and the part of an attempt's usage replayed from its journal (`reused`), as JSON (a
+    // UsageDetail). NULL on older rows and when there is nothing beyond tokens and cost: none of
+    // those tiers, nothing replayed. Adding a nullable column rewrites no row; attempts_now is
+    // made again with the new column at its end.
+    sql: `
+ALTER TABLE attempts ADD COLUMN usage_detail TEXT;
+ALTER TABLE scorings ADD COLUMN usage_detail TEXT;
+ALTER TABLE journal ADD COLUMN usage_detail TEXT;
+
+DROP VIEW attempts_now;
+CREATE VIEW attempts_now AS
+SELECT a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries, a.usage_detail
+FROM attempts a LEFT JOIN scorings c
+  ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+    AND c.attempt = a.attempt
+    AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+      AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
+`,
+  },
 ];
