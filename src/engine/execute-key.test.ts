@@ -4,7 +4,8 @@ import type { Usage } from "../core/types.js";
 import { ScorerError } from "../scorers/scorer-error.js";
 import { SolverError } from "../solvers/solver-error.js";
 import { solverContext } from "../../test/helpers/solver-context.js";
-import { AttemptTimedOut, scoreOutput } from "./execute-key.js";
+import { AttemptTimedOut } from "./attempt-signal.js";
+import { scoreOutput } from "./score-output.js";
 
 const sample = { id: "q1", input: "2+2?", target: "4" };
 const paid: Usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.001 };
