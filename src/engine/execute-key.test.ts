@@ -1,92 +1,108 @@
 import { describe, expect, it } from "vitest";
-import type { Scorer, ScoreValue } from "../core/eval.js";
-import type { Usage } from "../core/types.js";
-import { ScorerError } from "../scorers/scorer-error.js";
+import type { Scorer, SolverFn } from "../core/eval.js";
+import { createSecretRedactor } from "../core/secrets.js";
 import { SolverError } from "../solvers/solver-error.js";
-import { solverContext } from "../../test/helpers/solver-context.js";
-import { AttemptTimedOut, scoreOutput } from "./execute-key.js";
+import { AttemptAborted } from "./attempt-signal.js";
+import { executeKey, type KeyTask } from "./execute-key.js";
 
-const sample = { id: "q1", input: "2+2?", target: "4" };
-const paid: Usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.001 };
+const record = { sample: { id: "q1", input: "2+2?", target: "4" }, fingerprint: "fp:q1" };
+const exact: Scorer = { name: "exact", score: ({ output }) => (output === "4" ? 1 : 0) };
 
-const scorer = (name: string, score: () => ScoreValue | Promise<ScoreValue>): Scorer => ({
-  name,
-  score,
-});
-const exact = scorer("exact", () => 1);
-
-async function pass(scorers: Scorer[], signal = new AbortController().signal) {
-  return scoreOutput(sample, "4", scorers, solverContext({ signal }), signal);
+function task(solver: SolverFn, overrides: Partial<KeyTask> = {}): KeyTask {
+  return {
+    key: { sampleId: "q1", epoch: 2 },
+    record,
+    solver,
+    scorers: [exact],
+    runId: "r_1",
+    abort: new AbortController().signal,
+    ...overrides,
+  };
 }
 
-describe("scoreOutput", () => {
-  it.each<[string, () => ScoreValue | Promise<ScoreValue>, string, Usage[]]>([
+describe("executeKey", () => {
+  it("a solved and scored key is a scored draft of the key, with what the solver reported", async () => {
+    const draft = await executeKey(
+      task(() => ({ output: "4", usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01 } })),
+    );
+    expect(draft).toMatchObject({
+      sampleId: "q1",
+      epoch: 2,
+      status: "scored",
+      output: "4",
+      scores: [{ scorer: "exact", value: 1 }],
+      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01 },
+      error: null,
+      fingerprint: "fp:q1",
+      provenance: { kind: "executed" },
+      retries: 0,
+    });
+  });
+
+  it.each<[string, () => unknown, object]>([
     [
-      "a judge that throws after its call (ScorerError)",
+      "a solver that throws",
+      () => Promise.reject(new Error("boom")),
+      { type: "solver", message: "boom" },
+    ],
+    [
+      "a provider error marked as misconfiguration",
       () => {
-        throw new ScorerError("no GRADE line", { usage: paid });
+        const configuration = { cause: "http-status" as const, url: "http://x/v1", status: 401 };
+        throw new SolverError("provider", "HTTP 401", { status: 401, configuration });
       },
-      "no GRADE line",
-      [paid],
+      {
+        type: "provider",
+        status: 401,
+        message: "HTTP 401",
+        configuration: { cause: "http-status", url: "http://x/v1", status: 401 },
+      },
     ],
-    [
-      "a value out of range that reports usage",
-      () => ({ value: 7, usage: paid }),
-      'scorer "judge" returned 7; a score is a number in [0, 1] or a boolean',
-      [paid],
-    ],
-    [
-      "a thrown object whose usage is not usage",
-      () => Promise.reject(Object.assign(new Error("broke"), { usage: { tokens: 3 } })),
-      "broke",
-      [],
-    ],
-    [
-      "the judge's own request timeout (the attempt's signal still live)",
-      () => Promise.reject(new SolverError("timeout", "judge request timed out")),
-      "judge request timed out",
-      [],
-    ],
-  ])("%s: its score is an error, the others stand", async (_, score, message, spent) => {
-    const result = await pass([exact, scorer("judge", score), scorer("after", () => 0.5)]);
-    expect(result.scores).toEqual([
-      { scorer: "exact", value: 1 },
-      { scorer: "judge", value: null, error: message },
-      { scorer: "after", value: 0.5 },
-    ]);
-    expect(result.error).toEqual({ type: "scorer", scorer: "judge", message });
-    expect(result.spent).toEqual(spent);
+  ])("%s: an error draft, not an exception", async (_, solve, error) => {
+    const draft = await executeKey(task(solve as SolverFn));
+    expect(draft).toMatchObject({ status: "error", output: null, scores: [], error });
   });
 
-  it("names every scorer that threw in the attempt's error", async () => {
-    const boom = (m: string) => () => Promise.reject(new Error(m));
-    const result = await pass([
-      scorer("a", boom("a broke")),
-      exact,
-      scorer("b", boom("b broke")),
-      scorer("c", boom("c broke")),
-    ]);
-    expect(result.scores.map((s) => [s.scorer, s.value, s.error])).toEqual([
-      ["a", null, "a broke"],
-      ["exact", 1, undefined],
-      ["b", null, "b broke"],
-      ["c", null, "c broke"],
-    ]);
-    expect(result.error).toEqual({
-      type: "scorer",
-      scorer: "a",
-      message: "a broke (and 2 more scorers failed: b, c)",
+  it("the attempt's timeout is an error draft of type timeout", async () => {
+    const draft = await executeKey(
+      task(
+        (_, ctx) =>
+          new Promise((_resolve, reject) =>
+            ctx.signal.addEventListener("abort", () => reject(new Error("aborted"))),
+          ),
+        {
+          timeoutMs: 1,
+        },
+      ),
+    );
+    expect(draft).toMatchObject({
+      status: "error",
+      error: { type: "timeout", message: "timed out after 1 ms" },
     });
   });
 
-  it("the attempt's timeout ends the pass: a timeout, the scorers after it unscored", async () => {
-    const controller = new AbortController();
-    const hangs = scorer("judge", () => {
-      controller.abort(new AttemptTimedOut("timed out after 5 ms"));
-      return new Promise<ScoreValue>(() => {});
-    });
-    const result = await pass([exact, hangs, scorer("after", () => 1)], controller.signal);
-    expect(result.scores).toEqual([{ scorer: "exact", value: 1 }]);
-    expect(result.error).toEqual({ type: "timeout", message: "timed out after 5 ms" });
+  it("an abort by the run throws: the attempt is not recorded", async () => {
+    const run = new AbortController();
+    const solver: SolverFn = () => {
+      run.abort(new AttemptAborted("aborted by the run"));
+      return new Promise(() => {});
+    };
+    await expect(executeKey(task(solver, { abort: run.signal }))).rejects.toBeInstanceOf(
+      AttemptAborted,
+    );
+  });
+
+  it("the run's secrets are blanked in what the solver returned and named on the draft", async () => {
+    const redactor = createSecretRedactor([
+      { name: "OPENAI_API_KEY", value: "sk-live-0123456789" },
+    ]);
+    const draft = await executeKey(
+      task(
+        () => ({ output: "key sk-live-0123456789", transcript: { said: "sk-live-0123456789" } }),
+        { redactor },
+      ),
+    );
+    expect(JSON.stringify(draft)).not.toContain("sk-live-0123456789");
+    expect(draft.redacted).toEqual(["OPENAI_API_KEY"]);
   });
 });

@@ -2,14 +2,10 @@ import type { ModelCaller, Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Redactor } from "../core/secrets.js";
 import type { Key, SampleRecord, Score, ScoringDraft, Usage } from "../core/types.js";
-import {
-  addUsage,
-  context,
-  scoreOutput,
-  scrubber,
-  withTimeout,
-  type Spent,
-} from "./execute-key.js";
+import { withTimeout } from "./attempt-signal.js";
+import { addUsage, scrubber } from "./execute-key.js";
+import { scoreOutput } from "./score-output.js";
+import { context, type Spent } from "./solver-context.js";
 
 /**
  * A stored attempt to score again: its output, the scores it has now, and which scorers to run.

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModelCaller } from "../core/eval.js";
 import type { JournalEntry } from "../store/types.js";
 import { chat } from "../solvers/chat.js";
-import { context } from "./execute-key.js";
+import { context } from "./solver-context.js";
 import { StepJournal } from "./step-journal.js";
 import { startMockOpenAI, type MockOpenAI } from "../../test/helpers/mock-openai.js";
 

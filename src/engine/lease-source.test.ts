@@ -1,0 +1,152 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { storesPerTest } from "../../test/helpers/temp-store.js";
+import type { Key } from "../core/types.js";
+import { draft, errorDraft, owner, runConfig, sampleRecords } from "../store/contract/fixtures.js";
+import type { Store } from "../store/types.js";
+import { LeaseSource, planSource } from "./lease-source.js";
+import { hostId } from "./owner.js";
+
+const store = storesPerTest();
+
+/** A distributed run of `n` keys (one epoch), let go by its creator, open to workers. */
+async function distributed(s: Store, n: number) {
+  const ids = Array.from({ length: n }, (_, i) => `s${i + 1}`);
+  const run = await s.createRun({
+    id: `r_${Math.random().toString(36).slice(2)}`,
+    config: runConfig({ distributed: true, epochs: 1 }),
+    samples: sampleRecords(ids),
+    owner: owner("creator"),
+  });
+  await s.releaseRun(run.id, run.owner!.token, "interrupted");
+  await s.reopenDistributed(run.id);
+  return run.id;
+}
+
+async function worker(s: Store, runId: string, name: string, pid = process.pid) {
+  const identity = { ...owner(name), host: hostId(), pid, concurrency: 2, leaseMs: 60_000 };
+  await s.registerWorker(runId, identity);
+  return identity;
+}
+
+/** Every key the source gives until it says none is left, each ended as `end` says. */
+async function takeAll(source: LeaseSource, end: (key: Key) => Promise<void>): Promise<string[]> {
+  const taken: string[] = [];
+  for (;;) {
+    const key = await source.next(() => false);
+    if (!key) return taken;
+    taken.push(`${key.sampleId}#${key.epoch}`);
+    await end(key);
+  }
+}
+
+describe("LeaseSource (a real SQLite store)", () => {
+  it("claims a batch at a time, ahead of need, and gives every key of the run once", async () => {
+    const s = store();
+    const runId = await distributed(s, 7);
+    const me = await worker(s, runId, "alpha");
+    const claims: number[] = [];
+    const source = new LeaseSource({
+      store: s,
+      runId,
+      token: me.token,
+      batch: 3,
+      pollMs: 5,
+      onFirstClaim: (_, keys) => claims.push(keys),
+    });
+    const taken = await takeAll(source, async (key) => {
+      await s.recordAttempts(runId, me.token, [draft(key)]);
+      await source.done(key, "scored");
+    });
+    expect(claims).toEqual([3]);
+    expect(taken.sort()).toEqual(["s1", "s2", "s3", "s4", "s5", "s6", "s7"].map((id) => `${id}#1`));
+    expect(source.open()).toBe(0);
+  });
+
+  it("an errored key settles its lease (its outcome is final); an abandoned one stays the worker's until it leaves", async () => {
+    const s = store();
+    const runId = await distributed(s, 2);
+    const me = await worker(s, runId, "alpha");
+    const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
+    const first = (await source.next(() => false))!;
+    const second = (await source.next(() => false))!;
+    await s.recordAttempts(runId, me.token, [errorDraft(first), errorDraft(second)]);
+    await source.done(first, "errored");
+    await source.done(second, "abandoned");
+    // The settled key is no longer open; the abandoned one is, and no one else may claim it yet.
+    const other = await worker(s, runId, "beta");
+    expect(await s.claimLeases(runId, other.token, 5)).toMatchObject({ keys: [], open: 1 });
+    await s.leaveRun(runId, me.token, "stopped");
+    expect((await s.claimLeases(runId, other.token, 5)).keys).toEqual([second]);
+  });
+
+  it("waits for keys another live worker holds, and says none left once they have their outcome", async () => {
+    const real = store();
+    const runId = await distributed(real, 3);
+    const other = await worker(real, runId, "beta");
+    const held = (await real.claimLeases(runId, other.token, 1)).keys;
+    const me = await worker(real, runId, "alpha");
+    // The real store, its claims counted: a poll while waiting is a claim that got nothing.
+    let claims = 0;
+    let polled: () => void = () => {};
+    const s = new Proxy(real, {
+      get(target, name, receiver) {
+        if (name !== "claimLeases") return Reflect.get(target, name, receiver) as unknown;
+        return async (...args: Parameters<Store["claimLeases"]>) => {
+          const claim = await target.claimLeases(...args);
+          claims++;
+          polled();
+          return claim;
+        };
+      },
+    });
+    const source = new LeaseSource({ store: s, runId, token: me.token, batch: 4, pollMs: 5 });
+    const mine: Key[] = [(await source.next(() => false))!, (await source.next(() => false))!];
+    await real.recordAttempts(
+      runId,
+      me.token,
+      mine.map((key) => draft(key)),
+    );
+    for (const key of mine) await source.done(key, "scored");
+    let answered = false;
+    const last = Promise.resolve(source.next(() => false)).then((key) => {
+      answered = true;
+      return key;
+    });
+    // Two more claims that found the other worker's key open: the source is still waiting.
+    const seen = claims;
+    await new Promise<void>((resolve) => (polled = () => claims >= seen + 2 && resolve()));
+    expect(answered).toBe(false);
+    await real.recordAttempts(runId, other.token, [draft(held[0]!)]);
+    expect(await last).toBeUndefined();
+  });
+
+  it("expires the leases of a dead worker on this host and claims its keys", async () => {
+    const s = store();
+    const runId = await distributed(s, 2);
+    const gone = spawnSync(process.execPath, ["-e", ""]).pid;
+    const dead = await worker(s, runId, "dead", gone);
+    expect((await s.claimLeases(runId, dead.token, 2)).keys).toHaveLength(2);
+    const me = await worker(s, runId, "alpha");
+    const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
+    const taken = await takeAll(source, async (key) => {
+      await s.recordAttempts(runId, me.token, [draft(key)]);
+      await source.done(key, "scored");
+    });
+    expect(taken.sort()).toEqual(["s1#1", "s2#1"]);
+    const workers = await s.listWorkers(runId);
+    expect(workers.find((w) => w.token === dead.token)).toMatchObject({ state: "lost" });
+  });
+
+  it("gives nothing once halted", async () => {
+    const s = store();
+    const runId = await distributed(s, 2);
+    const me = await worker(s, runId, "alpha");
+    const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
+    expect(await source.next(() => true)).toBeUndefined();
+    const plan = planSource([{ sampleId: "s1", epoch: 1 }]);
+    expect(plan.next(() => true)).toBeUndefined();
+    expect(plan.next(() => false)).toEqual({ sampleId: "s1", epoch: 1 });
+    expect(plan.next(() => false)).toBeUndefined();
+  });
+});

@@ -1,0 +1,132 @@
+import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
+import { boughtUsage } from "../core/usage.js";
+import type { Progress, RunEvent } from "../core/events.js";
+import { keyString } from "../core/keys.js";
+import type { Plan } from "../core/plan.js";
+import type { Attempt, Key, Scoring } from "../core/types.js";
+import type { ScoringKey } from "./report.js";
+
+/**
+ * An execution's progress as it commits: the counts the events carry, what this invocation spent
+ * (its attempts' and scorings' usage), and which stored attempts and scorings it committed (what
+ * the report counts as "now").
+ *
+ * @example const counts = new RunProgress(plan, 1, emit); counts.attemptCommitted(attempt, true);
+ */
+export class RunProgress {
+  readonly progress: Progress;
+  /** `performance.now()` when the execution began. */
+  readonly startedAt = performance.now();
+  readonly #spentNow = emptyUsage();
+  readonly #plan: Plan;
+  readonly #epochs: number;
+  readonly #emit: (event: RunEvent) => void;
+  readonly #open: (() => number | undefined) | undefined;
+  // Per key (sample index × epochs + epoch − 1), the first attempt number this invocation
+  // committed: attempts are numbered in commit order, so "committed now" is "at least that".
+  // Typed arrays and an index, not a set of key strings: a large run's report needs no more.
+  readonly #indexOf: Map<string, number>;
+  readonly #firstNow: Int32Array;
+  // The scorings committed now, by identity: the report sums their stored rows as spent now.
+  readonly #scoredNow = new Set<string>();
+  /** How many scorings this invocation committed, and whether it committed a stored one. */
+  readonly scorings = {
+    committed: 0,
+    isNow: (scoring: ScoringKey) => this.#scoredNow.has(scoringKey(scoring)),
+  };
+
+  /** `open`: a worker's count of the run's open keys at its latest claim (`KeySource.open`). */
+  constructor(
+    plan: Plan,
+    epochs: number,
+    emit: (event: RunEvent) => void,
+    open?: () => number | undefined,
+  ) {
+    this.#plan = plan;
+    this.#epochs = epochs;
+    this.#emit = emit;
+    this.#open = open;
+    this.progress = {
+      total: plan.total,
+      done: plan.preserved,
+      errored: plan.erroredKept,
+      executed: 0,
+      inflight: 0,
+      spentNowUsd: 0,
+      unpricedNow: 0,
+      elapsedMs: 0,
+    };
+    this.#indexOf = new Map(plan.samples.map((r, i) => [r.sample.id, i]));
+    this.#firstNow = new Int32Array(plan.samples.length * epochs);
+  }
+
+  /** The plan's record of a key's sample. */
+  recordOf(key: Key): Plan["samples"][number] {
+    return this.#plan.samples[this.#indexOf.get(key.sampleId)!]!;
+  }
+
+  /** Whether this invocation committed the attempt. */
+  readonly isNow = (a: Key & { attempt: number }): boolean => {
+    const first = this.#indexOf.has(a.sampleId) ? this.#firstNow[this.#slot(a)]! : 0;
+    return first > 0 && a.attempt >= first;
+  };
+
+  /** The plan's fingerprint of a sample (the ones the outcomes count under). */
+  readonly fingerprintOf = (sampleId: string): string | undefined => {
+    const i = this.#indexOf.get(sampleId);
+    return i === undefined ? undefined : this.#plan.samples[i]!.fingerprint;
+  };
+
+  /** An attempt is committed; `final` when it is its key's outcome in this invocation. */
+  attemptCommitted(attempt: Attempt, final: boolean): void {
+    const { progress } = this;
+    const slot = this.#slot(attempt);
+    if (this.#firstNow[slot] === 0) this.#firstNow[slot] = attempt.attempt;
+    progress.executed++;
+    addUsage(this.#spentNow, attempt.usage && boughtUsage(attempt.usage));
+    progress.spentNowUsd = this.#spentNow.costUsd;
+    progress.unpricedNow = this.#spentNow.unpriced;
+    if (attempt.status === "scored") progress.done++;
+    else if (final) progress.errored++;
+    progress.elapsedMs = performance.now() - this.startedAt;
+    this.#seeOthers();
+    this.#emit({ type: "attempt-committed", attempt, progress: { ...progress } });
+  }
+
+  /** A scoring's spend (a judge's) is this invocation's, whatever became of the key. */
+  scoringCounted(scoring: Scoring): void {
+    this.scorings.committed++;
+    this.#scoredNow.add(scoringKey(scoring));
+    if (!scoring.usage) return;
+    addScoringUsage(this.#spentNow, scoring.usage);
+    this.progress.spentNowUsd = this.#spentNow.costUsd;
+    this.progress.unpricedNow = this.#spentNow.unpriced;
+  }
+
+  /** A scoring is committed as its key's outcome in this invocation. */
+  scoringCommitted(scoring: Scoring): void {
+    const { progress } = this;
+    this.scoringCounted(scoring);
+    if (scoring.status === "scored") progress.done++;
+    else progress.errored++;
+    progress.elapsedMs = performance.now() - this.startedAt;
+    this.#emit({ type: "scoring-committed", scoring, progress: { ...progress } });
+  }
+
+  #slot(key: Key): number {
+    return this.#indexOf.get(key.sampleId)! * this.#epochs + key.epoch - 1;
+  }
+
+  /** A worker's view of the others' progress, from the run's open keys at its latest claim. */
+  #seeOthers(): void {
+    const open = this.#open?.();
+    if (open === undefined) return;
+    const { progress } = this;
+    const others = progress.total - open - progress.done - progress.errored;
+    progress.others = Math.max(progress.others ?? 0, others);
+  }
+}
+
+function scoringKey(scoring: ScoringKey): string {
+  return `${keyString(scoring)}#${scoring.attempt}#${scoring.scoring}`;
+}

@@ -1,0 +1,107 @@
+import type { ModelCall, ModelCaller, ModelReply, SolverContext } from "../core/eval.js";
+import type { Json } from "../core/json.js";
+import type { Key, Usage } from "../core/types.js";
+import type { StepError } from "../store/types.js";
+import { reusedUsage } from "../core/usage.js";
+import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import type { StepJournal } from "./step-journal.js";
+
+/**
+ * What the model calls of an attempt (or a scoring) used: the usage of each `ctx.chat` call (a
+ * replayed one's marked `reused`: paid for before, not now), and the requests re-sent after
+ * retryable failures by any call told `ctx.onRetry`.
+ */
+export interface Spent {
+  usage: Usage[];
+  retries: number;
+}
+
+/** What a context needs of its attempt's (or scoring's) task. */
+export interface ContextTask {
+  /** What `ctx.chat` calls (see SolverContext.chat). */
+  callModel?: ModelCaller | undefined;
+  model?: string | undefined;
+  runId: string;
+  key: Key;
+}
+
+/**
+ * The solver's and scorers' context; `spent` collects the usage of every `ctx.chat` call made
+ * now, and every re-sent request (`ctx.onRetry`). With a `journal`, `ctx.step` and `ctx.chat` are
+ * journaled: a replayed chat call's usage goes to `journal.reused` and to `spent` marked as
+ * `reused` (the attempt's usage is its whole trajectory; the interrupted execution paid for that
+ * call, so it is no spend now), and a replayed call sends nothing, so it re-sends nothing.
+ */
+export function context(
+  task: ContextTask,
+  signal: AbortSignal,
+  spent: Spent,
+  journal?: StepJournal,
+): SolverContext {
+  const { callModel, model } = task;
+  const onRetry = (): void => {
+    spent.retries++;
+  };
+  const call = async (request: ModelCall): Promise<ModelReply> => {
+    if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
+    const sent = await callModel(
+      request,
+      model === undefined ? { signal, onRetry } : { signal, model, onRetry },
+    );
+    return withParts(sent);
+  };
+  return {
+    runId: task.runId,
+    epoch: task.key.epoch,
+    signal,
+    model,
+    onRetry,
+    async chat(request): Promise<ModelReply> {
+      const send = async (): Promise<ModelReply> => {
+        const reply = await call(request);
+        if (reply.usage) spent.usage.push(reply.usage);
+        return reply;
+      };
+      if (!journal || request.journal === false) return send();
+      const { reply, replayed } = await journaledChat(journal, chatInput(request, model), send);
+      // A replayed call is still this attempt's trajectory: its usage counts, marked reused
+      // (the interrupted execution paid for it), so spend now leaves it out.
+      if (replayed && reply.usage) spent.usage.push(reusedUsage(reply.usage));
+      return reply;
+    },
+    async chatStep(input, send, options) {
+      if (!journal) return { reply: withParts(await send()), replayed: false };
+      return journaledChat(journal, input, send, options);
+    },
+    async step<T>(
+      name: string,
+      input: Json,
+      fn: () => Promise<T> | T,
+      options?: { journal?: boolean },
+    ): Promise<T> {
+      if (typeof name !== "string" || name === "") {
+        throw new Error("ctx.step needs a name (a non-empty string)");
+      }
+      if (!journal || options?.journal === false) return fn();
+      const done = await journal.step(
+        "step",
+        name,
+        input,
+        async () => ({ result: await fn() }),
+        (thrown) => (signal.aborted ? null : stepError(thrown)),
+      );
+      return done.result as T;
+    },
+  };
+}
+
+function stepError(thrown: unknown): StepError {
+  const message = thrown instanceof Error ? thrown.message : String(thrown);
+  const tagged = thrown as { type?: unknown; status?: unknown } | null;
+  const error: StepError = { message };
+  if (typeof tagged === "object" && tagged !== null) {
+    if (typeof tagged.type === "string") error.type = tagged.type;
+    if (typeof tagged.status === "number") error.status = tagged.status;
+  }
+  return error;
+}
