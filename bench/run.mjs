@@ -306,7 +306,7 @@ const POSTGRES = process.env.STET_BENCH_POSTGRES ?? "postgres://postgres@127.0.0
 
 async function postgres(concurrency) {
   const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
-  const reachable = await probe.listRuns({ limit: 1 }).then(
+  const reachable = await probe.reads.listRuns({ limit: 1 }).then(
     () => true,
     () => false,
   );
@@ -380,7 +380,7 @@ async function journalGroup() {
   };
   const pgReachable = await (async () => {
     const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
-    const ok = await probe.listRuns({ limit: 1 }).then(
+    const ok = await probe.reads.listRuns({ limit: 1 }).then(
       () => true,
       () => false,
     );
@@ -1021,7 +1021,7 @@ async function workersGroup() {
 /** Whether the PostgreSQL at POSTGRES answers. */
 async function postgresAnswers() {
   const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
-  const ok = await probe.listRuns({ limit: 1 }).then(
+  const ok = await probe.reads.listRuns({ limit: 1 }).then(
     () => true,
     () => false,
   );

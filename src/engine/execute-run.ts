@@ -232,7 +232,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const open = new Set<string>();
   const journaled = exec.solver.journal !== false;
   if (journaled && exec.resumed && !exec.keys) {
-    for (const key of await store.listJournalKeys(run.id)) open.add(keyString(key));
+    for (const key of await store.journal.keys(run.id)) open.add(keyString(key));
   }
   const changed = new Set(plan.changed);
   const journalOf = async (key: Key, first: boolean): Promise<KeyTask["journal"]> => {
@@ -241,7 +241,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     // at any time: it reads the key's open entries as it leases it (one indexed read a key).
     const stale = first && (exec.keys !== undefined || open.has(keyString(key)));
     const replay = stale && !changed.has(key.sampleId);
-    const entries = replay ? await store.listJournal(run.id, { ...key, attempt: "open" }) : [];
+    const entries = replay ? await store.journal.list(run.id, { ...key, attempt: "open" }) : [];
     return {
       entries,
       discardOpen: stale && !replay,

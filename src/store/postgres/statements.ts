@@ -1,6 +1,7 @@
-import { DB_NOW_ISO, DB_NOW_MS, statement } from "./postgres-driver.js";
-import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "./rows.js";
-import { SCORING_COLUMNS } from "./scoring-rows.js";
+import { DB_NOW_ISO, DB_NOW_MS, statement } from "./driver.js";
+import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../rows.js";
+import { SCORING_COLUMNS } from "../scoring-rows.js";
+import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
   cancel_requested = NULL`;
@@ -200,4 +201,36 @@ export const postgresStatements = {
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = @runId
      ORDER BY sample_id, epoch, attempt`,
   ),
+};
+
+/** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
+export const postgresJournalStatements = {
+  dropOpen: statement(
+    `DELETE FROM journal j
+       USING unnest(@sampleIds::text[], @epochs::int[], @steps::int[], @after::bool[])
+         AS d(sample_id, epoch, step, after)
+      WHERE j.run_id = @runId AND j.attempt IS NULL AND j.sample_id = d.sample_id
+        AND j.epoch = d.epoch AND (j.step = d.step OR (d.after AND j.step >= d.step))`,
+    { prepare: true },
+  ),
+  insertMany: statement(
+    `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
+     SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
+       @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
+       @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[])`,
+    { prepare: true },
+  ),
+  /** One statement per batch: a key's open entries become its stored attempt's. */
+  bind: statement(
+    `UPDATE journal j SET attempt = b.attempt
+       FROM unnest(@sampleIds::text[], @epochs::int[], @attempts::int[]) AS b(sample_id, epoch, attempt)
+      WHERE j.run_id = @runId AND j.sample_id = b.sample_id AND j.epoch = b.epoch
+        AND j.attempt IS NULL`,
+    { prepare: true },
+  ),
+  list: statement(JOURNAL_SQL.listPostgres),
+  openKeys: statement(JOURNAL_SQL.openKeys),
+  prune: statement(JOURNAL_SQL.prune),
+  pruneScored: statement(JOURNAL_SQL.pruneScored),
 };
