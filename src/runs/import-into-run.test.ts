@@ -259,13 +259,10 @@ describe("importResults of a re-run's fallback JSONL", () => {
     const { store } = openStore();
     const done = await runEval({ store, eval: evalWith() });
     expect(done.status).toBe("completed");
-    const failing = new Proxy(store, {
-      get(target, prop, receiver) {
-        if (prop === "recordAttempts") return () => Promise.reject(new Error("disk full"));
-        const value: unknown = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const failing: Store = {
+      ...store,
+      attempts: { ...store.attempts, record: () => Promise.reject(new Error("disk full")) },
+    };
     await expect(
       resumeRun({
         store: failing,

@@ -4,6 +4,7 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { RunEvent } from "../core/events.js";
 import type { Sample, SampleRecord } from "../core/types.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
+import type { Store } from "../store/types.js";
 import { until } from "../../test/helpers/wait.js";
 import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
@@ -377,13 +378,14 @@ describe("ownership and durability", () => {
   it("stops dispatching when the store stays unwritable and keeps the attempts in a fallback file", async () => {
     const s = store();
     let failing = false;
-    const flaky = new Proxy(s, {
-      get(target, prop, receiver) {
-        if (prop === "recordAttempts" && failing)
-          return () => Promise.reject(new Error("disk I/O error"));
-        return Reflect.get(target, prop, receiver);
+    const flaky: Store = {
+      ...s,
+      attempts: {
+        ...s.attempts,
+        record: (...args) =>
+          failing ? Promise.reject(new Error("disk I/O error")) : s.attempts.record(...args),
       },
-    });
+    };
     let solverCalls = 0;
     const solver: SolverFn = async () => {
       if (++solverCalls === 5) failing = true;

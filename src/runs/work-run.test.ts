@@ -108,6 +108,24 @@ function startWithId(options: Parameters<typeof startDistributed>[0]) {
 }
 
 describe("distributed runs: workers over per-key leases", () => {
+  it("refuses a store without leases before anything is recorded or executed", async () => {
+    const { store } = storeFile();
+    const noLeases: Store = { ...store, leases: undefined };
+    const { ev, requested } = countingEval(3);
+    const refusal = {
+      code: "E_CONFIG",
+      message: expect.stringMatching(/^store .+ cannot hold distributed runs .*--distributed/),
+    };
+    await expect(startDistributed({ store: noLeases, eval: ev })).rejects.toMatchObject(refusal);
+    expect(await store.reads.listRuns()).toEqual([]);
+    // A worker (or a resume) of an existing distributed run is refused the same way.
+    const started = startWithId({ store, eval: ev });
+    const runId = await started.id;
+    await started.report;
+    await expect(workRun({ store: noLeases, runId, eval: ev })).rejects.toMatchObject(refusal);
+    expect(requested()).toBe(3);
+  });
+
   it("three workers execute every key once; the run completes when the last key has its outcome", async () => {
     const { store, connect } = storeFile();
     const joined = gate(3);

@@ -10,7 +10,7 @@ import {
 } from "./fixtures.js";
 
 export function describeAttemptContract(h: HarnessRef): void {
-  describe("attempts", () => {
+  describe("commits", () => {
     it("numbers attempts per key, within a batch and across batches", async () => {
       const { run, owner: me } = await newRun(h.store);
       const k11 = { sampleId: "s1", epoch: 1 };

@@ -24,7 +24,7 @@ function step(key: typeof k11, index: number, overrides: Partial<StepDraft> = {}
 
 /** The step journal: open entries until the key's attempt commits, then its trajectory. */
 export function describeJournalContract(h: HarnessRef): void {
-  describe("journal", () => {
+  describe("entries", () => {
     it("keeps open entries in step order, with results, errors and usage as written", async () => {
       const { run, owner: me } = await newRun(h.store);
       const chat = step(k11, 1, {

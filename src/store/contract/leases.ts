@@ -23,7 +23,7 @@ export function describeLeaseContract(h: HarnessRef): void {
     return worker;
   };
 
-  describe("leases", () => {
+  describe("workers and key leases", () => {
     it("claims keys in batches, never one key twice, and fences commits by lease", async () => {
       await distributedRun("l1", 10);
       const a = await join("l1", "a");

@@ -4,7 +4,7 @@ import type { RunFilter } from "../types.js";
 import { type HarnessRef, newRun, owner, runConfig, sampleRecords, sleep } from "./fixtures.js";
 
 export function describeRunContract(h: HarnessRef): void {
-  describe("runs", () => {
+  describe("records", () => {
     it("creates a running run owned by its creator, with a fresh heartbeat", async () => {
       const me = owner("creator");
       const config = runConfig({ model: "gpt-4o-mini", limit: 3, reducer: "pass@2" });
