@@ -6,7 +6,9 @@ import { resolveEval } from "../eval/resolve-eval.js";
 import { startDistributed } from "../runs/start-run.js";
 import { workerId } from "../runs/run-workers.js";
 import { draft } from "../store/contract/fixtures.js";
-import { requireLeases } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
+import { createApp } from "./create-app.js";
+import { ExecutionRegistry } from "./executions.js";
 
 describe("a distributed run through the API", () => {
   it("GET /api/runs/:id lists its workers by id, GET /api/runs counts the active ones", async () => {
@@ -71,6 +73,21 @@ describe("a distributed run through the API", () => {
     const end = await readUntil(events, "completed");
     expect(end.at(-1)?.data).toMatchObject({ status: "interrupted", done: 4 });
     await events.return(undefined);
+  });
+
+  it("resume of a distributed run over a store without leases is refused before a stream opens (400)", async () => {
+    const t = setup();
+    const { runId } = await seedDistributedRun(t.store);
+    const before = await t.store.reads.listAttemptHeads(runId);
+    const noLeases: Store = { ...t.store, leases: undefined };
+    const app = createApp({ store: noLeases, executions: new ExecutionRegistry(), pollMs: 50 });
+    const res = await app.request(`/api/runs/${runId}/resume`, { method: "POST" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toMatch(/json/);
+    expect(await res.json()).toMatchObject({
+      error: { message: expect.stringMatching(/cannot hold distributed runs/) },
+    });
+    expect(await t.store.reads.listAttemptHeads(runId)).toEqual(before);
   });
 
   it("cancel asks its workers (202); resume joins the interrupted run as a worker and finishes it", async () => {
