@@ -84,16 +84,17 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
  */
 async function cancelDistributed(run: Run, options: CancelOptions): Promise<CancelResult> {
   const { store } = options;
+  const leases = requireLeases(store);
   const runId = run.id;
   await expireDeadWorkers(store, runId);
   const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
   if ((await liveWorkers(store, runId)).length === 0) {
     const note = "interrupted by a cancel request (no live worker)";
-    if (await requireLeases(store).closeRun(runId, "interrupted", note)) {
+    if (await leases.closeRun(runId, "interrupted", note)) {
       return { runId, status: "interrupted", run: await requireRun(store, runId) };
     }
   }
-  if (!(await requireLeases(store).requestCancel(runId, request))) {
+  if (!(await leases.requestCancel(runId, request))) {
     const now = await requireRun(store, runId);
     return { runId, status: "stopped", run: now };
   }
