@@ -175,7 +175,7 @@ export async function dropSchema(schema) {
 /** Whether the PostgreSQL at POSTGRES answers. */
 export async function postgresAnswers() {
   const probe = openPostgresStore(POSTGRES, { schema: "stet_bench_probe" });
-  const ok = await probe.listRuns({ limit: 1 }).then(
+  const ok = await probe.reads.listRuns({ limit: 1 }).then(
     () => true,
     () => false,
   );

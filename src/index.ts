@@ -23,7 +23,7 @@ export { compareIdentity } from "./runs/run-identity.js";
 export type { RunEvalOptions } from "./runs/start-run.js";
 export type { ResumeOptions } from "./runs/resume-run.js";
 export type { EngineEval } from "./core/eval.js";
-export { openSqliteStore } from "./store/sqlite.js";
+export { openSqliteStore } from "./store/sqlite/index.js";
 export type { Store } from "./store/types.js";
 export { StetError, isStetError } from "./core/errors.js";
 export type { StetErrorCode } from "./core/errors.js";

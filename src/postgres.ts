@@ -2,5 +2,5 @@
  * stet's PostgreSQL store: a subpath of its own (`stet/postgres`), so that `import "stet"` never
  * loads the driver.
  */
-export { openPostgresStore } from "./store/postgres.js";
-export type { PostgresStoreOptions } from "./store/postgres.js";
+export { openPostgresStore } from "./store/postgres/index.js";
+export type { PostgresStoreOptions } from "./store/postgres/index.js";

@@ -15,9 +15,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/server/create-app.js";
 import { createEvalRegistry } from "../src/runs/eval-registry.js";
-import { backupPostgresStore, restorePostgresStore } from "../src/store/postgres-backup.js";
-import { openPostgresStore } from "../src/store/postgres.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { backupPostgresStore, restorePostgresStore } from "../src/store/postgres/backup.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
 import {
   CORPUS,

@@ -57,7 +57,9 @@ describe("chat solver failures through the engine", () => {
     const report = await runEval({ store, eval: chatEval() });
     expect(report.status).toBe("errored");
     expect(mock.counts()["say beta"]).toBe(3); // the first request and two retries
-    const [failed] = (await store.listAttempts(report.runId)).filter((a) => a.status === "error");
+    const [failed] = (await store.reads.listAttempts(report.runId)).filter(
+      (a) => a.status === "error",
+    );
     expect(failed).toMatchObject({ sampleId: "beta", error: { type: "provider", status: 500 } });
     expect(failed!.error!.message).toContain("500");
 
@@ -66,7 +68,9 @@ describe("chat solver failures through the engine", () => {
     const resumed = await resumeRun({ store, runId: report.runId, eval: chatEval() });
     expect(resumed.status).toBe("completed");
     expect(mock.counts()).toEqual({ "say beta": 1 });
-    const history = (await store.listAttempts(report.runId)).filter((a) => a.sampleId === "beta");
+    const history = (await store.reads.listAttempts(report.runId)).filter(
+      (a) => a.sampleId === "beta",
+    );
     expect(history.map((a) => [a.attempt, a.status])).toEqual([
       [1, "error"],
       [2, "scored"],

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildResultSet } from "../src/evalport/build-result-set.js";
 import { newOwnerIdentity } from "../src/engine/owner.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { runCli } from "./helpers/cli.js";
 import { dumpDb } from "./helpers/db-dump.js";
 import { tempDir } from "./helpers/temp-store.js";
@@ -188,13 +188,13 @@ describe("stet import", () => {
     const s = openSqliteStore(store);
     const source = openSqliteStore(join(dir, "source.db"));
     try {
-      const [listing] = await source.listRuns({ limit: 1 });
+      const [listing] = await source.reads.listRuns({ limit: 1 });
       const run = listing!.run;
       // Owned by this test process: alive, on this host.
-      await s.createRun({
+      await s.runs.create({
         id: "r_owned",
         config: run.config,
-        samples: await source.getSamples(run.id),
+        samples: await source.reads.getSamples(run.id),
         owner: newOwnerIdentity(),
       });
     } finally {

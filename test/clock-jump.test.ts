@@ -5,8 +5,8 @@ import { ownerLiveness } from "../src/engine/owner.js";
 import { readRun } from "../src/runs/read-run.js";
 import { recoverOrphans } from "../src/runs/recover-orphans.js";
 import { planResume } from "../src/runs/resume-run.js";
-import { openPostgresStore } from "../src/store/postgres.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
 import { runCli } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
@@ -120,17 +120,18 @@ async function postgresCase(): Promise<Case> {
 /** `store`, but its first `getRun` continues the stopped process `pid` once it has read. */
 function continuedAfterRead(store: Store, pid: number): Store {
   let stopped = true;
-  return new Proxy(store, {
-    get(target, name, receiver) {
-      if (name !== "getRun") return Reflect.get(target, name, receiver) as unknown;
-      return async (runId: string) => {
-        const run = await target.getRun(runId);
+  return {
+    ...store,
+    runs: {
+      ...store.runs,
+      get: async (runId) => {
+        const run = await store.runs.get(runId);
         if (stopped) process.kill(pid, "SIGCONT");
         stopped = false;
         return run;
-      };
+      },
     },
-  });
+  };
 }
 
 const CASES: [string, () => Promise<Case>][] = [
@@ -165,7 +166,7 @@ for (const [kind, open] of CASES) {
       const first = await judge({ runId, pid }, HOUR);
       const { judging } = first;
       let { watching } = first;
-      const seen = await judging.getRun(runId);
+      const seen = await judging.runs.get(runId);
       expect(seen!.owner!.heartbeatAgeMs).toBeGreaterThan(HOUR - 60_000);
       expect(ownerLiveness(seen!.owner!, watchLive)).toMatchObject({
         alive: false,
@@ -205,7 +206,7 @@ for (const [kind, open] of CASES) {
       const killed = await store.attempts();
 
       const { judging } = await judge({ runId }, -HOUR);
-      const seen = await judging.getRun(runId);
+      const seen = await judging.runs.get(runId);
       expect(seen!.owner!.heartbeatAgeMs).toBeLessThan(-HOUR + 60_000);
       expect(ownerLiveness(seen!.owner!, stale)).toMatchObject({ alive: false, unconfirmed: true });
       const recovery = await recoverOrphans(judging, stale);

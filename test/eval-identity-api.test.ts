@@ -28,7 +28,7 @@ function scoredEval(scorer: "exact" | "includes", solver: SolverFn, name = "scor
 }
 
 async function state(t: ReturnType<typeof setupTestApp>, runId: string) {
-  return JSON.stringify([await t.store.getRun(runId), await t.store.listAttempts(runId)]);
+  return JSON.stringify([await t.store.runs.get(runId), await t.store.reads.listAttempts(runId)]);
 }
 
 describe("the API and a registered eval whose scorers changed", () => {
@@ -102,7 +102,7 @@ describe("the API and a registered eval whose scorers changed", () => {
       await t.post("/api/runs/r1/rescore", { allowEvalChange: true }),
     );
     expect(allowed.at(-1)).toMatchObject({ event: "completed", data: { rescored: 6 } });
-    const config = (await t.store.getRun("r1"))!.config;
+    const config = (await t.store.runs.get("r1"))!.config;
     expect(config.history?.map((h) => h.change)).toEqual(["rescored"]);
     expect(config.history?.[0]?.differences.map((d) => d.field)).toContain("solver.sourceSha256");
   });

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { writeLockHolder } from "../src/store/sqlite-lock-holder.js";
+import { writeLockHolder } from "../src/store/sqlite/lock-holder.js";
 import { runCli } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
 import {

@@ -12,7 +12,7 @@ import {
   type TestStore,
 } from "./helpers/owner-stores.js";
 import { SKIP_POSTGRES } from "./helpers/postgres.js";
-import { writeLockHolder } from "../src/store/sqlite-lock-holder.js";
+import { writeLockHolder } from "../src/store/sqlite/lock-holder.js";
 
 // Issue 15's takeover case with a real frozen process: an agent's owner is stopped with SIGSTOP
 // past the stale limit, a resume in another process takes the run over and finishes it, and when

@@ -7,8 +7,8 @@ import { exportRow } from "../src/cli/commands/export.js";
 import { storedReport } from "../src/engine/report.js";
 import { toGraderResults } from "../src/evalport/grader-mapping.js";
 import { toResult } from "../src/evalport/result-mapping.js";
-import { openPostgresStore } from "../src/store/postgres.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
 import { tempDir } from "./helpers/temp-store.js";
@@ -35,10 +35,10 @@ const EXPECTED_SHAPE = {
 };
 
 async function readBack(store: Store) {
-  const [run] = await store.listRuns();
-  const attempts = await store.listAttempts(run!.run.id);
+  const [run] = await store.reads.listRuns();
+  const attempts = await store.reads.listAttempts(run!.run.id);
   const report = await storedReport(store, run!.run);
-  return { run: run!, attempts, scorings: await store.listScorings(run!.run.id), report };
+  return { run: run!, attempts, scorings: await store.reads.listScorings(run!.run.id), report };
 }
 
 /**

@@ -7,7 +7,7 @@ import { defineEval } from "../src/eval/define-eval.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
 import type { DatasetRow } from "../src/eval/types.js";
 import { scorers } from "../src/scorers/index.js";
-import { openPostgresStore } from "../src/store/postgres.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "./helpers/postgres.js";
 
 const N = 300;

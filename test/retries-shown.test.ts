@@ -1,7 +1,7 @@
 import { parse } from "csv-parse/sync";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/server/create-app.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, type RawAttempt } from "./helpers/eval-project.js";

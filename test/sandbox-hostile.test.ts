@@ -87,7 +87,7 @@ async function hostile(
     sandbox: options.sandbox ?? { kind: "bubblewrap" },
   });
   const report = await runEval({ store: t.store, eval: await resolveEval(ev, { baseDir: REPO }) });
-  const [attempt] = await t.store.listAttempts(report.runId);
+  const [attempt] = await t.store.reads.listAttempts(report.runId);
   expect(attempt?.status, JSON.stringify(attempt?.error)).toBe("scored");
   return { score: attempt!.scores[0]!, mark, status: report.status, store: t.path };
 }

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { hostId } from "../src/engine/owner.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { runCli } from "./helpers/cli.js";
 import { startServe } from "./helpers/serve.js";
 import { tempDir } from "./helpers/temp-store.js";
@@ -32,14 +32,14 @@ describe("stet serve boot", () => {
       ["r_dead", dead],
       ["r_live", sleeper.pid!],
     ] as const) {
-      await store.createRun({
+      await store.runs.create({
         id,
         config,
         samples: [],
         owner: { host: hostId(), pid, token: `t-${id}` },
       });
     }
-    const liveBefore = await store.getRun("r_live");
+    const liveBefore = await store.runs.get("r_live");
     await store.close();
 
     const server = await startServe(["--store", db]);
@@ -59,7 +59,7 @@ describe("stet serve boot", () => {
       owner: { pid: sleeper.pid, alive: true },
     });
     const check = openSqliteStore(db);
-    expect(await check.getRun("r_live")).toMatchObject({
+    expect(await check.runs.get("r_live")).toMatchObject({
       status: "running",
       updatedAt: liveBefore?.updatedAt,
       owner: { token: "t-r_live", heartbeatAt: liveBefore?.owner?.heartbeatAt },

@@ -86,7 +86,7 @@ describe("state-changing requests: JSON only", () => {
         });
         expectError(res, 415, "unsupported_media_type");
       }
-      expect(await store.listRuns()).toEqual([]);
+      expect(await store.reads.listRuns()).toEqual([]);
       expect(gate.calls.size).toBe(0);
     },
   );
@@ -137,7 +137,7 @@ describe("cross-origin requests", () => {
       });
       expectError(res, 403, "cross_origin");
     }
-    expect(await store.listRuns()).toEqual([]);
+    expect(await store.reads.listRuns()).toEqual([]);
   });
 
   it("admits the server's own origin, by Origin or by Referer", async () => {
@@ -154,7 +154,7 @@ describe("cross-origin requests", () => {
       headers: { referer: `${url}/#/runs/r_nope` },
     });
     expectError(byReferer, 404, "run_not_found");
-    expect(await store.listRuns()).toHaveLength(1);
+    expect(await store.reads.listRuns()).toHaveLength(1);
   });
 
   it("does not restrict reads: a GET from anywhere is answered (the browser keeps it from the page)", async () => {
@@ -284,7 +284,7 @@ describe("request bodies", () => {
       },
     });
     expectError(chunked, 413, "body_too_large");
-    expect(await store.listRuns()).toEqual([]);
+    expect(await store.reads.listRuns()).toEqual([]);
     // At the limit it is read: "x" is no field of a start, so the route refuses it, with a 400.
     const atLimit = await httpRaw(`${url}/api/runs`, {
       method: "POST",
@@ -314,7 +314,7 @@ describe("event streams", () => {
       body: JSON.stringify({ eval: "gated" }),
     });
     expectError(refusedStart, 503, "too_many_streams");
-    expect(await store.listRuns()).toHaveLength(1);
+    expect(await store.reads.listRuns()).toHaveLength(1);
 
     // The clients go away (their sockets destroyed): every stream ends, the run goes on.
     for (const s of [starting, ...follows]) s.close();

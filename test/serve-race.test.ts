@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { hostId } from "../src/engine/owner.js";
 import { loadEvalSource } from "../src/runs/load-eval-source.js";
 import { resolveEval } from "../src/eval/resolve-eval.js";
-import { openPostgresStore } from "../src/store/postgres.js";
-import { openSqliteStore } from "../src/store/sqlite.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { startServe, writeChatEval } from "./helpers/serve.js";
@@ -33,7 +33,7 @@ async function orphanedRun(store: Store, evalFile: string): Promise<string> {
     pid: spawnSync(process.execPath, ["-e", ""]).pid!,
     token: "dead",
   };
-  await store.createRun({
+  await store.runs.create({
     id: "r_orphan",
     config: {
       evalName: ev.name,
@@ -49,7 +49,7 @@ async function orphanedRun(store: Store, evalFile: string): Promise<string> {
     owner,
   });
   const now = new Date().toISOString();
-  await store.recordAttempts(
+  await store.attempts.record(
     "r_orphan",
     owner.token,
     ev.samples.slice(0, PRESERVED).map(({ sample, fingerprint }) => ({
@@ -157,7 +157,7 @@ describe.each(stores)("racing resumes on %s", (_name, skip, shared) => {
     expect(Object.values(mock.counts())).toEqual(Array(N - PRESERVED).fill(1));
 
     const perKey = new Map<string, number>();
-    for (const a of await store.listAttempts(runId)) {
+    for (const a of await store.reads.listAttempts(runId)) {
       perKey.set(a.sampleId, (perKey.get(a.sampleId) ?? 0) + 1);
     }
     expect(perKey.size).toBe(N);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { workerId } from "../src/runs/run-workers.js";
 import { draft } from "../src/store/contract/fixtures.js";
+import { requireLeases } from "../src/store/types.js";
 import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { seedDistributedRun } from "./helpers/distributed-run.js";
 import { startServe } from "./helpers/serve.js";
@@ -25,7 +26,7 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
       concurrency: 1,
       leaseMs: 60_000,
     };
-    await t.store.registerWorker(runId, odd);
+    await requireLeases(t.store).register(runId, odd);
 
     const server = await startServe(["--store", t.path]);
     cleanups.push(async () => {
@@ -75,8 +76,8 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
     );
     expect(await page.getByRole("button", { name: /Resume/ }).count()).toBe(0);
     await expect(page.locator(".summary .counts").textContent()).resolves.toMatch(/^3\/6 done/);
-    const [key] = (await t.store.claimLeases(runId, active.token, 1)).keys;
-    await t.store.recordAttempts(runId, active.token, [draft(key!)]);
+    const [key] = (await requireLeases(t.store).claim(runId, active.token, 1)).keys;
+    await t.store.attempts.record(runId, active.token, [draft(key!)]);
     await expect
       .poll(() => page.locator(".summary .counts").textContent(), { timeout: 15_000 })
       .toMatch(/^4\/6 done/);
@@ -89,7 +90,7 @@ describe.skipIf(SKIP_BROWSER)("web UI of a distributed run (real server, real Ch
     await expect
       .poll(() => page.locator(".notice").textContent(), { timeout: 15_000 })
       .toMatch(/Cancelling/);
-    expect(await t.store.heartbeat(runId, active.token)).toMatchObject({
+    expect(await t.store.runs.heartbeat(runId, active.token)).toMatchObject({
       owned: true,
       cancelRequested: expect.stringMatching(/^requested by pid \d+/),
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { workerId } from "../src/runs/run-workers.js";
-import { openPostgresStore } from "../src/store/postgres.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
 import type { Store } from "../src/store/types.js";
 import { runCli } from "./helpers/cli.js";
 import { seedDistributedRun } from "./helpers/distributed-run.js";
@@ -126,7 +126,7 @@ describe.each(stores)("a distributed run's workers on $kind", ({ open, skip }) =
       );
 
       // Every reader above recovers orphans first: a run without an owner is not an orphan.
-      expect(await store.getRun(runId)).toMatchObject({ status: "running", owner: null });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "running", owner: null });
     },
   );
 
@@ -144,6 +144,6 @@ describe.each(stores)("a distributed run's workers on $kind", ({ open, skip }) =
     expect(JSON.stringify(body)).not.toContain(active.token);
     // Past a stale limit and a recovery sweep: still running, still no owner.
     await new Promise((r) => setTimeout(r, 1_500));
-    expect(await store.getRun(runId)).toMatchObject({ status: "running", owner: null });
+    expect(await store.runs.get(runId)).toMatchObject({ status: "running", owner: null });
   });
 });

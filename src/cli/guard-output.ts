@@ -1,5 +1,5 @@
 import { createSecretRedactor, namedSecretsFromEnv, type Secret } from "../core/secrets.js";
-import { urlSecrets } from "../store/postgres-driver.js";
+import { urlSecrets } from "../store/postgres/driver.js";
 import { isPostgresUrl } from "./store-location.js";
 
 /**

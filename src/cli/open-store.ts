@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import { DEFAULT_STALE_MS } from "../runs/stale-limit.js";
-import { openSqliteStore } from "../store/sqlite.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { isPostgresUrl, storeLocation } from "./store-location.js";
 
@@ -23,7 +23,7 @@ export async function openStore(
   const location = storeLocation(flag);
   const create = options.create ?? true;
   if (isPostgresUrl(location)) {
-    const { openPostgresStore } = await import("../store/postgres.js");
+    const { openPostgresStore } = await import("../store/postgres/index.js");
     const { url, schema } = splitSchema(location);
     const idleInTransactionTimeoutMs = idleInTransactionLimit(options.staleMs ?? DEFAULT_STALE_MS);
     return openPostgresStore(url, {

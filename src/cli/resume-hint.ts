@@ -1,6 +1,6 @@
 import { StetError } from "../core/errors.js";
 import { shellQuote } from "../core/shell-quote.js";
-import { redactPassword } from "../store/postgres-driver.js";
+import { redactPassword } from "../store/postgres/driver.js";
 import { isPostgresUrl } from "./open-store.js";
 
 export { shellQuote };

@@ -1,5 +1,5 @@
 import { StetError } from "../core/errors.js";
-import { redactPassword } from "../store/postgres-driver.js";
+import { redactPassword } from "../store/postgres/driver.js";
 
 /** The default store: a SQLite file in the working directory. */
 export const DEFAULT_STORE = ".stet/stet.db";

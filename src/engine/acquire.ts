@@ -29,8 +29,8 @@ export async function acquireRun(
       { details: { runId: run.id } },
     );
   }
-  if (await store.claimRun(run.id, identity, run.owner?.token ?? null)) return;
-  const now = await store.getRun(run.id);
+  if (await store.runs.claim(run.id, identity, run.owner?.token ?? null)) return;
+  const now = await store.runs.get(run.id);
   throw new StetError(
     "E_RUN_ACTIVE",
     `run ${run.id} was claimed by another process just now${now?.owner ? ` (${describeOwner(now)})` : ""}`,
@@ -57,7 +57,7 @@ export function claimRefusal(run: Run, options: { staleMs?: number } = {}): Stet
  * @example const active = await takeoverRefusal(store, run, { staleMs: 30_000 });
  */
 export async function takeoverRefusal(
-  store: Pick<Store, "getRun">,
+  store: Pick<Store, "runs">,
   run: Run,
   options: { staleMs?: number; heartbeatMs?: number } = {},
 ): Promise<StetError | undefined> {
@@ -87,8 +87,8 @@ export function describeOwner(run: Run): string {
  *
  * @example throw await takenOver(store, "r_abc");
  */
-export async function takenOver(store: Pick<Store, "getRun">, runId: string): Promise<StetError> {
-  const now = await store.getRun(runId).catch(() => undefined);
+export async function takenOver(store: Pick<Store, "runs">, runId: string): Promise<StetError> {
+  const now = await store.runs.get(runId).catch(() => undefined);
   const by = now?.owner ? `by ${describeOwner(now)}` : "by another process";
   const state = now && !now.owner ? `; the run is ${now.status} now` : "";
   return new StetError(

@@ -25,17 +25,18 @@ const fallbackDir = () => {
  */
 function flaky(real: Store) {
   const state = { failing: false, commits: 0, sizes: [] as number[] };
-  const wrapped = new Proxy(real, {
-    get(target, name, receiver) {
-      if (name !== "recordAttempts") return Reflect.get(target, name, receiver) as unknown;
-      return async (...args: Parameters<Store["recordAttempts"]>) => {
+  const wrapped: Store = {
+    ...real,
+    attempts: {
+      ...real.attempts,
+      record: async (...args) => {
         state.commits++;
         if (state.failing) throw new Error("SQLITE_IOERR: disk I/O error");
         state.sizes.push(args[2].length);
-        return target.recordAttempts(...args);
-      };
+        return real.attempts.record(...args);
+      },
     },
-  });
+  };
   return { store: wrapped, state };
 }
 
@@ -60,7 +61,7 @@ describe("AttemptWriter", () => {
     expect(state.commits).toBe(1);
     expect(state.sizes).toEqual([5]);
     expect(stored.map((a) => keyString(a))).toEqual(drafts.map((d) => keyString(d)));
-    expect(await real.listAttempts(run.id)).toHaveLength(5);
+    expect(await real.reads.listAttempts(run.id)).toHaveLength(5);
     // A write after the commit is a commit of its own.
     await writer.write(draft({ sampleId: "s1", epoch: 2 }));
     expect(state.commits).toBe(2);
@@ -83,7 +84,7 @@ describe("AttemptWriter", () => {
     expect(state.commits).toBe(0);
     await writer.write(draft({ sampleId: "s1", epoch: 1 }));
     expect(state.commits).toBe(1);
-    expect(await real.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
+    expect(await real.runs.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
   });
 
   it("fallback: once the store stays unwritable, the drafts go to the fallback file, none lost or doubled", async () => {
@@ -119,7 +120,7 @@ describe("AttemptWriter", () => {
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as AttemptDraft & { runId: string });
-    const stored = await real.listAttempts(run.id);
+    const stored = await real.reads.listAttempts(run.id);
     expect(stored.map((a) => a.sampleId)).toEqual(ids.slice(0, 2));
     expect(kept.map((a) => a.sampleId)).toEqual(ids.slice(2));
     expect(kept[0]).toMatchObject({ runId: run.id, ...drafts[2] });

@@ -206,7 +206,7 @@ export class AttemptWriter {
     const batch = this.#steps.splice(0, MAX_BATCH);
     try {
       const { drafts, discard } = this.#stepWrites(batch);
-      await this.#retried(() => store.recordSteps(runId, token, drafts, discard));
+      await this.#retried(() => store.journal.record(runId, token, drafts, discard));
       for (const p of batch) p.resolve();
     } catch (error) {
       this.#steps.unshift(...batch);
@@ -219,7 +219,7 @@ export class AttemptWriter {
     const batch = this.#scorings.splice(0, MAX_BATCH);
     try {
       const drafts = batch.map((p) => p.draft);
-      const stored = await this.#retried(() => store.recordScorings(runId, token, drafts));
+      const stored = await this.#retried(() => store.attempts.recordScorings(runId, token, drafts));
       batch.forEach((p, i) => p.resolve(stored[i]!));
     } catch (error) {
       this.#scorings.unshift(...batch);
@@ -235,7 +235,7 @@ export class AttemptWriter {
     const { store, runId, token } = this.#options;
     const drafts = batch.map((p) => p.draft);
     const extras = { inflight: marks, steps: this.#stepWrites(steps) };
-    return this.#retried(() => store.recordAttempts(runId, token, drafts, extras));
+    return this.#retried(() => store.attempts.record(runId, token, drafts, extras));
   }
 
   /** Runs a commit, retried with backoff; a fence or a duplicate is final at once. */

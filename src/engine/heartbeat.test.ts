@@ -13,15 +13,16 @@ afterEach(() => {
 /** The real store, its heartbeats counted. */
 function counted(real: Store) {
   const beats = { count: 0 };
-  const s = new Proxy(real, {
-    get(target, name, receiver) {
-      if (name !== "heartbeat") return Reflect.get(target, name, receiver) as unknown;
-      return (...args: Parameters<Store["heartbeat"]>) => {
+  const s: Store = {
+    ...real,
+    runs: {
+      ...real.runs,
+      heartbeat: (...args) => {
         beats.count++;
-        return target.heartbeat(...args);
-      };
+        return real.runs.heartbeat(...args);
+      },
     },
-  });
+  };
   return { store: s, beats };
 }
 
@@ -42,10 +43,10 @@ describe("startHeartbeat", () => {
     });
     await vi.advanceTimersByTimeAsync(999);
     expect(beats.count).toBe(0);
-    const before = (await real.getRun(run.id))!.owner!.heartbeatAt;
+    const before = (await real.runs.get(run.id))!.owner!.heartbeatAt;
     await vi.advanceTimersByTimeAsync(1);
     expect(beats.count).toBe(1);
-    expect((await real.getRun(run.id))!.owner!.heartbeatAt).not.toBe(before);
+    expect((await real.runs.get(run.id))!.owner!.heartbeatAt).not.toBe(before);
     await vi.advanceTimersByTimeAsync(2_000);
     expect(beats.count).toBe(3);
     stop();
@@ -69,7 +70,7 @@ describe("startHeartbeat", () => {
     });
     await vi.advanceTimersByTimeAsync(1_000);
     // The run changes hands: released, as a takeover's claim would leave it for another token.
-    await real.releaseRun(run.id, owner.token, "interrupted");
+    await real.runs.release(run.id, owner.token, "interrupted");
     await vi.advanceTimersByTimeAsync(1_000);
     expect(lost).toHaveBeenCalledTimes(1);
     const count = beats.count;
@@ -94,7 +95,7 @@ describe("startHeartbeat", () => {
     });
     await vi.advanceTimersByTimeAsync(1_000);
     expect(cancels).toEqual([]);
-    expect(await real.requestCancel(run.id, owner.token, "ann at 12:00")).toBe(true);
+    expect(await real.runs.requestCancel(run.id, owner.token, "ann at 12:00")).toBe(true);
     await vi.advanceTimersByTimeAsync(3_000);
     expect(cancels).toEqual(["ann at 12:00"]);
     stop();
@@ -105,13 +106,14 @@ describe("startHeartbeat", () => {
     const real = store();
     const { run, owner } = await newRun(real);
     let failing = true;
-    const s = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name !== "heartbeat") return Reflect.get(target, name, receiver) as unknown;
-        return (...args: Parameters<Store["heartbeat"]>) =>
-          failing ? Promise.reject(new Error("database is locked")) : target.heartbeat(...args);
+    const s: Store = {
+      ...real,
+      runs: {
+        ...real.runs,
+        heartbeat: (...args) =>
+          failing ? Promise.reject(new Error("database is locked")) : real.runs.heartbeat(...args),
       },
-    });
+    };
     const errors: unknown[] = [];
     const lost = vi.fn();
     const stop = startHeartbeat({
@@ -125,11 +127,11 @@ describe("startHeartbeat", () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(errors).toEqual([new Error("database is locked")]);
     failing = false;
-    const before = (await real.getRun(run.id))!.owner!.heartbeatAt;
+    const before = (await real.runs.get(run.id))!.owner!.heartbeatAt;
     await vi.advanceTimersByTimeAsync(1_000);
     expect(errors).toHaveLength(1);
     expect(lost).not.toHaveBeenCalled();
-    expect((await real.getRun(run.id))!.owner!.heartbeatAt).not.toBe(before);
+    expect((await real.runs.get(run.id))!.owner!.heartbeatAt).not.toBe(before);
     stop();
   });
 });

@@ -27,7 +27,7 @@ export function startHeartbeat(options: HeartbeatOptions): () => void {
     if (beating || stopped) return;
     beating = true;
     try {
-      const reply = await options.store.heartbeat(options.runId, options.token);
+      const reply = await options.store.runs.heartbeat(options.runId, options.token);
       if (stopped) return;
       if (!reply.owned) {
         stopped = true;

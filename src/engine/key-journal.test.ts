@@ -31,7 +31,7 @@ function step(sampleId: string, index: number): StepDraft {
 async function interrupted() {
   const s = store();
   const { run, owner } = await newRun(s);
-  await s.recordSteps(run.id, owner.token, [step("s1", 0), step("s1", 1), step("s2", 0)]);
+  await s.journal.record(run.id, owner.token, [step("s1", 0), step("s1", 1), step("s2", 0)]);
   const writes: (StepDraft | StepDiscard)[] = [];
   const open = (options: {
     journaled?: boolean;
@@ -73,12 +73,16 @@ describe("KeyJournals", () => {
   it("a fresh start reads no journal keys; a worker reads each key's entries as it leases it", async () => {
     const { s, open } = await interrupted();
     let keyReads = 0;
-    const counted = new Proxy(s, {
-      get(target, name, receiver) {
-        if (name === "listJournalKeys") keyReads++;
-        return Reflect.get(target, name, receiver) as unknown;
+    const counted: Store = {
+      ...s,
+      journal: {
+        ...s.journal,
+        keys: (...args) => {
+          keyReads++;
+          return s.journal.keys(...args);
+        },
       },
-    }) as Store;
+    };
     const fresh = await open({ resumed: false, store: counted });
     expect((await fresh.of({ sampleId: "s1", epoch: 1 }, true))?.entries).toEqual([]);
     const worker = await open({ leased: true, store: counted });

@@ -31,8 +31,7 @@ export class KeyJournals {
   static async open(options: KeyJournalsOptions): Promise<KeyJournals> {
     const open = new Set<string>();
     if (options.journaled && options.resumed && !options.leased) {
-      for (const key of await options.store.listJournalKeys(options.runId))
-        open.add(keyString(key));
+      for (const key of await options.store.journal.keys(options.runId)) open.add(keyString(key));
     }
     return new KeyJournals(options, open);
   }
@@ -46,7 +45,7 @@ export class KeyJournals {
     // A changed sample's entries are of its old content: discarded, not replayed.
     const stale = first && (leased || this.#open.has(keyString(key)));
     const replay = stale && !this.#changed.has(key.sampleId);
-    const entries = replay ? await store.listJournal(runId, { ...key, attempt: "open" }) : [];
+    const entries = replay ? await store.journal.list(runId, { ...key, attempt: "open" }) : [];
     return {
       entries,
       discardOpen: stale && !replay,
@@ -61,7 +60,7 @@ export class KeyJournals {
 }
 
 export interface KeyJournalsOptions {
-  store: Pick<Store, "listJournalKeys" | "listJournal">;
+  store: Pick<Store, "journal">;
   runId: string;
   plan: Pick<Plan, "changed">;
   writer: Pick<AttemptWriter, "writeStep">;

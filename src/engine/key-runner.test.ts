@@ -69,7 +69,7 @@ describe("KeyRunner", () => {
     const r = await runner(solver, [exact], 2);
     expect(await r.keys.run(key)).toBe("scored");
     expect(r.finals).toEqual([false, false, true]);
-    const stored = await r.s.listAttempts(r.run.id);
+    const stored = await r.s.reads.listAttempts(r.run.id);
     expect(stored.map((a) => [a.attempt, a.status])).toEqual([
       [1, "error"],
       [2, "error"],
@@ -98,7 +98,7 @@ describe("KeyRunner", () => {
     stopping.stops = r.stops;
     expect(await r.keys.run(key)).toBe("abandoned");
     expect(r.finals).toEqual([true]);
-    expect(await r.s.listAttempts(r.run.id)).toHaveLength(1);
+    expect(await r.s.reads.listAttempts(r.run.id)).toHaveLength(1);
     r.cleanup();
   });
 
@@ -116,7 +116,7 @@ describe("KeyRunner", () => {
     expect(await r.keys.run(key)).toBe("scored");
     expect(solved).toBe(1);
     expect(r.finals).toEqual([false]);
-    const [scoring] = await r.s.listScorings(r.run.id);
+    const [scoring] = await r.s.reads.listScorings(r.run.id);
     expect(scoring).toMatchObject({ attempt: 1, pass: "p1", status: "scored" });
     expect(r.counts.scorings.committed).toBe(1);
     expect(r.counts.progress).toMatchObject({ done: 1, errored: 0 });

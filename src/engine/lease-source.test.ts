@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
 import type { Key } from "../core/types.js";
 import { draft, errorDraft, owner, runConfig, sampleRecords } from "../store/contract/fixtures.js";
-import type { Store } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { LeaseSource, planSource } from "./lease-source.js";
 import { hostId } from "./owner.js";
 
@@ -12,20 +12,20 @@ const store = storesPerTest();
 /** A distributed run of `n` keys (one epoch), let go by its creator, open to workers. */
 async function distributed(s: Store, n: number) {
   const ids = Array.from({ length: n }, (_, i) => `s${i + 1}`);
-  const run = await s.createRun({
+  const run = await s.runs.create({
     id: `r_${Math.random().toString(36).slice(2)}`,
     config: runConfig({ distributed: true, epochs: 1 }),
     samples: sampleRecords(ids),
     owner: owner("creator"),
   });
-  await s.releaseRun(run.id, run.owner!.token, "interrupted");
-  await s.reopenDistributed(run.id);
+  await s.runs.release(run.id, run.owner!.token, "interrupted");
+  await requireLeases(s).reopen(run.id);
   return run.id;
 }
 
 async function worker(s: Store, runId: string, name: string, pid = process.pid) {
   const identity = { ...owner(name), host: hostId(), pid, concurrency: 2, leaseMs: 60_000 };
-  await s.registerWorker(runId, identity);
+  await requireLeases(s).register(runId, identity);
   return identity;
 }
 
@@ -55,7 +55,7 @@ describe("LeaseSource (a real SQLite store)", () => {
       onFirstClaim: (_, keys) => claims.push(keys),
     });
     const taken = await takeAll(source, async (key) => {
-      await s.recordAttempts(runId, me.token, [draft(key)]);
+      await s.attempts.record(runId, me.token, [draft(key)]);
       await source.done(key, "scored");
     });
     expect(claims).toEqual([3]);
@@ -70,39 +70,44 @@ describe("LeaseSource (a real SQLite store)", () => {
     const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
     const first = (await source.next(() => false))!;
     const second = (await source.next(() => false))!;
-    await s.recordAttempts(runId, me.token, [errorDraft(first), errorDraft(second)]);
+    await s.attempts.record(runId, me.token, [errorDraft(first), errorDraft(second)]);
     await source.done(first, "errored");
     await source.done(second, "abandoned");
     // The settled key is no longer open; the abandoned one is, and no one else may claim it yet.
     const other = await worker(s, runId, "beta");
-    expect(await s.claimLeases(runId, other.token, 5)).toMatchObject({ keys: [], open: 1 });
-    await s.leaveRun(runId, me.token, "stopped");
-    expect((await s.claimLeases(runId, other.token, 5)).keys).toEqual([second]);
+    expect(await requireLeases(s).claim(runId, other.token, 5)).toMatchObject({
+      keys: [],
+      open: 1,
+    });
+    await requireLeases(s).leave(runId, me.token, "stopped");
+    expect((await requireLeases(s).claim(runId, other.token, 5)).keys).toEqual([second]);
   });
 
   it("waits for keys another live worker holds, and says none left once they have their outcome", async () => {
     const real = store();
     const runId = await distributed(real, 3);
     const other = await worker(real, runId, "beta");
-    const held = (await real.claimLeases(runId, other.token, 1)).keys;
+    const held = (await requireLeases(real).claim(runId, other.token, 1)).keys;
     const me = await worker(real, runId, "alpha");
     // The real store, its claims counted: a poll while waiting is a claim that got nothing.
     let claims = 0;
     let polled: () => void = () => {};
-    const s = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name !== "claimLeases") return Reflect.get(target, name, receiver) as unknown;
-        return async (...args: Parameters<Store["claimLeases"]>) => {
-          const claim = await target.claimLeases(...args);
+    const leases = requireLeases(real);
+    const s: Store = {
+      ...real,
+      leases: {
+        ...leases,
+        claim: async (...args) => {
+          const claim = await leases.claim(...args);
           claims++;
           polled();
           return claim;
-        };
+        },
       },
-    });
+    };
     const source = new LeaseSource({ store: s, runId, token: me.token, batch: 4, pollMs: 5 });
     const mine: Key[] = [(await source.next(() => false))!, (await source.next(() => false))!];
-    await real.recordAttempts(
+    await real.attempts.record(
       runId,
       me.token,
       mine.map((key) => draft(key)),
@@ -117,7 +122,7 @@ describe("LeaseSource (a real SQLite store)", () => {
     const seen = claims;
     await new Promise<void>((resolve) => (polled = () => claims >= seen + 2 && resolve()));
     expect(answered).toBe(false);
-    await real.recordAttempts(runId, other.token, [draft(held[0]!)]);
+    await real.attempts.record(runId, other.token, [draft(held[0]!)]);
     expect(await last).toBeUndefined();
   });
 
@@ -126,15 +131,15 @@ describe("LeaseSource (a real SQLite store)", () => {
     const runId = await distributed(s, 2);
     const gone = spawnSync(process.execPath, ["-e", ""]).pid;
     const dead = await worker(s, runId, "dead", gone);
-    expect((await s.claimLeases(runId, dead.token, 2)).keys).toHaveLength(2);
+    expect((await requireLeases(s).claim(runId, dead.token, 2)).keys).toHaveLength(2);
     const me = await worker(s, runId, "alpha");
     const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
     const taken = await takeAll(source, async (key) => {
-      await s.recordAttempts(runId, me.token, [draft(key)]);
+      await s.attempts.record(runId, me.token, [draft(key)]);
       await source.done(key, "scored");
     });
     expect(taken.sort()).toEqual(["s1#1", "s2#1"]);
-    const workers = await s.listWorkers(runId);
+    const workers = await requireLeases(s).list(runId);
     expect(workers.find((w) => w.token === dead.token)).toMatchObject({ state: "lost" });
   });
 

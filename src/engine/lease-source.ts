@@ -1,6 +1,6 @@
 import { isStetError } from "../core/errors.js";
 import type { Key } from "../core/types.js";
-import type { Store } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { hostId, pidAlive } from "./owner.js";
 
 /**
@@ -97,7 +97,9 @@ export class LeaseSource implements KeySource {
   async done(key: Key, end: "scored" | "errored" | "abandoned"): Promise<void> {
     this.#held--;
     if (end === "errored") {
-      await this.#options.store.settleLeases(this.#options.runId, this.#options.token, [key]);
+      await requireLeases(this.#options.store).settle(this.#options.runId, this.#options.token, [
+        key,
+      ]);
     }
   }
 
@@ -122,7 +124,7 @@ export class LeaseSource implements KeySource {
     const { store, runId, token, batch } = this.#options;
     const t0 = performance.now();
     const limit = Math.max(1, batch - this.#buffer.length);
-    const claim = await withRetries(() => store.claimLeases(runId, token, limit));
+    const claim = await withRetries(() => requireLeases(store).claim(runId, token, limit));
     if (!this.#claimed) {
       this.#claimed = true;
       this.#options.onFirstClaim?.(performance.now() - t0, claim.keys.length);
@@ -168,11 +170,12 @@ export async function expireDeadWorkers(
   runId: string,
   except?: string,
 ): Promise<number> {
+  const leases = requireLeases(store);
   const host = hostId();
   let freed = 0;
-  for (const worker of await store.listWorkers(runId)) {
+  for (const worker of await leases.list(runId)) {
     if (worker.state !== "active" || worker.token === except || worker.host !== host) continue;
-    if (!pidAlive(worker.pid)) freed += await store.expireWorker(runId, worker.token);
+    if (!pidAlive(worker.pid)) freed += await leases.expire(runId, worker.token);
   }
   return freed;
 }

@@ -71,7 +71,7 @@ describe("judgeOwner", () => {
     const opened = tempStore();
     cleanups.push(opened.cleanup);
     const { run, owner: me } = await newRun(opened.store);
-    const read = await opened.store.getRun(run.id);
+    const read = await opened.store.runs.get(run.id);
     const seen = { ...read!, owner: { ...read!.owner!, heartbeatAgeMs: ageMs } };
     return { store: opened.store, run: seen, token: me.token };
   }
@@ -97,7 +97,7 @@ describe("judgeOwner", () => {
     const { store, run, token } = await staleRun(-3_600_000);
     const judging = judgeOwner(store, run, watchLong);
     await new Promise((r) => setTimeout(r, 5));
-    await store.heartbeat(run.id, token);
+    await store.runs.heartbeat(run.id, token);
     const judged = await judging;
     expect(judged).toMatchObject({ alive: true, watched: true });
     expect(judged.reason).toMatch(/in the future .* yet it beat again while watched/);
@@ -106,7 +106,7 @@ describe("judgeOwner", () => {
   it("leaves a run that changed hands while watched to its new owner", async () => {
     const { store, run, token } = await staleRun(3_600_000);
     const judging = judgeOwner(store, run, watchLong);
-    await store.claimRun(run.id, foreignOwner("other"), token);
+    await store.runs.claim(run.id, foreignOwner("other"), token);
     expect(await judging).toMatchObject({
       alive: true,
       reason: expect.stringMatching(/changed hands/),

@@ -104,7 +104,7 @@ function seconds(ms: number): number {
  * @example const liveness = await judgeOwner(store, run, { staleMs: 30_000 });
  */
 export async function judgeOwner(
-  store: Pick<Store, "getRun">,
+  store: Pick<Store, "runs">,
   run: Run & { owner: Owner },
   options: { staleMs?: number; heartbeatMs?: number } = {},
 ): Promise<Liveness> {
@@ -119,7 +119,7 @@ export async function judgeOwner(
       return { alive: false, reason, watched: true };
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(left, windowMs / 8)));
-    const now = await store.getRun(run.id);
+    const now = await store.runs.get(run.id);
     if (now?.owner?.token !== run.owner.token || now.status !== run.status) {
       return {
         alive: true,

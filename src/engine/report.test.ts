@@ -11,12 +11,12 @@ const priced = (costUsd: number) => ({ usage: { inputTokens: 10, outputTokens: 2
 async function seeded() {
   const s = store();
   const { run, owner, samples } = await newRun(s);
-  const earlier = await s.recordAttempts(run.id, owner.token, [
+  const earlier = await s.attempts.record(run.id, owner.token, [
     draft({ sampleId: "s1", epoch: 1 }, priced(0.25)),
     draft({ sampleId: "s1", epoch: 2 }, priced(0.25)),
     errorDraft({ sampleId: "s2", epoch: 1 }, priced(0.5)),
   ]);
-  const [scoring] = await s.recordScorings(run.id, owner.token, [
+  const [scoring] = await s.attempts.recordScorings(run.id, owner.token, [
     scoringOf(
       { sampleId: "s1", epoch: 1 },
       { usage: { inputTokens: 1, outputTokens: 1, costUsd: 1 } },
@@ -28,10 +28,10 @@ async function seeded() {
 describe("buildReport: figures from the stored rows alone", () => {
   it("counts outcomes, and spend as the rows' sums: spent now over the rows this invocation committed", async () => {
     const { s, run, owner, samples, earlier, scoring } = await seeded();
-    const heads = await s.listAttemptHeads(run.id);
+    const heads = await s.reads.listAttemptHeads(run.id);
     const plan = planRun({ snapshot: samples, epochs: 2, attempts: heads, inflight: [] });
     // This invocation re-ran s2#1 and ran s3#1.
-    const now = await s.recordAttempts(run.id, owner.token, [
+    const now = await s.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s2", epoch: 1 }, priced(0.125)),
       draft({ sampleId: "s3", epoch: 1 }, priced(0.125)),
     ]);
@@ -39,7 +39,7 @@ describe("buildReport: figures from the stored rows alone", () => {
       now.some((n) => n.sampleId === a.sampleId && n.epoch === a.epoch && n.attempt === a.attempt);
     const report = await buildReport({
       store: s,
-      run: (await s.getRun(run.id))!,
+      run: (await s.runs.get(run.id))!,
       plan: summarizePlan(plan),
       resumed: true,
       isNow,
@@ -64,7 +64,7 @@ describe("buildReport: figures from the stored rows alone", () => {
     // The judge's scoring committed now is spent now.
     const withScoring = await buildReport({
       store: s,
-      run: (await s.getRun(run.id))!,
+      run: (await s.runs.get(run.id))!,
       plan: summarizePlan(plan),
       resumed: true,
       isNow,
@@ -80,11 +80,11 @@ describe("buildReport: figures from the stored rows alone", () => {
 
   it("the same store state gives the same figures, read page by page or from the heads given", async () => {
     const { s, run } = await seeded();
-    const stored = (await s.getRun(run.id))!;
+    const stored = (await s.runs.get(run.id))!;
     const a = await storedReport(s, stored);
     const b = await storedReport(s, stored);
     expect(a).toEqual(b);
-    const heads = await s.listAttemptHeads(run.id);
+    const heads = await s.reads.listAttemptHeads(run.id);
     const fromHeads = await buildReport({
       store: s,
       run: stored,

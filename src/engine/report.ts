@@ -42,7 +42,7 @@ export interface ReportInput {
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
   const { store, run } = input;
-  const samples = input.samples ?? (await store.getSamples(run.id));
+  const samples = input.samples ?? (await store.reads.getSamples(run.id));
   const fingerprintOf = input.fingerprintOf ?? indexFingerprints(samples);
   const stored = input.invocation === false;
   const fold = new OutcomeFold<AttemptHead>({
@@ -60,11 +60,11 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   });
   if (input.heads) for (const head of input.heads) fold.add(head);
   else
-    for await (const page of store.attemptHeadPages(run.id))
+    for await (const page of store.reads.attemptHeadPages(run.id))
       for (const head of page) fold.add(head);
   const figures = fold.finish();
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
-  for (const scoring of await store.listScorings(run.id)) {
+  for (const scoring of await store.reads.listScorings(run.id)) {
     // A rescore's judges re-sent requests of their own: the run's, never the attempt's.
     figures.retries.total += scoring.retries ?? 0;
     if (!scoring.usage) continue;
@@ -122,9 +122,9 @@ export async function storedReport(
   options: { invocation?: boolean } = {},
 ): Promise<RunReport> {
   const [samples, heads, inflight] = await Promise.all([
-    store.getSamples(run.id),
-    store.listAttemptHeads(run.id),
-    store.listInflight(run.id),
+    store.reads.getSamples(run.id),
+    store.reads.listAttemptHeads(run.id),
+    store.runs.listInflight(run.id),
   ]);
   const plan = planRun({
     snapshot: samples,

@@ -77,7 +77,7 @@ describe("an attempt's retries", () => {
       store: s,
       eval: engineEval(solver, { samples: records(["a", "doomed"]) }),
     });
-    const attempts = await s.listAttempts(report.runId);
+    const attempts = await s.reads.listAttempts(report.runId);
     expect(attempts.map((a) => [a.sampleId, a.status, a.retries])).toEqual([
       ["a", "scored", 2],
       ["doomed", "error", 3],
@@ -97,7 +97,7 @@ describe("an attempt's retries", () => {
       return { output: b.content, retries: 4 };
     };
     const report = await runEval({ store: s, eval: engineEval(solver) });
-    const [attempt] = await s.listAttempts(report.runId);
+    const [attempt] = await s.reads.listAttempts(report.runId);
     expect(attempt).toMatchObject({ status: "scored", retries: 1 + 2 + 4 });
     expect(total(mock.counts()) - 2).toBe(3);
   });
@@ -108,7 +108,7 @@ describe("an attempt's retries", () => {
     const judge: Scorer = modelGraded({ model: "judge", baseURL: mock.url, ...fast });
     const solver = chat({ model: "m", baseURL: mock.url, ...fast });
     const first = await runEval({ store: s, eval: engineEval(solver, { scorers: [judge] }) });
-    const [attempt] = await s.listAttempts(first.runId);
+    const [attempt] = await s.reads.listAttempts(first.runId);
     expect(attempt).toMatchObject({ status: "scored", retries: 1 });
 
     // The rescore asks the judge again: the mock fails that request once more.
@@ -120,12 +120,12 @@ describe("an attempt's retries", () => {
       scorers: ["model_graded"],
     });
     expect(Object.values(mock.counts())).toEqual([2]);
-    const [scoring] = await s.listScorings(first.runId);
+    const [scoring] = await s.reads.listScorings(first.runId);
     expect(scoring).toMatchObject({ status: "scored", retries: 1 });
     // The attempt's count stands; the run's total is over attempts and scorings.
-    expect((await s.listAttempts(first.runId))[0]).toMatchObject({ retries: 1 });
+    expect((await s.reads.listAttempts(first.runId))[0]).toMatchObject({ retries: 1 });
     expect(rescored.retries.total).toBe(2);
-    expect((await storedReport(s, (await s.getRun(first.runId))!)).retries.total).toBe(2);
+    expect((await storedReport(s, (await s.runs.get(first.runId))!)).retries.total).toBe(2);
   });
 
   it("a call replayed from the journal re-sends nothing, so it adds nothing", async () => {
@@ -150,7 +150,7 @@ describe("an attempt's retries", () => {
       abortSignal: abort.signal,
     });
     expect(interrupted.status).toBe("interrupted");
-    expect(await s.listAttempts(interrupted.runId)).toEqual([]);
+    expect(await s.reads.listAttempts(interrupted.runId)).toEqual([]);
     const resumed = await resumeRun({
       store: s,
       runId: interrupted.runId,
@@ -158,7 +158,7 @@ describe("an attempt's retries", () => {
     });
     // "one" was asked 3 times by the killed execution only; the resume replayed its reply.
     expect(mock.counts()).toEqual({ one: 3, two: 2 });
-    const [attempt] = await s.listAttempts(interrupted.runId);
+    const [attempt] = await s.reads.listAttempts(interrupted.runId);
     expect(attempt).toMatchObject({ status: "scored", retries: 1 });
     expect(resumed.retries).toEqual({ total: 1, keysRetried: 0, unrecorded: 0 });
   });

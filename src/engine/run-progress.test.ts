@@ -11,7 +11,7 @@ const store = storesPerTest();
 async function started() {
   const s = store();
   const { run, owner, samples } = await newRun(s);
-  const [before] = await s.recordAttempts(run.id, owner.token, [
+  const [before] = await s.attempts.record(run.id, owner.token, [
     draft({ sampleId: "s1", epoch: 1 }),
   ]);
   const plan = planRun({ snapshot: samples, epochs: 2, attempts: [before!], inflight: [] });
@@ -24,7 +24,7 @@ describe("RunProgress", () => {
     const events: RunEvent[] = [];
     const counts = new RunProgress(plan, 2, (e) => events.push(e));
     expect(counts.progress).toMatchObject({ total: 6, done: 1, errored: 0, executed: 0 });
-    const [failed, retried, scored] = await s.recordAttempts(run.id, owner.token, [
+    const [failed, retried, scored] = await s.attempts.record(run.id, owner.token, [
       errorDraft({ sampleId: "s2", epoch: 1 }),
       errorDraft({ sampleId: "s2", epoch: 1 }, { usage: { inputTokens: 5, outputTokens: 1 } }),
       draft({ sampleId: "s3", epoch: 2 }),
@@ -56,7 +56,7 @@ describe("RunProgress", () => {
     const events: RunEvent[] = [];
     const counts = new RunProgress(plan, 2, (e) => events.push(e));
     const judged = { usage: { inputTokens: 10, outputTokens: 2, costUsd: 0.5 } };
-    const [retry, last] = await s.recordScorings(run.id, owner.token, [
+    const [retry, last] = await s.attempts.recordScorings(run.id, owner.token, [
       scoringOf(
         { sampleId: "s1", epoch: 1 },
         { status: "error", error: { type: "scorer", scorer: "exact", message: "no" }, ...judged },
@@ -83,7 +83,7 @@ describe("RunProgress", () => {
       () => {},
       () => open,
     );
-    const [a, b] = await s.recordAttempts(run.id, owner.token, [
+    const [a, b] = await s.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s2", epoch: 1 }),
       draft({ sampleId: "s2", epoch: 2 }),
     ]);

@@ -22,7 +22,7 @@ describe("SpendGate (a real SQLite store)", () => {
     const { s, run, owner, stops, gate } = await gated(1);
     await gate.start();
     expect(gate.probing).toBe(true);
-    await s.recordAttempts(run.id, owner.token, [
+    await s.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s1", epoch: 1 }, priced(0.25)),
     ]);
     await gate.look();
@@ -40,10 +40,14 @@ describe("SpendGate (a real SQLite store)", () => {
 
   it("counts every stored row, whoever committed it, once looked at", async () => {
     const { s, run, owner, stops, gate } = await gated(1);
-    await s.recordAttempts(run.id, owner.token, [draft({ sampleId: "s1", epoch: 1 }, priced(0.5))]);
+    await s.attempts.record(run.id, owner.token, [
+      draft({ sampleId: "s1", epoch: 1 }, priced(0.5)),
+    ]);
     await gate.start();
     expect(gate.over(0)).toBe(false);
-    await s.recordAttempts(run.id, owner.token, [draft({ sampleId: "s2", epoch: 1 }, priced(0.5))]);
+    await s.attempts.record(run.id, owner.token, [
+      draft({ sampleId: "s2", epoch: 1 }, priced(0.5)),
+    ]);
     expect(gate.over(0)).toBe(false);
     await gate.look();
     expect(gate.over(0)).toBe(true);
@@ -53,7 +57,9 @@ describe("SpendGate (a real SQLite store)", () => {
 
   it("says nothing more once the execution stopped for another reason", async () => {
     const { s, run, owner, stops, gate, events } = await gated(0.1);
-    await s.recordAttempts(run.id, owner.token, [draft({ sampleId: "s1", epoch: 1 }, priced(0.5))]);
+    await s.attempts.record(run.id, owner.token, [
+      draft({ sampleId: "s1", epoch: 1 }, priced(0.5)),
+    ]);
     await gate.start();
     stops.stop("signal", false, "interrupted by a signal");
     expect(gate.over(0)).toBe(false);
@@ -64,7 +70,7 @@ describe("SpendGate (a real SQLite store)", () => {
   it("warns once of an attempt that used tokens without a price", async () => {
     const { s, run, owner, gate } = await gated(1);
     const unpriced = { usage: { inputTokens: 5, outputTokens: 1 } };
-    const stored = await s.recordAttempts(run.id, owner.token, [
+    const stored = await s.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s1", epoch: 1 }, unpriced),
       draft({ sampleId: "s2", epoch: 1 }, unpriced),
     ]);

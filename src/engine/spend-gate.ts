@@ -16,7 +16,7 @@ export class SpendGate {
   readonly #spend: StoredSpendFollower;
   readonly #stops: StopControl;
 
-  constructor(store: Pick<Store, "readSpend">, runId: string, cap: SpendCap, stops: StopControl) {
+  constructor(store: Pick<Store, "reads">, runId: string, cap: SpendCap, stops: StopControl) {
     this.budget = new Budget(cap);
     this.#spend = followStoredSpend(store, runId, this.budget);
     this.#stops = stops;

@@ -75,7 +75,7 @@ describe("ctx.step", () => {
     const first = agent(5, { stopAfter: 3 });
     const runId = await interrupted(s, engineEval(first.solver), first.abort);
     expect(first.ran.sort()).toEqual(["s0:0", "s0:1", "s0:2", "s1:0", "s1:1", "s1:2"]);
-    expect(await s.listJournalKeys(runId)).toEqual([
+    expect(await s.journal.keys(runId)).toEqual([
       { sampleId: "s0", epoch: 1 },
       { sampleId: "s1", epoch: 1 },
     ]);
@@ -84,9 +84,9 @@ describe("ctx.step", () => {
     const report = await resumeRun({ store: s, runId, eval: engineEval(second.solver) });
     expect(report.status).toBe("completed");
     expect(second.ran.sort()).toEqual(["s0:3", "s0:4", "s1:3", "s1:4"]);
-    const attempts = await s.listAttempts(runId);
+    const attempts = await s.reads.listAttempts(runId);
     expect(attempts.map((a) => a.output)).toEqual(["s0 did 4", "s1 did 4"]);
-    const journal = await s.listJournal(runId, { sampleId: "s0", attempt: 1 });
+    const journal = await s.journal.list(runId, { sampleId: "s0", attempt: 1 });
     expect(journal.map((e) => [e.step, e.name, e.result])).toEqual(
       [0, 1, 2, 3, 4].map((i) => [i, "tool", `s0 did ${i}`]),
     );
@@ -101,7 +101,7 @@ describe("ctx.step", () => {
     const report = await resumeRun({ store: s, runId, eval: engineEval(second.solver) });
     expect(second.ran).toEqual([]);
     expect(report.journal).toMatchObject({ replayed: 4, diverged: 2 });
-    const journal = await s.listJournal(runId, { sampleId: "s0" });
+    const journal = await s.journal.list(runId, { sampleId: "s0" });
     expect(journal.map((e) => [e.attempt, e.step])).toEqual([
       [1, 0],
       [1, 1],
@@ -113,18 +113,18 @@ describe("ctx.step", () => {
     const first = agent(4, { stopAfter: 2 });
     const off = (solver: SolverFn) => Object.assign(solver, { journal: false });
     const runId = await interrupted(s, engineEval(off(first.solver)), first.abort);
-    expect(await s.listJournal(runId)).toEqual([]);
+    expect(await s.journal.list(runId)).toEqual([]);
     const second = agent(4);
     await resumeRun({ store: s, runId, eval: engineEval(off(second.solver)) });
     expect(second.ran).toHaveLength(8);
-    expect(await s.listJournal(runId)).toEqual([]);
+    expect(await s.journal.list(runId)).toEqual([]);
   });
 
   it("with { journal: false } on a call, runs it unjournaled", async () => {
     const s = store();
     const first = agent(4, { stopAfter: 2, journal: false });
     const runId = await interrupted(s, engineEval(first.solver), first.abort);
-    expect(await s.listJournal(runId)).toEqual([]);
+    expect(await s.journal.list(runId)).toEqual([]);
     const second = agent(4, { journal: false });
     await resumeRun({ store: s, runId, eval: engineEval(second.solver) });
     expect(second.ran).toHaveLength(8);
@@ -135,10 +135,10 @@ describe("ctx.step", () => {
     const solver: SolverFn = async (_sample, ctx) =>
       ctx.step("fetch-page", { url: "x" }, () => "x".repeat(1_000_001));
     const report = await runEval({ store: s, eval: engineEval(solver) });
-    const [attempt] = await s.listAttempts(report.runId);
+    const [attempt] = await s.reads.listAttempts(report.runId);
     expect(attempt!.error).toMatchObject({ type: "solver" });
     expect(attempt!.error!.message).toMatch(/step "fetch-page".*over the 1000000-byte limit/);
-    expect(await s.listJournal(report.runId)).toEqual([]);
+    expect(await s.journal.list(report.runId)).toEqual([]);
   });
 
   it.each([
@@ -152,7 +152,7 @@ describe("ctx.step", () => {
       return "unreachable";
     };
     const report = await runEval({ store: s, eval: engineEval(solver) });
-    const [attempt] = await s.listAttempts(report.runId);
+    const [attempt] = await s.reads.listAttempts(report.runId);
     expect(attempt!.error).toMatchObject({ type: "solver" });
     expect(attempt!.error!.message).toMatch(/the result of step "parse" is not JSON/);
     expect(attempt!.error!.message).toMatch(why);
@@ -185,9 +185,9 @@ describe("ctx.step", () => {
     expect(calls).toBe(2);
     await resumeRun({ store: s, runId, eval: engineEval(make(false)) });
     expect(calls).toBe(2);
-    const attempts = await s.listAttempts(runId);
+    const attempts = await s.reads.listAttempts(runId);
     expect(attempts.map((a) => a.output)).toEqual(["tool said 503 503", "tool said 503 503"]);
-    const [entry] = await s.listJournal(runId, { sampleId: "s0" });
+    const [entry] = await s.journal.list(runId, { sampleId: "s0" });
     expect(entry).toMatchObject({ result: null, error: { message: "tool said 503", status: 503 } });
   });
 
@@ -220,7 +220,7 @@ describe("ctx.step", () => {
     expect(requests).toBe(2);
     await resumeRun({ store: s, runId, eval: engineEval(make(false), { callModel }) });
     expect(requests).toBe(4);
-    const attempts = await s.listAttempts(runId);
+    const attempts = await s.reads.listAttempts(runId);
     expect(attempts.map((a) => a.output)).toEqual(["re: re: s0 one", "re: re: s1 one"]);
     // The attempt's usage is its whole trajectory: the call made now and the replayed one,
     // marked reused (the interrupted execution paid for it).
@@ -230,7 +230,7 @@ describe("ctx.step", () => {
       reused: { inputTokens: 10, outputTokens: 5 },
     };
     expect(attempts.map((a) => a.usage)).toEqual([trajectory, trajectory]);
-    const journal = await s.listJournal(runId, { sampleId: "s0" });
+    const journal = await s.journal.list(runId, { sampleId: "s0" });
     expect(journal.map((e) => [e.kind, e.usage?.inputTokens])).toEqual([
       ["chat", 10],
       ["chat", 10],
@@ -257,10 +257,10 @@ describe("ctx.step", () => {
       if (sample.id === "s0") {
         await beforeDone;
         // Another process takes the run over (as after a freeze): a compare-and-set on the token.
-        const run = (await s.getRun(ctx.runId))!;
+        const run = (await s.runs.get(ctx.runId))!;
         thiefToken = `thief-${Math.random()}`;
         const thief = { host: "other-host", pid: 1, token: thiefToken };
-        expect(await s.claimRun(ctx.runId, thief, run.owner!.token)).toBe(true);
+        expect(await s.runs.claim(ctx.runId, thief, run.owner!.token)).toBe(true);
         takeover();
       } else {
         await takenOver;
@@ -275,11 +275,11 @@ describe("ctx.step", () => {
     await expect(runEval({ store: s, eval: ev, heartbeatMs: 60_000 })).rejects.toMatchObject({
       code: "E_FENCED",
     });
-    const [run] = await s.listRuns();
-    const entries = await s.listJournal(run!.run.id);
+    const [run] = await s.reads.listRuns();
+    const entries = await s.journal.list(run!.run.id);
     // Only the steps written before the takeover; the old owner's later ones were refused.
     expect(entries.map((e) => e.name)).toEqual(["before", "before"]);
-    expect(await s.listAttempts(run!.run.id)).toEqual([]);
+    expect(await s.reads.listAttempts(run!.run.id)).toEqual([]);
     expect(thiefToken).not.toBe("");
     expect(ranAfterTakeover).toBeLessThanOrEqual(2);
   });
@@ -293,27 +293,30 @@ describe("ctx.chatStep with { last: true }", () => {
   async function chatRun(n: number, last: boolean) {
     const s = store();
     const commits = { recordSteps: 0, recordAttempts: 0, attemptsWithSteps: 0 };
-    const counted = new Proxy(s, {
-      get(target, name: keyof Store) {
-        const value = target[name];
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          if (name === "recordSteps") commits.recordSteps++;
-          if (name === "recordAttempts") {
-            commits.recordAttempts++;
-            const extras = args[3] as { steps?: { drafts: unknown[] } } | undefined;
-            if ((extras?.steps?.drafts.length ?? 0) > 0) commits.attemptsWithSteps++;
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
+    const counted: Store = {
+      ...s,
+      journal: {
+        ...s.journal,
+        record: (...args) => {
+          commits.recordSteps++;
+          return s.journal.record(...args);
+        },
       },
-    });
+      attempts: {
+        ...s.attempts,
+        record: (...args) => {
+          commits.recordAttempts++;
+          if ((args[3]?.steps?.drafts.length ?? 0) > 0) commits.attemptsWithSteps++;
+          return s.attempts.record(...args);
+        },
+      },
+    };
     const durableWhenSeen: number[] = [];
     const solver: SolverFn = async (sample, ctx) => {
       const request = { model: "m", messages: [{ role: "user", content: String(sample.input) }] };
       const send = async () => ({ content: `re ${sample.id}`, model: "m" });
       const { reply } = await ctx.chatStep!(request, send, { last });
-      durableWhenSeen.push((await s.listJournal(ctx.runId, { sampleId: sample.id })).length);
+      durableWhenSeen.push((await s.journal.list(ctx.runId, { sampleId: sample.id })).length);
       return reply.content;
     };
     const report = await runEval({
@@ -321,7 +324,7 @@ describe("ctx.chatStep with { last: true }", () => {
       eval: engineEval(solver, { samples: records(n), concurrency: 1 }),
     });
     expect(report.status).toBe("completed");
-    const entries = await s.listJournal(report.runId);
+    const entries = await s.journal.list(report.runId);
     return { commits, durableWhenSeen, entries };
   }
 

@@ -16,18 +16,19 @@ function gated(real: Store) {
   let open: () => void = () => {};
   let gate = Promise.resolve();
   const reads: Promise<StoredSpend>[] = [];
-  const wrapped = new Proxy(real, {
-    get(target, name, receiver) {
-      if (name !== "readSpend") return Reflect.get(target, name, receiver) as unknown;
-      return async (...args: Parameters<Store["readSpend"]>) => {
-        const read = target.readSpend(...args);
+  const wrapped: Store = {
+    ...real,
+    reads: {
+      ...real.reads,
+      readSpend: async (...args) => {
+        const read = real.reads.readSpend(...args);
         reads.push(read);
         const spent = await read;
         await gate;
         return spent;
-      };
+      },
     },
-  });
+  };
   return {
     store: wrapped,
     reads,
@@ -42,20 +43,20 @@ describe("followStoredSpend: the budget's spend is the stored rows' sum", () => 
     const { run, owner } = await newRun(s, { ids });
     const budget = new Budget({ maxCostUsd: 100 });
     const spend = followStoredSpend(s, run.id, budget);
-    await s.recordAttempts(run.id, owner.token, [
+    await s.attempts.record(run.id, owner.token, [
       draft({ sampleId: ids[0]!, epoch: 1 }, priced(64)),
     ]);
     await spend.start();
-    expect(budget.spentUsd).toBe((await s.readSpend(run.id)).costUsd);
+    expect(budget.spentUsd).toBe((await s.reads.readSpend(run.id)).costUsd);
     // Commits and looks at once, as a pool of slots and other workers make them.
     const work = ids.slice(1).map(async (sampleId, i) => {
       const looks = [spend.look(), spend.look()];
-      await s.recordAttempts(run.id, owner.token, [draft({ sampleId, epoch: 1 }, priced(i))]);
+      await s.attempts.record(run.id, owner.token, [draft({ sampleId, epoch: 1 }, priced(i))]);
       await Promise.all([...looks, spend.look()]);
     });
     await Promise.all(work);
     await spend.look();
-    const stored = await s.readSpend(run.id);
+    const stored = await s.reads.readSpend(run.id);
     expect(budget.spentUsd).toBe(stored.costUsd);
     expect(budget.spentUsd).toBe(1 + (38 * 39) / 2 / 64);
   });
@@ -71,7 +72,7 @@ describe("followStoredSpend: the budget's spend is the stored rows' sum", () => 
     const first = spend.look();
     await new Promise((resolve) => setImmediate(resolve));
     expect(g.reads).toHaveLength(2); // the first look's read has read, and waits
-    await real.recordAttempts(run.id, owner.token, [
+    await real.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s01", epoch: 1 }, priced(32)),
     ]);
     const second = spend.look();
@@ -89,23 +90,25 @@ describe("followStoredSpend: the budget's spend is the stored rows' sum", () => 
     const real = store();
     const { run, owner } = await newRun(real, { ids });
     let fail = false;
-    const flaky = new Proxy(real, {
-      get(target, name, receiver) {
-        if (name === "readSpend" && fail) return () => Promise.reject(new Error("store down"));
-        return Reflect.get(target, name, receiver) as unknown;
+    const flaky: Store = {
+      ...real,
+      reads: {
+        ...real.reads,
+        readSpend: (...args) =>
+          fail ? Promise.reject(new Error("store down")) : real.reads.readSpend(...args),
       },
-    });
+    };
     const budget = new Budget({ maxCostUsd: 100 });
     const spend = followStoredSpend(flaky, run.id, budget);
     await spend.start();
-    await real.recordAttempts(run.id, owner.token, [
+    await real.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s01", epoch: 1 }, priced(16)),
     ]);
     fail = true;
     await spend.look();
     expect(budget.spentUsd).toBe(0);
     fail = false;
-    await real.recordAttempts(run.id, owner.token, [
+    await real.attempts.record(run.id, owner.token, [
       draft({ sampleId: "s02", epoch: 1 }, priced(8)),
     ]);
     await spend.look();

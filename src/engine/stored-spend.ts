@@ -30,7 +30,7 @@ export interface StoredSpendFollower {
  * await spend.look(); // budget.spentUsd is the stored sum as of now
  */
 export function followStoredSpend(
-  store: Pick<Store, "readSpend">,
+  store: Pick<Store, "reads">,
   runId: string,
   budget: Budget,
 ): StoredSpendFollower {
@@ -40,7 +40,7 @@ export function followStoredSpend(
   let tail: Promise<void> = Promise.resolve();
   let queued: Promise<void> | undefined;
   const read = async () => {
-    const spent = await store.readSpend(runId, cursor);
+    const spent = await store.reads.readSpend(runId, cursor);
     costUsd += spent.costUsd;
     pricedAttempts += spent.pricedAttempts;
     cursor = spent.cursor;

@@ -31,12 +31,12 @@ export interface RunOutcomes {
  * @example const { run, outcomes } = await loadOutcomes(store, "r_abc");
  */
 export async function loadOutcomes(store: Store, runId: string): Promise<RunOutcomes> {
-  const run = await store.getRun(runId);
+  const run = await store.runs.get(runId);
   if (!run)
     throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
   const [samples, attempts] = await Promise.all([
-    store.getSamples(runId),
-    store.listAttempts(runId),
+    store.reads.getSamples(runId),
+    store.reads.listAttempts(runId),
   ]);
   const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   return { run, samples, outcomes: selectOutcomes(attempts, fingerprints).sort(compareKeys) };

@@ -127,7 +127,7 @@ describe("loadSuite", () => {
       eval: await resolveEval(loaded.eval, { baseDir: loaded.baseDir }),
     });
     expect(report.status).toBe("completed");
-    const attempts = await s.listAttempts(report.runId);
+    const attempts = await s.reads.listAttempts(report.runId);
     expect(attempts.every((a) => a.status === "scored")).toBe(true);
     expect(scoresOf(attempts, "tc_capital")).toEqual({
       gr_exact: 1,

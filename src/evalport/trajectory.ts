@@ -27,7 +27,7 @@ export async function loadTrajectories(
   runId: string,
 ): Promise<(a: { sampleId: string; epoch: number; attempt: number }) => Json[] | undefined> {
   const byAttempt = new Map<string, Json[]>();
-  for (const entry of await store.listJournal(runId)) {
+  for (const entry of await store.journal.list(runId)) {
     if (entry.attempt === null) continue;
     const key = `${entry.sampleId}\u0000${entry.epoch}\u0000${entry.attempt}`;
     let steps = byAttempt.get(key);

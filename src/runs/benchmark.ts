@@ -32,7 +32,7 @@ export function splitConcurrency(total: number, parts: number): number[] {
  * @example const runs = await benchmarkRuns(store, "b_q8zk2mxa0c");
  */
 export async function benchmarkRuns(store: Store, benchmarkId: string): Promise<Run[]> {
-  const listed = await store.listRuns();
+  const listed = await store.reads.listRuns();
   return listed
     .map((l) => l.run)
     .filter((run) => run.config.benchmark === benchmarkId)

@@ -4,7 +4,7 @@ import { hostId } from "../engine/owner.js";
 import { expireDeadWorkers } from "../engine/lease-source.js";
 import { liveWorkers } from "./run-workers.js";
 import { recoverRun } from "./recover-orphans.js";
-import type { Store } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
 
 export interface CancelOptions {
@@ -71,7 +71,8 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
     );
   }
   const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
-  if (!(await store.requestCancel(runId, run.owner.token, request))) throw claimedMeanwhile(runId);
+  if (!(await store.runs.requestCancel(runId, run.owner.token, request)))
+    throw claimedMeanwhile(runId);
   if (options.waitMs === undefined) return { runId, status: "requested", run };
   return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
 }
@@ -83,16 +84,17 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
  */
 async function cancelDistributed(run: Run, options: CancelOptions): Promise<CancelResult> {
   const { store } = options;
+  const leases = requireLeases(store);
   const runId = run.id;
   await expireDeadWorkers(store, runId);
   const request = `requested by pid ${process.pid} on ${hostId()} at ${new Date().toISOString()}`;
   if ((await liveWorkers(store, runId)).length === 0) {
     const note = "interrupted by a cancel request (no live worker)";
-    if (await store.closeDistributed(runId, "interrupted", note)) {
+    if (await leases.closeRun(runId, "interrupted", note)) {
       return { runId, status: "interrupted", run: await requireRun(store, runId) };
     }
   }
-  if (!(await store.requestWorkersCancel(runId, request))) {
+  if (!(await leases.requestCancel(runId, request))) {
     const now = await requireRun(store, runId);
     return { runId, status: "stopped", run: now };
   }

@@ -128,7 +128,7 @@ function diffScorer(scorer: string, a: RunValues, b: RunValues, ids: string[]): 
 }
 
 async function runValues(store: Store, run: Run): Promise<RunValues> {
-  const prints = await store.listSampleFingerprints(run.id);
+  const prints = await store.reads.listSampleFingerprints(run.id);
   const fingerprints = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
   const values = new Map<string, readonly (number | null)[]>();
   // The report's own fold, so a diff's means are exactly the runs' reported metrics.
@@ -139,7 +139,8 @@ async function runValues(store: Store, run: Run): Promise<RunValues> {
     isNow: () => false,
     onSample: (sampleId, reduced) => values.set(sampleId, reduced),
   });
-  for await (const page of store.attemptHeadPages(run.id)) for (const head of page) fold.add(head);
+  for await (const page of store.reads.attemptHeadPages(run.id))
+    for (const head of page) fold.add(head);
   fold.finish();
   return { run, fingerprints, values };
 }

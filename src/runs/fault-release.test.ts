@@ -60,13 +60,13 @@ describe("a run whose execution throws an unexpected error", () => {
     expect(error).toMatchObject({ message: "progress renderer failed" });
     // Thrown only once the attempts in flight were aborted and settled.
     expect(inflight).toBe(0);
-    const [listed] = await t.store.listRuns();
+    const [listed] = await t.store.reads.listRuns();
     expect(listed!.run).toMatchObject({
       status: "interrupted",
       note: "stopped by an error: progress renderer failed",
     });
     expect(listed!.run.owner ?? null).toBeNull();
-    const counts = await t.store.countKeys(listed!.run.id);
+    const counts = await t.store.reads.countKeys(listed!.run.id);
     expect(counts.remaining).toBeGreaterThan(0);
   });
 });

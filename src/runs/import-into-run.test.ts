@@ -11,7 +11,7 @@ import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
 import type { EngineEval } from "../core/eval.js";
 import { resolveEval } from "../eval/resolve-eval.js";
-import { openSqliteStore } from "../store/sqlite.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { dumpDb } from "../../test/helpers/db-dump.js";
 import { tempDir } from "../../test/helpers/temp-store.js";
@@ -78,7 +78,7 @@ async function setup() {
 describe("importResults", () => {
   it("inserts only the keys the run lacks, as imported attempts, and reports the rest", async () => {
     const { store, runId, file, sha256 } = await setup();
-    const before = await store.listAttempts(runId);
+    const before = await store.reads.listAttempts(runId);
     const report = await importResults({ store, runId, file, sha256: `sha256:${sha256}` });
     expect(report).toMatchObject({
       format: "resultset",
@@ -96,7 +96,7 @@ describe("importResults", () => {
       "q4",
       "q5",
     ]);
-    const after = await store.listAttempts(runId);
+    const after = await store.reads.listAttempts(runId);
     // Completed work stands: every attempt that was there is unchanged, and none was removed.
     expect(
       after.filter((a) => before.some((b) => b.sampleId === a.sampleId && b.attempt === a.attempt)),
@@ -113,7 +113,7 @@ describe("importResults", () => {
       usage: { inputTokens: 10, outputTokens: 2, costUsd: 0.01 },
       fingerprint: records[6]!.fingerprint,
     });
-    expect((await store.getRun(runId))?.owner).toBeNull();
+    expect((await store.runs.get(runId))?.owner).toBeNull();
   });
 
   it("counts imported cost as reused, never as spend", async () => {
@@ -179,7 +179,7 @@ describe("importResults", () => {
 
   it("refuses while a live process owns the run (E_RUN_ACTIVE)", async () => {
     const { store, path, file } = await setup();
-    await store.createRun({
+    await store.runs.create({
       id: "r_live",
       config: {
         evalName: "double",
@@ -202,7 +202,7 @@ describe("importResults", () => {
 
   it("imports a Results JSONL (one Result per line)", async () => {
     const { store, runId, source } = await setup();
-    const complete = (await source.store.listRuns())[0]!.run;
+    const complete = (await source.store.reads.listRuns())[0]!.run;
     const { outcomes } = await loadOutcomes(source.store, complete.id);
     const file = join(source.dir, "results.jsonl");
     writeFileSync(file, outcomes.map((a) => JSON.stringify(toResult(a, { epochs: 1 }))).join("\n"));
@@ -215,35 +215,33 @@ describe("importResults", () => {
     const { store, path } = openStore();
     let commits = 0;
     // The same store, except that attempt commits fail from the third on.
-    const failing = new Proxy(store, {
-      get(target, prop, receiver) {
-        if (prop === "recordAttempts") {
-          return (...args: Parameters<Store["recordAttempts"]>) =>
-            ++commits > 2 ? Promise.reject(new Error("disk full")) : target.recordAttempts(...args);
-        }
-        const value: unknown = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
+    const failing: Store = {
+      ...store,
+      attempts: {
+        ...store.attempts,
+        record: (...args) =>
+          ++commits > 2 ? Promise.reject(new Error("disk full")) : store.attempts.record(...args),
       },
-    });
+    };
     const ev = { ...evalWith(), concurrency: 1 };
     await expect(
       runEval({ store: failing, eval: ev, storeRetryDelaysMs: [] }),
     ).rejects.toMatchObject({ code: "E_STORE_UNWRITABLE" });
-    const run = (await store.listRuns())[0]!.run;
+    const run = (await store.reads.listRuns())[0]!.run;
     expect(run.status).toBe("interrupted");
     const fallback = join(store.fallbackDir, `${run.id}.fallback.jsonl`);
     const lines = readFileSync(fallback, "utf8").trim().split("\n");
     expect(lines.length).toBeGreaterThan(0);
 
-    const stored = (await store.listAttempts(run.id)).length;
+    const stored = (await store.reads.listAttempts(run.id)).length;
     const before = dumpDb(path);
     const report = await importResults({ store, runId: run.id, file: fallback });
     expect(report).toMatchObject({ format: "fallback-jsonl", status: "interrupted" });
     expect(report.imported).toHaveLength(lines.length);
-    expect(await store.listAttempts(run.id)).toHaveLength(stored + lines.length);
+    expect(await store.reads.listAttempts(run.id)).toHaveLength(stored + lines.length);
     expect(dumpDb(path)).not.toBe(before);
     // The run's own attempts, paid for once: they keep their provenance and count as its spend.
-    const attempts = await store.listAttempts(run.id);
+    const attempts = await store.reads.listAttempts(run.id);
     expect(attempts.every((a) => a.provenance.kind === "executed")).toBe(true);
     // With their retries (the function solver re-sent nothing): the lines carry them.
     expect(attempts.map((a) => a.retries)).toEqual(attempts.map(() => 0));
@@ -261,13 +259,10 @@ describe("importResults of a re-run's fallback JSONL", () => {
     const { store } = openStore();
     const done = await runEval({ store, eval: evalWith() });
     expect(done.status).toBe("completed");
-    const failing = new Proxy(store, {
-      get(target, prop, receiver) {
-        if (prop === "recordAttempts") return () => Promise.reject(new Error("disk full"));
-        const value: unknown = Reflect.get(target, prop, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const failing: Store = {
+      ...store,
+      attempts: { ...store.attempts, record: () => Promise.reject(new Error("disk full")) },
+    };
     await expect(
       resumeRun({
         store: failing,
@@ -284,7 +279,7 @@ describe("importResults of a re-run's fallback JSONL", () => {
     const report = await importResults({ store, runId: done.runId, file: fallback });
     expect(report.imported).toHaveLength(2);
     expect(
-      (await store.listAttempts(done.runId, { sampleId: "q1" })).map((a) => a.attempt),
+      (await store.reads.listAttempts(done.runId, { sampleId: "q1" })).map((a) => a.attempt),
     ).toEqual([1, 2]);
     // The re-run is done: a plain resume executes nothing, and the file imports no more.
     const calls: string[] = [];
@@ -313,12 +308,12 @@ describe("importResults of another tool's ResultSet", () => {
       solver: {},
       scorers: resolved.scorers.map((sc) => sc.name),
     };
-    await store.createRun({ id: "r_basic", config, samples: [...resolved.samples], owner });
-    await store.releaseRun("r_basic", owner.token, "interrupted");
+    await store.runs.create({ id: "r_basic", config, samples: [...resolved.samples], owner });
+    await store.runs.release("r_basic", owner.token, "interrupted");
 
     const report = await importResults({ store, runId: "r_basic", file: spec("results.json") });
     expect(report).toMatchObject({ status: "completed", alreadyScored: [] });
-    const attempts = await store.listAttempts("r_basic");
+    const attempts = await store.reads.listAttempts("r_basic");
     expect(attempts.map((a) => [a.sampleId, a.output, a.scores[0]?.value])).toEqual([
       ["tc_1", "4", 1],
       ["tc_2", "100 degrees C", 0],

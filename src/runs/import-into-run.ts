@@ -71,7 +71,7 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
   if (active) throw active;
   const planned = await plan(store, run, file);
   if (planned.drafts.length === 0) {
-    return report(file, run, planned, [], run.status, await store.countKeys(runId));
+    return report(file, run, planned, [], run.status, await store.reads.countKeys(runId));
   }
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
@@ -79,17 +79,18 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
   try {
     // Owned now, the run cannot change under us: plan again against what is stored.
     inserted = await plan(store, run, file);
-    if (inserted.drafts.length > 0) await store.recordAttempts(runId, owner.token, inserted.drafts);
+    if (inserted.drafts.length > 0)
+      await store.attempts.record(runId, owner.token, inserted.drafts);
   } catch (error) {
-    await store
-      .releaseRun(runId, owner.token, restoredStatus(run), run.note ?? undefined)
+    await store.runs
+      .release(runId, owner.token, restoredStatus(run), run.note ?? undefined)
       .catch(() => {});
     throw error;
   }
-  const counts = await store.countKeys(runId);
+  const counts = await store.reads.countKeys(runId);
   const status = settledStatus({ remaining: counts.remaining, cutShort: wasCutShort(run) });
   const note = `imported ${inserted.drafts.length} result(s) from ${basename(file.path)} (sha256:${file.sha256.slice(0, 12)}…)`;
-  if (!(await store.releaseRun(runId, owner.token, status, note))) {
+  if (!(await store.runs.release(runId, owner.token, status, note))) {
     throw new StetError(
       "E_FENCED",
       `run ${runId} was taken over by another process during the import`,
@@ -100,8 +101,8 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
 
 async function plan(store: Store, run: Run, file: ImportFile): Promise<ImportPlan> {
   const [snapshot, stored] = await Promise.all([
-    store.getSamples(run.id),
-    store.listAttemptHeads(run.id),
+    store.reads.getSamples(run.id),
+    store.reads.listAttemptHeads(run.id),
   ]);
   return planImport({
     records: file.records,

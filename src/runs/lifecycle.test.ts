@@ -16,8 +16,8 @@ import { loadOutcomes } from "../evalport/build-result-set.js";
 import { toResult } from "../evalport/result-mapping.js";
 import { scorers } from "../scorers/index.js";
 import { serve } from "../server/serve.js";
-import { openPostgresStore } from "../store/postgres.js";
-import { openSqliteStore } from "../store/sqlite.js";
+import { openPostgresStore } from "../store/postgres/index.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { cancelRun } from "./cancel-run.js";
 import { importResults } from "./import-into-run.js";
@@ -101,14 +101,14 @@ function gatedEval(n = 6, options: { delayMs?: number } = {}) {
 
 /** The run's row, attempts and in-flight marks: what "changes nothing" compares. */
 async function state(store: Store, runId: string) {
-  const run = await store.getRun(runId);
+  const run = await store.runs.get(runId);
   if (!run) return undefined;
   const { owner, ...rest } = run;
   const { heartbeatAgeMs: _age, ...ownerFields } = owner ?? { heartbeatAgeMs: 0 };
   return {
     run: { ...rest, owner: owner ? ownerFields : null },
-    attempts: await store.listAttempts(runId),
-    inflight: await store.listInflight(runId),
+    attempts: await store.reads.listAttempts(runId),
+    inflight: await store.runs.listInflight(runId),
   };
 }
 
@@ -152,12 +152,12 @@ for (const [kind, open] of STORES) {
       const { store } = await open();
       const gated = gatedEval(5);
       const prepared = await prepareStart({ eval: gated.loaded, epochs: 2, limit: 4 });
-      expect(await store.getRun(prepared.runId)).toBeUndefined();
+      expect(await store.runs.get(prepared.runId)).toBeUndefined();
       gated.allow();
       const report = await runEval({ ...prepared, store });
       expect(report).toMatchObject({ runId: prepared.runId, status: "completed" });
       expect(report.counts).toEqual({ total: 8, scored: 8, errored: 0, remaining: 0 });
-      expect(await store.getRun(prepared.runId)).toMatchObject({
+      expect(await store.runs.get(prepared.runId)).toMatchObject({
         status: "completed",
         owner: null,
         config: { epochs: 2, limit: 4, evalPath: "/nowhere/gated.eval.ts" },
@@ -167,7 +167,9 @@ for (const [kind, open] of STORES) {
     it("plans a resume with no side effects, then executes exactly the missing keys", async () => {
       const { store } = await open();
       const { runId, calls, allow, registry } = await interruptedRun(store, 2);
-      const preserved = (await store.listAttempts(runId)).filter((a) => a.status === "scored");
+      const preserved = (await store.reads.listAttempts(runId)).filter(
+        (a) => a.status === "scored",
+      );
       expect(preserved).toHaveLength(2);
       const before = await state(store, runId);
 
@@ -186,7 +188,7 @@ for (const [kind, open] of STORES) {
       });
       expect(report).toMatchObject({ status: "completed", preserved: 2, executed: 4 });
       expect(events[0]).toMatchObject({ type: "run-started", resumed: true });
-      const attempts = await store.listAttempts(runId);
+      const attempts = await store.reads.listAttempts(runId);
       expect(attempts.filter((a) => a.status === "scored")).toHaveLength(6);
       // The preserved attempts stand as they were, and their samples were not asked again.
       for (const a of preserved) {
@@ -204,9 +206,9 @@ for (const [kind, open] of STORES) {
         let current: ResumeEval | undefined;
         if (reason === "run-active") {
           const live = { host: hostId(), pid: process.pid, token: "live" };
-          expect(await store.claimRun(runId, live, null)).toBe(true);
+          expect(await store.runs.claim(runId, live, null)).toBe(true);
         } else if (reason === "changed-samples") {
-          const samples = (await store.getSamples(runId)).map((r, i) =>
+          const samples = (await store.reads.getSamples(runId)).map((r, i) =>
             i === 0 ? { sample: { ...r.sample, input: "changed" }, fingerprint: "f-new" } : r,
           );
           current = { samples, solver: () => "unused", scorers: [scorers.exact()] };
@@ -241,13 +243,13 @@ for (const [kind, open] of STORES) {
     it("settles a complete run whose owner died before releasing it", async () => {
       const { store } = await open();
       const { runId, registry } = await completeRun(store);
-      expect(await store.claimRun(runId, deadOwner(), null)).toBe(true);
+      expect(await store.runs.claim(runId, deadOwner(), null)).toBe(true);
       const planning = await planResume({ store, runId, registry });
       expect(!planning.ok && planning.refusal.reason).toBe("nothing-to-resume");
       if (planning.ok || planning.refusal.reason !== "nothing-to-resume") return;
       const report = await settleResume(planning.refusal.resume, { store });
       expect(report).toMatchObject({ status: "completed", executed: 0 });
-      expect(await store.getRun(runId)).toMatchObject({ status: "completed", owner: null });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "completed", owner: null });
     });
 
     it("cancels through the store: another process's `stet cancel` stops the owner", async () => {
@@ -274,7 +276,7 @@ for (const [kind, open] of STORES) {
       expect(JSON.parse(child.stdout)).toMatchObject({ outcome: "stopped", status: "interrupted" });
       expect(report.status).toBe("interrupted");
       expect(report.counts.remaining).toBeGreaterThan(0);
-      const run = await store.getRun(prepared.runId);
+      const run = await store.runs.get(prepared.runId);
       expect(run).toMatchObject({ status: "interrupted", owner: null });
       expect(run?.note).toMatch(/^cancelled \(requested by pid \d+ on /);
 
@@ -295,7 +297,7 @@ for (const [kind, open] of STORES) {
       const { store } = await open();
       const { runId } = await interruptedRun(store, 1);
       const live = { host: hostId(), pid: process.pid, token: "mine" };
-      await store.claimRun(runId, live, null);
+      await store.runs.claim(runId, live, null);
       const stopped: string[] = [];
       const result = await cancelRun({
         store,
@@ -320,7 +322,7 @@ for (const [kind, open] of STORES) {
           what === "a dead owner's run"
             ? deadOwner()
             : { host: "elsewhere#1", pid: 1, token: "live-elsewhere" };
-        expect(await store.claimRun(runId, owner, null)).toBe(true);
+        expect(await store.runs.claim(runId, owner, null)).toBe(true);
       }
       const before = await state(store, runId);
       const cancelling = cancelRun({ store, runId, throughStore: false });
@@ -329,7 +331,9 @@ for (const [kind, open] of STORES) {
         expect(await state(store, runId)).toEqual(before);
       } else {
         await expect(cancelling).resolves.toMatchObject({ status: "interrupted" });
-        expect((await store.getRun(runId))?.note).toMatch(/died .*interrupted by a cancel request/);
+        expect((await store.runs.get(runId))?.note).toMatch(
+          /died .*interrupted by a cancel request/,
+        );
       }
     });
 
@@ -348,9 +352,9 @@ for (const [kind, open] of STORES) {
       expect(report).toMatchObject({ previousStatus: "interrupted", status: "completed" });
       expect(report.imported).toHaveLength(4);
       expect(report.alreadyScored).toHaveLength(2);
-      const attempts = await store.listAttempts(runId);
+      const attempts = await store.reads.listAttempts(runId);
       expect(attempts.filter((a) => a.provenance.kind === "imported")).toHaveLength(4);
-      expect(await store.getRun(runId)).toMatchObject({ status: "completed", owner: null });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "completed", owner: null });
       // A second import adds nothing and writes nothing.
       const before = await state(store, runId);
       expect((await importResults({ store, runId, file })).imported).toEqual([]);
@@ -361,7 +365,7 @@ for (const [kind, open] of STORES) {
       const { store } = await open();
       const a = await interruptedRun(store, 1);
       const b = await interruptedRun(store, 1);
-      for (const { runId } of [a, b]) await store.claimRun(runId, deadOwner(), null);
+      for (const { runId } of [a, b]) await store.runs.claim(runId, deadOwner(), null);
 
       // A plain read derives what the run is, interrupted, and writes nothing.
       const plain = await readRun(store, a.runId);
@@ -369,7 +373,7 @@ for (const [kind, open] of STORES) {
       expect(plain.report.status).toBe("interrupted");
       expect(plain.orphaned).toBe(true);
       expect(plain.owner).toMatchObject({ alive: false, reason: expect.stringMatching(/is gone/) });
-      expect(await store.getRun(a.runId)).toMatchObject({ status: "running", note: null });
+      expect(await store.runs.get(a.runId)).toMatchObject({ status: "running", note: null });
 
       const recovered = await readRun(store, a.runId, { recover: true });
       expect(recovered).toMatchObject({
@@ -385,11 +389,11 @@ for (const [kind, open] of STORES) {
     it("recovers a dead owner's run when a server boots", async () => {
       const { store } = await open();
       const { runId } = await interruptedRun(store, 1);
-      await store.claimRun(runId, deadOwner(), null);
+      await store.runs.claim(runId, deadOwner(), null);
       const logs: string[] = [];
       const server = await serve({ store, host: "127.0.0.1", port: 0, log: (l) => logs.push(l) });
       try {
-        expect(await store.getRun(runId)).toMatchObject({ status: "interrupted", owner: null });
+        expect(await store.runs.get(runId)).toMatchObject({ status: "interrupted", owner: null });
         expect(logs).toEqual([expect.stringContaining(`recovered run ${runId}`)]);
       } finally {
         await server.shutdown();

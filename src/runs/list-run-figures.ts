@@ -22,7 +22,7 @@ export async function listRunsWithFigures(
   options: ReadOptions = {},
 ): Promise<RunListingWithFigures[]> {
   const listed = await listRuns(store, filter, options);
-  const inputs = await store.listReportInputs(listed.map((l) => l.run.id));
+  const inputs = await store.reads.listReportInputs(listed.map((l) => l.run.id));
   return listed.map((listing) => {
     const { run } = listing;
     const input = inputs.get(run.id);

@@ -87,13 +87,13 @@ describe("a misconfigured endpoint stops the run early", () => {
     // Stopped dispatching: the first 3 failures and those in flight then, not 40.
     expect(broken.calls()).toBeLessThanOrEqual(3 + 4);
     // In-flight attempts were allowed to finish and are stored: every call is an attempt.
-    const stored = await s.listAttempts(runId);
+    const stored = await s.reads.listAttempts(runId);
     expect(stored).toHaveLength(broken.calls());
     expect(stored.every((a) => a.error?.configuration?.cause === "http-status")).toBe(true);
     expect(events.find((e) => e.type === "stopping")).toMatchObject({ reason: "misconfigured" });
     expect(events.some((e) => e.type === "run-finished")).toBe(false);
 
-    const run = await s.getRun(runId);
+    const run = await s.runs.get(runId);
     expect(run).toMatchObject({ status: "interrupted", owner: null });
     expect(run!.note).toContain("stopped early: the first 3 samples failed alike");
     expect(run!.note).toContain("HTTP 401: Incorrect API key provided");
@@ -103,7 +103,7 @@ describe("a misconfigured endpoint stops the run early", () => {
     const report = await resumeRun({ store: s, runId, eval: chatEval(fixed.solver) });
     expect(report.status).toBe("completed");
     expect(fixed.calls()).toBe(40);
-    expect(await s.listAttempts(runId)).toHaveLength(40 + stored.length);
+    expect(await s.reads.listAttempts(runId)).toHaveLength(40 + stored.length);
   });
 
   it("does not fire when only some samples fail, even with a configuration fault", async () => {
@@ -160,6 +160,6 @@ describe("a misconfigured endpoint stops the run early", () => {
     }).catch((e: unknown) => e);
     expect(isStetError(error, "E_ENDPOINT")).toBe(true);
     expect(broken.calls()).toBeLessThanOrEqual(7);
-    expect((await s.getRun(first.runId))?.status).toBe("interrupted");
+    expect((await s.runs.get(first.runId))?.status).toBe("interrupted");
   });
 });

@@ -6,7 +6,7 @@ import type { Store } from "../store/types.js";
  * @example await openDistributedRuns(store) // ["r_abc", "r_def"]
  */
 export async function openDistributedRuns(store: Store): Promise<string[]> {
-  const running = await store.listRuns({ status: "running" });
+  const running = await store.reads.listRuns({ status: "running" });
   return running
     .filter(({ run, counts }) => run.config.distributed === true && counts.remaining > 0)
     .sort((a, b) => a.run.createdAt.localeCompare(b.run.createdAt))

@@ -97,7 +97,7 @@ export async function listRuns(
   options: ReadOptions = {},
 ): Promise<ListedRun[]> {
   if (options.recover) await recoverOrphans(store, options);
-  const listed = await store.listRuns(filter);
+  const listed = await store.reads.listRuns(filter);
   const working = await workingCounts(
     store,
     listed.map((l) => l.run),

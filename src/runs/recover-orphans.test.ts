@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OwnerIdentity } from "../core/types.js";
-import { openSqliteStore } from "../store/sqlite.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { hostId } from "../engine/owner.js";
 import { recoverOrphans } from "./recover-orphans.js";
@@ -32,7 +32,7 @@ function clockedStore() {
 
 const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!;
 const create = (store: Store, id: string, owner: OwnerIdentity) =>
-  store.createRun({ id, config, samples: [], owner });
+  store.runs.create({ id, config, samples: [], owner });
 
 describe("recoverOrphans", () => {
   it("interrupts every dead owner's run and leaves live owners alone", async () => {
@@ -56,15 +56,15 @@ describe("recoverOrphans", () => {
       reason: expect.stringMatching(/heartbeat is 60s old/),
     });
     expect(result.alive.sort()).toEqual(["fresh-elsewhere", "live-here"]);
-    expect(await store.listRuns({ status: "running" })).toHaveLength(2);
-    expect(await store.getRun("dead-7")).toMatchObject({
+    expect(await store.reads.listRuns({ status: "running" })).toHaveLength(2);
+    expect(await store.runs.get("dead-7")).toMatchObject({
       status: "interrupted",
       owner: null,
       note: expect.stringMatching(
         new RegExp(`owner pid ${dead} on .* died \\(pid ${dead} is gone\\)`),
       ),
     });
-    expect(await store.getRun("live-here")).toMatchObject({
+    expect(await store.runs.get("live-here")).toMatchObject({
       status: "running",
       owner: { token: "t-live" },
     });
@@ -77,16 +77,16 @@ describe("recoverOrphans", () => {
     clock.now += 10 * 60_000;
     const result = await recoverOrphans(store, { staleMs: 30_000 });
     expect(result).toEqual({ recovered: [], alive: [], skipped: [] });
-    expect(await store.getRun(runId)).toMatchObject({ status: "running", owner: null });
+    expect(await store.runs.get(runId)).toMatchObject({ status: "running", owner: null });
   });
 
   it("skips a run that a resumer claimed between the read and the write", async () => {
     const { store } = clockedStore();
     await create(store, "contested", { host: hostId(), pid: deadPid(), token: "t-old" });
-    const racing: Store = Object.create(store) as Store;
-    racing.listRuns = async (filter) => {
-      const listed = await store.listRuns(filter);
-      await store.claimRun(
+    const racing: Store = { ...store, reads: { ...store.reads } };
+    racing.reads.listRuns = async (filter) => {
+      const listed = await store.reads.listRuns(filter);
+      await store.runs.claim(
         "contested",
         { host: hostId(), pid: process.pid, token: "t-new" },
         "t-old",
@@ -95,7 +95,7 @@ describe("recoverOrphans", () => {
     };
     const result = await recoverOrphans(racing);
     expect(result).toEqual({ recovered: [], alive: [], skipped: ["contested"] });
-    expect(await store.getRun("contested")).toMatchObject({
+    expect(await store.runs.get("contested")).toMatchObject({
       status: "running",
       owner: { token: "t-new" },
     });

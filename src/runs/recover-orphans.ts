@@ -35,7 +35,7 @@ export async function recoverOrphans(
 ): Promise<RecoveryResult> {
   const result: RecoveryResult = { recovered: [], alive: [], skipped: [] };
   // One unpaged read: paging by offset while runs leave the "running" set would skip some.
-  const running = await store.listRuns({ status: "running" });
+  const running = await store.reads.listRuns({ status: "running" });
   const recoveries = await Promise.all(running.map(({ run }) => recoverRun(store, run, options)));
   for (const [i, recovery] of recoveries.entries()) {
     const run = running[i]!.run;
@@ -66,7 +66,7 @@ export type Recovery =
 /**
  * Recovers one run as read, if it is an orphan; undefined when it is not running.
  *
- * @example if ((await recoverRun(store, run))?.outcome === "recovered") run = await store.getRun(id);
+ * @example if ((await recoverRun(store, run))?.outcome === "recovered") run = await store.runs.get(id);
  */
 export async function recoverRun(
   store: Store,
@@ -83,7 +83,7 @@ export async function recoverRun(
   const note = `owner pid ${run.owner.pid} on ${run.owner.host} died (${liveness.reason}); ${because}`;
   // The compare-and-set is on the token we judged dead: if a resumer claimed the run since our
   // read, the token changed and the new owner is left alone.
-  if (await store.interruptOrphan(run.id, run.owner.token, note)) {
+  if (await store.runs.interruptOrphan(run.id, run.owner.token, note)) {
     return { outcome: "recovered", reason: liveness.reason };
   }
   return { outcome: "skipped" };

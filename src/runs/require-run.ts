@@ -8,7 +8,7 @@ import type { Store } from "../store/types.js";
  * @example const run = await requireRun(store, "r_abc");
  */
 export async function requireRun(store: Store, runId: string): Promise<Run> {
-  const run = await store.getRun(runId);
+  const run = await store.runs.get(runId);
   if (!run) throw unknownRun(store, runId);
   return run;
 }

@@ -3,7 +3,7 @@ import { fingerprintSample } from "../core/fingerprint.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
-import { openPostgresStore } from "../store/postgres.js";
+import { openPostgresStore } from "../store/postgres/index.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
 import type { Store } from "../store/types.js";
 import { planResume, resumeRun } from "./resume-run.js";
@@ -87,7 +87,7 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     const executedFirst = [...calls.values()].reduce((a, b) => a + b, 0);
     expect(executedFirst).toBeGreaterThanOrEqual(2);
     expect(executedFirst).toBeLessThan(6);
-    expect((await store.getRun(first.runId))?.config.rerun).toHaveLength(6);
+    expect((await store.runs.get(first.runId))?.config.rerun).toHaveLength(6);
 
     // A plain resume finishes exactly the keys of the request not yet re-run.
     calls.clear();
@@ -98,7 +98,7 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     expect([...calls.values()].reduce((a, b) => a + b, 0)).toBe(6 - executedFirst);
 
     // Every re-run key now has two scored attempts, the newer its outcome; a, e have one.
-    const attempts = await store.listAttempts(first.runId);
+    const attempts = await store.reads.listAttempts(first.runId);
     const perKey = new Map<string, number[]>();
     for (const a of attempts) {
       const k = `${a.sampleId}#${a.epoch}`;
@@ -108,7 +108,7 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
       for (const epoch of [1, 2]) expect(perKey.get(`${id}#${epoch}`)).toEqual([1, 2]);
     }
     expect(perKey.get("a#1")).toEqual([1]);
-    const outcomes = await store.listOutcomes(first.runId, { sampleId: "c" });
+    const outcomes = await store.reads.listOutcomes(first.runId, { sampleId: "c" });
     expect(outcomes.entries.map((e) => e.outcome?.attempt)).toEqual([2, 2]);
 
     // Nothing more, ever, without a new request.
@@ -122,7 +122,9 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     // A new request re-runs again, as asked: a third attempt.
     await resumeRun({ store, runId: first.runId, eval: ev(), rerun: ["c"] });
     expect(calls.get("c")).toBe(2);
-    expect((await store.listAttempts(first.runId, { sampleId: "c", epoch: 1 })).length).toBe(3);
+    expect((await store.reads.listAttempts(first.runId, { sampleId: "c", epoch: 1 })).length).toBe(
+      3,
+    );
   });
 
   it("refuses unknown ids as E_USAGE, writing nothing", async () => {

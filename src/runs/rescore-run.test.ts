@@ -44,7 +44,7 @@ describe("rescoreRun", () => {
     cleanups.push(cleanup);
     const first = await runEval({ store, eval: ev([{ name: "exact", score: () => 1 }]) });
     expect(first.usage.totalSpent.costUsd).toBeCloseTo(0.04, 12);
-    const attempts = await store.listAttempts(first.runId, { asCommitted: true });
+    const attempts = await store.reads.listAttempts(first.runId, { asCommitted: true });
 
     const report = await rescoreRun({ store, runId: first.runId, eval: ev([judge]) });
     expect(report).toMatchObject({ rescored: 4, executed: 0 });
@@ -57,8 +57,8 @@ describe("rescoreRun", () => {
     expect(report.usage.totalSpent.costUsd).toBeCloseTo(0.048, 12);
     // What was not re-bought: every output, none executed again.
     expect(report.usage.reused.costUsd).toBeCloseTo(0.04, 12);
-    expect(await store.listAttempts(first.runId, { asCommitted: true })).toEqual(attempts);
-    const scorings = await store.listScorings(first.runId);
+    expect(await store.reads.listAttempts(first.runId, { asCommitted: true })).toEqual(attempts);
+    const scorings = await store.reads.listScorings(first.runId);
     expect(scorings.map((s) => s.usage?.costUsd)).toEqual([0.002, 0.002, 0.002, 0.002]);
   });
 });

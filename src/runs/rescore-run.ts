@@ -90,7 +90,7 @@ export type RescoreRefusal = "run-not-found" | "run-active" | "usage" | "eval-ch
  */
 export async function planRescore(options: RescoreOptions): Promise<RescorePlanning> {
   const { store, runId } = options;
-  const run = await store.getRun(runId);
+  const run = await store.runs.get(runId);
   if (!run) return refuse("run-not-found", unknownRun(store, runId));
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse("run-active", active);
@@ -119,7 +119,7 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     eval: { ...ev, scorers },
     evalPath: found?.path,
     use: "rescore",
-    scoredAny: (await store.countKeys(runId)).scored > 0,
+    scoredAny: (await store.reads.countKeys(runId)).scored > 0,
     allowEvalChange: options.allowEvalChange,
     secrets: runSecrets(store, options.secrets),
     evalFile: options.evalFile,
@@ -134,7 +134,7 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     ? previous
     : { pass: newPassId(), ...request, startedAt: new Date().toISOString() };
 
-  const samples = await store.getSamples(runId);
+  const samples = await store.reads.getSamples(runId);
   const units = await unitsToScore(store, run, samples, pending, continued, named);
   const changes = check.differences.map(({ field, recorded, current }) => ({
     field,
@@ -164,10 +164,10 @@ export async function claimRescore(
   const { run } = planned;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  if (!(await store.updateRunConfig(run.id, owner.token, planned.config))) {
+  if (!(await store.runs.updateConfig(run.id, owner.token, planned.config))) {
     throw await takenOver(store, run.id);
   }
-  const claimed = (await store.getRun(run.id)) ?? run;
+  const claimed = (await store.runs.get(run.id)) ?? run;
   const exec: Execution = {
     run: claimed,
     owner,
@@ -213,7 +213,7 @@ export function runRescore(exec: Execution, options: ExecuteOptions): Promise<Ru
     beforeRelease: async (end) => {
       if (end.stopped !== null) return;
       const { rescore: _done, ...config } = exec.run.config;
-      await options.store.updateRunConfig(exec.run.id, exec.owner.token, config);
+      await options.store.runs.updateConfig(exec.run.id, exec.owner.token, config);
     },
   });
 }
@@ -235,11 +235,11 @@ async function unitsToScore(
   const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   const done = new Set<string>();
   if (continued) {
-    for (const s of await store.listScorings(run.id)) {
+    for (const s of await store.reads.listScorings(run.id)) {
       if (s.pass === pending.pass) done.add(`${s.sampleId}\u0000${s.epoch}\u0000${s.attempt}`);
     }
   }
-  const outcomes = selectOutcomes(await store.listAttempts(run.id), fingerprints);
+  const outcomes = selectOutcomes(await store.reads.listAttempts(run.id), fingerprints);
   // With --only-errors only what is missing runs, unless scorers were named; else every scorer
   // of the request runs again.
   const rerun = new Set(named ?? (pending.onlyErrors ? [] : pending.scorers));

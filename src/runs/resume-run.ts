@@ -123,7 +123,7 @@ export type ResumePlanning =
  */
 export async function planResume(options: ResumeOptions): Promise<ResumePlanning> {
   const { store, runId } = options;
-  const run = await store.getRun(runId);
+  const run = await store.runs.get(runId);
   if (!run) return refuse({ reason: "run-not-found", error: unknownRun(store, runId) });
   if (run.config.distributed && !options.asWorker) {
     const error = new StetError(
@@ -140,9 +140,9 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const found = options.eval ? undefined : await findEvalSource(run, options);
   const ev: ResumeEval = options.eval ?? found!.eval;
   const [fingerprints, attempts, inflight] = await Promise.all([
-    store.listSampleFingerprints(runId),
-    store.listAttemptHeads(runId),
-    store.listInflight(runId),
+    store.reads.listSampleFingerprints(runId),
+    store.reads.listAttemptHeads(runId),
+    store.runs.listInflight(runId),
   ]);
   const identity = checkEval({
     run,
@@ -220,13 +220,14 @@ export async function claimResume(
   const { run, plan, eval: ev } = resume;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  if (resume.config && !(await store.updateRunConfig(run.id, owner.token, resume.config))) {
+  if (resume.config && !(await store.runs.updateConfig(run.id, owner.token, resume.config))) {
     throw await takenOver(store, run.id);
   }
   const changed = new Set(plan.changed);
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
-  if (changedRecords.length > 0) await store.updateSamples(run.id, owner.token, changedRecords);
-  const claimed = (await store.getRun(run.id)) ?? run;
+  if (changedRecords.length > 0)
+    await store.runs.updateSamples(run.id, owner.token, changedRecords);
+  const claimed = (await store.runs.get(run.id)) ?? run;
   const exec: Execution = {
     run: claimed,
     owner,
@@ -321,7 +322,7 @@ export async function rescoreUnits(
   for (const ref of refs) bySample.set(ref.sampleId, [...(bySample.get(ref.sampleId) ?? []), ref]);
   const units: RescoreUnit[] = [];
   for (const sampleId of bySample.keys()) {
-    for (const attempt of await store.listAttempts(runId, { sampleId })) {
+    for (const attempt of await store.reads.listAttempts(runId, { sampleId })) {
       if (!wanted.has(`${keyString(attempt)}#${attempt.attempt}`)) continue;
       units.push({
         key: { sampleId, epoch: attempt.epoch },
@@ -354,7 +355,7 @@ async function snapshotRecords(
   const same = (e: { sampleId: string; fingerprint: string }) =>
     current.get(e.sampleId)?.fingerprint === e.fingerprint;
   if (fingerprints.every(same)) return fingerprints.map((e) => current.get(e.sampleId)!);
-  const stored = new Map((await store.getSamples(runId)).map((r) => [r.sample.id, r]));
+  const stored = new Map((await store.reads.getSamples(runId)).map((r) => [r.sample.id, r]));
   return fingerprints.map((e) => (same(e) ? current.get(e.sampleId)! : stored.get(e.sampleId)!));
 }
 

@@ -4,6 +4,7 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { RunEvent } from "../core/events.js";
 import type { Sample, SampleRecord } from "../core/types.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
+import type { Store } from "../store/types.js";
 import { until } from "../../test/helpers/wait.js";
 import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
@@ -71,7 +72,7 @@ describe("runEval", () => {
     const { ev, calls } = countingEval(records(30));
     const report = await runEval({ store: s, eval: ev });
     expect(report.status).toBe("completed");
-    expect(await s.listAttempts(report.runId)).toHaveLength(60);
+    expect(await s.reads.listAttempts(report.runId)).toHaveLength(60);
     expect(calls.size).toBe(60);
     // 10 of 30 samples are wrong in epoch 1 only: their mean is 0.5.
     expect(report.metrics).toEqual([
@@ -118,7 +119,7 @@ describe("resumeRun", () => {
     const first = countingEval(records(12));
     const done = await runEval({ store: s, eval: first.ev });
     const again = countingEval(records(12));
-    const before = await s.listAttempts(done.runId);
+    const before = await s.reads.listAttempts(done.runId);
     const report = await resumeRun({ store: s, runId: done.runId, eval: again.ev });
     expect(again.calls.size).toBe(0);
     expect(again.scorerCalls()).toBe(0);
@@ -129,7 +130,7 @@ describe("resumeRun", () => {
     // reused figure counts what an invocation with work to do did not buy again).
     expect(report.usage.reused.attempts).toBe(0);
     expect(report.usage.totalSpent).toEqual(done.usage.totalSpent);
-    expect(await s.listAttempts(done.runId)).toEqual(before);
+    expect(await s.reads.listAttempts(done.runId)).toEqual(before);
   });
 
   it("executes only the missing keys after an interruption and matches an uninterrupted run exactly", async () => {
@@ -149,7 +150,7 @@ describe("resumeRun", () => {
       },
     });
     expect(partial.status).toBe("interrupted");
-    const stored = await s.listAttempts(partial.runId);
+    const stored = await s.reads.listAttempts(partial.runId);
     expect(stored.length).toBeGreaterThanOrEqual(25);
     expect(stored.length).toBeLessThan(80);
 
@@ -173,7 +174,7 @@ describe("resumeRun", () => {
     expect(resumed.counts).toEqual(reference.counts);
     expect(resumed.usage.totalSpent).toEqual(reference.usage.totalSpent);
     expect(resumed.usage.spentNow.attempts + resumed.usage.reused.attempts).toBe(80);
-    const after = await s.listAttempts(partial.runId);
+    const after = await s.reads.listAttempts(partial.runId);
     expect(
       after.filter((a) => stored.some((b) => b.sampleId === a.sampleId && b.epoch === a.epoch)),
     ).toEqual(stored);
@@ -211,7 +212,7 @@ describe("resumeRun", () => {
     const report = await runEval({ store: s, eval: ev });
     expect(report.status).toBe("errored");
     expect(report.errorsByType).toEqual({ solver: 1, timeout: 1, scorer: 1 });
-    const errors = await s.listAttempts(report.runId);
+    const errors = await s.reads.listAttempts(report.runId);
     expect(errors.map((a) => a.error)).toEqual([
       { type: "solver", message: "boom" },
       { type: "timeout", message: "timed out after 200 ms" },
@@ -229,7 +230,7 @@ describe("resumeRun", () => {
     });
     // The scorer error's output stood: its solver was not called again.
     expect(solved.sort()).toEqual(["q000", "q001"]);
-    const history = await s.listAttempts(report.runId);
+    const history = await s.reads.listAttempts(report.runId);
     expect(history.map((a) => `${a.sampleId}:${a.attempt}:${a.status}`)).toEqual([
       "q000:1:error",
       "q000:2:scored",
@@ -237,7 +238,7 @@ describe("resumeRun", () => {
       "q001:2:scored",
       "q002:1:scored",
     ]);
-    expect(await s.listScorings(report.runId)).toMatchObject([
+    expect(await s.reads.listScorings(report.runId)).toMatchObject([
       { sampleId: "q002", attempt: 1, scoring: 1, status: "scored", rescored: ["exact"] },
     ]);
   });
@@ -255,7 +256,10 @@ describe("resumeRun", () => {
       eval: { ...countingEval(records(1)).ev, solver, epochs: 1, retries: 2, scorers: [] },
     });
     expect(report.status).toBe("completed");
-    expect((await s.listAttempts(report.runId)).map((a) => a.status)).toEqual(["error", "scored"]);
+    expect((await s.reads.listAttempts(report.runId)).map((a) => a.status)).toEqual([
+      "error",
+      "scored",
+    ]);
   });
 
   it("refuses a changed sample, then re-runs only its keys with --rerun-changed", async () => {
@@ -268,7 +272,7 @@ describe("resumeRun", () => {
       code: "E_CHANGED_SAMPLES",
       details: { plan: { changed: ["q003"] } },
     });
-    expect(await s.listAttempts(done.runId)).toHaveLength(10);
+    expect(await s.reads.listAttempts(done.runId)).toHaveLength(10);
 
     const rerun = countingEval(changed);
     const report = await resumeRun({
@@ -280,7 +284,7 @@ describe("resumeRun", () => {
     expect([...rerun.calls.keys()].sort()).toEqual(["q003#1", "q003#2"]);
     expect(report.counts).toMatchObject({ scored: 10, remaining: 0 });
     expect(
-      (await s.getSamples(done.runId)).find((r) => r.sample.id === "q003")?.sample.target,
+      (await s.reads.getSamples(done.runId)).find((r) => r.sample.id === "q003")?.sample.target,
     ).toBe("changed");
   });
 
@@ -302,15 +306,15 @@ describe("resumeRun", () => {
     const s = store();
     const done = await runEval({ store: s, eval: countingEval(records(3)).ev });
     const owner = { host: "h", pid: 1, token: "t" };
-    expect(await s.claimRun(done.runId, owner, null)).toBe(true);
-    expect(await s.releaseRun(done.runId, "t", "interrupted", "killed after its last commit")).toBe(
-      true,
-    );
+    expect(await s.runs.claim(done.runId, owner, null)).toBe(true);
+    expect(
+      await s.runs.release(done.runId, "t", "interrupted", "killed after its last commit"),
+    ).toBe(true);
     const again = countingEval(records(3));
     const report = await resumeRun({ store: s, runId: done.runId, eval: again.ev });
     expect(again.calls.size).toBe(0);
     expect(report.status).toBe("completed");
-    expect((await s.getRun(done.runId))?.status).toBe("completed");
+    expect((await s.runs.get(done.runId))?.status).toBe("completed");
   });
 
   it("resumes with the run's recorded configuration, not the eval's current defaults", async () => {
@@ -360,27 +364,28 @@ describe("ownership and durability", () => {
       },
     });
     await until(() => runId !== "", "the run to start");
-    const run = await s.getRun(runId);
+    const run = await s.runs.get(runId);
     // Another process judged the owner dead and won the compare-and-set on its token.
     expect(
-      await s.claimRun(runId, { host: "elsewhere", pid: 1, token: "thief" }, run!.owner!.token),
+      await s.runs.claim(runId, { host: "elsewhere", pid: 1, token: "thief" }, run!.owner!.token),
     ).toBe(true);
     release();
     await expect(running).rejects.toMatchObject({ code: "E_FENCED" });
-    expect((await s.getRun(runId))?.owner?.token).toBe("thief");
-    expect((await s.listAttempts(runId)).length).toBeLessThanOrEqual(1);
+    expect((await s.runs.get(runId))?.owner?.token).toBe("thief");
+    expect((await s.reads.listAttempts(runId)).length).toBeLessThanOrEqual(1);
   });
 
   it("stops dispatching when the store stays unwritable and keeps the attempts in a fallback file", async () => {
     const s = store();
     let failing = false;
-    const flaky = new Proxy(s, {
-      get(target, prop, receiver) {
-        if (prop === "recordAttempts" && failing)
-          return () => Promise.reject(new Error("disk I/O error"));
-        return Reflect.get(target, prop, receiver);
+    const flaky: Store = {
+      ...s,
+      attempts: {
+        ...s.attempts,
+        record: (...args) =>
+          failing ? Promise.reject(new Error("disk I/O error")) : s.attempts.record(...args),
       },
-    });
+    };
     let solverCalls = 0;
     const solver: SolverFn = async () => {
       if (++solverCalls === 5) failing = true;
@@ -402,10 +407,10 @@ describe("ownership and durability", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    const stored = await s.listAttempts(lines[0].runId);
+    const stored = await s.reads.listAttempts(lines[0].runId);
     expect(stored.length + lines.length).toBeLessThanOrEqual(solverCalls);
     expect(solverCalls).toBeLessThan(12); // stopped dispatching: not 50
     expect(events.filter((e) => e.type === "store-retry").length).toBeGreaterThanOrEqual(3);
-    expect((await s.getRun(lines[0].runId))?.status).toBe("interrupted");
+    expect((await s.runs.get(lines[0].runId))?.status).toBe("interrupted");
   });
 });

@@ -50,7 +50,7 @@ export async function runExecution(
     const note = createSecretRedactor(runSecrets(store, options.secrets)).text(
       `stopped by an error: ${message}`,
     ).value;
-    await store.releaseRun(exec.run.id, exec.owner.token, "interrupted", note).catch(() => {});
+    await store.runs.release(exec.run.id, exec.owner.token, "interrupted", note).catch(() => {});
     throw error;
   }
 }
@@ -60,7 +60,7 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
   const { run, owner, plan } = exec;
   const end = await executeRun(exec, { ...options, secrets: runSecrets(store, options.secrets) });
   if (end.stopped?.reason === "store-unwritable") {
-    await store.releaseRun(run.id, owner.token, "interrupted", end.stopped.note).catch(() => {});
+    await store.runs.release(run.id, owner.token, "interrupted", end.stopped.note).catch(() => {});
     throw await withStoredSpend(end.stopped.error!, () =>
       buildReport({
         store,
@@ -76,9 +76,9 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
   await options.beforeRelease?.(end);
   // Retention: only committed attempts' entries go, never open ones, which a resume replays.
   if (exec.journalKeep !== undefined && exec.journalKeep !== "all") {
-    await store.pruneJournal(run.id, exec.journalKeep);
+    await store.journal.prune(run.id, exec.journalKeep);
   }
-  const counts = await store.countKeys(run.id);
+  const counts = await store.reads.countKeys(run.id);
   // A signal that arrives after the last commit interrupts nothing: the run is complete. A re-run
   // cut short leaves keys that have an outcome but were asked to run again: resumable.
   const cutShort = end.stopped !== null;
@@ -86,14 +86,14 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
   const status = settledStatus({ remaining: counts.remaining + rerunLeft, cutShort });
   assertTransition("running", status);
   const note = status === "interrupted" ? end.stopped?.note : undefined;
-  if (!(await store.releaseRun(run.id, owner.token, status, note))) {
+  if (!(await store.runs.release(run.id, owner.token, status, note))) {
     throw await takenOver(store, run.id);
   }
   const misconfiguration = end.stopped?.misconfiguration;
   if (misconfiguration && status !== "completed") {
     throw endpointError(run.id, misconfiguration, counts.remaining);
   }
-  const finished = (await store.getRun(run.id)) ?? { ...run, status };
+  const finished = (await store.runs.get(run.id)) ?? { ...run, status };
   const report = await executionReport(store, finished, exec, end, {
     stopped: status === "interrupted" ? end.stopped : null,
   });
@@ -133,7 +133,7 @@ async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): P
   if (plan.rerunAfter.size === 0) return 0;
   const fingerprintOf = new Map(plan.samples.map((r) => [r.sample.id, r.fingerprint]));
   const done = new Set<string>();
-  for (const a of await store.listAttemptHeads(run.id)) {
+  for (const a of await store.reads.listAttemptHeads(run.id)) {
     const k = keyString(a);
     const after = plan.rerunAfter.get(k);
     if (after === undefined || a.status !== "scored" || a.attempt <= after) continue;

@@ -101,7 +101,7 @@ describe("a run without an identity (created before they were recorded)", () => 
       return { sample, fingerprint: fingerprintSample(sample) };
     });
     const owner = newOwnerIdentity();
-    await store.createRun({
+    await store.runs.create({
       id: "old",
       config: {
         evalName: "old-eval",
@@ -115,7 +115,7 @@ describe("a run without an identity (created before they were recorded)", () => 
       samples,
       owner,
     });
-    await store.releaseRun("old", owner.token, "interrupted", "old release");
+    await store.runs.release("old", owner.token, "interrupted", "old release");
     const ev = (solver: SolverFn): EngineEval => ({
       name: "old-eval",
       samples,
@@ -129,9 +129,9 @@ describe("a run without an identity (created before they were recorded)", () => 
     const echo: SolverFn = (sample) => String(sample.input);
     const report = await resumeRun({ store, runId: "old", eval: ev(echo) });
     expect(report.status).toBe("completed");
-    const identity = (await store.getRun("old"))?.config.identity;
+    const identity = (await store.runs.get("old"))?.config.identity;
     expect(identity).toMatchObject({ evalName: "old-eval", solver: { kind: "function" } });
-    expect((await store.getRun("old"))?.config.history).toBeUndefined();
+    expect((await store.runs.get("old"))?.config.history).toBeUndefined();
 
     // From now on it is checked like any run.
     const other: SolverFn = (sample) => `${String(sample.input)}!`;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Run } from "../core/types.js";
 import { hostId, pidAlive } from "../engine/owner.js";
-import type { Store, WorkerRecord } from "../store/types.js";
+import { requireLeases, type Store, type WorkerRecord } from "../store/types.js";
 
 /** A worker of a distributed run as show, the API and the UI present it: never its token. */
 export interface WorkerView extends Omit<WorkerRecord, "token"> {
@@ -45,7 +45,7 @@ export function isWorking(worker: WorkerView): boolean {
  */
 export async function liveWorkers(store: Store, runId: string): Promise<WorkerView[]> {
   const host = hostId();
-  return (await store.listWorkers(runId))
+  return (await requireLeases(store).list(runId))
     .map(workerView)
     .filter((w) => isWorking(w) && (w.host !== host || pidAlive(w.pid)));
 }
@@ -58,7 +58,7 @@ export async function liveWorkers(store: Store, runId: string): Promise<WorkerVi
  */
 export async function readWorkers(store: Store, run: Run): Promise<WorkerView[] | undefined> {
   if (!run.config.distributed) return undefined;
-  return (await store.listWorkers(run.id)).map(workerView);
+  return (await requireLeases(store).list(run.id)).map(workerView);
 }
 
 /**

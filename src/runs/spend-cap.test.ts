@@ -78,7 +78,7 @@ describe("the spend cap in the engine", () => {
     expect(report.counts.remaining).toBe(100 - seen.calls.length);
     const stops = events.filter((e) => e.type === "stopping");
     expect(stops).toEqual([expect.objectContaining({ reason: "budget" })]);
-    const run = await s.getRun(report.runId);
+    const run = await s.runs.get(report.runId);
     expect(run).toMatchObject({ status: "interrupted", note: report.stopped!.note });
     expect(run!.config.maxCostUsd).toBe(0.3);
   });
@@ -112,7 +112,7 @@ describe("the spend cap in the engine", () => {
     expect(resumed.usage.spentNow.costUsd).toBeCloseTo(total! - before!, 9);
     expect(resumed.budget).toMatchObject({ maxCostUsd: 0.5, reached: true });
     // The override is not recorded.
-    expect((await s.getRun(stopped.runId))!.config.maxCostUsd).toBe(0.2);
+    expect((await s.runs.get(stopped.runId))!.config.maxCostUsd).toBe(0.2);
 
     // Without a cap the rest runs, and every key was executed exactly once.
     const rest = spendingEval(100, 4);

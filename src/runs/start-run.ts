@@ -13,7 +13,7 @@ import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
 import { StetError } from "../core/errors.js";
 import { evalIdentity } from "./eval-identity.js";
-import type { Store } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
@@ -91,10 +91,12 @@ export interface DistributedRunOptions extends RunEvalOptions {
  */
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
+  // Refused before the run is recorded: a store without leases could not hand out its keys.
+  const leases = requireLeases(store);
   const { run, owner } = await createRecordedRun(options, true);
   // The creator lets go at once: a distributed run has no owner; its workers hold leases.
-  await store.releaseRun(run.id, owner.token, "interrupted", "opening to workers");
-  await store.reopenDistributed(run.id);
+  await store.runs.release(run.id, owner.token, "interrupted", "opening to workers");
+  await leases.reopen(run.id);
   return workRun({ ...options, runId: run.id, created: true });
 }
 
@@ -110,7 +112,7 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     options.evalPath,
     runSecrets(store, options.secrets),
   );
-  const run = await store.createRun({
+  const run = await store.runs.create({
     id: options.runId ?? newRunId(),
     config: { ...recordedConfig(options), identity, ...(distributed ? { distributed } : {}) },
     samples: [...ev.samples],
@@ -219,9 +221,9 @@ function runConfig(options: RunDefinition): RunConfig {
 /** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
 async function seedRun(store: Store, runId: string, token: string, seed: AttemptDraft[]) {
   try {
-    return await store.recordAttempts(runId, token, seed);
+    return await store.attempts.record(runId, token, seed);
   } catch (error) {
-    await store.releaseRun(runId, token, "interrupted", "seeding the run failed").catch(() => {});
+    await store.runs.release(runId, token, "interrupted", "seeding the run failed").catch(() => {});
     throw error;
   }
 }

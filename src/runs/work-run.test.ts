@@ -5,8 +5,8 @@ import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { Progress, RunEvent } from "../core/events.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { SampleRecord } from "../core/types.js";
-import { openSqliteStore } from "../store/sqlite.js";
-import type { Store } from "../store/types.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { cancelRun } from "./cancel-run.js";
 import { planResume } from "./resume-run.js";
 import { startDistributed } from "./start-run.js";
@@ -108,6 +108,24 @@ function startWithId(options: Parameters<typeof startDistributed>[0]) {
 }
 
 describe("distributed runs: workers over per-key leases", () => {
+  it("refuses a store without leases before anything is recorded or executed", async () => {
+    const { store } = storeFile();
+    const noLeases: Store = { ...store, leases: undefined };
+    const { ev, requested } = countingEval(3);
+    const refusal = {
+      code: "E_CONFIG",
+      message: expect.stringMatching(/^store .+ cannot hold distributed runs .*--distributed/),
+    };
+    await expect(startDistributed({ store: noLeases, eval: ev })).rejects.toMatchObject(refusal);
+    expect(await store.reads.listRuns()).toEqual([]);
+    // A worker (or a resume) of an existing distributed run is refused the same way.
+    const started = startWithId({ store, eval: ev });
+    const runId = await started.id;
+    await started.report;
+    await expect(workRun({ store: noLeases, runId, eval: ev })).rejects.toMatchObject(refusal);
+    expect(requested()).toBe(3);
+  });
+
   it("three workers execute every key once; the run completes when the last key has its outcome", async () => {
     const { store, connect } = storeFile();
     const joined = gate(3);
@@ -129,10 +147,10 @@ describe("distributed runs: workers over per-key leases", () => {
     for (const report of others) expect(["completed", "running"]).toContain(report.status);
     expect(requested()).toBe(120);
     expect([...calls.values()].every((n) => n === 1)).toBe(true);
-    const attempts = await store.listAttemptHeads(runId);
+    const attempts = await store.reads.listAttemptHeads(runId);
     expect(attempts).toHaveLength(120);
-    expect((await store.getRun(runId))?.status).toBe("completed");
-    const listed = await store.listWorkers(runId);
+    expect((await store.runs.get(runId))?.status).toBe("completed");
+    const listed = await requireLeases(store).list(runId);
     expect(listed.map((w) => w.state)).toEqual(["finished", "finished", "finished"]);
     // The work was shared: each worker executed some of the keys.
     expect(listed.every((w) => w.keysDone > 0)).toBe(true);
@@ -185,9 +203,9 @@ describe("distributed runs: workers over per-key leases", () => {
       ),
     });
     expect(taker.status).toBe("completed");
-    const attempts = await store.listAttemptHeads(runId);
+    const attempts = await store.reads.listAttemptHeads(runId);
     expect(attempts).toHaveLength(4);
-    const workers = await store.listWorkers(runId);
+    const workers = await requireLeases(store).list(runId);
     const lost = workers.find((w) => w.state === "lost");
     expect(lost?.rejected).toBeGreaterThan(0);
     expect(lost?.keysDone).toBe(0);
@@ -218,7 +236,7 @@ describe("distributed runs: workers over per-key leases", () => {
     const frozen = startWithId({ store, eval: ev, leaseMs: 60_000, heartbeatMs: 60_000 });
     const runId = await frozen.id;
     while (toolRuns.size < 4) await new Promise((resolve) => setTimeout(resolve, 5));
-    const [first] = await store.listWorkers(runId);
+    const [first] = await requireLeases(store).list(runId);
 
     // The taker joins while the first worker holds every key: nothing to claim yet.
     const taker = workRun({
@@ -232,10 +250,10 @@ describe("distributed runs: workers over per-key leases", () => {
       },
     });
     await until(
-      async () => (await store.listJournal(runId, { attempt: "open" })).length === 4,
+      async () => (await store.journal.list(runId, { attempt: "open" })).length === 4,
       "the first worker's 4 steps journaled",
     );
-    expect(await store.expireWorker(runId, first!.token)).toBe(4);
+    expect(await requireLeases(store).expire(runId, first!.token)).toBe(4);
     const report = await taker;
     takerDone.arrive();
     expect(report.status).toBe("completed");
@@ -243,7 +261,7 @@ describe("distributed runs: workers over per-key leases", () => {
     // Each tool ran once: the taker got its result from the journal.
     expect([...toolRuns.values()]).toEqual([1, 1, 1, 1]);
     await expect(frozen.report).rejects.toMatchObject({ code: "E_FENCED" });
-    expect(await store.listAttemptHeads(runId)).toHaveLength(4);
+    expect(await store.reads.listAttemptHeads(runId)).toHaveLength(4);
   });
 
   it("stet cancel stops every worker; the last to leave interrupts the run, a resume finishes it", async () => {
@@ -275,9 +293,12 @@ describe("distributed runs: workers over per-key leases", () => {
     const cancelled = await cancelRun({ store: connect(), runId });
     expect(cancelled).toMatchObject({ status: "requested" });
     const reports = await Promise.all([started.report, other]);
-    expect(await store.getRun(runId)).toMatchObject({ status: "interrupted" });
+    expect(await store.runs.get(runId)).toMatchObject({ status: "interrupted" });
     for (const report of reports) expect(report.stopped?.reason).toBe("cancel");
-    expect((await store.listWorkers(runId)).map((w) => w.state)).toEqual(["stopped", "stopped"]);
+    expect((await requireLeases(store).list(runId)).map((w) => w.state)).toEqual([
+      "stopped",
+      "stopped",
+    ]);
     const before = requested();
     expect(before).toBeLessThan(200);
 
@@ -304,7 +325,7 @@ describe("distributed runs: workers over per-key leases", () => {
     );
     const reports = await Promise.all([started.report, ...others]);
     expect(reports.map((r) => r.stopped?.reason)).toEqual(["budget", "budget", "budget"]);
-    const spent = (await store.listAttemptHeads(runId)).reduce(
+    const spent = (await store.reads.listAttemptHeads(runId)).reduce(
       (sum, a) => sum + (a.usage?.costUsd ?? 0),
       0,
     );
@@ -314,7 +335,7 @@ describe("distributed runs: workers over per-key leases", () => {
     expect(spent).toBeGreaterThanOrEqual(0.9);
     expect(spent).toBeLessThanOrEqual(1 + 3 * 4 * 0.01 + 1e-9);
     expect(requested()).toBeLessThan(400);
-    expect((await store.getRun(runId))?.status).toBe("interrupted");
+    expect((await store.runs.get(runId))?.status).toBe("interrupted");
   });
 
   it("refuses what a worker cannot join, and keeps single owners off a running distributed run", async () => {
@@ -345,11 +366,11 @@ describe("distributed runs: workers over per-key leases", () => {
       code: "E_RUN_NOT_RUNNING",
       message: expect.stringContaining(`stet resume ${runId}`),
     });
-    await store.reopenDistributed(runId);
+    await requireLeases(store).reopen(runId);
     const planning = await planResume({ store, runId, eval: slow.ev });
     expect(planning).toMatchObject({ ok: false, refusal: { reason: "distributed" } });
     const owner = { host: "h", pid: 1, token: "t".repeat(24) };
-    expect(await store.claimRun(runId, owner, null)).toBe(false);
+    expect(await store.runs.claim(runId, owner, null)).toBe(false);
   });
 
   it("reads STET_LEASE_MS", () => {

@@ -9,7 +9,13 @@ import { LeaseSource } from "../engine/lease-source.js";
 import { DEFAULT_STALE_MS, heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import { keyString } from "../core/keys.js";
-import type { AttemptHead, RunNote, Store, WorkerIdentity } from "../store/types.js";
+import {
+  requireLeases,
+  type AttemptHead,
+  type RunNote,
+  type Store,
+  type WorkerIdentity,
+} from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers, workerId } from "./run-workers.js";
@@ -111,6 +117,7 @@ export interface JoinedWorker {
  */
 export async function workRun(options: WorkOptions): Promise<RunReport> {
   const { store, runId } = options;
+  requireLeases(store);
   const found = await joinableRun(store, runId, options.reopen === true);
   if (found.status === "completed") return storedReport(store, found, { invocation: true });
   // Planned (its eval checked against the run's identity) before the run is reopened: a
@@ -129,7 +136,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   const leaseMs = options.leaseMs ?? leaseTime();
   const concurrency = options.concurrency ?? run.config.concurrency;
   const worker: WorkerIdentity = { ...newOwnerIdentity(), concurrency, leaseMs };
-  await store.registerWorker(runId, worker);
+  await requireLeases(store).register(runId, worker);
   const source = new LeaseSource({
     store,
     runId,
@@ -166,12 +173,14 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
       secrets: runSecrets(store, options.secrets),
     });
   } catch (error) {
-    await store.leaveRun(runId, worker.token, "lost").catch(() => {});
+    await requireLeases(store)
+      .leave(runId, worker.token, "lost")
+      .catch(() => {});
     if (error instanceof StetError && error.code === "E_FENCED") throw leasesLost(run, worker);
     throw error;
   }
   const stopped = end.stopped;
-  await store.leaveRun(runId, worker.token, stopped ? "stopped" : "finished");
+  await requireLeases(store).leave(runId, worker.token, stopped ? "stopped" : "finished");
   if (stopped?.reason === "store-unwritable") {
     throw await withStoredSpend(stopped.error!, () =>
       finalReport(store, plan, runId, exec.resumed),
@@ -213,7 +222,7 @@ async function joinableRun(store: Store, runId: string, reopen: boolean): Promis
 /** A joinable run that is not running, opened to workers again (its keys without an outcome). */
 async function reopened(store: Store, run: Run): Promise<Run> {
   if (run.status === "running" || run.status === "completed") return run;
-  await store.reopenDistributed(run.id);
+  await requireLeases(store).reopen(run.id);
   const now = await requireRun(store, run.id);
   if (now.status === "running" || now.status === "completed") return now;
   throw notRunning(now);
@@ -237,10 +246,10 @@ async function settle(
   cutShort: boolean,
   note?: RunNote,
 ): Promise<RunStatus | undefined> {
-  const counts = await store.countKeys(runId);
+  const counts = await store.reads.countKeys(runId);
   const status = settledStatus({ remaining: counts.remaining, cutShort });
   if (status === "interrupted" && (await liveWorkers(store, runId)).length > 0) return undefined;
-  return (await store.closeDistributed(runId, status, note)) ? status : undefined;
+  return (await requireLeases(store).closeRun(runId, status, note)) ? status : undefined;
 }
 
 /**

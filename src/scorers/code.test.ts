@@ -62,7 +62,7 @@ async function run(ev: ReturnType<typeof humaneval>, limit?: number) {
     ...(limit === undefined ? {} : { limit }),
   });
   const report = await runEval({ store: t.store, eval: resolved });
-  return { report, attempts: await t.store.listAttempts(report.runId) };
+  return { report, attempts: await t.store.reads.listAttempts(report.runId) };
 }
 
 describe.skipIf(SKIP_SANDBOX)("scorers.code in the bubblewrap sandbox", () => {

@@ -27,7 +27,7 @@ export async function benchmarkView(
   page: { limit: number; offset: number },
   staleMs: number | undefined,
 ): Promise<BenchmarkView | undefined> {
-  const listed = await store.listRuns({ evalName });
+  const listed = await store.reads.listRuns({ evalName });
   if (listed.length === 0) return undefined;
   const data = await Promise.all(listed.map(({ run }) => loadRun(store, run)));
   const runs = listed.map(({ run, counts }, i) => {
@@ -64,8 +64,8 @@ export async function benchmarkView(
 
 async function loadRun(store: Store, run: Run): Promise<RunData> {
   const [records, heads] = await Promise.all([
-    store.getSamples(run.id),
-    store.listAttemptHeads(run.id),
+    store.reads.getSamples(run.id),
+    store.reads.listAttemptHeads(run.id),
   ]);
   const samples = new Map(records.map((r) => [r.sample.id, r]));
   const fingerprints = new Map(records.map((r) => [r.sample.id, r.fingerprint]));

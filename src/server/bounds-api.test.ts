@@ -21,7 +21,7 @@ describe("API request bodies within bounds", () => {
         message: `body.${field}: expected ${bound}, got ${value} (${BOUNDS[field as keyof typeof BOUNDS].why})`,
       },
     });
-    expect(await t.store.listRuns()).toEqual([]);
+    expect(await t.store.reads.listRuns()).toEqual([]);
   });
 
   it("POST /api/runs/:id/resume with maxCost above its bound → 400", async () => {
@@ -43,7 +43,7 @@ describe("API request bodies within bounds", () => {
     const res = await t.post("/api/runs", { eval: "addition", concurrency: 1_000, limit: 1e8 });
     expect(res.status).toBe(200);
     await res.text();
-    const [listed] = await t.store.listRuns();
+    const [listed] = await t.store.reads.listRuns();
     expect(listed!.run.config).toMatchObject({ concurrency: 1_000, limit: 1e8 });
   });
 });

@@ -49,7 +49,7 @@ describe("errors", () => {
     expect(await res.json()).toEqual({
       error: { code: "invalid_request", message: expect.stringMatching(message) },
     });
-    expect(await t.store.listRuns()).toEqual([]);
+    expect(await t.store.reads.listRuns()).toEqual([]);
   });
 
   it("refuses a body that is not JSON", async () => {
@@ -73,7 +73,7 @@ describe("errors", () => {
   it("hides an unexpected error's details behind `internal` and logs them", async () => {
     const lines: string[] = [];
     const t = setup([], { log: (line) => lines.push(line) });
-    t.store.listRuns = async () => {
+    t.store.reads.listRuns = async () => {
       throw new TypeError("secret internals at /srv/x.ts:12");
     };
     const res = await t.request("/api/runs");
@@ -114,7 +114,7 @@ describe("the token rule", () => {
     }
     const start = await t.post("/api/runs", { eval: "addition" });
     expect(start.status).toBe(401);
-    expect(await t.store.listRuns()).toEqual([]);
+    expect(await t.store.reads.listRuns()).toEqual([]);
     const ok = await t.request("/api/runs", {
       headers: { authorization: "Bearer s3cret-token-value" },
     });
@@ -265,7 +265,7 @@ describe("reading", () => {
 
   it("shows a live owner elsewhere with its heartbeat age and liveness", async () => {
     const t = setup();
-    await t.store.createRun({
+    await t.store.runs.create({
       id: "r_elsewhere",
       config: runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] }),
       samples: [],

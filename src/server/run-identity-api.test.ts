@@ -33,7 +33,7 @@ describe("POST /api/runs with runId", () => {
     expect(wrong.status).toBe(409);
     expect(await wrong.json()).toMatchObject({ error: { code: "eval_changed" } });
     expect(other.calls.size).toBe(0);
-    expect((await t.store.listRuns()).map((l) => l.run.id)).toEqual(["n1"]);
+    expect((await t.store.reads.listRuns()).map((l) => l.run.id)).toEqual(["n1"]);
   });
 });
 
@@ -48,9 +48,9 @@ describe("POST /api/runs/:id/resume", () => {
     const events = await collectSse(await t.post("/api/runs/r1/resume", { rerun: ["q01"] }));
     expect(events.filter((e) => e.event === "sample")).toHaveLength(1);
     expect(add.calls.get("q01#1")).toBe(2);
-    expect((await t.store.listAttempts("r1", { sampleId: "q01" })).map((a) => a.attempt)).toEqual([
-      1, 2,
-    ]);
+    expect(
+      (await t.store.reads.listAttempts("r1", { sampleId: "q01" })).map((a) => a.attempt),
+    ).toEqual([1, 2]);
   });
 
   it("refuses a run started with another solver (409 eval_changed) until allowEvalChange", async () => {
@@ -82,7 +82,7 @@ describe("POST /api/runs/:id/resume", () => {
     );
     expect(events.at(-1)).toMatchObject({ event: "completed" });
     expect(add.calls.size).toBe(1);
-    const config = (await t.store.getRun(run.runId))!.config;
+    const config = (await t.store.runs.get(run.runId))!.config;
     expect(config.history?.[0]?.differences.map((d) => d.field)).toContain("solver.sourceSha256");
   });
 });

@@ -12,7 +12,7 @@ import {
 } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil, type SseEvent } from "../../test/helpers/sse.js";
 import { runConfig } from "../store/contract/fixtures.js";
-import { openSqliteStore } from "../store/sqlite.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 
 type App = ReturnType<typeof setup>;
 
@@ -29,7 +29,7 @@ const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid;
 async function orphanedRun(t: App, ev: Eval, scored: number) {
   const resolved = await resolveEval(ev, { baseDir: t.dir });
   const owner = { host: hostId(), pid: deadPid(), token: "dead-owner-token" };
-  const run = await t.store.createRun({
+  const run = await t.store.runs.create({
     id: "r_orphan",
     config: {
       evalName: ev.name,
@@ -58,7 +58,7 @@ async function orphanedRun(t: App, ev: Eval, scored: number) {
     fingerprint,
     provenance: { kind: "executed" as const },
   }));
-  if (drafts.length > 0) await t.store.recordAttempts(run.id, owner.token, drafts);
+  if (drafts.length > 0) await t.store.attempts.record(run.id, owner.token, drafts);
   return run.id;
 }
 
@@ -242,11 +242,15 @@ describe("cancel and resume", () => {
     const gate = gatedEval({ n: 2 });
     const t = setup([gate.ev]);
     const runId = await orphanedRun(t, gate.ev, 0);
-    const run = (await t.store.getRun(runId))!;
+    const run = (await t.store.runs.get(runId))!;
     if (kind === "a finished run") {
-      await t.store.releaseRun(runId, run.owner!.token, "completed");
+      await t.store.runs.release(runId, run.owner!.token, "completed");
     } else if (kind === "a run executed by a live process elsewhere") {
-      await t.store.claimRun(runId, { host: "elsewhere#1", pid: 1, token: "t2" }, run.owner!.token);
+      await t.store.runs.claim(
+        runId,
+        { host: "elsewhere#1", pid: 1, token: "t2" },
+        run.owner!.token,
+      );
     }
     const res = await t.post(`/api/runs/${runId}/cancel`);
     expect(res.status).toBe(status);
@@ -254,7 +258,7 @@ describe("cancel and resume", () => {
     if (code) expect(body).toMatchObject({ error: { code } });
     else {
       expect(body).toEqual({ runId, status: "interrupted" });
-      expect(await t.store.getRun(runId)).toMatchObject({
+      expect(await t.store.runs.get(runId)).toMatchObject({
         status: "interrupted",
         owner: null,
         note: expect.stringMatching(/died/),
@@ -269,7 +273,7 @@ describe("POST /api/runs/:id/rescore", () => {
     const t = setup([ev]);
     const events = await collectSse(await t.post("/api/runs", { eval: "addition" }));
     const runId = String(events[0]?.data.runId);
-    const before = await t.store.listAttempts(runId);
+    const before = await t.store.reads.listAttempts(runId);
 
     const rescored = await collectSse(await t.post(`/api/runs/${runId}/rescore`, {}));
     expect(rescored[0]).toMatchObject({ event: "started", data: { runId, total: 6 } });
@@ -280,18 +284,18 @@ describe("POST /api/runs/:id/rescore", () => {
       data: { status: "completed", rescored: 6, executed: 0 },
     });
     expect([...calls.values()]).toEqual([1, 1, 1, 1, 1, 1]);
-    const after = await t.store.listAttempts(runId);
+    const after = await t.store.reads.listAttempts(runId);
     expect(after.map(({ output, usage, startedAt }) => ({ output, usage, startedAt }))).toEqual(
       before.map(({ output, usage, startedAt }) => ({ output, usage, startedAt })),
     );
-    expect(await t.store.listScorings(runId)).toHaveLength(6);
+    expect(await t.store.reads.listScorings(runId)).toHaveLength(6);
 
     expect((await t.post(`/api/runs/r_ghost/rescore`, {})).status).toBe(404);
     const bad = await t.post(`/api/runs/${runId}/rescore`, { scorers: ["nope"] });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { code: "invalid_request" } });
     expect((await t.post(`/api/runs/${runId}/rescore`, { extra: 1 })).status).toBe(400);
-    expect(await t.store.listScorings(runId)).toHaveLength(6);
+    expect(await t.store.reads.listScorings(runId)).toHaveLength(6);
   });
 });
 
@@ -330,7 +334,7 @@ describe("GET /api/runs/:id/events", () => {
       done: 1,
     });
     // Derived on read: the store still says running until someone recovers or resumes it.
-    expect((await t.store.getRun(runId))?.status).toBe("running");
+    expect((await t.store.runs.get(runId))?.status).toBe("running");
   });
 });
 
@@ -338,7 +342,7 @@ describe("reading a dead owner's run", () => {
   it("GET /api/runs and /api/runs/:id show it interrupted and orphaned, without writing", async () => {
     const t = setup([gatedEval({ n: 3 }).ev]);
     const runId = await orphanedRun(t, gatedEval({ n: 3 }).ev, 1);
-    const before = await t.store.getRun(runId);
+    const before = await t.store.runs.get(runId);
 
     const { body: detail } = await t.json(`/api/runs/${runId}`);
     expect(detail).toMatchObject({
@@ -354,7 +358,7 @@ describe("reading a dead owner's run", () => {
     // It is no longer one of the running runs.
     expect((await t.json<{ runs: object[] }>("/api/runs?status=running")).body.runs).toEqual([]);
     // Nothing was written: the store still holds it as running, owner and all.
-    expect(await t.store.getRun(runId)).toEqual({
+    expect(await t.store.runs.get(runId)).toEqual({
       ...before,
       owner: { ...before!.owner, heartbeatAgeMs: expect.any(Number) },
     });
@@ -368,8 +372,8 @@ describe("reading a dead owner's run", () => {
     onTestFinished(() => behind.close());
     const config = runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] });
     const owner = (token: string) => ({ host: "other-host#1234", pid: 77, token });
-    await t.store.createRun({ id: "r_fresh", config, samples: [], owner: owner("tok-fresh") });
-    await behind.createRun({ id: "r_far", config, samples: [], owner: owner("tok-far") });
+    await t.store.runs.create({ id: "r_fresh", config, samples: [], owner: owner("tok-fresh") });
+    await behind.runs.create({ id: "r_far", config, samples: [], owner: owner("tok-far") });
     expect((await t.json("/api/runs/r_fresh")).body).toMatchObject({
       status: "running",
       orphaned: false,

@@ -39,7 +39,7 @@ function countsView(counts: RunCounts): CountsView {
  * distributed run (no owner: workers execute it) carries `activeWorkers` when the caller counted
  * them (`listRuns`).
  *
- * @example runSummary(run, await store.countKeys(run.id), 30_000).counts // { total, done, … }
+ * @example runSummary(run, await store.reads.countKeys(run.id), 30_000).counts // { total, done, … }
  */
 export function runSummary(
   stored: Run,

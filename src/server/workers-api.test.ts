@@ -6,6 +6,9 @@ import { resolveEval } from "../eval/resolve-eval.js";
 import { startDistributed } from "../runs/start-run.js";
 import { workerId } from "../runs/run-workers.js";
 import { draft } from "../store/contract/fixtures.js";
+import { requireLeases, type Store } from "../store/types.js";
+import { createApp } from "./create-app.js";
+import { ExecutionRegistry } from "./executions.js";
 
 describe("a distributed run through the API", () => {
   it("GET /api/runs/:id lists its workers by id, GET /api/runs counts the active ones", async () => {
@@ -60,16 +63,31 @@ describe("a distributed run through the API", () => {
     const [first] = await readUntil(events, "progress");
     expect(first?.data).toMatchObject({ status: "running", done: 3, remaining: 3 });
 
-    const [key] = (await t.store.claimLeases(runId, active.token, 1)).keys;
-    await t.store.recordAttempts(runId, active.token, [draft(key!)]);
+    const [key] = (await requireLeases(t.store).claim(runId, active.token, 1)).keys;
+    await t.store.attempts.record(runId, active.token, [draft(key!)]);
     const seen = await readUntil(events, "progress");
     expect(seen.at(-1)?.data).toMatchObject({ status: "running", done: 4, remaining: 2 });
 
-    await t.store.leaveRun(runId, active.token, "stopped");
-    expect(await t.store.closeDistributed(runId, "interrupted")).toBe(true);
+    await requireLeases(t.store).leave(runId, active.token, "stopped");
+    expect(await requireLeases(t.store).closeRun(runId, "interrupted")).toBe(true);
     const end = await readUntil(events, "completed");
     expect(end.at(-1)?.data).toMatchObject({ status: "interrupted", done: 4 });
     await events.return(undefined);
+  });
+
+  it("resume of a distributed run over a store without leases is refused before a stream opens (400)", async () => {
+    const t = setup();
+    const { runId } = await seedDistributedRun(t.store);
+    const before = await t.store.reads.listAttemptHeads(runId);
+    const noLeases: Store = { ...t.store, leases: undefined };
+    const app = createApp({ store: noLeases, executions: new ExecutionRegistry(), pollMs: 50 });
+    const res = await app.request(`/api/runs/${runId}/resume`, { method: "POST" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toMatch(/json/);
+    expect(await res.json()).toMatchObject({
+      error: { message: expect.stringMatching(/cannot hold distributed runs/) },
+    });
+    expect(await t.store.reads.listAttemptHeads(runId)).toEqual(before);
   });
 
   it("cancel asks its workers (202); resume joins the interrupted run as a worker and finishes it", async () => {
@@ -94,7 +112,7 @@ describe("a distributed run through the API", () => {
     expect(cancel.status).toBe(202);
     expect(await cancel.json()).toMatchObject({ runId, status: "requested" });
     expect((await first).stopped?.reason).toBe("cancel");
-    expect(await t.store.getRun(runId)).toMatchObject({ status: "interrupted" });
+    expect(await t.store.runs.get(runId)).toMatchObject({ status: "interrupted" });
     const before = calls.size;
     expect(before).toBeLessThan(12);
 
@@ -102,9 +120,12 @@ describe("a distributed run through the API", () => {
     expect(res.status).toBe(200);
     const events = await collectSse(res);
     expect(events.at(-1)).toMatchObject({ event: "completed" });
-    expect(await t.store.getRun(runId)).toMatchObject({ status: "completed", owner: null });
+    expect(await t.store.runs.get(runId)).toMatchObject({ status: "completed", owner: null });
     expect(calls.size).toBe(12);
     expect([...calls.values()].every((n) => n === 1)).toBe(true);
-    expect((await t.store.listWorkers(runId)).map((w) => w.state)).toEqual(["stopped", "finished"]);
+    expect((await requireLeases(t.store).list(runId)).map((w) => w.state)).toEqual([
+      "stopped",
+      "finished",
+    ]);
   });
 });

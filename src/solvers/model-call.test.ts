@@ -66,7 +66,7 @@ async function runOne(
     eval: ev,
     ...(options.model === undefined ? {} : { model: options.model }),
   });
-  const [attempt] = await t.store.listAttempts(report.runId);
+  const [attempt] = await t.store.reads.listAttempts(report.runId);
   return attempt!;
 }
 

@@ -15,8 +15,9 @@ import type { Store } from "./types.js";
 export type { StoreHarness } from "./contract/fixtures.js";
 
 /**
- * The behaviour every Store adapter must have. Each adapter's test file calls it once with a
- * factory that opens a fresh, empty store; every case gets its own.
+ * The behaviour every Store adapter must have, one section per sub-port (runs, attempts, reads,
+ * journal, leases). Each adapter's test file calls it once with a factory that opens a fresh,
+ * empty store; every case gets its own.
  *
  * @example
  * describeStoreContract("sqlite", async () => {
@@ -44,15 +45,22 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         return harness.connect();
       },
     };
-    describeRunContract(ref);
-    describeOwnershipContract(ref);
-    describeCancelContract(ref);
-    describeAttemptContract(ref);
-    describeReadModelContract(ref);
-    describeScoringContract(ref);
-    describeJournalContract(ref);
-    describeLeaseContract(ref);
-    describeSpendContract(ref);
-    describeUsageContract(ref);
+    // One section per sub-port of the Store (types.ts); a new sub-port brings its own.
+    describe("runs", () => {
+      describeRunContract(ref);
+      describeOwnershipContract(ref);
+      describeCancelContract(ref);
+    });
+    describe("attempts", () => {
+      describeAttemptContract(ref);
+      describeScoringContract(ref);
+      describeUsageContract(ref);
+    });
+    describe("reads", () => {
+      describeReadModelContract(ref);
+      describeSpendContract(ref);
+    });
+    describe("journal", () => describeJournalContract(ref));
+    describe("leases", () => describeLeaseContract(ref));
   });
 }

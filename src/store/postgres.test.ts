@@ -3,11 +3,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
 import { describeStoreContract } from "./contract.js";
 import { draft, newRun, owner, scoringOf } from "./contract/fixtures.js";
-import { migratePostgres } from "./migrate-postgres.js";
+import { migratePostgres } from "./postgres/migrate.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
-import { redactPassword } from "./postgres-driver.js";
-import { openPostgresStore } from "./postgres.js";
+import { redactPassword } from "./postgres/driver.js";
+import { openPostgresStore } from "./postgres/index.js";
 import type { Store } from "./types.js";
 
 describe.skipIf(SKIP_POSTGRES)("postgres", () => {
@@ -78,7 +78,7 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const p = pool(name);
     await migratePostgres(p, { schema: name });
     await p.query(`INSERT INTO schema_migrations VALUES (999, 'future', '2030-01-01T00:00:00Z')`);
-    await expect(open(name).listRuns()).rejects.toMatchObject({
+    await expect(open(name).reads.listRuns()).rejects.toMatchObject({
       code: "E_STORE",
       message: expect.stringMatching(/version 999.*newer.*upgrade stet/),
     });
@@ -88,14 +88,14 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const name = schema();
     const store = open(name);
     const { owner: o } = await newRun(store, { id: "r1", ids: ["a"] });
-    await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 })]);
+    await store.attempts.record("r1", o.token, [draft({ sampleId: "a", epoch: 1 })]);
     const p = pool(name);
     await expect(p.query(`UPDATE attempts SET output = '"x"'`)).rejects.toThrow(/immutable/);
     await expect(p.query(`DELETE FROM attempts`)).rejects.toThrow(/immutable/);
-    await store.recordScorings("r1", o.token, [scoringOf({ sampleId: "a", epoch: 1 })]);
+    await store.attempts.recordScorings("r1", o.token, [scoringOf({ sampleId: "a", epoch: 1 })]);
     await expect(p.query(`UPDATE scorings SET scores = '[]'`)).rejects.toThrow(/immutable/);
     await expect(p.query(`DELETE FROM scorings`)).rejects.toThrow(/immutable/);
-    expect(await store.listScorings("r1")).toHaveLength(1);
+    expect(await store.reads.listScorings("r1")).toHaveLength(1);
   });
 
   it("lets exactly one of eight connections racing for a dead owner's run claim it", async () => {
@@ -104,11 +104,11 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const racers = Array.from({ length: 8 }, () => open(name));
     const owners = racers.map((_, i) => owner(`racer${i}`));
     const wins = await Promise.all(
-      racers.map((s, i) => s.claimRun("race", owners[i]!, dead.token)),
+      racers.map((s, i) => s.runs.claim("race", owners[i]!, dead.token)),
     );
     expect(wins.filter(Boolean)).toHaveLength(1);
     const winner = owners[wins.indexOf(true)]!;
-    expect((await racers[0]!.getRun("race"))?.owner?.token).toBe(winner.token);
+    expect((await racers[0]!.runs.get("race"))?.owner?.token).toBe(winner.token);
   });
 
   it("gives up a claim on a row another session keeps locked, after lock_timeout, saying why", async () => {
@@ -125,14 +125,14 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
       lockTimeoutMs: 300,
     });
     cleanups.push(() => store.close());
-    await expect(store.claimRun("locked", owner("taker"), dead.token)).rejects.toMatchObject({
+    await expect(store.runs.claim("locked", owner("taker"), dead.token)).rejects.toMatchObject({
       code: "E_STORE",
       message: expect.stringMatching(
         /another session held a lock this statement needs for over 0\.3s \(lock_timeout\).*ended after 1s idle in a transaction/,
       ),
     });
     await tx.query("ROLLBACK");
-    expect(await store.claimRun("locked", owner("taker"), dead.token)).toBe(true);
+    expect(await store.runs.claim("locked", owner("taker"), dead.token)).toBe(true);
   });
 
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {
@@ -141,25 +141,25 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const { owner: o } = await newRun(store, { id: "r1", ids: ["a"] });
     // Key order and spacing that jsonb would normalise away.
     const output = { z: 1, a: [1, 2, { y: "é", b: null }] };
-    await store.recordAttempts("r1", o.token, [draft({ sampleId: "a", epoch: 1 }, { output })]);
+    await store.attempts.record("r1", o.token, [draft({ sampleId: "a", epoch: 1 }, { output })]);
     const p = pool(name);
     const { rows } = await p.query<{ output: string }>(`SELECT output FROM attempts`);
     expect(rows[0]!.output).toBe(JSON.stringify(output));
-    expect((await store.listAttempts("r1"))[0]!.output).toEqual(output);
+    expect((await store.reads.listAttempts("r1"))[0]!.output).toEqual(output);
   });
 
   it("orders sample ids by their bytes, whatever the database's locale", async () => {
     const store = open(schema());
     const ids = ["b", "B", "a", "A", "_", "a-1", "a_1", "é"];
     await newRun(store, { id: "r1", ids });
-    const listed = (await store.listSampleFingerprints("r1")).map((e) => e.sampleId);
+    const listed = (await store.reads.listSampleFingerprints("r1")).map((e) => e.sampleId);
     expect(listed).toEqual([...ids].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
   });
 
   it("fails with E_STORE naming the database, without its password, when it cannot connect", async () => {
     const store = openPostgresStore("postgres://stet:s3cret@127.0.0.1:1/none");
     cleanups.push(() => store.close());
-    const failure = store.listRuns();
+    const failure = store.reads.listRuns();
     await expect(failure).rejects.toMatchObject({ code: "E_STORE" });
     const message = await failure.catch((e: Error) => e.message);
     expect(message).toContain("postgres://stet:***@127.0.0.1:1/none");

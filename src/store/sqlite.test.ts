@@ -16,11 +16,11 @@ import {
   sampleRecords,
   scoringOf,
 } from "./contract/fixtures.js";
-import { migrateSqlite } from "./migrate-sqlite.js";
+import { migrateSqlite } from "./sqlite/migrate.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
-import { openSqliteStore } from "./sqlite.js";
-import { processState, writeLockHolder } from "./sqlite-lock-holder.js";
-import type { SqliteDatabase } from "./sqlite-driver.js";
+import { openSqliteStore } from "./sqlite/index.js";
+import { processState, writeLockHolder } from "./sqlite/lock-holder.js";
+import type { SqliteDatabase } from "./sqlite/driver.js";
 import type { Store } from "./types.js";
 
 describeStoreContract("sqlite", async () => {
@@ -70,12 +70,12 @@ describe("SQLite store", () => {
   it("keeps its data across reopening the file", async () => {
     const first = openSqliteStore(path);
     const { run, owner: me } = await newRun(first, { id: "kept" });
-    await first.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
-    const before = await first.listAttempts(run.id);
+    await first.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const before = await first.reads.listAttempts(run.id);
     await first.close();
     const again = track(openSqliteStore(path));
-    expect(await again.getRun("kept")).toMatchObject({ id: "kept", owner: { token: me.token } });
-    expect(await again.listAttempts("kept")).toEqual(before);
+    expect(await again.runs.get("kept")).toMatchObject({ id: "kept", owner: { token: me.token } });
+    expect(await again.reads.listAttempts("kept")).toEqual(before);
   });
 
   it("numbers its migrations 1, 2, 3… with no gaps or repeats", () => {
@@ -134,37 +134,39 @@ describe("SQLite store", () => {
   ])("aborts %s", async (sql, message) => {
     const store = track(openSqliteStore(path));
     const { run, owner: me } = await newRun(store);
-    await store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
-    await store.recordScorings(run.id, me.token, [scoringOf({ sampleId: "s1", epoch: 1 })]);
-    const before = await store.listAttempts(run.id);
+    await store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    await store.attempts.recordScorings(run.id, me.token, [
+      scoringOf({ sampleId: "s1", epoch: 1 }),
+    ]);
+    const before = await store.reads.listAttempts(run.id);
     const raw = track(new Database(path));
     expect(() => raw.prepare(sql).run()).toThrow(message);
-    expect(await store.listAttempts(run.id)).toEqual(before);
+    expect(await store.reads.listAttempts(run.id)).toEqual(before);
   });
 
   it("never changes a stored attempt's bytes through a takeover and later writes", async () => {
     const store = track(openSqliteStore(path));
     const { run, owner: first } = await newRun(store);
-    await store.recordAttempts(run.id, first.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    await store.attempts.record(run.id, first.token, [draft({ sampleId: "s1", epoch: 1 })]);
     const raw = track(new Database(path));
     const bytes = () => raw.prepare("SELECT * FROM attempts ORDER BY rowid LIMIT 1").raw().get();
     const before = bytes();
     const next = owner("next");
-    await store.claimRun(run.id, next, first.token);
-    await store.updateSamples(run.id, next.token, sampleRecords(["s1"], 2));
-    await store.recordAttempts(run.id, next.token, [
+    await store.runs.claim(run.id, next, first.token);
+    await store.runs.updateSamples(run.id, next.token, sampleRecords(["s1"], 2));
+    await store.attempts.record(run.id, next.token, [
       draft({ sampleId: "s1", epoch: 1 }, { fingerprint: fingerprintOf("s1", 2) }),
       draft({ sampleId: "s2", epoch: 1 }),
     ]);
-    await store.releaseRun(run.id, next.token, "completed");
+    await store.runs.release(run.id, next.token, "completed");
     expect(bytes()).toEqual(before);
   });
 
   it("works in memory", async () => {
     const store = track(openSqliteStore(":memory:"));
     const { run, owner: me } = await newRun(store);
-    await store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
-    expect(await store.countKeys(run.id)).toMatchObject({ scored: 1 });
+    await store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    expect(await store.reads.countKeys(run.id)).toMatchObject({ scored: 1 });
   });
 
   it("computes heartbeat ages with its clock", async () => {
@@ -173,7 +175,7 @@ describe("SQLite store", () => {
     const { run } = await newRun(store);
     expect(run.owner).toMatchObject({ heartbeatAt: "2025-06-01T12:00:00.000Z", heartbeatAgeMs: 0 });
     now += 31_000;
-    expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(31_000);
+    expect((await store.runs.get(run.id))?.owner?.heartbeatAgeMs).toBe(31_000);
   });
 
   it("ages a heartbeat stamped ahead of its clock (a clock moved back) below zero", async () => {
@@ -181,7 +183,7 @@ describe("SQLite store", () => {
     const store = track(openSqliteStore(path, { now: () => now }));
     const { run } = await newRun(store);
     now -= 3_600_000;
-    expect((await store.getRun(run.id))?.owner?.heartbeatAgeMs).toBe(-3_600_000);
+    expect((await store.runs.get(run.id))?.owner?.heartbeatAgeMs).toBe(-3_600_000);
   });
 
   it("names the stopped process that holds its write lock when a write gives up waiting", async () => {
@@ -205,7 +207,7 @@ describe("SQLite store", () => {
     await until(() => processState(holder.pid!) === "T", "the lock holder to stop");
     expect(writeLockHolder(path)).toBe(holder.pid);
 
-    const write = store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const write = store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
     await expect(write).rejects.toMatchObject({
       code: "E_STORE",
       message:
@@ -214,7 +216,7 @@ describe("SQLite store", () => {
         `it continues (kill -CONT ${holder.pid}) or ends; gave up after 0.2s (busy timeout)`,
     });
     // Reads go on: WAL readers do not wait for the writer.
-    expect(await store.countKeys(run.id)).toMatchObject({ scored: 0 });
+    expect(await store.reads.countKeys(run.id)).toMatchObject({ scored: 0 });
   });
 
   it("names a corrupt JSON column instead of returning a cast value", async () => {
@@ -222,7 +224,7 @@ describe("SQLite store", () => {
     const { run } = await newRun(store, { id: "bad" });
     const raw = track(new Database(path));
     raw.prepare(`UPDATE runs SET config = '{"epochs":"two"}' WHERE id = ?`).run(run.id);
-    await expect(store.getRun("bad")).rejects.toMatchObject({
+    await expect(store.runs.get("bad")).rejects.toMatchObject({
       code: "E_STORE",
       message: expect.stringContaining("config of run bad"),
     });
@@ -231,13 +233,13 @@ describe("SQLite store", () => {
   it("wraps driver failures as E_STORE", async () => {
     const store = openSqliteStore(path);
     await store.close();
-    await expect(store.getRun("any")).rejects.toMatchObject({ code: "E_STORE" });
+    await expect(store.runs.get("any")).rejects.toMatchObject({ code: "E_STORE" });
   });
 
   describe("across processes", () => {
     const child = (code: string) =>
       promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code]);
-    const storeModule = new URL("./sqlite.ts", import.meta.url).href;
+    const storeModule = new URL("./sqlite/index.ts", import.meta.url).href;
 
     it("migrates a fresh file once when several processes open it at the same time", async () => {
       const startAt = Date.now() + 1_500;
@@ -254,7 +256,7 @@ describe("SQLite store", () => {
     it("lets exactly one of several processes claim an ownerless run", async () => {
       const store = track(openSqliteStore(path));
       const { owner: first } = await newRun(store, { id: "contested" });
-      await store.releaseRun("contested", first.token, "interrupted");
+      await store.runs.release("contested", first.token, "interrupted");
       const startAt = Date.now() + 1_500;
       const claims = await Promise.all(
         Array.from({ length: 4 }, (_, i) => {
@@ -262,7 +264,7 @@ describe("SQLite store", () => {
           return child(`import { openSqliteStore } from ${JSON.stringify(storeModule)};
             const store = openSqliteStore(${JSON.stringify(path)});
             while (Date.now() < ${startAt}) await new Promise((r) => setTimeout(r, 1));
-            process.stdout.write(String(await store.claimRun("contested", ${me}, null)));
+            process.stdout.write(String(await store.runs.claim("contested", ${me}, null)));
             await store.close();`);
         }),
       );

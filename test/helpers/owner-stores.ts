@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach } from "vitest";
-import { processState } from "../../src/store/sqlite-lock-holder.js";
+import { processState } from "../../src/store/sqlite/lock-holder.js";
 import { startCli, type CliProcess } from "./cli.js";
 import { rawAttempts, rawRun } from "./eval-project.js";
 import { TEST_POSTGRES_URL, testSchema } from "./postgres.js";

@@ -127,9 +127,9 @@ export function setupTestApp(...args: Parameters<typeof testApp>) {
  * one of them is scored, and errored when it has only errors.
  */
 export async function storedCounts(store: Store, runId: string) {
-  const run = await store.getRun(runId);
-  const samples = await store.getSamples(runId);
-  const attempts = await store.listAttempts(runId);
+  const run = await store.runs.get(runId);
+  const samples = await store.reads.getSamples(runId);
+  const attempts = await store.reads.listAttempts(runId);
   const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   const current = attempts.filter((a) => fingerprints.get(a.sampleId) === a.fingerprint);
   const keysWith = (status: string) =>
@@ -142,7 +142,7 @@ export async function storedCounts(store: Store, runId: string) {
 
 /** The keys (`id#epoch`) that have a scored attempt. */
 export async function scoredKeys(store: Store, runId: string): Promise<Set<string>> {
-  const attempts = await store.listAttempts(runId);
+  const attempts = await store.reads.listAttempts(runId);
   return new Set(attempts.filter((a) => a.status === "scored").map((a) => keyString(a)));
 }
 

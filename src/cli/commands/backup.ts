@@ -4,7 +4,7 @@ import { open } from "node:fs/promises";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
 import { normalizeHex } from "../../evalport/read-import-file.js";
-import { backupSqliteStore, restoreSqliteStore } from "../../store/sqlite-backup.js";
+import { backupSqliteStore, restoreSqliteStore } from "../../store/sqlite/backup.js";
 import { createIo } from "../io.js";
 import { isPostgresUrl, splitSchema, storeLocation } from "../open-store.js";
 import { prepareOutputFile } from "../output-file.js";
@@ -25,8 +25,8 @@ export async function backupCommand(flags: {
   const out = resolve(flags.output);
   let shown: string;
   if (isPostgresUrl(location)) {
-    const { backupPostgresStore } = await import("../../store/postgres-backup.js");
-    const { redactPassword } = await import("../../store/postgres-driver.js");
+    const { backupPostgresStore } = await import("../../store/postgres/backup.js");
+    const { redactPassword } = await import("../../store/postgres/driver.js");
     await backupPostgresStore(splitSchema(location), out);
     shown = redactPassword(location);
   } else {
@@ -68,8 +68,8 @@ export async function restoreCommand(
   let shown: string;
   if (postgres) {
     refuseKind(path, kind, "postgres", "a PostgreSQL store (postgres://)");
-    const { restorePostgresStore } = await import("../../store/postgres-backup.js");
-    const { redactPassword } = await import("../../store/postgres-driver.js");
+    const { restorePostgresStore } = await import("../../store/postgres/backup.js");
+    const { redactPassword } = await import("../../store/postgres/driver.js");
     runs = await restorePostgresStore(path, splitSchema(location));
     shown = redactPassword(location);
   } else {

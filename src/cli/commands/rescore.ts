@@ -66,7 +66,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
     const again = rescoreHint(runId, args, flags.store);
     // Unfinished while the run still carries this rescore's pending mark (cleared at its end).
     const unfinished = async () =>
-      (await store.getRun(runId))?.config.rescore?.pass === planned.pending.pass;
+      (await store.runs.get(runId))?.config.rescore?.pass === planned.pending.pass;
     const ui = uiOptions(flags, {
       model: planned.run.config.model,
       summaryHint: again,

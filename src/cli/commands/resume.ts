@@ -78,7 +78,7 @@ export async function resumeInStore(
 ): Promise<number> {
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
-  const stored = await store.getRun(runId);
+  const stored = await store.runs.get(runId);
   if (stored?.config.distributed) return resumeDistributed(io, store, runId, flags);
   // Not a run: a benchmark's id (`stet run --model a --model b` printed it) resumes its runs.
   if (!stored && BENCHMARK_ID.test(runId)) {
@@ -109,7 +109,7 @@ export async function resumeInStore(
     }),
   );
   if (flags.pruneJournal) {
-    const pruned = await store.pruneJournal(runId);
+    const pruned = await store.journal.prune(runId);
     io.say(`journal: ${pruned} entries of finished attempts deleted`);
   }
   return code;

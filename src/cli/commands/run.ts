@@ -88,7 +88,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   try {
     // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
     const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
-    if (flags.runId !== undefined && (await store.getRun(flags.runId))) return await again();
+    if (flags.runId !== undefined && (await store.runs.get(flags.runId))) return await again();
     const start = flags.distributed ? startDistributed : runEval;
     try {
       return await withRunOutput(store, io, flags.output, (tee) =>
@@ -102,7 +102,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
       if (
         flags.runId !== undefined &&
         isStetError(error, "E_INVALID_INPUT") &&
-        (await store.getRun(flags.runId))
+        (await store.runs.get(flags.runId))
       ) {
         return await again();
       }

@@ -95,11 +95,11 @@ async function showSample(
 ): Promise<number> {
   await requireRun(store, runId);
   const [attempts, committed, page, scorings, steps] = await Promise.all([
-    store.listAttempts(runId, { sampleId }),
-    store.listAttempts(runId, { sampleId, asCommitted: true }),
-    store.listOutcomes(runId, { sampleId }),
-    store.listScorings(runId, { sampleId }),
-    store.listJournal(runId, { sampleId }),
+    store.reads.listAttempts(runId, { sampleId }),
+    store.reads.listAttempts(runId, { sampleId, asCommitted: true }),
+    store.reads.listOutcomes(runId, { sampleId }),
+    store.reads.listScorings(runId, { sampleId }),
+    store.journal.list(runId, { sampleId }),
   ]);
   const exact = page.entries.filter((e) => e.sampleId === sampleId);
   if (exact.length === 0) {

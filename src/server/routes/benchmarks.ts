@@ -15,7 +15,7 @@ export function benchmarksRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.get("/benchmarks", async (c) => {
-    const benchmarks = await deps.store.listBenchmarks();
+    const benchmarks = await deps.store.reads.listBenchmarks();
     const view: BenchmarksView = { benchmarks: benchmarks.map((b) => ({ id: b.evalName, ...b })) };
     return c.json(deps.redact(view));
   });

@@ -48,8 +48,8 @@ async function* follow(
 ): AsyncGenerator<EventMessage<FollowEvents>> {
   const { store } = deps;
   let run = first;
-  let { cursor } = await store.listAttemptsAfter(run.id);
-  let counts = await store.countKeys(run.id);
+  let { cursor } = await store.reads.listAttemptsAfter(run.id);
+  let counts = await store.reads.countKeys(run.id);
   yield { event: "progress", data: progressOf(run, counts, deps) };
   for (;;) {
     // The run was read before the counts: an owner commits before it releases, so once the run
@@ -60,14 +60,14 @@ async function* follow(
     }
     await sleep(deps.pollMs, signal);
     if (signal.aborted) return;
-    run = (await store.getRun(run.id)) ?? run;
+    run = (await store.runs.get(run.id)) ?? run;
     for (;;) {
-      const page = await store.listAttemptsAfter(run.id, { after: cursor });
+      const page = await store.reads.listAttemptsAfter(run.id, { after: cursor });
       for (const attempt of page.attempts) yield { event: "sample", data: attemptSummary(attempt) };
       cursor = page.cursor;
       if (page.attempts.length === 0) break;
     }
-    const next = await store.countKeys(run.id);
+    const next = await store.reads.countKeys(run.id);
     if (!sameCounts(next, counts)) {
       counts = next;
       yield { event: "progress", data: progressOf(run, counts, deps) };

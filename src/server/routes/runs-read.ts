@@ -82,7 +82,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
 
   app.get("/runs/:id/samples", async (c) => {
     const q = parseQuery(c, samplesQuery);
-    const page = await store.listOutcomes(c.req.param("id"), q);
+    const page = await store.reads.listOutcomes(c.req.param("id"), q);
     return c.json(
       redact({
         total: page.total,
@@ -114,16 +114,16 @@ export function runsReadRoutes(deps: AppDeps): Hono {
   app.get("/runs/:id/samples/:sampleId", async (c) => {
     const runId = c.req.param("id");
     const sampleId = c.req.param("sampleId");
-    const { entries } = await store.listOutcomes(runId, { sampleId });
+    const { entries } = await store.reads.listOutcomes(runId, { sampleId });
     const first = entries[0];
     if (!first) {
       throw new ApiError(404, "sample_not_found", `run ${runId} has no sample "${sampleId}"`);
     }
     const [attempts, scorings, steps] = await Promise.all([
-      store.listAttempts(runId, { sampleId }),
-      store.listScorings(runId, { sampleId }),
+      store.reads.listAttempts(runId, { sampleId }),
+      store.reads.listScorings(runId, { sampleId }),
       // Each attempt's step journal (ctx.step / ctx.chat): its trajectory.
-      store.listJournal(runId, { sampleId }),
+      store.journal.list(runId, { sampleId }),
     ]);
     const scoringsOf = (a: { epoch: number; attempt: number }) =>
       scorings

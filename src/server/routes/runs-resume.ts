@@ -9,6 +9,7 @@ import {
   type ResumeOptions,
 } from "../../runs/resume-run.js";
 import { runExecution } from "../../runs/run-execution.js";
+import { requireLeases } from "../../store/types.js";
 import { workRun } from "../../runs/work-run.js";
 import { ApiError } from "../api-error.js";
 import { evalChangedApiError } from "../eval-changed.js";
@@ -83,7 +84,9 @@ export async function resumeResponse(
   const planning = await planResume({ ...options, runId, ...evals, ...definedOnly(ask) });
   if (!planning.ok && planning.refusal.reason === "distributed") {
     // A distributed run: this server joins it as one of its workers (reopening it if it was
-    // interrupted), with the registered eval only.
+    // interrupted), with the registered eval only; refused (400) before a stream opens when the
+    // store cannot lease keys.
+    requireLeases(deps.store);
     const release = deps.streams.take();
     return streamExecution(
       c,

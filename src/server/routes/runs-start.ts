@@ -52,7 +52,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
       };
       return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
     };
-    if (overrides.runId !== undefined && (await deps.store.getRun(overrides.runId))) {
+    if (overrides.runId !== undefined && (await deps.store.runs.get(overrides.runId))) {
       return again();
     }
     // The stream's slot is taken before the run starts: at the cap, nothing starts.

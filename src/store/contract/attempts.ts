@@ -24,12 +24,12 @@ function recordingCases(h: HarnessRef): void {
   it("numbers attempts per key, within a batch and across batches", async () => {
     const { run, owner: me } = await newRun(h.store);
     const k11 = { sampleId: "s1", epoch: 1 };
-    const first = await h.store.recordAttempts(run.id, me.token, [
+    const first = await h.store.attempts.record(run.id, me.token, [
       errorDraft(k11),
       errorDraft(k11),
       errorDraft({ sampleId: "s1", epoch: 2 }),
     ]);
-    const second = await h.store.recordAttempts(run.id, me.token, [
+    const second = await h.store.attempts.record(run.id, me.token, [
       draft(k11),
       draft({ sampleId: "s2", epoch: 1 }),
     ]);
@@ -69,8 +69,8 @@ function recordingCases(h: HarnessRef): void {
         { error: { type: "timeout", message: "after 30000 ms" } },
       ),
     ];
-    const recorded = await h.store.recordAttempts(run.id, me.token, drafts);
-    const stored = await h.store.listAttempts(run.id);
+    const recorded = await h.store.attempts.record(run.id, me.token, drafts);
+    const stored = await h.store.reads.listAttempts(run.id);
     expect(stored).toEqual(recorded);
     expect(stored).toEqual(drafts.map((d) => ({ ...d, runId: run.id, attempt: 1 })));
   });
@@ -78,14 +78,14 @@ function recordingCases(h: HarnessRef): void {
   it("keeps an error attempt and a later scored one; the key counts as scored", async () => {
     const { run, owner: me } = await newRun(h.store);
     const key = { sampleId: "s2", epoch: 2 };
-    await h.store.recordAttempts(run.id, me.token, [errorDraft(key)]);
-    expect(await h.store.countKeys(run.id)).toMatchObject({ scored: 0, errored: 1 });
-    await h.store.recordAttempts(run.id, me.token, [draft(key)]);
-    expect(await h.store.listAttempts(run.id, key)).toMatchObject([
+    await h.store.attempts.record(run.id, me.token, [errorDraft(key)]);
+    expect(await h.store.reads.countKeys(run.id)).toMatchObject({ scored: 0, errored: 1 });
+    await h.store.attempts.record(run.id, me.token, [draft(key)]);
+    expect(await h.store.reads.listAttempts(run.id, key)).toMatchObject([
       { attempt: 1, status: "error", error: { type: "provider" } },
       { attempt: 2, status: "scored", error: null },
     ]);
-    expect(await h.store.countKeys(run.id)).toEqual({
+    expect(await h.store.reads.countKeys(run.id)).toEqual({
       total: 6,
       scored: 1,
       errored: 0,
@@ -100,15 +100,15 @@ function recordingCases(h: HarnessRef): void {
     "rejects a batch holding %s attempt for an already scored key, all or nothing",
     async (_label, late) => {
       const { run, owner: me } = await newRun(h.store);
-      await h.store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
-      await h.store.markInflight(run.id, me.token, [{ sampleId: "s2", epoch: 1 }]);
-      const before = await h.store.listAttempts(run.id);
+      await h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+      await h.store.runs.markInflight(run.id, me.token, [{ sampleId: "s2", epoch: 1 }]);
+      const before = await h.store.reads.listAttempts(run.id);
       const batch = [draft({ sampleId: "s2", epoch: 1 }), late];
-      await expect(h.store.recordAttempts(run.id, me.token, batch)).rejects.toMatchObject({
+      await expect(h.store.attempts.record(run.id, me.token, batch)).rejects.toMatchObject({
         code: "E_ALREADY_SCORED",
       });
-      expect(await h.store.listAttempts(run.id)).toEqual(before);
-      expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
+      expect(await h.store.reads.listAttempts(run.id)).toEqual(before);
+      expect(await h.store.runs.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
     },
   );
 }
@@ -118,53 +118,53 @@ function rerunAndRetriesCases(h: HarnessRef): void {
   it("accepts a re-run draft (rerunAfter) for a scored key, once, without storing the marker", async () => {
     const { run, owner: me } = await newRun(h.store);
     const key = { sampleId: "s1", epoch: 1 };
-    await h.store.recordAttempts(run.id, me.token, [draft(key)]);
-    const [again] = await h.store.recordAttempts(
+    await h.store.attempts.record(run.id, me.token, [draft(key)]);
+    const [again] = await h.store.attempts.record(
       run.id,
       me.token,
       [draft(key, { output: "second" })].map((d) => ({ ...d, rerunAfter: 1 })),
     );
     expect(again).toMatchObject({ attempt: 2, status: "scored", output: "second" });
     expect(again).not.toHaveProperty("rerunAfter");
-    const stored = await h.store.listAttempts(run.id, key);
+    const stored = await h.store.reads.listAttempts(run.id, key);
     expect(stored.map((a) => [a.attempt, a.output])).toEqual([
       [1, "answer for s1"],
       [2, "second"],
     ]);
     expect(stored[1]).not.toHaveProperty("rerunAfter");
     // The same request committed again (a retried commit, a second re-run of it) is a duplicate.
-    const before = await h.store.listAttempts(run.id);
+    const before = await h.store.reads.listAttempts(run.id);
     await expect(
-      h.store.recordAttempts(run.id, me.token, [{ ...draft(key), rerunAfter: 1 }]),
+      h.store.attempts.record(run.id, me.token, [{ ...draft(key), rerunAfter: 1 }]),
     ).rejects.toMatchObject({ code: "E_ALREADY_SCORED" });
     // So is a draft without the marker, and one in the same batch after a re-run.
-    await expect(h.store.recordAttempts(run.id, me.token, [draft(key)])).rejects.toMatchObject({
+    await expect(h.store.attempts.record(run.id, me.token, [draft(key)])).rejects.toMatchObject({
       code: "E_ALREADY_SCORED",
     });
     await expect(
-      h.store.recordAttempts(run.id, me.token, [
+      h.store.attempts.record(run.id, me.token, [
         { ...draft(key), rerunAfter: 2 },
         { ...draft(key), rerunAfter: 2 },
       ]),
     ).rejects.toMatchObject({ code: "E_ALREADY_SCORED" });
-    expect(await h.store.listAttempts(run.id)).toEqual(before);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual(before);
     // A re-run error attempt is stored; the key's outcome stays its newest scored attempt.
-    await h.store.recordAttempts(run.id, me.token, [{ ...errorDraft(key), rerunAfter: 2 }]);
-    const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });
+    await h.store.attempts.record(run.id, me.token, [{ ...errorDraft(key), rerunAfter: 2 }]);
+    const page = await h.store.reads.listOutcomes(run.id, { sampleId: "s1" });
     expect(page.entries.find((e) => e.epoch === 1)?.outcome).toMatchObject({ attempt: 2 });
-    expect(await h.store.countKeys(run.id)).toMatchObject({ scored: 1, errored: 0 });
+    expect(await h.store.reads.countKeys(run.id)).toMatchObject({ scored: 1, errored: 0 });
   });
 
   it("refuses a negative or fractional rerunAfter before writing anything", async () => {
     const { run, owner: me } = await newRun(h.store);
     for (const bad of [-1, 0.5]) {
       await expect(
-        h.store.recordAttempts(run.id, me.token, [
+        h.store.attempts.record(run.id, me.token, [
           { ...draft({ sampleId: "s1", epoch: 1 }), rerunAfter: bad },
         ]),
       ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
     }
-    expect(await h.store.listAttempts(run.id)).toEqual([]);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 
   it("stores an attempt's retries and reads them back from every listing; none stays unknown", async () => {
@@ -175,7 +175,7 @@ function rerunAndRetriesCases(h: HarnessRef): void {
       // A draft that does not say, as an attempt stored before migration 7 (NULL).
       draft({ sampleId: "s3", epoch: 1 }),
     ];
-    await h.store.recordAttempts(run.id, me.token, [a!, b!, c!]);
+    await h.store.attempts.record(run.id, me.token, [a!, b!, c!]);
     const retriesOf = (list: readonly { sampleId: string; retries?: number }[]) =>
       list.map((x) => [x.sampleId, "retries" in x ? x.retries : "absent"]);
     const expected = [
@@ -183,18 +183,22 @@ function rerunAndRetriesCases(h: HarnessRef): void {
       ["s2", 0],
       ["s3", "absent"],
     ];
-    expect(retriesOf(await h.store.listAttempts(run.id))).toEqual(expected);
-    expect(retriesOf(await h.store.listAttempts(run.id, { asCommitted: true }))).toEqual(expected);
-    expect(retriesOf(await h.store.listAttemptHeads(run.id))).toEqual(expected);
-    const pages: { sampleId: string; retries?: number }[] = [];
-    for await (const page of h.store.attemptHeadPages(run.id, 2)) pages.push(...page);
-    expect(retriesOf(pages)).toEqual(expected);
-    expect(retriesOf((await h.store.listAttemptsAfter(run.id, { after: 0 })).attempts)).toEqual(
+    expect(retriesOf(await h.store.reads.listAttempts(run.id))).toEqual(expected);
+    expect(retriesOf(await h.store.reads.listAttempts(run.id, { asCommitted: true }))).toEqual(
       expected,
     );
-    const outcomes = (await h.store.listOutcomes(run.id)).entries.filter((e) => e.epoch === 1);
+    expect(retriesOf(await h.store.reads.listAttemptHeads(run.id))).toEqual(expected);
+    const pages: { sampleId: string; retries?: number }[] = [];
+    for await (const page of h.store.reads.attemptHeadPages(run.id, 2)) pages.push(...page);
+    expect(retriesOf(pages)).toEqual(expected);
+    expect(
+      retriesOf((await h.store.reads.listAttemptsAfter(run.id, { after: 0 })).attempts),
+    ).toEqual(expected);
+    const outcomes = (await h.store.reads.listOutcomes(run.id)).entries.filter(
+      (e) => e.epoch === 1,
+    );
     expect(retriesOf(outcomes.map((e) => e.outcome!))).toEqual(expected);
-    const inputs = (await h.store.listReportInputs([run.id])).get(run.id)!;
+    const inputs = (await h.store.reads.listReportInputs([run.id])).get(run.id)!;
     expect(retriesOf(inputs.heads)).toEqual(expected);
   });
 
@@ -202,7 +206,7 @@ function rerunAndRetriesCases(h: HarnessRef): void {
     const { run, owner: me } = await newRun(h.store);
     for (const bad of [-1, 0.5]) {
       await expect(
-        h.store.recordAttempts(run.id, me.token, [
+        h.store.attempts.record(run.id, me.token, [
           draft({ sampleId: "s1", epoch: 1 }, { retries: bad }),
         ]),
       ).rejects.toMatchObject({
@@ -210,7 +214,7 @@ function rerunAndRetriesCases(h: HarnessRef): void {
         message: expect.stringMatching(/retries/),
       });
     }
-    expect(await h.store.listAttempts(run.id)).toEqual([]);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 }
 
@@ -220,20 +224,20 @@ function refusalAndCountCases(h: HarnessRef): void {
     const { run, owner: me } = await newRun(h.store);
     const key = { sampleId: "s3", epoch: 1 };
     await expect(
-      h.store.recordAttempts(run.id, me.token, [draft(key), draft(key)]),
+      h.store.attempts.record(run.id, me.token, [draft(key), draft(key)]),
     ).rejects.toMatchObject({
       code: "E_ALREADY_SCORED",
     });
-    expect(await h.store.listAttempts(run.id)).toEqual([]);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 
   it("rejects an attempt for a sample outside the snapshot and writes nothing", async () => {
     const { run, owner: me } = await newRun(h.store);
     const batch = [draft({ sampleId: "s1", epoch: 1 }), draft({ sampleId: "stranger", epoch: 1 })];
-    await expect(h.store.recordAttempts(run.id, me.token, batch)).rejects.toMatchObject({
+    await expect(h.store.attempts.record(run.id, me.token, batch)).rejects.toMatchObject({
       code: "E_INVALID_INPUT",
     });
-    expect(await h.store.listAttempts(run.id)).toEqual([]);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 
   it.each<[string, Partial<AttemptDraft>]>([
@@ -243,32 +247,32 @@ function refusalAndCountCases(h: HarnessRef): void {
   ])("rejects a batch with %s before writing anything", async (_label, bad) => {
     const { run, owner: me } = await newRun(h.store);
     const batch = [draft({ sampleId: "s1", epoch: 1 }), draft({ sampleId: "s2", epoch: 1 }, bad)];
-    await expect(h.store.recordAttempts(run.id, me.token, batch)).rejects.toMatchObject({
+    await expect(h.store.attempts.record(run.id, me.token, batch)).rejects.toMatchObject({
       code: "E_INVALID_INPUT",
       message: expect.stringContaining('"s2"'),
     });
-    expect(await h.store.listAttempts(run.id)).toEqual([]);
+    expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 
   it("does not count a scored attempt for an old fingerprint, and lets the new one be scored", async () => {
     const { run, owner: me } = await newRun(h.store, { config: { epochs: 1 } });
     const key = { sampleId: "s1", epoch: 1 };
-    await h.store.recordAttempts(run.id, me.token, [draft(key)]);
-    expect(await h.store.countKeys(run.id)).toMatchObject({ scored: 1, remaining: 2 });
+    await h.store.attempts.record(run.id, me.token, [draft(key)]);
+    expect(await h.store.reads.countKeys(run.id)).toMatchObject({ scored: 1, remaining: 2 });
 
-    await h.store.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
-    expect(await h.store.countKeys(run.id)).toEqual({
+    await h.store.runs.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
+    expect(await h.store.reads.countKeys(run.id)).toEqual({
       total: 3,
       scored: 0,
       errored: 0,
       remaining: 3,
     });
 
-    const rerun = await h.store.recordAttempts(run.id, me.token, [
+    const rerun = await h.store.attempts.record(run.id, me.token, [
       draft(key, { fingerprint: fingerprintOf("s1", 2) }),
     ]);
     expect(rerun).toMatchObject([{ attempt: 2, fingerprint: fingerprintOf("s1", 2) }]);
-    expect(await h.store.countKeys(run.id)).toEqual({
+    expect(await h.store.reads.countKeys(run.id)).toEqual({
       total: 3,
       scored: 1,
       errored: 0,
@@ -281,7 +285,7 @@ function refusalAndCountCases(h: HarnessRef): void {
       ids: ["a", "b", "c", "d"],
       config: { epochs: 3 },
     });
-    await h.store.recordAttempts(run.id, me.token, [
+    await h.store.attempts.record(run.id, me.token, [
       draft({ sampleId: "a", epoch: 1 }),
       draft({ sampleId: "a", epoch: 2 }),
       errorDraft({ sampleId: "b", epoch: 1 }),
@@ -291,7 +295,7 @@ function refusalAndCountCases(h: HarnessRef): void {
       errorDraft({ sampleId: "d", epoch: 2 }),
       draft({ sampleId: "d", epoch: 1 }, { fingerprint: "fp:some-older-row" }),
     ]);
-    expect(await h.store.countKeys(run.id)).toEqual({
+    expect(await h.store.reads.countKeys(run.id)).toEqual({
       total: 12,
       scored: 3,
       errored: 2,
@@ -309,36 +313,36 @@ function inflightCases(h: HarnessRef): void {
       { sampleId: "s1", epoch: 2 },
       { sampleId: "s1", epoch: 1 },
     ];
-    await h.store.markInflight(run.id, me.token, keys);
-    await h.store.markInflight(run.id, me.token, [{ sampleId: "s1", epoch: 1 }]);
-    expect(await h.store.listInflight(run.id)).toEqual([
+    await h.store.runs.markInflight(run.id, me.token, keys);
+    await h.store.runs.markInflight(run.id, me.token, [{ sampleId: "s1", epoch: 1 }]);
+    expect(await h.store.runs.listInflight(run.id)).toEqual([
       { sampleId: "s1", epoch: 1 },
       { sampleId: "s1", epoch: 2 },
       { sampleId: "s2", epoch: 1 },
     ]);
-    await h.store.recordAttempts(run.id, me.token, [
+    await h.store.attempts.record(run.id, me.token, [
       draft({ sampleId: "s1", epoch: 1 }),
       errorDraft({ sampleId: "s2", epoch: 1 }),
     ]);
-    expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s1", epoch: 2 }]);
+    expect(await h.store.runs.listInflight(run.id)).toEqual([{ sampleId: "s1", epoch: 2 }]);
   });
 
   it("marks keys in flight in the same transaction as the attempts it records", async () => {
     const { run, owner: me } = await newRun(h.store);
-    await h.store.recordAttempts(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })], {
+    await h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })], {
       inflight: [
         { sampleId: "s2", epoch: 1 },
         { sampleId: "s1", epoch: 1 },
       ],
     });
     // s1#1 was marked and recorded in one commit: only s2#1 is still in flight.
-    expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
+    expect(await h.store.runs.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
     await expect(
-      h.store.recordAttempts(run.id, "not-the-owner", [], {
+      h.store.attempts.record(run.id, "not-the-owner", [], {
         inflight: [{ sampleId: "s1", epoch: 2 }],
       }),
     ).rejects.toMatchObject({ code: "E_FENCED" });
-    expect(await h.store.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
+    expect(await h.store.runs.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
   });
 }
 
@@ -355,13 +359,13 @@ function listingCases(h: HarnessRef): void {
           draft({ sampleId, epoch: 1 }),
           draft({ sampleId, epoch: 2 }),
         ]);
-      await h.store.recordAttempts(run.id, me.token, drafts);
+      await h.store.attempts.record(run.id, me.token, drafts);
       return run.id;
     }
 
     it("orders by sample id (binary), epoch, attempt", async () => {
       const runId = await recordedRun();
-      const order = (await h.store.listAttempts(runId)).map(
+      const order = (await h.store.reads.listAttempts(runId)).map(
         (a) => `${a.sampleId}#${a.epoch}.${a.attempt}`,
       );
       expect(order).toEqual(
@@ -375,11 +379,11 @@ function listingCases(h: HarnessRef): void {
         const runId = await recordedRun();
         const pages: number[] = [];
         const heads = [];
-        for await (const page of h.store.attemptHeadPages(runId, pageSize)) {
+        for await (const page of h.store.reads.attemptHeadPages(runId, pageSize)) {
           pages.push(page.length);
           heads.push(...page);
         }
-        expect(heads).toEqual(await h.store.listAttemptHeads(runId));
+        expect(heads).toEqual(await h.store.reads.listAttemptHeads(runId));
         expect(Math.max(...pages)).toBeLessThanOrEqual(pageSize);
       },
     );
@@ -391,27 +395,27 @@ function listingCases(h: HarnessRef): void {
       [{ sampleId: "nobody" }, []],
     ])("filters by %o", async (filter, expected) => {
       const runId = await recordedRun();
-      const listed = await h.store.listAttempts(runId, filter);
+      const listed = await h.store.reads.listAttempts(runId, filter);
       expect(listed.map((a) => `${a.sampleId}#${a.epoch}.${a.attempt}`)).toEqual(expected);
     });
 
     it("lists heads: the same attempts without output and transcript", async () => {
       const runId = await recordedRun();
-      const heads = await h.store.listAttemptHeads(runId);
-      const full = await h.store.listAttempts(runId);
+      const heads = await h.store.reads.listAttemptHeads(runId);
+      const full = await h.store.reads.listAttempts(runId);
       expect(heads).toEqual(full.map(({ output: _o, transcript: _t, ...head }) => head));
       expect(heads[0]).not.toHaveProperty("output");
     });
 
     it("reads stored attempts back identically after later writes to the run", async () => {
       const runId = await recordedRun();
-      const before = JSON.stringify(await h.store.listAttempts(runId));
-      const token = (await h.store.getRun(runId))?.owner?.token ?? "";
-      await h.store.updateSamples(runId, token, sampleRecords(["b"], 2));
-      await h.store.recordAttempts(runId, token, [
+      const before = JSON.stringify(await h.store.reads.listAttempts(runId));
+      const token = (await h.store.runs.get(runId))?.owner?.token ?? "";
+      await h.store.runs.updateSamples(runId, token, sampleRecords(["b"], 2));
+      await h.store.attempts.record(runId, token, [
         draft({ sampleId: "b", epoch: 1 }, { fingerprint: fingerprintOf("b", 2), output: "new" }),
       ]);
-      const after = await h.store.listAttempts(runId);
+      const after = await h.store.reads.listAttempts(runId);
       expect(after).toHaveLength(JSON.parse(before).length + 1);
       expect(JSON.stringify(after.filter((a) => a.output !== "new"))).toBe(before);
     });

@@ -88,7 +88,7 @@ export async function newRun(
 ) {
   const me = owner();
   const samples = sampleRecords(options.ids ?? ["s1", "s2", "s3"]);
-  const run = await store.createRun({
+  const run = await store.runs.create({
     id: options.id ?? `run-${randomUUID()}`,
     config: runConfig(options.config),
     samples,

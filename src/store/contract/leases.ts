@@ -1,46 +1,47 @@
 import { describe, expect, it } from "vitest";
 import { draft, owner, runConfig, sampleRecords, sleep, type HarnessRef } from "./fixtures.js";
+import { requireLeases } from "../types.js";
 
 /** Per-key leases of a distributed run: claims, expiry, the fence of a worker's commits. */
 export function describeLeaseContract(h: HarnessRef): void {
   const distributedRun = async (id: string, samples: number) => {
     const ids = Array.from({ length: samples }, (_, i) => `s${String(i).padStart(3, "0")}`);
-    const run = await h.store.createRun({
+    const run = await h.store.runs.create({
       id,
       config: runConfig({ distributed: true, epochs: 1 }),
       samples: sampleRecords(ids),
       owner: owner("creator"),
     });
     // A distributed run has no owner: its workers hold leases.
-    await h.store.releaseRun(id, run.owner!.token, "interrupted");
-    expect(await h.store.reopenDistributed(id)).toBe(true);
+    await h.store.runs.release(id, run.owner!.token, "interrupted");
+    expect(await requireLeases(h.store).reopen(id)).toBe(true);
     return ids;
   };
   const join = async (runId: string, name: string, leaseMs = 30_000) => {
     const worker = { ...owner(name), concurrency: 4, leaseMs };
-    await h.store.registerWorker(runId, worker);
+    await requireLeases(h.store).register(runId, worker);
     return worker;
   };
 
-  describe("leases", () => {
+  describe("workers and key leases", () => {
     it("claims keys in batches, never one key twice, and fences commits by lease", async () => {
       await distributedRun("l1", 10);
       const a = await join("l1", "a");
       const b = await join("l1", "b");
-      const first = await h.store.claimLeases("l1", a.token, 4);
-      const second = await h.store.claimLeases("l1", b.token, 4);
+      const first = await requireLeases(h.store).claim("l1", a.token, 4);
+      const second = await requireLeases(h.store).claim("l1", b.token, 4);
       expect(first.keys).toHaveLength(4);
       expect(second.keys).toHaveLength(4);
       const all = [...first.keys, ...second.keys].map((k) => `${k.sampleId}/${k.epoch}`);
       expect(new Set(all).size).toBe(8);
       await expect(
-        h.store.recordAttempts("l1", b.token, [draft(first.keys[0]!)]),
+        h.store.attempts.record("l1", b.token, [draft(first.keys[0]!)]),
       ).rejects.toMatchObject({
         code: "E_FENCED",
       });
-      const [stored] = await h.store.recordAttempts("l1", a.token, [draft(first.keys[0]!)]);
+      const [stored] = await h.store.attempts.record("l1", a.token, [draft(first.keys[0]!)]);
       expect(stored?.status).toBe("scored");
-      const workers = await h.store.listWorkers("l1");
+      const workers = await requireLeases(h.store).list("l1");
       expect(workers.find((w) => w.token === a.token)).toMatchObject({ keysDone: 1, rejected: 0 });
       expect(workers.find((w) => w.token === b.token)).toMatchObject({ rejected: 1 });
     });
@@ -48,17 +49,17 @@ export function describeLeaseContract(h: HarnessRef): void {
     it("expires a lease without heartbeat: taken over, the late commit rejected", async () => {
       await distributedRun("l2", 2);
       const slow = await join("l2", "slow", 200);
-      const [key] = (await h.store.claimLeases("l2", slow.token, 1)).keys;
-      expect(await h.store.heartbeat("l2", slow.token)).toMatchObject({ owned: true });
+      const [key] = (await requireLeases(h.store).claim("l2", slow.token, 1)).keys;
+      expect(await h.store.runs.heartbeat("l2", slow.token)).toMatchObject({ owned: true });
       await sleep(300);
       const fast = await join("l2", "fast");
-      const taken = await h.store.claimLeases("l2", fast.token, 2);
+      const taken = await requireLeases(h.store).claim("l2", fast.token, 2);
       expect(taken.keys).toContainEqual(key);
-      await expect(h.store.recordAttempts("l2", slow.token, [draft(key!)])).rejects.toMatchObject({
+      await expect(h.store.attempts.record("l2", slow.token, [draft(key!)])).rejects.toMatchObject({
         code: "E_FENCED",
       });
-      expect(await h.store.heartbeat("l2", slow.token)).toEqual({ owned: false });
-      expect(await h.store.listAttempts("l2")).toHaveLength(0);
+      expect(await h.store.runs.heartbeat("l2", slow.token)).toEqual({ owned: false });
+      expect(await h.store.reads.listAttempts("l2")).toHaveLength(0);
     });
 
     it("hands each key to one worker in a 16-way claim race", async () => {
@@ -66,7 +67,7 @@ export function describeLeaseContract(h: HarnessRef): void {
       const workers = await Promise.all(Array.from({ length: 16 }, (_, i) => join("l3", `w${i}`)));
       const stores = await Promise.all(workers.map(() => h.connect()));
       const claims = await Promise.all(
-        workers.map((w, i) => stores[i]!.claimLeases("l3", w.token, 8)),
+        workers.map((w, i) => requireLeases(stores[i]!).claim("l3", w.token, 8)),
       );
       const keys = claims.flatMap((c) => c.keys.map((k) => `${k.sampleId}/${k.epoch}`));
       expect(keys).toHaveLength(64);
@@ -77,8 +78,8 @@ export function describeLeaseContract(h: HarnessRef): void {
       await distributedRun("l4", 40);
       const [a, b] = [await join("l4", "a"), await join("l4", "b")];
       const mine = {
-        [a.token]: (await h.store.claimLeases("l4", a.token, 20)).keys,
-        [b.token]: (await h.store.claimLeases("l4", b.token, 20)).keys,
+        [a.token]: (await requireLeases(h.store).claim("l4", a.token, 20)).keys,
+        [b.token]: (await requireLeases(h.store).claim("l4", b.token, 20)).keys,
       };
       // Each commit inserts its entry (referencing the run) before it takes the run's row lock.
       const commit = (token: string, i: number) => {
@@ -96,13 +97,13 @@ export function describeLeaseContract(h: HarnessRef): void {
           recordedAt: "2025-01-02T00:00:00.000Z",
           durationMs: 1,
         };
-        return h.store.recordAttempts("l4", token, [draft(key)], {
+        return h.store.attempts.record("l4", token, [draft(key)], {
           steps: { drafts: [entry], discard: [] },
         });
       };
       for (let i = 0; i < 20; i++) await Promise.all([commit(a.token, i), commit(b.token, i)]);
-      expect(await h.store.listAttempts("l4")).toHaveLength(40);
-      const journal = await h.store.listJournal("l4");
+      expect(await h.store.reads.listAttempts("l4")).toHaveLength(40);
+      const journal = await h.store.journal.list("l4");
       expect(journal).toHaveLength(40);
       expect(journal.every((e) => e.attempt === 1)).toBe(true);
     });

@@ -16,8 +16,8 @@ const k = (sampleId: string, epoch: number) => ({ sampleId, epoch });
 /** s1..s3 × 2 epochs: s1#1 error then pass, s1#2 error, s2#1 fail, s2#2 pass (score 0.5 / 1). */
 async function scoredRun(h: HarnessRef) {
   const { run, owner: me } = await newRun(h.store, { id: "read" });
-  await h.store.recordAttempts(run.id, me.token, [errorDraft(k("s1", 1))]);
-  await h.store.recordAttempts(run.id, me.token, [
+  await h.store.attempts.record(run.id, me.token, [errorDraft(k("s1", 1))]);
+  await h.store.attempts.record(run.id, me.token, [
     draft(k("s1", 1)),
     errorDraft(k("s1", 2)),
     draft(k("s2", 1), {
@@ -43,28 +43,28 @@ export function describeReadModelContract(h: HarnessRef): void {
     it("reads several runs' report inputs at once, each as its own listings give them", async () => {
       const { run } = await scoredRun(h);
       const { run: other, owner: me } = await newRun(h.store, { id: "other" });
-      await h.store.recordAttempts(other.id, me.token, [draft(k("s2", 1), { usage: null })]);
+      await h.store.attempts.record(other.id, me.token, [draft(k("s2", 1), { usage: null })]);
       const { run: empty } = await newRun(h.store, { id: "empty" });
-      const inputs = await h.store.listReportInputs([run.id, other.id, empty.id, "nope"]);
+      const inputs = await h.store.reads.listReportInputs([run.id, other.id, empty.id, "nope"]);
       expect([...inputs.keys()]).toEqual([run.id, other.id, empty.id, "nope"]);
       expect(inputs.get("nope")).toEqual({ fingerprints: new Map(), heads: [], scoringUsage: [] });
       for (const id of [run.id, other.id, empty.id]) {
         const got = inputs.get(id)!;
-        expect(got.heads).toEqual(await h.store.listAttemptHeads(id));
+        expect(got.heads).toEqual(await h.store.reads.listAttemptHeads(id));
         expect([...got.fingerprints]).toEqual(
-          (await h.store.listSampleFingerprints(id)).map((f) => [f.sampleId, f.fingerprint]),
+          (await h.store.reads.listSampleFingerprints(id)).map((f) => [f.sampleId, f.fingerprint]),
         );
         expect(got.scoringUsage).toEqual(
-          (await h.store.listScorings(id)).flatMap((s) => (s.usage ? [s.usage] : [])),
+          (await h.store.reads.listScorings(id)).flatMap((s) => (s.usage ? [s.usage] : [])),
         );
       }
       expect(inputs.get(empty.id)?.heads).toEqual([]);
-      expect((await h.store.listReportInputs([])).size).toBe(0);
+      expect((await h.store.reads.listReportInputs([])).size).toBe(0);
     });
 
     it("lists every key in key order with its outcome, pending ones included", async () => {
       const { run } = await scoredRun(h);
-      const page = await h.store.listOutcomes(run.id);
+      const page = await h.store.reads.listOutcomes(run.id);
       expect(page.total).toBe(6);
       expect(page.entries.map((e) => [e.sampleId, e.epoch, e.status, e.attempts])).toEqual([
         ["s1", 1, "scored", 2],
@@ -100,7 +100,7 @@ export function describeReadModelContract(h: HarnessRef): void {
       ["a page past the end", { limit: 2, offset: 10 }, []],
     ])("filters %s", async (_label, filter, keys) => {
       const { run } = await scoredRun(h);
-      const page = await h.store.listOutcomes(run.id, filter);
+      const page = await h.store.reads.listOutcomes(run.id, filter);
       expect(page.entries.map((e) => `${e.sampleId}#${e.epoch}`)).toEqual(keys);
       if (filter.limit === undefined) expect(page.total).toBe(keys.length);
       else expect(page.total).toBe(6);
@@ -108,8 +108,8 @@ export function describeReadModelContract(h: HarnessRef): void {
 
     it("treats attempts of an old fingerprint as history, not outcome", async () => {
       const { run, me } = await scoredRun(h);
-      await h.store.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
-      const page = await h.store.listOutcomes(run.id, { sampleId: "s1" });
+      await h.store.runs.updateSamples(run.id, me.token, sampleRecords(["s1"], 2));
+      const page = await h.store.reads.listOutcomes(run.id, { sampleId: "s1" });
       expect(page.entries.map((e) => [e.status, e.attempts, e.fingerprint])).toEqual([
         ["pending", 2, fingerprintOf("s1", 2)],
         ["pending", 1, fingerprintOf("s1", 2)],
@@ -117,7 +117,7 @@ export function describeReadModelContract(h: HarnessRef): void {
     });
 
     it("refuses an unknown run", async () => {
-      await expect(h.store.listOutcomes("nope")).rejects.toMatchObject({
+      await expect(h.store.reads.listOutcomes("nope")).rejects.toMatchObject({
         code: "E_RUN_NOT_FOUND",
       });
     });
@@ -125,23 +125,26 @@ export function describeReadModelContract(h: HarnessRef): void {
     it("feeds a run's attempts in commit order from a cursor", async () => {
       const { run, owner: me } = await newRun(h.store, { id: "fed" });
       const other = await newRun(h.store, { id: "other" });
-      await h.store.recordAttempts(run.id, me.token, [draft(k("s3", 1))]);
-      const start = await h.store.listAttemptsAfter(run.id);
+      await h.store.attempts.record(run.id, me.token, [draft(k("s3", 1))]);
+      const start = await h.store.reads.listAttemptsAfter(run.id);
       expect(start.attempts).toEqual([]);
 
-      await h.store.recordAttempts(run.id, me.token, [draft(k("s2", 1)), errorDraft(k("s1", 1))]);
-      await h.store.recordAttempts(other.run.id, other.owner.token, [draft(k("s1", 1))]);
-      await h.store.recordAttempts(run.id, me.token, [draft(k("s1", 1))]);
-      const first = await h.store.listAttemptsAfter(run.id, { after: start.cursor, limit: 2 });
+      await h.store.attempts.record(run.id, me.token, [draft(k("s2", 1)), errorDraft(k("s1", 1))]);
+      await h.store.attempts.record(other.run.id, other.owner.token, [draft(k("s1", 1))]);
+      await h.store.attempts.record(run.id, me.token, [draft(k("s1", 1))]);
+      const first = await h.store.reads.listAttemptsAfter(run.id, {
+        after: start.cursor,
+        limit: 2,
+      });
       expect(first.attempts.map((a) => [a.sampleId, a.attempt, a.status])).toEqual([
         ["s2", 1, "scored"],
         ["s1", 1, "error"],
       ]);
-      const rest = await h.store.listAttemptsAfter(run.id, { after: first.cursor });
+      const rest = await h.store.reads.listAttemptsAfter(run.id, { after: first.cursor });
       expect(rest.attempts.map((a) => [a.sampleId, a.attempt])).toEqual([["s1", 2]]);
-      const none = await h.store.listAttemptsAfter(run.id, { after: rest.cursor });
+      const none = await h.store.reads.listAttemptsAfter(run.id, { after: rest.cursor });
       expect(none).toEqual({ attempts: [], cursor: rest.cursor });
-      const all = await h.store.listAttemptsAfter(run.id, { after: 0 });
+      const all = await h.store.reads.listAttemptsAfter(run.id, { after: 0 });
       expect(all.attempts).toHaveLength(4);
     });
 
@@ -151,15 +154,15 @@ export function describeReadModelContract(h: HarnessRef): void {
       await newRun(h.store, { id: "a2", config: { evalName: "alpha", model: "m2" } });
       await sleep(5);
       const b = await newRun(h.store, { id: "b1", config: { evalName: "beta" } });
-      await h.store.releaseRun("b1", b.owner.token, "completed");
+      await h.store.runs.release("b1", b.owner.token, "completed");
       await sleep(5);
-      await h.store.releaseRun("a1", a.owner.token, "interrupted");
+      await h.store.runs.release("a1", a.owner.token, "interrupted");
       for (let i = 0; i < 2; i++) {
         const next = owner(`resumer${i}`);
-        expect(await h.store.claimRun("a1", next, null)).toBe(true);
-        await h.store.releaseRun("a1", next.token, "interrupted");
+        expect(await h.store.runs.claim("a1", next, null)).toBe(true);
+        await h.store.runs.release("a1", next.token, "interrupted");
       }
-      expect(await h.store.listBenchmarks()).toEqual([
+      expect(await h.store.reads.listBenchmarks()).toEqual([
         { evalName: "beta", runs: 1, running: 0, lastCreatedAt: expect.any(String) },
         { evalName: "alpha", runs: 2, running: 1, lastCreatedAt: expect.any(String) },
       ]);

@@ -16,7 +16,7 @@ function runCreationCases(h: HarnessRef): void {
   it("creates a running run owned by its creator, with a fresh heartbeat", async () => {
     const me = owner("creator");
     const config = runConfig({ model: "gpt-4o-mini", limit: 3, reducer: "pass@2" });
-    const created = await h.store.createRun({
+    const created = await h.store.runs.create({
       id: "run-1",
       config,
       samples: sampleRecords(["a", "b"]),
@@ -33,16 +33,20 @@ function runCreationCases(h: HarnessRef): void {
     });
     expect(created.owner?.heartbeatAgeMs).toBeLessThan(5_000);
     expect(Date.parse(created.createdAt)).not.toBeNaN();
-    expect(await h.store.getRun("run-1")).toMatchObject({
+    expect(await h.store.runs.get("run-1")).toMatchObject({
       ...created,
       owner: { token: me.token },
     });
   });
 
   it("returns undefined for an unknown run and E_RUN_NOT_FOUND where a run is required", async () => {
-    expect(await h.store.getRun("nope")).toBeUndefined();
-    await expect(h.store.countKeys("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
-    await expect(h.store.getSamples("nope")).rejects.toMatchObject({ code: "E_RUN_NOT_FOUND" });
+    expect(await h.store.runs.get("nope")).toBeUndefined();
+    await expect(h.store.reads.countKeys("nope")).rejects.toMatchObject({
+      code: "E_RUN_NOT_FOUND",
+    });
+    await expect(h.store.reads.getSamples("nope")).rejects.toMatchObject({
+      code: "E_RUN_NOT_FOUND",
+    });
   });
 
   it("refuses a second run with the same id and leaves the first as it was", async () => {
@@ -50,15 +54,15 @@ function runCreationCases(h: HarnessRef): void {
     await expect(newRun(h.store, { id: "dup", ids: ["x"] })).rejects.toMatchObject({
       code: "E_INVALID_INPUT",
     });
-    expect(await h.store.getRun("dup")).toMatchObject({ sampleCount: run.sampleCount });
-    expect(await h.store.getSamples("dup")).toHaveLength(3);
+    expect(await h.store.runs.get("dup")).toMatchObject({ sampleCount: run.sampleCount });
+    expect(await h.store.reads.getSamples("dup")).toHaveLength(3);
   });
 
   it("refuses a snapshot with duplicate sample ids and creates nothing", async () => {
     await expect(newRun(h.store, { id: "twice", ids: ["a", "b", "a"] })).rejects.toMatchObject({
       code: "E_DUPLICATE_ID",
     });
-    expect(await h.store.getRun("twice")).toBeUndefined();
+    expect(await h.store.runs.get("twice")).toBeUndefined();
   });
 }
 
@@ -77,13 +81,13 @@ function snapshotAndConfigCases(h: HarnessRef): void {
         fingerprint: "fp-a",
       },
     ];
-    await h.store.createRun({ id: "snap", config: runConfig(), samples, owner: owner() });
-    expect(await h.store.getSamples("snap")).toEqual([samples[1], samples[0]]);
-    expect(await h.store.listSampleFingerprints("snap")).toEqual([
+    await h.store.runs.create({ id: "snap", config: runConfig(), samples, owner: owner() });
+    expect(await h.store.reads.getSamples("snap")).toEqual([samples[1], samples[0]]);
+    expect(await h.store.reads.listSampleFingerprints("snap")).toEqual([
       { sampleId: "a", fingerprint: "fp-a" },
       { sampleId: "b", fingerprint: "fp-b" },
     ]);
-    await expect(h.store.listSampleFingerprints("nope")).rejects.toMatchObject({
+    await expect(h.store.reads.listSampleFingerprints("nope")).rejects.toMatchObject({
       code: "E_RUN_NOT_FOUND",
     });
   });
@@ -91,43 +95,43 @@ function snapshotAndConfigCases(h: HarnessRef): void {
   it("replaces snapshot entries for the owner, all or nothing", async () => {
     const { owner: me } = await newRun(h.store, { id: "upd" });
     const [s1v2] = sampleRecords(["s1"], 2);
-    await h.store.updateSamples("upd", me.token, s1v2 ? [s1v2] : []);
-    const snapshot = await h.store.getSamples("upd");
+    await h.store.runs.updateSamples("upd", me.token, s1v2 ? [s1v2] : []);
+    const snapshot = await h.store.reads.getSamples("upd");
     expect(snapshot.find((r) => r.sample.id === "s1")).toEqual(s1v2);
     expect(snapshot.find((r) => r.sample.id === "s2")?.fingerprint).toBe("fp:s2:v1");
 
     const [s2v3, ghost] = sampleRecords(["s2", "ghost"], 3);
     await expect(
-      h.store.updateSamples(
+      h.store.runs.updateSamples(
         "upd",
         me.token,
         [s2v3, ghost].flatMap((r) => (r ? [r] : [])),
       ),
     ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
-    expect(await h.store.getSamples("upd")).toEqual(snapshot);
+    expect(await h.store.reads.getSamples("upd")).toEqual(snapshot);
     await expect(
-      h.store.updateSamples("upd", me.token, [
+      h.store.runs.updateSamples("upd", me.token, [
         ...sampleRecords(["s3"], 4),
         ...sampleRecords(["s3"], 5),
       ]),
     ).rejects.toMatchObject({ code: "E_DUPLICATE_ID" });
-    expect(await h.store.getSamples("upd")).toEqual(snapshot);
+    expect(await h.store.reads.getSamples("upd")).toEqual(snapshot);
   });
 
   it("replaces the recorded config for the owner only, and refuses one it could not read", async () => {
     const { owner: me } = await newRun(h.store, { id: "cfg" });
-    const before = await h.store.getRun("cfg");
+    const before = await h.store.runs.get("cfg");
     const next = runConfig({ scorers: ["exact", "judge"] });
-    expect(await h.store.updateRunConfig("cfg", me.token, next)).toBe(true);
-    expect((await h.store.getRun("cfg"))?.config).toEqual(next);
+    expect(await h.store.runs.updateConfig("cfg", me.token, next)).toBe(true);
+    expect((await h.store.runs.get("cfg"))?.config).toEqual(next);
 
-    expect(await h.store.updateRunConfig("cfg", "not-the-owner", runConfig())).toBe(false);
-    expect(await h.store.updateRunConfig("ghost", me.token, runConfig())).toBe(false);
+    expect(await h.store.runs.updateConfig("cfg", "not-the-owner", runConfig())).toBe(false);
+    expect(await h.store.runs.updateConfig("ghost", me.token, runConfig())).toBe(false);
     const broken = { ...runConfig(), epochs: -1 };
-    await expect(h.store.updateRunConfig("cfg", me.token, broken)).rejects.toMatchObject({
+    await expect(h.store.runs.updateConfig("cfg", me.token, broken)).rejects.toMatchObject({
       code: "E_INVALID_INPUT",
     });
-    const after = await h.store.getRun("cfg");
+    const after = await h.store.runs.get("cfg");
     expect(after?.config).toEqual(next);
     expect(after?.status).toBe(before?.status);
   });
@@ -151,10 +155,10 @@ function snapshotAndConfigCases(h: HarnessRef): void {
       ],
       rerun: [{ sampleId: "s1", epoch: 2, after: 3 }],
     });
-    expect(await h.store.updateRunConfig("ident", me.token, next)).toBe(true);
-    expect((await h.store.getRun("ident"))?.config).toEqual(next);
+    expect(await h.store.runs.updateConfig("ident", me.token, next)).toBe(true);
+    expect((await h.store.runs.get("ident"))?.config).toEqual(next);
     const bad = { ...next, rerun: [{ sampleId: "s1", epoch: 0, after: -1 }] };
-    await expect(h.store.updateRunConfig("ident", me.token, bad)).rejects.toMatchObject({
+    await expect(h.store.runs.updateConfig("ident", me.token, bad)).rejects.toMatchObject({
       code: "E_INVALID_INPUT",
     });
   });
@@ -169,7 +173,7 @@ function listingCases(h: HarnessRef): void {
       const second = await newRun(h.store, { id: "r-second", config: { evalName: "beta" } });
       await sleep(5);
       const third = await newRun(h.store, { id: "r-third", config: { evalName: "alpha" } });
-      await h.store.releaseRun("r-second", second.owner.token, "completed");
+      await h.store.runs.release("r-second", second.owner.token, "completed");
       return { first, second, third };
     }
 
@@ -183,13 +187,13 @@ function listingCases(h: HarnessRef): void {
       ["an offset without limit", { offset: 1 }, ["r-second", "r-first"]],
     ])("lists %s", async (_label, filter, ids) => {
       await threeRuns();
-      const listed = await h.store.listRuns(filter);
+      const listed = await h.store.reads.listRuns(filter);
       expect(listed.map((l) => l.run.id)).toEqual(ids);
     });
 
     it("lists each run with its counts", async () => {
       await threeRuns();
-      const listed = await h.store.listRuns({ evalName: "beta" });
+      const listed = await h.store.reads.listRuns({ evalName: "beta" });
       expect(listed).toMatchObject([
         {
           run: { id: "r-second", status: "completed", owner: null },
@@ -202,17 +206,17 @@ function listingCases(h: HarnessRef): void {
   it("stores a 100,000-sample snapshot", async () => {
     const ids = Array.from({ length: 100_000 }, (_, i) => `sample-${i}`);
     const { owner: me } = await newRun(h.store, { id: "big", ids, config: { epochs: 3 } });
-    expect(await h.store.getRun("big")).toMatchObject({
+    expect(await h.store.runs.get("big")).toMatchObject({
       sampleCount: 100_000,
       owner: { token: me.token },
     });
-    expect(await h.store.countKeys("big")).toEqual({
+    expect(await h.store.reads.countKeys("big")).toEqual({
       total: 300_000,
       scored: 0,
       errored: 0,
       remaining: 300_000,
     });
-    const snapshot = await h.store.getSamples("big");
+    const snapshot = await h.store.reads.getSamples("big");
     expect(snapshot).toHaveLength(100_000);
     expect(snapshot.find((r) => r.sample.id === "sample-99999")).toEqual(
       sampleRecords(["sample-99999"])[0],

@@ -20,7 +20,7 @@ export function describeUsageContract(h: HarnessRef): void {
         reused: { inputTokens: 1000, outputTokens: 100, cachedInputTokens: 800, costUsd: 0.002 },
       };
       const plain: Usage = { inputTokens: 12, outputTokens: 3 };
-      await h.store.recordSteps(run.id, me.token, [
+      await h.store.journal.record(run.id, me.token, [
         {
           sampleId: "s1",
           epoch: 1,
@@ -36,7 +36,7 @@ export function describeUsageContract(h: HarnessRef): void {
           durationMs: 5,
         },
       ]);
-      await h.store.recordAttempts(run.id, me.token, [
+      await h.store.attempts.record(run.id, me.token, [
         draft({ sampleId: "s1", epoch: 1 }, { usage: detailed }),
         draft({ sampleId: "s2", epoch: 1 }, { usage: plain }),
       ]);
@@ -46,16 +46,16 @@ export function describeUsageContract(h: HarnessRef): void {
         ["s1", detailed],
         ["s2", plain],
       ];
-      expect(usageOf(await h.store.listAttempts(run.id))).toEqual(expected);
-      expect(usageOf(await h.store.listAttemptHeads(run.id))).toEqual(expected);
-      expect(usageOf((await h.store.listAttemptsAfter(run.id, { after: 0 })).attempts)).toEqual(
-        expected,
-      );
-      const outcomes = (await h.store.listOutcomes(run.id)).entries.filter((e) => e.outcome);
+      expect(usageOf(await h.store.reads.listAttempts(run.id))).toEqual(expected);
+      expect(usageOf(await h.store.reads.listAttemptHeads(run.id))).toEqual(expected);
+      expect(
+        usageOf((await h.store.reads.listAttemptsAfter(run.id, { after: 0 })).attempts),
+      ).toEqual(expected);
+      const outcomes = (await h.store.reads.listOutcomes(run.id)).entries.filter((e) => e.outcome);
       expect(usageOf(outcomes.map((e) => e.outcome!))).toEqual(expected);
-      const inputs = (await h.store.listReportInputs([run.id])).get(run.id)!;
+      const inputs = (await h.store.reads.listReportInputs([run.id])).get(run.id)!;
       expect(usageOf(inputs.heads)).toEqual(expected);
-      const [step] = await h.store.listJournal(run.id, { sampleId: "s1" });
+      const [step] = await h.store.journal.list(run.id, { sampleId: "s1" });
       expect(step!.usage).toEqual({
         inputTokens: 1000,
         outputTokens: 100,
@@ -63,11 +63,11 @@ export function describeUsageContract(h: HarnessRef): void {
         costUsd: 0.002,
       });
       const judged = { inputTokens: 50, outputTokens: 9, reasoningTokens: 6, costUsd: 0.0001 };
-      await h.store.recordScorings(run.id, me.token, [
+      await h.store.attempts.recordScorings(run.id, me.token, [
         scoringOf({ sampleId: "s2", epoch: 1 }, { usage: judged }),
       ]);
-      expect((await h.store.listScorings(run.id)).map((c) => c.usage)).toEqual([judged]);
-      expect((await h.store.listReportInputs([run.id])).get(run.id)!.scoringUsage).toEqual([
+      expect((await h.store.reads.listScorings(run.id)).map((c) => c.usage)).toEqual([judged]);
+      expect((await h.store.reads.listReportInputs([run.id])).get(run.id)!.scoringUsage).toEqual([
         judged,
       ]);
     });

@@ -3,7 +3,7 @@ import type { Migration } from "./types.js";
 /**
  * The PostgreSQL schema, one numbered step at a time: the SQLite schema's tables and columns,
  * so both adapters map rows with the same code. Append new steps; never edit a shipped one.
- * A step that adds a table also adds it to `TABLES` in ../postgres-backup.ts, or backups omit it.
+ * A step that adds a table also adds it to `TABLES` in ../postgres/backup.ts, or backups omit it.
  *
  * - JSON columns are `text`, not `jsonb`: a stored attempt must read back byte for byte.
  * - Ids are `COLLATE "C"`: keys order by their bytes, as in SQLite, whatever the database locale.

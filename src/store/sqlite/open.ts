@@ -1,12 +1,12 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { StetError, isStetError } from "../core/errors.js";
-import { migrateSqlite } from "./migrate-sqlite.js";
-import { messageOf } from "./rows.js";
-import { checkHeader, checkTables, corruptStore, isCorruption, notAStore } from "./sqlite-file.js";
-import { busyMessage, isBusy } from "./sqlite-lock-holder.js";
-import type { SqliteDatabase } from "./sqlite-driver.js";
+import { StetError, isStetError } from "../../core/errors.js";
+import { migrateSqlite } from "./migrate.js";
+import { messageOf } from "../rows.js";
+import { checkHeader, checkTables, corruptStore, isCorruption, notAStore } from "./file.js";
+import { busyMessage, isBusy } from "./lock-holder.js";
+import type { SqliteDatabase } from "./driver.js";
 
 export interface OpenSqliteOptions {
   busyTimeoutMs: number;

@@ -1,7 +1,7 @@
-import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
-import { refuseNewerSchema } from "./migrations/newer-schema.js";
-import type { Migration, MigrationResult } from "./migrations/types.js";
-import { immediate, type SqliteDatabase } from "./sqlite-driver.js";
+import { SQLITE_MIGRATIONS } from "../migrations/sqlite.js";
+import { refuseNewerSchema } from "../migrations/newer-schema.js";
+import type { Migration, MigrationResult } from "../migrations/types.js";
+import { immediate, type SqliteDatabase } from "./driver.js";
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own transaction,

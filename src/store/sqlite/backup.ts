@@ -10,13 +10,13 @@ import {
   statSync,
 } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { StetError } from "../core/errors.js";
-import { syncDirectory } from "../durable/write-file-atomic.js";
-import { refuseNewerSchema } from "./migrations/newer-schema.js";
-import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
-import type { SqliteDatabase } from "./sqlite-driver.js";
-import { checkHeader, checkTables, isCorruption } from "./sqlite-file.js";
-import { openSqliteDatabase } from "./sqlite-open.js";
+import { StetError } from "../../core/errors.js";
+import { syncDirectory } from "../../durable/write-file-atomic.js";
+import { refuseNewerSchema } from "../migrations/newer-schema.js";
+import { SQLITE_MIGRATIONS } from "../migrations/sqlite.js";
+import type { SqliteDatabase } from "./driver.js";
+import { checkHeader, checkTables, isCorruption } from "./file.js";
+import { openSqliteDatabase } from "./open.js";
 
 const BUSY_MS = 10_000;
 

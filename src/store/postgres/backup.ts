@@ -4,12 +4,12 @@ import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
-import { StetError } from "../core/errors.js";
-import { MAX_DOCUMENT_DEPTH, nestsTooDeep } from "../core/json.js";
-import { migratePostgresIn } from "./migrate-postgres.js";
-import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
-import { redactPassword, transaction } from "./postgres-driver.js";
-import { syncDirectory } from "../durable/write-file-atomic.js";
+import { StetError } from "../../core/errors.js";
+import { MAX_DOCUMENT_DEPTH, nestsTooDeep } from "../../core/json.js";
+import { migratePostgresIn } from "./migrate.js";
+import { POSTGRES_MIGRATIONS } from "../migrations/postgres.js";
+import { redactPassword, transaction } from "./driver.js";
+import { syncDirectory } from "../../durable/write-file-atomic.js";
 
 /** The first line of a PostgreSQL backup names this format; a SQLite backup is a SQLite file. */
 export const POSTGRES_BACKUP_FORMAT = "stet-postgres-backup";

@@ -1,9 +1,9 @@
-import { keyString } from "../core/keys.js";
-import type { Attempt, AttemptDraft } from "../core/types.js";
-import { alreadyScored, notInSnapshot } from "./checks.js";
-import type { Queryable } from "./postgres-driver.js";
-import { postgresStatements as sql } from "./postgres-statements.js";
-import { attemptParams, storedAttempt } from "./rows.js";
+import { keyString } from "../../core/keys.js";
+import type { Attempt, AttemptDraft } from "../../core/types.js";
+import { alreadyScored, notInSnapshot } from "../checks.js";
+import type { Queryable } from "./driver.js";
+import { postgresStatements as sql } from "./statements.js";
+import { attemptParams, storedAttempt } from "../rows.js";
 
 /**
  * Numbers and inserts a batch in three round trips whatever its size. Runs inside the caller's

@@ -1,6 +1,34 @@
-import { DB_NOW_ISO, DB_NOW_MS, statement } from "./postgres-driver.js";
-import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "./rows.js";
-import { SCORING_COLUMNS } from "./scoring-rows.js";
+import { DB_NOW_ISO, DB_NOW_MS, statement, type Statement } from "./driver.js";
+import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../rows.js";
+import { SCORING_COLUMNS } from "../scoring-rows.js";
+import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
+
+/** One entry of a statement table: its SQL, and whether it is a named prepared statement. */
+interface Sql {
+  text: string;
+  prepare: boolean;
+}
+
+function sql(text: string, options: { prepare?: boolean } = {}): Sql {
+  return { text, prepare: options.prepare === true };
+}
+
+/**
+ * Compiles every entry of a statement table (`@name` parameters to `$n`), in a loop: the table
+ * is the one list of what the adapter runs.
+ *
+ * @example const s = compileTable({ getRun: sql("SELECT * FROM runs WHERE id = @runId") });
+ */
+function compileTable<Table extends Record<string, Sql>>(
+  table: Table,
+): Record<keyof Table, Statement> {
+  const compiled: Record<string, Statement> = {};
+  for (const [name, { text, prepare }] of Object.entries(table)) {
+    compiled[name] = statement(text, { prepare });
+  }
+  // The loop set every name of the table.
+  return compiled as Record<keyof Table, Statement>;
+}
 
 const CLEAR_OWNER = `owner_host = NULL, owner_pid = NULL, owner_token = NULL, heartbeat_at = NULL,
   cancel_requested = NULL`;
@@ -10,7 +38,7 @@ const RUN_COLUMNS = `*, ${DB_NOW_MS} AS db_now_ms`;
 
 /** A run's attempts (of one sample, one epoch) as they read now, or as they were committed. */
 function listAttempts(from: "attempts_now" | "attempts") {
-  return statement(
+  return sql(
     `SELECT ${ATTEMPT_COLUMNS} FROM ${from}
      WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
        AND (@epoch::int IS NULL OR epoch = @epoch)
@@ -22,8 +50,8 @@ function listAttempts(from: "attempts_now" | "attempts") {
  * Every statement the PostgreSQL adapter runs: the SQLite adapter's, in PostgreSQL's dialect.
  * Times come from the database server's clock (see DB_NOW_MS).
  */
-export const postgresStatements = {
-  insertRun: statement(
+const POSTGRES_SQL = {
+  insertRun: sql(
     `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
        owner_host, owner_pid, owner_token, heartbeat_at, note)
      VALUES (@id, @evalName, 'running', @config, @sampleCount, ${DB_NOW_ISO}, ${DB_NOW_ISO},
@@ -31,30 +59,30 @@ export const postgresStatements = {
      ON CONFLICT (id) DO NOTHING`,
   ),
   // One statement for the whole snapshot: a 100,000-sample run is one round trip, not 100,000.
-  insertSamples: statement(
+  insertSamples: sql(
     `INSERT INTO samples (run_id, sample_id, fingerprint, sample)
      SELECT @runId::text, u.sample_id, u.fingerprint, u.sample
      FROM unnest(@ids::text[], @fingerprints::text[], @samples::text[])
        AS u(sample_id, fingerprint, sample)`,
   ),
-  getRun: statement(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = @runId`),
+  getRun: sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = @runId`),
   // The fence. The run's row stays locked until the transaction ends, so the owner it read cannot
   // change before the writes that depend on it commit, and the run's writers commit one after
   // another. NO KEY UPDATE, not UPDATE: it conflicts with every other writer's lock and with an
   // UPDATE of the row, but not with the KEY SHARE lock that inserting a row referencing the run
   // takes. Two workers that each inserted journal entries before taking it would otherwise wait
   // for each other's KEY SHARE: a deadlock.
-  lockOwner: statement(`SELECT owner_token FROM runs WHERE id = @runId FOR NO KEY UPDATE`),
-  readOwner: statement(
+  lockOwner: sql(`SELECT owner_token FROM runs WHERE id = @runId FOR NO KEY UPDATE`),
+  readOwner: sql(
     `SELECT owner_token, config::jsonb ? 'distributed' AS distributed FROM runs WHERE id = @runId`,
   ),
-  listRuns: statement(
+  listRuns: sql(
     `SELECT ${RUN_COLUMNS} FROM runs
      WHERE (@status::text IS NULL OR status = @status) AND (@evalName::text IS NULL OR eval_name = @evalName)
      ORDER BY created_at DESC, seq DESC LIMIT @limit::int OFFSET @offset::int`,
     { prepare: true },
   ),
-  countKeys: statement(
+  countKeys: sql(
     `SELECT COUNT(*)::int AS keys, COALESCE(SUM(scored), 0)::int AS scored FROM (
        SELECT MAX(CASE WHEN a.status = 'scored' THEN 1 ELSE 0 END) AS scored
        FROM attempts_now a
@@ -62,51 +90,51 @@ export const postgresStatements = {
        WHERE a.run_id = @runId AND a.fingerprint = s.fingerprint AND a.epoch <= @epochs
        GROUP BY a.sample_id, a.epoch) AS keyed`,
   ),
-  listSampleFingerprints: statement(
+  listSampleFingerprints: sql(
     `SELECT sample_id, fingerprint FROM samples WHERE run_id = @runId ORDER BY sample_id`,
   ),
-  getSamples: statement(
+  getSamples: sql(
     `SELECT sample, fingerprint FROM samples WHERE run_id = @runId ORDER BY sample_id`,
   ),
-  updateSample: statement(
+  updateSample: sql(
     `UPDATE samples SET fingerprint = @fingerprint, sample = @sample
      WHERE run_id = @runId AND sample_id = @sampleId`,
   ),
-  touchRun: statement(`UPDATE runs SET updated_at = ${DB_NOW_ISO} WHERE id = @runId`),
+  touchRun: sql(`UPDATE runs SET updated_at = ${DB_NOW_ISO} WHERE id = @runId`),
 
   // The compare-and-set. Under READ COMMITTED a competing claim waits for this row's lock, then
   // re-checks the token on the committed row and changes nothing.
-  claimRun: statement(
+  claimRun: sql(
     `UPDATE runs SET owner_host = @host, owner_pid = @pid, owner_token = @token,
        heartbeat_at = ${DB_NOW_MS}, status = 'running', note = NULL, updated_at = ${DB_NOW_ISO},
        cancel_requested = NULL
      WHERE id = @runId AND owner_token IS NOT DISTINCT FROM @expectedToken::text
        AND NOT (status = 'running' AND owner_token IS NULL AND config::jsonb ? 'distributed')`,
   ),
-  heartbeat: statement(
+  heartbeat: sql(
     `UPDATE runs SET heartbeat_at = ${DB_NOW_MS} WHERE id = @runId AND owner_token = @token
      RETURNING cancel_requested`,
     { prepare: true },
   ),
-  requestCancel: statement(
+  requestCancel: sql(
     `UPDATE runs SET cancel_requested = @note WHERE id = @runId AND owner_token = @token`,
   ),
-  updateRunConfig: statement(
+  updateRunConfig: sql(
     `UPDATE runs SET config = @config, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,
   ),
-  releaseRun: statement(
+  releaseRun: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,
   ),
-  interruptOrphan: statement(
+  interruptOrphan: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = 'interrupted', note = @note, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,
   ),
 
   // Marks the keys whose sample is in the snapshot, and names one that is not (if any): one
   // round trip for a batch. Duplicate keys are harmless (DO NOTHING).
-  markInflight: statement(
+  markInflight: sql(
     `WITH k AS (SELECT * FROM unnest(@sampleIds::text[], @epochs::int[]) AS k(sample_id, epoch)),
        known AS (
          SELECT k.* FROM k JOIN samples s ON s.run_id = @runId AND s.sample_id = k.sample_id),
@@ -117,13 +145,13 @@ export const postgresStatements = {
      WHERE NOT EXISTS (SELECT 1 FROM known WHERE known.sample_id = k.sample_id) LIMIT 1`,
     { prepare: true },
   ),
-  listInflight: statement(
+  listInflight: sql(
     `SELECT sample_id, epoch FROM inflight WHERE run_id = @runId ORDER BY sample_id, epoch`,
   ),
 
   // Everything recordAttempts checks about each key of a batch, in one round trip, in order.
   // `scored` counts only attempts numbered after k.after: 0, or a re-run draft's `rerunAfter`.
-  keyStates: statement(
+  keyStates: sql(
     `SELECT
        EXISTS (SELECT 1 FROM samples s WHERE s.run_id = @runId AND s.sample_id = k.sample_id)
          AS "inSnapshot",
@@ -139,7 +167,7 @@ export const postgresStatements = {
   ),
   // A batch of attempts, one array per column (see attemptColumns), and the clearing of their
   // keys' in-flight marks: one round trip.
-  insertAttempts: statement(
+  insertAttempts: sql(
     `WITH inserted AS (
        INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
@@ -154,7 +182,7 @@ export const postgresStatements = {
        AND (sample_id, epoch) IN (SELECT * FROM unnest(@sampleId::text[], @epoch::int[]))`,
     { prepare: true },
   ),
-  scorableAttempt: statement(
+  scorableAttempt: sql(
     `SELECT a.status, a.error, (SELECT COALESCE(MAX(c.scoring), 0) + 1 FROM scorings c
          WHERE c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
            AND c.attempt = a.attempt)::int AS next
@@ -162,7 +190,7 @@ export const postgresStatements = {
        AND a.attempt = @attempt::int`,
     { prepare: true },
   ),
-  insertScoring: statement(
+  insertScoring: sql(
     `INSERT INTO scorings (run_id, sample_id, epoch, attempt, scoring, pass, status, scores,
        rescored, scorer_config, error, input_tokens, output_tokens, cost_usd, scored_at,
        duration_ms, redacted, retries, usage_detail)
@@ -171,7 +199,7 @@ export const postgresStatements = {
        @costUsd::float8, @scoredAt, @durationMs::float8, @redacted, @retries::int, @usageDetail)`,
     { prepare: true },
   ),
-  listScorings: statement(
+  listScorings: sql(
     `SELECT ${SCORING_COLUMNS} FROM scorings
      WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
        AND (@epoch::int IS NULL OR epoch = @epoch)
@@ -179,25 +207,60 @@ export const postgresStatements = {
   ),
   listAttempts: listAttempts("attempts_now"),
   listAttemptsAsCommitted: listAttempts("attempts"),
-  attemptHeadPage: statement(
+  attemptHeadPage: sql(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
   // Several runs at once: a listing's figures in three reads, not three per run.
-  reportFingerprints: statement(
+  reportFingerprints: sql(
     `SELECT run_id, sample_id, fingerprint FROM samples WHERE run_id = ANY(@runIds::text[])`,
   ),
-  reportHeads: statement(
+  reportHeads: sql(
     `SELECT run_id, ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ANY(@runIds::text[])
      ORDER BY run_id, sample_id, epoch, attempt`,
   ),
-  reportScoringUsage: statement(
+  reportScoringUsage: sql(
     `SELECT run_id, input_tokens, output_tokens, cost_usd, usage_detail FROM scorings
      WHERE run_id = ANY(@runIds::text[]) ORDER BY run_id, sample_id, epoch, attempt, scoring`,
   ),
-  listAttemptHeads: statement(
+  listAttemptHeads: sql(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = @runId
      ORDER BY sample_id, epoch, attempt`,
   ),
 };
+
+/** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */
+const POSTGRES_JOURNAL_SQL = {
+  dropOpen: sql(
+    `DELETE FROM journal j
+       USING unnest(@sampleIds::text[], @epochs::int[], @steps::int[], @after::bool[])
+         AS d(sample_id, epoch, step, after)
+      WHERE j.run_id = @runId AND j.attempt IS NULL AND j.sample_id = d.sample_id
+        AND j.epoch = d.epoch AND (j.step = d.step OR (d.after AND j.step >= d.step))`,
+    { prepare: true },
+  ),
+  insertMany: sql(
+    `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
+     SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
+       @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
+       @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[], @usageDetail::text[])`,
+    { prepare: true },
+  ),
+  /** One statement per batch: a key's open entries become its stored attempt's. */
+  bind: sql(
+    `UPDATE journal j SET attempt = b.attempt
+       FROM unnest(@sampleIds::text[], @epochs::int[], @attempts::int[]) AS b(sample_id, epoch, attempt)
+      WHERE j.run_id = @runId AND j.sample_id = b.sample_id AND j.epoch = b.epoch
+        AND j.attempt IS NULL`,
+    { prepare: true },
+  ),
+  list: sql(JOURNAL_SQL.listPostgres),
+  openKeys: sql(JOURNAL_SQL.openKeys),
+  prune: sql(JOURNAL_SQL.prune),
+  pruneScored: sql(JOURNAL_SQL.pruneScored),
+};
+
+export const postgresStatements = compileTable(POSTGRES_SQL);
+export const postgresJournalStatements = compileTable(POSTGRES_JOURNAL_SQL);

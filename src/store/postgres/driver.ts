@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Pool, PoolClient, QueryResultRow } from "pg";
-import { declaredSecret, type Secret } from "../core/secrets.js";
+import { declaredSecret, type Secret } from "../../core/secrets.js";
 
 /** Where a statement runs: the pool (one statement, auto-commit) or a transaction's client. */
 export type Queryable = Pick<Pool | PoolClient, "query">;

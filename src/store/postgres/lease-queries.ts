@@ -1,7 +1,7 @@
-import { DB_NOW_ISO, DB_NOW_MS, statement, type Queryable } from "./postgres-driver.js";
-import { distinctKeys, leaseLost, toWorker, type WorkerRow } from "./lease-rows.js";
-import type { Key, RunStatus } from "../core/types.js";
-import type { LeaseClaim, WorkerIdentity, WorkerRecord, WorkerState } from "./types.js";
+import { DB_NOW_ISO, DB_NOW_MS, statement, type Queryable } from "./driver.js";
+import { distinctKeys, leaseLost, toWorker, type WorkerRow } from "../lease-rows.js";
+import type { Key, RunStatus } from "../../core/types.js";
+import type { LeaseClaim, WorkerIdentity, WorkerRecord, WorkerState } from "../types.js";
 
 /**
  * The PostgreSQL side of per-key leases (see the Store port's distributed-run methods). Every

@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from "./sqlite-driver.js";
+import type { SqliteDatabase } from "./driver.js";
 import {
   ATTEMPT_HEAD_COLUMNS,
   attemptMapper,
@@ -7,8 +7,8 @@ import {
   toOutcomeEntry,
   type AttemptHeadRow,
   type OutcomeRow,
-} from "./rows.js";
-import { SPEND_START, toStoredSpend, type SpendRow } from "./spend-rows.js";
+} from "../rows.js";
+import { SPEND_START, toStoredSpend, type SpendRow } from "../spend-rows.js";
 import type {
   AttemptFeed,
   BenchmarkSummary,
@@ -16,7 +16,7 @@ import type {
   OutcomePage,
   SpendCursor,
   StoredSpend,
-} from "./types.js";
+} from "../types.js";
 
 /** Scores of the outcome (of `@scorer` when given) that have a value. */
 const VALUED_SCORES = `SELECT 1 FROM json_each(o.scores) j

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { StetError } from "../core/errors.js";
-import { shellQuote } from "../core/shell-quote.js";
-import type { SqliteDatabase } from "./sqlite-driver.js";
+import { StetError } from "../../core/errors.js";
+import { shellQuote } from "../../core/shell-quote.js";
+import type { SqliteDatabase } from "./driver.js";
 
 /** What a store path holds before stet writes to it. */
 export type StoreFileState = "missing" | "empty" | "store";

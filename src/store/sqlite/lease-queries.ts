@@ -1,7 +1,7 @@
-import type { Key, RunStatus } from "../core/types.js";
-import { distinctKeys, leaseLost, toWorker, type WorkerRow } from "./lease-rows.js";
-import type { SqliteDatabase } from "./sqlite-driver.js";
-import type { LeaseClaim, WorkerIdentity, WorkerRecord, WorkerState } from "./types.js";
+import type { Key, RunStatus } from "../../core/types.js";
+import { distinctKeys, leaseLost, toWorker, type WorkerRow } from "../lease-rows.js";
+import type { SqliteDatabase } from "./driver.js";
+import type { LeaseClaim, WorkerIdentity, WorkerRecord, WorkerState } from "../types.js";
 
 const DISTRIBUTED = `json_extract(config, '$.distributed') = 1`;
 

@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from "pg";
-import { refuseNewerSchema } from "./migrations/newer-schema.js";
-import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
-import type { Migration, MigrationResult } from "./migrations/types.js";
-import { transaction } from "./postgres-driver.js";
+import { refuseNewerSchema } from "../migrations/newer-schema.js";
+import { POSTGRES_MIGRATIONS } from "../migrations/postgres.js";
+import type { Migration, MigrationResult } from "../migrations/types.js";
+import { transaction } from "./driver.js";
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, all in one transaction

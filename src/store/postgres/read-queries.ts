@@ -1,4 +1,4 @@
-import { statement, type Queryable } from "./postgres-driver.js";
+import { statement, type Queryable } from "./driver.js";
 import {
   ATTEMPT_HEAD_COLUMNS,
   attemptMapper,
@@ -7,8 +7,8 @@ import {
   toOutcomeEntry,
   type AttemptHeadRow,
   type OutcomeRow,
-} from "./rows.js";
-import { toStoredSpend, type SpendRow } from "./spend-rows.js";
+} from "../rows.js";
+import { toStoredSpend, type SpendRow } from "../spend-rows.js";
 import type {
   AttemptFeed,
   BenchmarkSummary,
@@ -16,14 +16,14 @@ import type {
   OutcomePage,
   SpendCursor,
   StoredSpend,
-} from "./types.js";
+} from "../types.js";
 
 /** Score elements of the outcome (of `@scorer` when given) that have a numeric value. */
 const VALUED_SCORES = `SELECT 1 FROM jsonb_array_elements(o.scores::jsonb) j
   WHERE (@scorer::text IS NULL OR j ->> 'scorer' = @scorer)
     AND jsonb_typeof(j -> 'value') = 'number'`;
 
-/** The SQLite adapter's OUTCOMES (see sqlite-read-model.ts), in PostgreSQL's dialect. */
+/** The SQLite adapter's OUTCOMES (see ../sqlite/read-queries.ts), in PostgreSQL's dialect. */
 const OUTCOMES = `WITH keyed AS (
     SELECT s.sample_id AS k_sample_id, e.epoch AS k_epoch, s.fingerprint AS k_fingerprint,
       s.sample AS k_sample,

@@ -1,0 +1,143 @@
+import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
+import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
+import {
+  attemptMapper,
+  headPages,
+  toRun,
+  toSampleRecord,
+  type AttemptHeadRow,
+  type AttemptRow,
+  type SampleRow,
+} from "../rows.js";
+import { toScoring, type ScoringRow } from "../scoring-rows.js";
+import { SPEND_START } from "../spend-rows.js";
+import type {
+  AttemptFeed,
+  AttemptFilter,
+  AttemptHead,
+  BenchmarkSummary,
+  OutcomeFilter,
+  OutcomePage,
+  ReadModel,
+  ReportInputs,
+  RunCounts,
+  RunFilter,
+  RunListing,
+  SpendCursor,
+  StoredSpend,
+} from "../types.js";
+import type { DbRun, PostgresContext } from "./context.js";
+import { postgresReadModel } from "./read-queries.js";
+import { postgresStatements as sql } from "./statements.js";
+
+/** Every read of the PostgreSQL store (`ReadModel`): listings, attempts, outcomes, spend. */
+export function postgresReads(c: PostgresContext): ReadModel {
+  return {
+    async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
+      return c.guard(async () => {
+        const rows = await sql.listRuns.rows<DbRun>(c.pool, {
+          status: filter.status ?? null,
+          evalName: filter.evalName ?? null,
+          limit: filter.limit ?? null,
+          offset: filter.offset ?? 0,
+        });
+        return Promise.all(
+          rows.map(async (row) => {
+            const run = toRun(row, row.db_now_ms);
+            return { run, counts: await c.counts(run) };
+          }),
+        );
+      });
+    },
+    async countKeys(runId: string): Promise<RunCounts> {
+      return c.guard(async () => c.counts(await c.requireRun(c.pool, runId)));
+    },
+    async getSamples(runId: string): Promise<SampleRecord[]> {
+      return c.guard(async () => {
+        await c.requireRun(c.pool, runId);
+        const rows = await sql.getSamples.rows<SampleRow>(c.pool, { runId });
+        return rows.map((row) => toSampleRecord(row, runId));
+      });
+    },
+    async listSampleFingerprints(
+      runId: string,
+    ): Promise<{ sampleId: string; fingerprint: string }[]> {
+      return c.guard(async () => {
+        await c.requireRun(c.pool, runId);
+        const rows = await sql.listSampleFingerprints.rows<{
+          sample_id: string;
+          fingerprint: string;
+        }>(c.pool, { runId });
+        return rows.map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
+      });
+    },
+    async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+      return c.guard(async () => {
+        const rows = await sql.listScorings.rows<ScoringRow>(c.pool, {
+          runId,
+          sampleId: filter.sampleId ?? null,
+          epoch: filter.epoch ?? null,
+        });
+        return rows.map((row) => toScoring(runId, row));
+      });
+    },
+    async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
+      return c.guard(async () => {
+        const statement = filter.asCommitted ? sql.listAttemptsAsCommitted : sql.listAttempts;
+        const rows = await statement.tuples<AttemptRow>(c.pool, {
+          runId,
+          sampleId: filter.sampleId ?? null,
+          epoch: filter.epoch ?? null,
+        });
+        return rows.map(attemptMapper(runId).full);
+      });
+    },
+    async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
+      return c.guard(async () => {
+        const rows = await sql.listAttemptHeads.tuples<AttemptHeadRow>(c.pool, { runId });
+        return rows.map(attemptMapper(runId).head);
+      });
+    },
+    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+      return headPages(runId, pageSize, (after, limit) =>
+        c.guard(() =>
+          sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit }),
+        ),
+      );
+    },
+    async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
+      return c.guard(async () => {
+        const run = await c.requireRun(c.pool, runId);
+        return postgresReadModel.listOutcomes(c.pool, runId, run.config.epochs, filter);
+      });
+    },
+    async listAttemptsAfter(
+      runId: string,
+      options: { after?: number; limit?: number } = {},
+    ): Promise<AttemptFeed> {
+      return c.guard(() =>
+        postgresReadModel.listAttemptsAfter(c.pool, runId, options.after, options.limit ?? 1_000),
+      );
+    },
+    async readSpend(runId: string, after: SpendCursor = SPEND_START): Promise<StoredSpend> {
+      return c.guard(() => postgresReadModel.readSpend(c.pool, runId, after));
+    },
+    async listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>> {
+      return c.guard(async () => {
+        const params = { runIds: [...runIds] };
+        const [fingerprints, heads, usage] = await Promise.all([
+          sql.reportFingerprints.rows<{ run_id: string; sample_id: string; fingerprint: string }>(
+            c.pool,
+            params,
+          ),
+          sql.reportHeads.tuples<RunHeadRow>(c.pool, params),
+          sql.reportScoringUsage.rows<UsageRow>(c.pool, params),
+        ]);
+        return groupReportInputs(runIds, fingerprints, heads, usage);
+      });
+    },
+    async listBenchmarks(): Promise<BenchmarkSummary[]> {
+      return c.guard(() => postgresReadModel.listBenchmarks(c.pool));
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import type {
+  Key,
+  OwnerIdentity,
+  Run,
+  RunConfig,
+  RunStatus,
+  SampleRecord,
+} from "../../core/types.js";
+import {
+  checkNewRun,
+  checkRunConfig,
+  checkUniqueSampleIds,
+  illegalRelease,
+  invalidInput,
+  notInSnapshot,
+} from "../checks.js";
+import { ownerParams } from "../rows.js";
+import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
+import type { PostgresContext } from "./context.js";
+import { transaction } from "./driver.js";
+import { postgresLeases as leases } from "./lease-queries.js";
+import { postgresStatements as sql } from "./statements.js";
+
+/** Run records and their ownership (`RunStore`) in PostgreSQL. */
+export function postgresRuns(c: PostgresContext): RunStore {
+  return {
+    async create(input: NewRun): Promise<Run> {
+      const { id, config, samples, owner } = input;
+      checkNewRun(input);
+      return c.guard(async () => {
+        await transaction(c.pool, async (tx) => {
+          const inserted = await sql.insertRun.run(tx, {
+            id,
+            evalName: config.evalName,
+            config: JSON.stringify(config),
+            sampleCount: samples.length,
+            ...ownerParams(owner),
+          });
+          if (inserted === 0) throw invalidInput(`a run with id "${id}" already exists`);
+          await sql.insertSamples.run(tx, {
+            runId: id,
+            ids: samples.map((r) => r.sample.id),
+            fingerprints: samples.map((r) => r.fingerprint),
+            samples: samples.map((r) => JSON.stringify(r.sample)),
+          });
+          if (config.distributed) await leases.create(tx, id, config.epochs);
+        });
+        return c.requireRun(c.pool, id);
+      });
+    },
+    async get(runId: string): Promise<Run | undefined> {
+      return c.guard(() => c.readRun(c.pool, runId));
+    },
+    async updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void> {
+      checkUniqueSampleIds(records);
+      return c.guard(() =>
+        transaction(c.pool, async (tx) => {
+          await c.fence(tx, runId, token);
+          for (const { sample, fingerprint } of records) {
+            const changed = await sql.updateSample.run(tx, {
+              runId,
+              sampleId: sample.id,
+              fingerprint,
+              sample: JSON.stringify(sample),
+            });
+            if (changed === 0) throw notInSnapshot(runId, sample.id);
+          }
+          await sql.touchRun.run(tx, { runId });
+        }),
+      );
+    },
+    async claim(
+      runId: string,
+      owner: OwnerIdentity,
+      expectedToken: string | null,
+    ): Promise<boolean> {
+      return c.guard(
+        async () =>
+          (await sql.claimRun.run(c.pool, { runId, expectedToken, ...ownerParams(owner) })) === 1,
+      );
+    },
+    async heartbeat(runId: string, token: string): Promise<HeartbeatReply> {
+      return c.guard(async () => {
+        const [row] = await sql.heartbeat.rows<{ cancel_requested: string | null }>(c.pool, {
+          runId,
+          token,
+        });
+        if (row) return { owned: true, cancelRequested: row.cancel_requested };
+        return (await leases.heartbeat(c.pool, runId, token)) ?? { owned: false };
+      });
+    },
+    async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
+      return c.guard(
+        async () => (await sql.requestCancel.run(c.pool, { runId, token, note })) === 1,
+      );
+    },
+    async updateConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+      checkRunConfig(config);
+      const text = JSON.stringify(config);
+      return c.guard(
+        async () => (await sql.updateRunConfig.run(c.pool, { runId, token, config: text })) === 1,
+      );
+    },
+    async release(
+      runId: string,
+      token: string,
+      status: RunStatus,
+      note?: string,
+    ): Promise<boolean> {
+      if (status === "running") throw illegalRelease(runId);
+      return c.guard(
+        async () =>
+          (await sql.releaseRun.run(c.pool, { runId, token, status, note: note ?? null })) === 1,
+      );
+    },
+    async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {
+      return c.guard(
+        async () =>
+          (await sql.interruptOrphan.run(c.pool, { runId, token: expectedToken, note })) === 1,
+      );
+    },
+    async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
+      return c.guard(() =>
+        transaction(c.pool, async (tx) => {
+          await c.fence(tx, runId, token, keys);
+          await c.mark(tx, runId, keys);
+        }),
+      );
+    },
+    async listInflight(runId: string): Promise<Key[]> {
+      return c.guard(async () => {
+        const rows = await sql.listInflight.rows<{ sample_id: string; epoch: number }>(c.pool, {
+          runId,
+        });
+        return rows.map((row) => ({ sampleId: row.sample_id, epoch: row.epoch }));
+      });
+    },
+  };
+}

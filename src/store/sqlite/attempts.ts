@@ -1,0 +1,81 @@
+import type { Attempt, AttemptDraft, Scoring, ScoringDraft } from "../../core/types.js";
+import { alreadyScored, checkDrafts, notInSnapshot } from "../checks.js";
+import { checkStepDrafts } from "../journal-rows.js";
+import { attemptParams, storedAttempt } from "../rows.js";
+import {
+  checkScoringDrafts,
+  hasOutput,
+  scoringParams,
+  storedScoring,
+  unscorable,
+} from "../scoring-rows.js";
+import type { AttemptBatchExtras, AttemptStore } from "../types.js";
+import type { SqliteContext } from "./context.js";
+import { immediate } from "./driver.js";
+import { writeSteps } from "./journal.js";
+
+/** Attempt and scoring commits (`AttemptStore`) in SQLite, each batch one IMMEDIATE transaction. */
+export function sqliteAttempts(c: SqliteContext): AttemptStore {
+  return {
+    async record(
+      runId: string,
+      token: string,
+      drafts: AttemptDraft[],
+      extras: AttemptBatchExtras = {},
+    ): Promise<Attempt[]> {
+      const { inflight = [], steps } = extras;
+      return c.guard(() => {
+        checkDrafts(drafts);
+        if (steps) checkStepDrafts(steps.drafts);
+        return immediate(c.db, () => {
+          const stepKeys = steps ? [...steps.drafts, ...steps.discard] : [];
+          const fence = c.fence(runId, token, [...drafts, ...inflight, ...stepKeys]);
+          if (steps) writeSteps(c.journal, runId, steps.drafts, steps.discard);
+          for (const key of inflight) {
+            c.requireSample(runId, key.sampleId);
+            c.s.markInflight.run(runId, key.sampleId, key.epoch);
+          }
+          const stored = drafts.map((draft) => insertAttempt(c, runId, draft));
+          // A worker's scored key has its outcome: its lease ends with the commit that gave it.
+          if (fence === "worker") {
+            c.leases.finish(
+              runId,
+              token,
+              stored.filter((a) => a.status === "scored"),
+            );
+          }
+          return stored;
+        });
+      });
+    },
+    async recordScorings(runId: string, token: string, drafts: ScoringDraft[]): Promise<Scoring[]> {
+      return c.guard(() => {
+        checkScoringDrafts(drafts);
+        return immediate(c.db, () => {
+          c.fence(runId, token, drafts);
+          return drafts.map((draft) => {
+            const { sampleId, epoch, attempt } = draft;
+            const target = c.s.scorableAttempt.get({ runId, sampleId, epoch, attempt });
+            if (!target) throw unscorable(runId, draft, "is not stored");
+            if (!hasOutput(target)) throw unscorable(runId, draft, "has no output to score");
+            c.s.insertScoring.run(scoringParams(runId, target.next, draft));
+            return storedScoring(runId, target.next, draft);
+          });
+        });
+      });
+    },
+  };
+}
+
+/** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
+function insertAttempt(c: SqliteContext, runId: string, draft: AttemptDraft): Attempt {
+  const { sampleId, epoch, fingerprint } = draft;
+  const after = draft.rerunAfter ?? 0;
+  const state = c.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
+  if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
+  if (state.scored) throw alreadyScored(runId, sampleId, epoch);
+  c.s.insertAttempt.run(attemptParams(runId, state.next, draft));
+  c.s.clearInflight.run(runId, sampleId, epoch);
+  c.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
+  return storedAttempt(runId, state.next, draft);
+}

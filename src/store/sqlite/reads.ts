@@ -1,0 +1,120 @@
+import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
+import { groupReportInputs } from "../report-inputs.js";
+import { attemptMapper, headPages, toRun, toSampleRecord } from "../rows.js";
+import { toScoring } from "../scoring-rows.js";
+import type {
+  AttemptFeed,
+  AttemptFilter,
+  AttemptHead,
+  BenchmarkSummary,
+  OutcomeFilter,
+  OutcomePage,
+  ReadModel,
+  ReportInputs,
+  RunCounts,
+  RunFilter,
+  RunListing,
+  SpendCursor,
+  StoredSpend,
+} from "../types.js";
+import type { SqliteContext } from "./context.js";
+
+/** Every read of the SQLite store (`ReadModel`): listings, attempts, outcomes, spend. */
+export function sqliteReads(c: SqliteContext): ReadModel {
+  return {
+    async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
+      return c.guard(() => {
+        const rows = c.s.listRuns.all({
+          status: filter.status ?? null,
+          evalName: filter.evalName ?? null,
+          limit: filter.limit ?? -1,
+          offset: filter.offset ?? 0,
+        });
+        const nowMs = c.now();
+        return rows.map((row) => {
+          const run = toRun(row, nowMs);
+          return { run, counts: c.counts(run) };
+        });
+      });
+    },
+    async countKeys(runId: string): Promise<RunCounts> {
+      return c.guard(() => c.counts(c.requireRun(runId)));
+    },
+    async getSamples(runId: string): Promise<SampleRecord[]> {
+      return c.guard(() => {
+        c.requireRun(runId);
+        return c.s.getSamples.all(runId).map((row) => toSampleRecord(row, runId));
+      });
+    },
+    async listSampleFingerprints(
+      runId: string,
+    ): Promise<{ sampleId: string; fingerprint: string }[]> {
+      return c.guard(() => {
+        c.requireRun(runId);
+        return c.s.listSampleFingerprints
+          .all(runId)
+          .map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
+      });
+    },
+    async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+      return c.guard(() =>
+        c.s.listScorings
+          .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
+          .map((row) => toScoring(runId, row)),
+      );
+    },
+    async listAttempts(runId: string, filter: AttemptFilter = {}): Promise<Attempt[]> {
+      return c.guard(() =>
+        (filter.asCommitted ? c.s.listAttemptsAsCommitted : c.s.listAttempts)
+          .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
+          .map(attemptMapper(runId).full),
+      );
+    },
+    async listAttemptHeads(runId: string): Promise<AttemptHead[]> {
+      return c.guard(() => {
+        // Row by row: `.all()` would hold every raw row and every mapped head at once (twice the
+        // memory of a 100,000-attempt listing).
+        const head = attemptMapper(runId).head;
+        const heads: AttemptHead[] = [];
+        for (const row of c.s.listAttemptHeads.iterate(runId)) heads.push(head(row));
+        return heads;
+      });
+    },
+    // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
+    // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
+    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+      return headPages(runId, pageSize, async (after, limit) =>
+        c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit })),
+      );
+    },
+    async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
+      return c.guard(() => {
+        const run = c.requireRun(runId);
+        return c.read.listOutcomes(runId, run.config.epochs, filter);
+      });
+    },
+    async listAttemptsAfter(
+      runId: string,
+      options: { after?: number; limit?: number } = {},
+    ): Promise<AttemptFeed> {
+      return c.guard(() => c.read.listAttemptsAfter(runId, options.after, options.limit ?? 1_000));
+    },
+    async readSpend(runId: string, after?: SpendCursor): Promise<StoredSpend> {
+      return c.guard(() => c.read.readSpend(runId, after));
+    },
+    async listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>> {
+      return c.guard(() => {
+        const ids = JSON.stringify(runIds);
+        return groupReportInputs(
+          runIds,
+          c.s.reportFingerprints.iterate(ids),
+          c.s.reportHeads.iterate(ids),
+          c.s.reportScoringUsage.iterate(ids),
+        );
+      });
+    },
+    async listBenchmarks(): Promise<BenchmarkSummary[]> {
+      return c.guard(() => c.read.listBenchmarks());
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import type {
+  Key,
+  OwnerIdentity,
+  Run,
+  RunConfig,
+  RunStatus,
+  SampleRecord,
+} from "../../core/types.js";
+import {
+  checkNewRun,
+  checkRunConfig,
+  checkUniqueSampleIds,
+  illegalRelease,
+  invalidInput,
+  notInSnapshot,
+} from "../checks.js";
+import { ownerParams } from "../rows.js";
+import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
+import type { SqliteContext } from "./context.js";
+import { immediate } from "./driver.js";
+
+/** Run records and their ownership (`RunStore`) in SQLite. */
+export function sqliteRuns(c: SqliteContext): RunStore {
+  return {
+    async create(input: NewRun): Promise<Run> {
+      const { id, config, samples, owner } = input;
+      return c.guard(() => {
+        checkNewRun(input);
+        const nowMs = c.now();
+        immediate(c.db, () => {
+          if (c.s.getRun.get(id)) throw invalidInput(`a run with id "${id}" already exists`);
+          c.s.insertRun.run({
+            id,
+            evalName: config.evalName,
+            config: JSON.stringify(config),
+            sampleCount: samples.length,
+            now: new Date(nowMs).toISOString(),
+            nowMs,
+            ...ownerParams(owner),
+          });
+          for (const { sample, fingerprint } of samples) {
+            c.s.insertSample.run(id, sample.id, fingerprint, JSON.stringify(sample));
+          }
+          if (config.distributed) c.leases.create(id, config.epochs);
+        });
+        return c.requireRun(id);
+      });
+    },
+    async get(runId: string): Promise<Run | undefined> {
+      return c.guard(() => c.readRun(runId));
+    },
+    async updateSamples(runId: string, token: string, records: SampleRecord[]): Promise<void> {
+      return c.guard(() => {
+        checkUniqueSampleIds(records);
+        immediate(c.db, () => {
+          c.fence(runId, token);
+          for (const { sample, fingerprint } of records) {
+            const { changes } = c.s.updateSample.run(
+              fingerprint,
+              JSON.stringify(sample),
+              runId,
+              sample.id,
+            );
+            if (changes === 0) throw notInSnapshot(runId, sample.id);
+          }
+          c.s.touchRun.run(new Date(c.now()).toISOString(), runId);
+        });
+      });
+    },
+    async claim(
+      runId: string,
+      owner: OwnerIdentity,
+      expectedToken: string | null,
+    ): Promise<boolean> {
+      return c.guard(() => {
+        const nowMs = c.now();
+        const { changes } = c.s.claimRun.run({
+          runId,
+          expectedToken,
+          nowMs,
+          now: new Date(nowMs).toISOString(),
+          ...ownerParams(owner),
+        });
+        return changes === 1;
+      });
+    },
+    async heartbeat(runId: string, token: string): Promise<HeartbeatReply> {
+      return c.guard(() => {
+        const row = c.s.heartbeat.get({ runId, token, nowMs: c.now() });
+        if (row) return { owned: true, cancelRequested: row.cancel_requested };
+        return immediate(c.db, () => c.leases.heartbeat(runId, token)) ?? { owned: false };
+      });
+    },
+    async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
+      return c.guard(() => c.s.requestCancel.run({ runId, token, note }).changes === 1);
+    },
+    async updateConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+      checkRunConfig(config);
+      return c.guard(() => {
+        const now = new Date(c.now()).toISOString();
+        const text = JSON.stringify(config);
+        return c.s.updateRunConfig.run({ runId, token, config: text, now }).changes === 1;
+      });
+    },
+    async release(
+      runId: string,
+      token: string,
+      status: RunStatus,
+      note?: string,
+    ): Promise<boolean> {
+      return c.guard(() => {
+        if (status === "running") throw illegalRelease(runId);
+        const now = new Date(c.now()).toISOString();
+        return c.s.releaseRun.run({ runId, token, status, note: note ?? null, now }).changes === 1;
+      });
+    },
+    async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {
+      return c.guard(() => {
+        const now = new Date(c.now()).toISOString();
+        return c.s.interruptOrphan.run({ runId, token: expectedToken, note, now }).changes === 1;
+      });
+    },
+    async markInflight(runId: string, token: string, keys: Key[]): Promise<void> {
+      return c.guard(() =>
+        immediate(c.db, () => {
+          c.fence(runId, token, keys);
+          for (const key of keys) {
+            c.requireSample(runId, key.sampleId);
+            c.s.markInflight.run(runId, key.sampleId, key.epoch);
+          }
+        }),
+      );
+    },
+    async listInflight(runId: string): Promise<Key[]> {
+      return c.guard(() =>
+        c.s.listInflight.all(runId).map((row) => ({ sampleId: row.sample_id, epoch: row.epoch })),
+      );
+    },
+  };
+}
