@@ -4,6 +4,7 @@ import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import { wrapLanguageModel } from "./language-model-step.js";
 import type { StepJournal } from "./step-journal.js";
 
 /**
@@ -72,6 +73,21 @@ export function context(
     async chatStep(input, send, options) {
       if (!journal) return { reply: withParts(await send()), replayed: false };
       return journaledChat(journal, input, send, options);
+    },
+    languageModel(languageModel, options) {
+      const generator = callModel?.languageModel;
+      if (!generator)
+        throw new Error("ctx.languageModel is not available: this eval has no model caller");
+      const spend = (usage: Usage): void => void spent.usage.push(usage);
+      const prices = options?.prices;
+      return wrapLanguageModel(languageModel, {
+        generator,
+        signal,
+        onRetry,
+        spend,
+        journal,
+        prices,
+      });
     },
     async step<T>(
       name: string,

@@ -6,7 +6,10 @@ import type {
   ReplyTokens,
   ToolChoice,
 } from "../core/model-types.js";
+import { isLanguageModel } from "../core/language-model.js";
+import type { LanguageModelLike } from "../core/language-model.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
+import { languageModelCompletion } from "./ai-sdk-model.js";
 import { defaultBackoff } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
 import { bareModel, providerOf } from "./model-name.js";
@@ -49,8 +52,12 @@ export interface ChatEndpoint {
 }
 
 export interface ChatRequest extends ChatEndpoint {
-  /** A model id; its `provider:` prefix picks the provider (see ChatEndpoint.provider) and is dropped. */
-  model: string;
+  /**
+   * A model id; its `provider:` prefix picks the provider (see ChatEndpoint.provider) and is
+   * dropped. Or an AI SDK language model: its provider package sends the call (the endpoint
+   * options do not apply; retries do).
+   */
+  model: string | LanguageModelLike;
   messages: ChatMessage[];
   tools?: ModelTool[];
   toolChoice?: ToolChoice;
@@ -109,6 +116,7 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  * reply.content; // "4"
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
+  if (isLanguageModel(request.model)) return languageModelCompletion(request.model, request);
   const provider = providerOf(request.model, request.provider);
   const model = bareModel(request.model);
   const { path, body } = provider.chatRequest({

@@ -1,4 +1,5 @@
 import type { ModelCaller, ModelReply } from "../core/eval.js";
+import { generateLanguageModel } from "./ai-sdk-model.js";
 import { chatCompletion } from "./chat-completion.js";
 import { costUsd } from "./prices.js";
 import { SolverError } from "./solver-error.js";
@@ -36,3 +37,5 @@ export const callModel: ModelCaller = async (call, context) => {
   }
   return result;
 };
+// What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced.
+callModel.languageModel = generateLanguageModel;
