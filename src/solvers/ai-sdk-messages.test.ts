@@ -1,37 +1,37 @@
 import { describe, expect, it } from "vitest";
+import type { ModelMessage } from "../core/model-types.js";
 import { languageModelOptions, languageModelReply } from "./ai-sdk-messages.js";
 
 const schema = { type: "object", properties: { a: { type: "number" } } };
 
 describe("a canonical call as an AI SDK model's call options", () => {
+  const messages: ModelMessage[] = [
+    { role: "system", content: "Be brief." },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "What is this?" },
+        { type: "image", url: "https://example.com/a.png" },
+        { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+      ],
+    },
+    // OpenAI's spelling: arguments as JSON text, the answer by tool_call_id.
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: '{"a":1}' } }],
+    },
+    { role: "tool", tool_call_id: "c1", content: "2" },
+    // Canonical spelling.
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ id: "c2", name: "add", arguments: { a: 2 } }],
+    },
+    { role: "tool", toolCallId: "c2", content: [{ type: "text", text: "3" }] },
+  ];
   const call = {
-    messages: [
-      { role: "system", content: "Be brief." },
-      {
-        role: "user",
-        content: [
-          { type: "text", text: "What is this?" },
-          { type: "image", url: "https://example.com/a.png" },
-          { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
-        ],
-      },
-      // OpenAI's spelling: arguments as JSON text, the answer by tool_call_id.
-      {
-        role: "assistant",
-        content: null,
-        tool_calls: [
-          { id: "c1", type: "function", function: { name: "add", arguments: '{"a":1}' } },
-        ],
-      },
-      { role: "tool", tool_call_id: "c1", content: "2" },
-      // Canonical spelling.
-      {
-        role: "assistant",
-        content: "",
-        toolCalls: [{ id: "c2", name: "add", arguments: { a: 2 } }],
-      },
-      { role: "tool", toolCallId: "c2", content: [{ type: "text", text: "3" }] },
-    ],
+    messages,
     tools: [{ name: "add", description: "adds", parameters: schema }],
     toolChoice: { name: "add" } as const,
     temperature: 0,
