@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
@@ -197,7 +197,41 @@ describe("AI SDK models, with the real CLI", () => {
     );
   }, 120_000);
 
-  it("stet's build imports nothing of the AI SDK: an eval that does not use it never loads it", () => {
+  it("an eval that does not use the AI SDK loads none of it, nor stet's adapter; one that does loads both", async () => {
+    mock.reset();
+    const plainEval = CHAT_EVAL.replace(/^import \{ createOpenAI.*$/m, "")
+      .replace(/^const openai = .*$/m, "")
+      .replace('openai.chat("gpt-4o-mini")', '"gpt-4o-mini", baseURL: process.env.MOCK_URL');
+    const loaded = async (source: string): Promise<string[]> => {
+      const p = aiProject({ "eval.mjs": source, "data.jsonl": data });
+      const log = join(p.dir, "modules.log");
+      // A module hook that logs every module the process resolves (Node's own loader hooks).
+      const hook = `import { appendFileSync } from "node:fs";
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n");
+  return resolved;
+}`;
+      const trace = join(p.dir, "trace.mjs");
+      writeFileSync(
+        trace,
+        `import { register } from "node:module";\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});\n`,
+      );
+      const env = { MOCK_URL: mock.url, NODE_OPTIONS: `--import ${trace}` };
+      const r = await runCli(["run", "eval.mjs"], { cwd: p.dir, env });
+      expect(r.code, r.stderr + r.stdout).toBe(0);
+      return lines(log);
+    };
+    const aiSdk = /\/node_modules\/(ai|@ai-sdk\/[\w-]+)\/|\/chunks\/ai-sdk-model-/;
+    const plain = await loaded(plainEval);
+    expect(plain.some((url) => url.includes("/dist/"))).toBe(true);
+    expect(plain.filter((url) => aiSdk.test(url))).toEqual([]);
+    const used = await loaded(CHAT_EVAL);
+    expect(used.filter((url) => /\/chunks\/ai-sdk-model-/.test(url))).not.toEqual([]);
+    expect(used.filter((url) => /\/node_modules\/@ai-sdk\/openai\//.test(url))).not.toEqual([]);
+  }, 60_000);
+
+  it("stet's build imports nothing of the AI SDK statically or dynamically", () => {
     const dist = resolve(import.meta.dirname, "../dist");
     const files = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) =>
       f.endsWith(".js"),

@@ -9,7 +9,6 @@ import type {
 import { isLanguageModel } from "../core/language-model.js";
 import type { LanguageModelLike } from "../core/language-model.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
-import { languageModelCompletion } from "./ai-sdk-model.js";
 import { defaultBackoff } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
 import { bareModel, providerOf } from "./model-name.js";
@@ -116,7 +115,11 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  * reply.content; // "4"
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
-  if (isLanguageModel(request.model)) return languageModelCompletion(request.model, request);
+  if (isLanguageModel(request.model)) {
+    // Loaded on the first AI SDK call: an eval that uses none loads none of it (start-up).
+    const { languageModelCompletion } = await import("./ai-sdk-model.js");
+    return languageModelCompletion(request.model, request);
+  }
   const provider = providerOf(request.model, request.provider);
   const model = bareModel(request.model);
   const { path, body } = provider.chatRequest({

@@ -1,5 +1,4 @@
 import type { ModelCaller, ModelReply } from "../core/eval.js";
-import { generateLanguageModel } from "./ai-sdk-model.js";
 import { chatCompletion } from "./chat-completion.js";
 import { costUsd } from "./prices.js";
 import { SolverError } from "./solver-error.js";
@@ -37,5 +36,10 @@ export const callModel: ModelCaller = async (call, context) => {
   }
   return result;
 };
-// What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced.
-callModel.languageModel = generateLanguageModel;
+// What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced;
+// loaded on the first such call, so an eval that wraps no model loads none of it (start-up).
+const aiSdk = () => import("./ai-sdk-model.js");
+callModel.languageModel = {
+  generate: async (...call) => (await aiSdk()).generateLanguageModel.generate(...call),
+  stream: async (...call) => (await aiSdk()).generateLanguageModel.stream(...call),
+};
