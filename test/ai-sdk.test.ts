@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
@@ -11,12 +12,29 @@ const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
 /** An eval over `@ai-sdk/openai`'s chat model pointed at the mock, through solvers.chat. */
 const CHAT_EVAL = `
 import { createOpenAI } from "@ai-sdk/openai";
-import { defineEval, solvers } from "stet";
+import { defineEval, scorers, solvers } from "stet";
 const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: "sk-ai-sdk-secret" });
 export default defineEval({
   name: "ai-sdk-chat",
   dataset: "./data.jsonl",
   solver: solvers.chat({ model: openai.chat("gpt-4o-mini"), system: "Answer.", temperature: 0 }),
+  scorers: [
+    function same({ sample, output }) { return output === "answer to " + sample.input; },
+    scorers.modelGraded({ model: openai.chat("gpt-4o"), name: "judge" }),
+  ],
+});
+`;
+
+/** ctx.chat with an AI SDK model as its model. */
+const CTX_CHAT_EVAL = `
+import { createOpenAI } from "@ai-sdk/openai";
+import { defineEval } from "stet";
+const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: "sk-ai-sdk-secret" });
+export default defineEval({
+  name: "ai-sdk-ctx-chat",
+  dataset: "./data.jsonl",
+  solver: async (sample, ctx) =>
+    (await ctx.chat({ model: openai.chat("gpt-4o-mini"), messages: [{ role: "user", content: sample.input }] })).content,
   scorers: [function same({ sample, output }) { return output === "answer to " + sample.input; }],
 });
 `;
@@ -81,8 +99,9 @@ beforeAll(async () => {
     usage: { prompt_tokens: 1000, completion_tokens: 100 },
     respond: ({ body, key }) => {
       if (!Array.isArray(body.tools)) {
-        const user = (body.messages as WireMessage[]).at(-1)?.content;
-        return { reply: `answer to ${String(user)}` };
+        const user = String((body.messages as WireMessage[]).at(-1)?.content);
+        if (user.includes("<submission>")) return { reply: "It agrees.\nGRADE: C" };
+        return { reply: `answer to ${user}` };
       }
       const x = Number(/\d+/.exec(key)?.[0]);
       const results = (body.messages as WireMessage[]).filter((m) => m.role === "tool");
@@ -130,10 +149,16 @@ describe("AI SDK models, with the real CLI", () => {
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const attempts = rawAttempts(p.db);
     expect(attempts.map((a) => a.status)).toEqual(Array(N).fill("scored"));
-    // 1000 input and 100 output tokens at gpt-4o-mini's list price (0.15 and 0.6 per 1M).
-    expect(attempts[0]).toMatchObject({ input_tokens: 1000, output_tokens: 100 });
-    expect(attempts[0]!.cost_usd).toBeCloseTo((1000 * 0.15 + 100 * 0.6) / 1e6, 12);
-    expect(mock.requests).toHaveLength(N);
+    expect(JSON.parse(String(attempts[0]!.scores))).toMatchObject([
+      { scorer: "same", value: 1 },
+      { scorer: "judge", value: 1, metadata: { judgeModel: "gpt-4o" } },
+    ]);
+    // 1000 input and 100 output tokens at gpt-4o-mini's list price (0.15 and 0.6 per 1M), and
+    // the judge's at gpt-4o's (2.5 and 10).
+    expect(attempts[0]).toMatchObject({ input_tokens: 2000, output_tokens: 200 });
+    const cost = (1000 * 0.15 + 100 * 0.6 + 1000 * 2.5 + 100 * 10) / 1e6;
+    expect(attempts[0]!.cost_usd).toBeCloseTo(cost, 12);
+    expect(mock.requests).toHaveLength(2 * N);
     expect(mock.requests[0]!.headers.authorization).toBe("Bearer sk-ai-sdk-secret");
     const runId = /^run (r_\w+)/m.exec(r.stdout)?.[1] ?? "";
     const shown = await runCli(["show", runId, "--json"], { cwd: p.dir });
@@ -147,6 +172,31 @@ describe("AI SDK models, with the real CLI", () => {
       system: "Answer.",
       temperature: 0,
     });
+  }, 60_000);
+
+  it("ctx.chat with an AI SDK model: the call is journaled by the model's provider string and id, and priced", async () => {
+    mock.reset();
+    const p = aiProject({ "eval.mjs": CTX_CHAT_EVAL, "data.jsonl": data });
+    const r = await runCli(["run", "eval.mjs"], { cwd: p.dir, env: { MOCK_URL: mock.url } });
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(rawAttempts(p.db).map((a) => [a.status, a.input_tokens])).toEqual(
+      Array(N).fill(["scored", 1000]),
+    );
+    const conn = new Database(p.db, { readonly: true });
+    const steps = conn.prepare("SELECT kind, input, cost_usd FROM journal").all() as {
+      kind: string;
+      input: string;
+      cost_usd: number;
+    }[];
+    conn.close();
+    expect(steps).toHaveLength(N);
+    expect(steps[0]).toMatchObject({ kind: "chat" });
+    expect(steps[0]!.cost_usd).toBeCloseTo((1000 * 0.15 + 100 * 0.6) / 1e6, 12);
+    expect(JSON.parse(steps[0]!.input)).toMatchObject({
+      model: "gpt-4o-mini",
+      provider: "openai.chat",
+    });
+    expect(steps[0]!.input).not.toContain("sk-ai-sdk-secret");
   }, 60_000);
 
   it("an agent on generateText over ctx.languageModel: SIGKILLed mid-trajectory and resumed, only the calls in flight are bought again and the outputs equal an uninterrupted run's", async () => {
@@ -201,7 +251,8 @@ describe("AI SDK models, with the real CLI", () => {
     mock.reset();
     const plainEval = CHAT_EVAL.replace(/^import \{ createOpenAI.*$/m, "")
       .replace(/^const openai = .*$/m, "")
-      .replace('openai.chat("gpt-4o-mini")', '"gpt-4o-mini", baseURL: process.env.MOCK_URL');
+      .replace('openai.chat("gpt-4o-mini")', '"gpt-4o-mini", baseURL: process.env.MOCK_URL')
+      .replace('openai.chat("gpt-4o")', '"gpt-4o", baseURL: process.env.MOCK_URL');
     const loaded = async (source: string): Promise<string[]> => {
       const p = aiProject({ "eval.mjs": source, "data.jsonl": data });
       const log = join(p.dir, "modules.log");

@@ -92,8 +92,9 @@ export function chat(options: ChatSolverOptions): SolverFn {
   };
   solver.describe = () =>
     isLanguageModel(given) ? describeModel(given, options) : describeChat(given, options);
-  // An AI SDK model's credentials live in its provider package: stet never sees them.
-  solver.secrets = () => (provider ? endpointSecrets(options, provider) : []);
+  // An AI SDK model's credentials live in its provider package: stet never sees them. The
+  // default provider's key is still declared, for a run whose --model (an id) replaces it.
+  solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
   return solver;
 }
 
