@@ -1,10 +1,13 @@
 import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { createOpenAI } from "@ai-sdk/openai";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
+import { chatCompletion } from "../src/solvers/chat-completion.js";
+import { isSolverError, type SolverError } from "../src/solvers/solver-error.js";
 
 const N = 6;
 const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
@@ -292,5 +295,46 @@ export async function resolve(specifier, context, next) {
       const text = readFileSync(join(dist, file), "utf8");
       expect(text, file).not.toMatch(/(from|import\()\s*["'](ai|@ai-sdk\/[\w-]+)["']/);
     }
+  });
+});
+
+describe("errors of a real AI SDK provider package, classified by stet's policy", () => {
+  let server: MockOpenAI;
+  beforeAll(async () => {
+    server = await startMockOpenAI({
+      respond: ({ key, n }) => {
+        if (key === "busy" && n === 1) return { status: 429, retryAfter: "0" };
+        if (key === "denied") return { status: 401 };
+        return { reply: "ok" };
+      },
+    });
+  });
+  afterAll(() => server.close());
+  const model = () => createOpenAI({ baseURL: server.url, apiKey: "k" }).chat("gpt-4o-mini");
+  const ask = (content: string, onRetry?: () => void) =>
+    chatCompletion({ model: model(), messages: [{ role: "user", content }], onRetry });
+
+  it("a 429 is retried (counted), a 401 fails at once as a configuration fault", async () => {
+    let retries = 0;
+    const reply = await ask("busy", () => retries++);
+    expect(reply).toMatchObject({ content: "ok", model: "gpt-4o-mini", requests: 2 });
+    expect(retries).toBe(1);
+
+    const denied = (await ask("denied").catch((e: unknown) => e)) as SolverError;
+    expect(isSolverError(denied, "provider")).toBe(true);
+    expect(denied.configuration).toMatchObject({ cause: "http-status", status: 401 });
+    expect(server.requests.filter((r) => r.key === "denied")).toHaveLength(1);
+  });
+
+  it("a refused connection is a configuration fault, not retried", async () => {
+    const closed = await startMockOpenAI();
+    const url = closed.url;
+    await closed.close();
+    const gone = createOpenAI({ baseURL: url, apiKey: "k" }).chat("gpt-4o-mini");
+    const error = (await chatCompletion({
+      model: gone,
+      messages: [{ role: "user", content: "x" }],
+    }).catch((e: unknown) => e)) as SolverError;
+    expect(error.configuration).toMatchObject({ cause: "connection-refused" });
   });
 });
