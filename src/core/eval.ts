@@ -78,11 +78,11 @@ export interface SolverContext {
    * sample gets the recorded result without the model being called), retried by stet's policy
    * (429, 5xx; counted in `retries`), and its usage, priced by the model id or `prices`, added
    * to the attempt's usage and so to the spend cap. Returns a model of the same specification
-   * version. Absent from a hand-made context.
+   * version.
    *
-   * @example const { text } = await generateText({ model: ctx.languageModel!(openai.chat("gpt-4o-mini")), prompt });
+   * @example const { text } = await generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), prompt });
    */
-  languageModel?<M extends LanguageModelLike>(
+  languageModel<M extends LanguageModelLike>(
     model: M,
     options?: { prices?: { input: number; output: number } },
   ): M;

@@ -74,12 +74,16 @@ async function read(stream: ReadableStream<unknown>): Promise<unknown[]> {
   return parts;
 }
 
-function wrap(model: ReturnType<typeof fakeModel>, journal: StepJournal | undefined) {
+function wrap(
+  model: ReturnType<typeof fakeModel>,
+  journal: StepJournal | undefined,
+  signal = new AbortController().signal,
+) {
   const spent: Usage[] = [];
   let retries = 0;
   const wrapped = wrapLanguageModel(model, {
     generator: generateLanguageModel,
-    signal: new AbortController().signal,
+    signal,
     onRetry: () => void retries++,
     spend: (u) => void spent.push(u),
     journal,
@@ -146,6 +150,29 @@ describe("ctx.languageModel's wrapper", () => {
     };
     expect(await read(replayed.stream)).toEqual(parts);
     expect(model.calls).toHaveLength(1);
+  });
+
+  it("aborts the model's request with the attempt (and with the caller's own signal)", async () => {
+    const model = fakeModel();
+    const attempt = new AbortController();
+    const caller = new AbortController();
+    await wrap(model, undefined, attempt.signal).wrapped.doGenerate({
+      prompt,
+      abortSignal: caller.signal,
+    });
+    const sent = model.calls[0]!.abortSignal!;
+    expect(sent.aborted).toBe(false);
+    caller.abort();
+    expect(sent.aborted).toBe(true);
+
+    await wrap(model, undefined, attempt.signal).wrapped.doGenerate({ prompt });
+    attempt.abort();
+    expect(model.calls[1]!.abortSignal!.aborted).toBe(true);
+  });
+
+  it("refuses what is not an AI SDK model, saying what it needs", () => {
+    const notAModel = { provider: "x", modelId: "y" } as unknown as ReturnType<typeof fakeModel>;
+    expect(() => wrap(notAModel, undefined)).toThrow(/needs an AI SDK language model/);
   });
 
   it("retries a 429 with stet's policy (counted) and fails a 401 at once as a configuration fault", async () => {

@@ -159,14 +159,17 @@ export function pricedUsage(modelId: string, tokens: ReplyTokens, prices?: Price
  */
 export const generateLanguageModel: LanguageModelGenerator = {
   async generate(model, options, context) {
-    const result = await withModelRetries(model, () => model.doGenerate(options), context);
+    // The attempt's signal (with the caller's) aborts the request itself.
+    const call = { ...options, abortSignal: context.signal };
+    const result = await withModelRetries(model, () => model.doGenerate(call), context);
     const { usage } = (result ?? {}) as { usage?: unknown };
     return withUsage(model, generateResultJson(result), usage, context.prices);
   },
   async stream(model, options, context) {
     const doStream = model.doStream?.bind(model);
     if (!doStream) throw new Error(`${model.provider} model ${model.modelId} has no doStream`);
-    const result = await withModelRetries(model, () => doStream(options), context);
+    const call = { ...options, abortSignal: context.signal };
+    const result = await withModelRetries(model, () => doStream(call), context);
     const parts = await readAll((result as { stream?: unknown }).stream);
     const failed = parts.find((part) => part.type === "error");
     // A failed stream is not journaled: a resume asks again.
