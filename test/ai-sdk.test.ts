@@ -1,10 +1,11 @@
-import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createOpenAI } from "@ai-sdk/openai";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
+import { recordLoads } from "./helpers/loaded-modules.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
 import { chatCompletion } from "../src/solvers/chat-completion.js";
 import { isSolverError, type SolverError } from "../src/solvers/solver-error.js";
@@ -121,7 +122,7 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
-const { project } = perTest();
+const { project, track } = perTest();
 /** A user project that installed the AI SDK (linked to this repo's devDependencies). */
 function aiProject(files: Record<string, string>) {
   const p = project(files);
@@ -258,31 +259,20 @@ describe("AI SDK models, with the real CLI", () => {
       .replace('openai.chat("gpt-4o")', '"gpt-4o", baseURL: process.env.MOCK_URL');
     const loaded = async (source: string): Promise<string[]> => {
       const p = aiProject({ "eval.mjs": source, "data.jsonl": data });
-      const log = join(p.dir, "modules.log");
-      // A module hook that logs every module the process resolves (Node's own loader hooks).
-      const hook = `import { appendFileSync } from "node:fs";
-export async function resolve(specifier, context, next) {
-  const resolved = await next(specifier, context);
-  appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n");
-  return resolved;
-}`;
-      const trace = join(p.dir, "trace.mjs");
-      writeFileSync(
-        trace,
-        `import { register } from "node:module";\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});\n`,
-      );
-      const env = { MOCK_URL: mock.url, NODE_OPTIONS: `--import ${trace}` };
+      // A load hook records every module the CLI process loads (dist's chunks as their sources).
+      const loads = track(recordLoads());
+      const env = { MOCK_URL: mock.url, ...loads.env };
       const r = await runCli(["run", "eval.mjs"], { cwd: p.dir, env });
       expect(r.code, r.stderr + r.stdout).toBe(0);
-      return lines(log);
+      return loads.modules();
     };
-    const aiSdk = /\/node_modules\/(ai|@ai-sdk\/[\w-]+)\/|\/chunks\/ai-sdk-model-/;
+    const aiSdk = /node_modules\/(ai|@ai-sdk\/[\w-]+)\/|^src\/solvers\/ai-sdk-/;
     const plain = await loaded(plainEval);
-    expect(plain.some((url) => url.includes("/dist/"))).toBe(true);
-    expect(plain.filter((url) => aiSdk.test(url))).toEqual([]);
+    expect(plain).toContain("src/solvers/chat.ts");
+    expect(plain.filter((m) => aiSdk.test(m))).toEqual([]);
     const used = await loaded(CHAT_EVAL);
-    expect(used.filter((url) => /\/chunks\/ai-sdk-model-/.test(url))).not.toEqual([]);
-    expect(used.filter((url) => /\/node_modules\/@ai-sdk\/openai\//.test(url))).not.toEqual([]);
+    expect(used).toContain("src/solvers/ai-sdk-model.ts");
+    expect(used.filter((m) => /node_modules\/@ai-sdk\/openai\//.test(m))).not.toEqual([]);
   }, 60_000);
 
   it("stet's build imports nothing of the AI SDK statically or dynamically", () => {
