@@ -11,7 +11,8 @@ import type { StepJournal } from "./step-journal.js";
 
 /** What a wrapped model needs from its attempt. */
 export interface WrapContext {
-  generator: LanguageModelGenerator;
+  /** The eval's (ModelCaller.languageModel); absent: there is no model caller. */
+  generator: LanguageModelGenerator | undefined;
   /** The attempt's signal; a call's own `abortSignal` aborts it too. */
   signal: AbortSignal;
   onRetry: () => void;
@@ -38,6 +39,9 @@ export function wrapLanguageModel<M extends LanguageModelLike>(model: M, context
     );
   }
   const { generator } = context;
+  if (!generator) {
+    throw new Error("ctx.languageModel is not available: this eval has no model caller");
+  }
   const wrapped = {
     specificationVersion: model.specificationVersion,
     provider: model.provider,

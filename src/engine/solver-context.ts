@@ -74,21 +74,15 @@ export function context(
       if (!journal) return { reply: withParts(await send()), replayed: false };
       return journaledChat(journal, input, send, options);
     },
-    languageModel(languageModel, options) {
-      const generator = callModel?.languageModel;
-      if (!generator)
-        throw new Error("ctx.languageModel is not available: this eval has no model caller");
-      const spend = (usage: Usage): void => void spent.usage.push(usage);
-      const prices = options?.prices;
-      return wrapLanguageModel(languageModel, {
-        generator,
+    languageModel: (languageModel, options) =>
+      wrapLanguageModel(languageModel, {
+        generator: callModel?.languageModel,
         signal,
         onRetry,
-        spend,
         journal,
-        prices,
-      });
-    },
+        prices: options?.prices,
+        spend: (usage) => void spent.usage.push(usage),
+      }),
     async step<T>(
       name: string,
       input: Json,
