@@ -249,6 +249,9 @@ describe("AI SDK models, with the real CLI", () => {
     expect(after.map((a) => [a.sample_id, a.status, a.output])).toEqual(
       expected.map((a) => [a.sample_id, a.status, a.output]),
     );
+    // An attempt's usage is its whole trajectory, the replayed calls included.
+    const tokens = (rows: typeof after) => rows.map((a) => [a.input_tokens, a.output_tokens]);
+    expect(tokens(after)).toEqual(tokens(expected));
   }, 120_000);
 
   it("an eval that does not use the AI SDK loads none of it, nor stet's adapter; one that does loads both", async () => {

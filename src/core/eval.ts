@@ -82,10 +82,7 @@ export interface SolverContext {
    *
    * @example const { text } = await generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), prompt });
    */
-  languageModel<M extends LanguageModelLike>(
-    model: M,
-    options?: { prices?: { input: number; output: number } },
-  ): M;
+  languageModel<M extends LanguageModelLike>(model: M, options?: { prices?: Price }): M;
 }
 
 /**
@@ -181,7 +178,7 @@ export interface LanguageModelGenerator {
 export interface LanguageModelCallContext {
   signal: AbortSignal;
   onRetry: () => void;
-  prices?: { input: number; output: number } | undefined;
+  prices?: Price | undefined;
 }
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LanguageModelCallOptions } from "../core/language-model.js";
 import type { Usage } from "../core/types.js";
+import { reusedUsage } from "../core/usage.js";
 import type { JournalEntry, StepDraft, StepDiscard } from "../store/types.js";
 import { generateLanguageModel } from "../solvers/ai-sdk-model.js";
 import { isSolverError } from "../solvers/solver-error.js";
@@ -107,13 +108,14 @@ describe("ctx.languageModel's wrapper", () => {
     expect(live).toMatchObject({ content: [{ type: "text", text: "reply 1" }] });
     expect(live).not.toHaveProperty("request");
     expect(live.response).toEqual({ id: "r1", timestamp: new Date(0) });
-    // Priced by the model id: 1000 input and 100 output tokens at 0.15 and 0.6 per 1M.
+    // Priced by the model id's tiers: 200 uncached input tokens at 0.15 per 1M, 800 cached at
+    // 0.075, 100 output at 0.6.
     expect(first.spent).toEqual([
       {
         inputTokens: 1000,
         outputTokens: 100,
         cachedInputTokens: 800,
-        costUsd: (1000 * 0.15 + 100 * 0.6) / 1e6,
+        costUsd: (200 * 0.15 + 800 * 0.075 + 100 * 0.6) / 1e6,
       },
     ]);
     expect(written).toMatchObject([
@@ -129,7 +131,8 @@ describe("ctx.languageModel's wrapper", () => {
     const replayed = await again.wrapped.doGenerate({ prompt, headers: { c: "d" } });
     expect(replayed).toEqual(live);
     expect(model.calls).toHaveLength(1);
-    expect(again.spent).toEqual([]);
+    // Still the attempt's usage (its whole trajectory), all of it reused: no spend now.
+    expect(again.spent).toEqual([reusedUsage(first.spent[0]!)]);
     expect(journal.reused).toEqual(first.spent);
   });
 

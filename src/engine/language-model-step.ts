@@ -6,7 +6,8 @@ import {
   restoreGenerateResult,
 } from "../core/language-model.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "../core/language-model.js";
-import type { Usage } from "../core/types.js";
+import type { Price, Usage } from "../core/types.js";
+import { reusedUsage } from "../core/usage.js";
 import type { StepJournal } from "./step-journal.js";
 
 /** What a wrapped model needs from its attempt. */
@@ -16,10 +17,10 @@ export interface WrapContext {
   /** The attempt's signal; a call's own `abortSignal` aborts it too. */
   signal: AbortSignal;
   onRetry: () => void;
-  /** Collects the usage of every call made now (replayed calls' usage is the journal's). */
+  /** Collects the usage of every call: made now, or replayed (then marked `reused`). */
   spend: (usage: Usage) => void;
   journal?: StepJournal | undefined;
-  prices?: { input: number; output: number } | undefined;
+  prices?: Price | undefined;
 }
 
 /**
@@ -87,6 +88,9 @@ async function journaled(
   const input = languageModelCallIdentity(model, options);
   // A failed call is not journaled (as ctx.chat's): a resume asks again.
   const done = await journal.step("chat", name, input, send, () => null);
+  // A replayed call is still the attempt's trajectory: its usage counts, marked reused (the
+  // interrupted execution paid for it), so spend now leaves it out (as ctx.chat's).
+  if (done.replayed && done.usage) context.spend(reusedUsage(done.usage));
   return done.result;
 }
 
