@@ -1,5 +1,6 @@
 import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
+import type { LanguageModelCallOptions, LanguageModelLike } from "./language-model.js";
 import type {
   ModelMessage,
   ModelTool,
@@ -70,6 +71,18 @@ export interface SolverContext {
    * @example await chatCompletion({ model, messages, signal: ctx.signal, onRetry: ctx.onRetry });
    */
   onRetry?: () => void;
+  /**
+   * An AI SDK language model wrapped for this attempt, for an agent written with the AI SDK's
+   * own loop (`generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), tools })`):
+   * every `doGenerate` (and `doStream`) call is journaled as a `ctx.chat` call is (a resumed
+   * sample gets the recorded result without the model being called), retried by stet's policy
+   * (429, 5xx; counted in `retries`), and its usage, priced by the model id or `prices`, added
+   * to the attempt's usage and so to the spend cap. Returns a model of the same specification
+   * version.
+   *
+   * @example const { text } = await generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), prompt });
+   */
+  languageModel<M extends LanguageModelLike>(model: M, options?: { prices?: Price }): M;
 }
 
 /**
@@ -79,9 +92,10 @@ export interface SolverContext {
 export interface ModelCall {
   /**
    * The model id; its `provider:` prefix picks the provider (`anthropic:claude-sonnet-4-5`;
-   * `openai:` or none: the OpenAI-compatible format) and is dropped. The run's `--model` wins.
+   * `openai:` or none: the OpenAI-compatible format) and is dropped; or an AI SDK language model
+   * (`openai.chat("gpt-4o-mini")`), called through its provider package. The run's `--model` wins.
    */
-  model?: string;
+  model?: string | LanguageModelLike;
   /** The conversation (see ModelMessage: canonical or OpenAI-format messages). */
   messages: ModelMessage[];
   /** Prepended as a system message. */
@@ -131,11 +145,41 @@ export type SentReply = Omit<ModelReply, keyof ReplyParts> & {
   content: string;
 } & Partial<ReplyParts>;
 
-/** Makes model calls for `ctx.chat`; the eval loader supplies the real one (solvers/model-call.ts). */
-export type ModelCaller = (
-  call: ModelCall,
-  context: { signal: AbortSignal; model?: string; onRetry?: () => void },
-) => Promise<SentReply>;
+/**
+ * Makes model calls for `ctx.chat`; the eval loader supplies the real one (solvers/model-call.ts),
+ * with `languageModel`, what `ctx.languageModel`'s wrapped models call.
+ */
+export interface ModelCaller {
+  (
+    call: ModelCall,
+    context: { signal: AbortSignal; model?: string; onRetry?: () => void },
+  ): Promise<SentReply>;
+  languageModel?: LanguageModelGenerator;
+}
+
+/**
+ * Calls an AI SDK model for `ctx.languageModel` (solvers/ai-sdk-model.ts): `doGenerate` or
+ * `doStream` with stet's retries, the result as JSON (a stream: its parts) and its usage priced.
+ */
+export interface LanguageModelGenerator {
+  generate(
+    model: LanguageModelLike,
+    options: LanguageModelCallOptions,
+    context: LanguageModelCallContext,
+  ): Promise<{ result: Json; usage?: Usage }>;
+  stream(
+    model: LanguageModelLike,
+    options: LanguageModelCallOptions,
+    context: LanguageModelCallContext,
+  ): Promise<{ result: Json; usage?: Usage }>;
+}
+
+/** What a wrapped model's call is told: the signal, the retry counter, the price. */
+export interface LanguageModelCallContext {
+  signal: AbortSignal;
+  onRetry: () => void;
+  prices?: Price | undefined;
+}
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */
 export interface SolverResult {
@@ -210,6 +254,7 @@ export interface Scorer {
 export type ScorerLike = Scorer | ((args: ScorerArgs) => Promise<ScoreValue> | ScoreValue);
 
 export type { Score, Reducer };
+export type { LanguageModelLike } from "./language-model.js";
 export type {
   FinishReason,
   ModelMessage,

@@ -2,6 +2,7 @@ import type { ModelCall, ModelReply, SentReply } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
 import { canonicalJson } from "../core/json.js";
+import { isLanguageModel } from "../core/language-model.js";
 import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
 import type { ReplyParts } from "../core/model-types.js";
 import type { StepJournal } from "./step-journal.js";
@@ -62,9 +63,13 @@ export function withParts(reply: SentReply): ModelReply {
  */
 export function chatInput(call: ModelCall, model: string | undefined): Json {
   const requested = model ?? call.model ?? null;
-  const provider = modelProvider(requested ?? "", call.provider);
+  // An AI SDK model is named by its provider string and model id (its endpoint is its own).
+  const named = isLanguageModel(requested) ? requested.modelId : requested;
+  const provider = isLanguageModel(requested)
+    ? requested.provider
+    : modelProvider(requested ?? "", call.provider);
   return modelCallIdentity({
-    model: requested,
+    model: named,
     messages: call.messages,
     system: call.system,
     temperature: call.temperature,

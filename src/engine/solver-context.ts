@@ -4,6 +4,7 @@ import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import { wrapLanguageModel } from "./language-model-step.js";
 import type { StepJournal } from "./step-journal.js";
 
 /**
@@ -73,6 +74,15 @@ export function context(
       if (!journal) return { reply: withParts(await send()), replayed: false };
       return journaledChat(journal, input, send, options);
     },
+    languageModel: (languageModel, options) =>
+      wrapLanguageModel(languageModel, {
+        generator: callModel?.languageModel,
+        signal,
+        onRetry,
+        journal,
+        prices: options?.prices,
+        spend: (usage) => void spent.usage.push(usage),
+      }),
     async step<T>(
       name: string,
       input: Json,

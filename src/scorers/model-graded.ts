@@ -1,5 +1,7 @@
 import type { Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
+import { isLanguageModel } from "../core/language-model.js";
+import type { LanguageModelLike } from "../core/language-model.js";
 import type { Sample, Usage } from "../core/types.js";
 import {
   chatCompletion,
@@ -16,8 +18,11 @@ import { ScorerError } from "./scorer-error.js";
 import { outputText } from "./targets.js";
 
 export interface ModelGradedOptions extends ChatEndpoint {
-  /** The judge model. The run's `--model` does not change it: that is the model under test. */
-  model: string;
+  /**
+   * The judge model: an id, or an AI SDK language model (`anthropic("claude-sonnet-4-5")`). The
+   * run's `--model` does not change it: that is the model under test.
+   */
+  model: string | LanguageModelLike;
   rubric?: string;
   /** The judge prompt; `{input}`, `{output}`, `{target}` (or `{expected}`) and `{rubric}` are filled in. */
   template?: string;
@@ -66,23 +71,33 @@ const LETTERS: Record<string, number> = { C: 1, P: 0.5, I: 0 };
  */
 export function modelGraded(options: ModelGradedOptions): Scorer {
   const { rubric = DEFAULT_RUBRIC, template = DEFAULT_TEMPLATE, name = "model_graded" } = options;
-  const provider = providerOf(options.model, options.provider);
+  const judge = options.model;
+  const provider = isLanguageModel(judge) ? undefined : providerOf(judge, options.provider);
   return {
     name,
-    secrets: () => endpointSecrets(options, provider),
+    // An AI SDK model's credentials live in its provider package: stet never sees them.
+    secrets: () => (provider ? endpointSecrets(options, provider) : []),
     describe: () => {
-      const { baseURL } = resolveEndpoint(options, provider);
-      return {
-        kind: "model_graded",
-        model: options.model,
-        // Absent for openai, as in every run recorded before stet had providers.
-        ...(provider.name === "openai" ? {} : { provider: provider.name }),
-        baseURL: redactUrl(baseURL),
+      const judging = {
         rubric,
         template,
         temperature: options.temperature ?? 0,
         maxTokens: options.maxTokens ?? 1024,
         ...(options.prices === undefined ? {} : { prices: { ...options.prices } }),
+      };
+      if (isLanguageModel(judge)) {
+        // Its provider string and id only: the object's settings may hold credentials.
+        return { kind: "model_graded", model: judge.modelId, provider: judge.provider, ...judging };
+      }
+      const wire = providerOf(judge, options.provider);
+      const { baseURL } = resolveEndpoint(options, wire);
+      return {
+        kind: "model_graded",
+        model: judge,
+        // Absent for openai, as in every run recorded before stet had providers.
+        ...(wire.name === "openai" ? {} : { provider: wire.name }),
+        baseURL: redactUrl(baseURL),
+        ...judging,
       };
     },
     score: async ({ sample, output, ctx }) => {

@@ -6,6 +6,8 @@ import type {
   ReplyTokens,
   ToolChoice,
 } from "../core/model-types.js";
+import { isLanguageModel } from "../core/language-model.js";
+import type { LanguageModelLike } from "../core/language-model.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import { defaultBackoff } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
@@ -49,8 +51,12 @@ export interface ChatEndpoint {
 }
 
 export interface ChatRequest extends ChatEndpoint {
-  /** A model id; its `provider:` prefix picks the provider (see ChatEndpoint.provider) and is dropped. */
-  model: string;
+  /**
+   * A model id; its `provider:` prefix picks the provider (see ChatEndpoint.provider) and is
+   * dropped. Or an AI SDK language model: its provider package sends the call (the endpoint
+   * options do not apply; retries do).
+   */
+  model: string | LanguageModelLike;
   messages: ChatMessage[];
   tools?: ModelTool[];
   toolChoice?: ToolChoice;
@@ -109,6 +115,11 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  * reply.content; // "4"
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatCompletion> {
+  if (isLanguageModel(request.model)) {
+    // Loaded on the first AI SDK call: an eval that uses none loads none of it (start-up).
+    const { languageModelCompletion } = await import("./ai-sdk-model.js");
+    return languageModelCompletion(request.model, request);
+  }
   const provider = providerOf(request.model, request.provider);
   const model = bareModel(request.model);
   const { path, body } = provider.chatRequest({

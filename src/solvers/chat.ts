@@ -1,6 +1,8 @@
 import * as z from "zod";
 import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { jsonSchema } from "../core/json.js";
+import { isLanguageModel } from "../core/language-model.js";
+import type { LanguageModelLike } from "../core/language-model.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
 import { reusedUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
@@ -15,8 +17,12 @@ import type { Price } from "./prices.js";
 import { SolverError } from "./solver-error.js";
 
 export interface ChatSolverOptions extends ChatEndpoint {
-  /** E.g. "gpt-4o-mini" or "openai:gpt-4o-mini"; the run's `--model` overrides it. */
-  model: string;
+  /**
+   * E.g. "gpt-4o-mini" or "openai:gpt-4o-mini", or an AI SDK language model
+   * (`openai.chat("gpt-4o-mini")`, from the provider package the eval installed); the run's
+   * `--model` overrides it.
+   */
+  model: string | LanguageModelLike;
   /** Prepended as a system message unless the sample's messages already have one. */
   system?: string;
   temperature?: number;
@@ -38,11 +44,12 @@ const messagesSchema = z.array(z.object({ role: z.string().min(1), content: json
  * solvers.chat({ model: "openai:gpt-4o-mini", system: "Answer with a number.", temperature: 0 });
  */
 export function chat(options: ChatSolverOptions): SolverFn {
-  const provider = providerOf(options.model, options.provider);
-  prepareClient(resolveEndpoint(options, provider).baseURL);
+  const given = options.model;
+  const provider = isLanguageModel(given) ? undefined : providerOf(given, options.provider);
+  if (provider) prepareClient(resolveEndpoint(options, provider).baseURL);
   const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
     const requested = ctx.model ?? options.model;
-    const model = bareModel(requested);
+    const model = isLanguageModel(requested) ? requested.modelId : bareModel(requested);
     const messages = toMessages(sample, options.system);
     const send = async (): Promise<ModelReply> => {
       const {
@@ -64,7 +71,10 @@ export function chat(options: ChatSolverOptions): SolverFn {
     // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
     // stays the attempt's, marked reused (no spend now). The reply is only the
     // output: its entry commits ahead of the attempt without this waiting for it (`last`).
-    const input = chatInput(model, providerOf(requested, options.provider).name, messages, options);
+    const providerName = isLanguageModel(requested)
+      ? requested.provider
+      : providerOf(requested, options.provider).name;
+    const input = chatInput(model, providerName, messages, options);
     const { reply, replayed } = ctx.chatStep
       ? await ctx.chatStep(input, send, { last: true })
       : { reply: await send(), replayed: false };
@@ -80,8 +90,11 @@ export function chat(options: ChatSolverOptions): SolverFn {
         : { usage: replayed ? reusedUsage(reply.usage) : reply.usage }),
     };
   };
-  solver.describe = () => describeChat(options);
-  solver.secrets = () => endpointSecrets(options, provider);
+  solver.describe = () =>
+    isLanguageModel(given) ? describeModel(given, options) : describeChat(given, options);
+  // An AI SDK model's credentials live in its provider package: stet never sees them. The
+  // default provider's key is still declared, for a run whose --model (an id) replaces it.
+  solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
   return solver;
 }
 
@@ -129,12 +142,30 @@ function withCost(model: string, tokens: ReplyTokens, price: Price | undefined):
   return cost === undefined ? { ...tokens } : { ...tokens, costUsd: cost };
 }
 
-function describeChat(options: ChatSolverOptions): Record<string, Json> {
-  const provider = providerOf(options.model, options.provider);
-  const { baseURL, apiKeyEnv } = resolveEndpoint(options, provider);
-  const description: Record<string, Json | undefined> = {
+/**
+ * An AI SDK model's description: its provider string and model id, nothing of the object (its
+ * settings may hold credentials), and the solver's own settings.
+ */
+function describeModel(model: LanguageModelLike, options: ChatSolverOptions): Record<string, Json> {
+  return definedOnly({
     kind: "chat",
-    model: bareModel(options.model),
+    model: model.modelId,
+    provider: model.provider,
+    system: options.system,
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    maxRetries: options.maxRetries,
+    prices: options.prices === undefined ? undefined : { ...options.prices },
+    params: options.params,
+  });
+}
+
+function describeChat(model: string, options: ChatSolverOptions): Record<string, Json> {
+  const provider = providerOf(model, options.provider);
+  const { baseURL, apiKeyEnv } = resolveEndpoint(options, provider);
+  return definedOnly({
+    kind: "chat",
+    model: bareModel(model),
     // Absent for openai, as in every run recorded before stet had providers.
     provider: provider.name === "openai" ? undefined : provider.name,
     baseURL: redactUrl(baseURL),
@@ -148,7 +179,10 @@ function describeChat(options: ChatSolverOptions): Record<string, Json> {
     params: options.params,
     // Header values may carry credentials; only their names are recorded.
     headers: options.headers === undefined ? undefined : Object.keys(options.headers),
-  };
+  });
+}
+
+function definedOnly(description: Record<string, Json | undefined>): Record<string, Json> {
   return Object.fromEntries(
     Object.entries(description).filter((entry): entry is [string, Json] => entry[1] !== undefined),
   );

@@ -36,3 +36,10 @@ export const callModel: ModelCaller = async (call, context) => {
   }
   return result;
 };
+// What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced;
+// loaded on the first such call, so an eval that wraps no model loads none of it (start-up).
+const aiSdk = () => import("./ai-sdk-model.js");
+callModel.languageModel = {
+  generate: async (...call) => (await aiSdk()).generateLanguageModel.generate(...call),
+  stream: async (...call) => (await aiSdk()).generateLanguageModel.stream(...call),
+};
