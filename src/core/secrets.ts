@@ -52,6 +52,13 @@ export interface Redactor {
   readonly empty: boolean;
   text(value: string): Redaction<string>;
   json<T extends Json | undefined>(value: T): Redaction<T>;
+  /**
+   * A redactor for these secrets and `secrets`; this one itself (nothing built) when every value
+   * is one it already knows. A known value keeps its first name.
+   *
+   * @example redactor.with([{ name: "ctx.chat apiKey", value: "sk-test-1234" }])
+   */
+  with(secrets: readonly Secret[]): Redactor;
 }
 
 /**
@@ -65,6 +72,7 @@ export interface Redactor {
  */
 export function createSecretRedactor(secrets: readonly Secret[]): Redactor {
   const forms = secretForms(secrets);
+  const known = new Set(secrets.map((secret) => secret.value));
   const text = (value: string, found: Set<string>): string => {
     let out = value;
     for (const { form, name } of forms) {
@@ -90,11 +98,16 @@ export function createSecretRedactor(secrets: readonly Secret[]): Redactor {
     const clean = redact(value, found);
     return found.size === 0 ? { value, found: [] } : { value: clean, found: [...found].sort() };
   };
-  return {
+  const redactor: Redactor = {
     empty: forms.length === 0,
     text: (value) => run(value, text),
     json: (value) => run(value, (v, found) => walk(v, found) as typeof v),
+    with: (more) => {
+      const added = more.filter((secret) => secret.value !== "" && !known.has(secret.value));
+      return added.length === 0 ? redactor : createSecretRedactor([...secrets, ...added]);
+    },
   };
+  return redactor;
 }
 
 function secretForms(secrets: readonly Secret[]): { form: string; name: string }[] {

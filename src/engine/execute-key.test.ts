@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { Scorer, SolverFn } from "../core/eval.js";
+import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import { createSecretRedactor } from "../core/secrets.js";
 import { SolverError } from "../solvers/solver-error.js";
+import type { StepDiscard, StepDraft } from "../store/types.js";
 import { AttemptAborted } from "./attempt-signal.js";
 import { executeKey, type KeyTask } from "./execute-key.js";
 
@@ -105,4 +106,69 @@ describe("executeKey", () => {
     expect(JSON.stringify(draft)).not.toContain("sk-live-0123456789");
     expect(draft.redacted).toEqual(["OPENAI_API_KEY"]);
   });
+
+  it("a ctx.chat call's own key and headers are secrets of the attempt from that call on", async () => {
+    const KEY = "sk-call-0123456789";
+    const HEADER = "hdr-call-4242";
+    // An endpoint that echoes the credentials it was sent.
+    const callModel: ModelCaller = async (call) => ({
+      content: `you sent ${call.apiKey} and ${call.headers?.["X-Team"]}`,
+      model: "m",
+    });
+    const written: (StepDraft | StepDiscard)[] = [];
+    const solver: SolverFn = async (_sample, ctx) => {
+      const before = await ctx.step("before", {}, () => "nothing yet");
+      const first = await ctx.chat({ apiKey: KEY, headers: { "X-Team": HEADER }, messages: [] });
+      const tool = await ctx.step("tool", { seen: first.content }, () => first.content);
+      throw new Error(`${before}; ${tool}`);
+    };
+    const draft = await executeKey(
+      task(solver, {
+        callModel,
+        redactor: createSecretRedactor([]),
+        journal: { entries: [], write: async (entry) => void written.push(entry) },
+      }),
+    );
+    expect(draft.error?.message).toBe("nothing yet; you sent [redacted] and [redacted]");
+    expect(draft.redacted).toEqual(["ctx.chat apiKey", "ctx.chat header x-team"]);
+    expect(written.map((entry) => "name" in entry && entry.name)).toEqual([
+      "before",
+      "chat",
+      "tool",
+    ]);
+    for (const entry of written) {
+      expect(JSON.stringify(entry)).not.toContain(KEY);
+      expect(JSON.stringify(entry)).not.toContain(HEADER);
+    }
+    expect(written[1]).toMatchObject({ redacted: ["ctx.chat apiKey", "ctx.chat header x-team"] });
+  });
+
+  it.each([
+    ["without a run redactor", undefined],
+    ["with one", createSecretRedactor([{ name: "OPENAI_API_KEY", value: "sk-live-0123456789" }])],
+  ])(
+    "a ctx.chat key %s is blanked in the output and the scores; a 5-character one is not",
+    async (_, redactor) => {
+      const callModel: ModelCaller = async (call) => ({
+        content: `key ${call.apiKey}`,
+        model: "m",
+      });
+      const solver: SolverFn = async (_sample, ctx) => {
+        const long = await ctx.chat({ apiKey: "sk-solver-987654", messages: [] });
+        const short = await ctx.chat({ apiKey: "abcde", messages: [] });
+        return `${long.content} ${short.content}`;
+      };
+      const judge: Scorer = {
+        name: "judge",
+        score: async ({ ctx }) => {
+          const reply = await ctx.chat({ apiKey: "sk-judge-123456", messages: [] });
+          return { value: 1, explanation: reply.content };
+        },
+      };
+      const draft = await executeKey(task(solver, { callModel, redactor, scorers: [judge] }));
+      expect(draft.output).toBe("key [redacted] key abcde");
+      expect(draft.scores[0]).toMatchObject({ explanation: "key [redacted]" });
+      expect(draft.redacted).toEqual(["ctx.chat apiKey"]);
+    },
+  );
 });

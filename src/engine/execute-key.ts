@@ -5,6 +5,7 @@ import { addUsage as addUsages } from "../core/usage.js";
 import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
+import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
 import { solverError, untilAborted, withTimeout } from "./attempt-signal.js";
 import { scoreOutput } from "./score-output.js";
 import { context, type Spent } from "./solver-context.js";
@@ -22,7 +23,10 @@ export interface KeyTask {
   timeoutMs?: number;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
-  /** The run's known secrets, replaced in everything the solver and scorers return. */
+  /**
+   * The run's known secrets, replaced in everything the solver and scorers return (with the key
+   * and header values of the attempt's `ctx.chat` calls, learnt as each call is made).
+   */
   redactor?: Redactor | undefined;
   /**
    * Journals `ctx.step` and `ctx.chat` (absent: they run unjournaled). `entries` are the key's
@@ -56,9 +60,10 @@ async function attempt(
   t0: number,
 ): Promise<AttemptDraft> {
   const spent: Spent = { usage: [], retries: 0 };
-  const scrub = scrubber(task.redactor);
-  const journal = task.journal && journalOf(task, task.journal);
-  const ctx = context(task, signal, spent, journal);
+  // The run's secrets, and from the moment a ctx.chat call names its own key, that key too.
+  const scrub = attemptRedaction(task.redactor);
+  const journal = task.journal && journalOf(task.key, task.journal, scrub);
+  const ctx = context(task, signal, spent, journal, scrub);
   let output: Json = null;
   let usage: Usage | null = null;
   let transcript: Json = null;
@@ -106,15 +111,17 @@ async function attempt(
   return draft;
 }
 
-function journalOf(task: KeyTask, options: NonNullable<KeyTask["journal"]>): StepJournal {
-  const redactor = task.redactor;
-  const active = redactor !== undefined && !redactor.empty;
+function journalOf(
+  key: Key,
+  options: NonNullable<KeyTask["journal"]>,
+  scrub: AttemptRedaction,
+): StepJournal {
   return new StepJournal({
-    key: task.key,
+    key,
     entries: options.entries,
     discardOpen: options.discardOpen ?? false,
     write: options.write,
-    redact: (value) => (active ? redactor.json(value) : { value, found: [] }),
+    redact: scrub.entry,
   });
 }
 
@@ -151,26 +158,6 @@ function draftOf(task: KeyTask, parts: DraftParts): AttemptDraft {
     fingerprint: task.record.fingerprint,
     provenance: { kind: "executed" },
     retries: parts.retries,
-  };
-}
-
-/**
- * Replaces the run's known secrets in what an attempt holds and collects which ones it found.
- * Without secrets every step returns its input untouched.
- */
-export function scrubber(redactor: Redactor | undefined) {
-  const found = new Set<string>();
-  const active = redactor !== undefined && !redactor.empty;
-  const note = <T>(redaction: { value: T; found: string[] }): T => {
-    for (const name of redaction.found) found.add(name);
-    return redaction.value;
-  };
-  return {
-    found,
-    json: (value: Json): Json => (active ? note(redactor.json(value)) : value),
-    text: (value: string): string => (active ? note(redactor.text(value)) : value),
-    scores: (scores: Score[]): Score[] =>
-      active ? (note(redactor.json(scores as unknown as Json)) as unknown as Score[]) : scores,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Scorer } from "../core/eval.js";
+import type { ModelCaller, Scorer } from "../core/eval.js";
 import type { Score } from "../core/types.js";
 import { ScorerError } from "../scorers/scorer-error.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
@@ -84,5 +84,22 @@ describe("executeScoring", () => {
       ["bad", 0.5],
       ["good", 1],
     ]);
+  });
+
+  it("a judge's ctx.chat key is blanked in the scoring and named in its redacted", async () => {
+    const KEY = "sk-judge-0123456789";
+    const callModel: ModelCaller = async (call) => ({ content: `sent ${call.apiKey}`, model: "m" });
+    const judge: Scorer = {
+      name: "judge",
+      score: async ({ ctx }) => {
+        const reply = await ctx.chat({ apiKey: KEY, messages: [] });
+        if (reply.content.length > 0) throw new Error(`no grade in: ${reply.content}`);
+        return 1;
+      },
+    };
+    const scoring = await executeScoring({ ...task([judge], []), callModel });
+    expect(JSON.stringify(scoring)).not.toContain(KEY);
+    expect(scoring.error?.message).toBe("no grade in: sent [redacted]");
+    expect(scoring.redacted).toEqual(["ctx.chat apiKey"]);
   });
 });

@@ -3,7 +3,8 @@ import type { Json } from "../core/json.js";
 import type { Redactor } from "../core/secrets.js";
 import type { Key, SampleRecord, Score, ScoringDraft, Usage } from "../core/types.js";
 import { withTimeout } from "./attempt-signal.js";
-import { addUsage, scrubber } from "./execute-key.js";
+import { attemptRedaction } from "./attempt-redaction.js";
+import { addUsage } from "./execute-key.js";
 import { scoreOutput } from "./score-output.js";
 import { context, type Spent } from "./solver-context.js";
 
@@ -55,8 +56,9 @@ export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
     unit.current.filter((s) => s.error === undefined).map((s) => [s.scorer, s]),
   );
   const toRun = task.scorers.filter((s) => unit.rerun.has(s.name) || !current.has(s.name));
+  const scrub = attemptRedaction(task.redactor);
   const pass = await withTimeout(task, (signal) => {
-    const ctx = context({ ...task, key: unit.key }, signal, spent);
+    const ctx = context({ ...task, key: unit.key }, signal, spent, undefined, scrub);
     return scoreOutput(unit.record.sample, unit.output, toRun, ctx, signal);
   });
   // Each scorer that ran has its value or its error; one the timeout cut off has no score: its
@@ -67,7 +69,6 @@ export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
     const score = toRun.includes(scorer) ? ran.get(scorer.name) : current.get(scorer.name);
     if (score) scores.push(score);
   }
-  const scrub = scrubber(task.redactor);
   const error = pass.error && { ...pass.error, message: scrub.text(pass.error.message) };
   const rescored = toRun.map((s) => s.name).filter((name) => ran.has(name));
   const draft: ScoringDraft = {

@@ -1,9 +1,11 @@
 import type { ModelCall, ModelCaller, ModelReply, SolverContext } from "../core/eval.js";
 import type { Json } from "../core/json.js";
+import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
 import type { StepJournal } from "./step-journal.js";
 
@@ -32,12 +34,15 @@ export interface ContextTask {
  * journaled: a replayed chat call's usage goes to `journal.reused` and to `spent` marked as
  * `reused` (the attempt's usage is its whole trajectory; the interrupted execution paid for that
  * call, so it is no spend now), and a replayed call sends nothing, so it re-sends nothing.
+ * With a `redaction`, each `ctx.chat` call's explicit key and header values are secrets of the
+ * attempt from the moment it is made (its own journal entry included), replayed or not.
  */
 export function context(
   task: ContextTask,
   signal: AbortSignal,
   spent: Spent,
   journal?: StepJournal,
+  redaction?: Pick<AttemptRedaction, "learn">,
 ): SolverContext {
   const { callModel, model } = task;
   const onRetry = (): void => {
@@ -58,6 +63,7 @@ export function context(
     model,
     onRetry,
     async chat(request): Promise<ModelReply> {
+      redaction?.learn(chatSecrets(request));
       const send = async (): Promise<ModelReply> => {
         const reply = await call(request);
         if (reply.usage) spent.usage.push(reply.usage);
@@ -103,6 +109,22 @@ export function context(
       return done.result as T;
     },
   };
+}
+
+const NO_SECRETS: readonly Secret[] = [];
+
+/** A `ctx.chat` call's own credentials: its explicit `apiKey` and its header values. */
+function chatSecrets(call: ModelCall): readonly Secret[] {
+  const { apiKey, headers } = call;
+  if (apiKey === undefined && headers === undefined) return NO_SECRETS;
+  // Checked, not trusted: a JavaScript eval may pass anything.
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+  return [
+    ...declaredSecret("ctx.chat apiKey", text(apiKey)),
+    ...Object.entries(headers ?? {}).flatMap(([name, value]) =>
+      declaredSecret(`ctx.chat header ${name.toLowerCase()}`, text(value)),
+    ),
+  ];
 }
 
 function stepError(thrown: unknown): StepError {
