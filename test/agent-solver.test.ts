@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -188,6 +188,22 @@ describe("solvers.agent through the real CLI", () => {
     // Each (sample, tool) ran once here: a kill caught every slot waiting on the model.
     expect([...lines(log)].sort()).toEqual([...lines(cleanLog)].sort());
   }, 120_000);
+
+  it("a changed tool is a changed solver: a resume is refused, naming the field", async () => {
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": data });
+    const env = { MOCK_URL: mock.url, TOOL_LOG: join(p.dir, "tools.log") };
+    const first = await runCli(["run", "eval.mjs"], { cwd: p.dir, env });
+    expect(first.code, first.stderr).toBe(0);
+    const runId = /^run (r_\w+)/m.exec(first.stdout)![1]!;
+    const changed = EVAL.replace('"the number of an id"', '"the number of a name"');
+    expect(changed).not.toBe(EVAL);
+    writeFileSync(join(p.dir, "eval.mjs"), changed);
+    const refused = await runCli(["resume", runId], { cwd: p.dir, env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      'solver.tools.lookup.description: "the number of an id" → "the number of a name"',
+    );
+  });
 
   it("a malformed agent is refused at load: the problem and the tool named, exit 1, no stack trace", async () => {
     const add = 'execute: ({ a, b }, ctx) => { ran(ctx.sample, "add"); return a + b; },';
