@@ -378,6 +378,18 @@ describe("solvers.agent", () => {
     expect((error as Error).message).toMatch(message);
   });
 
+  it("two agents may share a tool schema that has an $id", async () => {
+    script = () => calls(["c1", "multiply", { a: 1 }]);
+    const schema = { $id: "https://example.com/numbers", ...tools.multiply.parameters };
+    const shared = { multiply: { ...tools.multiply, parameters: schema } };
+    await attempt({ tools: shared, maxTurns: 2 });
+    const { result } = await attempt({ tools: shared, maxTurns: 2 });
+    expect((result.transcript as Json[])[2]).toMatchObject({
+      content:
+        "Error: invalid arguments for tool \"multiply\": (root): must have required property 'b'",
+    });
+  });
+
   it("a JSON Schema that does not compile fails the sample naming the tool", async () => {
     script = () => calls(["c1", "broken", {}]);
     const broken = { broken: { parameters: { type: "no-such-type" }, execute: () => 1 } };

@@ -5,7 +5,8 @@ import type { Json } from "../core/json.js";
 // One validator instance for every agent tool of the process: compiling is the costly part,
 // and compiled validators are pure functions of their input. strict: false because tool
 // schemas are written for models, with keywords (`examples`, vendor extensions) ajv does not
-// know.
+// know; addUsedSchema: false so two agents whose tools share a schema with an `$id` do not
+// collide in the instance's registry.
 let ajv: Ajv2020 | undefined;
 
 /**
@@ -16,7 +17,7 @@ let ajv: Ajv2020 | undefined;
  * @example compileToolSchema("add", { type: "object", required: ["a"] })({}) // "(root): must have required property 'a'"
  */
 export function compileToolSchema(name: string, schema: Json): (args: Json) => string | null {
-  ajv ??= new Ajv2020({ allErrors: true, strict: false, logger: false });
+  ajv ??= new Ajv2020({ allErrors: true, strict: false, logger: false, addUsedSchema: false });
   // A draft-07 `$schema` would make the 2020-12 validator refuse a schema it checks as well.
   const { $schema: _dialect, ...rest } = schema as { [key: string]: Json };
   let validate: ReturnType<Ajv2020["compile"]>;
