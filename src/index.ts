@@ -8,6 +8,14 @@ export { SolverError, chatCompletion } from "./solvers/index.js";
 export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers, ScorerError } from "./scorers/index.js";
 export type { CodeOptions } from "./scorers/index.js";
+export type {
+  AgentSolverOptions,
+  AgentTool,
+  AgentToolArgs,
+  AgentToolContext,
+  AgentTools,
+  OnToolError,
+} from "./solvers/index.js";
 export { createSandbox, sandboxed } from "./sandbox/index.js";
 export type {
   ExecRequest,

@@ -352,15 +352,34 @@ export function historyEntry(
 }
 
 /**
- * One difference on one line, long values cut.
+ * One difference on one line, long values cut. Two objects too long to show that differ in one
+ * member only show that member (`solver.tools.lookup.description: …`), so a change deep in a
+ * long value shows.
  *
  * @example describeDifference({ field: "solver.model", recorded: "a", current: "b" }) // 'solver.model: "a" → "b"'
  */
 export function describeDifference(d: IdentityDifference): string {
-  return `${d.field}: ${show(d.recorded)} → ${show(d.current)}`;
+  const { field, recorded, current } = narrowed(d.field, d.recorded, d.current);
+  return `${field}: ${show(recorded)} → ${show(current)}`;
+}
+
+/** How long a value is shown before it is cut. */
+const SHOWN = 120;
+
+function narrowed(field: string, recorded: Json, current: Json): IdentityDifference {
+  const isObject = (v: Json): v is { [key: string]: Json } =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  const short = JSON.stringify(recorded).length <= SHOWN && JSON.stringify(current).length <= SHOWN;
+  if (short || !isObject(recorded) || !isObject(current)) return { field, recorded, current };
+  const differing = [...new Set([...Object.keys(recorded), ...Object.keys(current)])].filter(
+    (key) => canonicalJson(recorded[key] ?? null) !== canonicalJson(current[key] ?? null),
+  );
+  const [key] = differing;
+  if (differing.length !== 1 || key === undefined) return { field, recorded, current };
+  return narrowed(`${field}.${key}`, recorded[key] ?? null, current[key] ?? null);
 }
 
 function show(value: Json): string {
   const text = JSON.stringify(value);
-  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+  return text.length > SHOWN ? `${text.slice(0, SHOWN - 3)}...` : text;
 }

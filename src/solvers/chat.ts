@@ -118,7 +118,8 @@ function chatInput(
   });
 }
 
-function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
+/** A sample's input as chat messages, `system` prepended unless they already have one. */
+export function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
   const { input } = sample;
   let messages: ChatMessage[];
   if (typeof input === "string") {
@@ -146,7 +147,10 @@ function withCost(model: string, tokens: ReplyTokens, price: Price | undefined):
  * An AI SDK model's description: its provider string and model id, nothing of the object (its
  * settings may hold credentials), and the solver's own settings.
  */
-function describeModel(model: LanguageModelLike, options: ChatSolverOptions): Record<string, Json> {
+export function describeModel(
+  model: LanguageModelLike,
+  options: ChatSolverOptions,
+): Record<string, Json> {
   return definedOnly({
     kind: "chat",
     model: model.modelId,
@@ -160,7 +164,8 @@ function describeModel(model: LanguageModelLike, options: ChatSolverOptions): Re
   });
 }
 
-function describeChat(model: string, options: ChatSolverOptions): Record<string, Json> {
+/** A model id's description: the model, its endpoint (never a key) and the solver's settings. */
+export function describeChat(model: string, options: ChatSolverOptions): Record<string, Json> {
   const provider = providerOf(model, options.provider);
   const { baseURL, apiKeyEnv } = resolveEndpoint(options, provider);
   return definedOnly({
@@ -182,7 +187,8 @@ function describeChat(model: string, options: ChatSolverOptions): Record<string,
   });
 }
 
-function definedOnly(description: Record<string, Json | undefined>): Record<string, Json> {
+/** The description without its undefined members. */
+export function definedOnly(description: Record<string, Json | undefined>): Record<string, Json> {
   return Object.fromEntries(
     Object.entries(description).filter((entry): entry is [string, Json] => entry[1] !== undefined),
   );

@@ -1,10 +1,13 @@
+import { agent } from "./agent.js";
 import { chat } from "./chat.js";
 import { command } from "./command.js";
 
 /** The built-in solvers. Any `async (sample, ctx) => output` function is a solver too. */
-export const solvers = { chat, command };
+export const solvers = { chat, command, agent };
 
-export { chat, command };
+export { agent, chat, command };
+export type { AgentSolverOptions, OnToolError } from "./agent.js";
+export type { AgentTool, AgentToolArgs, AgentToolContext, AgentTools } from "./agent-tools.js";
 export type { ChatSolverOptions } from "./chat.js";
 export type { CommandSolverOptions } from "./command.js";
 export { chatCompletion, resolveEndpoint, redactUrl, DEFAULT_BASE_URL } from "./chat-completion.js";
