@@ -220,6 +220,26 @@ describe("toolUsed and turns", () => {
     expect(() => turns({ max: -1 })).toThrow(/max must be a non-negative integer/);
   });
 
+  it.each([
+    [() => toolUsed(""), /scorers.toolUsed\(name\) needs a tool name/],
+    [
+      () => toolSequence(["a", 3 as unknown as string]),
+      /toolSequence\(expected\): item 1 has no tool name/,
+    ],
+    [
+      () => toolSequence(["a"], { mode: "sorted" as "exact" }),
+      /mode must be "exact", "in-order", "any-order" \(got "sorted"\)/,
+    ],
+    [
+      () => toolCallF1([{ name: "a" }, {} as { name: string }]),
+      /toolCallF1\(expected\): item 1 has no tool name/,
+    ],
+    [() => toolCallF1("add" as unknown as []), /toolCallF1\(expected\) needs a list/],
+  ])("refuses a misconfiguration with E_CONFIG naming it (%#)", (make, message) => {
+    expect(make).toThrow(message);
+    expect(make).toThrow(expect.objectContaining({ code: "E_CONFIG" }));
+  });
+
   it("an unknown trajectory is skipped with its reason, never scored as empty", async () => {
     const unknown: Trajectory = { known: false, reason: "the journal was pruned" };
     for (const scorer of [toolUsed("a"), toolSequence([]), toolCallF1([]), turns({ max: 1 })]) {

@@ -1,3 +1,4 @@
+import { StetError } from "../core/errors.js";
 import type { Scorer, ScorerArgs, ScoreValue } from "../core/eval.js";
 import { canonicalJson, type Json } from "../core/json.js";
 import type { Trajectory, TrajectoryToolCall } from "../core/trajectory.js";
@@ -29,6 +30,8 @@ export interface ExpectedToolCall {
  * @example scorers.toolUsed("search") // 1 for an attempt whose model called search
  */
 export function toolUsed(name: string): Scorer {
+  if (typeof name !== "string" || name === "")
+    misconfigured("scorers.toolUsed(name) needs a tool name");
   return trajectoryScorer("toolUsed", { kind: "toolUsed", tool: name }, (calls) => {
     const count = calls.filter((c) => c.name === name).length;
     return { value: count > 0 ? 1 : 0, metadata: { calls: count } };
@@ -46,6 +49,12 @@ export function toolSequence(
   options: ToolSequenceOptions = {},
 ): Scorer {
   const mode = options.mode ?? "exact";
+  checkNames("scorers.toolSequence(expected)", expected);
+  if (!MODES.includes(mode)) {
+    misconfigured(
+      `scorers.toolSequence: mode must be ${MODES.map((m) => `"${m}"`).join(", ")} (got ${JSON.stringify(mode)})`,
+    );
+  }
   return trajectoryScorer(
     "toolSequence",
     { kind: "toolSequence", expected: [...expected], mode },
@@ -65,24 +74,27 @@ export function toolSequence(
  * @example scorers.toolCallF1([{ name: "add", arguments: { a: 1, b: 2 } }, { name: "answer" }])
  */
 export function toolCallF1(expected: readonly ExpectedToolCall[]): Scorer {
-  return trajectoryScorer(
-    "toolCallF1",
-    { kind: "toolCallF1", expected: expected.map((e) => ({ ...e })) as unknown as Json },
-    (calls) => {
-      const matched = matchedCalls(calls, expected);
-      const total = calls.length + expected.length;
-      return {
-        value: total === 0 ? 1 : (2 * matched) / total,
-        metadata: {
-          matched,
-          calls: calls.length,
-          expected: expected.length,
-          precision: calls.length === 0 ? (expected.length === 0 ? 1 : 0) : matched / calls.length,
-          recall: expected.length === 0 ? 1 : matched / expected.length,
-        },
-      };
-    },
+  checkNames(
+    "scorers.toolCallF1(expected)",
+    Array.isArray(expected) ? expected.map((e) => e?.name) : expected,
   );
+  const described = expected.map((e): Json =>
+    e.arguments === undefined ? { name: e.name } : { name: e.name, arguments: e.arguments },
+  );
+  return trajectoryScorer("toolCallF1", { kind: "toolCallF1", expected: described }, (calls) => {
+    const matched = matchedCalls(calls, expected);
+    const total = calls.length + expected.length;
+    return {
+      value: total === 0 ? 1 : (2 * matched) / total,
+      metadata: {
+        matched,
+        calls: calls.length,
+        expected: expected.length,
+        precision: calls.length === 0 ? (expected.length === 0 ? 1 : 0) : matched / calls.length,
+        recall: expected.length === 0 ? 1 : matched / expected.length,
+      },
+    };
+  });
 }
 
 /**
@@ -94,12 +106,25 @@ export function toolCallF1(expected: readonly ExpectedToolCall[]): Scorer {
 export function turns(options: { max: number }): Scorer {
   const { max } = options;
   if (!Number.isInteger(max) || max < 0) {
-    throw new Error(`scorers.turns: max must be a non-negative integer (got ${String(max)})`);
+    misconfigured(`scorers.turns: max must be a non-negative integer (got ${String(max)})`);
   }
   return trajectoryScorer("turns", { kind: "turns", max }, (_calls, trajectory) => {
     const count = trajectory.calls.length;
     return { value: count <= max ? 1 : 0, metadata: { turns: count, max } };
   });
+}
+
+const MODES: readonly ToolSequenceMode[] = ["exact", "in-order", "any-order"];
+
+function misconfigured(message: string): never {
+  throw new StetError("E_CONFIG", message);
+}
+
+/** Refuses a list that is not of tool names (an eval in JavaScript has no types to say so). */
+function checkNames(what: string, names: unknown): void {
+  if (!Array.isArray(names)) misconfigured(`${what} needs a list (got ${typeof names})`);
+  const bad = names.findIndex((n) => typeof n !== "string" || n === "");
+  if (bad >= 0) misconfigured(`${what}: item ${bad} has no tool name (a non-empty string)`);
 }
 
 /** Whether `names` match `expected` by `mode`. */
