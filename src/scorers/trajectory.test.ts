@@ -228,7 +228,7 @@ describe("toolUsed and turns", () => {
     ],
     [
       () => toolSequence(["a"], { mode: "sorted" as "exact" }),
-      /mode must be "exact", "in-order", "any-order" \(got "sorted"\)/,
+      /mode must be one of "exact", "in-order", "any-order" \(got "sorted"\)/,
     ],
     [
       () => toolCallF1([{ name: "a" }, {} as { name: string }]),

@@ -52,7 +52,7 @@ export function toolSequence(
   checkNames("scorers.toolSequence(expected)", expected);
   if (!MODES.includes(mode)) {
     misconfigured(
-      `scorers.toolSequence: mode must be ${MODES.map((m) => `"${m}"`).join(", ")} (got ${JSON.stringify(mode)})`,
+      `scorers.toolSequence: mode must be one of ${MODES.map((m) => `"${m}"`).join(", ")} (got ${JSON.stringify(mode)})`,
     );
   }
   return trajectoryScorer(
