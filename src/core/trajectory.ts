@@ -164,8 +164,10 @@ function languageModelReply(result: Record<string, Json>) {
       });
     }
   }
-  const finish =
+  const given =
     result.finishReason ?? parts.map(record).find((p) => p.type === "finish")?.finishReason;
+  // V3 models give `{ unified, raw }`; V2 a string.
+  const finish = typeof given === "string" ? given : record(given).unified;
   return { content, toolCalls, finishReason: typeof finish === "string" ? finish : null };
 }
 

@@ -99,6 +99,33 @@ describe("trajectoryOf", () => {
       toolCalls: [{ id: "t1", name: "weather", arguments: { city: "Oslo" } }],
     });
   });
+
+  it("reads an AI SDK doStream's recorded parts (a V3 finish reason is { unified, raw })", () => {
+    const t = trajectoryOf([
+      {
+        step: 0,
+        name: "ai-sdk.stream",
+        kind: "chat",
+        input: { provider: "openai.chat", model: "gpt-4o-mini", options: {} },
+        result: {
+          parts: [
+            { type: "text-delta", id: "1", delta: "let " },
+            { type: "text-delta", id: "1", delta: "me look" },
+            { type: "tool-call", toolCallId: "t1", toolName: "weather", input: "{}" },
+            { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" } },
+          ],
+        },
+        error: null,
+        usage: null,
+      },
+    ]);
+    if (!t.known) throw new Error("unknown");
+    expect(t.calls[0]).toMatchObject({
+      content: "let me look",
+      finishReason: "tool-calls",
+      toolCalls: [{ id: "t1", name: "weather", arguments: {} }],
+    });
+  });
 });
 
 describe("toolSequence", () => {
