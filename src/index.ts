@@ -68,5 +68,10 @@ export type {
   Scorer,
   ScorerArgs,
   ScoreValue,
+  Trajectory,
+  TrajectoryEvent,
+  TrajectoryModelCall,
+  TrajectoryToolCall,
+  TrajectoryToolStep,
 } from "./core/eval.js";
 export type { Json } from "./core/json.js";

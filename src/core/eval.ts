@@ -8,6 +8,7 @@ import type {
   ReplyParts,
   ToolChoice,
 } from "./model-types.js";
+import type { Trajectory } from "./trajectory.js";
 import type { Price, Reducer, Sample, SampleRecord, Score, Usage } from "./types.js";
 
 /** What a solver (and a scorer) receives besides the sample. */
@@ -235,6 +236,12 @@ export interface ScorerArgs {
   sample: Sample;
   output: Json;
   ctx: SolverContext;
+  /**
+   * How the attempt reached its output: its model calls and tool steps, from its step journal
+   * (see Trajectory; `known: false` with the reason when the journal is not there). Given by the
+   * engine, right after the attempt and on `stet rescore`; absent in a hand-made call.
+   */
+  trajectory?: Trajectory;
 }
 
 export interface Scorer {
@@ -255,6 +262,13 @@ export type ScorerLike = Scorer | ((args: ScorerArgs) => Promise<ScoreValue> | S
 
 export type { Score, Reducer };
 export type { LanguageModelLike } from "./language-model.js";
+export type {
+  Trajectory,
+  TrajectoryEvent,
+  TrajectoryModelCall,
+  TrajectoryToolCall,
+  TrajectoryToolStep,
+} from "./trajectory.js";
 export type {
   FinishReason,
   ModelMessage,

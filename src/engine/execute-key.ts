@@ -1,6 +1,7 @@
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { normalizeSolverReturn } from "../core/normalize.js";
+import { trajectoryOf } from "../core/trajectory.js";
 import { addUsage as addUsages } from "../core/usage.js";
 import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
@@ -8,6 +9,7 @@ import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
 import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
 import { solverError, untilAborted, withTimeout } from "./attempt-signal.js";
 import { scoreOutput } from "./score-output.js";
+import { NOT_JOURNALED } from "./stored-trajectory.js";
 import { context, type Spent } from "./solver-context.js";
 import { StepJournal } from "./step-journal.js";
 
@@ -85,7 +87,17 @@ async function attempt(
     error = solverError(thrown, signal);
   }
   if (!error) {
-    const scored = await scoreOutput(task.record.sample, output, task.scorers, ctx, signal);
+    const trajectory = journal
+      ? trajectoryOf(journal.trail)
+      : ({ known: false, reason: NOT_JOURNALED } as const);
+    const scored = await scoreOutput(
+      task.record.sample,
+      output,
+      task.scorers,
+      ctx,
+      signal,
+      trajectory,
+    );
     scores.push(...scored.scores);
     spent.usage.push(...scored.spent);
     error = scored.error;

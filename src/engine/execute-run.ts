@@ -11,6 +11,7 @@ import type { RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { KeyJournals } from "./key-journal.js";
+import { storedTrajectory } from "./stored-trajectory.js";
 import { KeyRunner } from "./key-runner.js";
 import { planSource, type KeySource } from "./lease-source.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
@@ -59,7 +60,12 @@ export interface Execution {
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
    */
-  rescore?: { units: readonly RescoreUnit[]; pass: string };
+  rescore?: {
+    units: readonly RescoreUnit[];
+    pass: string;
+    /** The eval's journal retention, which says why a stored attempt has no trajectory. */
+    journalKeep?: JournalKeep | undefined;
+  };
   /** The run's spend cap (`--max-cost`): on what the run's stored attempts and scorings cost. */
   cap?: SpendCap;
   /** The eval's journal retention, which `runs/` applies once the execution drained. */
@@ -169,6 +175,16 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     stops,
     gate,
     journals,
+    trajectory: (unit) =>
+      storedTrajectory(
+        {
+          store,
+          runId: run.id,
+          journaled: exec.solver.journal !== false,
+          keep: exec.journalKeep ?? exec.rescore?.journalKeep,
+        },
+        unit,
+      ),
     redactor: createSecretRedactor([
       ...(options.secrets ?? []),
       ...(exec.solver.secrets?.() ?? []),

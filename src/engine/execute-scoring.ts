@@ -1,6 +1,7 @@
 import type { ModelCaller, Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Redactor } from "../core/secrets.js";
+import type { Trajectory } from "../core/trajectory.js";
 import type { Key, SampleRecord, Score, ScoringDraft, Usage } from "../core/types.js";
 import { withTimeout } from "./attempt-signal.js";
 import { attemptRedaction } from "./attempt-redaction.js";
@@ -23,6 +24,9 @@ export interface RescoreUnit {
   current: readonly Score[];
   /** Scorers to run even when the attempt has a score from them (a rescore's request). */
   rerun: ReadonlySet<string>;
+  /** The attempt's usage and whether it ended in error: see StoredAttemptRef. */
+  usage?: Usage | null;
+  failed?: boolean;
 }
 
 export interface ScoringTask {
@@ -36,6 +40,8 @@ export interface ScoringTask {
   timeoutMs?: number;
   abort: AbortSignal;
   redactor?: Redactor | undefined;
+  /** The stored attempt's trajectory for its scorers (see storedTrajectory); absent: none given. */
+  trajectory?: ((unit: RescoreUnit) => Promise<Trajectory>) | undefined;
 }
 
 /**
@@ -45,7 +51,8 @@ export interface ScoringTask {
  * scorers the eval no longer has are left out: they stay in the attempt's history, not in its
  * current set. The solver is never called. A throwing scorer gives an error scoring whose other
  * scores stand (the output still stands too), and its spend (usage, re-sent requests) is the
- * scoring's; an abort by the run throws `AttemptAborted`.
+ * scoring's; an abort by the run throws `AttemptAborted`. The scorers get the attempt's
+ * trajectory from the store (`task.trajectory`), read once before they run.
  */
 export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
   const t0 = performance.now();
@@ -57,9 +64,10 @@ export async function executeScoring(task: ScoringTask): Promise<ScoringDraft> {
   );
   const toRun = task.scorers.filter((s) => unit.rerun.has(s.name) || !current.has(s.name));
   const scrub = attemptRedaction(task.redactor);
+  const trajectory = toRun.length > 0 ? await task.trajectory?.(unit) : undefined;
   const pass = await withTimeout(task, (signal) => {
     const ctx = context({ ...task, key: unit.key }, signal, spent, undefined, scrub);
-    return scoreOutput(unit.record.sample, unit.output, toRun, ctx, signal);
+    return scoreOutput(unit.record.sample, unit.output, toRun, ctx, signal, trajectory);
   });
   // Each scorer that ran has its value or its error; one the timeout cut off has no score: its
   // old one is what it was asked to replace.

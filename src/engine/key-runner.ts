@@ -3,6 +3,7 @@ import type { RunEvent } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import type { Redactor } from "../core/secrets.js";
+import type { Trajectory } from "../core/trajectory.js";
 import type { Attempt, Key, Run, Scoring } from "../core/types.js";
 import type { AttemptWriter } from "./attempt-writer.js";
 import { executeKey } from "./execute-key.js";
@@ -29,6 +30,8 @@ export interface KeyRunnerParts {
   stops: StopControl;
   gate: SpendGate | undefined;
   journals: KeyJournals;
+  /** A stored attempt's trajectory, for the scorers that score it again (storedTrajectory). */
+  trajectory?: (unit: RescoreUnit) => Promise<Trajectory>;
   redactor: Redactor;
   /** An attempt is committed and counted (`final`: its key's outcome in this invocation). */
   committed: (attempt: Attempt, final: boolean) => void;
@@ -114,6 +117,7 @@ export class KeyRunner {
         ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),
         abort: stops.signal,
         redactor: this.#parts.redactor,
+        trajectory: this.#parts.trajectory,
       });
       return await this.#parts.writer.writeScoring(draft);
     } finally {
@@ -138,6 +142,8 @@ export class KeyRunner {
       output: attempt.output,
       current: attempt.scores,
       rerun: new Set(),
+      usage: attempt.usage,
+      failed: attempt.status === "error",
     };
     for (let i = 0; i < left && stops.reason === null; i++) {
       const scoring = await this.score(unit);

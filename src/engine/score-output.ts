@@ -1,7 +1,8 @@
-import type { Scorer, SolverContext } from "../core/eval.js";
+import type { Scorer, ScorerArgs, SolverContext } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { normalizeScore } from "../core/normalize.js";
 import { usageSchema } from "../core/schemas.js";
+import type { Trajectory } from "../core/trajectory.js";
 import type { AttemptError, SampleRecord, Score, Usage } from "../core/types.js";
 import { solverError, untilAborted } from "./attempt-signal.js";
 
@@ -23,7 +24,7 @@ export interface ScorerPass {
  * Runs `scorers` over an output in order. A scorer that throws gets an error entry in place of
  * its score and the pass goes on; what it reported paying for (a `usage` on what it threw, see
  * ScorerError) is still spent. The attempt's timeout ends the pass as a timeout; an abort by the
- * run throws `AttemptAborted`.
+ * run throws `AttemptAborted`. Every scorer is given the attempt's `trajectory`.
  */
 export async function scoreOutput(
   sample: SampleRecord["sample"],
@@ -31,13 +32,17 @@ export async function scoreOutput(
   scorers: readonly Scorer[],
   ctx: SolverContext,
   signal: AbortSignal,
+  trajectory?: Trajectory,
 ): Promise<ScorerPass> {
+  const args: ScorerArgs = trajectory
+    ? { sample, output, ctx, trajectory }
+    : { sample, output, ctx };
   const pass: ScorerPass = { scores: [], error: null, spent: [] };
   const failed: Score[] = [];
   for (const scorer of scorers) {
     try {
       const value = await untilAborted(
-        Promise.resolve().then(() => scorer.score({ sample, output, ctx })),
+        Promise.resolve().then(() => scorer.score({ ...args })),
         signal,
       );
       // A scorer that paid for a model (a judge) reports it; paid for even if its value is bad.

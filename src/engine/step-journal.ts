@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
 import { isStetError } from "../core/errors.js";
+import type { TrajectoryEntry } from "../core/trajectory.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
@@ -60,6 +61,8 @@ export class StepJournal {
   diverged = 0;
   /** Replayed chat steps' usage: reused, in the attempt's usage as `reused`, never spent now. */
   readonly reused: Usage[] = [];
+  /** This execution's entries in step order, replayed and new: its scorers' trajectory. */
+  readonly trail: TrajectoryEntry[] = [];
   readonly #options: JournalOptions;
   #unwritable = false;
 
@@ -94,6 +97,7 @@ export class StepJournal {
     const replay = this.#match(index, name, inputHash);
     if (replay) {
       this.replayed++;
+      this.trail.push(replay);
       if (replay.error) throw new StepFailed(replay.error, true);
       if (replay.usage) this.reused.push(replay.usage);
       return { result: replay.result, replayed: true, usage: replay.usage };
@@ -115,6 +119,7 @@ export class StepJournal {
     draft.recordedAt = recordedAt;
     draft.durationMs = Math.round(performance.now() - started);
     this.#checkSize(draft, name, inputText.length);
+    this.trail.push(draft);
     if (options.last && !error) void this.#write(draft).catch(() => {});
     else await this.#write(draft);
     if (error) throw new StepFailed(error, false);

@@ -175,7 +175,11 @@ export async function claimRescore(
     resumed: false,
     solver: planned.ev.solver,
     scorers: planned.scorers,
-    rescore: { units: planned.units, pass: planned.pending.pass },
+    rescore: {
+      units: planned.units,
+      pass: planned.pending.pass,
+      journalKeep: planned.ev.journalKeep,
+    },
   };
   if (planned.ev.callModel) exec.callModel = planned.ev.callModel;
   return exec;
@@ -258,6 +262,8 @@ async function unitsToScore(
       output: outcome.output,
       current: outcome.scores,
       rerun,
+      usage: outcome.usage,
+      failed: scorerError,
     });
   }
   return units;

@@ -331,6 +331,8 @@ export async function rescoreUnits(
         output: attempt.output,
         current: attempt.scores,
         rerun,
+        usage: attempt.usage,
+        failed: attempt.status === "error",
       });
     }
   }

@@ -6,11 +6,27 @@ import { jsonMatch } from "./json-match.js";
 import { modelGraded } from "./model-graded.js";
 import { numeric } from "./numeric.js";
 import { regex } from "./regex.js";
+import { toolCallF1, toolSequence, toolUsed, turns } from "./trajectory.js";
 
 /** The built-in scorers. A named function `({ sample, output, ctx }) => score` is a scorer too. */
-export const scorers = { exact, includes, regex, numeric, jsonMatch, modelGraded, custom, code };
+export const scorers = {
+  exact,
+  includes,
+  regex,
+  numeric,
+  jsonMatch,
+  modelGraded,
+  custom,
+  code,
+  toolUsed,
+  toolSequence,
+  toolCallF1,
+  turns,
+};
 
 export { code, custom, exact, includes, jsonMatch, modelGraded, numeric, regex };
+export { toolCallF1, toolSequence, toolUsed, turns };
+export type { ExpectedToolCall, ToolSequenceMode, ToolSequenceOptions } from "./trajectory.js";
 export type { CodeOptions } from "./code.js";
 export type { ExactOptions } from "./exact.js";
 export type { IncludesOptions } from "./includes.js";
