@@ -5,7 +5,10 @@ import type { Plan } from "./plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
-export type PlanSummary = Omit<Plan, "toExecute" | "toRescore" | "samples" | "rerunAfter"> & {
+export type PlanSummary = Omit<
+  Plan,
+  "toExecute" | "toRescore" | "samples" | "rerunAfter" | "replayFrom"
+> & {
   toExecute: number;
   /** Scorer errors whose stored outputs are scored again (no solver call). */
   toRescore: number;

@@ -66,6 +66,36 @@ describe("planRun", () => {
     expect(plan.toExecute.map((k) => k.sampleId)).toEqual(["b", "c"]);
   });
 
+  it("names the latest errored attempt a key's new attempt replays: not a scorer error's, a changed sample's or a key without one", () => {
+    const numbered = (facts: AttemptFacts, n: number, scorer = false): AttemptFacts => ({
+      ...facts,
+      attempt: n,
+      error: facts.status === "error" ? { type: scorer ? "scorer" : "provider" } : null,
+    });
+    const current = new Map([
+      ["a", record("a")],
+      ["b", record("b")],
+      ["c", record("c", "fp-c-new")],
+    ]);
+    const plan = planRun({
+      snapshot,
+      current,
+      epochs: 2,
+      rerunChanged: true,
+      attempts: [
+        numbered(attempt("a", 1, "error"), 1),
+        numbered(attempt("a", 1, "error"), 2),
+        numbered(attempt("a", 2, "error"), 1, true),
+        numbered(attempt("b", 1, "error"), 1),
+        numbered(attempt("b", 1, "scored"), 2),
+        numbered(attempt("c", 1, "error"), 1),
+      ],
+      inflight: [{ sampleId: "b", epoch: 2 }],
+    });
+    expect([...plan.replayFrom]).toEqual([["a\u00001", 2]]);
+    expect(plan.toExecute.map((k) => `${k.sampleId}${k.epoch}`)).toEqual(["a1", "c1", "b2", "c2"]);
+  });
+
   it("reports changed samples and re-runs only their keys with the new content when told to", () => {
     const current = new Map([
       ["a", record("a")],

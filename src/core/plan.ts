@@ -63,6 +63,11 @@ export interface Plan {
    * attempt follows: what the engine puts on its drafts (`AttemptDraft.rerunAfter`).
    */
   rerunAfter: Map<string, number>;
+  /**
+   * Per key string of a key that will execute and whose latest attempt (of the sample's current
+   * content) ended in error, that attempt's number: the new attempt replays its journal.
+   */
+  replayFrom: Map<string, number>;
   /** Sample ids in the run but no longer in the dataset: executed from the run's copy. */
   missing: string[];
   /** The samples to execute with: the snapshot, with changed ones replaced when re-running them. */
@@ -116,6 +121,7 @@ export function planRun(input: PlanInput): Plan {
     changedKeys: 0,
     rerun: 0,
     rerunAfter: new Map(),
+    replayFrom: new Map(),
     missing,
     samples,
   };
@@ -153,6 +159,9 @@ export function planRun(input: PlanInput): Plan {
         plan.errored++;
       } else plan.neverStarted++;
       plan.toExecute.push(key);
+      if (status === "error" && outcome?.attempt !== undefined && !changedIds.has(sample.id)) {
+        plan.replayFrom.set(k, outcome.attempt);
+      }
     }
   }
   return plan;

@@ -31,13 +31,15 @@ export interface KeyTask {
    */
   redactor?: Redactor | undefined;
   /**
-   * Journals `ctx.step` and `ctx.chat` (absent: they run unjournaled). `entries` are the key's
-   * open entries to replay; `onDone` learns what the journal replayed once the attempt ends.
+   * Journals `ctx.step` and `ctx.chat` (absent: they run unjournaled). `entries` are those to
+   * replay (the key's open ones, or an errored attempt's); `onDone` learns what the journal replayed once the attempt ends.
    */
   journal?: {
     entries: readonly JournalEntry[];
     /** The key has open entries that are not to be replayed: the first write discards them. */
     discardOpen?: boolean;
+    /** `entries` are an errored attempt's: written again as this execution's (StepJournal). */
+    reopen?: boolean;
     write: (draft: StepDraft | StepDiscard) => Promise<void>;
     onDone?: (journal: StepJournal) => void;
   };
@@ -132,6 +134,7 @@ function journalOf(
     key,
     entries: options.entries,
     discardOpen: options.discardOpen ?? false,
+    reopen: options.reopen ?? false,
     write: options.write,
     redact: scrub.entry,
   });

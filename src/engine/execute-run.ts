@@ -90,7 +90,7 @@ export interface ExecutionEnd {
   /** How many scorings this invocation committed, and whether it committed a stored one. */
   scorings: { committed: number; isNow(scoring: ScoringKey): boolean };
   /**
-   * The step journal in this invocation: steps replayed from interrupted executions, executions
+   * The step journal in this invocation: steps replayed from earlier executions, executions
    * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).
    */
   journal: { replayed: number; diverged: number; reused: Usage[] };

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
-import { newRun } from "../store/contract/fixtures.js";
+import { keyString } from "../core/keys.js";
+import { errorDraft, newRun } from "../store/contract/fixtures.js";
 import type { StepDiscard, StepDraft, Store } from "../store/types.js";
 import { KeyJournals } from "./key-journal.js";
 import { StepJournal } from "./step-journal.js";
@@ -42,7 +43,7 @@ async function interrupted() {
     KeyJournals.open({
       store: options.store ?? s,
       runId: run.id,
-      plan: { changed: ["s2"] },
+      plan: { changed: ["s2"], replayFrom: new Map() },
       writer: { writeStep: async (draft) => void writes.push(draft) },
       journaled: options.journaled ?? true,
       resumed: options.resumed ?? true,
@@ -52,19 +53,18 @@ async function interrupted() {
 }
 
 describe("KeyJournals", () => {
-  it("a resume replays a key's open entries on its first attempt only; a changed sample's are discarded", async () => {
+  it("a resume replays a key's open entries; a changed sample's are discarded", async () => {
     const { open } = await interrupted();
     const journals = await open({});
-    const first = await journals.of({ sampleId: "s1", epoch: 1 }, true);
+    const first = await journals.of({ sampleId: "s1", epoch: 1 });
     expect(first?.entries.map((e) => e.step)).toEqual([0, 1]);
     expect(first?.discardOpen).toBe(false);
-    const retry = await journals.of({ sampleId: "s1", epoch: 1 }, false);
-    expect(retry).toMatchObject({ entries: [], discardOpen: false });
-    expect(await journals.of({ sampleId: "s2", epoch: 1 }, true)).toMatchObject({
+
+    expect(await journals.of({ sampleId: "s2", epoch: 1 })).toMatchObject({
       entries: [],
       discardOpen: true,
     });
-    expect(await journals.of({ sampleId: "s3", epoch: 1 }, true)).toMatchObject({
+    expect(await journals.of({ sampleId: "s3", epoch: 1 })).toMatchObject({
       entries: [],
       discardOpen: false,
     });
@@ -84,19 +84,19 @@ describe("KeyJournals", () => {
       },
     };
     const fresh = await open({ resumed: false, store: counted });
-    expect((await fresh.of({ sampleId: "s1", epoch: 1 }, true))?.entries).toEqual([]);
+    expect((await fresh.of({ sampleId: "s1", epoch: 1 }))?.entries).toEqual([]);
     const worker = await open({ leased: true, store: counted });
-    expect((await worker.of({ sampleId: "s1", epoch: 1 }, true))?.entries).toHaveLength(2);
+    expect((await worker.of({ sampleId: "s1", epoch: 1 }))?.entries).toHaveLength(2);
     expect(keyReads).toBe(0);
   });
 
   it("an unjournaled solver gets no journal; steps are written through the writer and counted when done", async () => {
     const { open, writes } = await interrupted();
     expect(
-      await (await open({ journaled: false })).of({ sampleId: "s1", epoch: 1 }, true),
+      await (await open({ journaled: false })).of({ sampleId: "s1", epoch: 1 }),
     ).toBeUndefined();
     const journals = await open({});
-    const journal = (await journals.of({ sampleId: "s1", epoch: 1 }, true))!;
+    const journal = (await journals.of({ sampleId: "s1", epoch: 1 }))!;
     // The attempt's journal replays s1's first step, then diverges at its second.
     const steps = new StepJournal({
       key: { sampleId: "s1", epoch: 1 },
@@ -115,5 +115,109 @@ describe("KeyJournals", () => {
     expect(writes).toMatchObject([{ sampleId: "s1", step: 1, truncate: true }]);
     journal.onDone?.(steps);
     expect(journals.counts).toEqual({ replayed: 1, diverged: 1, reused: [] });
+  });
+
+  it("a retry replays its errored attempt's entries up to the first that failed; a resume the latest errored attempt's, unless a later execution left open entries", async () => {
+    const s = store();
+    const { run, owner } = await newRun(s);
+    const s1 = { sampleId: "s1", epoch: 1 };
+    const s3 = { sampleId: "s3", epoch: 1 };
+    const failed = { ...step("s1", 2), result: null, error: { message: "tool broke" } };
+    // s1: attempt 1 ran three steps, the third failed; attempt 2 (the retry) ran two.
+    await s.journal.record(run.id, owner.token, [step("s1", 0), step("s1", 1), failed]);
+    await s.attempts.record(run.id, owner.token, [errorDraft(s1)]);
+    await s.journal.record(run.id, owner.token, [step("s1", 0), step("s1", 1)]);
+    await s.attempts.record(run.id, owner.token, [errorDraft(s1)]);
+    // s3: attempt 1 errored after one step; a later execution was interrupted after two.
+    await s.journal.record(run.id, owner.token, [step("s3", 0)]);
+    await s.attempts.record(run.id, owner.token, [errorDraft(s3)]);
+    await s.journal.record(run.id, owner.token, [step("s3", 0), step("s3", 1)]);
+    const open = (replayFrom: Map<string, number>, resumed = true) =>
+      KeyJournals.open({
+        store: s,
+        runId: run.id,
+        plan: { changed: ["s2"], replayFrom },
+        writer: { writeStep: async () => {} },
+        journaled: true,
+        resumed,
+        leased: false,
+      });
+    const steps = (j: Awaited<ReturnType<KeyJournals["of"]>>) =>
+      j?.entries.map((e) => [e.attempt, e.step]);
+
+    // The in-run retry of attempt 1: its steps that succeeded, written again as the retry's.
+    const inRun = await open(new Map(), false);
+    const retry = await inRun.of(s1, 1);
+    expect(steps(retry)).toEqual([
+      [1, 0],
+      [1, 1],
+    ]);
+    expect(retry).toMatchObject({ reopen: true, discardOpen: false });
+
+    // A resume: the plan names each errored key's latest attempt; open entries come after it.
+    const resume = await open(
+      new Map([
+        [keyString(s1), 2],
+        [keyString(s3), 1],
+        [keyString({ sampleId: "s2", epoch: 1 }), 1],
+      ]),
+    );
+    expect(steps(await resume.of(s1))).toEqual([
+      [2, 0],
+      [2, 1],
+    ]);
+    const interrupted = await resume.of(s3);
+    expect(steps(interrupted)).toEqual([
+      [null, 0],
+      [null, 1],
+    ]);
+    expect(interrupted?.reopen).toBe(false);
+    // A changed sample replays nothing (`--rerun-changed`), nor a key the plan does not name
+    // (a `--rerun` of a scored key, a fresh key).
+    expect(await resume.of({ sampleId: "s2", epoch: 1 })).toMatchObject({
+      entries: [],
+      reopen: false,
+    });
+    expect(await (await open(new Map())).of(s1)).toMatchObject({ entries: [], reopen: false });
+  });
+
+  it("a replayed errored attempt's entries are written again as open ones, their calls' usage marked reused and not the new attempt's", async () => {
+    const s = store();
+    const { run, owner } = await newRun(s);
+    const s1 = { sampleId: "s1", epoch: 1 };
+    const usage = { inputTokens: 10, outputTokens: 5, costUsd: 0.001 };
+    const chat = { ...step("s1", 1), kind: "chat" as const, name: "chat", usage };
+    await s.journal.record(run.id, owner.token, [step("s1", 0), chat]);
+    await s.attempts.record(run.id, owner.token, [errorDraft(s1)]);
+    const writes: (StepDraft | StepDiscard)[] = [];
+    const entries = await s.journal.list(run.id, { ...s1, attempt: 1 });
+    const journal = new StepJournal({
+      key: s1,
+      entries,
+      reopen: true,
+      write: async (draft) => {
+        writes.push(draft);
+        await s.journal.record(run.id, owner.token, "fromStep" in draft ? [] : [draft]);
+      },
+      redact: (value) => ({ value, found: [] }),
+    });
+    const never = async () => {
+      throw new Error("a replayed step ran");
+    };
+    expect(await journal.step("step", "tool-0", { n: 0 }, never, () => null)).toMatchObject({
+      replayed: true,
+      result: { ok: 0 },
+    });
+    expect(await journal.step("chat", "chat", { n: 1 }, never, () => null)).toMatchObject({
+      replayed: true,
+      usage: null,
+    });
+    expect(journal.reused).toEqual([usage]);
+    const reopened = await s.journal.list(run.id, { ...s1, attempt: "open" });
+    expect(reopened.map((e) => [e.step, e.usage])).toEqual([
+      [0, null],
+      [1, { ...usage, reused: usage }],
+    ]);
+    expect(writes).toHaveLength(2);
   });
 });

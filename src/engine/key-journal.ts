@@ -1,13 +1,15 @@
 import { keyString } from "../core/keys.js";
 import type { Plan } from "../core/plan.js";
 import type { Key, Usage } from "../core/types.js";
-import type { Store } from "../store/types.js";
+import type { JournalEntry, Store } from "../store/types.js";
 import type { AttemptWriter } from "./attempt-writer.js";
 import type { KeyTask } from "./execute-key.js";
 
 /**
  * The step journal's wiring for an execution's keys: which keys have open entries of an
- * interrupted execution to replay, each key's journal task, and what the journal replayed in all.
+ * interrupted execution to replay, else which errored attempt a key's new attempt replays (its
+ * latest, on a resume or an in-run retry), each key's journal task, and what the journal replayed
+ * in all.
  *
  * @example const journals = await KeyJournals.open({ store, run, plan, writer, journaled: true, resumed: true, leased: false });
  */
@@ -36,19 +38,33 @@ export class KeyJournals {
     return new KeyJournals(options, open);
   }
 
-  /** The journal of a key's attempt (`first`: its first in this invocation); undefined: none. */
-  async of(key: Key, first: boolean): Promise<KeyTask["journal"]> {
-    const { journaled, leased, store, runId, writer } = this.#options;
+  /**
+   * The journal of a key's attempt: `retryOf`, the number of the errored attempt it retries in
+   * this invocation; absent for its first here. Undefined: the solver is not journaled.
+   */
+  async of(key: Key, retryOf?: number): Promise<KeyTask["journal"]> {
+    const { journaled, leased, plan, writer } = this.#options;
     if (!journaled) return undefined;
-    // A worker may be handed a key that a worker that died (or froze and was fenced) had begun,
-    // at any time: it reads the key's open entries as it leases it (one indexed read a key).
-    // A changed sample's entries are of its old content: discarded, not replayed.
-    const stale = first && (leased || this.#open.has(keyString(key)));
-    const replay = stale && !this.#changed.has(key.sampleId);
-    const entries = replay ? await store.journal.list(runId, { ...key, attempt: "open" }) : [];
+    let entries: JournalEntry[] = [];
+    let discardOpen = false;
+    let from = retryOf;
+    if (retryOf === undefined) {
+      // A worker may be handed a key that a worker that died (or froze and was fenced) had begun,
+      // at any time: it reads the key's open entries as it leases it (one indexed read a key).
+      // A changed sample's entries are of its old content: discarded, not replayed.
+      const stale = leased || this.#open.has(keyString(key));
+      const changed = this.#changed.has(key.sampleId);
+      if (stale && !changed) entries = await this.#list(key, "open");
+      discardOpen = stale && changed;
+      // An interrupted execution's open entries come after the key's latest attempt: they win.
+      if (entries.length === 0 && !changed) from = plan.replayFrom.get(keyString(key));
+    }
+    const reopen = from !== undefined;
+    if (from !== undefined) entries = replayable(await this.#list(key, from));
     return {
       entries,
-      discardOpen: stale && !replay,
+      discardOpen,
+      reopen,
       write: (draft) => writer.writeStep(draft),
       onDone: (j) => {
         this.counts.replayed += j.replayed;
@@ -57,12 +73,26 @@ export class KeyJournals {
       },
     };
   }
+
+  #list(key: Key, attempt: number | "open"): Promise<JournalEntry[]> {
+    const { store, runId } = this.#options;
+    return store.journal.list(runId, { ...key, attempt });
+  }
+}
+
+/**
+ * What an errored attempt replays to its next: its entries up to the first that did not
+ * succeed (a step that threw runs again, it may be what failed the attempt) or is missing.
+ */
+function replayable(entries: readonly JournalEntry[]): JournalEntry[] {
+  const end = entries.findIndex((e, i) => e.error !== null || e.step !== i);
+  return entries.slice(0, end === -1 ? entries.length : end);
 }
 
 export interface KeyJournalsOptions {
   store: Pick<Store, "journal">;
   runId: string;
-  plan: Pick<Plan, "changed">;
+  plan: Pick<Plan, "changed" | "replayFrom">;
   writer: Pick<AttemptWriter, "writeStep">;
   /** Whether the solver's steps are journaled (`solver.journal !== false`). */
   journaled: boolean;

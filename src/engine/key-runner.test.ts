@@ -14,7 +14,7 @@ const store = storesPerTest();
 const key = { sampleId: "s1", epoch: 1 };
 
 /** A key runner over a real SQLite store and writer, for a run of s1 with `retries` retries. */
-async function runner(solver: SolverFn, scorers: Scorer[], retries: number) {
+async function runner(solver: SolverFn, scorers: Scorer[], retries: number, journaled = false) {
   const s = store();
   const { run, owner, samples } = await newRun(s, { ids: ["s1"], config: { retries, epochs: 1 } });
   const dir = tempDir();
@@ -43,7 +43,7 @@ async function runner(solver: SolverFn, scorers: Scorer[], retries: number) {
       runId: run.id,
       plan,
       writer,
-      journaled: false,
+      journaled,
       resumed: false,
       leased: false,
     }),
@@ -120,6 +120,43 @@ describe("KeyRunner", () => {
     expect(scoring).toMatchObject({ attempt: 1, pass: "p1", status: "scored" });
     expect(r.counts.scorings.committed).toBe(1);
     expect(r.counts.progress).toMatchObject({ done: 1, errored: 0 });
+    r.cleanup();
+  });
+
+  it("each retry replays the steps its errored attempt ran, and binds them: the third replays the second's", async () => {
+    const ran: string[] = [];
+    let attempts = 0;
+    const run = (name: string, value: number) => () => {
+      ran.push(name);
+      return value;
+    };
+    const solver: SolverFn = async (_sample, ctx) => {
+      attempts++;
+      const a = await ctx.step("a", {}, run("a", 1));
+      const b = await ctx.step("b", { a }, run("b", 2));
+      // The third step fails on the first two attempts: it is journaled, and runs again.
+      const c = await ctx.step("c", { b }, () => {
+        ran.push("c");
+        if (attempts < 3) throw new Error("tool down");
+        return 3;
+      });
+      return String(a + b + c);
+    };
+    const r = await runner(solver, [exact], 2, true);
+    expect(await r.keys.run(key)).toBe("scored");
+    expect(ran).toEqual(["a", "b", "c", "c", "c"]);
+    const journal = await r.s.journal.list(r.run.id);
+    expect(journal.map((e) => [e.attempt, e.name, e.error?.message ?? null])).toEqual([
+      [1, "a", null],
+      [1, "b", null],
+      [1, "c", "tool down"],
+      [2, "a", null],
+      [2, "b", null],
+      [2, "c", "tool down"],
+      [3, "a", null],
+      [3, "b", null],
+      [3, "c", null],
+    ]);
     r.cleanup();
   });
 });

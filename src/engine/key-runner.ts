@@ -64,6 +64,8 @@ export class KeyRunner {
     const { retries } = run.config;
     const record = counts.recordOf(key);
     const rerunAfter = plan.rerunAfter.get(keyString(key));
+    // The errored attempt a retry follows: the retry replays what that one's journal succeeded at.
+    let retryOf: number | undefined;
     for (let i = 0; i <= retries; i++) {
       writer.markInflight(key);
       progress.inflight++;
@@ -79,7 +81,7 @@ export class KeyRunner {
           timeoutMs: run.config.timeoutMs,
           abort: stops.signal,
           redactor: this.#parts.redactor,
-          journal: await journals.of(key, i === 0),
+          journal: await journals.of(key, retryOf),
         });
         const attempt = await writer.write(
           rerunAfter === undefined ? draft : { ...draft, rerunAfter },
@@ -95,6 +97,7 @@ export class KeyRunner {
           return (await this.#rescoreRetries(attempt, record, retries - i)) ? "scored" : "errored";
         }
         if (verdict !== "retry") return verdict;
+        retryOf = attempt.attempt;
       } finally {
         progress.inflight--;
       }

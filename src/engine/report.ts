@@ -105,7 +105,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
 
 /** The plan without its lists, for events and reports. */
 export function summarizePlan(plan: Plan): PlanSummary {
-  const { toExecute, toRescore, samples: _samples, rerunAfter: _rerunAfter, ...rest } = plan;
+  const { toExecute, toRescore, samples: _s, rerunAfter: _r, replayFrom: _f, ...rest } = plan;
   return { ...rest, toExecute: toExecute.length, toRescore: toRescore.length };
 }
 

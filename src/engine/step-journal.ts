@@ -3,6 +3,7 @@ import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
 import { isStetError } from "../core/errors.js";
 import type { TrajectoryEntry } from "../core/trajectory.js";
+import { figuresOf, reusedUsage } from "../core/usage.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
@@ -16,6 +17,12 @@ export interface JournalOptions {
   entries: readonly JournalEntry[];
   /** Open entries exist that are not replayed (a changed sample's): the first write drops them. */
   discardOpen?: boolean;
+  /**
+   * `entries` are an errored attempt's (bound to it), not open ones: before the first is
+   * replayed they are all written again as this execution's open entries, so its attempt binds
+   * its whole trajectory and a kill from then on resumes from them.
+   */
+  reopen?: boolean;
   /** Resolves once the entry (or the discard) is durable (AttemptWriter.writeStep). */
   write: (draft: StepDraft | StepDiscard) => Promise<void>;
   /** Replaces known secrets in what is written; returns the names found. */
@@ -27,7 +34,10 @@ export interface JournalOptions {
 export interface StepOutcome {
   result: Json;
   replayed: boolean;
-  /** A replayed chat step's recorded usage (reused, not spent now). */
+  /**
+   * A replayed chat step's recorded usage (reused, not spent now); null when an errored attempt
+   * of the key bought the call (its usage counts it).
+   */
   usage: Usage | null;
 }
 
@@ -65,10 +75,13 @@ export class StepJournal {
   readonly trail: TrajectoryEntry[] = [];
   readonly #options: JournalOptions;
   #unwritable = false;
+  /** The errored attempt's entries are still to be written as this execution's (`reopen`). */
+  #toReopen: boolean;
 
   constructor(options: JournalOptions) {
     this.#options = options;
     this.#replaying = options.entries.length > 0;
+    this.#toReopen = (options.reopen ?? false) && this.#replaying;
     if (options.discardOpen) this.#truncateAt = 0;
   }
 
@@ -96,11 +109,15 @@ export class StepJournal {
     const inputHash = createHash("sha256").update(inputText).digest("hex");
     const replay = this.#match(index, name, inputHash);
     if (replay) {
+      if (this.#toReopen) await this.#reopen();
       this.replayed++;
       this.trail.push(replay);
       if (replay.error) throw new StepFailed(replay.error, true);
-      if (replay.usage) this.reused.push(replay.usage);
-      return { result: replay.result, replayed: true, usage: replay.usage };
+      if (replay.usage) this.reused.push(figuresOf(replay.usage));
+      // A call an errored attempt of the key bought (an entry of it, or one marked so when it was
+      // reopened) is in that attempt's usage: counted there, so it is not in this one's.
+      const bought = this.#options.reopen === true || replay.usage?.reused !== undefined;
+      return { result: replay.result, replayed: true, usage: bought ? null : replay.usage };
     }
     const started = performance.now();
     const recordedAt = new Date().toISOString();
@@ -135,7 +152,24 @@ export class StepJournal {
     if (!this.#replaying || this.#next >= entries.length) return;
     this.#replaying = false;
     this.diverged++;
+    // An errored attempt's entries never written as this execution's: there is nothing to drop.
+    if (this.#toReopen) return;
     await this.#write({ sampleId: key.sampleId, epoch: key.epoch, fromStep: this.#next });
+  }
+
+  /**
+   * Writes the errored attempt's entries as this execution's open entries (the writer commits
+   * them together, in order): replay then goes on as a resume's does, a divergence or an early
+   * end dropping the open entries from there on.
+   */
+  async #reopen(): Promise<void> {
+    this.#toReopen = false;
+    // Their usage is marked reused: a resume that replays them knows an attempt counts it.
+    const copies = this.#options.entries.map(({ runId: _r, attempt: _a, ...draft }) => ({
+      ...draft,
+      usage: draft.usage && reusedUsage(draft.usage),
+    }));
+    await Promise.all(copies.map((draft) => this.#write(draft)));
   }
 
   /**

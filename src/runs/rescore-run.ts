@@ -284,6 +284,7 @@ function rescorePlan(planned: PlannedRescore): Plan {
     changedKeys: 0,
     rerun: 0,
     rerunAfter: new Map(),
+    replayFrom: new Map(),
     missing: [],
     samples: planned.samples,
   };

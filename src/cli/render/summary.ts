@@ -75,7 +75,7 @@ export function renderSummary(report: RunReport): string {
           `journal  ${formatCount(report.journal.replayed)} steps replayed · ` +
             `${formatCount(report.journal.diverged)} diverged · ` +
             `${formatCount(report.journal.reused.inputTokens + report.journal.reused.outputTokens)} tokens, ` +
-            `${formatCost(report.journal.reused, true)} reused from interrupted executions`,
+            `${formatCost(report.journal.reused, true)} reused from earlier executions`,
         ]
       : []),
     `time     ${formatDuration(report.wallMs)}`,
