@@ -97,12 +97,27 @@ describe.each(stores)("journal retention on %s", (_name, open, skip) => {
     },
   );
 
-  it.skipIf(skip)('keep "open": a finished run keeps no journal', async () => {
-    const store = open(`{ keep: "open" }`);
-    const run = await runCli(["run", "eval.mjs"], { cwd: store.dir, env: store.env });
-    expect(run.code, run.stderr).toBe(3);
-    expect(await store.journal()).toEqual([]);
-  });
+  it.skipIf(skip)(
+    'keep "open": a finished run keeps only the journals a resume replays (errored keys\' latest attempts)',
+    async () => {
+      const store = open(`{ keep: "open" }`);
+      const run = await runCli(["run", "eval.mjs"], { cwd: store.dir, env: store.env });
+      expect(run.code, run.stderr).toBe(3);
+      const errored = [
+        { sample_id: "s1", attempt: 1 },
+        { sample_id: "s1", attempt: 1 },
+        { sample_id: "s3", attempt: 1 },
+        { sample_id: "s3", attempt: 1 },
+      ];
+      expect(await store.journal()).toEqual(errored);
+      // The resume's new attempts replay both steps and fail again: theirs is the journal kept.
+      const runId = /^run (r_\w+)/m.exec(run.stdout)![1]!;
+      const resumed = await runCli(["resume", runId], { cwd: store.dir, env: store.env });
+      expect(resumed.code, resumed.stderr).toBe(3);
+      expect(resumed.stdout).toMatch(/journal +4 steps replayed/);
+      expect(await store.journal()).toEqual(errored.map((r) => ({ ...r, attempt: 2 })));
+    },
+  );
 
   it.skipIf(skip)(
     "refuses an unknown retention, naming the field, before anything runs",

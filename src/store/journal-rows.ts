@@ -35,6 +35,16 @@ export interface JournalRow {
   usage_detail: string | null;
 }
 
+/**
+ * A journal row of its key's latest attempt when that attempt is an error: a resume executes the
+ * key again and its new attempt replays this journal, so no retention drops it.
+ */
+const PENDING_RETRY = `EXISTS (SELECT 1 FROM attempts_now a WHERE a.run_id = journal.run_id
+      AND a.sample_id = journal.sample_id AND a.epoch = journal.epoch
+      AND a.attempt = journal.attempt AND a.status = 'error'
+      AND a.attempt = (SELECT MAX(b.attempt) FROM attempts b WHERE b.run_id = a.run_id
+        AND b.sample_id = a.sample_id AND b.epoch = a.epoch))`;
+
 export const JOURNAL_SQL = {
   /** Divergence: the open entries from a step on go before the new one is written. */
   truncateOpen: `DELETE FROM journal WHERE run_id = @runId AND sample_id = @sampleId
@@ -61,7 +71,9 @@ export const JOURNAL_SQL = {
     ORDER BY sample_id, epoch, attempt IS NULL, attempt, step`,
   openKeys: `SELECT DISTINCT sample_id, epoch FROM journal WHERE run_id = @runId
     AND attempt IS NULL ORDER BY sample_id, epoch`,
-  prune: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL`,
+  /** Committed attempts' journals go, but a pending retry's (see PENDING_RETRY). */
+  prune: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL
+    AND NOT ${PENDING_RETRY}`,
   /** Retention "failed": only the journals of attempts that were scored go. */
   pruneScored: `DELETE FROM journal WHERE run_id = @runId AND attempt IS NOT NULL
     AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = journal.run_id

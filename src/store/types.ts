@@ -236,8 +236,9 @@ export interface JournalStore {
   /** The keys with open entries: those a resume replays. Ordered by sample id, epoch. */
   keys(runId: string): Promise<Key[]>;
   /**
-   * Deletes the journal of committed attempts (open entries stay); how many entries went. With
-   * `keep: "failed"` the journals of attempts that ended in error stay too.
+   * Deletes the journal of committed attempts (open entries stay); how many entries went. The
+   * journal of a key's latest attempt stays when that attempt is an error: a resume's new attempt
+   * replays it. With `keep: "failed"` the journals of attempts that ended in error stay too.
    */
   prune(runId: string, keep?: "open" | "failed"): Promise<number>;
 }

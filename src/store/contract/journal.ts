@@ -179,6 +179,19 @@ function discardFenceAndPruneCases(h: HarnessRef): void {
     expect(await h.store.journal.prune(run.id)).toBe(0);
   });
 
+  it("prunes all but the journal of a key whose latest attempt errored: a resume replays it", async () => {
+    const { run, owner: me } = await newRun(h.store);
+    await h.store.journal.record(run.id, me.token, [step(k11, 0), step(k11, 1), step(k21, 0)]);
+    await h.store.attempts.record(run.id, me.token, [errorDraft(k11), errorDraft(k21)]);
+    // s1's retry errors again, s2's scores.
+    await h.store.journal.record(run.id, me.token, [step(k11, 0), step(k21, 0)]);
+    await h.store.attempts.record(run.id, me.token, [errorDraft(k11), draft(k21)]);
+    expect(await h.store.journal.prune(run.id)).toBe(4);
+    const left = await h.store.journal.list(run.id);
+    expect(left.map((e) => [e.sampleId, e.attempt, e.step])).toEqual([["s1", 2, 0]]);
+    expect(await h.store.journal.prune(run.id, "failed")).toBe(0);
+  });
+
   it("prunes with keep 'failed': scored attempts' journals go, errored ones' and open entries stay", async () => {
     const k31 = { sampleId: "s3", epoch: 1 };
     const { run, owner: me } = await newRun(h.store);
