@@ -14,9 +14,16 @@ const store = storesPerTest();
 const key = { sampleId: "s1", epoch: 1 };
 
 /** A key runner over a real SQLite store and writer, for a run of s1 with `retries` retries. */
-async function runner(solver: SolverFn, scorers: Scorer[], retries: number, journaled = false) {
+async function runner(
+  solver: SolverFn,
+  scorers: Scorer[],
+  retries: number,
+  journaled = false,
+  timeoutMs?: number,
+) {
   const s = store();
-  const { run, owner, samples } = await newRun(s, { ids: ["s1"], config: { retries, epochs: 1 } });
+  const config = { retries, epochs: 1, ...(timeoutMs === undefined ? {} : { timeoutMs }) };
+  const { run, owner, samples } = await newRun(s, { ids: ["s1"], config });
   const dir = tempDir();
   const writer = new AttemptWriter({
     store: s,
@@ -156,6 +163,27 @@ describe("KeyRunner", () => {
       [3, "a", null],
       [3, "b", null],
       [3, "c", null],
+    ]);
+    r.cleanup();
+  });
+
+  it("a timed-out attempt's steps are replayed by its retry", async () => {
+    const ran: string[] = [];
+    let attempts = 0;
+    const solver: SolverFn = async (_sample, ctx) => {
+      const first = ++attempts === 1;
+      const a = await ctx.step("a", {}, () => ran.push("a"));
+      // The first attempt then waits until its timeout aborts it.
+      if (first) await new Promise((_, reject) => ctx.signal.addEventListener("abort", reject));
+      return String(a);
+    };
+    const r = await runner(solver, [exact], 1, true, 50);
+    expect(await r.keys.run(key)).toBe("scored");
+    expect(ran).toEqual(["a"]);
+    const stored = await r.s.reads.listAttempts(r.run.id);
+    expect(stored.map((a) => [a.attempt, a.status, a.error?.type])).toEqual([
+      [1, "error", "timeout"],
+      [2, "scored", undefined],
     ]);
     r.cleanup();
   });
