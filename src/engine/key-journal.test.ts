@@ -117,7 +117,7 @@ describe("KeyJournals", () => {
     expect(journals.counts).toEqual({ replayed: 1, diverged: 1, reused: [] });
   });
 
-  it("a retry replays its errored attempt's entries up to the first that failed; a resume the latest errored attempt's, unless a later execution left open entries", async () => {
+  it("a retry replays its errored attempt's entries but a failed step at their end; a resume the latest errored attempt's, unless a later execution left open entries", async () => {
     const s = store();
     const { run, owner } = await newRun(s);
     const s1 = { sampleId: "s1", epoch: 1 };
@@ -128,6 +128,12 @@ describe("KeyJournals", () => {
     await s.attempts.record(run.id, owner.token, [errorDraft(s1)]);
     await s.journal.record(run.id, owner.token, [step("s1", 0), step("s1", 1)]);
     await s.attempts.record(run.id, owner.token, [errorDraft(s1)]);
+    // s1 epoch 2: a step failed and the solver went on, then the attempt failed on a call.
+    const s1e2 = { sampleId: "s1", epoch: 2 };
+    const told = { ...step("s1", 1), epoch: 2, result: null, error: { message: "told" } };
+    await s.journal.record(run.id, owner.token, [{ ...step("s1", 0), epoch: 2 }, told]);
+    await s.journal.record(run.id, owner.token, [{ ...step("s1", 2), epoch: 2 }]);
+    await s.attempts.record(run.id, owner.token, [errorDraft(s1e2)]);
     // s3: attempt 1 errored after one step; a later execution was interrupted after two.
     await s.journal.record(run.id, owner.token, [step("s3", 0)]);
     await s.attempts.record(run.id, owner.token, [errorDraft(s3)]);
@@ -153,6 +159,11 @@ describe("KeyJournals", () => {
       [1, 1],
     ]);
     expect(retry).toMatchObject({ reopen: true, discardOpen: false });
+    expect(steps(await inRun.of(s1e2, 1))).toEqual([
+      [1, 0],
+      [1, 1],
+      [1, 2],
+    ]);
 
     // A resume: the plan names each errored key's latest attempt; open entries come after it.
     const resume = await open(

@@ -81,12 +81,15 @@ export class KeyJournals {
 }
 
 /**
- * What an errored attempt replays to its next: its entries up to the first that did not
- * succeed (a step that threw runs again, it may be what failed the attempt) or is missing.
+ * What an errored attempt replays to its next: its entries in step order, but for the steps that
+ * failed at its end (what the attempt may have failed on: they run again). A step that failed
+ * and that the solver went past (an agent's tool error told to the model) is its trajectory.
  */
 function replayable(entries: readonly JournalEntry[]): JournalEntry[] {
-  const end = entries.findIndex((e, i) => e.error !== null || e.step !== i);
-  return entries.slice(0, end === -1 ? entries.length : end);
+  const gap = entries.findIndex((e, i) => e.step !== i);
+  let end = gap === -1 ? entries.length : gap;
+  while (end > 0 && entries[end - 1]!.error !== null) end--;
+  return entries.slice(0, end);
 }
 
 export interface KeyJournalsOptions {
