@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
+import { until } from "./helpers/wait.js";
 
 const N = 10;
 const CONCURRENCY = 3;
@@ -113,14 +114,6 @@ const project = (files: Record<string, string>) => {
 const lines = (path: string) =>
   existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 const stored = (db: string) =>
   rawAttempts(db).map((a) => [a.sample_id, a.attempt, a.status, a.output, a.transcript]);
 
@@ -173,7 +166,11 @@ describe("solvers.agent through the real CLI", () => {
       holdAfter = answered;
       const cli = startCli(k === 0 ? ["run", "eval.mjs"] : ["resume", runId], { cwd: p.dir, env });
       if (k === 0) runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-      await until(() => mock.requests.length === answered + CONCURRENCY, "every slot in flight");
+      await until(
+        () => mock.requests.length === answered + CONCURRENCY,
+        "every slot in flight",
+        60_000,
+      );
       cli.child.kill("SIGKILL");
       expect((await cli.done).signal).toBe("SIGKILL");
     }

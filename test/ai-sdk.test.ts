@@ -9,6 +9,7 @@ import { recordLoads } from "./helpers/loaded-modules.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
 import { chatCompletion } from "../src/solvers/chat-completion.js";
 import { isSolverError, type SolverError } from "../src/solvers/solver-error.js";
+import { until } from "./helpers/wait.js";
 
 const N = 6;
 const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
@@ -137,13 +138,6 @@ const perRound = () => {
   for (const r of mock.requests) counts[Math.min(round(r.body), 2)]!++;
   return counts;
 };
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe("AI SDK models, with the real CLI", () => {
   it("solvers.chat over @ai-sdk/openai's chat model: scored, usage recorded and priced by the model id, the run's config naming only provider and model id", async () => {
@@ -234,7 +228,7 @@ describe("AI SDK models, with the real CLI", () => {
     const env = { MOCK_URL: mock.url, TOOL_LOG: log };
     const cli = startCli(["run", "eval.mjs"], { cwd: p.dir, env });
     const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-    await until(() => perRound()[2] === N, `${N} calls in flight`);
+    await until(() => perRound()[2] === N, `${N} calls in flight`, 60_000);
     cli.child.kill("SIGKILL");
     expect((await cli.done).signal).toBe("SIGKILL");
     expect(lines(log)).toHaveLength(2 * N);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { until } from "./helpers/wait.js";
 
 const N = 8;
 const CONCURRENCY = 4;
@@ -63,14 +64,6 @@ function chatRows(
     }[];
   } finally {
     conn.close();
-  }
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
+import { until } from "./helpers/wait.js";
 
 const N = 8;
 
@@ -116,14 +117,6 @@ const perRound = () => {
   return counts;
 };
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe("tool calls through ctx.chat, with the real CLI", () => {
   it("a two-tool agent completes; SIGKILLed mid-trajectory and resumed, the journal replays the tool calls and only the calls in flight are bought again", async () => {
     const plain = project({ "eval.mjs": EVAL, "data.jsonl": data });
@@ -152,7 +145,7 @@ describe("tool calls through ctx.chat, with the real CLI", () => {
     const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
     // Every sample's last call has arrived: the steps before it are journaled (each is written
     // through before its result is handed back), and the last call is in flight.
-    await until(() => perRound()[2] === N, `${N} calls in flight`);
+    await until(() => perRound()[2] === N, `${N} calls in flight`, 60_000);
     cli.child.kill("SIGKILL");
     expect((await cli.done).signal).toBe("SIGKILL");
     expect(toolLines(log)).toHaveLength(2 * N);

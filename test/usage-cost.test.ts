@@ -5,6 +5,7 @@ import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { runCli, startCli } from "./helpers/cli.js";
 import { perTest, questions, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { until } from "./helpers/wait.js";
 
 /**
  * Issue 29 items 4 and 5 through the real CLI, against a local OpenAI-format server: usage read
@@ -227,14 +228,6 @@ export default defineEval({
     }
   };
 
-  async function until(check: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-
   it("killed mid-trajectory and resumed, exports the uninterrupted run's per-sample usage; spent now plus reused is its total", async () => {
     const env = { MOCK_URL: mock.url, OPENAI_API_KEY: "sk-test" };
     const plain = project({ "eval.mjs": EVAL, "data.jsonl": data });
@@ -254,6 +247,7 @@ export default defineEval({
     await until(
       () => rawAttempts(p.db).length === N - odd && openSteps(p.db) === odd * BLOCK_AT,
       "the even samples' attempts and the odd ones' journaled calls",
+      60_000,
     );
     cli.child.kill("SIGKILL");
     expect((await cli.done).signal).toBe("SIGKILL");
