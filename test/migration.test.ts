@@ -110,7 +110,7 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 8,
+      v: 9,
     });
     expect(unchangedColumns(rows(after), before)).toEqual(before);
   });

@@ -384,24 +384,30 @@ export type HeadCursor = Pick<AttemptHead, "sampleId" | "epoch" | "attempt">;
 /**
  * Folds keyset pages of attempt heads in key order: `fetch` reads up to `limit` rows after the
  * cursor, and a short or empty page ends it. Pages are read one by one, not from one open
- * cursor, so other statements may run between them.
+ * cursor, so other statements (and other processes' commits) may come between them: `newest`,
+ * read once before the first page, is the run's last committed attempt in commit order, and every
+ * page holds only attempts up to it. The pages are then one prefix of the commit order, as a
+ * single statement would have seen it, however many attempts other workers commit meanwhile.
  *
- * @example yield* headPages(runId, 1_000, (after, limit) => page.all({ runId, ...after, limit }));
+ * @example yield* headPages(runId, 1_000, newest, (after, limit, upTo) => page.all(...));
  */
 export async function* headPages(
   runId: string,
   pageSize: number,
-  fetch: (after: HeadCursor, limit: number) => Promise<AttemptHeadRow[]>,
+  newest: () => Promise<number>,
+  fetch: (after: HeadCursor, limit: number, upTo: number) => Promise<AttemptHeadRow[]>,
 ): AsyncIterable<AttemptHead[]> {
   const head = attemptMapper(runId).head;
+  const upTo = await newest();
   let after: HeadCursor = { sampleId: "", epoch: 0, attempt: 0 };
   for (;;) {
-    const rows = await fetch(after, pageSize);
+    const rows = await fetch(after, pageSize, upTo);
     if (rows.length === 0) return;
     const page = rows.map(head);
     const last = page[page.length - 1]!;
     after = { sampleId: last.sampleId, epoch: last.epoch, attempt: last.attempt };
     yield page;
+    if (rows.length < pageSize) return;
   }
 }
 

@@ -388,6 +388,22 @@ function listingCases(h: HarnessRef): void {
       },
     );
 
+    it("keeps a paged read to the attempts committed before its first page", async () => {
+      const { run, owner: me } = await newRun(h.store, { ids: ["a", "b", "c", "d"] });
+      const key = (sampleId: string) => ({ sampleId, epoch: 1 });
+      await h.store.attempts.record(run.id, me.token, [draft(key("a")), draft(key("c"))]);
+      const before = await h.store.reads.listAttemptHeads(run.id);
+      const seen: string[] = [];
+      for await (const page of h.store.reads.attemptHeadPages(run.id, 1)) {
+        seen.push(...page.map((head) => head.sampleId));
+        // Another worker commits while the pages are read, after and between the read's keys.
+        if (seen.length === 1) {
+          await h.store.attempts.record(run.id, me.token, [draft(key("b")), draft(key("d"))]);
+        }
+      }
+      expect(seen).toEqual(before.map((head) => head.sampleId));
+    });
+
     it.each([
       [{ sampleId: "a9" }, ["a9#1.1", "a9#2.1", "a9#2.2"]],
       [{ epoch: 1 }, ["B#1.1", "a10#1.1", "a9#1.1", "b#1.1", "é#1.1"]],

@@ -285,4 +285,27 @@ FROM attempts a LEFT JOIN scorings c
       AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
 `,
   },
+  {
+    version: 9,
+    name: "attempts-now-commit-order",
+    // attempts_now gains its attempt's place in the commit order (the rowid, as \`seq\`, the name
+    // PostgreSQL's view has had since migration 4): a read in pages keeps to the attempts
+    // committed before its first page, so other workers' commits between pages do not tear it.
+    // A view only: no row is rewritten.
+    sql: `
+DROP VIEW attempts_now;
+CREATE VIEW attempts_now AS
+SELECT a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries, a.usage_detail, a.rowid AS seq
+FROM attempts a LEFT JOIN scorings c
+  ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+    AND c.attempt = a.attempt
+    AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+      AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
+`,
+  },
 ];

@@ -99,10 +99,18 @@ export function postgresReads(c: PostgresContext): ReadModel {
       });
     },
     attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
-      return headPages(runId, pageSize, (after, limit) =>
-        c.guard(() =>
-          sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit }),
-        ),
+      return headPages(
+        runId,
+        pageSize,
+        async () =>
+          c.guard(
+            async () =>
+              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
+          ),
+        (after, limit, upTo) =>
+          c.guard(() =>
+            sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
+          ),
       );
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {

@@ -210,6 +210,7 @@ const POSTGRES_SQL = {
   attemptHeadPage: sql(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
+       AND seq <= @upTo::bigint
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
   // Several runs at once: a listing's figures in three reads, not three per run.

@@ -83,8 +83,12 @@ export function sqliteReads(c: SqliteContext): ReadModel {
     // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
     // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
     attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
-      return headPages(runId, pageSize, async (after, limit) =>
-        c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit })),
+      return headPages(
+        runId,
+        pageSize,
+        async () => c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor),
+        async (after, limit, upTo) =>
+          c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit, upTo })),
       );
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {

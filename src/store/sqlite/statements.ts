@@ -163,6 +163,7 @@ export const SQLITE_STATEMENTS = {
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
          WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
            AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
+           AND seq <= @upTo
          ORDER BY sample_id, epoch, attempt LIMIT @limit`,
   ),
   // Several runs at once (`?` is a JSON array of run ids): a listing's figures in three reads.
