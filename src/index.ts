@@ -34,6 +34,8 @@ export type { EngineEval } from "./core/eval.js";
 export { openSqliteStore } from "./store/sqlite/index.js";
 export type { Store } from "./store/types.js";
 export { StetError, isStetError } from "./core/errors.js";
+export { LimitReached, isLimitReached } from "./core/limits.js";
+export type { AttemptLimit, LimitName, SampleLimits } from "./core/limits.js";
 export type { StetErrorCode } from "./core/errors.js";
 export type { RunEvent, RunReport, Progress } from "./core/events.js";
 export type {

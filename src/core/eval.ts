@@ -1,5 +1,6 @@
 import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
+import type { SampleLimits } from "./limits.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "./language-model.js";
 import type {
   ModelMessage,
@@ -156,6 +157,19 @@ export interface ModelCaller {
     context: { signal: AbortSignal; model?: string; onRetry?: () => void },
   ): Promise<SentReply>;
   languageModel?: LanguageModelGenerator;
+  /**
+   * The most a call may use, for the eval's per-sample `limits`: its prompt's tokens (estimated
+   * from its text), `maxTokens` output tokens (0 when it sets none) and their cost at the model's
+   * price (0 when unknown).
+   */
+  worstCase?: (call: ModelCall, model: string | undefined) => CallWorstCase;
+}
+
+/** What one model call may use at most (ModelCaller.worstCase). */
+export interface CallWorstCase {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
 }
 
 /**
@@ -295,6 +309,8 @@ export interface EngineEval {
   retries: number;
   /** The spend cap on the run's total, USD (`maxCost`, or `--max-cost` overriding it). */
   maxCost?: number;
+  /** Per-sample limits: reaching one ends a sample as limited, scored on its output so far. */
+  limits?: SampleLimits;
   /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
   callModel?: ModelCaller;
   /** Which finished attempts keep their journal when an execution ends (default "all"). */

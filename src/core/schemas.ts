@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { jsonSchema } from "./json.js";
+import { sampleLimitsSchema } from "./limits.js";
 
 /** zod schemas for domain values read back from a store column, a file or the network. */
 
@@ -75,6 +76,7 @@ export const runIdentitySchema = z.object({
   scorers: z.array(z.object({ name: z.string(), config: z.record(z.string(), jsonSchema) })),
   epochs: z.number().int().positive(),
   evalFileSha256: z.string().optional(),
+  limits: sampleLimitsSchema.optional(),
 });
 
 export const runHistoryEntrySchema = z.object({
@@ -101,6 +103,7 @@ export const runConfigSchema = z.object({
   reducer: reducerSchema,
   limit: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
+  limits: sampleLimitsSchema.optional(),
   solver: z.record(z.string(), jsonSchema),
   scorers: z.array(z.string()),
   rescore: z

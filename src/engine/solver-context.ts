@@ -7,6 +7,7 @@ import { reusedUsage } from "../core/usage.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
+import type { SampleBudget } from "./sample-budget.js";
 import type { StepJournal } from "./step-journal.js";
 
 /**
@@ -36,6 +37,8 @@ export interface ContextTask {
  * call, so it is no spend now), and a replayed call sends nothing, so it re-sends nothing.
  * With a `redaction`, each `ctx.chat` call's explicit key and header values are secrets of the
  * attempt from the moment it is made (its own journal entry included), replayed or not.
+ * With a `budget` (the eval's per-sample limits), every model call and step is checked first
+ * and throws LimitReached instead of being made once the attempt reached a limit.
  */
 export function context(
   task: ContextTask,
@@ -43,6 +46,7 @@ export function context(
   spent: Spent,
   journal?: StepJournal,
   redaction?: Pick<AttemptRedaction, "learn">,
+  budget?: SampleBudget,
 ): SolverContext {
   const { callModel, model } = task;
   const onRetry = (): void => {
@@ -64,6 +68,7 @@ export function context(
     onRetry,
     async chat(request): Promise<ModelReply> {
       redaction?.learn(chatSecrets(request));
+      budget?.beforeCall(callModel?.worstCase?.(request, model));
       const send = async (): Promise<ModelReply> => {
         const reply = await call(request);
         if (reply.usage) spent.usage.push(reply.usage);
@@ -77,6 +82,7 @@ export function context(
       return reply;
     },
     async chatStep(input, send, options) {
+      budget?.beforeCall();
       if (!journal) return { reply: withParts(await send()), replayed: false };
       return journaledChat(journal, input, send, options);
     },
@@ -88,6 +94,7 @@ export function context(
         journal,
         prices: options?.prices,
         spend: (usage) => void spent.usage.push(usage),
+        beforeCall: budget && (() => budget.beforeCall()),
       }),
     async step<T>(
       name: string,
@@ -98,6 +105,7 @@ export function context(
       if (typeof name !== "string" || name === "") {
         throw new Error("ctx.step needs a name (a non-empty string)");
       }
+      budget?.beforeStep();
       if (!journal || options?.journal === false) return fn();
       const done = await journal.step(
         "step",

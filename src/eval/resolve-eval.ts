@@ -5,6 +5,8 @@ import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
+import { sampleLimitsSchema, type SampleLimits } from "../core/limits.js";
+import { StetError } from "../core/errors.js";
 
 export interface ResolveEvalOptions {
   /** Directory a relative dataset path resolves against (the eval file's). */
@@ -17,6 +19,8 @@ export interface ResolveEvalOptions {
   timeoutMs?: number;
   /** `--max-cost` or a request body's `maxCost`: the run's spend cap, USD. */
   maxCost?: number;
+  /** A request body's per-sample `limits`: they replace the eval's. */
+  limits?: SampleLimits;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -60,6 +64,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     retries: ev.retries ?? EVAL_DEFAULTS.retries,
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
     ...maxCost(options.maxCost ?? ev.maxCost),
+    ...limitsOf(options.limits ?? ev.limits),
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
   };
 }
@@ -106,4 +111,16 @@ function maxCost(usd: number | undefined): { maxCost?: number } {
 
 function timeout(ms: number | undefined): { timeoutMs?: number } {
   return ms === undefined ? {} : { timeoutMs: ms };
+}
+
+/** Limits as the engine takes them: none when empty; a library caller's checked like the eval's. */
+function limitsOf(limits: SampleLimits | undefined): { limits?: SampleLimits } {
+  if (limits === undefined) return {};
+  const parsed = sampleLimitsSchema.safeParse(limits);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = ["limits", ...issue.path.map(String)].join(".");
+    throw new StetError("E_CONFIG", `${where}: ${issue.message}`);
+  }
+  return Object.keys(parsed.data).length === 0 ? {} : { limits: parsed.data };
 }

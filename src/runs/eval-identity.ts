@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { createSecretRedactor, redactConfig, type Secret } from "../core/secrets.js";
+import type { SampleLimits } from "../core/limits.js";
 import type { RunIdentity, ScorerIdentity } from "../core/types.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
@@ -11,13 +12,15 @@ export interface IdentitySource {
   solver: SolverFn;
   scorers: readonly Scorer[];
   epochs: number;
+  /** The per-sample limits (none: the identity has no `limits`). */
+  limits?: SampleLimits | undefined;
 }
 
 /**
  * What defines a run of `ev`: its name, the solver's resolved description (`describe()`, else the
  * sha256 of the function's source), each scorer's name and configuration (`describe()`, else the
- * sha256 of its `score` source), the epochs the eval declares, and the sha256 of the eval file's
- * bytes. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
+ * sha256 of its `score` source), the epochs the eval declares, its per-sample limits (when it
+ * has any), and the sha256 of the eval file's bytes. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
  *
  * @example const identity = evalIdentity(resolved, "/work/evals/qa.ts");
  */
@@ -34,6 +37,7 @@ export function evalIdentity(
   };
   const fileHash = evalPath === undefined ? undefined : fileSha256(evalPath);
   if (fileHash !== undefined) identity.evalFileSha256 = fileHash;
+  if (ev.limits !== undefined && Object.keys(ev.limits).length > 0) identity.limits = ev.limits;
   const all = [
     ...secrets,
     ...(ev.solver.secrets?.() ?? []),

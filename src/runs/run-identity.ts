@@ -52,6 +52,8 @@ export function compareIdentity(recorded: RunIdentity, current: RunIdentity): Id
     add("eval", `solver.${key}`, recorded.solver[key], current.solver[key]);
   }
   add("recorded", "epochs", recorded.epochs, current.epochs);
+  // Limits decide which outcomes are limited: results under other limits would mix two evals.
+  add("eval", "limits", recorded.limits as Json | undefined, current.limits as Json | undefined);
   const byName = (list: readonly ScorerIdentity[]) => new Map(list.map((s) => [s.name, s.config]));
   const was = byName(recorded.scorers);
   const now = byName(current.scorers);
@@ -90,7 +92,7 @@ export interface EvalCheckInput {
   run: Run;
   /** The eval given now (a name or epochs left out are the run's). */
   eval: Pick<IdentitySource, "solver" | "scorers"> &
-    Partial<Pick<IdentitySource, "name" | "epochs">>;
+    Partial<Pick<IdentitySource, "name" | "epochs" | "limits">>;
   /** The file it was loaded from: its bytes are part of the identity. */
   evalPath?: string | undefined;
   use: EvalUse;
@@ -153,6 +155,7 @@ export function checkEval(input: EvalCheckInput): EvalCheck {
       solver: input.eval.solver,
       scorers: input.eval.scorers,
       epochs: input.eval.epochs ?? recorded?.epochs ?? run.config.epochs,
+      limits: input.eval.limits,
     },
     input.evalPath,
     input.secrets,
@@ -332,6 +335,9 @@ export function withIdentity(
   at: Date = new Date(),
 ): RunConfig {
   const next: RunConfig = { ...config, identity, scorers: identity.scorers.map((s) => s.name) };
+  // The limits the engine executes under are the identity's (an accepted change included).
+  if (identity.limits) next.limits = identity.limits;
+  else delete next.limits;
   if (differences.length > 0) {
     next.history = [...(config.history ?? []), historyEntry(change, differences, at)];
   }

@@ -2,6 +2,7 @@ import { StetError } from "../core/errors.js";
 import type { ModelCall, ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
+import { isLimitReached } from "../core/limits.js";
 import type { ModelMessage, ToolCall, ToolChoice } from "../core/model-types.js";
 import type { Sample } from "../core/types.js";
 import { modelTools, prepareTools } from "./agent-tools.js";
@@ -68,20 +69,30 @@ export function agent<T extends Record<string, unknown>>(options: AgentSolverOpt
   const solver: SolverFn = async (sample, ctx): Promise<SolverResult> => {
     const messages: ModelMessage[] = toMessages(sample, options.system);
     const call = baseCall(options, tools, ctx.model);
-    for (let turn = 1; ; turn++) {
-      const reply: ModelReply = await ctx.chat({ ...call, messages: [...messages] });
-      messages.push(reply.message);
-      if (reply.toolCalls.length === 0) return { output: reply.content, transcript: messages };
-      if (turn >= maxTurns) {
-        messages.push(limitNote(maxTurns, reply.toolCalls.length));
-        return { output: reply.content, transcript: messages };
+    // The last assistant content: the output so far when a per-sample limit ends the loop.
+    let soFar = "";
+    try {
+      for (let turn = 1; ; turn++) {
+        const reply: ModelReply = await ctx.chat({ ...call, messages: [...messages] });
+        messages.push(reply.message);
+        soFar = reply.content;
+        if (reply.toolCalls.length === 0) return { output: reply.content, transcript: messages };
+        if (turn >= maxTurns) {
+          messages.push(limitNote(maxTurns, reply.toolCalls.length));
+          return { output: reply.content, transcript: messages };
+        }
+        // In the reply's order, one after the other: the journal numbers steps as they are made,
+        // so a resumed sample must make them in the same order to replay them.
+        for (const toolCall of reply.toolCalls) {
+          const content = await runToolCall(toolCall, byName, { sample, ctx, onToolError });
+          messages.push({ role: "tool", toolCallId: toolCall.id, content });
+        }
       }
-      // In the reply's order, one after the other: the journal numbers steps as they are made,
-      // so a resumed sample must make them in the same order to replay them.
-      for (const toolCall of reply.toolCalls) {
-        const content = await runToolCall(toolCall, byName, { sample, ctx, onToolError });
-        messages.push({ role: "tool", toolCallId: toolCall.id, content });
-      }
+    } catch (error) {
+      // A per-sample limit (a refused call or step, or the wall time aborting one in flight):
+      // the sample is scored on what the loop has so far.
+      if (!isLimitReached(error) && !isLimitReached(ctx.signal.reason)) throw error;
+      return { output: soFar, transcript: messages };
     }
   };
   solver.describe = () => ({

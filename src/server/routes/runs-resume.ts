@@ -31,13 +31,21 @@ const resumeBody = z
     rerun: z.array(z.string().min(1)).max(100_000).optional(),
     /** Execute again every key whose outcome scores below 1 on some scorer. */
     rerunFailed: z.boolean().optional(),
+    /** Execute again every key whose outcome a per-sample limit ended. */
+    rerunLimited: z.boolean().optional(),
   })
   .strict();
 
 /** What a resume request may ask for (the resume body, and a start body naming an existing run). */
 export type ResumeAsk = Pick<
   ResumeOptions,
-  "rerunChanged" | "allowEvalChange" | "model" | "rerun" | "rerunFailed" | "maxCost"
+  | "rerunChanged"
+  | "allowEvalChange"
+  | "model"
+  | "rerun"
+  | "rerunFailed"
+  | "rerunLimited"
+  | "maxCost"
 >;
 
 /**
