@@ -58,7 +58,10 @@ export class SampleBudget {
 
   /** The wall-time limit ran out after `elapsedMs`: the attempt ends (if nothing ended it before). */
   wallRanOut(elapsedMs: number): LimitReached {
-    this.#reached ??= { limit: "wallMs", value: this.limits.wallMs ?? 0, used: elapsedMs };
+    const value = this.limits.wallMs ?? 0;
+    // The timer fires once the limit passed on its own clock, which may read a millisecond
+    // short of performance.now()'s: the time used is never less than the limit that ran out.
+    this.#reached ??= { limit: "wallMs", value, used: Math.max(value, elapsedMs) };
     return new LimitReached(this.#reached);
   }
 
