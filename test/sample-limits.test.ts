@@ -63,7 +63,7 @@ afterAll(() => mock.close());
 
 const { project } = perTest();
 
-function limitOf(row: { limit_hit?: unknown }) {
+function limitOf(row: Record<string, unknown>) {
   return JSON.parse(String(row.limit_hit)) as { limit: string; value: number; used: number };
 }
 

@@ -102,7 +102,9 @@ export async function runDetail(
   return {
     ...summary,
     // Limited keys are scored ones (done), told apart from errors by the limit that ended them.
-    counts: { ...summary.counts, limited: counts.limited, limitedBy: report.limitedBy ?? {} },
+    ...(counts.limited > 0 && {
+      counts: { ...summary.counts, limited: counts.limited, limitedBy: report.limitedBy ?? {} },
+    }),
     ...(workers ? { workers } : {}),
     config: redactConfig(run.config),
     plan: report.plan,
