@@ -85,4 +85,3 @@ function wantedNone(options: RerunAsk): boolean {
     options.rerunLimited !== true
   );
 }
-

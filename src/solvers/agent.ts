@@ -70,12 +70,12 @@ export function agent<T extends Record<string, unknown>>(options: AgentSolverOpt
     const messages: ModelMessage[] = toMessages(sample, options.system);
     const call = baseCall(options, tools, ctx.model);
     // The last assistant content: the output so far when a per-sample limit ends the loop.
-    let soFar = "";
+    const soFar = { content: "" };
     try {
       for (let turn = 1; ; turn++) {
         const reply: ModelReply = await ctx.chat({ ...call, messages: [...messages] });
         messages.push(reply.message);
-        soFar = reply.content;
+        soFar.content = reply.content;
         if (reply.toolCalls.length === 0) return { output: reply.content, transcript: messages };
         if (turn >= maxTurns) {
           messages.push(limitNote(maxTurns, reply.toolCalls.length));
@@ -92,7 +92,7 @@ export function agent<T extends Record<string, unknown>>(options: AgentSolverOpt
       // A per-sample limit (a refused call or step, or the wall time aborting one in flight):
       // the sample is scored on what the loop has so far.
       if (!isLimitReached(error) && !isLimitReached(ctx.signal.reason)) throw error;
-      return { output: soFar, transcript: messages };
+      return { output: soFar.content, transcript: messages };
     }
   };
   solver.describe = () => ({

@@ -146,7 +146,9 @@ async function showSample(
     const output = JSON.stringify(a.output) ?? "null";
     // Unknown (absent) on attempts stored before retries were counted.
     const retries = a.retries === undefined ? "" : ` · retries ${a.retries}`;
-    const limit = a.limit ? ` · limit ${a.limit.limit} (${a.limit.value}; used ${a.limit.used})` : "";
+    const limit = a.limit
+      ? ` · limit ${a.limit.limit} (${a.limit.value}; used ${a.limit.used})`
+      : "";
     io.say(
       `  epoch ${a.epoch} attempt ${a.attempt}${a.outcome ? " (outcome)" : ""} · ${a.startedAt} · ` +
         `${what}${limit}${retries} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
