@@ -137,10 +137,42 @@ describe("a retry replays what the errored attempt paid for, with the real CLI",
       rawAttempts(p.db)
         .filter((a) => a.sample_id === sample)
         .map((a) => [a.attempt, a.input_tokens]);
+    // Attempt 2 counts nothing of its own (calls 1-5 are attempt 1's, its call 6 failed).
     expect(bySample("s0")).toEqual([
       [1, 10 * (CALLS - 1)],
-      [2, null],
+      [2, 0],
       [3, 10],
     ]);
+
+    // (c) Per sample, the export shows the outcome's whole trajectory, as an uninterrupted run
+    // of the same eval does: six calls, of which the five carried from the errored attempts
+    // count as replayed.
+    const exportUsage = async (id: string) => {
+      const exported = await runCli(["export", id, "--format", "jsonl"], { cwd: p.dir, env });
+      expect(exported.code, exported.stderr).toBe(0);
+      return exported.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { sampleId: string; usage: Record<string, unknown> });
+    };
+    const uninterrupted = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir, env });
+    expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
+    const expected = await exportUsage((JSON.parse(uninterrupted.stdout) as RunReport).runId);
+    const got = await exportUsage(runId);
+    expect(got.map((g) => g.sampleId)).toEqual(expected.map((e) => e.sampleId));
+    for (const [i, { usage }] of got.entries()) {
+      const { costUsd, reused, ...tokens } = usage;
+      const { costUsd: expectedCost, ...expectedTokens } = expected[i]!.usage;
+      expect(tokens).toEqual({
+        ...expectedTokens,
+        inputTokens: 10 * CALLS,
+        outputTokens: 5 * CALLS,
+      });
+      expect(costUsd).toBeCloseTo(expectedCost as number, 15);
+      expect(reused).toMatchObject({
+        inputTokens: 10 * (CALLS - 1),
+        outputTokens: 5 * (CALLS - 1),
+      });
+    }
   }, 120_000);
 });

@@ -5,7 +5,20 @@ import { canonicalJson } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
 import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
 import type { ReplyParts } from "../core/model-types.js";
+import type { Usage } from "../core/types.js";
 import type { StepJournal } from "./step-journal.js";
+
+/** A journaled chat call's reply, and how the call counts in the attempt's usage. */
+export interface JournaledReply {
+  reply: ModelReply;
+  replayed: boolean;
+  /**
+   * The call's usage as the attempt counts it: the reply's when it was sent now; when replayed,
+   * marked reused (an interrupted execution paid for it) or carried (an errored attempt of the
+   * key did, and counts it). Undefined when the call reported none.
+   */
+  usage: Usage | undefined;
+}
 
 /**
  * One model call as a journal step of kind `chat`: replayed from the journal on a resumed
@@ -20,26 +33,32 @@ export async function journaledChat(
   input: Json,
   send: () => Promise<SentReply>,
   options?: { last?: boolean },
-): Promise<{ reply: ModelReply; replayed: boolean }> {
+): Promise<JournaledReply> {
+  let sent: ModelReply | undefined;
   const done = await journal.step(
     "chat",
     "chat",
     input,
     async () => {
-      const { usage, message, ...reply } = withParts(await send());
-      // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
-      // journaled once, not twice.
-      const made = canonicalJson(message) === canonicalJson(defaultMessage(reply));
+      const given = await send();
+      sent = withParts(given);
+      const { usage, message, ...reply } = sent;
+      // The message is left out when the rest makes it (every OpenAI reply, whose provider gives
+      // none): a reply's text is journaled once, not twice.
+      const made =
+        given.message === undefined ||
+        canonicalJson(message) === canonicalJson(defaultMessage(reply));
       return { result: made ? reply : { ...reply, message }, usage };
     },
     () => null,
     options,
   );
+  if (sent && !done.replayed) return { reply: sent, replayed: false, usage: sent.usage };
   // The journal's own result (its rows are read through a schema); usage is in its columns.
   const reply: ModelReply = withParts(done.result as unknown as SentReply);
   delete reply.usage;
   if (done.usage) reply.usage = done.usage;
-  return { reply, replayed: done.replayed };
+  return { reply, replayed: true, usage: done.replayedUsage ?? undefined };
 }
 
 /**
