@@ -4,7 +4,7 @@ import { modelCallIdentity } from "../core/model-call-identity.js";
 import { canonicalJson } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
 import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
-import type { ReplyParts } from "../core/model-types.js";
+import type { ModelMessage, ReplyParts } from "../core/model-types.js";
 import type { Usage } from "../core/types.js";
 import type { StepJournal } from "./step-journal.js";
 
@@ -40,15 +40,11 @@ export async function journaledChat(
     "chat",
     input,
     async () => {
-      const given = await send();
-      sent = withParts(given);
+      sent = withParts(await send());
       const { usage, message, ...reply } = sent;
-      // The message is left out when the rest makes it (every OpenAI reply, whose provider gives
-      // none): a reply's text is journaled once, not twice.
-      const made =
-        given.message === undefined ||
-        canonicalJson(message) === canonicalJson(defaultMessage(reply));
-      return { result: made ? reply : { ...reply, message }, usage };
+      // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
+      // journaled once, not twice.
+      return { result: madeByParts(message, reply) ? reply : { ...reply, message }, usage };
     },
     () => null,
     options,
@@ -59,6 +55,23 @@ export async function journaledChat(
   delete reply.usage;
   if (done.usage) reply.usage = done.usage;
   return { reply, replayed: true, usage: done.replayedUsage ?? undefined };
+}
+
+/** Whether a reply's message is the one its text, tool calls and reasoning make. */
+function madeByParts(message: ModelMessage, reply: Omit<ReplyParts, "message">): boolean {
+  // The common case without a walk: plain text (and reasoning), no tool calls.
+  if (reply.toolCalls.length === 0) {
+    const keys = Object.keys(message).length;
+    return (
+      message.role === "assistant" &&
+      message.content === reply.content &&
+      !("toolCalls" in message) &&
+      (reply.reasoning === undefined
+        ? keys === 2
+        : keys === 3 && message.reasoning === reply.reasoning)
+    );
+  }
+  return canonicalJson(message) === canonicalJson(defaultMessage(reply));
 }
 
 /**

@@ -264,7 +264,8 @@ export class StepJournal {
 /** The step's result as JSON, or a `solver` error naming the step. */
 function checkResult(value: unknown, name: string): Json {
   if (value === undefined) return null;
-  jsonText(value, `the result of step "${name}"`);
+  const problem = notJson(value, new Set());
+  if (problem) throw new Error(`the result of step "${name}" is not JSON: ${problem}`);
   return value as Json;
 }
 
