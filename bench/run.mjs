@@ -2,13 +2,14 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            sandbox, report, workers, recovery), with or without quick
+//                            agent, sandbox, report, workers, recovery), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
 // postgres://postgres@127.0.0.1:5432/test, in schemas of their own that they drop afterwards;
 // they are skipped when that server does not answer.
 // Each group is a module of bench/groups/; what they share (timing, medians, printing, temporary
 // projects, servers) is bench/harness.mjs.
+import agent from "./groups/agent.mjs";
 import chat from "./groups/chat.mjs";
 import journal from "./groups/journal.mjs";
 import large from "./groups/large.mjs";
@@ -29,6 +30,7 @@ const GROUPS = {
   large,
   postgres,
   journal,
+  agent,
   sandbox,
   report,
   workers,

@@ -6,6 +6,7 @@ export {
   resumeRun,
   runEval,
   scorers,
+  solvers,
   createSandbox,
 } from "../dist/index.js";
 export { openPostgresStore } from "../dist/postgres.js";

@@ -7,14 +7,14 @@ import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
 import { until } from "./helpers/wait.js";
 
-const N = 10;
 const CONCURRENCY = 3;
+const OPENAI_MODEL = "gpt-4o-mini";
 
 /**
  * A three-tool solvers.agent; every tool execution appends a line to TOOL_LOG (what a resumed
  * run must not repeat). The `add` tool's schema is zod's, the others are JSON Schema.
  */
-const EVAL = `
+const evalFile = (model: string) => `
 import { appendFileSync } from "node:fs";
 import * as z from "zod";
 import { defineEval, solvers } from "stet";
@@ -25,7 +25,7 @@ export default defineEval({
   dataset: "./data.jsonl",
   concurrency: ${CONCURRENCY},
   solver: solvers.agent({
-    model: "gpt-4o-mini",
+    model: "${model}",
     baseURL: process.env.MOCK_URL,
     system: "Use the tools.",
     tools: {
@@ -52,23 +52,15 @@ export default defineEval({
 
 // Sample i: lookup gives 10i; add and multiply (one reply, two calls) give 10i + 1 and 20i;
 // the answer names both.
-const data = Array.from({ length: N }, (_, i) =>
-  JSON.stringify({ id: `s${i}`, input: `task ${i}`, target: `${10 * i + 1} and ${20 * i}` }),
-).join("\n");
+const EVAL = evalFile(OPENAI_MODEL);
+const dataOf = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({ id: `s${i}`, input: `task ${i}`, target: `${10 * i + 1} and ${20 * i}` }),
+  ).join("\n");
+const data = dataOf(10);
 
-type WireMessage = { role: string; content?: unknown; tool_call_id?: unknown };
-
-const bad = (why: string): MockAction => ({ status: 400, body: { error: { message: why } } });
 const toolCalls = (...calls: [id: string, name: string, args: object][]): MockAction => ({
-  message: {
-    content: null,
-    tool_calls: calls.map(([id, name, args]) => ({
-      id,
-      type: "function",
-      function: { name, arguments: JSON.stringify(args) },
-    })),
-  },
-  finishReason: "tool_calls",
+  toolCalls: calls.map(([id, name, args]) => ({ id, name, arguments: args })),
 });
 
 /** Requests after this many (counted since the mock started) hang: they are in flight at a kill. */
@@ -76,13 +68,13 @@ let holdAfter: number | null = null;
 let mock: MockOpenAI;
 beforeAll(async () => {
   mock = await startMockOpenAI({
-    respond: ({ body, key, index }) => {
+    // The same script on either wire format: the request's messages in the mock's one view.
+    respond: ({ key, index, messages, tools }) => {
       if (holdAfter !== null && index > holdAfter) return { hang: true };
-      const messages = body.messages as WireMessage[];
-      if (!Array.isArray(body.tools) || body.tools.length !== 3) return bad("three tools expected");
+      if (tools.length !== 3) return { status: 400 };
       const x = Number(/\d+/.exec(key)?.[0]);
-      const results = messages.filter((m) => m.role === "tool");
-      const result = (id: string) => results.find((m) => m.tool_call_id === id)?.content;
+      const result = (id: string) =>
+        messages.find((m) => m.role === "tool" && m.toolCallId === id)?.content;
       switch (messages.filter((m) => m.role === "assistant").length) {
         case 0:
           return toolCalls([`look-${x}`, "lookup", { id: x }]);
@@ -117,18 +109,69 @@ const lines = (path: string) =>
 const stored = (db: string) =>
   rawAttempts(db).map((a) => [a.sample_id, a.attempt, a.status, a.output, a.transcript]);
 
-describe("solvers.agent through the real CLI", () => {
-  it("SIGKILLed twice mid-run and resumed: outputs and transcripts as uninterrupted, extra requests and tool runs ≤ kills × concurrency", async () => {
+/** What the last request of sample s1 ends with on the wire: the tool calls and their results. */
+const S1_TAIL = {
+  openai: [
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "add-1", type: "function", function: { name: "add", arguments: '{"a":10,"b":1}' } },
+        {
+          id: "mul-1",
+          type: "function",
+          function: { name: "multiply", arguments: '{"a":10,"b":2}' },
+        },
+      ],
+    },
+    { role: "tool", tool_call_id: "add-1", content: "11" },
+    { role: "tool", tool_call_id: "mul-1", content: '{"product":20}' },
+  ],
+  anthropic: [
+    {
+      role: "assistant",
+      content: [
+        { type: "tool_use", id: "add-1", name: "add", input: { a: 10, b: 1 } },
+        { type: "tool_use", id: "mul-1", name: "multiply", input: { a: 10, b: 2 } },
+      ],
+    },
+    {
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: "add-1", content: [{ type: "text", text: "11" }] },
+        {
+          type: "tool_result",
+          tool_use_id: "mul-1",
+          content: [{ type: "text", text: '{"product":20}' }],
+        },
+      ],
+    },
+  ],
+};
+
+// The acceptance's 3-tool agent over 50 samples on the OpenAI format; the Anthropic format's
+// case (tool_use and tool_result blocks) over fewer, to keep the suite fast. Each kill comes
+// once `answered` requests were answered (counted since the mock's reset, resumes included).
+describe.each([
+  { format: "openai", model: OPENAI_MODEL, n: 50, kills: [20, 65, 110] },
+  { format: "anthropic", model: "anthropic:claude-haiku-4-5", n: 10, kills: [5, 13, 21] },
+] as const)("solvers.agent through the real CLI, $format format", ({ format, model, n, kills }) => {
+  it(`SIGKILLed ${kills.length} times mid-run and resumed: outputs and transcripts as uninterrupted, extra requests and tool runs ≤ kills × concurrency`, async () => {
+    const files = { "eval.mjs": evalFile(model), "data.jsonl": dataOf(n) };
+    const url = format === "openai" ? mock.url : mock.anthropicURL;
     mock.reset();
-    const clean = project({ "eval.mjs": EVAL, "data.jsonl": data });
+    const clean = project(files);
     const cleanLog = join(clean.dir, "tools.log");
     const done = await runCli(["run", "eval.mjs"], {
       cwd: clean.dir,
-      env: { MOCK_URL: mock.url, TOOL_LOG: cleanLog },
+      env: { MOCK_URL: url, TOOL_LOG: cleanLog },
     });
     expect(done.code, done.stderr + done.stdout).toBe(0);
+    expect(mock.requests.every((r) => r.format === format)).toBe(true);
+    const s1 = mock.requests.filter((r) => r.key === "task 1").at(-1)!.body.messages as unknown[];
+    expect(s1.slice(-S1_TAIL[format].length)).toEqual(S1_TAIL[format]);
     const expected = stored(clean.db);
-    expect(expected.map(([, , status]) => status)).toEqual(Array(N).fill("scored"));
+    expect(expected.map(([, , status]) => status)).toEqual(Array(n).fill("scored"));
     expect(JSON.parse(String(expected[1]![4]))).toEqual([
       { role: "system", content: "Use the tools." },
       { role: "user", content: "task 1" },
@@ -151,15 +194,14 @@ describe("solvers.agent through the real CLI", () => {
       { role: "assistant", content: "11 and 20" },
     ]);
     const cleanRequests = mock.requests.length;
-    expect(cleanRequests).toBe(3 * N);
-    expect(lines(cleanLog)).toHaveLength(3 * N);
+    expect(cleanRequests).toBe(3 * n);
+    expect(lines(cleanLog)).toHaveLength(3 * n);
 
     mock.reset();
-    const p = project({ "eval.mjs": EVAL, "data.jsonl": data });
+    const p = project(files);
     const log = join(p.dir, "tools.log");
-    const env = { MOCK_URL: mock.url, TOOL_LOG: log };
+    const env = { MOCK_URL: url, TOOL_LOG: log };
     let runId = "";
-    const kills = [8, 19];
     for (const [k, answered] of kills.entries()) {
       // Every request after `answered` hangs: once every slot waits on one, the run is killed
       // with CONCURRENCY calls in flight and everything before them journaled.
@@ -181,11 +223,13 @@ describe("solvers.agent through the real CLI", () => {
     expect(stored(p.db)).toEqual(expected);
     const bound = kills.length * CONCURRENCY;
     expect(mock.requests.length - cleanRequests).toBeLessThanOrEqual(bound);
-    expect(lines(log).length - 3 * N).toBeLessThanOrEqual(bound);
+    expect(lines(log).length - 3 * n).toBeLessThanOrEqual(bound);
     // Each (sample, tool) ran once here: a kill caught every slot waiting on the model.
     expect([...lines(log)].sort()).toEqual([...lines(cleanLog)].sort());
   }, 120_000);
+});
 
+describe("solvers.agent through the real CLI", () => {
   it("a changed tool is a changed solver: a resume is refused, naming the field", async () => {
     const p = project({ "eval.mjs": EVAL, "data.jsonl": data });
     const env = { MOCK_URL: mock.url, TOOL_LOG: join(p.dir, "tools.log") };

@@ -4,22 +4,32 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
-import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
+import {
+  startMockOpenAI,
+  type MockAction,
+  type MockOpenAI,
+  type WireFormat,
+} from "./helpers/mock-openai.js";
 
 /**
- * Trajectory scorers through the real CLI against a local OpenAI-format server with tool calls:
+ * Trajectory scorers through the real CLI against a local server with tool calls (OpenAI's format,
+ * and for the rescore Anthropic's Messages API too):
  * scored right after the attempt (the trajectory the engine's journal holds), and by `stet
  * rescore` from the store, with no model request; an attempt whose journal was pruned is
  * skipped with the reason, never scored as an empty trajectory.
  */
 
 const N = 6;
+const MODEL: Record<WireFormat, string> = {
+  openai: "gpt-4o-mini",
+  anthropic: "anthropic:claude-haiku-4-5",
+};
 
 /**
  * An agent over ctx.chat: it runs each tool call the model asks for as a `tool:<name>` step and
  * answers it by id, until the model answers without tool calls.
  */
-function evalFile(scorers: string, journal = ""): string {
+function evalFile(scorers: string, journal = "", format: WireFormat = "openai"): string {
   return `
 import { defineEval, scorers } from "stet";
 const schema = { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } };
@@ -35,7 +45,7 @@ export default defineEval({
   solver: async (sample, ctx) => {
     const messages = [{ role: "user", content: sample.input }];
     for (let round = 0; round < 5; round++) {
-      const reply = await ctx.chat({ model: "gpt-4o-mini", baseURL: process.env.MOCK_URL, apiKey: "sk-test", messages, tools });
+      const reply = await ctx.chat({ model: "${MODEL[format]}", baseURL: process.env.MOCK_URL, apiKey: "sk-test", messages, tools });
       messages.push(reply.message);
       if (reply.toolCalls.length === 0) return reply.content;
       for (const call of reply.toolCalls) {
@@ -62,23 +72,18 @@ const data = Array.from({ length: N }, (_, i) =>
 ).join("\n");
 
 const toolCall = (id: string, name: string, args: object): MockAction => ({
-  message: {
-    content: null,
-    tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }],
-  },
-  finishReason: "tool_calls",
+  toolCalls: [{ id, name, arguments: args }],
 });
 
 let mock: MockOpenAI;
 beforeAll(async () => {
   // Sample i: the model calls add(i, 3); an odd sample then calls multiply(sum, 2); then it
-  // answers. So odd samples make 3 model calls and 2 tool calls, even ones 2 and 1.
+  // answers. So odd samples make 3 model calls and 2 tool calls, even ones 2 and 1. The same
+  // script on either wire format (the request's messages in the mock's one view).
   mock = await startMockOpenAI({
-    respond: ({ body, key }) => {
+    respond: ({ messages, key }) => {
       const x = Number(/\d+/.exec(key)?.[0]);
-      const results = (body.messages as { role: string; content: unknown }[]).filter(
-        (m) => m.role === "tool",
-      );
+      const results = messages.filter((m) => m.role === "tool");
       if (results.length === 0) return toolCall(`add-${x}`, "add", { a: x, b: 3 });
       if (results.length === 1 && x % 2 === 1) {
         return toolCall(`mul-${x}`, "multiply", { a: Number(results[0]!.content), b: 2 });
@@ -108,21 +113,28 @@ function currentScores(db: string): Map<string, Scores> {
 const valuesOf = (scores: Scores | undefined) =>
   Object.fromEntries((scores ?? []).map((s) => [s.scorer, s.value ?? s.skipped ?? null]));
 
-async function startRun(dir: string): Promise<string> {
+const urlOf = (format: WireFormat) => (format === "openai" ? mock.url : mock.anthropicURL);
+
+async function startRun(dir: string, format: WireFormat = "openai"): Promise<string> {
   const run = await runCli(["run", "eval.mjs", "--json"], {
     cwd: dir,
-    env: { MOCK_URL: mock.url },
+    env: { MOCK_URL: urlOf(format) },
   });
   expect(run.code, run.stderr + run.stdout).toBe(0);
   return (JSON.parse(run.stdout) as { runId: string }).runId;
 }
 
-async function rescoreToolUsed(dir: string, runId: string, journal = ""): Promise<void> {
-  writeFileSync(join(dir, "eval.mjs"), evalFile(WITH_TOOL_USED, journal));
+async function rescoreToolUsed(
+  dir: string,
+  runId: string,
+  journal = "",
+  format: WireFormat = "openai",
+): Promise<void> {
+  writeFileSync(join(dir, "eval.mjs"), evalFile(WITH_TOOL_USED, journal, format));
   mock.reset();
   const rescored = await runCli(["rescore", runId, "--scorer", "toolUsed"], {
     cwd: dir,
-    env: { MOCK_URL: mock.url },
+    env: { MOCK_URL: urlOf(format) },
   });
   expect(rescored.code, rescored.stderr + rescored.stdout).toBe(0);
   // The trajectory comes from the store: the rescore asks the model nothing.
@@ -130,29 +142,34 @@ async function rescoreToolUsed(dir: string, runId: string, journal = ""): Promis
 }
 
 describe("trajectory scorers, with the real CLI", () => {
-  it("score the agent's tool calls right after each attempt, and again on a rescore that adds toolUsed with 0 model requests", async () => {
-    const p = project({ "eval.mjs": evalFile(SCORERS), "data.jsonl": data });
-    mock.reset();
-    const runId = await startRun(p.dir);
-    expect(mock.requests).toHaveLength(N * 2 + N / 2);
-    const odd = { toolSequence: 1, toolCallF1: 1, turns: 0 };
-    // An even sample called add only: F1 = 2·1 / (1 + 2).
-    const even = { toolSequence: 0, toolCallF1: 2 / 3, turns: 1 };
-    const scored = currentScores(p.db);
-    for (let i = 0; i < N; i++) {
-      expect(valuesOf(scored.get(`s${i}`)), `s${i}`).toEqual(i % 2 === 1 ? odd : even);
-    }
+  it.each(["openai", "anthropic"] as const)(
+    "%s format: score the agent's tool calls right after each attempt, and again on a rescore that adds toolUsed with 0 model requests",
+    async (format) => {
+      const p = project({ "eval.mjs": evalFile(SCORERS, "", format), "data.jsonl": data });
+      mock.reset();
+      const runId = await startRun(p.dir, format);
+      expect(mock.requests).toHaveLength(N * 2 + N / 2);
+      expect(mock.requests.every((r) => r.format === format)).toBe(true);
+      const odd = { toolSequence: 1, toolCallF1: 1, turns: 0 };
+      // An even sample called add only: F1 = 2·1 / (1 + 2).
+      const even = { toolSequence: 0, toolCallF1: 2 / 3, turns: 1 };
+      const scored = currentScores(p.db);
+      for (let i = 0; i < N; i++) {
+        expect(valuesOf(scored.get(`s${i}`)), `s${i}`).toEqual(i % 2 === 1 ? odd : even);
+      }
 
-    await rescoreToolUsed(p.dir, runId);
-    const rescored = currentScores(p.db);
-    for (let i = 0; i < N; i++) {
-      const was = i % 2 === 1 ? odd : even;
-      expect(valuesOf(rescored.get(`s${i}`)), `s${i}`).toEqual({
-        ...was,
-        toolUsed: i % 2 === 1 ? 1 : 0,
-      });
-    }
-  }, 120_000);
+      await rescoreToolUsed(p.dir, runId, "", format);
+      const rescored = currentScores(p.db);
+      for (let i = 0; i < N; i++) {
+        const was = i % 2 === 1 ? odd : even;
+        expect(valuesOf(rescored.get(`s${i}`)), `s${i}`).toEqual({
+          ...was,
+          toolUsed: i % 2 === 1 ? 1 : 0,
+        });
+      }
+    },
+    120_000,
+  );
 
   it.each([
     [

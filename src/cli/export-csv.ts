@@ -1,4 +1,5 @@
 import type { Attempt, SampleRecord } from "../core/types.js";
+import { trajectoryUsage } from "../core/usage.js";
 
 /** One CSV column: `key` in the row objects, `header` as the spreadsheet shows it. */
 export interface CsvColumn {
@@ -57,6 +58,8 @@ export function csvRow(
   scorers: readonly string[],
 ): Record<string, string | number> {
   const sample = samples.get(a.sampleId)?.sample;
+  // The whole trajectory: calls carried from an errored attempt of the key count as replayed.
+  const usage = a.usage && trajectoryUsage(a.usage);
   const row: Record<string, string | number> = {
     sampleId: a.sampleId,
     epoch: a.epoch,
@@ -65,20 +68,21 @@ export function csvRow(
     target: cell(sample?.target),
     output: cell(a.output),
     error: cell(a.error),
-    inputTokens: cell(a.usage?.inputTokens),
-    outputTokens: cell(a.usage?.outputTokens),
-    costUsd: cell(a.usage?.costUsd),
+    inputTokens: cell(usage?.inputTokens),
+    outputTokens: cell(usage?.outputTokens),
+    costUsd: cell(usage?.costUsd),
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,
     // Empty when unknown (stored before retries were counted).
     retries: cell(a.retries),
     // Of inputTokens and outputTokens: empty when the provider did not report them.
-    cachedInputTokens: cell(a.usage?.cachedInputTokens),
-    cacheWriteTokens: cell(a.usage?.cacheWriteTokens),
-    reasoningTokens: cell(a.usage?.reasoningTokens),
-    // Of costUsd, what calls replayed from the journal cost (bought by an interrupted execution).
-    reusedCostUsd: cell(a.usage?.reused?.costUsd),
+    cachedInputTokens: cell(usage?.cachedInputTokens),
+    cacheWriteTokens: cell(usage?.cacheWriteTokens),
+    reasoningTokens: cell(usage?.reasoningTokens),
+    // Of costUsd, what calls replayed from the journal cost (bought by an interrupted execution,
+    // or by an errored attempt of the key).
+    reusedCostUsd: cell(usage?.reused?.costUsd),
     // Empty unless a per-sample limit ended the attempt: which one, its value, what was used.
     limit: cell(a.limit?.limit),
     limitValue: cell(a.limit?.value),

@@ -57,13 +57,21 @@ export interface SolverContext {
    * entry then commits ahead of the attempt without the solver waiting for it (a solver that
    * acts on a reply, in a sandbox or elsewhere, must not pass it).
    *
-   * @example const { reply, replayed } = await ctx.chatStep!(request, () => send(request));
+   * @example const { reply, usage } = await ctx.chatStep!(request, () => send(request));
    */
   chatStep?(
     input: Json,
     send: () => Promise<SentReply>,
     options?: { last?: boolean },
-  ): Promise<{ reply: ModelReply; replayed: boolean }>;
+  ): Promise<{
+    reply: ModelReply;
+    replayed: boolean;
+    /**
+     * The call's usage as the attempt counts it (the reply's, or when replayed, marked reused or
+     * carried): what a solver returns as its usage.
+     */
+    usage: Usage | undefined;
+  }>;
   /**
    * Counts one model request re-sent after a retryable failure (429, 5xx, a dropped connection,
    * a timeout) toward this attempt's `retries`, or the scoring's when a rescore runs the scorer.

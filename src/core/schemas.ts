@@ -20,7 +20,10 @@ const usageFiguresSchema = z.object({
   costUsd: z.number().nonnegative().optional(),
 });
 
-export const usageSchema = usageFiguresSchema.extend({ reused: usageFiguresSchema.optional() });
+export const usageSchema = usageFiguresSchema.extend({
+  reused: usageFiguresSchema.optional(),
+  carried: usageFiguresSchema.optional(),
+});
 
 /** The figures a usage's detail column holds besides its token and cost columns. */
 export const usageDetailSchema = usageSchema.pick({
@@ -28,6 +31,7 @@ export const usageDetailSchema = usageSchema.pick({
   cacheWriteTokens: true,
   reasoningTokens: true,
   reused: true,
+  carried: true,
 });
 
 export const scoreSchema = z.object({

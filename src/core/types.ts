@@ -54,12 +54,15 @@ export type PriceTiers = {
 export type Price = PriceTiers & { batch?: PriceTiers };
 
 /**
- * What an attempt's (or a call's) model calls used. An attempt's usage is its whole trajectory:
- * every call that produced its output, replayed journal calls included; `reused` is the part of
- * it replayed from the journal (paid for by an interrupted execution), not bought now. Absent:
- * nothing was replayed (and attempts stored before stet recorded it).
+ * What an attempt's (or a call's) model calls used. An attempt's figures are what it counts
+ * (what spend sums): every call that produced its output, replayed journal calls included, but
+ * the calls an errored attempt of its key bought; `reused` is the part of the figures replayed
+ * from the journal (paid for by an interrupted execution), not bought now. `carried` is the calls
+ * it replayed from an errored attempt of its key, counted in that attempt's figures: part of its
+ * trajectory (trajectoryUsage, what exports show), not of its figures. Absent: nothing was
+ * replayed or carried (and attempts stored before stet recorded it).
  */
-export type Usage = UsageFigures & { reused?: UsageFigures };
+export type Usage = UsageFigures & { reused?: UsageFigures; carried?: UsageFigures };
 
 /**
  * What one scorer said about one attempt. `value` is in [0, 1], or null when the scorer did not

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OutcomeFold, type FoldedAttempt } from "./outcome-fold.js";
 import type { Usage } from "./types.js";
-import { addUsage, boughtUsage, reusedUsage } from "./usage.js";
+import { addUsage, boughtUsage, carriedUsage, reusedUsage, trajectoryUsage } from "./usage.js";
 
 const replayed: Usage = {
   inputTokens: 1000,
@@ -12,24 +12,21 @@ const replayed: Usage = {
 };
 const bought: Usage = { inputTokens: 300, outputTokens: 30, cacheWriteTokens: 200, costUsd: 0.001 };
 
+/** The two calls' whole usage, the replayed one counted as reused. */
+const whole: Usage = {
+  inputTokens: 1300,
+  outputTokens: 130,
+  cachedInputTokens: 800,
+  cacheWriteTokens: 200,
+  reasoningTokens: 40,
+  costUsd: 0.003,
+  reused: { ...replayed },
+};
+
 describe("an attempt's usage as its whole trajectory", () => {
   it("adds a replayed call's usage to the attempt, marked reused, and leaves it out of what was bought", () => {
     const usage = [reusedUsage(replayed), bought].reduce<Usage | null>(addUsage, null)!;
-    expect(usage).toEqual({
-      inputTokens: 1300,
-      outputTokens: 130,
-      cachedInputTokens: 800,
-      cacheWriteTokens: 200,
-      reasoningTokens: 40,
-      costUsd: 0.003,
-      reused: {
-        inputTokens: 1000,
-        outputTokens: 100,
-        cachedInputTokens: 800,
-        reasoningTokens: 40,
-        costUsd: 0.002,
-      },
-    });
+    expect(usage).toEqual(whole);
     expect(boughtUsage(usage)).toEqual({
       inputTokens: 300,
       outputTokens: 30,
@@ -50,6 +47,15 @@ describe("an attempt's usage as its whole trajectory", () => {
 
   it("a usage with no reused part was all bought", () => {
     expect(boughtUsage(bought)).toEqual(bought);
+  });
+
+  it("carries a call an errored attempt bought: in the trajectory, counted as replayed, not in the figures", () => {
+    const usage = [carriedUsage(replayed), bought].reduce<Usage | null>(addUsage, null)!;
+    // The figures (what spend sums) are the bought call's alone.
+    expect({ ...usage, carried: undefined }).toEqual({ ...bought, carried: undefined });
+    expect(boughtUsage(usage)).toEqual(bought);
+    expect(trajectoryUsage(usage)).toEqual(whole);
+    expect(trajectoryUsage(bought)).toBe(bought);
   });
 });
 

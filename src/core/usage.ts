@@ -13,11 +13,16 @@ export const USAGE_TIERS = ["cachedInputTokens", "cacheWriteTokens", "reasoningT
 export function addUsage(total: Usage | null, more: Usage): Usage {
   if (total === null) return copyUsage(more);
   const sum: Usage = addFigures(total, more);
-  if (total.reused !== undefined || more.reused !== undefined) {
-    sum.reused = addFigures(total.reused ?? NONE, more.reused ?? NONE);
+  for (const part of PARTS) {
+    if (total[part] !== undefined || more[part] !== undefined) {
+      sum[part] = addFigures(total[part] ?? NONE, more[part] ?? NONE);
+    }
   }
   return sum;
 }
+
+/** The parts a usage may carry besides its own figures. */
+const PARTS = ["reused", "carried"] as const;
 
 /**
  * A call's usage as replayed from the journal: all of it is reused (paid for by the execution
@@ -28,6 +33,31 @@ export function addUsage(total: Usage | null, more: Usage): Usage {
 export function reusedUsage(usage: Usage): Usage {
   const figures = figuresOf(usage);
   return { ...figures, reused: { ...figures } };
+}
+
+/**
+ * A call's usage as replayed from the journal of an earlier attempt of the key that ended in
+ * error: that attempt's stored usage counts it, so it adds nothing to this attempt's figures (or
+ * to any spend), only to its trajectory (`carried`; see trajectoryUsage).
+ *
+ * @example carriedUsage({ inputTokens: 7, outputTokens: 2 }) // { inputTokens: 0, outputTokens: 0, costUsd: 0, carried: { inputTokens: 7, outputTokens: 2 } }
+ */
+export function carriedUsage(usage: Usage): Usage {
+  return { ...NONE, carried: figuresOf(usage) };
+}
+
+/**
+ * An attempt's whole trajectory, as exports and the sample view show it: its own figures and
+ * the calls it carried from an errored attempt of its key, which count as replayed (`reused`).
+ * The same as `usage` when nothing was carried. Spend is never summed from it: the carried calls
+ * are in the errored attempt's figures.
+ *
+ * @example trajectoryUsage({ inputTokens: 3, outputTokens: 1, carried: { inputTokens: 7, outputTokens: 2 } }) // { inputTokens: 10, outputTokens: 3, reused: { inputTokens: 7, outputTokens: 2 } }
+ */
+export function trajectoryUsage(usage: Usage): Usage {
+  const { carried, reused, ...own } = usage;
+  if (carried === undefined) return usage;
+  return { ...addFigures(own, carried), reused: addFigures(reused ?? NONE, carried) };
 }
 
 /**
@@ -67,7 +97,7 @@ const NONE: UsageFigures = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
 
 function copyUsage(usage: Usage): Usage {
   const copy: Usage = figuresOf(usage);
-  if (usage.reused !== undefined) copy.reused = figuresOf(usage.reused);
+  for (const part of PARTS) if (usage[part] !== undefined) copy[part] = figuresOf(usage[part]);
   return copy;
 }
 

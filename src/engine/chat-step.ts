@@ -4,8 +4,21 @@ import { modelCallIdentity } from "../core/model-call-identity.js";
 import { canonicalJson } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
 import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
-import type { ReplyParts } from "../core/model-types.js";
+import type { ModelMessage, ReplyParts } from "../core/model-types.js";
+import type { Usage } from "../core/types.js";
 import type { StepJournal } from "./step-journal.js";
+
+/** A journaled chat call's reply, and how the call counts in the attempt's usage. */
+export interface JournaledReply {
+  reply: ModelReply;
+  replayed: boolean;
+  /**
+   * The call's usage as the attempt counts it: the reply's when it was sent now; when replayed,
+   * marked reused (an interrupted execution paid for it) or carried (an errored attempt of the
+   * key did, and counts it). Undefined when the call reported none.
+   */
+  usage: Usage | undefined;
+}
 
 /**
  * One model call as a journal step of kind `chat`: replayed from the journal on a resumed
@@ -20,26 +33,45 @@ export async function journaledChat(
   input: Json,
   send: () => Promise<SentReply>,
   options?: { last?: boolean },
-): Promise<{ reply: ModelReply; replayed: boolean }> {
+): Promise<JournaledReply> {
+  let sent: ModelReply | undefined;
   const done = await journal.step(
     "chat",
     "chat",
     input,
     async () => {
-      const { usage, message, ...reply } = withParts(await send());
+      sent = withParts(await send());
+      const { usage, message, ...reply } = sent;
       // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
       // journaled once, not twice.
-      const made = canonicalJson(message) === canonicalJson(defaultMessage(reply));
-      return { result: made ? reply : { ...reply, message }, usage };
+      return { result: madeByParts(message, reply) ? reply : { ...reply, message }, usage };
     },
     () => null,
     options,
   );
+  if (sent && !done.replayed) return { reply: sent, replayed: false, usage: sent.usage };
   // The journal's own result (its rows are read through a schema); usage is in its columns.
   const reply: ModelReply = withParts(done.result as unknown as SentReply);
   delete reply.usage;
   if (done.usage) reply.usage = done.usage;
-  return { reply, replayed: done.replayed };
+  return { reply, replayed: true, usage: done.replayedUsage ?? undefined };
+}
+
+/** Whether a reply's message is the one its text, tool calls and reasoning make. */
+function madeByParts(message: ModelMessage, reply: Omit<ReplyParts, "message">): boolean {
+  // The common case without a walk: plain text (and reasoning), no tool calls.
+  if (reply.toolCalls.length === 0) {
+    const keys = Object.keys(message).length;
+    return (
+      message.role === "assistant" &&
+      message.content === reply.content &&
+      !("toolCalls" in message) &&
+      (reply.reasoning === undefined
+        ? keys === 2
+        : keys === 3 && message.reasoning === reply.reasoning)
+    );
+  }
+  return canonicalJson(message) === canonicalJson(defaultMessage(reply));
 }
 
 /**

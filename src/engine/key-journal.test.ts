@@ -192,7 +192,7 @@ describe("KeyJournals", () => {
     expect(await (await open(new Map())).of(s1)).toMatchObject({ entries: [], reopen: false });
   });
 
-  it("a replayed errored attempt's entries are written again as open ones, their calls' usage marked reused and not the new attempt's", async () => {
+  it("a replayed errored attempt's entries are written again as open ones, their calls' usage marked reused and only carried by the new attempt", async () => {
     const s = store();
     const { run, owner } = await newRun(s);
     const s1 = { sampleId: "s1", epoch: 1 };
@@ -219,9 +219,11 @@ describe("KeyJournals", () => {
       replayed: true,
       result: { ok: 0 },
     });
+    // The errored attempt's usage counts the call: the new one carries it, counting nothing.
     expect(await journal.step("chat", "chat", { n: 1 }, never, () => null)).toMatchObject({
       replayed: true,
-      usage: null,
+      usage,
+      replayedUsage: { inputTokens: 0, outputTokens: 0, costUsd: 0, carried: usage },
     });
     expect(journal.reused).toEqual([usage]);
     const reopened = await s.journal.list(run.id, { ...s1, attempt: "open" });

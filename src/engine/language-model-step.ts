@@ -7,7 +7,6 @@ import {
 } from "../core/language-model.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "../core/language-model.js";
 import type { Price, Usage } from "../core/types.js";
-import { reusedUsage } from "../core/usage.js";
 import type { StepJournal } from "./step-journal.js";
 
 /** What a wrapped model needs from its attempt. */
@@ -92,8 +91,9 @@ async function journaled(
   // A failed call is not journaled (as ctx.chat's): a resume asks again.
   const done = await journal.step("chat", name, input, send, () => null);
   // A replayed call is still the attempt's trajectory: its usage counts, marked reused (the
-  // interrupted execution paid for it), so spend now leaves it out (as ctx.chat's).
-  if (done.replayed && done.usage) context.spend(reusedUsage(done.usage));
+  // interrupted execution paid for it) or carried (an errored attempt's), so spend now leaves
+  // it out (as ctx.chat's).
+  if (done.replayedUsage) context.spend(done.replayedUsage);
   return done.result;
 }
 

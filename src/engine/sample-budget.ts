@@ -14,7 +14,7 @@ import type { Usage } from "../core/types.js";
  * call's worst case when the caller knows it) and each step. The first limit reached is kept
  * (`reached`) and every later check throws it again, so a solver that goes on after catching it
  * makes no further call. What counts as used is the attempt's model calls so far (`usage`: the
- * solver context's, replayed calls included) and how many were made.
+ * solver context's, replayed and carried calls included) and how many were made.
  */
 export class SampleBudget {
   readonly limits: SampleLimits;
@@ -76,9 +76,13 @@ export class SampleBudget {
   #used(): LimitUse {
     const used: LimitUse = { turns: this.#turns, tokens: 0, outputTokens: 0, costUsd: 0 };
     for (const usage of this.#usage) {
-      used.tokens += usage.inputTokens + usage.outputTokens;
-      used.outputTokens += usage.outputTokens;
-      used.costUsd += usage.costUsd ?? 0;
+      // A call carried from an errored attempt of the key (replayed by its retry) is part of the
+      // trajectory too, though no spend of this attempt's: the limit counts it.
+      for (const figures of usage.carried ? [usage, usage.carried] : [usage]) {
+        used.tokens += figures.inputTokens + figures.outputTokens;
+        used.outputTokens += figures.outputTokens;
+        used.costUsd += figures.costUsd ?? 0;
+      }
     }
     return used;
   }

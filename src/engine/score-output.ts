@@ -24,7 +24,8 @@ export interface ScorerPass {
  * Runs `scorers` over an output in order. A scorer that throws gets an error entry in place of
  * its score and the pass goes on; what it reported paying for (a `usage` on what it threw, see
  * ScorerError) is still spent. The attempt's timeout ends the pass as a timeout; an abort by the
- * run throws `AttemptAborted`. Every scorer is given the attempt's `trajectory`.
+ * run throws `AttemptAborted`. Every scorer is given the attempt's `trajectory`, built on the
+ * first read (most scorers never read it).
  */
 export async function scoreOutput(
   sample: SampleRecord["sample"],
@@ -32,17 +33,28 @@ export async function scoreOutput(
   scorers: readonly Scorer[],
   ctx: SolverContext,
   signal: AbortSignal,
-  trajectory?: Trajectory,
+  trajectory?: Trajectory | (() => Trajectory),
 ): Promise<ScorerPass> {
-  const args: ScorerArgs = trajectory
-    ? { sample, output, ctx, trajectory }
-    : { sample, output, ctx };
+  let built: Trajectory | undefined;
+  const read = () => (built ??= typeof trajectory === "function" ? trajectory() : trajectory!);
+  // Each scorer its own arguments; the trajectory is the same one, made when first read.
+  const argsFor = (): ScorerArgs =>
+    trajectory
+      ? {
+          sample,
+          output,
+          ctx,
+          get trajectory() {
+            return read();
+          },
+        }
+      : { sample, output, ctx };
   const pass: ScorerPass = { scores: [], error: null, spent: [] };
   const failed: Score[] = [];
   for (const scorer of scorers) {
     try {
       const value = await untilAborted(
-        Promise.resolve().then(() => scorer.score({ ...args })),
+        Promise.resolve().then(() => scorer.score(argsFor())),
         signal,
       );
       // A scorer that paid for a model (a judge) reports it; paid for even if its value is bad.

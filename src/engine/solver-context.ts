@@ -3,7 +3,6 @@ import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
-import { reusedUsage } from "../core/usage.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
@@ -75,15 +74,19 @@ export function context(
         return reply;
       };
       if (!journal || request.journal === false) return send();
-      const { reply, replayed } = await journaledChat(journal, chatInput(request, model), send);
+      const done = await journaledChat(journal, chatInput(request, model), send);
       // A replayed call is still this attempt's trajectory: its usage counts, marked reused
-      // (the interrupted execution paid for it), so spend now leaves it out.
-      if (replayed && reply.usage) spent.usage.push(reusedUsage(reply.usage));
-      return reply;
+      // (the interrupted execution paid for it) or carried (an errored attempt did), so spend
+      // now leaves it out.
+      if (done.replayed && done.usage) spent.usage.push(done.usage);
+      return done.reply;
     },
     async chatStep(input, send, options) {
       budget?.beforeCall();
-      if (!journal) return { reply: withParts(await send()), replayed: false };
+      if (!journal) {
+        const reply = withParts(await send());
+        return { reply, replayed: false, usage: reply.usage };
+      }
       return journaledChat(journal, input, send, options);
     },
     languageModel: (languageModel, options) =>

@@ -3,7 +3,7 @@ import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
 import { isStetError } from "../core/errors.js";
 import type { TrajectoryEntry } from "../core/trajectory.js";
-import { figuresOf, reusedUsage } from "../core/usage.js";
+import { carriedUsage, figuresOf, reusedUsage } from "../core/usage.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
@@ -34,12 +34,17 @@ export interface JournalOptions {
 export interface StepOutcome {
   result: Json;
   replayed: boolean;
-  /**
-   * A replayed chat step's recorded usage (reused, not spent now); null when an errored attempt
-   * of the key bought the call (its usage counts it).
-   */
+  /** A chat step's usage as recorded (the call's own figures); null for others. */
   usage: Usage | null;
+  /**
+   * A replayed chat step's usage as the attempt counts it: reused (the interrupted execution
+   * paid for it, not now), or carried when an errored attempt of the key bought the call (its
+   * usage counts it). Null when the step was not replayed or used nothing.
+   */
+  replayedUsage: Usage | null;
 }
+
+const NO_USAGE = { usage: null, replayedUsage: null } as const;
 
 /** A step's failure that is the step's own (a tool that threw), recorded and replayed as such. */
 export class StepFailed extends Error {
@@ -113,11 +118,14 @@ export class StepJournal {
       this.replayed++;
       this.trail.push(replay);
       if (replay.error) throw new StepFailed(replay.error, true);
-      if (replay.usage) this.reused.push(figuresOf(replay.usage));
+      if (!replay.usage) return { result: replay.result, replayed: true, ...NO_USAGE };
+      const usage = figuresOf(replay.usage);
+      this.reused.push(usage);
       // A call an errored attempt of the key bought (an entry of it, or one marked so when it was
-      // reopened) is in that attempt's usage: counted there, so it is not in this one's.
-      const bought = this.#options.reopen === true || replay.usage?.reused !== undefined;
-      return { result: replay.result, replayed: true, usage: bought ? null : replay.usage };
+      // reopened) is in that attempt's usage: counted there, carried in this one's trajectory.
+      const bought = this.#options.reopen === true || replay.usage.reused !== undefined;
+      const replayedUsage = bought ? carriedUsage(usage) : reusedUsage(usage);
+      return { result: replay.result, replayed: true, usage, replayedUsage };
     }
     const started = performance.now();
     const recordedAt = new Date().toISOString();
@@ -140,7 +148,7 @@ export class StepJournal {
     if (options.last && !error) void this.#write(draft).catch(() => {});
     else await this.#write(draft);
     if (error) throw new StepFailed(error, false);
-    return { result, replayed: false, usage };
+    return { result, replayed: false, usage, replayedUsage: null };
   }
 
   /**
@@ -256,7 +264,8 @@ export class StepJournal {
 /** The step's result as JSON, or a `solver` error naming the step. */
 function checkResult(value: unknown, name: string): Json {
   if (value === undefined) return null;
-  jsonText(value, `the result of step "${name}"`);
+  const problem = notJson(value, new Set());
+  if (problem) throw new Error(`the result of step "${name}" is not JSON: ${problem}`);
   return value as Json;
 }
 

@@ -17,6 +17,7 @@ import { parseJson } from "./parse-json.js";
 import type { EvalPortError, EvalPortErrorType, EvalPortResult } from "./result-set-types.js";
 import { rfc3339 } from "./timestamps.js";
 import { isObject } from "./validation-types.js";
+import { trajectoryUsage } from "../core/usage.js";
 
 /** What `toResult` needs to know about the run. */
 export interface ResultContext {
@@ -80,7 +81,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
   const output = encodeOutput(attempt.output);
   const journal = ctx.journal?.(attempt);
   const openeval: Record<string, Json> = {};
-  if (attempt.usage) openeval.cost = cost(attempt.usage);
+  if (attempt.usage) openeval.cost = cost(trajectoryUsage(attempt.usage));
   if (scored.length === 0) openeval.aggregation_status = "unscored";
   const stet: Record<string, Json> = {
     run_id: attempt.runId,

@@ -8,6 +8,7 @@ import type { Progress } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import type { AttemptHead } from "../store/types.js";
 import { toApiError } from "./api-error.js";
+import { trajectoryUsage } from "../core/usage.js";
 import type { ExecutionEvent } from "./executions.js";
 
 /**
@@ -90,6 +91,8 @@ export function attemptSummary<A extends AttemptHead & { transcript?: Json }>(
   attempt: A,
 ): AttemptHeadView & Omit<A, "runId" | "transcript"> {
   const { runId: _runId, transcript: _transcript, ...summary } = attempt;
+  // Its whole trajectory: calls carried from an errored attempt of the key count as replayed.
+  if (summary.usage) summary.usage = trajectoryUsage(summary.usage);
   return summary;
 }
 

@@ -4,7 +4,6 @@ import { jsonSchema } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
 import type { LanguageModelLike } from "../core/language-model.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
-import { reusedUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
@@ -75,9 +74,10 @@ export function chat(options: ChatSolverOptions): SolverFn {
       ? requested.provider
       : providerOf(requested, options.provider).name;
     const input = chatInput(model, providerName, messages, options);
-    const { reply, replayed } = ctx.chatStep
-      ? await ctx.chatStep(input, send, { last: true })
-      : { reply: await send(), replayed: false };
+    let reply: ModelReply;
+    let usage: Usage | undefined;
+    if (ctx.chatStep) ({ reply, usage } = await ctx.chatStep(input, send, { last: true }));
+    else usage = (reply = await send()).usage;
     const transcript: Json = [
       ...messages,
       reply.message ?? { role: "assistant", content: reply.content },
@@ -85,9 +85,7 @@ export function chat(options: ChatSolverOptions): SolverFn {
     return {
       output: reply.content,
       transcript,
-      ...(reply.usage === undefined
-        ? {}
-        : { usage: replayed ? reusedUsage(reply.usage) : reply.usage }),
+      ...(usage === undefined ? {} : { usage }),
     };
   };
   solver.describe = () =>

@@ -242,8 +242,8 @@ export function toUsage(
 }
 
 /**
- * The usage detail column of a usage: its cached, cache-write and reasoning tokens and its
- * reused part as JSON, or NULL when it has none of them (the common case stores nothing more).
+ * The usage detail column of a usage: its cached, cache-write and reasoning tokens, its reused
+ * part and the calls it carried from an errored attempt as JSON, or NULL when it has none of them (the common case stores nothing more).
  *
  * @example usageDetailText({ inputTokens: 9, outputTokens: 1, cachedInputTokens: 8 }) // '{"cachedInputTokens":8}'
  */
@@ -252,6 +252,7 @@ export function usageDetailText(usage: Usage | null | undefined): string | null 
   const detail: UsageDetail = {};
   for (const tier of USAGE_TIERS) if (usage[tier] !== undefined) detail[tier] = usage[tier];
   if (usage.reused !== undefined) detail.reused = usage.reused;
+  if (usage.carried !== undefined) detail.carried = usage.carried;
   return Object.keys(detail).length === 0 ? null : JSON.stringify(detail);
 }
 

@@ -68,4 +68,70 @@ describe("mock OpenAI server", () => {
       await mock.stop();
     }
   });
+
+  it("speaks the Messages API at /v1/messages: the same scripted actions as tool_use blocks and error bodies, its tool_result blocks read as tool messages", async () => {
+    const mock = await startMockOpenAI({
+      respond: ({ messages, n }) =>
+        n === 1
+          ? { status: 500, retryAfter: 0 }
+          : messages.some((m) => m.role === "tool")
+            ? { reply: "done" }
+            : { toolCalls: [{ id: "tu_1", name: "add", arguments: { a: 1 } }] },
+    });
+    const post = (messages: unknown[]) =>
+      fetch(`${mock.anthropicURL}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+        body: JSON.stringify({
+          model: "claude-haiku-4-5",
+          max_tokens: 64,
+          system: [{ type: "text", text: "s" }],
+          tools: [{ name: "add", input_schema: { type: "object" } }],
+          messages,
+        }),
+      });
+    try {
+      const user = { role: "user", content: [{ type: "text", text: "task" }] };
+      const failed = await post([user]);
+      expect(failed.status).toBe(500);
+      expect(await failed.json()).toEqual({
+        type: "error",
+        error: { type: "api_error", message: "mock error 500" },
+      });
+      const called = (await (await post([user])).json()) as { content: unknown };
+      expect(called).toMatchObject({
+        type: "message",
+        role: "assistant",
+        content: [{ type: "tool_use", id: "tu_1", name: "add", input: { a: 1 } }],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 10, output_tokens: 5 },
+      });
+      const turns = [
+        user,
+        { role: "assistant", content: called.content },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "tu_1", content: "1" }] },
+      ];
+      expect(await (await post(turns)).json()).toMatchObject({
+        content: [{ type: "text", text: "done" }],
+        stop_reason: "end_turn",
+      });
+      expect(mock.counts()).toEqual({ task: 3 });
+      expect(mock.requests.at(-1)).toMatchObject({
+        format: "anthropic",
+        tools: ["add"],
+        messages: [
+          { role: "system", content: "s" },
+          { role: "user", content: "task" },
+          {
+            role: "assistant",
+            content: "",
+            toolCalls: [{ id: "tu_1", name: "add", arguments: { a: 1 } }],
+          },
+          { role: "tool", toolCallId: "tu_1", content: "1" },
+        ],
+      });
+    } finally {
+      await mock.close();
+    }
+  });
 });

@@ -5,11 +5,29 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import {
+  anthropicError,
+  anthropicReply,
+  keyOf,
+  messagesOf,
+  toolNamesOf,
+  type MockMessage,
+  type MockToolCall,
+  type WireFormat,
+} from "./mock-wire.js";
+
+export type { MockMessage, MockToolCall, WireFormat } from "./mock-wire.js";
 
 /** What the mock knows about one request when deciding how to answer it. */
 export interface MockRequest {
   /** The sample's identity: the content of the last user message. */
   key: string;
+  /** The wire format the request came in: POST …/chat/completions or POST …/v1/messages. */
+  format: WireFormat;
+  /** Its messages in one view for both formats (see MockMessage). */
+  messages: MockMessage[];
+  /** The names of the tools it offers. */
+  tools: string[];
   /** 1-based number of this request among those with the same key. */
   n: number;
   /** 1-based number of this request among all requests. */
@@ -39,6 +57,8 @@ export type MockAction =
       usage?: MockUsage;
       latencyMs?: number;
     }
+  /** Tool calls (and optional text), in the request's wire format: tool_calls or tool_use. */
+  | { toolCalls: MockToolCall[]; content?: string; usage?: MockUsage; latencyMs?: number }
   | { status: number; body?: unknown; retryAfter?: number | string; latencyMs?: number }
   | { hang: true }
   | { drop: true };
@@ -64,6 +84,11 @@ export interface MockOpenAIOptions {
 export interface MockOpenAI {
   /** Base URL for `baseURL`/OPENAI_BASE_URL, e.g. http://127.0.0.1:41234/v1. */
   url: string;
+  /**
+   * Base URL of the same server for an `anthropic:` model's `baseURL`/ANTHROPIC_BASE_URL, e.g.
+   * http://127.0.0.1:41234 (the Messages API at /v1/messages).
+   */
+  anthropicURL: string;
   port: number;
   /** Requests received per key, counted on arrival. */
   counts(): Record<string, number>;
@@ -75,9 +100,10 @@ export interface MockOpenAI {
 }
 
 /**
- * Starts a local OpenAI-compatible chat-completions server (POST …/chat/completions) that counts
- * requests per sample and answers as scripted. GET /__counts returns the counts; POST /__reset
- * clears them.
+ * Starts a local OpenAI-compatible chat-completions server (POST …/chat/completions), which also
+ * speaks Anthropic's Messages API (POST /v1/messages), that counts requests per sample and
+ * answers as scripted, each request in its own wire format. GET /__counts returns the counts;
+ * POST /__reset clears them.
  *
  * @example
  * const mock = await startMockOpenAI({ sequence: [{ status: 500 }] }); // each sample: 500, then OK
@@ -109,15 +135,27 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       return send(res, 200, {});
     }
     if (req.method === "POST" && path.endsWith("/embeddings")) return embed(req, res);
-    if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
+    const format: WireFormat | undefined =
+      req.method !== "POST"
+        ? undefined
+        : path.endsWith("/chat/completions")
+          ? "openai"
+          : path === "/v1/messages"
+            ? "anthropic"
+            : undefined;
+    if (format === undefined) {
       return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
     }
     const body = await readJson(req);
     if (body === undefined) return send(res, 400, { error: { message: "body is not JSON" } });
-    const key = sampleKey(body);
+    const messages = messagesOf(format, body);
+    const key = format === "openai" ? sampleKey(body) : keyOf(messages);
     counts[key] = (counts[key] ?? 0) + 1;
     const request: MockRequest = {
       key,
+      format,
+      messages,
+      tools: toolNamesOf(format, body),
       n: counts[key],
       index: requests.length + 1,
       receivedAt: now(),
@@ -138,6 +176,9 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     const texts = Array.isArray(input) ? input.map(String) : [String(input)];
     requests.push({
       key: "embeddings",
+      format: "openai",
+      messages: [],
+      tools: [],
       n: 0,
       index: requests.length + 1,
       receivedAt: now(),
@@ -163,6 +204,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}/v1`,
+    anthropicURL: `http://${options.host ?? "127.0.0.1"}:${port}`,
     port,
     counts: () => ({ ...counts }),
     requests,
@@ -197,23 +239,49 @@ async function answer(
   if ("status" in action) {
     const headers: Record<string, string> =
       action.retryAfter === undefined ? {} : { "retry-after": String(action.retryAfter) };
-    send(
-      res,
-      action.status,
-      action.body ?? { error: { message: `mock error ${action.status}`, type: "mock" } },
-      headers,
-    );
+    const message = `mock error ${action.status}`;
+    const fallback =
+      request.format === "anthropic"
+        ? anthropicError(action.status, message)
+        : { error: { message, type: "mock" } };
+    send(res, action.status, action.body ?? fallback, headers);
     return;
   }
   const usage = action.usage ?? options.usage ?? { prompt_tokens: 10, completion_tokens: 5 };
+  if (request.format === "anthropic") {
+    if ("message" in action)
+      throw new Error("an OpenAI `message` action on a Messages API request");
+    const calls = "toolCalls" in action ? action.toolCalls : [];
+    const text = "toolCalls" in action ? (action.content ?? "") : action.reply;
+    send(res, 200, anthropicReply(String(request.index), request.body.model, text, calls, usage));
+    return;
+  }
   const choice =
-    "message" in action
+    "toolCalls" in action
       ? {
           index: 0,
-          message: { role: "assistant", ...action.message },
-          finish_reason: action.finishReason ?? "stop",
+          message: {
+            role: "assistant",
+            content: action.content ?? null,
+            tool_calls: action.toolCalls.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+            })),
+          },
+          finish_reason: "tool_calls",
         }
-      : { index: 0, message: { role: "assistant", content: action.reply }, finish_reason: "stop" };
+      : "message" in action
+        ? {
+            index: 0,
+            message: { role: "assistant", ...action.message },
+            finish_reason: action.finishReason ?? "stop",
+          }
+        : {
+            index: 0,
+            message: { role: "assistant", content: action.reply },
+            finish_reason: "stop",
+          };
   send(res, 200, {
     id: `chatcmpl-mock-${request.index}`,
     object: "chat.completion",

@@ -19,6 +19,7 @@ import { loadReportData } from "../reports/report-data.js";
 import { resumeHint } from "../resume-hint.js";
 import type { Store } from "../../store/types.js";
 import { prepareOutputFile } from "../output-file.js";
+import { trajectoryUsage } from "../../core/usage.js";
 
 export interface ExportFlags {
   store?: string;
@@ -159,7 +160,8 @@ export function exportRow(a: Attempt, journal?: Json[]) {
  */
 function exportUsage(usage: Usage | null) {
   if (usage === null) return null;
-  const { reused, ...figures } = usage;
+  // The whole trajectory: the calls carried from an errored attempt count as replayed.
+  const { reused, carried: _carried, ...figures } = trajectoryUsage(usage);
   return {
     ...exportFigures(figures),
     ...(reused === undefined ? {} : { reused: exportFigures(reused) }),

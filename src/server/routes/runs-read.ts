@@ -17,6 +17,7 @@ import { attemptSummary } from "../execution-messages.js";
 import { runDetail, runSummary } from "../run-view.js";
 import { pagingSchema, parseQuery } from "../validate.js";
 import { trajectoryStep } from "../../evalport/trajectory.js";
+import { trajectoryUsage } from "../../core/usage.js";
 
 const listQuery = pagingSchema.extend({
   status: runStatusSchema.optional(),
@@ -145,6 +146,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
         })),
         attempts: attempts.map(({ runId: _runId, ...attempt }) => ({
           ...attempt,
+          usage: attempt.usage && trajectoryUsage(attempt.usage),
           // An attempt of an earlier version of the sample: history, not the outcome.
           stale: attempt.fingerprint !== first.fingerprint,
           // Its current scores are its latest scoring's; every one is listed.

@@ -8,7 +8,7 @@ import { draft, type HarnessRef, newRun, scoringOf } from "./fixtures.js";
  */
 export function describeUsageContract(h: HarnessRef): void {
   describe("usage detail", () => {
-    it("stores a usage's cached, cache-write and reasoning tokens and its reused part, in every listing, journal and scoring", async () => {
+    it("stores a usage's cached, cache-write and reasoning tokens, its reused part and the calls it carried, in every listing, journal and scoring", async () => {
       const { run, owner: me } = await newRun(h.store);
       const detailed: Usage = {
         inputTokens: 1300,
@@ -18,6 +18,7 @@ export function describeUsageContract(h: HarnessRef): void {
         reasoningTokens: 40,
         costUsd: 0.003,
         reused: { inputTokens: 1000, outputTokens: 100, cachedInputTokens: 800, costUsd: 0.002 },
+        carried: { inputTokens: 50, outputTokens: 5, costUsd: 0.0001 },
       };
       const plain: Usage = { inputTokens: 12, outputTokens: 3 };
       await h.store.journal.record(run.id, me.token, [
