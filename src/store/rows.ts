@@ -156,10 +156,7 @@ export function attemptMapper(runId: string) {
   const head = (row: AnyAttemptRow): AttemptHead => {
     const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
-    const redacted = row[15];
-    const retries = row[16];
-    const usageDetail = row[17];
-    const limitHit = row[18];
+    const [, , , , , , , , , , , , , , , redacted, retries, usageDetail, limitHit] = row;
     if (status !== "scored" && status !== "error") {
       throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
     }
