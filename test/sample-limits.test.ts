@@ -100,6 +100,12 @@ describe("per-sample limits through the real CLI", () => {
     const calls = Math.floor(0.01 / CALL_USD) + 1;
     for (const id of ids) expect(bought[id]).toBe(calls);
 
+    // Shown apart from errors: the summary counts them by limit, a sample's attempt names it.
+    const show = await runCli(["show", report.runId], { cwd: p.dir });
+    expect(show.stdout).toMatch(/3 scored \(3 limited: costUsd 3\) · 0 errored/);
+    const sample = await runCli(["show", report.runId, "--sample", "cost0"], { cwd: p.dir });
+    expect(sample.stdout).toMatch(/limit costUsd \(0\.01; used 0\.0126\)/);
+
     // A limited key is finished: a resume executes nothing and buys nothing.
     mock.reset();
     const again = await runCli(["resume", report.runId, "--json"], { cwd: p.dir, env });
