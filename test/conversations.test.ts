@@ -195,7 +195,7 @@ describe("conversations through the real CLI", () => {
           ],
         },
       ),
-      'sample "bad-role": input[1].role: "bot" is not a message role (system, user, assistant or tool)',
+      'sample "bad-role": input[1].role: "bot" is not a message role (system, user, assistant, tool or developer)',
     ],
     [
       "a turn that is not a string",

@@ -13,6 +13,7 @@ describe("a sample's input as a conversation", () => {
         { role: "user", content: "u" },
         { role: "assistant", content: null, tool_calls: [] },
         { role: "tool", content: "t", tool_call_id: "c1" },
+        { role: "developer", content: "d" },
       ],
       {
         messages: [
@@ -20,6 +21,7 @@ describe("a sample's input as a conversation", () => {
           { role: "user", content: "u" },
           { role: "assistant", content: null, tool_calls: [] },
           { role: "tool", content: "t", tool_call_id: "c1" },
+          { role: "developer", content: "d" },
         ],
         turns: [],
       },
@@ -37,7 +39,7 @@ describe("a sample's input as a conversation", () => {
     [
       "an unknown role",
       [{ role: "bot", content: "x" }],
-      'input[0].role: "bot" is not a message role (system, user, assistant or tool)',
+      'input[0].role: "bot" is not a message role (system, user, assistant, tool or developer)',
     ],
     ["no role", ["hi"], 'input[0]: a message is an object { role, content }, got "hi"'],
     [

@@ -3,8 +3,11 @@ import type { ModelMessage } from "../core/model-types.js";
 import type { Sample } from "../core/types.js";
 import { SolverError } from "./solver-error.js";
 
-/** The roles of a message in a sample's `input` (canonical messages). */
-export const MESSAGE_ROLES = ["system", "user", "assistant", "tool"] as const;
+/**
+ * The roles of a message in a sample's `input`: the canonical four, and OpenAI's `developer`
+ * (a system message to every provider), which models were sent before roles were checked.
+ */
+export const MESSAGE_ROLES = ["system", "user", "assistant", "tool", "developer"] as const;
 
 /**
  * A sample's conversation as a solver plays it: it answers `messages` first, then each of the
@@ -25,8 +28,8 @@ type Parsed = { ok: true; conversation: ScriptedConversation } | { ok: false; pr
 
 /**
  * A sample's `input` as a conversation: a string is one user message; a list of messages
- * (`{ role, content }`, roles system, user, assistant, tool) is sent as given; `{ turns }` is a
- * list of user messages answered one after the other. Otherwise the problem, naming the field.
+ * (`{ role, content }`, see MESSAGE_ROLES) is sent as given; `{ turns }` is a list of user
+ * messages answered one after the other. Otherwise the problem, naming the field.
  *
  * @example parseConversation({ turns: ["hi", "and then?"] }, { turns: true })
  * // { ok: true, conversation: { messages: [{ role: "user", content: "hi" }], turns: ["and then?"] } }
@@ -52,7 +55,7 @@ export function parseConversation(input: Json, shapes: InputShapes): Parsed {
  * (`input[1].role: …`), or undefined when it is good: what a solver's `checkInput` says.
  *
  * @example inputProblem([{ role: "bot", content: "hi" }], { turns: true })
- * // 'input[0].role: "bot" is not a message role (system, user, assistant or tool)'
+ * // 'input[0].role: "bot" is not a message role (system, user, assistant, tool or developer)'
  */
 export function inputProblem(input: Json, shapes: InputShapes): string | undefined {
   const parsed = parseConversation(input, shapes);
@@ -87,7 +90,7 @@ function messagesProblem(list: Json[]): string | undefined {
     const { role } = message;
     if (role === undefined) return `${at}.role: missing (a message is { role, content })`;
     if (!MESSAGE_ROLES.includes(role as (typeof MESSAGE_ROLES)[number])) {
-      return `${at}.role: ${JSON.stringify(role)} is not a message role (system, user, assistant or tool)`;
+      return `${at}.role: ${JSON.stringify(role)} is not a message role (system, user, assistant, tool or developer)`;
     }
     if (!("content" in message)) return `${at}.content: missing (a message is { role, content })`;
   }
