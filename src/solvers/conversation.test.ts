@@ -221,6 +221,25 @@ describe("solvers.conversation with a simulated user", () => {
     expect(isStetError(thrown, "E_CONFIG")).toBe(true);
     expect((thrown as Error).message).toMatch(message);
   });
+  it("refuses an assistant that is not a solver and a user that is not a simulatedUser (E_CONFIG)", () => {
+    const refused = (make: () => unknown) => {
+      try {
+        make();
+      } catch (error) {
+        return isStetError(error, "E_CONFIG") ? error.message : "another error";
+      }
+      return "no error";
+    };
+    const user = customer();
+    const bad = {} as unknown as SolverFn;
+    expect(refused(() => conversation({ assistant: bad, user }))).toBe(
+      "solvers.conversation: assistant must be a solver (a function)",
+    );
+    const notUser = {} as unknown as typeof user;
+    expect(refused(() => conversation({ assistant: baseShop(), user: notUser }))).toBe(
+      "solvers.conversation: user must be a simulatedUser({ ... })",
+    );
+  });
 });
 
 describe("scripted turns through solvers.agent", () => {
@@ -243,5 +262,24 @@ describe("scripted turns through solvers.agent", () => {
       "assistant",
     ]);
     expect(mock.requests).toHaveLength(4);
+  });
+});
+
+describe("scripted turns through solvers.chat", () => {
+  it("a resumed sample replays the turns it answered and asks only the rest; usage of every turn, replayed ones reused", async () => {
+    const sample = { id: "s1", input: { turns: ["a", "b", "c"] } };
+    const first = await attempt(baseShop(), sample);
+    expect(first.written).toHaveLength(3);
+    expect(first.result.usage).toMatchObject({ inputTokens: 30, outputTokens: 15 });
+    mock.reset();
+    const entries = first.written
+      .slice(0, 2)
+      .map(({ truncate: _t, ...draft }) => ({ ...draft, runId: "r_1", attempt: null }));
+    const resumed = await attempt(baseShop(), sample, { entries });
+    expect(mock.requests.map((r) => (r.body.messages as Wire[]).length)).toEqual([6]);
+    expect(resumed.result).toEqual({
+      ...first.result,
+      usage: { ...first.result.usage, reused: { inputTokens: 20, outputTokens: 10 } },
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { StetError } from "../core/errors.js";
 import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { canonicalJson } from "../core/json.js";
 import type { Json } from "../core/json.js";
@@ -36,6 +37,15 @@ export interface ConversationOptions {
  */
 export function conversation(options: ConversationOptions): SolverFn {
   const { assistant, user } = options;
+  if (typeof assistant !== "function") {
+    throw new StetError(
+      "E_CONFIG",
+      "solvers.conversation: assistant must be a solver (a function)",
+    );
+  }
+  if (typeof user?.reply !== "function") {
+    throw new StetError("E_CONFIG", "solvers.conversation: user must be a simulatedUser({ ... })");
+  }
   const solver: SolverFn = async (sample, ctx): Promise<SolverResult> => {
     let messages = conversationOf(sample, undefined, { turns: false }).messages;
     const spent: Spent = { usage: null, retries: 0 };
