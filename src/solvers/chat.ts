@@ -54,7 +54,8 @@ export function chat(options: ChatSolverOptions): SolverFn {
     const answer = async (last: boolean): Promise<ModelReply> => {
       const { reply, used } = await ask([...messages], last);
       messages.push(reply.message ?? { role: "assistant", content: reply.content });
-      if (used !== undefined) usage = addUsage(usage, used);
+      // `used` is the call's own object: the first is kept as it is, not copied.
+      if (used !== undefined) usage = usage === null ? used : addUsage(usage, used);
       return reply;
     };
     let reply = await answer(turns.length === 0);
