@@ -226,6 +226,12 @@ export interface SolverFn {
   secrets?: () => Secret[];
   /** False when the eval says `journal: false`: `ctx.step` and `ctx.chat` run unjournaled. */
   journal?: boolean;
+  /**
+   * What is wrong with a sample's `input` for this solver, naming the field (`input[1].role: …`),
+   * or undefined when it takes it. The eval's load asks it of every sample, so a bad input is
+   * refused before anything runs (the built-in model solvers have one).
+   */
+  checkInput?: (input: Json) => string | undefined;
 }
 
 /**

@@ -25,6 +25,34 @@ export const usageSchema = usageFiguresSchema.extend({
   carried: usageFiguresSchema.optional(),
 });
 
+/**
+ * A usage's problems as `usageSchema` says them, or undefined when it has none. The common usage
+ * (tokens, maybe a cost, nothing else) is checked without zod: it is checked on every attempt and
+ * journal entry written, and a zod parse of this shape costs more than the rest of the check.
+ *
+ * @example checkUsage({ inputTokens: 10, outputTokens: 2 }) // undefined
+ */
+export function checkUsage(usage: unknown) {
+  if (isPlainUsage(usage)) return undefined;
+  const parsed = usageSchema.safeParse(usage);
+  return parsed.success ? undefined : parsed;
+}
+
+function isPlainUsage(usage: unknown): boolean {
+  if (
+    typeof usage !== "object" ||
+    usage === null ||
+    Object.getPrototypeOf(usage) !== Object.prototype
+  ) {
+    return false;
+  }
+  const u = usage as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === "number" && v >= 0 && Number.isFinite(v);
+  const keys = Object.keys(u).length;
+  if (!count(u.inputTokens) || !count(u.outputTokens)) return false;
+  return u.costUsd === undefined ? keys === 2 : keys === 3 && count(u.costUsd);
+}
+
 /** The figures a usage's detail column holds besides its token and cost columns. */
 export const usageDetailSchema = usageSchema.pick({
   cachedInputTokens: true,

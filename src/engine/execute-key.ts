@@ -102,10 +102,8 @@ async function attempt(
     else error = solverError(thrown, signal);
   }
   if (!error) {
-    // The solver's steps only: made when a scorer first reads it, after a judge's own calls.
-    const solved = journal?.trail.length ?? 0;
     const trajectory = journal
-      ? () => trajectoryOf(journal.trail.slice(0, solved))
+      ? trajectoryOf(journal.trail)
       : ({ known: false, reason: NOT_JOURNALED } as const);
     const scored = await scoreOutput(
       task.record.sample,

@@ -1,12 +1,13 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
+import { StetError } from "../core/errors.js";
 import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import type { SampleRecord } from "../core/types.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
 import { sampleLimitsSchema, type SampleLimits } from "../core/limits.js";
-import { StetError } from "../core/errors.js";
 
 export interface ResolveEvalOptions {
   /** Directory a relative dataset path resolves against (the eval file's). */
@@ -51,6 +52,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
     ...(limit === undefined ? {} : { limit }),
   });
+  checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   return {
     name: ev.name,
@@ -74,8 +76,25 @@ function unjournaled(solver: SolverFn): SolverFn {
   const wrapped: SolverFn = (sample, ctx) => solver(sample, ctx);
   if (solver.describe) wrapped.describe = () => solver.describe!();
   if (solver.secrets) wrapped.secrets = () => solver.secrets!();
+  if (solver.checkInput) wrapped.checkInput = (input) => solver.checkInput!(input);
   wrapped.journal = false;
   return wrapped;
+}
+
+/**
+ * Every sample's input as the solver takes it (SolverFn.checkInput): the first bad one refuses
+ * the eval (E_DATASET naming the sample and the field) before anything runs.
+ */
+function checkInputs(solver: SolverFn, samples: readonly SampleRecord[]): void {
+  if (!solver.checkInput) return;
+  for (const { sample } of samples) {
+    const problem = solver.checkInput(sample.input);
+    if (problem !== undefined) {
+      throw new StetError("E_DATASET", `sample "${sample.id}": ${problem}`, {
+        details: { sampleId: sample.id },
+      });
+    }
+  }
 }
 
 /**

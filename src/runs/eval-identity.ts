@@ -4,7 +4,10 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { createSecretRedactor, redactConfig, type Secret } from "../core/secrets.js";
 import type { SampleLimits } from "../core/limits.js";
+import { sourceSha256 } from "../core/source-hash.js";
 import type { RunIdentity, ScorerIdentity } from "../core/types.js";
+
+export { layoutFree } from "../core/source-hash.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
 export interface IdentitySource {
@@ -52,7 +55,7 @@ function solverIdentity(solver: SolverFn): Record<string, Json> {
     solver.describe?.() ?? {
       kind: "function",
       name: solver.name || "anonymous",
-      sourceSha256: sourceHash(solver),
+      sourceSha256: sourceSha256(solver),
     }
   );
 }
@@ -60,28 +63,8 @@ function solverIdentity(solver: SolverFn): Record<string, Json> {
 function scorerIdentity(scorer: Scorer): ScorerIdentity {
   return {
     name: scorer.name,
-    config: scorer.describe?.() ?? { kind: "function", sourceSha256: sourceHash(scorer.score) },
+    config: scorer.describe?.() ?? { kind: "function", sourceSha256: sourceSha256(scorer.score) },
   };
-}
-
-/**
- * sha256 of a function's source in a layout-free form: whitespace kept only between two word
- * characters (as one space), and no `;` before `}`. The same TypeScript loaded by the bundle or by
- * tsx (which strips whitespace) then hashes alike; an edit of only that layout does not count.
- */
-function sourceHash(fn: (...args: never[]) => unknown): string {
-  return sha256(layoutFree(Function.prototype.toString.call(fn)));
-}
-
-/**
- * @example layoutFree("function f(a) {\n  return a;\n}") // "function f(a){return a}"
- */
-export function layoutFree(source: string): string {
-  return source
-    .replace(/\s+/g, " ")
-    .replace(/ (?=[^\w$])|(?<=[^\w$]) /g, "")
-    .replace(/;}/g, "}")
-    .trim();
 }
 
 function fileSha256(path: string): string | undefined {
@@ -90,8 +73,4 @@ function fileSha256(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
