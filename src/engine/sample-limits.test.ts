@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { ModelCall, ModelCaller, Scorer, SolverFn } from "../core/eval.js";
 import { isLimitReached, type SampleLimits } from "../core/limits.js";
 import type { StepDiscard, StepDraft } from "../store/types.js";
+import { conversation } from "../solvers/conversation.js";
+import { simulatedUser } from "../solvers/simulated-user.js";
+import { startMockOpenAI } from "../../test/helpers/mock-openai.js";
 import { executeKey, type KeyTask } from "./execute-key.js";
 
 const record = { sample: { id: "q1", input: "go", target: "4" }, fingerprint: "fp:q1" };
@@ -137,5 +140,32 @@ describe("per-sample limits in an attempt", () => {
     const draft = await executeKey(task(solver, { turns: 5, wallMs: 60_000 }, caller));
     expect(draft.status).toBe("scored");
     expect(draft).not.toHaveProperty("limit");
+  });
+
+  it("a conversation with a simulated user ends at the limit with the assistant's last answer", async () => {
+    const { caller, calls } = counting();
+    const mock = await startMockOpenAI({ reply: () => "tell me more" });
+    try {
+      const assistant: SolverFn = async (_sample, ctx) =>
+        (await ctx.chat({ model: "m", messages: [{ role: "user", content: "go" }] })).content;
+      const user = simulatedUser({
+        model: "gpt-4o-mini",
+        baseURL: mock.url,
+        apiKey: "test",
+        persona: "a customer",
+        maxTurns: 10,
+      });
+      // Assistant, user, assistant: the user's second message (the fourth call) is not asked for.
+      const draft = await executeKey(task(conversation({ assistant, user }), { turns: 3 }, caller));
+      expect([calls.length, mock.requests.length]).toEqual([2, 1]);
+      expect(draft).toMatchObject({
+        status: "scored",
+        output: "reply 2",
+        error: null,
+        limit: { limit: "turns", value: 3, used: 3 },
+      });
+    } finally {
+      await mock.close();
+    }
   });
 });

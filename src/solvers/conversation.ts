@@ -1,4 +1,5 @@
 import { StetError } from "../core/errors.js";
+import { isLimitReached } from "../core/limits.js";
 import type { SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import { canonicalJson } from "../core/json.js";
 import type { Json } from "../core/json.js";
@@ -49,24 +50,29 @@ export function conversation(options: ConversationOptions): SolverFn {
   const solver: SolverFn = async (sample, ctx): Promise<SolverResult> => {
     let messages = conversationOf(sample, undefined, { turns: false }).messages;
     const spent: Spent = { usage: null, retries: 0 };
-    let output: Json;
-    for (let turn = 1; ; turn++) {
-      const final = turn >= user.maxTurns;
-      const input = turn === 1 ? sample.input : messages;
-      const answered = normalizeSolverReturn(
-        await assistant({ ...sample, input }, assistantContext(ctx, final)),
-      );
-      count(spent, answered.usage, answered.retries);
-      output = answered.output;
-      messages = continued(messages, answered);
-      if (final) break;
-      const said = await user.reply(messages, sample, ctx);
-      count(spent, said.usage);
-      messages = [...messages, { role: "user", content: said.content }];
-      if (user.stops(said.content, messages)) break;
+    // The assistant's last answer: the output so far when a per-sample limit ends the talk.
+    const last: { output: Json } = { output: "" };
+    try {
+      for (let turn = 1; ; turn++) {
+        const final = turn >= user.maxTurns;
+        const input = turn === 1 ? sample.input : messages;
+        const answered = normalizeSolverReturn(
+          await assistant({ ...sample, input }, assistantContext(ctx, final)),
+        );
+        count(spent, answered.usage, answered.retries);
+        last.output = answered.output;
+        messages = continued(messages, answered);
+        if (final) break;
+        const said = await user.reply(messages, sample, ctx);
+        count(spent, said.usage);
+        messages = [...messages, { role: "user", content: said.content }];
+        if (user.stops(said.content, messages)) break;
+      }
+    } catch (error) {
+      if (!isLimitReached(error) && !isLimitReached(ctx.signal.reason)) throw error;
     }
     return {
-      output,
+      output: last.output,
       transcript: messages,
       ...(spent.usage === null ? {} : { usage: spent.usage }),
       ...(spent.retries === 0 ? {} : { retries: spent.retries }),
