@@ -8,6 +8,7 @@ import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from
 import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
 import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
 import { solverError, untilAborted, withTimeout } from "./attempt-signal.js";
+import type { ReplyCache } from "./reply-cache.js";
 import { scoreOutput } from "./score-output.js";
 import { NOT_JOURNALED } from "./stored-trajectory.js";
 import { context, type Spent } from "./solver-context.js";
@@ -23,6 +24,8 @@ export interface KeyTask {
   runId: string;
   model?: string;
   timeoutMs?: number;
+  /** The run's reply cache (the eval's `cache`; absent: none). */
+  cache?: ReplyCache | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**

@@ -1,9 +1,17 @@
-import type { ModelCall, ModelCaller, ModelReply, SolverContext } from "../core/eval.js";
+import type {
+  CallTarget,
+  ModelCall,
+  ModelCaller,
+  ModelReply,
+  SolverContext,
+} from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
-import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import { reusedUsage } from "../core/usage.js";
+import { cachedSend, chatInput, journaledChat, withParts } from "./chat-step.js";
+import type { ReplyCache } from "./reply-cache.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
 import type { StepJournal } from "./step-journal.js";
@@ -25,6 +33,8 @@ export interface ContextTask {
   model?: string | undefined;
   runId: string;
   key: Key;
+  /** The run's reply cache (absent: none). */
+  cache?: ReplyCache | undefined;
 }
 
 /**
@@ -55,6 +65,9 @@ export function context(
     );
     return withParts(sent);
   };
+  // A call's place in the run's reply cache; none for a call whose target is unknown.
+  const cached = (input: Json, target: CallTarget | undefined) =>
+    task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
   return {
     runId: task.runId,
     epoch: task.key.epoch,
@@ -68,8 +81,15 @@ export function context(
         if (reply.usage) spent.usage.push(reply.usage);
         return reply;
       };
-      if (!journal || request.journal === false) return send();
-      const done = await journaledChat(journal, chatInput(request, model), send);
+      const input = chatInput(request, model);
+      const cache = cached(input, callModel?.target?.(request, model));
+      if (!journal || request.journal === false) {
+        const { reply, hit } = await cachedSend(send, cache);
+        // A cached reply was bought by another call: reused, no spend now.
+        if (hit && reply.usage) spent.usage.push(reusedUsage(reply.usage));
+        return reply;
+      }
+      const done = await journaledChat(journal, input, send, { cache });
       // A replayed call is still this attempt's trajectory: its usage counts, marked reused
       // (the interrupted execution paid for it) or carried (an errored attempt did), so spend
       // now leaves it out.
@@ -77,11 +97,13 @@ export function context(
       return done.reply;
     },
     async chatStep(input, send, options) {
+      const cache = cached(input, options?.target);
       if (!journal) {
-        const reply = withParts(await send());
-        return { reply, replayed: false, usage: reply.usage };
+        const { reply, hit } = await cachedSend(send, cache);
+        const usage = hit && reply.usage ? reusedUsage(reply.usage) : reply.usage;
+        return { reply, replayed: hit, usage };
       }
-      return journaledChat(journal, input, send, options);
+      return journaledChat(journal, input, send, { last: options?.last === true, cache });
     },
     languageModel: (languageModel, options) =>
       wrapLanguageModel(languageModel, {

@@ -1,7 +1,7 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
-import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
@@ -17,6 +17,8 @@ export interface ResolveEvalOptions {
   timeoutMs?: number;
   /** `--max-cost` or a request body's `maxCost`: the run's spend cap, USD. */
   maxCost?: number;
+  /** `--cache` / `--no-cache` (or a request body's `cache`): overrides the eval's `cache`. */
+  cache?: boolean;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -61,7 +63,16 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
     ...maxCost(options.maxCost ?? ev.maxCost),
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
+    ...cachePolicy(ev.cache, options.cache),
   };
+}
+
+/** The eval's `cache` as a policy, `--cache`/`--no-cache` winning; absent when off. */
+function cachePolicy(given: Eval["cache"], override: boolean | undefined): { cache?: CachePolicy } {
+  if (!(override ?? (given !== undefined && given !== false))) return {};
+  const options = typeof given === "object" ? given : {};
+  const ttl = options.ttlDays === undefined ? {} : { ttlDays: options.ttlDays };
+  return { cache: { perEpoch: options.perEpoch ?? true, ...ttl } };
 }
 
 /** The solver marked `journal: false` for the engine, as a wrapper: the eval's own is untouched. */

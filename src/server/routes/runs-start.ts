@@ -18,6 +18,8 @@ const startBody = z
     concurrency: boundedNumber("concurrency").optional(),
     /** The spend cap on the run's total, USD: at the cap the run stops, interrupted (reason budget). */
     maxCost: maxCostSchema.optional(),
+    /** The reply cache on or off, whatever the eval's `cache` says. */
+    cache: z.boolean().optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
     runId: z.string().min(1).max(64).optional(),
     /** With `runId` of an existing run: go on although the eval changed. */
