@@ -7,7 +7,13 @@ import { modelCallIdentity } from "../core/model-call-identity.js";
 import type { Json } from "../core/json.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
-import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
+import {
+  callTarget,
+  chatCompletion,
+  endpointSecrets,
+  redactUrl,
+  resolveEndpoint,
+} from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { prepareClient } from "./http-post.js";
 import { bareModel, providerOf } from "./model-name.js";
@@ -76,7 +82,11 @@ export function chat(options: ChatSolverOptions): SolverFn {
     const input = chatInput(model, providerName, messages, options);
     let reply: ModelReply;
     let usage: Usage | undefined;
-    if (ctx.chatStep) ({ reply, usage } = await ctx.chatStep(input, send, { last: true }));
+    // The reply cache keys the call by its endpoint and credential too (none for an AI SDK model).
+    const target = isLanguageModel(requested)
+      ? undefined
+      : callTarget(options, providerOf(requested, options.provider));
+    if (ctx.chatStep) ({ reply, usage } = await ctx.chatStep(input, send, { last: true, target }));
     else usage = (reply = await send()).usage;
     const transcript: Json = [
       ...messages,
