@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
@@ -112,7 +112,10 @@ describe("the reply cache", () => {
       respond: ({ key, n }) => {
         if (key === "question 0" && n === 1) return { status: 500, body: "down" };
         if (key === "question 1" && n === 1)
-          return { message: { role: "assistant", content: null, refusal: "no" }, finishReason: "stop" };
+          return {
+            message: { role: "assistant", content: null, refusal: "no" },
+            finishReason: "stop",
+          };
         return undefined;
       },
     });
@@ -124,21 +127,5 @@ describe("the reply cache", () => {
     await runCli(["run", "b.mjs", "--json"], { cwd: dir, env });
     expect(mock.counts()).toMatchObject({ "question 0": 2, "question 1": 2, "question 2": 1 });
     expect(mock.requests).toHaveLength(N + 2);
-  });
-});
-
-describe("a resume", () => {
-  it("replays a cache hit from the journal without asking the cache or the endpoint", async () => {
-    const mock = await mockServer();
-    const dir = project({ "a.mjs": evalText("a") }).dir;
-    writeFileSync(join(dir, "b.mjs"), evalText("b"));
-    const env = { MOCK_URL: mock.url, OPENAI_API_KEY: KEY_A };
-    await run(dir, "a.mjs", env);
-    const second = await run(dir, "b.mjs", env);
-    expect(mock.requests).toHaveLength(N);
-    const cleared = await runCli(["cache", "clear"], { cwd: dir, env });
-    expect(cleared.code, cleared.stderr).toBe(0);
-    const shown = await runCli(["show", second.runId, "--json"], { cwd: dir, env });
-    expect(shown.code, shown.stderr).toBe(0);
   });
 });

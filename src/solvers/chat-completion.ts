@@ -113,7 +113,10 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  */
 export function callTarget(endpoint: ChatEndpoint, provider: Provider<string>): CallTarget {
   const { baseURL, apiKey } = resolveEndpoint(endpoint, provider);
-  const credential = JSON.stringify([apiKey ?? null, Object.entries(endpoint.headers ?? {}).sort()]);
+  const credential = JSON.stringify([
+    apiKey ?? null,
+    Object.entries(endpoint.headers ?? {}).sort(),
+  ]);
   return { provider: provider.name, baseURL, credential };
 }
 

@@ -46,7 +46,12 @@ export function describeCacheContract(h: HarnessRef): void {
     });
 
     it("counts, prunes by age and clears", async () => {
-      expect(await h.store.cache.stats()).toEqual({ entries: 0, bytes: 0, oldest: null, newest: null });
+      expect(await h.store.cache.stats()).toEqual({
+        entries: 0,
+        bytes: 0,
+        oldest: null,
+        newest: null,
+      });
       const old = entry({ callHash: "1".repeat(64), createdAt: "2025-01-01T00:00:00.000Z" });
       const recent = entry({ callHash: "2".repeat(64), createdAt: "2025-03-01T00:00:00.000Z" });
       await h.store.cache.put(old);

@@ -37,7 +37,11 @@ export function postgresCache(c: PostgresContext): ReplyCacheStore {
         return (salt = row.value);
       });
     },
-    async get(callHash: string, credential: string, since: string): Promise<CachedReply | undefined> {
+    async get(
+      callHash: string,
+      credential: string,
+      since: string,
+    ): Promise<CachedReply | undefined> {
       return c.guard(async () => {
         const [row] = await s.get.rows<CacheRow>(c.pool, { callHash, credential, since });
         return row && toCachedReply(row);

@@ -38,7 +38,11 @@ export function sqliteCache(c: SqliteContext): ReplyCacheStore {
         return (salt = row.value);
       });
     },
-    async get(callHash: string, credential: string, since: string): Promise<CachedReply | undefined> {
+    async get(
+      callHash: string,
+      credential: string,
+      since: string,
+    ): Promise<CachedReply | undefined> {
       return c.guard(() => {
         const row = s().get.get({ callHash, credential, since });
         return row && toCachedReply(row);
