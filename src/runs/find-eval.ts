@@ -79,7 +79,10 @@ export async function findEvalSource(
   // A dataset run (`stet run --dataset`): its eval is built again from what it recorded, and
   // has no file whose bytes its identity hashes.
   if (!loaded && run.config.datasetEval)
-    return { ...(await resolved(datasetEval(run.config.datasetEval), options.cache)), path: undefined };
+    return {
+      ...(await resolved(datasetEval(run.config.datasetEval), options.cache)),
+      path: undefined,
+    };
   if (!loaded) {
     throw new StetError(
       "E_EVAL_NOT_FOUND",
