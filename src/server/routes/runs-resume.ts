@@ -23,6 +23,8 @@ const resumeBody = z
     rerunChanged: z.boolean().optional(),
     /** This resume's spend cap on the run's total, USD, instead of the one it was started with. */
     maxCost: maxCostSchema.optional(),
+    /** The reply cache on or off for this resume, whatever the eval's `cache` says. */
+    cache: z.boolean().optional(),
     /** Go on although the eval differs from the run's identity; recorded in its history. */
     allowEvalChange: z.boolean().optional(),
     /** Must be the run's model. */
@@ -37,7 +39,7 @@ const resumeBody = z
 /** What a resume request may ask for (the resume body, and a start body naming an existing run). */
 export type ResumeAsk = Pick<
   ResumeOptions,
-  "rerunChanged" | "allowEvalChange" | "model" | "rerun" | "rerunFailed" | "maxCost"
+  "rerunChanged" | "allowEvalChange" | "model" | "rerun" | "rerunFailed" | "maxCost" | "cache"
 >;
 
 /**
@@ -99,6 +101,7 @@ export async function resumeResponse(
           runId,
           reopen: true,
           ...evals,
+          ...(ask.cache === undefined ? {} : { cache: ask.cache }),
         }),
       release,
     );

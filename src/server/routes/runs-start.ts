@@ -51,6 +51,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
         ...(overrides.model === undefined ? {} : { model: overrides.model }),
         ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
         ...(overrides.maxCost === undefined ? {} : { maxCost: overrides.maxCost }),
+        ...(overrides.cache === undefined ? {} : { cache: overrides.cache }),
       };
       return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
     };
