@@ -91,6 +91,41 @@ describe("the reply cache", () => {
     }
   });
 
+  it("caches ctx.chat calls too, keyed by the call's own key, which the store never holds", async () => {
+    const mock = await mockServer();
+    const own = "sk-cache-ctx-chat-own-key-42";
+    const text = (name: string, key: string) => `import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "${name}",
+  dataset: [{ id: "a", input: "a", target: "a" }, { id: "b", input: "b", target: "b" }],
+  solver: async (sample, ctx) => {
+    const reply = await ctx.chat({ model: "gpt-test", baseURL: process.env.MOCK_URL, apiKey: "${key}",
+      maxRetries: 0, messages: [{ role: "user", content: sample.input }] });
+    return reply.content;
+  },
+  scorers: [scorers.exact()],
+  cache: true,
+});
+`;
+    const dir = project({
+      "a.mjs": text("a", own),
+      "b.mjs": text("b", own),
+      "c.mjs": text("c", own + "-other"),
+    }).dir;
+    const env = { MOCK_URL: mock.url, OPENAI_API_KEY: "" };
+    await run(dir, "a.mjs", env);
+    expect(mock.requests).toHaveLength(2);
+    const second = await run(dir, "b.mjs", env);
+    expect(mock.requests).toHaveLength(2);
+    expect(second.usage.spentNow.inputTokens).toBe(0);
+    await run(dir, "c.mjs", env);
+    expect(mock.requests).toHaveLength(4);
+    const stetDir = join(dir, ".stet");
+    for (const file of readdirSync(stetDir)) {
+      expect(readFileSync(join(stetDir, file)).toString("latin1").includes(own), file).toBe(false);
+    }
+  });
+
   it("samples each epoch on its own by default, and shares one reply with perEpoch: false", async () => {
     const mock = await mockServer();
     const dir = project({
