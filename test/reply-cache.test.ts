@@ -92,7 +92,10 @@ describe("the reply cache", () => {
   });
 
   it("caches ctx.chat calls too, keyed by the call's own key, which the store never holds", async () => {
-    const mock = await mockServer();
+    // "b" is answered with the key echoed: that reply is not stored (the cache keeps no secret).
+    const mock = await mockServer({
+      reply: ({ key, headers }) => (key === "b" ? `b ${String(headers.authorization)}` : key),
+    });
     const own = "sk-cache-ctx-chat-own-key-42";
     const text = (name: string, key: string) => `import { defineEval, scorers } from "stet";
 export default defineEval({
@@ -116,10 +119,10 @@ export default defineEval({
     await run(dir, "a.mjs", env);
     expect(mock.requests).toHaveLength(2);
     const second = await run(dir, "b.mjs", env);
-    expect(mock.requests).toHaveLength(2);
-    expect(second.usage.spentNow.inputTokens).toBe(0);
+    expect(mock.counts()).toEqual({ a: 1, b: 2 });
+    expect(second.usage.spentNow.inputTokens).toBe(10);
     await run(dir, "c.mjs", env);
-    expect(mock.requests).toHaveLength(4);
+    expect(mock.requests).toHaveLength(5);
     const stetDir = join(dir, ".stet");
     for (const file of readdirSync(stetDir)) {
       expect(readFileSync(join(stetDir, file)).toString("latin1").includes(own), file).toBe(false);

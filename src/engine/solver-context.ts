@@ -11,7 +11,7 @@ import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
 import { cachedSend, chatInput, journaledChat, withParts } from "./chat-step.js";
-import type { ReplyCache } from "./reply-cache.js";
+import type { CachedCall, ReplyCache } from "./reply-cache.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
 import type { StepJournal } from "./step-journal.js";
@@ -51,7 +51,7 @@ export function context(
   signal: AbortSignal,
   spent: Spent,
   journal?: StepJournal,
-  redaction?: Pick<AttemptRedaction, "learn">,
+  redaction?: Pick<AttemptRedaction, "learn" | "entry">,
 ): SolverContext {
   const { callModel, model } = task;
   const onRetry = (): void => {
@@ -66,8 +66,19 @@ export function context(
     return withParts(sent);
   };
   // A call's place in the run's reply cache; none for a call whose target is unknown.
-  const cached = (input: Json, target: CallTarget | undefined) =>
-    task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
+  const cached = (input: Json, target: CallTarget | undefined): CachedCall | undefined => {
+    const entry = task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
+    if (!entry || !redaction) return entry;
+    // A call or reply that holds a known secret (an endpoint echoing the key) is not stored:
+    // the cache, unlike the journal, cannot redact what it serves again.
+    const holds = (value: Json) => redaction.entry(value).found.length > 0;
+    return {
+      get: entry.get,
+      put: async (reply) => {
+        if (!holds(input) && !holds(reply as unknown as Json)) await entry.put(reply);
+      },
+    };
+  };
   return {
     runId: task.runId,
     epoch: task.key.epoch,
