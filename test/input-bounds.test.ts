@@ -117,6 +117,7 @@ describe("docs/cli.md", () => {
     timeoutMs: "`--timeout`",
     retries: "`retries`",
     maxCost: "`--max-cost`",
+    ttlDays: "`cache.ttlDays`",
     failUnder: "`--fail-under`",
     passThreshold: "`--pass-threshold`",
     loadTimeoutMs: "`--load-timeout`",

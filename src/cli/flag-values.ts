@@ -19,6 +19,22 @@ export function bounded(name: BoundName): (value: string) => number {
 }
 
 /**
+ * `--older-than 30d` (or `12h`): an age in days, within the bound of `ttlDays`.
+ *
+ * @example olderThan("12h") // 0.5
+ */
+export function olderThan(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)([dh])$/.exec(value.trim());
+  const days = match ? Number(match[1]) / (match[2] === "h" ? 24 : 1) : undefined;
+  if (days === undefined || parseBounded("ttlDays", String(days)) === undefined) {
+    throw new InvalidArgumentError(
+      `expected an age such as 30d or 12h (days or hours, above 0, at most ${BOUNDS.ttlDays.max}d)`,
+    );
+  }
+  return days;
+}
+
+/**
  * `--rerun q3,q7` (repeatable: `--rerun q3 --rerun q7`): sample ids, accumulated in order. An
  * empty id (`q3,,q7`, a trailing comma) is a usage error.
  */

@@ -4,6 +4,7 @@ import { withHint } from "./error-hints.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { printable } from "./printable.js";
 import { registerBackup, registerRestore } from "./program/backup.js";
+import { registerCache } from "./program/cache.js";
 import { registerCancel } from "./program/cancel.js";
 import { registerDiff } from "./program/diff.js";
 import { registerExport } from "./program/export.js";
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerShow(program);
   registerServe(program);
   registerCancel(program);
+  registerCache(program);
   registerDiff(program);
   registerExport(program);
   registerImport(program);

@@ -64,6 +64,14 @@ export const BOUNDS = {
     unit: "US dollars",
     why: "a spend cap; one of a billion dollars caps nothing",
   },
+  ttlDays: {
+    min: 0,
+    above: true,
+    max: 36_500,
+    integer: false,
+    unit: "days",
+    why: "how long a cached reply is served; a century is forever",
+  },
   failUnder: {
     min: 0,
     max: 1,

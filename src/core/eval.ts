@@ -62,7 +62,7 @@ export interface SolverContext {
   chatStep?(
     input: Json,
     send: () => Promise<SentReply>,
-    options?: { last?: boolean },
+    options?: { last?: boolean; target?: CallTarget | undefined },
   ): Promise<{
     reply: ModelReply;
     replayed: boolean;
@@ -171,6 +171,8 @@ export interface ModelCaller {
    * price (0 when unknown).
    */
   worstCase?: (call: ModelCall, model: string | undefined) => CallWorstCase;
+  /** Where a call would go and with what credential (undefined: not cacheable), see CallTarget. */
+  target?: (call: ModelCall, model: string | undefined) => CallTarget | undefined;
 }
 
 /** What one model call may use at most (ModelCaller.worstCase). */
@@ -178,6 +180,28 @@ export interface CallWorstCase {
   inputTokens: number;
   outputTokens: number;
   costUsd: number;
+}
+
+/**
+ * Where a model call goes and with what credential: what the reply cache keys a call by beside
+ * its identity. `credential` (the key and header values) never leaves the process: the engine
+ * keeps only a keyed hash of it (HMAC-SHA256 with the store's salt).
+ */
+export interface CallTarget {
+  provider: string;
+  baseURL: string;
+  credential: string;
+}
+
+/**
+ * The reply cache of an eval (`cache`): a successful reply is stored keyed by the call (its
+ * identity with the endpoint), the credential's keyed hash and, `perEpoch`, the epoch.
+ */
+export interface CachePolicy {
+  /** False: one reply serves every epoch (default true: each epoch samples its own). */
+  perEpoch: boolean;
+  /** Entries older than this many days are not served. */
+  ttlDays?: number;
 }
 
 /**
@@ -329,6 +353,8 @@ export interface EngineEval {
   callModel?: ModelCaller;
   /** Which finished attempts keep their journal when an execution ends (default "all"). */
   journalKeep?: JournalKeep;
+  /** The reply cache's policy (absent: no cache). */
+  cache?: CachePolicy;
 }
 
 /**

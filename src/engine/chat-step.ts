@@ -6,6 +6,8 @@ import { isLanguageModel } from "../core/language-model.js";
 import { completeReply, defaultMessage, modelProvider } from "../core/model-types.js";
 import type { ModelMessage, ReplyParts } from "../core/model-types.js";
 import type { Usage } from "../core/types.js";
+import { reusedUsage } from "../core/usage.js";
+import type { CachedCall } from "./reply-cache.js";
 import type { StepJournal } from "./step-journal.js";
 
 /** A journaled chat call's reply, and how the call counts in the attempt's usage. */
@@ -26,35 +28,55 @@ export interface JournaledReply {
  * recorded (text, tool calls, finish reason, reasoning, message; usage in its own columns), so
  * a replayed agent sees the tool calls it saw; an entry recorded before replies had tool calls
  * (content and model only) replays completed by completeReply. A failed call is not journaled:
- * a resume asks again.
+ * a resume asks again. With a `cache`, a stored reply is journaled as if it had been sent (a
+ * resume replays it) and counted as replayed: reused, no spend now.
  */
 export async function journaledChat(
   journal: StepJournal,
   input: Json,
   send: () => Promise<SentReply>,
-  options?: { last?: boolean },
+  options?: { last?: boolean; cache?: CachedCall | undefined },
 ): Promise<JournaledReply> {
   let sent: ModelReply | undefined;
+  let hit = false;
   const done = await journal.step(
     "chat",
     "chat",
     input,
     async () => {
-      sent = withParts(await send());
+      ({ reply: sent, hit } = await cachedSend(send, options?.cache));
       const { usage, message, ...reply } = sent;
       // The message is left out when the rest makes it (every OpenAI reply): a reply's text is
       // journaled once, not twice.
       return { result: madeByParts(message, reply) ? reply : { ...reply, message }, usage };
     },
     () => null,
-    options,
+    options?.last ? { last: true } : {},
   );
-  if (sent && !done.replayed) return { reply: sent, replayed: false, usage: sent.usage };
+  if (sent && !done.replayed) {
+    if (hit) return { reply: sent, replayed: true, usage: sent.usage && reusedUsage(sent.usage) };
+    return { reply: sent, replayed: false, usage: sent.usage };
+  }
   // The journal's own result (its rows are read through a schema); usage is in its columns.
   const reply: ModelReply = withParts(done.result as unknown as SentReply);
   delete reply.usage;
   if (done.usage) reply.usage = done.usage;
   return { reply, replayed: true, usage: done.replayedUsage ?? undefined };
+}
+
+/**
+ * A call's reply: the cache's when it has one (`hit`), else sent now and stored in the cache
+ * (which keeps no refusal or filtered reply). A failed call stores nothing.
+ */
+export async function cachedSend(
+  send: () => Promise<SentReply>,
+  cache: CachedCall | undefined,
+): Promise<{ reply: ModelReply; hit: boolean }> {
+  const found = await cache?.get();
+  if (found) return { reply: found, hit: true };
+  const reply = withParts(await send());
+  await cache?.put(reply);
+  return { reply, hit: false };
 }
 
 /** Whether a reply's message is the one its text, tool calls and reasoning make. */

@@ -11,6 +11,7 @@ import { AttemptAborted, solverError, untilAborted, withTimeout } from "./attemp
 import { SampleBudget } from "./sample-budget.js";
 import { limitedSolve } from "./limited-solve.js";
 import type { SampleLimits } from "../core/limits.js";
+import type { ReplyCache } from "./reply-cache.js";
 import { scoreOutput } from "./score-output.js";
 import { NOT_JOURNALED } from "./stored-trajectory.js";
 import { context, type Spent } from "./solver-context.js";
@@ -28,6 +29,8 @@ export interface KeyTask {
   timeoutMs?: number;
   /** The eval's per-sample limits: reaching one ends the attempt scored on its output so far. */
   limits?: SampleLimits | undefined;
+  /** The run's reply cache (the eval's `cache`; absent: none). */
+  cache?: ReplyCache | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**

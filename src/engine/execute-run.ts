@@ -1,5 +1,5 @@
 import type { RunEvent } from "../core/events.js";
-import type { ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
+import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
 import type { Plan } from "../core/plan.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
@@ -17,6 +17,7 @@ import { planSource, type KeySource } from "./lease-source.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
 import { heartbeatInterval } from "./owner.js";
 import { summarizePlan, type ScoringKey } from "./report.js";
+import { ReplyCache } from "./reply-cache.js";
 import { RunProgress } from "./run-progress.js";
 import { SpendGate } from "./spend-gate.js";
 import { StopControl, type StopCause } from "./stop-control.js";
@@ -56,6 +57,8 @@ export interface Execution {
   solver: SolverFn;
   scorers: readonly Scorer[];
   callModel?: ModelCaller;
+  /** The eval's reply cache policy (absent: no cache). */
+  cache?: CachePolicy | undefined;
   /**
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
@@ -169,6 +172,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     solver: exec.solver,
     scorers: exec.scorers,
     callModel: exec.callModel,
+    cache: exec.cache && new ReplyCache(store.cache, exec.cache),
     pass: exec.rescore?.pass ?? `resume-${owner.token.slice(0, 12)}`,
     writer,
     counts,

@@ -12,6 +12,7 @@ import type { KeyJournals } from "./key-journal.js";
 import { isFinal, retryVerdict } from "./retry-policy.js";
 import type { RunProgress } from "./run-progress.js";
 import type { SpendGate } from "./spend-gate.js";
+import type { ReplyCache } from "./reply-cache.js";
 import type { StopControl } from "./stop-control.js";
 
 /** How a key's execution ended, for its source (a worker's lease). */
@@ -23,6 +24,8 @@ export interface KeyRunnerParts {
   solver: SolverFn;
   scorers: readonly Scorer[];
   callModel?: ModelCaller | undefined;
+  /** The run's reply cache (the eval's `cache`; absent: none). */
+  cache?: ReplyCache | undefined;
   /** The name of the scorings this execution makes (`Scoring.scoring`). */
   pass: string;
   writer: Pick<AttemptWriter, "markInflight" | "write" | "writeScoring">;
@@ -76,6 +79,7 @@ export class KeyRunner {
           solver: this.#parts.solver,
           scorers: this.#parts.scorers,
           callModel: this.#parts.callModel,
+          cache: this.#parts.cache,
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,

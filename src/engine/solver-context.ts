@@ -1,9 +1,17 @@
-import type { ModelCall, ModelCaller, ModelReply, SolverContext } from "../core/eval.js";
+import type {
+  CallTarget,
+  ModelCall,
+  ModelCaller,
+  ModelReply,
+  SolverContext,
+} from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
-import { chatInput, journaledChat, withParts } from "./chat-step.js";
+import { reusedUsage } from "../core/usage.js";
+import { cachedSend, chatInput, journaledChat, withParts } from "./chat-step.js";
+import type { CachedCall, ReplyCache } from "./reply-cache.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
 import type { SampleBudget } from "./sample-budget.js";
@@ -26,6 +34,8 @@ export interface ContextTask {
   model?: string | undefined;
   runId: string;
   key: Key;
+  /** The run's reply cache (absent: none). */
+  cache?: ReplyCache | undefined;
 }
 
 /**
@@ -44,7 +54,7 @@ export function context(
   signal: AbortSignal,
   spent: Spent,
   journal?: StepJournal,
-  redaction?: Pick<AttemptRedaction, "learn">,
+  redaction?: Pick<AttemptRedaction, "learn" | "entry">,
   budget?: SampleBudget,
 ): SolverContext {
   const { callModel, model } = task;
@@ -58,6 +68,20 @@ export function context(
       model === undefined ? { signal, onRetry } : { signal, model, onRetry },
     );
     return withParts(sent);
+  };
+  // A call's place in the run's reply cache; none for a call whose target is unknown.
+  const cached = (input: Json, target: CallTarget | undefined): CachedCall | undefined => {
+    const entry = task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
+    if (!entry || !redaction) return entry;
+    // A call or reply that holds a known secret (an endpoint echoing the key) is not stored:
+    // the cache, unlike the journal, cannot redact what it serves again.
+    const holds = (value: Json) => redaction.entry(value).found.length > 0;
+    return {
+      get: entry.get,
+      put: async (reply) => {
+        if (!holds(input) && !holds(reply as unknown as Json)) await entry.put(reply);
+      },
+    };
   };
   return {
     runId: task.runId,
@@ -73,8 +97,15 @@ export function context(
         if (reply.usage) spent.usage.push(reply.usage);
         return reply;
       };
-      if (!journal || request.journal === false) return send();
-      const done = await journaledChat(journal, chatInput(request, model), send);
+      const input = chatInput(request, model);
+      const cache = cached(input, callModel?.target?.(request, model));
+      if (!journal || request.journal === false) {
+        const { reply, hit } = await cachedSend(send, cache);
+        // A cached reply was bought by another call: reused, no spend now.
+        if (hit && reply.usage) spent.usage.push(reusedUsage(reply.usage));
+        return reply;
+      }
+      const done = await journaledChat(journal, input, send, { cache });
       // A replayed call is still this attempt's trajectory: its usage counts, marked reused
       // (the interrupted execution paid for it) or carried (an errored attempt did), so spend
       // now leaves it out.
@@ -83,11 +114,13 @@ export function context(
     },
     async chatStep(input, send, options) {
       budget?.beforeCall();
+      const cache = cached(input, options?.target);
       if (!journal) {
-        const reply = withParts(await send());
-        return { reply, replayed: false, usage: reply.usage };
+        const { reply, hit } = await cachedSend(send, cache);
+        const usage = hit && reply.usage ? reusedUsage(reply.usage) : reply.usage;
+        return { reply, replayed: hit, usage };
       }
-      return journaledChat(journal, input, send, options);
+      return journaledChat(journal, input, send, { last: options?.last === true, cache });
     },
     languageModel: (languageModel, options) =>
       wrapLanguageModel(languageModel, {

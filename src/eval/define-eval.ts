@@ -61,6 +61,18 @@ const definitionSchema = z
       )
       .optional(),
     sandbox: sandboxConfigSchema.optional(),
+    cache: z
+      .union(
+        [
+          z.boolean(),
+          z.strictObject({
+            ttlDays: boundedNumber("ttlDays").optional(),
+            perEpoch: z.boolean().optional(),
+          }),
+        ],
+        { error: "expected true, false or { ttlDays?: number, perEpoch?: boolean }" },
+      )
+      .optional(),
   })
   .superRefine((def, ctx) => {
     const k = /^pass@(\d+)$/.exec(def.reducer ?? "")?.[1];
@@ -188,7 +200,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, journal, sandbox)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, journal, sandbox, cache)`;
   }
   return issue.message;
 }

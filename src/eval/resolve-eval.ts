@@ -2,7 +2,7 @@ import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
 import { StetError } from "../core/errors.js";
-import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
@@ -22,6 +22,8 @@ export interface ResolveEvalOptions {
   maxCost?: number;
   /** A request body's per-sample `limits`: they replace the eval's. */
   limits?: SampleLimits;
+  /** `--cache` / `--no-cache` (or a request body's `cache`): overrides the eval's `cache`. */
+  cache?: boolean;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -68,7 +70,16 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...maxCost(options.maxCost ?? ev.maxCost),
     ...limitsOf(options.limits ?? ev.limits),
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
+    ...cachePolicy(ev.cache, options.cache),
   };
+}
+
+/** The eval's `cache` as a policy, `--cache`/`--no-cache` winning; absent when off. */
+function cachePolicy(given: Eval["cache"], override: boolean | undefined): { cache?: CachePolicy } {
+  if (!(override ?? (given !== undefined && given !== false))) return {};
+  const options = typeof given === "object" ? given : {};
+  const ttl = options.ttlDays === undefined ? {} : { ttlDays: options.ttlDays };
+  return { cache: { perEpoch: options.perEpoch ?? true, ...ttl } };
 }
 
 /** The solver marked `journal: false` for the engine, as a wrapper: the eval's own is untouched. */

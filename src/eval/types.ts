@@ -45,6 +45,13 @@ export interface EvalDefinition<Row = DatasetRow> {
    * unsandboxed needs `{ kind: "none" }`.
    */
   sandbox?: SandboxConfig;
+  /**
+   * The reply cache of model calls (`--cache`/`--no-cache` override it): a call made before with
+   * the same endpoint, credential, model, messages, tools and parameters (and, by default, in the
+   * same epoch) gets the stored reply, counted as reused. `ttlDays`: entries older are not
+   * served; `perEpoch: false`: one reply serves every epoch. Default off.
+   */
+  cache?: boolean | { ttlDays?: number; perEpoch?: boolean };
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

@@ -35,6 +35,8 @@ export interface FindEvalOptions {
   onlyRegistered?: boolean;
   /** How long loading an eval module may take (`--load-timeout`); default `loadEvalFile`'s. */
   loadTimeoutMs?: number;
+  /** `--cache` / `--no-cache`: overrides the eval's `cache`. */
+  cache?: boolean | undefined;
 }
 
 /**
@@ -62,12 +64,12 @@ export async function findEvalSource(
     // Another eval altogether (a start request's, by name) is the identity check's to refuse
     // (`checkEval`), not a question of where its file is.
     const asked = options.loaded;
-    if (asked && asked.eval.name !== run.evalName) return resolved(asked);
+    if (asked && asked.eval.name !== run.evalName) return resolved(asked, options.cache);
     const registered = registeredEval(run, options.registry);
     // A request's own per-sample limits (an API body's) replace the registered eval's.
     const limits = asked?.eval.limits;
-    if (!limits || limits === registered.eval.limits) return resolved(registered);
-    return resolved({ ...registered, eval: { ...registered.eval, limits } });
+    if (!limits || limits === registered.eval.limits) return resolved(registered, options.cache);
+    return resolved({ ...registered, eval: { ...registered.eval, limits } }, options.cache);
   }
   const path = options.evalFile;
   const load = (file: string) =>
@@ -81,7 +83,10 @@ export async function findEvalSource(
   // A dataset run (`stet run --dataset`): its eval is built again from what it recorded, and
   // has no file whose bytes its identity hashes.
   if (!loaded && run.config.datasetEval)
-    return { ...(await resolved(datasetEval(run.config.datasetEval))), path: undefined };
+    return {
+      ...(await resolved(datasetEval(run.config.datasetEval), options.cache)),
+      path: undefined,
+    };
   if (!loaded) {
     throw new StetError(
       "E_EVAL_NOT_FOUND",
@@ -90,13 +95,16 @@ export async function findEvalSource(
         : `run ${run.id} was not started from an eval file; pass --eval <file>`,
     );
   }
-  return resolved(loaded);
+  return resolved(loaded, options.cache);
 }
 
-async function resolved(loaded: LoadedEvalFile): Promise<{ eval: EngineEval; path: string }> {
+async function resolved(
+  loaded: LoadedEvalFile,
+  cache: boolean | undefined,
+): Promise<{ eval: EngineEval; path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
-  const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true });
+  const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true, cache });
   return { eval: ev, path: loaded.path };
 }
 

@@ -27,7 +27,7 @@ import { settledStatus } from "./run-status.js";
  * taken to be the run's).
  */
 export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
-  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits">>;
+  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits" | "cache">>;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -53,6 +53,8 @@ export interface ResumeOptions extends ExecuteOptions {
    * was started with, which is otherwise kept. It is not recorded.
    */
   maxCost?: number;
+  /** `--cache` / `--no-cache`: overrides the eval's `cache` for this invocation. */
+  cache?: boolean;
   /**
    * Go on although the eval's solver (model, parameters) differs from the run's identity; the new
    * identity and the differences are recorded in the run's history. Not for another eval's name,
@@ -240,6 +242,7 @@ export async function claimResume(
     scorers: ev.scorers,
     ...(resume.cap ? { cap: resume.cap } : {}),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
+    ...(ev.cache ? { cache: ev.cache } : {}),
   };
   if (plan.toRescore.length > 0) {
     const rerun = new Set(resume.changedScorers);

@@ -72,6 +72,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     // Seeded attempts are imported, paid for elsewhere: the cap counts none of them.
     ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
+    ...(ev.cache ? { cache: ev.cache } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
@@ -138,6 +139,8 @@ export interface StartRequest {
   timeoutMs?: number;
   /** The spend cap on the run's total, USD (`--max-cost`); overrides the eval's `maxCost`. */
   maxCost?: number;
+  /** `--cache` / `--no-cache`: overrides the eval's `cache`. */
+  cache?: boolean;
   /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
@@ -178,6 +181,7 @@ export async function prepareStart(
     concurrency: request.concurrency,
     timeoutMs: request.timeoutMs,
     maxCost: request.maxCost,
+    cache: request.cache,
   });
   const seed =
     request.resumeFrom === undefined

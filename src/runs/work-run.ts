@@ -77,6 +77,8 @@ export interface WorkOptions extends ExecuteOptions {
   concurrency?: number;
   /** A spend cap on the run's total (all workers' spend) for this worker; default the run's. */
   maxCost?: number;
+  /** `--cache` / `--no-cache`: overrides the eval's `cache` for this worker. */
+  cache?: boolean;
   /** Default `leaseTime()`. */
   leaseMs?: number;
   /**
@@ -164,6 +166,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     keys: source,
     ...(cap ? { cap } : {}),
     ...(ev.callModel ? { callModel: ev.callModel } : {}),
+    ...(ev.cache ? { cache: ev.cache } : {}),
   };
   let end: ExecutionEnd;
   try {

@@ -1,4 +1,5 @@
 import type { Json } from "../core/json.js";
+import type { CallTarget } from "../core/eval.js";
 import type {
   ModelTool,
   ProviderName,
@@ -102,6 +103,21 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
     return { baseURL, apiKey: endpoint.apiKey, apiKeyEnv: "explicit" };
   const apiKey = process.env[provider.apiKeyEnv] || undefined;
   return { baseURL, apiKey, apiKeyEnv: provider.apiKeyEnv };
+}
+
+/**
+ * Where a call to `provider` goes and with what credential (the key and header values, as text
+ * the engine only ever hashes with the store's salt): what the reply cache keys a call by.
+ *
+ * @example callTarget({ apiKey: "sk-1" }, openai).baseURL // "https://api.openai.com/v1"
+ */
+export function callTarget(endpoint: ChatEndpoint, provider: Provider<string>): CallTarget {
+  const { baseURL, apiKey } = resolveEndpoint(endpoint, provider);
+  const credential = JSON.stringify([
+    apiKey ?? null,
+    Object.entries(endpoint.headers ?? {}).sort(),
+  ]);
+  return { provider: provider.name, baseURL, credential };
 }
 
 /**

@@ -6,7 +6,13 @@ import { addUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
-import { chatCompletion, endpointSecrets, redactUrl, resolveEndpoint } from "./chat-completion.js";
+import {
+  callTarget,
+  chatCompletion,
+  endpointSecrets,
+  redactUrl,
+  resolveEndpoint,
+} from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { prepareClient } from "./http-post.js";
 import { bareModel, providerOf } from "./model-name.js";
@@ -113,8 +119,12 @@ function chatTurn(
       const reply = await send();
       return reply.usage === undefined ? { reply } : { reply, used: reply.usage };
     }
+    // The reply cache keys the call by its endpoint and credential too (none for an AI SDK model).
+    const target = isLanguageModel(requested)
+      ? undefined
+      : callTarget(options, providerOf(requested, options.provider));
     // The call's usage as the attempt counts it: a replayed call's marked reused or carried.
-    const { reply, usage } = await ctx.chatStep(input, send, { last });
+    const { reply, usage } = await ctx.chatStep(input, send, { last, target });
     return usage === undefined ? { reply } : { reply, used: usage };
   };
 }

@@ -1,5 +1,7 @@
 import type { ModelCaller, ModelReply } from "../core/eval.js";
-import { chatCompletion } from "./chat-completion.js";
+import { isLanguageModel } from "../core/language-model.js";
+import { callTarget, chatCompletion } from "./chat-completion.js";
+import { providerOf } from "./model-name.js";
 import { costUsd } from "./prices.js";
 import { SolverError } from "./solver-error.js";
 
@@ -35,6 +37,12 @@ export const callModel: ModelCaller = async (call, context) => {
     result.usage = cost === undefined ? { ...usage } : { ...usage, costUsd: cost };
   }
   return result;
+};
+// Where a ctx.chat call goes, for the reply cache: an AI SDK model's endpoint is its own (unknown).
+callModel.target = (call, model) => {
+  const requested = model ?? call.model;
+  if (requested === undefined || isLanguageModel(requested)) return undefined;
+  return callTarget(call, providerOf(requested, call.provider));
 };
 // What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced;
 // loaded on the first such call, so an eval that wraps no model loads none of it (start-up).

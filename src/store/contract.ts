@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
+import { describeCacheContract } from "./contract/cache.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeJournalContract } from "./contract/journal.js";
@@ -17,7 +18,7 @@ export type { StoreHarness } from "./contract/fixtures.js";
 
 /**
  * The behaviour every Store adapter must have, one section per sub-port (runs, attempts, reads,
- * journal, leases). Each adapter's test file calls it once with a factory that opens a fresh,
+ * journal, leases, cache). Each adapter's test file calls it once with a factory that opens a fresh,
  * empty store; every case gets its own.
  *
  * @example
@@ -64,5 +65,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     });
     describe("journal", () => describeJournalContract(ref));
     describe("leases", () => describeLeaseContract(ref));
+    describe("cache", () => describeCacheContract(ref));
   });
 }

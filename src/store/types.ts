@@ -18,6 +18,9 @@ import type {
   AttemptFilter,
   AttemptHead,
   BenchmarkSummary,
+  CacheEntry,
+  CacheStats,
+  CachedReply,
   HeartbeatReply,
   JournalEntry,
   JournalFilter,
@@ -75,6 +78,8 @@ export interface Store {
    * without it refuses nothing else, and `--distributed` refuses the store.
    */
   readonly leases?: LeaseStore;
+  /** The reply cache of model calls: shared by every run, worker and machine of the store. */
+  readonly cache: ReplyCacheStore;
 
   close(): Promise<void>;
 }
@@ -241,6 +246,25 @@ export interface JournalStore {
    * replays it. With `keep: "failed"` the journals of attempts that ended in error stay too.
    */
   prune(runId: string, keep?: "open" | "failed"): Promise<number>;
+}
+
+/**
+ * The reply cache (`cache` of an eval): successful model replies keyed by a hash of the call and
+ * a keyed hash of the credential (never the credential). Writes are not fenced: a reply is the
+ * same whoever stores it, and the first stored stays.
+ */
+export interface ReplyCacheStore {
+  /** The store's random salt for credential hashes, made on first use (the same for everyone). */
+  salt(): Promise<string>;
+  /** The entry of a call and credential stored at or after `since` (ISO time), if any. */
+  get(callHash: string, credential: string, since: string): Promise<CachedReply | undefined>;
+  /** Stores a reply unless the call and credential have one already. */
+  put(entry: CacheEntry): Promise<void>;
+  stats(): Promise<CacheStats>;
+  /** Deletes entries stored before `before` (ISO time); how many went. */
+  prune(before: string): Promise<number>;
+  /** Deletes every entry; how many went. */
+  clear(): Promise<number>;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ResumeFlags {
   failUnder?: number;
   /** This invocation's spend cap on the run's total (default: the run's own), USD. */
   maxCost?: number;
+  /** `--cache` / `--no-cache`. */
+  cache?: boolean;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
   /** Refused unless it is the run's model. */
@@ -69,6 +71,7 @@ function planOptions(flags: ResumeFlags) {
     ...(flags.rerunFailed ? { rerunFailed: true } : {}),
     ...(flags.rerunLimited ? { rerunLimited: true } : {}),
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+    ...(flags.cache === undefined ? {} : { cache: flags.cache }),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   };
 }
@@ -152,6 +155,7 @@ async function resumeDistributed(
       ...controls,
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+      ...(flags.cache === undefined ? {} : { cache: flags.cache }),
       ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     }),
   );

@@ -40,6 +40,8 @@ export interface RunFlags {
   resumeFrom?: string;
   /** The spend cap on the run's total, USD. */
   maxCost?: number;
+  /** `--cache` / `--no-cache`. */
+  cache?: boolean;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
@@ -166,6 +168,7 @@ function startRequest(
     limit: flags.limit,
     timeoutMs: flags.timeout,
     maxCost: flags.maxCost,
+    ...(flags.cache === undefined ? {} : { cache: flags.cache }),
     resumeFrom: flags.resumeFrom,
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),

@@ -20,6 +20,18 @@ export const loadTimeoutOption = () =>
     "how long loading an eval module may take before it is refused (default 60000)",
   ).argParser(bounded("loadTimeoutMs"));
 
+/**
+ * `--cache` and `--no-cache`, for `run` and `resume`: the reply cache of model calls on or off
+ * for this invocation, whatever the eval's `cache` says.
+ */
+export const cacheOptions = (): Option[] => [
+  new Option(
+    "--cache",
+    "serve model calls made before (same endpoint, key, model, messages, tools, parameters, epoch) from the store's reply cache, counted as reused",
+  ),
+  new Option("--no-cache", "send every model call, whatever the eval's `cache` says"),
+];
+
 /** A repeatable option's values, in the order given. */
 export function repeated(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

@@ -1,6 +1,12 @@
 import type { Command } from "commander";
 import { bounded, modelName, sampleIds } from "../flag-values.js";
-import { storeOption, jsonOption, maxCostOption, loadTimeoutOption } from "./options.js";
+import {
+  storeOption,
+  jsonOption,
+  maxCostOption,
+  loadTimeoutOption,
+  cacheOptions,
+} from "./options.js";
 
 /** Declares `stet resume` on the program; its action loads `commands/resume.ts` when it runs. */
 export function registerResume(program: Command): void {
@@ -48,6 +54,8 @@ export function registerResume(program: Command): void {
         "cap on the run's total spend in US dollars, instead of the one it was started with; exit 6 at the cap",
       ),
     )
+    .addOption(cacheOptions()[0]!)
+    .addOption(cacheOptions()[1]!)
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -4,6 +4,7 @@ import {
   storeOption,
   jsonOption,
   maxCostOption,
+  cacheOptions,
   loadTimeoutOption,
   repeated,
   models,
@@ -66,6 +67,8 @@ export function registerRun(program: Command): void {
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
     )
     .addOption(maxCostOption())
+    .addOption(cacheOptions()[0]!)
+    .addOption(cacheOptions()[1]!)
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -24,6 +24,8 @@ const resumeBody = z
     rerunChanged: z.boolean().optional(),
     /** This resume's spend cap on the run's total, USD, instead of the one it was started with. */
     maxCost: maxCostSchema.optional(),
+    /** The reply cache on or off for this resume, whatever the eval's `cache` says. */
+    cache: z.boolean().optional(),
     /** Go on although the eval differs from the run's identity; recorded in its history. */
     allowEvalChange: z.boolean().optional(),
     /** Must be the run's model. */
@@ -49,6 +51,7 @@ export type ResumeAsk = Pick<
   | "rerunFailed"
   | "rerunLimited"
   | "maxCost"
+  | "cache"
 >;
 
 /**
@@ -115,6 +118,7 @@ export async function resumeResponse(
           runId,
           reopen: true,
           ...evals,
+          ...(ask.cache === undefined ? {} : { cache: ask.cache }),
         }),
       release,
     );

@@ -21,6 +21,8 @@ const startBody = z
     maxCost: maxCostSchema.optional(),
     /** Per-sample limits, instead of the eval's (part of the run's identity). */
     limits: sampleLimitsSchema.optional(),
+    /** The reply cache on or off, whatever the eval's `cache` says. */
+    cache: z.boolean().optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
     runId: z.string().min(1).max(64).optional(),
     /** With `runId` of an existing run: go on although the eval changed. */
@@ -56,6 +58,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
         ...(overrides.model === undefined ? {} : { model: overrides.model }),
         ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
         ...(overrides.maxCost === undefined ? {} : { maxCost: overrides.maxCost }),
+        ...(overrides.cache === undefined ? {} : { cache: overrides.cache }),
       };
       return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
     };

@@ -332,4 +332,26 @@ FROM attempts a LEFT JOIN scorings c
       AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
 `,
   },
+  {
+    version: 11,
+    name: "reply-cache",
+    // The reply cache of model calls: a reply per call hash and credential hash (an HMAC with the
+    // store's salt, kept in store_meta; never the credential), the call's canonical text beside
+    // it (compared on every read), and when it was stored (ttl, prune).
+    sql: `
+CREATE TABLE store_meta (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE reply_cache (
+  call_hash TEXT NOT NULL,
+  credential TEXT NOT NULL,
+  request TEXT NOT NULL,
+  reply TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (call_hash, credential)
+);
+CREATE INDEX reply_cache_created ON reply_cache (created_at);
+`,
+  },
 ];

@@ -29,6 +29,8 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "journal", since: 5, order: "run_id, sample_id, epoch, attempt NULLS FIRST, step" },
   { name: "leases", since: 6, order: "run_id, sample_id, epoch" },
   { name: "workers", since: 6, order: "token" },
+  { name: "store_meta", since: 10, order: "name" },
+  { name: "reply_cache", since: 10, order: "call_hash, credential" },
 ];
 
 const BATCH = 1_000;

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
+import { postgresCache } from "./cache.js";
 import type { Store } from "../types.js";
 import { postgresAttempts } from "./attempts.js";
 import { PostgresContext } from "./context.js";
@@ -90,6 +91,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     attempts: postgresAttempts(c),
     reads: postgresReads(c),
     journal: postgresJournal(c),
+    cache: postgresCache(c),
     leases: postgresLeaseStore(c),
     async close() {
       await pool.end();

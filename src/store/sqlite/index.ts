@@ -1,4 +1,5 @@
 import { dirname } from "node:path";
+import { sqliteCache } from "./cache.js";
 import type { Store } from "../types.js";
 import { sqliteAttempts } from "./attempts.js";
 import { SqliteContext } from "./context.js";
@@ -52,6 +53,7 @@ export function createSqliteStore(
     attempts: sqliteAttempts(c),
     reads: sqliteReads(c),
     journal: sqliteJournal(c),
+    cache: sqliteCache(c),
     leases: sqliteLeases(c),
     async close() {
       db.close();

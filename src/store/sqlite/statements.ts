@@ -19,7 +19,7 @@ export interface Sql<Row> {
   row?: Row;
 }
 
-function sql<Row = unknown>(text: string): Sql<Row> {
+export function sql<Row = unknown>(text: string): Sql<Row> {
   return { text, raw: false };
 }
 

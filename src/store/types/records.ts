@@ -246,3 +246,28 @@ export interface BenchmarkSummary {
   running: number;
   lastCreatedAt: string;
 }
+
+/** A reply to store in the cache: the call's canonical text and hash, the credential's keyed hash. */
+export interface CacheEntry {
+  callHash: string;
+  credential: string;
+  /** The call's canonical JSON, compared on every read: a hash match alone serves nothing. */
+  request: string;
+  reply: Json;
+  createdAt: string;
+}
+
+/** A cached reply as read back. */
+export interface CachedReply {
+  request: string;
+  reply: Json;
+  createdAt: string;
+}
+
+/** What the cache holds: entries, their size (characters of call and reply), oldest and newest. */
+export interface CacheStats {
+  entries: number;
+  bytes: number;
+  oldest: string | null;
+  newest: string | null;
+}
