@@ -4,6 +4,7 @@ import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { createSecretRedactor, redactConfig, type Secret } from "../core/secrets.js";
 import type { RunIdentity, ScorerIdentity } from "../core/types.js";
+import { localModules } from "../eval/local-modules.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
 export interface IdentitySource {
@@ -17,7 +18,9 @@ export interface IdentitySource {
  * What defines a run of `ev`: its name, the solver's resolved description (`describe()`, else the
  * sha256 of the function's source), each scorer's name and configuration (`describe()`, else the
  * sha256 of its `score` source), the epochs the eval declares, and the sha256 of the eval file's
- * bytes. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
+ * bytes. A function solver's or scorer's identity also covers the local modules the eval file
+ * imports (`modules`: path → hash, see `localModules`), so an edited helper module is a changed
+ * eval. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
  *
  * @example const identity = evalIdentity(resolved, "/work/evals/qa.ts");
  */
@@ -26,10 +29,14 @@ export function evalIdentity(
   evalPath?: string,
   secrets: readonly Secret[] = [],
 ): RunIdentity {
+  const functions = !ev.solver.describe || ev.scorers.some((s) => !s.describe);
+  const found = functions && evalPath !== undefined ? localModules(evalPath) : undefined;
+  // None: the identity is what it was before modules were recorded.
+  const modules = found && Object.keys(found).length > 0 ? { modules: found } : {};
   const identity: RunIdentity = {
     evalName: ev.name,
-    solver: solverIdentity(ev.solver),
-    scorers: ev.scorers.map(scorerIdentity),
+    solver: solverIdentity(ev.solver, modules),
+    scorers: ev.scorers.map((scorer) => scorerIdentity(scorer, modules)),
     epochs: ev.epochs,
   };
   const fileHash = evalPath === undefined ? undefined : fileSha256(evalPath);
@@ -43,20 +50,27 @@ export function evalIdentity(
     .value as unknown as RunIdentity;
 }
 
-function solverIdentity(solver: SolverFn): Record<string, Json> {
+type Modules = { modules?: Record<string, string> };
+
+function solverIdentity(solver: SolverFn, modules: Modules): Record<string, Json> {
   return (
     solver.describe?.() ?? {
       kind: "function",
       name: solver.name || "anonymous",
       sourceSha256: sourceHash(solver),
+      ...modules,
     }
   );
 }
 
-function scorerIdentity(scorer: Scorer): ScorerIdentity {
+function scorerIdentity(scorer: Scorer, modules: Modules): ScorerIdentity {
   return {
     name: scorer.name,
-    config: scorer.describe?.() ?? { kind: "function", sourceSha256: sourceHash(scorer.score) },
+    config: scorer.describe?.() ?? {
+      kind: "function",
+      sourceSha256: sourceHash(scorer.score),
+      ...modules,
+    },
   };
 }
 

@@ -140,3 +140,24 @@ describe("a run without an identity (created before they were recorded)", () => 
     if (!planning.ok) expect(planning.refusal.reason).toBe("eval-changed");
   });
 });
+
+describe("compareIdentity and local modules", () => {
+  const fn = { kind: "function", name: "solve", sourceSha256: "s" };
+  const recorded: RunIdentity = { ...base, solver: fn, evalFileSha256: "f".repeat(64) };
+
+  it("names a changed helper module as a change of the eval", () => {
+    const was = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "aaa" } } };
+    const now = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "bbb" } } };
+    const c = compareIdentity(was, now);
+    expect(c.evalChanged).toBe(true);
+    expect(c.differences[0]?.field).toBe("solver.modules");
+    expect(JSON.stringify(c.differences[0]?.current)).toContain("lib/helper.ts");
+  });
+
+  it("accepts modules a run recorded before stet recorded them, when the eval file is the same", () => {
+    const now = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "aaa" } } };
+    expect(compareIdentity(recorded, now).differences).toEqual([]);
+    const edited = { ...now, evalFileSha256: "e".repeat(64) };
+    expect(compareIdentity(recorded, edited).evalChanged).toBe(true);
+  });
+});
