@@ -1,4 +1,5 @@
 import type { Json } from "./json.js";
+import type { ReuseSummary } from "./reuse-plan.js";
 
 /** One dataset row after mapping: `id` is stable and unique within the dataset. */
 export interface Sample {
@@ -255,6 +256,8 @@ export interface RunConfig {
   benchmark?: string;
   /** A run of a dataset with no eval module (`stet run --dataset`): what rebuilds its eval. */
   datasetEval?: DatasetEvalConfig;
+  /** Started with `--reuse`: which run its reused keys came from, how many, and why not the rest. */
+  reuse?: ReuseSummary;
 }
 
 /** `stet run --dataset f --model m --scorer s [--system …]`: an eval with no module. */

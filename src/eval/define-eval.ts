@@ -52,6 +52,7 @@ const definitionSchema = z
     timeoutMs: boundedNumber("timeoutMs").optional(),
     retries: boundedNumber("retries").optional(),
     maxCost: boundedNumber("maxCost").optional(),
+    reuse: z.string().min(1, "expected a run id or \"latest\"").optional(),
     journal: z
       .union(
         [z.boolean(), z.strictObject({ keep: z.enum(["all", "failed", "open"]).optional() })],
@@ -186,7 +187,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, journal, sandbox)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, reuse, journal, sandbox)`;
   }
   return issue.message;
 }

@@ -39,10 +39,7 @@ export interface IdentityComparison {
  * @example compareIdentity(run.config.identity, evalIdentity(ev, path)).differences
  * // [{ field: "solver.model", recorded: "gpt-4o-mini", current: "gpt-4o", kind: "eval" }]
  */
-export function compareIdentity(
-  recorded: RunIdentity,
-  given: RunIdentity,
-): IdentityComparison {
+export function compareIdentity(recorded: RunIdentity, given: RunIdentity): IdentityComparison {
   const current = withoutUnrecordedModules(recorded, given);
   const differences: IdentityComparison["differences"] = [];
   const add = (kind: DifferenceKind, field: string, a: Json | undefined, b: Json | undefined) => {
@@ -227,7 +224,7 @@ function compareNames(run: Run, current: RunIdentity): IdentityComparison {
 }
 
 /** The scorers of `current` that `recorded` does not have with the same configuration. */
-function changedScorers(
+export function changedScorers(
   recorded: readonly ScorerIdentity[],
   current: readonly ScorerIdentity[],
 ): string[] {
