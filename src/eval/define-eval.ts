@@ -52,7 +52,7 @@ const definitionSchema = z
     timeoutMs: boundedNumber("timeoutMs").optional(),
     retries: boundedNumber("retries").optional(),
     maxCost: boundedNumber("maxCost").optional(),
-    reuse: z.string().min(1, "expected a run id or \"latest\"").optional(),
+    reuse: z.string().min(1, 'expected a run id or "latest"').optional(),
     journal: z
       .union(
         [z.boolean(), z.strictObject({ keep: z.enum(["all", "failed", "open"]).optional() })],

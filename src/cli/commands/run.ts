@@ -75,7 +75,10 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
     );
   }
   if (flags.resume && flags.reuse !== undefined) {
-    throw new StetError("E_USAGE", "--reuse starts a new run; a resume goes on with the run's own keys");
+    throw new StetError(
+      "E_USAGE",
+      "--reuse starts a new run; a resume goes on with the run's own keys",
+    );
   }
   const source = evalSource(target, flags);
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: evalFile(source) });
