@@ -57,6 +57,7 @@ function rows(ids: number[], edited: ReadonlySet<number> = new Set()): string {
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
 interface Shown {
+  notReused: { reason: string; keys: number }[];
   counts: { total: number; scored: number; errored: number; remaining: number };
   metrics: { scorer: string; mean: number; samples: number }[];
   usage: Record<string, { attempts: number; costUsd: number }>;
@@ -77,6 +78,15 @@ async function start(dir: string, env: NodeJS.ProcessEnv, ...args: string[]) {
     ...run,
     runId: runIdOf(run.stdout) || (JSON.parse(run.stdout) as { runId: string }).runId,
   };
+}
+
+async function plan(dir: string, env: NodeJS.ProcessEnv, ...args: string[]): Promise<string> {
+  const planned = await runCli(["plan", "eval.mjs", "--json", ...args], {
+    cwd: dir,
+    env: { MOCK_URL: mock.url, OPENAI_API_KEY: "sk-test", ...env },
+  });
+  expect(planned.code, planned.stderr).toBe(0);
+  return planned.stdout;
 }
 
 async function show(dir: string, runId: string): Promise<Shown> {
@@ -110,6 +120,26 @@ describe("stet run --reuse", () => {
         new Set(range(0, 10)),
       ),
     );
+    // `stet plan` says it first, the same bytes each time, and runs nothing.
+    const planned = await plan(p.dir, { EPOCHS: "2" }, "--reuse", "latest");
+    expect(await plan(p.dir, { EPOCHS: "2" }, "--reuse", "latest")).toBe(planned);
+    expect(JSON.parse(planned)).toEqual({
+      evalName: "reuse",
+      keys: 204,
+      requested: "latest",
+      source: a.runId,
+      reused: 174,
+      rescored: 0,
+      execute: 30,
+      notReused: [
+        { reason: "sample changed: input", keys: 20 },
+        { reason: "new sample", keys: 10 },
+      ],
+      meanCostUsd: 0.01,
+      expectedSpendUsd: 0.3,
+    });
+    expect(mock.requests).toHaveLength(0);
+
     const b = await start(p.dir, { EPOCHS: "2" }, "--reuse", "latest");
     expect(b.code, b.stderr).toBe(0);
     expect(mock.requests).toHaveLength(30);
@@ -169,6 +199,9 @@ describe("stet run --reuse", () => {
     const a = await start(p.dir, {});
     expect(a.code, a.stderr).toBe(0);
     mock.reset();
+    const planned = JSON.parse(await plan(p.dir, { MODEL: "m2" }, "--reuse", "latest")) as Shown;
+    expect(planned).toMatchObject({ reused: 0, execute: 10 });
+    expect(planned.notReused[0]?.reason).toContain('solver.model: "m1" → "m2"');
     const b = await start(p.dir, { MODEL: "m2" }, "--reuse", "latest");
     expect(b.code, b.stderr).toBe(0);
     expect(mock.requests).toHaveLength(10);
@@ -264,6 +297,10 @@ describe("identity covers the eval's local modules", () => {
     expect(resumed.stderr).toMatch(/solver\.modules.*lib\/helper\.ts/);
     expect(calls()).toBe(8);
 
+    const planned = await runCli(["plan", "eval.ts", "--reuse", runA], { cwd: p.dir });
+    expect(planned.code, planned.stderr).toBe(0);
+    expect(planned.stdout).toMatch(/6 not reused:\n\s+6 {2}solver\.modules: .*lib\/helper\.ts/);
+    expect(planned.stdout).toContain("execute  6 keys");
     const b = await runCli(["run", "eval.ts", "--reuse", "latest", "--json"], { cwd: p.dir });
     expect(b.code, b.stderr).toBe(0);
     expect(calls()).toBe(14);

@@ -2,7 +2,7 @@ import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import { planReuse, type ReusePlan } from "../core/reuse-plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Run, RunIdentity } from "../core/types.js";
+import type { Attempt, Run, RunIdentity } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
@@ -30,6 +30,11 @@ export interface ReuseRequest {
 export interface PlannedReuse extends ReusePlan {
   /** The reused attempts' step journals (their trajectories), to record with them. */
   steps: StepDraft[];
+  /**
+   * What a key cost the source run, on average: its executed attempts' known cost over the keys
+   * they ran (null without a source, or when no cost is known).
+   */
+  meanCostUsd: number | null;
 }
 
 export async function planReuseFrom(store: Store, request: ReuseRequest): Promise<PlannedReuse> {
@@ -49,7 +54,7 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
       sourceAttempts: [],
       rescore: [],
     });
-    return { ...plan, steps: [] };
+    return { ...plan, steps: [], meanCostUsd: null };
   }
   const blockers = identityBlockers(source.run, request);
   const recorded = source.run.config.identity;
@@ -68,7 +73,22 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
     sourceAttempts,
     rescore: recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [],
   });
-  return { ...plan, steps: await reusedSteps(store, source.run.id, plan) };
+  return {
+    ...plan,
+    steps: await reusedSteps(store, source.run.id, plan),
+    meanCostUsd: meanCost(sourceAttempts),
+  };
+}
+
+function meanCost(attempts: readonly Attempt[]): number | null {
+  const keys = new Set<string>();
+  let total = 0;
+  for (const a of attempts) {
+    if (a.provenance.kind !== "executed" || a.usage?.costUsd === undefined) continue;
+    total += a.usage.costUsd;
+    keys.add(keyString(a));
+  }
+  return keys.size === 0 ? null : total / keys.size;
 }
 
 /** The journal entries of the source attempts a plan reuses, as steps of the new run's keys. */
