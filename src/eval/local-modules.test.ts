@@ -32,9 +32,23 @@ describe("localModules", () => {
     expect(after?.["lib/a.ts"]).toBe(before?.["lib/a.ts"]);
   });
 
-  it("is undefined for a file that is not a module, or a graph that does not resolve", () => {
+  it("follows extensionless and .js specifiers of TypeScript, and index files", () => {
+    const dir = project({
+      "eval.mjs": `import { f } from "./lib/a.js";\nconst g = await import("./util");`,
+      "lib/a.ts": `export * from "./b";`,
+      "lib/b.tsx": `export const f = 1;`,
+      "util/index.js": `export default 1;`,
+    });
+    expect(Object.keys(localModules(join(dir, "eval.mjs")) ?? {})).toEqual([
+      "lib/a.ts",
+      "lib/b.tsx",
+      "util/index.js",
+    ]);
+  });
+
+  it("is undefined for a file that is not a module; an import that does not resolve is left out", () => {
     const dir = project({ "suite.json": "{}", "eval.ts": `import "./missing.ts";` });
     expect(localModules(join(dir, "suite.json"))).toBeUndefined();
-    expect(localModules(join(dir, "eval.ts"))).toBeUndefined();
+    expect(localModules(join(dir, "eval.ts"))).toEqual({});
   });
 });

@@ -1,57 +1,92 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, extname, isAbsolute, relative, resolve, sep } from "node:path";
+import { readFileSync, statSync } from "node:fs";
+import { basename, dirname, extname, isAbsolute, relative, resolve, sep } from "node:path";
+import { cacheDirFor, manifestPath, readManifest } from "./ts-cache.js";
 
-const MODULE_EXTENSIONS = new Set([".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"]);
+const MODULE_EXTENSIONS = [".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"];
+const CONFIG_FILES = new Set(["tsconfig.json", "package.json"]);
+/** `from "./x"`, `import "./x"`, `import("./x")`, `require("./x")`: relative specifiers only. */
+const RELATIVE_IMPORT =
+  /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)(["'])(\.{1,2}\/[^"'\n]+)\1/g;
 
 /**
  * The local modules an eval file imports, directly or not (its packages aside), each with the
  * sha256 (first 16 hex digits) of its bytes, by its path relative to the eval's folder: what a
  * function solver's or scorer's identity covers besides its own source, so that editing a helper
- * module changes the eval. Found the way the TypeScript loader bundles the graph (esbuild,
- * packages external, nothing written). The eval file itself is not listed (its own hash is the
- * identity's `evalFileSha256`). Undefined for a file that is not a module, or a graph esbuild
- * cannot walk (the identity then covers the functions' own sources only, as before).
+ * module changes the eval. A TypeScript eval's graph is the one its loader bundled (the cache's
+ * manifest lists every source it read); otherwise the relative imports are followed from the
+ * file's text. The eval file itself is not listed (its own hash is the identity's
+ * `evalFileSha256`). Undefined for a file that is not a module.
  *
  * @example localModules("/p/evals/qa.ts") // { "lib/prompt.ts": "3f2a…" }
  */
 export function localModules(evalPath: string): Record<string, string> | undefined {
-  if (!MODULE_EXTENSIONS.has(extname(evalPath).toLowerCase())) return undefined;
-  const workDir = dirname(evalPath);
-  let inputs: string[];
-  try {
-    // Required here, not imported: evals without function solvers or scorers never load it.
-    const { buildSync } = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
-    const result = buildSync({
-      entryPoints: [evalPath],
-      absWorkingDir: workDir,
-      bundle: true,
-      packages: "external",
-      format: "esm",
-      platform: "node",
-      write: false,
-      metafile: true,
-      logLevel: "silent",
-    });
-    inputs = Object.keys(result.metafile.inputs).map((p) => resolve(workDir, p));
-  } catch {
-    return undefined;
-  }
+  const entry = resolve(evalPath);
+  if (!MODULE_EXTENSIONS.includes(extname(entry).toLowerCase())) return undefined;
+  const files = bundledSources(entry) ?? followImports(entry);
   const modules: Record<string, string> = {};
-  for (const input of inputs.sort()) {
-    if (input === resolve(evalPath) || input.split(sep).includes("node_modules")) continue;
-    const name = relative(workDir, input);
-    const key = isAbsolute(name) ? input : name.split(sep).join("/");
-    modules[key] = hash(input);
+  for (const file of [...files].sort()) {
+    if (file === entry || file.split(sep).includes("node_modules")) continue;
+    const name = relative(dirname(entry), file);
+    modules[isAbsolute(name) ? file : name.split(sep).join("/")] = hash(file);
   }
   return modules;
 }
 
-function hash(path: string): string {
-  try {
-    return createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16);
-  } catch {
-    return "unreadable";
+/** The sources the TypeScript loader's cache says it bundled, when they are as it read them. */
+function bundledSources(entry: string): string[] | undefined {
+  const cacheDir = cacheDirFor(entry);
+  const manifest = cacheDir === undefined ? undefined : readManifest(manifestPath(cacheDir, entry));
+  if (!manifest) return undefined;
+  const sources = Object.entries(manifest.files).filter(
+    ([file, sha]) => sha !== null && !CONFIG_FILES.has(basename(file)),
+  );
+  const current = sources.every(([file, sha]) => fullHash(file) === sha);
+  return current ? sources.map(([file]) => file) : undefined;
+}
+
+/** The files reached from `entry` through relative imports, `entry` included. */
+function followImports(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const queue = [entry];
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const match of text.matchAll(RELATIVE_IMPORT)) {
+      const found = resolveLocal(dirname(file), match[2]!);
+      if (found !== undefined) queue.push(found);
+    }
   }
+  return seen;
+}
+
+/** A relative specifier as Node or TypeScript resolve it: as given, with an extension, an index. */
+function resolveLocal(dir: string, specifier: string): string | undefined {
+  const base = resolve(dir, specifier);
+  const stem = base.replace(/\.(c|m)?js$/, "");
+  const candidates = [
+    base,
+    ...MODULE_EXTENSIONS.map((ext) => `${stem}${ext}`),
+    ...MODULE_EXTENSIONS.map((ext) => `${base}${sep}index${ext}`),
+  ];
+  return candidates.find((path) => statSync(path, { throwIfNoEntry: false })?.isFile());
+}
+
+function fullHash(path: string): string | null {
+  try {
+    return createHash("sha256").update(readFileSync(path)).digest("hex");
+  } catch {
+    return null;
+  }
+}
+
+function hash(path: string): string {
+  return fullHash(path)?.slice(0, 16) ?? "unreadable";
 }
