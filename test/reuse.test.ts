@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { perTest, rawAttempts } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { testSchemaPool } from "./helpers/postgres.js";
 
 /**
  * Issue 31 items 1 and 2: `stet run --reuse`, through the real CLI against a local
@@ -255,6 +256,32 @@ describe("stet run --reuse", () => {
       reused: 10,
       notReused: [{ reason: "source outcome is an error", keys: 10 }],
     });
+  });
+});
+
+describe("stet run --reuse on PostgreSQL", () => {
+  it("reuses the unchanged keys with their trajectories, from the newest matching run", async () => {
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(range(0, 10)) });
+    const { url, db } = testSchemaPool();
+    const a = await start(p.dir, {}, "--store", url);
+    expect(a.code, a.stderr).toBe(0);
+    mock.reset();
+    writeFileSync(join(p.dir, "data.jsonl"), rows(range(0, 10), new Set([0, 1])));
+    const b = await start(p.dir, {}, "--store", url, "--reuse", "latest");
+    expect(b.code, b.stderr).toBe(0);
+    expect(mock.requests).toHaveLength(2);
+    const reused = await db.query<{ provenance_source: string; steps: string }>(
+      `SELECT a.provenance_source,
+              (SELECT count(*) FROM journal j WHERE j.run_id = a.run_id AND j.sample_id = a.sample_id
+                 AND j.epoch = a.epoch AND j.attempt = a.attempt) AS steps
+         FROM attempts a WHERE a.run_id = $1 AND a.provenance_kind = 'imported'`,
+      [b.runId],
+    );
+    expect(reused.rows).toHaveLength(8);
+    for (const row of reused.rows) {
+      expect(row.provenance_source).toBe(`run:${a.runId}#1`);
+      expect(Number(row.steps)).toBe(1);
+    }
   });
 });
 
