@@ -19,8 +19,8 @@ export interface IdentitySource {
  * sha256 of the function's source), each scorer's name and configuration (`describe()`, else the
  * sha256 of its `score` source), the epochs the eval declares, and the sha256 of the eval file's
  * bytes. A function solver's or scorer's identity also covers the local modules the eval file
- * imports (`modules`: path → hash, see `localModules`), so an edited helper module is a changed
- * eval. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
+ * imports (`modules`: path → hash, see `localModules`), and so does an agent's (its tools are
+ * code), so an edited helper module is a changed eval. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
  *
  * @example const identity = evalIdentity(resolved, "/work/evals/qa.ts");
  */
@@ -29,13 +29,16 @@ export function evalIdentity(
   evalPath?: string,
   secrets: readonly Secret[] = [],
 ): RunIdentity {
-  const functions = !ev.solver.describe || ev.scorers.some((s) => !s.describe);
+  const described = ev.solver.describe?.();
+  // An agent's tools are the user's code, as a function solver is: their modules count too.
+  const code = described === undefined || described.kind === "agent";
+  const functions = code || ev.scorers.some((s) => !s.describe);
   const found = functions && evalPath !== undefined ? localModules(evalPath) : undefined;
   // None: the identity is what it was before modules were recorded.
   const modules = found && Object.keys(found).length > 0 ? { modules: found } : {};
   const identity: RunIdentity = {
     evalName: ev.name,
-    solver: solverIdentity(ev.solver, modules),
+    solver: described ? withAgentModules(described, modules) : solverIdentity(ev.solver, modules),
     scorers: ev.scorers.map((scorer) => scorerIdentity(scorer, modules)),
     epochs: ev.epochs,
   };
@@ -52,15 +55,19 @@ export function evalIdentity(
 
 type Modules = { modules?: Record<string, string> };
 
+function withAgentModules(described: Record<string, Json>, modules: Modules): Record<string, Json> {
+  return described.kind === "agent" && modules.modules
+    ? { ...described, modules: modules.modules }
+    : described;
+}
+
 function solverIdentity(solver: SolverFn, modules: Modules): Record<string, Json> {
-  return (
-    solver.describe?.() ?? {
-      kind: "function",
-      name: solver.name || "anonymous",
-      sourceSha256: sourceHash(solver),
-      ...modules,
-    }
-  );
+  return {
+    kind: "function",
+    name: solver.name || "anonymous",
+    sourceSha256: sourceHash(solver),
+    ...modules,
+  };
 }
 
 function scorerIdentity(scorer: Scorer, modules: Modules): ScorerIdentity {

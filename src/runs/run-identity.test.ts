@@ -161,3 +161,29 @@ describe("compareIdentity and local modules", () => {
     expect(compareIdentity(recorded, edited).evalChanged).toBe(true);
   });
 });
+
+describe("evalIdentity and local modules", () => {
+  it("lists them for a function solver and an agent (tools are code), not for a chat solver", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "stet-identity-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, "eval.mjs"), `import { add } from "./tools.mjs";`);
+    writeFileSync(join(dir, "tools.mjs"), `export const add = 1;`);
+    const path = join(dir, "eval.mjs");
+    const of = (solver: SolverFn) =>
+      evalIdentity({ name: "qa", solver, scorers: [scorers.exact()], epochs: 1 }, path).solver;
+    const tools = { add: { parameters: { type: "object" }, execute: () => 1 } };
+    const model = { model: "gpt-4o-mini", baseURL: "http://127.0.0.1:9/v1" };
+    expect(
+      of(function solve() {
+        return "x";
+      }).modules,
+    ).toEqual({ "tools.mjs": expect.any(String) });
+    expect(of(solvers.agent({ ...model, tools })).modules).toEqual({
+      "tools.mjs": expect.any(String),
+    });
+    expect(of(solvers.chat(model)).modules).toBeUndefined();
+  });
+});
