@@ -3,7 +3,7 @@ export { defineEval } from "./eval/define-eval.js";
 export { loadEvalFile } from "./eval/load-eval-file.js";
 export { resolveEval } from "./eval/resolve-eval.js";
 export type { EvalDefinition, Eval, DatasetRow, SampleInput } from "./eval/types.js";
-export { solvers } from "./solvers/index.js";
+export { simulatedUser, solvers } from "./solvers/index.js";
 export { SolverError, chatCompletion } from "./solvers/index.js";
 export { PRICES_AS_OF, PRICES_SOURCE, knownPrices } from "./solvers/index.js";
 export { scorers, ScorerError } from "./scorers/index.js";
@@ -14,7 +14,11 @@ export type {
   AgentToolArgs,
   AgentToolContext,
   AgentTools,
+  ConversationOptions,
   OnToolError,
+  SimulatedUser,
+  SimulatedUserOptions,
+  StopWhen,
 } from "./solvers/index.js";
 export { createSandbox, sandboxed } from "./sandbox/index.js";
 export type {
@@ -34,6 +38,8 @@ export type { EngineEval } from "./core/eval.js";
 export { openSqliteStore } from "./store/sqlite/index.js";
 export type { Store } from "./store/types.js";
 export { StetError, isStetError } from "./core/errors.js";
+export { LimitReached, isLimitReached } from "./core/limits.js";
+export type { AttemptLimit, LimitName, SampleLimits } from "./core/limits.js";
 export type { StetErrorCode } from "./core/errors.js";
 export type { RunEvent, RunReport, Progress } from "./core/events.js";
 export type {

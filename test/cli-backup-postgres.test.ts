@@ -175,14 +175,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const file = join(project.dir, "current.pgbak");
     await backup(sourceUrl, file);
     // The same store as schema version 5 wrote it: no leases/workers tables, no step 6, and
-    // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail).
+    // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail),
+    // no step 9 (attempts' limit_hit).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(8);
+    expect(header.schemaVersion).toBe(9);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -198,6 +199,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         return line;
       }
       if (table !== "journal") delete entry.row.retries;
+      if (table === "attempts") delete entry.row.limit_hit;
       delete entry.row.usage_detail;
       return JSON.stringify(entry);
     };
@@ -207,7 +209,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       .map(withoutRetries);
     const rows: Record<string, number> = {
       ...header.rows,
-      schema_migrations: header.rows.schema_migrations! - 3,
+      schema_migrations: header.rows.schema_migrations! - 4,
     };
     delete rows.leases;
     delete rows.workers;
@@ -227,7 +229,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const { rows: versions } = await db.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.
     const restored = await exportsOf(cli, runs, url);

@@ -20,6 +20,7 @@ import type {
   Scoring,
   Usage,
 } from "../core/types.js";
+import type { LimitName } from "../core/limits.js";
 
 export type { ScorerMetrics as Metric, UsageTotal };
 
@@ -29,6 +30,12 @@ export interface CountsView {
   done: number;
   errored: number;
   remaining: number;
+  /**
+   * Of `done`, the keys a per-sample limit ended (scored on their output so far), by limit. In a
+   * run's detail; absent from listings.
+   */
+  limited?: number;
+  limitedBy?: Partial<Record<LimitName, number>>;
 }
 
 /** A run's owner with its liveness; never its fencing token. */

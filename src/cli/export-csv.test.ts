@@ -49,6 +49,9 @@ describe("the CSV export's shape", () => {
       "cacheWriteTokens",
       "reasoningTokens",
       "reusedCostUsd",
+      "limit",
+      "limitValue",
+      "limitUsed",
     ]);
   });
 
@@ -78,6 +81,10 @@ describe("the CSV export's shape", () => {
       "",
       "",
       "",
+      // No per-sample limit ended it.
+      "",
+      "",
+      "",
     ]);
   });
 
@@ -102,5 +109,21 @@ describe("the CSV export's shape", () => {
   it("the retries cell: the attempt's count of re-sent model requests, 0 included", () => {
     expect(csvRow({ ...attempt, retries: 3 }, samples, []).retries).toBe(3);
     expect(csvRow({ ...attempt, retries: 0 }, samples, []).retries).toBe(0);
+  });
+
+  it("the limit cells: which per-sample limit ended the attempt, its value and what was used; empty when none did", () => {
+    const limited = { ...attempt, limit: { limit: "turns" as const, value: 3, used: 3 } };
+    expect(csvRow(limited, samples, [])).toMatchObject({
+      status: "scored",
+      error: "",
+      limit: "turns",
+      limitValue: 3,
+      limitUsed: 3,
+    });
+    expect(csvRow(attempt, samples, [])).toMatchObject({
+      limit: "",
+      limitValue: "",
+      limitUsed: "",
+    });
   });
 });

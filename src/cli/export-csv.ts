@@ -21,6 +21,9 @@ const AFTER_SCORES = [
   "cacheWriteTokens",
   "reasoningTokens",
   "reusedCostUsd",
+  "limit",
+  "limitValue",
+  "limitUsed",
 ];
 /** Score columns get keys of their own, so a scorer named `status` cannot replace a column. */
 const scoreKey = (scorer: string) => `score:${scorer}`;
@@ -29,7 +32,8 @@ const scoreKey = (scorer: string) => `score:${scorer}`;
  * The columns of `stet export --format csv`, in a stable order: the key, what went in (the
  * sample's input and target) and came out, one column per scorer of the run's config (its score's
  * value), then error, tokens, cost, timing, the attempt's retries (re-sent model requests), and
- * its cached, cache-write and reasoning tokens and the cost of its replayed calls (of the totals).
+ * its cached, cache-write and reasoning tokens and the cost of its replayed calls (of the totals),
+ * and the per-sample limit that ended it (limit, limitValue, limitUsed; empty when none did).
  *
  * @example csvColumns(["exact"]).map((c) => c.header)
  * // ["sampleId", "epoch", "status", "input", "target", "output", "exact", "error", "inputTokens", …]
@@ -79,6 +83,10 @@ export function csvRow(
     // Of costUsd, what calls replayed from the journal cost (bought by an interrupted execution,
     // or by an errored attempt of the key).
     reusedCostUsd: cell(usage?.reused?.costUsd),
+    // Empty unless a per-sample limit ended the attempt: which one, its value, what was used.
+    limit: cell(a.limit?.limit),
+    limitValue: cell(a.limit?.value),
+    limitUsed: cell(a.limit?.used),
   };
   for (const name of scorers) {
     row[scoreKey(name)] = cell(a.scores.find((s) => s.scorer === name)?.value);

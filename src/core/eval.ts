@@ -1,5 +1,6 @@
 import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
+import type { SampleLimits } from "./limits.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "./language-model.js";
 import type {
   ModelMessage,
@@ -164,6 +165,19 @@ export interface ModelCaller {
     context: { signal: AbortSignal; model?: string; onRetry?: () => void },
   ): Promise<SentReply>;
   languageModel?: LanguageModelGenerator;
+  /**
+   * The most a call may use, for the eval's per-sample `limits`: its prompt's tokens (estimated
+   * from its text), `maxTokens` output tokens (0 when it sets none) and their cost at the model's
+   * price (0 when unknown).
+   */
+  worstCase?: (call: ModelCall, model: string | undefined) => CallWorstCase;
+}
+
+/** What one model call may use at most (ModelCaller.worstCase). */
+export interface CallWorstCase {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
 }
 
 /**
@@ -212,6 +226,12 @@ export interface SolverFn {
   secrets?: () => Secret[];
   /** False when the eval says `journal: false`: `ctx.step` and `ctx.chat` run unjournaled. */
   journal?: boolean;
+  /**
+   * What is wrong with a sample's `input` for this solver, naming the field (`input[1].role: …`),
+   * or undefined when it takes it. The eval's load asks it of every sample, so a bad input is
+   * refused before anything runs (the built-in model solvers have one).
+   */
+  checkInput?: (input: Json) => string | undefined;
 }
 
 /**
@@ -303,6 +323,8 @@ export interface EngineEval {
   retries: number;
   /** The spend cap on the run's total, USD (`maxCost`, or `--max-cost` overriding it). */
   maxCost?: number;
+  /** Per-sample limits: reaching one ends a sample as limited, scored on its output so far. */
+  limits?: SampleLimits;
   /** What `ctx.chat` calls; without it `ctx.chat` fails the attempt (a solver error). */
   callModel?: ModelCaller;
   /** Which finished attempts keep their journal when an execution ends (default "all"). */

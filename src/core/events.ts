@@ -2,6 +2,7 @@ import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
 import type { ScoreDistribution } from "./score-chart.js";
 import type { ErrorGroup, RetryTotals } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
+import type { LimitName } from "./limits.js";
 import type { ReuseSummary } from "./reuse-plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
@@ -45,7 +46,10 @@ export interface RunReport {
   status: RunStatus;
   resumed: boolean;
   plan: PlanSummary;
-  counts: { total: number; scored: number; errored: number; remaining: number };
+  /** `limited`: of the scored keys, those a per-sample limit ended (scored on their output so far). */
+  counts: { total: number; scored: number; errored: number; remaining: number; limited: number };
+  /** The limited keys by the limit that ended them; absent when none was. */
+  limitedBy?: Partial<Record<LimitName, number>>;
   metrics: ScorerMetrics[];
   /** Per scorer, the samples' reduced values counted in tenths of [0, 1] (the score chart). */
   distribution: ScoreDistribution[];

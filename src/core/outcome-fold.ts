@@ -11,6 +11,7 @@ import { compareKeys } from "./keys.js";
 import { boughtUsage } from "./usage.js";
 import { scoresStand } from "./outcomes.js";
 import { scoreHistogram, type ScoreDistribution } from "./score-chart.js";
+import type { AttemptLimit, LimitName } from "./limits.js";
 import type {
   AttemptErrorType,
   AttemptStatus,
@@ -32,6 +33,8 @@ export interface FoldedAttempt extends Key {
   provenance: Provenance;
   /** Model requests it re-sent after retryable failures; absent when unknown (an old row). */
   retries?: number;
+  /** The per-sample limit that ended it, if one did. */
+  limit?: AttemptLimit;
 }
 
 /**
@@ -70,6 +73,10 @@ export interface ErrorGroup {
 export interface FoldResult {
   scored: number;
   errored: number;
+  /** Of `scored`, the outcomes a per-sample limit ended (scored on their output so far). */
+  limited: number;
+  /** The same, by the limit that ended them. */
+  limitedBy: Partial<Record<LimitName, number>>;
   errorsByType: Partial<Record<AttemptErrorType, number>>;
   /** The same counts with examples, most frequent type first (ties by type name). */
   errors: ErrorGroup[];
@@ -151,6 +158,8 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     this.#result = {
       scored: 0,
       errored: 0,
+      limited: 0,
+      limitedBy: {},
       errorsByType: {},
       errors: [],
       metrics: [],
@@ -225,8 +234,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
       (!this.#reusedImportedOnly || outcome.provenance.kind === "imported")
     )
       addUsage(r.reused, outcome.usage);
-    if (outcome.status === "scored") r.scored++;
-    else {
+    if (outcome.status === "scored") {
+      r.scored++;
+      if (outcome.limit) {
+        r.limited++;
+        r.limitedBy[outcome.limit.limit] = (r.limitedBy[outcome.limit.limit] ?? 0) + 1;
+      }
+    } else {
       r.errored++;
       if (outcome.error) this.#countError(outcome, outcome.error);
       // A scorer error's scores stand but for the thrown ones (null, left out of their metric).

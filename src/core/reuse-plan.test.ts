@@ -119,6 +119,15 @@ describe("planReuse", () => {
     });
   });
 
+  it("reuses a limited outcome with its limit", () => {
+    const limited = {
+      ...attempt(a, 1, 1, "scored"),
+      limit: { limit: "turns" as const, value: 3, used: 3 },
+    };
+    const plan = planReuse({ ...base, epochs: 1, samples: [a], sourceAttempts: [limited] });
+    expect(plan.drafts[0]?.limit).toEqual({ limit: "turns", value: 3, used: 3 });
+  });
+
   it("holds the reuse rule in one place: scored outcomes, never errors", () => {
     expect(reusableStatus("scored")).toBe(true);
     expect(reusableStatus("error")).toBe(false);

@@ -4,8 +4,8 @@ import type { AttemptRef } from "./plan.js";
 import type { Attempt, AttemptDraft, AttemptStatus, SampleRecord } from "./types.js";
 
 /**
- * The one rule of what an earlier run's outcome may be reused as: a scored one. Errors never are
- * (their key executes again). A `limited` outcome, once stet has them, is reused too: add it here.
+ * The one rule of what an earlier run's outcome may be reused as: a scored one, a limited one
+ * included (it is scored, with its `limit`). Errors never are (their key executes again).
  *
  * @example reusableStatus("scored") // true
  */
@@ -165,5 +165,6 @@ function reusedDraft(attempt: Attempt, input: ReusePlanInput): AttemptDraft {
   };
   if (attempt.retries !== undefined) draft.retries = attempt.retries;
   if (attempt.redacted !== undefined) draft.redacted = attempt.redacted;
+  if (attempt.limit !== undefined) draft.limit = attempt.limit;
   return draft;
 }

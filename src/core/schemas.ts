@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { jsonSchema } from "./json.js";
+import { sampleLimitsSchema } from "./limits.js";
 
 /** zod schemas for domain values read back from a store column, a file or the network. */
 
@@ -23,6 +24,34 @@ export const usageSchema = usageFiguresSchema.extend({
   reused: usageFiguresSchema.optional(),
   carried: usageFiguresSchema.optional(),
 });
+
+/**
+ * A usage's problems as `usageSchema` says them, or undefined when it has none. The common usage
+ * (tokens, maybe a cost, nothing else) is checked without zod: it is checked on every attempt and
+ * journal entry written, and a zod parse of this shape costs more than the rest of the check.
+ *
+ * @example checkUsage({ inputTokens: 10, outputTokens: 2 }) // undefined
+ */
+export function checkUsage(usage: unknown) {
+  if (isPlainUsage(usage)) return undefined;
+  const parsed = usageSchema.safeParse(usage);
+  return parsed.success ? undefined : parsed;
+}
+
+function isPlainUsage(usage: unknown): boolean {
+  if (
+    typeof usage !== "object" ||
+    usage === null ||
+    Object.getPrototypeOf(usage) !== Object.prototype
+  ) {
+    return false;
+  }
+  const u = usage as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === "number" && v >= 0 && Number.isFinite(v);
+  const keys = Object.keys(u).length;
+  if (!count(u.inputTokens) || !count(u.outputTokens)) return false;
+  return u.costUsd === undefined ? keys === 2 : keys === 3 && count(u.costUsd);
+}
 
 /** The figures a usage's detail column holds besides its token and cost columns. */
 export const usageDetailSchema = usageSchema.pick({
@@ -79,6 +108,7 @@ export const runIdentitySchema = z.object({
   scorers: z.array(z.object({ name: z.string(), config: z.record(z.string(), jsonSchema) })),
   epochs: z.number().int().positive(),
   evalFileSha256: z.string().optional(),
+  limits: sampleLimitsSchema.optional(),
 });
 
 export const runHistoryEntrySchema = z.object({
@@ -105,6 +135,7 @@ export const runConfigSchema = z.object({
   reducer: reducerSchema,
   limit: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
+  limits: sampleLimitsSchema.optional(),
   solver: z.record(z.string(), jsonSchema),
   scorers: z.array(z.string()),
   rescore: z

@@ -1,4 +1,5 @@
 import type { Json } from "./json.js";
+import type { AttemptLimit, SampleLimits } from "./limits.js";
 import type { ReuseSummary } from "./reuse-plan.js";
 
 /** One dataset row after mapping: `id` is stable and unique within the dataset. */
@@ -150,6 +151,12 @@ export interface AttemptDraft extends Key {
    * Absent when nothing was redacted.
    */
   redacted?: string[];
+  /**
+   * Present when one of the eval's per-sample `limits` ended the attempt: which one, its value and
+   * what the attempt used. Such an attempt is scored on its output so far (status `scored`): a
+   * finished key, which resume does not execute again unless asked (`--rerun-limited`).
+   */
+  limit?: AttemptLimit;
 }
 
 /** One stored execution of one key. Attempts are immutable and never deleted. */
@@ -231,6 +238,8 @@ export interface RunConfig {
    * it unless its own `--max-cost` overrides it for that invocation.
    */
   maxCostUsd?: number;
+  /** The eval's per-sample limits (part of the run's identity, so a resume keeps them). */
+  limits?: SampleLimits;
   /** A description of the solver with secrets replaced by the names of their sources. */
   solver: Record<string, Json>;
   /** The scorers whose scores count in the metrics, in order (a rescore may change them). */
@@ -292,6 +301,8 @@ export interface RunIdentity {
   epochs: number;
   /** sha256 (hex) of the eval file's bytes, when the run came from a file. */
   evalFileSha256?: string;
+  /** The eval's per-sample limits; absent when it has none (and on runs recorded before them). */
+  limits?: SampleLimits;
 }
 
 /** One field of a run's identity that differs: the recorded value and the one given now. */

@@ -88,7 +88,10 @@ export function figuresOf(usage: UsageFigures): UsageFigures {
     inputTokens: usage.inputTokens,
     outputTokens: usage.outputTokens,
   };
-  for (const tier of USAGE_TIERS) if (usage[tier] !== undefined) figures[tier] = usage[tier];
+  // Named one by one, not by a loop over USAGE_TIERS: this runs for every call's usage.
+  if (usage.cachedInputTokens !== undefined) figures.cachedInputTokens = usage.cachedInputTokens;
+  if (usage.cacheWriteTokens !== undefined) figures.cacheWriteTokens = usage.cacheWriteTokens;
+  if (usage.reasoningTokens !== undefined) figures.reasoningTokens = usage.reasoningTokens;
   if (usage.costUsd !== undefined) figures.costUsd = usage.costUsd;
   return figures;
 }
@@ -97,7 +100,8 @@ const NONE: UsageFigures = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
 
 function copyUsage(usage: Usage): Usage {
   const copy: Usage = figuresOf(usage);
-  for (const part of PARTS) if (usage[part] !== undefined) copy[part] = figuresOf(usage[part]);
+  if (usage.reused !== undefined) copy.reused = figuresOf(usage.reused);
+  if (usage.carried !== undefined) copy.carried = figuresOf(usage.carried);
   return copy;
 }
 

@@ -7,7 +7,10 @@ import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
 import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
-import { solverError, untilAborted, withTimeout } from "./attempt-signal.js";
+import { AttemptAborted, solverError, untilAborted, withTimeout } from "./attempt-signal.js";
+import { SampleBudget } from "./sample-budget.js";
+import { limitedSolve } from "./limited-solve.js";
+import type { SampleLimits } from "../core/limits.js";
 import { scoreOutput } from "./score-output.js";
 import { NOT_JOURNALED } from "./stored-trajectory.js";
 import { context, type Spent } from "./solver-context.js";
@@ -23,6 +26,8 @@ export interface KeyTask {
   runId: string;
   model?: string;
   timeoutMs?: number;
+  /** The eval's per-sample limits: reaching one ends the attempt scored on its output so far. */
+  limits?: SampleLimits | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**
@@ -67,6 +72,7 @@ async function attempt(
   // The run's secrets, and from the moment a ctx.chat call names its own key, that key too.
   const scrub = attemptRedaction(task.redactor);
   const journal = task.journal && journalOf(task.key, task.journal, scrub);
+  const budget = task.limits && new SampleBudget(task.limits, spent.usage);
   const ctx = context(task, signal, spent, journal, scrub);
   let output: Json = null;
   let usage: Usage | null = null;
@@ -76,7 +82,11 @@ async function attempt(
   let error: AttemptError | null = null;
   try {
     const returned = await untilAborted(
-      Promise.resolve().then(() => task.solver(task.record.sample, ctx)),
+      budget
+        ? limitedSolve(budget, signal, t0, (limited) =>
+            task.solver(task.record.sample, context(task, limited, spent, journal, scrub, budget)),
+          )
+        : Promise.resolve().then(() => task.solver(task.record.sample, ctx)),
       signal,
     );
     const result = normalizeSolverReturn(returned);
@@ -86,13 +96,14 @@ async function attempt(
     transcript = scrub.json(result.transcript ?? null);
     reported = result.retries ?? 0;
   } catch (thrown) {
-    error = solverError(thrown, signal);
+    // A limit ended the solver, which did not return its output so far: scored on none. The
+    // run's abort still throws (solverError), as for any attempt.
+    if (budget?.reached && !(signal.reason instanceof AttemptAborted)) output = "";
+    else error = solverError(thrown, signal);
   }
   if (!error) {
-    // The solver's steps only: made when a scorer first reads it, after a judge's own calls.
-    const solved = journal?.trail.length ?? 0;
     const trajectory = journal
-      ? () => trajectoryOf(journal.trail.slice(0, solved))
+      ? trajectoryOf(journal.trail)
       : ({ known: false, reason: NOT_JOURNALED } as const);
     const scored = await scoreOutput(
       task.record.sample,
@@ -123,6 +134,7 @@ async function attempt(
     durationMs: Math.round(performance.now() - t0),
   });
   if (scrub.found.size > 0) draft.redacted = [...scrub.found].sort();
+  if (budget?.reached) draft.limit = budget.reached;
   if (journal) task.journal?.onDone?.(journal);
   return draft;
 }

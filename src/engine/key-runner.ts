@@ -79,6 +79,7 @@ export class KeyRunner {
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,
+          limits: run.config.limits,
           abort: stops.signal,
           redactor: this.#parts.redactor,
           journal: await journals.of(key, retryOf),

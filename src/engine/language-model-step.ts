@@ -20,6 +20,8 @@ export interface WrapContext {
   spend: (usage: Usage) => void;
   journal?: StepJournal | undefined;
   prices?: Price | undefined;
+  /** Before each call: throws when the attempt reached one of its limits (SampleBudget). */
+  beforeCall?: (() => void) | undefined;
 }
 
 /**
@@ -73,6 +75,7 @@ async function journaled(
   options: LanguageModelCallOptions,
   call: (callContext: LanguageModelCallContext) => Promise<{ result: Json; usage?: Usage }>,
 ): Promise<Json> {
+  context.beforeCall?.();
   const signal =
     options.abortSignal === undefined
       ? context.signal

@@ -6,6 +6,7 @@ import type { StepError } from "../store/types.js";
 import { chatInput, journaledChat, withParts } from "./chat-step.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
+import type { SampleBudget } from "./sample-budget.js";
 import type { StepJournal } from "./step-journal.js";
 
 /**
@@ -35,6 +36,8 @@ export interface ContextTask {
  * call, so it is no spend now), and a replayed call sends nothing, so it re-sends nothing.
  * With a `redaction`, each `ctx.chat` call's explicit key and header values are secrets of the
  * attempt from the moment it is made (its own journal entry included), replayed or not.
+ * With a `budget` (the eval's per-sample limits), every model call and step is checked first
+ * and throws LimitReached instead of being made once the attempt reached a limit.
  */
 export function context(
   task: ContextTask,
@@ -42,6 +45,7 @@ export function context(
   spent: Spent,
   journal?: StepJournal,
   redaction?: Pick<AttemptRedaction, "learn">,
+  budget?: SampleBudget,
 ): SolverContext {
   const { callModel, model } = task;
   const onRetry = (): void => {
@@ -63,6 +67,7 @@ export function context(
     onRetry,
     async chat(request): Promise<ModelReply> {
       redaction?.learn(chatSecrets(request));
+      budget?.beforeCall(callModel?.worstCase?.(request, model));
       const send = async (): Promise<ModelReply> => {
         const reply = await call(request);
         if (reply.usage) spent.usage.push(reply.usage);
@@ -77,6 +82,7 @@ export function context(
       return done.reply;
     },
     async chatStep(input, send, options) {
+      budget?.beforeCall();
       if (!journal) {
         const reply = withParts(await send());
         return { reply, replayed: false, usage: reply.usage };
@@ -91,6 +97,7 @@ export function context(
         journal,
         prices: options?.prices,
         spend: (usage) => void spent.usage.push(usage),
+        beforeCall: budget && (() => budget.beforeCall()),
       }),
     async step<T>(
       name: string,
@@ -101,6 +108,7 @@ export function context(
       if (typeof name !== "string" || name === "") {
         throw new Error("ctx.step needs a name (a non-empty string)");
       }
+      budget?.beforeStep();
       if (!journal || options?.journal === false) return fn();
       const done = await journal.step(
         "step",

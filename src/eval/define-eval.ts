@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { ScorerLike, SolverFn } from "../core/eval.js";
 import { boundedNumber } from "../core/bounds.js";
 import { StetError, thrownMessage } from "../core/errors.js";
+import { sampleLimitsSchema } from "../core/limits.js";
 import { reducerSchema } from "../core/schemas.js";
 import { sandboxConfigSchema } from "../sandbox/index.js";
 import {
@@ -52,6 +53,7 @@ const definitionSchema = z
     timeoutMs: boundedNumber("timeoutMs").optional(),
     retries: boundedNumber("retries").optional(),
     maxCost: boundedNumber("maxCost").optional(),
+    limits: sampleLimitsSchema.optional(),
     reuse: z.string().min(1, 'expected a run id or "latest"').optional(),
     journal: z
       .union(
@@ -187,7 +189,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, reuse, journal, sandbox)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox)`;
   }
   return issue.message;
 }

@@ -1,10 +1,13 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
+import { StetError } from "../core/errors.js";
 import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import type { SampleRecord } from "../core/types.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
 import type { Eval } from "./types.js";
+import { sampleLimitsSchema, type SampleLimits } from "../core/limits.js";
 
 export interface ResolveEvalOptions {
   /** Directory a relative dataset path resolves against (the eval file's). */
@@ -17,6 +20,8 @@ export interface ResolveEvalOptions {
   timeoutMs?: number;
   /** `--max-cost` or a request body's `maxCost`: the run's spend cap, USD. */
   maxCost?: number;
+  /** A request body's per-sample `limits`: they replace the eval's. */
+  limits?: SampleLimits;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -47,6 +52,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
     ...(limit === undefined ? {} : { limit }),
   });
+  checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   return {
     name: ev.name,
@@ -60,6 +66,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     retries: ev.retries ?? EVAL_DEFAULTS.retries,
     ...timeout(options.timeoutMs ?? ev.timeoutMs),
     ...maxCost(options.maxCost ?? ev.maxCost),
+    ...limitsOf(options.limits ?? ev.limits),
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
   };
 }
@@ -69,8 +76,25 @@ function unjournaled(solver: SolverFn): SolverFn {
   const wrapped: SolverFn = (sample, ctx) => solver(sample, ctx);
   if (solver.describe) wrapped.describe = () => solver.describe!();
   if (solver.secrets) wrapped.secrets = () => solver.secrets!();
+  if (solver.checkInput) wrapped.checkInput = (input) => solver.checkInput!(input);
   wrapped.journal = false;
   return wrapped;
+}
+
+/**
+ * Every sample's input as the solver takes it (SolverFn.checkInput): the first bad one refuses
+ * the eval (E_DATASET naming the sample and the field) before anything runs.
+ */
+function checkInputs(solver: SolverFn, samples: readonly SampleRecord[]): void {
+  if (!solver.checkInput) return;
+  for (const { sample } of samples) {
+    const problem = solver.checkInput(sample.input);
+    if (problem !== undefined) {
+      throw new StetError("E_DATASET", `sample "${sample.id}": ${problem}`, {
+        details: { sampleId: sample.id },
+      });
+    }
+  }
 }
 
 /**
@@ -106,4 +130,16 @@ function maxCost(usd: number | undefined): { maxCost?: number } {
 
 function timeout(ms: number | undefined): { timeoutMs?: number } {
   return ms === undefined ? {} : { timeoutMs: ms };
+}
+
+/** Limits as the engine takes them: none when empty; a library caller's checked like the eval's. */
+function limitsOf(limits: SampleLimits | undefined): { limits?: SampleLimits } {
+  if (limits === undefined) return {};
+  const parsed = sampleLimitsSchema.safeParse(limits);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = ["limits", ...issue.path.map(String)].join(".");
+    throw new StetError("E_CONFIG", `${where}: ${issue.message}`);
+  }
+  return Object.keys(parsed.data).length === 0 ? {} : { limits: parsed.data };
 }

@@ -1,4 +1,5 @@
 import type { Reducer } from "../core/types.js";
+import type { SampleLimits } from "../core/limits.js";
 import type { JournalKeep, ScorerLike, SolverFn } from "../core/eval.js";
 import type { SandboxConfig } from "../sandbox/index.js";
 import type { DatasetRow, DatasetSource, SampleInput } from "../dataset/types.js";
@@ -26,6 +27,11 @@ export interface EvalDefinition<Row = DatasetRow> {
    * cap stet stops dispatching and the run is interrupted, resumable with a higher cap.
    */
   maxCost?: number;
+  /**
+   * Per-sample limits: a sample that reaches one ends as *limited*, scored on its output so far
+   * (see docs/limits.md). Part of the run's identity.
+   */
+  limits?: SampleLimits;
   /**
    * Reuse an earlier run's outcomes (`--reuse` overrides it): a run id, or `"latest"`, the newest
    * run of this eval whose identity matches. See docs/reuse.md.

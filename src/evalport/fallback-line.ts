@@ -9,6 +9,7 @@ import {
   usageSchema,
 } from "../core/schemas.js";
 import type { AttemptDraft } from "../core/types.js";
+import { attemptLimitSchema } from "../core/limits.js";
 
 /** An RFC 3339 timestamp with an offset, as the engine writes them (`toISOString`). */
 const timestamp = z.iso.datetime({ offset: true });
@@ -34,6 +35,8 @@ export const fallbackLineSchema = z.strictObject({
   provenance: provenanceSchema,
   redacted: redactedSchema.optional(),
   retries: retriesSchema.optional(),
+  /** The per-sample limit that ended the attempt (AttemptDraft). */
+  limit: attemptLimitSchema.optional(),
   /** A re-run on request (`stet resume --rerun`): the attempt it follows (AttemptDraft). */
   rerunAfter: z.number().int().nonnegative().optional(),
 });

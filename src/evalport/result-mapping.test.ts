@@ -31,6 +31,11 @@ const roundTripCases: Array<[string, Attempt, number]> = [
   ["a number output", attempt({ output: 42 }), 1],
   ["an empty string output", attempt({ output: "" }), 1],
   [
+    "an attempt a per-sample limit ended",
+    attempt({ output: "so far", limit: { limit: "costUsd", value: 0.01, used: 0.0126 } }),
+    1,
+  ],
+  [
     "cached, cache-write and reasoning tokens and a reused part",
     attempt({
       usage: {

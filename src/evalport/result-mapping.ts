@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
+import { attemptLimitSchema } from "../core/limits.js";
 import { provenanceSchema, redactedSchema, retriesSchema } from "../core/schemas.js";
 import type {
   Attempt,
@@ -54,10 +55,11 @@ export const NOT_REFERENCED = "not_referenced";
  * | `metadata.openeval.aggregation_status` | `"unscored"` when no grader produced a score           |
  * | `metadata.stet`               | `{ run_id, attempt (the stored attempt number), fingerprint,    |
  * |                               | provenance, started_at, output_format?, transcript?, journal?,  |
- * |                               | not_referenced?, redacted?, retries? }`; `journal` is the       |
+ * |                               | not_referenced?, redacted?, retries?, limit? }`; `journal` is the       |
  * |                               | attempt's step journal (ctx.step / ctx.chat), not read back by  |
  * |                               | import; `retries` its re-sent model requests, absent when       |
- * |                               | unknown (an attempt stored before stet counted them)            |
+ * |                               | unknown (an attempt stored before stet counted them); `limit`   |
+ * |                               | the per-sample limit that ended it `{ limit, value, used }`      |
  *
  * `output_format` is `"json"` when `actual_output` is the canonical JSON of a non-string
  * output and `"none"` when the output was null; `not_referenced` names the suite graders the
@@ -93,6 +95,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
     ...(notReferenced.length > 0 && { not_referenced: notReferenced }),
     ...(attempt.redacted !== undefined && { redacted: [...attempt.redacted] }),
     ...(attempt.retries !== undefined && { retries: attempt.retries }),
+    ...(attempt.limit !== undefined && { limit: { ...attempt.limit } }),
   };
   const failed = attempt.status === "error";
   return {
@@ -171,6 +174,7 @@ export function fromResult(result: EvalPortResult, options: FromResultOptions = 
     ...(note?.attempt !== undefined && { storedAttempt: note.attempt }),
     ...(note?.redacted !== undefined && { redacted: note.redacted }),
     ...(note?.retries !== undefined && { retries: note.retries }),
+    ...(note?.limit !== undefined && { limit: note.limit }),
   };
 }
 
@@ -295,6 +299,7 @@ const stetNoteSchema = z.object({
   not_referenced: z.array(z.string()).optional(),
   redacted: redactedSchema.optional(),
   retries: retriesSchema.optional(),
+  limit: attemptLimitSchema.optional(),
 });
 
 function stetNote(result: EvalPortResult): z.infer<typeof stetNoteSchema> | undefined {

@@ -3,8 +3,12 @@ import { readFileSync } from "node:fs";
 import type { Scorer, SolverFn } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { createSecretRedactor, redactConfig, type Secret } from "../core/secrets.js";
+import type { SampleLimits } from "../core/limits.js";
+import { sourceSha256 } from "../core/source-hash.js";
 import type { RunIdentity, ScorerIdentity } from "../core/types.js";
 import { localModules } from "../eval/local-modules.js";
+
+export { layoutFree } from "../core/source-hash.js";
 
 /** What an identity is computed from: an eval as it is now (name and epochs as it declares them). */
 export interface IdentitySource {
@@ -12,15 +16,18 @@ export interface IdentitySource {
   solver: SolverFn;
   scorers: readonly Scorer[];
   epochs: number;
+  /** The per-sample limits (none: the identity has no `limits`). */
+  limits?: SampleLimits | undefined;
 }
 
 /**
  * What defines a run of `ev`: its name, the solver's resolved description (`describe()`, else the
  * sha256 of the function's source), each scorer's name and configuration (`describe()`, else the
- * sha256 of its `score` source), the epochs the eval declares, and the sha256 of the eval file's
- * bytes. A function solver's or scorer's identity also covers the local modules the eval file
- * imports (`modules`: path → hash, see `localModules`), and so does an agent's (its tools are
- * code), so an edited helper module is a changed eval. Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
+ * sha256 of its `score` source), the epochs the eval declares, its per-sample limits (when it
+ * has any), and the sha256 of the eval file's bytes. A function solver's or scorer's identity also
+ * covers the local modules the eval file imports (`modules`: path → hash, see `localModules`),
+ * and so does an agent's (its tools are code), so an edited helper module is a changed eval.
+ * Credential-like keys and every secret in `secrets` are replaced, as in the run's config.
  *
  * @example const identity = evalIdentity(resolved, "/work/evals/qa.ts");
  */
@@ -44,6 +51,7 @@ export function evalIdentity(
   };
   const fileHash = evalPath === undefined ? undefined : fileSha256(evalPath);
   if (fileHash !== undefined) identity.evalFileSha256 = fileHash;
+  if (ev.limits !== undefined && Object.keys(ev.limits).length > 0) identity.limits = ev.limits;
   const all = [
     ...secrets,
     ...(ev.solver.secrets?.() ?? []),
@@ -65,7 +73,7 @@ function solverIdentity(solver: SolverFn, modules: Modules): Record<string, Json
   return {
     kind: "function",
     name: solver.name || "anonymous",
-    sourceSha256: sourceHash(solver),
+    sourceSha256: sourceSha256(solver),
     ...modules,
   };
 }
@@ -75,30 +83,10 @@ function scorerIdentity(scorer: Scorer, modules: Modules): ScorerIdentity {
     name: scorer.name,
     config: scorer.describe?.() ?? {
       kind: "function",
-      sourceSha256: sourceHash(scorer.score),
+      sourceSha256: sourceSha256(scorer.score),
       ...modules,
     },
   };
-}
-
-/**
- * sha256 of a function's source in a layout-free form: whitespace kept only between two word
- * characters (as one space), and no `;` before `}`. The same TypeScript loaded by the bundle or by
- * tsx (which strips whitespace) then hashes alike; an edit of only that layout does not count.
- */
-function sourceHash(fn: (...args: never[]) => unknown): string {
-  return sha256(layoutFree(Function.prototype.toString.call(fn)));
-}
-
-/**
- * @example layoutFree("function f(a) {\n  return a;\n}") // "function f(a){return a}"
- */
-export function layoutFree(source: string): string {
-  return source
-    .replace(/\s+/g, " ")
-    .replace(/ (?=[^\w$])|(?<=[^\w$]) /g, "")
-    .replace(/;}/g, "}")
-    .trim();
 }
 
 function fileSha256(path: string): string | undefined {
@@ -107,8 +95,4 @@ function fileSha256(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }

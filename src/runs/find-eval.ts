@@ -63,7 +63,11 @@ export async function findEvalSource(
     // (`checkEval`), not a question of where its file is.
     const asked = options.loaded;
     if (asked && asked.eval.name !== run.evalName) return resolved(asked);
-    return resolved(registeredEval(run, options.registry));
+    const registered = registeredEval(run, options.registry);
+    // A request's own per-sample limits (an API body's) replace the registered eval's.
+    const limits = asked?.eval.limits;
+    if (!limits || limits === registered.eval.limits) return resolved(registered);
+    return resolved({ ...registered, eval: { ...registered.eval, limits } });
   }
   const path = options.evalFile;
   const load = (file: string) =>

@@ -156,7 +156,7 @@ for (const [kind, open] of STORES) {
       gated.allow();
       const report = await runEval({ ...prepared, store });
       expect(report).toMatchObject({ runId: prepared.runId, status: "completed" });
-      expect(report.counts).toEqual({ total: 8, scored: 8, errored: 0, remaining: 0 });
+      expect(report.counts).toEqual({ total: 8, scored: 8, errored: 0, remaining: 0, limited: 0 });
       expect(await store.runs.get(prepared.runId)).toMatchObject({
         status: "completed",
         owner: null,

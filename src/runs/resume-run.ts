@@ -3,7 +3,7 @@ import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import { planRun, type AttemptRef, type Plan } from "../core/plan.js";
-import type { Key, RerunRequest, Run, RunConfig, SampleRecord } from "../core/types.js";
+import type { RerunRequest, Run, RunConfig, SampleRecord } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
@@ -14,6 +14,7 @@ import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { checkEval, withIdentity } from "./run-identity.js";
+import { preview, rerunRequests } from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { runExecution } from "./run-execution.js";
@@ -26,7 +27,7 @@ import { settledStatus } from "./run-status.js";
  * taken to be the run's).
  */
 export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
-  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep">>;
+  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits">>;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -64,6 +65,8 @@ export interface ResumeOptions extends ExecuteOptions {
   rerun?: readonly string[];
   /** Execute again every key whose outcome scores below 1 on some scorer. */
   rerunFailed?: boolean;
+  /** Execute again every key whose outcome a per-sample limit ended (`--rerun-limited`). */
+  rerunLimited?: boolean;
   /**
    * Plan for a worker of a distributed run (`workRun`), which executes leased keys and claims no
    * ownership; without it a distributed run is refused (`distributed`).
@@ -359,75 +362,6 @@ async function snapshotRecords(
   if (fingerprints.every(same)) return fingerprints.map((e) => current.get(e.sampleId)!);
   const stored = new Map((await store.reads.getSamples(runId)).map((r) => [r.sample.id, r]));
   return fingerprints.map((e) => (same(e) ? current.get(e.sampleId)! : stored.get(e.sampleId)!));
-}
-
-function preview(ids: readonly string[]): string {
-  return ids.length <= 5
-    ? ids.join(", ")
-    : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
-}
-
-type RerunPlanning = { ok: true; requests: RerunRequest[] } | { ok: false; error: StetError };
-
-/**
- * The keys to execute again: those still pending from an earlier request (no scored attempt after
- * the one they follow) and those asked for now (`rerun` ids, every epoch; `rerunFailed`: outcomes
- * below 1 on some scorer), each following the key's last attempt as stored now.
- */
-function rerunRequests(
-  run: Run,
-  snapshot: readonly SampleRecord[],
-  attempts: readonly AttemptHead[],
-  options: ResumeOptions,
-): RerunPlanning {
-  const ids = new Set(snapshot.map((r) => r.sample.id));
-  const unknown = (options.rerun ?? []).filter((id) => !ids.has(id));
-  if (unknown.length > 0) {
-    const error = new StetError(
-      "E_USAGE",
-      `--rerun names sample ids run ${run.id} does not have: ${preview([...new Set(unknown)])}`,
-      { details: { runId: run.id, unknown } },
-    );
-    return { ok: false, error };
-  }
-  const recorded = run.config.rerun ?? [];
-  if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
-  const fingerprintOf = new Map(snapshot.map((r) => [r.sample.id, r.fingerprint]));
-  const last = new Map<string, number>();
-  const outcome = new Map<string, AttemptHead>();
-  for (const a of attempts) {
-    const k = keyString(a);
-    last.set(k, Math.max(last.get(k) ?? 0, a.attempt));
-    if (a.status !== "scored" || fingerprintOf.get(a.sampleId) !== a.fingerprint) continue;
-    if ((outcome.get(k)?.attempt ?? 0) < a.attempt) outcome.set(k, a);
-  }
-  const pending = new Map<string, RerunRequest>();
-  for (const request of recorded) {
-    const k = keyString(request);
-    if ((outcome.get(k)?.attempt ?? 0) <= request.after) pending.set(k, request);
-  }
-  const asked: Key[] = [];
-  const wanted = new Set(options.rerun ?? []);
-  for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
-    for (const { sample } of snapshot) {
-      const key = { sampleId: sample.id, epoch };
-      const scored = outcome.get(keyString(key));
-      const failed =
-        options.rerunFailed === true &&
-        scored !== undefined &&
-        scored.scores.some((score) => score.value !== null && score.value < 1);
-      if (wanted.has(sample.id) || failed) asked.push(key);
-    }
-  }
-  for (const key of asked) {
-    const k = keyString(key);
-    pending.set(k, { sampleId: key.sampleId, epoch: key.epoch, after: last.get(k) ?? 0 });
-  }
-  return { ok: true, requests: [...pending.values()] };
-}
-
-function wantedNone(options: ResumeOptions): boolean {
-  return (options.rerun ?? []).length === 0 && options.rerunFailed !== true;
 }
 
 /** The config a claim records, or undefined when it is the one recorded. */

@@ -78,7 +78,7 @@ describe("runEval", () => {
     expect(report.metrics).toEqual([
       { scorer: "exact", mean: (20 + 10 * 0.5) / 30, stderr: expect.any(Number), samples: 30 },
     ]);
-    expect(report.counts).toEqual({ total: 60, scored: 60, errored: 0, remaining: 0 });
+    expect(report.counts).toEqual({ total: 60, scored: 60, errored: 0, remaining: 0, limited: 0 });
     expect(report.usage.spentNow).toMatchObject({ attempts: 60, inputTokens: 600 });
     expect(report.usage.reused.attempts).toBe(0);
   });

@@ -53,6 +53,8 @@ export function compareIdentity(recorded: RunIdentity, given: RunIdentity): Iden
     add("eval", `solver.${key}`, recorded.solver[key], current.solver[key]);
   }
   add("recorded", "epochs", recorded.epochs, current.epochs);
+  // Limits decide which outcomes are limited: results under other limits would mix two evals.
+  add("eval", "limits", recorded.limits as Json | undefined, current.limits as Json | undefined);
   const byName = (list: readonly ScorerIdentity[]) => new Map(list.map((s) => [s.name, s.config]));
   const was = byName(recorded.scorers);
   const now = byName(current.scorers);
@@ -114,7 +116,7 @@ export interface EvalCheckInput {
   run: Run;
   /** The eval given now (a name or epochs left out are the run's). */
   eval: Pick<IdentitySource, "solver" | "scorers"> &
-    Partial<Pick<IdentitySource, "name" | "epochs">>;
+    Partial<Pick<IdentitySource, "name" | "epochs" | "limits">>;
   /** The file it was loaded from: its bytes are part of the identity. */
   evalPath?: string | undefined;
   use: EvalUse;
@@ -177,6 +179,7 @@ export function checkEval(input: EvalCheckInput): EvalCheck {
       solver: input.eval.solver,
       scorers: input.eval.scorers,
       epochs: input.eval.epochs ?? recorded?.epochs ?? run.config.epochs,
+      limits: input.eval.limits,
     },
     input.evalPath,
     input.secrets,
@@ -356,6 +359,9 @@ export function withIdentity(
   at: Date = new Date(),
 ): RunConfig {
   const next: RunConfig = { ...config, identity, scorers: identity.scorers.map((s) => s.name) };
+  // The limits the engine executes under are the identity's (an accepted change included).
+  if (identity.limits) next.limits = identity.limits;
+  else delete next.limits;
   if (differences.length > 0) {
     next.history = [...(config.history ?? []), historyEntry(change, differences, at)];
   }

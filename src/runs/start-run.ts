@@ -279,6 +279,7 @@ function runConfig(options: RunDefinition): RunConfig {
     ...(ev.timeoutMs === undefined ? {} : { timeoutMs: ev.timeoutMs }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),
     ...(ev.maxCost === undefined ? {} : { maxCostUsd: ev.maxCost }),
+    ...(ev.limits === undefined ? {} : { limits: ev.limits }),
   };
 }
 

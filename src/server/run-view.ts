@@ -89,17 +89,22 @@ export async function runDetail(
   const { counts } = report;
   // A distributed run's workers, by id (never their tokens); working ones count while it runs.
   const working = run.status === "running" ? workers?.filter(isWorking).length : 0;
+  const summary = summaryView(
+    { run, owner, orphaned },
+    {
+      total: counts.total,
+      scored: counts.scored,
+      errored: counts.errored,
+      remaining: counts.remaining,
+    },
+    workers && working,
+  );
   return {
-    ...summaryView(
-      { run, owner, orphaned },
-      {
-        total: counts.total,
-        scored: counts.scored,
-        errored: counts.errored,
-        remaining: counts.remaining,
-      },
-      workers && working,
-    ),
+    ...summary,
+    // Limited keys are scored ones (done), told apart from errors by the limit that ended them.
+    ...(counts.limited > 0 && {
+      counts: { ...summary.counts, limited: counts.limited, limitedBy: report.limitedBy ?? {} },
+    }),
     ...(workers ? { workers } : {}),
     config: redactConfig(run.config),
     plan: report.plan,

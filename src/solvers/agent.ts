@@ -2,14 +2,16 @@ import { StetError } from "../core/errors.js";
 import type { ModelCall, ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
+import { isLimitReached } from "../core/limits.js";
 import type { ModelMessage, ToolCall, ToolChoice } from "../core/model-types.js";
 import type { Sample } from "../core/types.js";
 import { modelTools, prepareTools } from "./agent-tools.js";
 import type { AgentToolContext, AgentTools, PreparedTool } from "./agent-tools.js";
 import { anthropicToolChoice } from "./anthropic-messages.js";
 import { endpointSecrets, resolveEndpoint } from "./chat-completion.js";
-import { definedOnly, describeChat, describeModel, toMessages } from "./chat.js";
+import { definedOnly, describeChat, describeModel } from "./chat.js";
 import type { ChatSolverOptions } from "./chat.js";
+import { conversationOf, inputProblem } from "./conversation-input.js";
 import { prepareClient } from "./http-post.js";
 import { providerOf } from "./model-name.js";
 import { SolverError } from "./solver-error.js";
@@ -23,7 +25,10 @@ export interface AgentSolverOptions<T = Record<string, unknown>> extends Omit<
 > {
   /** The tools the model may call, keyed by name (see AgentTool). */
   tools: AgentTools<T>;
-  /** Model calls per sample; the loop ends after this many. Default 20. */
+  /**
+   * Model calls per user turn (a sample has one, or those of its `{ turns }`); the loop ends
+   * after this many. Default 20.
+   */
   maxTurns?: number;
   /** Sent with every model call ("auto" when absent, as providers default). */
   toolChoice?: ToolChoice;
@@ -46,7 +51,8 @@ export const DEFAULT_MAX_TURNS = 20;
  * The standard tool-calling loop: ask the model (a journaled `ctx.chat`), run the tool calls of
  * its reply in the reply's order (each a journaled `ctx.step` named `tool:<name>` whose input is
  * the call's arguments), append the reply and the tool results, and repeat until a reply calls
- * no tool or `maxTurns` calls were made. A killed sample resumes at its first unfinished call.
+ * no tool or `maxTurns` calls were made. A sample of scripted `{ turns }` runs the loop on each
+ * user turn in order. A killed sample resumes at its first unfinished call.
  * Arguments that fail the tool's schema and unknown tool names are told to the model. The
  * output is the last reply's text; the transcript is the whole conversation.
  *
@@ -66,22 +72,27 @@ export function agent<T extends Record<string, unknown>>(options: AgentSolverOpt
   if (provider) prepareClient(resolveEndpoint(options, provider).baseURL);
 
   const solver: SolverFn = async (sample, ctx): Promise<SolverResult> => {
-    const messages: ModelMessage[] = toMessages(sample, options.system);
-    const call = baseCall(options, tools, ctx.model);
-    for (let turn = 1; ; turn++) {
-      const reply: ModelReply = await ctx.chat({ ...call, messages: [...messages] });
-      messages.push(reply.message);
-      if (reply.toolCalls.length === 0) return { output: reply.content, transcript: messages };
-      if (turn >= maxTurns) {
-        messages.push(limitNote(maxTurns, reply.toolCalls.length));
-        return { output: reply.content, transcript: messages };
+    const { messages, turns } = conversationOf(sample, options.system, { turns: true });
+    const loop: Loop = {
+      call: baseCall(options, tools, ctx.model),
+      tools: byName,
+      maxTurns,
+      run: { sample, ctx, onToolError },
+      last: { content: "" },
+    };
+    try {
+      // Scripted user turns: the loop answers each in order, on the whole conversation so far.
+      let output = await answer(messages, loop);
+      for (const turn of turns) {
+        messages.push({ role: "user", content: turn });
+        output = await answer(messages, loop);
       }
-      // In the reply's order, one after the other: the journal numbers steps as they are made,
-      // so a resumed sample must make them in the same order to replay them.
-      for (const toolCall of reply.toolCalls) {
-        const content = await runToolCall(toolCall, byName, { sample, ctx, onToolError });
-        messages.push({ role: "tool", toolCallId: toolCall.id, content });
-      }
+      return { output, transcript: messages };
+    } catch (error) {
+      // A per-sample limit (a refused call or step, or the wall time aborting one in flight):
+      // the sample is scored on the last reply's text so far.
+      if (!isLimitReached(error) && !isLimitReached(ctx.signal.reason)) throw error;
+      return { output: loop.last.content, transcript: messages };
     }
   };
   solver.describe = () => ({
@@ -101,7 +112,42 @@ export function agent<T extends Record<string, unknown>>(options: AgentSolverOpt
     }),
   });
   solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
+  solver.checkInput = (input) => inputProblem(input, { turns: true });
   return solver;
+}
+
+/** What one user turn's loop runs with. */
+interface Loop {
+  call: Omit<ModelCall, "messages">;
+  tools: ReadonlyMap<string, PreparedTool>;
+  maxTurns: number;
+  run: ToolRun;
+  /** The last reply's text: the output so far when a per-sample limit ends the loop. */
+  last: { content: string };
+}
+
+/**
+ * The loop on one user turn: appends each reply and its tool results to `messages` until a reply
+ * calls no tool or `maxTurns` model calls were made; gives the last reply's text.
+ */
+async function answer(messages: ModelMessage[], loop: Loop): Promise<string> {
+  const { call, tools, maxTurns, run } = loop;
+  for (let turn = 1; ; turn++) {
+    const reply: ModelReply = await run.ctx.chat({ ...call, messages: [...messages] });
+    messages.push(reply.message);
+    loop.last.content = reply.content;
+    if (reply.toolCalls.length === 0) return reply.content;
+    if (turn >= maxTurns) {
+      messages.push(limitNote(maxTurns, reply.toolCalls.length));
+      return reply.content;
+    }
+    // In the reply's order, one after the other: the journal numbers steps as they are made,
+    // so a resumed sample must make them in the same order to replay them.
+    for (const toolCall of reply.toolCalls) {
+      const content = await runToolCall(toolCall, tools, run);
+      messages.push({ role: "tool", toolCallId: toolCall.id, content });
+    }
+  }
 }
 
 /**

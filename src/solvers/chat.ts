@@ -1,9 +1,8 @@
-import * as z from "zod";
 import type { ModelReply, SolverContext, SolverFn, SolverResult } from "../core/eval.js";
-import { jsonSchema } from "../core/json.js";
 import { isLanguageModel } from "../core/language-model.js";
 import type { LanguageModelLike } from "../core/language-model.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
+import { addUsage } from "../core/usage.js";
 import type { Json } from "../core/json.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Sample, Usage } from "../core/types.js";
@@ -13,7 +12,7 @@ import { prepareClient } from "./http-post.js";
 import { bareModel, providerOf } from "./model-name.js";
 import { costUsd } from "./prices.js";
 import type { Price } from "./prices.js";
-import { SolverError } from "./solver-error.js";
+import { conversationOf, inputProblem } from "./conversation-input.js";
 
 export interface ChatSolverOptions extends ChatEndpoint {
   /**
@@ -32,12 +31,12 @@ export interface ChatSolverOptions extends ChatEndpoint {
   params?: Record<string, Json>;
 }
 
-const messagesSchema = z.array(z.object({ role: z.string().min(1), content: jsonSchema }).loose());
-
 /**
  * A solver that sends each sample to an OpenAI-compatible chat-completions endpoint (OpenAI,
- * vLLM, Ollama, llama.cpp, OpenRouter). The sample's `input` is the user message, or an array
- * of `{ role, content }` messages. Records token usage and, when the price is known, cost.
+ * vLLM, Ollama, llama.cpp, OpenRouter). The sample's `input` is the user message, an array of
+ * `{ role, content }` messages, or `{ turns: [...] }`: user messages answered one after the other
+ * (one request per turn, each with the conversation so far; the output is the last reply).
+ * Records token usage and, when the price is known, cost.
  *
  * @example
  * solvers.chat({ model: "openai:gpt-4o-mini", system: "Answer with a number.", temperature: 0 });
@@ -47,9 +46,51 @@ export function chat(options: ChatSolverOptions): SolverFn {
   const provider = isLanguageModel(given) ? undefined : providerOf(given, options.provider);
   if (provider) prepareClient(resolveEndpoint(options, provider).baseURL);
   const solver: SolverFn = async (sample: Sample, ctx: SolverContext): Promise<SolverResult> => {
-    const requested = ctx.model ?? options.model;
-    const model = isLanguageModel(requested) ? requested.modelId : bareModel(requested);
-    const messages = toMessages(sample, options.system);
+    const { messages, turns } = conversationOf(sample, options.system, { turns: true });
+    const ask = chatTurn(options, ctx);
+    let usage: Usage | null = null;
+    // One request per user turn, each with the conversation so far. Only the last reply is the
+    // output alone: the others are sent on with the next turn, so their entries are waited for.
+    const answer = async (last: boolean): Promise<ModelReply> => {
+      const { reply, used } = await ask([...messages], last);
+      messages.push(reply.message ?? { role: "assistant", content: reply.content });
+      // `used` is the call's own object: the first is kept as it is, not copied.
+      if (used !== undefined) usage = usage === null ? used : addUsage(usage, used);
+      return reply;
+    };
+    let reply = await answer(turns.length === 0);
+    for (const [index, turn] of turns.entries()) {
+      messages.push({ role: "user", content: turn });
+      reply = await answer(index === turns.length - 1);
+    }
+    return { output: reply.content, transcript: messages, ...(usage === null ? {} : { usage }) };
+  };
+  solver.describe = () =>
+    isLanguageModel(given) ? describeModel(given, options) : describeChat(given, options);
+  solver.checkInput = (input) => inputProblem(input, { turns: true });
+  // An AI SDK model's credentials live in its provider package: stet never sees them. The
+  // default provider's key is still declared, for a run whose --model (an id) replaces it.
+  solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
+  return solver;
+}
+
+/**
+ * One model call of `solvers.chat` on `messages`: journaled as ctx.chat is (a resumed sample gets
+ * the reply it already paid for, whose usage stays the attempt's, marked reused or carried: no
+ * spend now).
+ * `last`: the reply is only the output, so its entry commits ahead of the attempt without the
+ * caller waiting for it.
+ */
+function chatTurn(
+  options: ChatSolverOptions,
+  ctx: SolverContext,
+): (messages: ChatMessage[], last: boolean) => Promise<{ reply: ModelReply; used?: Usage }> {
+  const requested = ctx.model ?? options.model;
+  const model = isLanguageModel(requested) ? requested.modelId : bareModel(requested);
+  const providerName = isLanguageModel(requested)
+    ? requested.provider
+    : providerOf(requested, options.provider).name;
+  return async (messages, last) => {
     const send = async (): Promise<ModelReply> => {
       const {
         requests: _requests,
@@ -67,33 +108,15 @@ export function chat(options: ChatSolverOptions): SolverFn {
       if (usage !== undefined) sent.usage = withCost(model, usage, options.prices);
       return sent;
     };
-    // Journaled as ctx.chat is: a resumed sample gets the reply it already paid for, whose usage
-    // stays the attempt's, marked reused (no spend now). The reply is only the
-    // output: its entry commits ahead of the attempt without this waiting for it (`last`).
-    const providerName = isLanguageModel(requested)
-      ? requested.provider
-      : providerOf(requested, options.provider).name;
     const input = chatInput(model, providerName, messages, options);
-    let reply: ModelReply;
-    let usage: Usage | undefined;
-    if (ctx.chatStep) ({ reply, usage } = await ctx.chatStep(input, send, { last: true }));
-    else usage = (reply = await send()).usage;
-    const transcript: Json = [
-      ...messages,
-      reply.message ?? { role: "assistant", content: reply.content },
-    ];
-    return {
-      output: reply.content,
-      transcript,
-      ...(usage === undefined ? {} : { usage }),
-    };
+    if (!ctx.chatStep) {
+      const reply = await send();
+      return reply.usage === undefined ? { reply } : { reply, used: reply.usage };
+    }
+    // The call's usage as the attempt counts it: a replayed call's marked reused or carried.
+    const { reply, usage } = await ctx.chatStep(input, send, { last });
+    return usage === undefined ? { reply } : { reply, used: usage };
   };
-  solver.describe = () =>
-    isLanguageModel(given) ? describeModel(given, options) : describeChat(given, options);
-  // An AI SDK model's credentials live in its provider package: stet never sees them. The
-  // default provider's key is still declared, for a run whose --model (an id) replaces it.
-  solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
-  return solver;
 }
 
 /**
@@ -114,26 +137,6 @@ function chatInput(
     params: options.params,
     provider,
   });
-}
-
-/** A sample's input as chat messages, `system` prepended unless they already have one. */
-export function toMessages(sample: Sample, system: string | undefined): ChatMessage[] {
-  const { input } = sample;
-  let messages: ChatMessage[];
-  if (typeof input === "string") {
-    messages = [{ role: "user", content: input }];
-  } else {
-    const parsed = messagesSchema.safeParse(input);
-    if (!parsed.success) {
-      throw new SolverError(
-        "solver",
-        `sample "${sample.id}": the chat solver needs an input that is a string or an array of { role, content } messages`,
-      );
-    }
-    messages = parsed.data as ChatMessage[];
-  }
-  if (system === undefined || messages.some((m) => m.role === "system")) return messages;
-  return [{ role: "system", content: system }, ...messages];
 }
 
 function withCost(model: string, tokens: ReplyTokens, price: Price | undefined): Usage {

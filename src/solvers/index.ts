@@ -1,11 +1,15 @@
 import { agent } from "./agent.js";
 import { chat } from "./chat.js";
 import { command } from "./command.js";
+import { conversation } from "./conversation.js";
 
 /** The built-in solvers. Any `async (sample, ctx) => output` function is a solver too. */
-export const solvers = { chat, command, agent };
+export const solvers = { chat, command, agent, conversation };
 
-export { agent, chat, command };
+export { agent, chat, command, conversation };
+export { simulatedUser } from "./simulated-user.js";
+export type { SimulatedUser, SimulatedUserOptions, StopWhen } from "./simulated-user.js";
+export type { ConversationOptions } from "./conversation.js";
 export type { AgentSolverOptions, OnToolError } from "./agent.js";
 export type { AgentTool, AgentToolArgs, AgentToolContext, AgentTools } from "./agent-tools.js";
 export type { ChatSolverOptions } from "./chat.js";

@@ -43,3 +43,19 @@ callModel.languageModel = {
   generate: async (...call) => (await aiSdk()).generateLanguageModel.generate(...call),
   stream: async (...call) => (await aiSdk()).generateLanguageModel.stream(...call),
 };
+
+/**
+ * A call's worst case for the per-sample limits: its prompt's tokens estimated at one per 3
+ * characters of its messages, system prompt and tools (JSON), `maxTokens` output tokens, and
+ * their cost at the model's (or the call's) price; 0 where a figure is unknown.
+ *
+ * @example callModel.worstCase!({ model: "gpt-4o-mini", messages, maxTokens: 100 }, undefined).costUsd
+ */
+callModel.worstCase = (call, runModel) => {
+  const model = runModel ?? (typeof call.model === "string" ? call.model : "");
+  const text = JSON.stringify([call.system ?? "", call.messages, call.tools ?? null]) ?? "";
+  const inputTokens = Math.ceil(text.length / 3);
+  const outputTokens = call.maxTokens ?? 0;
+  const cost = costUsd(model, { inputTokens, outputTokens }, call.prices);
+  return { inputTokens, outputTokens, costUsd: cost ?? 0 };
+};

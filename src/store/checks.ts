@@ -2,10 +2,10 @@ import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import {
   attemptErrorSchema,
+  checkUsage,
   retriesSchema,
   runConfigSchema,
   scoreSchema,
-  usageSchema,
 } from "../core/schemas.js";
 import type { AttemptDraft, SampleRecord } from "../core/types.js";
 import type { NewRun } from "./types.js";
@@ -68,7 +68,7 @@ export function checkDrafts(drafts: AttemptDraft[]): void {
     }
     const checks = [
       ["scores", scoresSchema.safeParse(draft.scores)],
-      ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
+      ["usage", draft.usage === null ? undefined : checkUsage(draft.usage)],
       ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
       ["retries", draft.retries === undefined ? undefined : retriesSchema.safeParse(draft.retries)],
     ] as const;

@@ -4,6 +4,7 @@ import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeJournalContract } from "./contract/journal.js";
 import { describeLeaseContract } from "./contract/leases.js";
+import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
@@ -55,6 +56,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       describeAttemptContract(ref);
       describeScoringContract(ref);
       describeUsageContract(ref);
+      describeLimitContract(ref);
     });
     describe("reads", () => {
       describeReadModelContract(ref);

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
-import { redactedSchema, usageSchema } from "../core/schemas.js";
+import { checkUsage, redactedSchema } from "../core/schemas.js";
 import { invalidInput } from "./checks.js";
 import { parseColumn, toUsage, usageDetailText } from "./rows.js";
 import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
@@ -98,7 +98,7 @@ export function checkStepDrafts(drafts: readonly StepDraft[]): void {
     const checks = [
       ["input", jsonSchema.safeParse(d.input)],
       ["result", jsonSchema.safeParse(d.result)],
-      ["usage", d.usage === null ? undefined : usageSchema.safeParse(d.usage)],
+      ["usage", d.usage === null ? undefined : checkUsage(d.usage)],
       ["error", d.error === null ? undefined : stepErrorSchema.safeParse(d.error)],
     ] as const;
     for (const [field, result] of checks) {

@@ -21,6 +21,7 @@ import type {
   Usage,
 } from "../core/types.js";
 import { USAGE_TIERS } from "../core/usage.js";
+import { attemptLimitSchema } from "../core/limits.js";
 import { scoresSchema } from "./checks.js";
 import type { AttemptFeed, AttemptHead, OutcomeEntry, OutcomeFilter, RunCounts } from "./types.js";
 
@@ -68,11 +69,12 @@ export type AttemptHeadRow = [
   redacted: string | null,
   retries: number | null,
   usageDetail: string | null,
+  limitHit: string | null,
 ];
 
 export const ATTEMPT_HEAD_COLUMNS = `sample_id, epoch, attempt, status, fingerprint, scores,
   input_tokens, output_tokens, cost_usd, error, started_at, completed_at, duration_ms,
-  provenance_kind, provenance_source, redacted, retries, usage_detail`;
+  provenance_kind, provenance_source, redacted, retries, usage_detail, limit_hit`;
 
 export type AttemptRow = [...AttemptHeadRow, output: string, transcript: string | null];
 
@@ -154,9 +156,7 @@ export function attemptMapper(runId: string) {
   const head = (row: AnyAttemptRow): AttemptHead => {
     const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
-    const redacted = row[15];
-    const retries = row[16];
-    const usageDetail = row[17];
+    const [, , , , , , , , , , , , , , , redacted, retries, usageDetail, limitHit] = row;
     if (status !== "scored" && status !== "error") {
       throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
     }
@@ -182,11 +182,15 @@ export function attemptMapper(runId: string) {
     }
     // NULL: stored before retries were counted (unknown), so the field is absent.
     if (retries !== null) mapped.retries = retries;
+    // NULL on every attempt no limit ended (and on rows stored before limits existed).
+    if (limitHit !== null) {
+      mapped.limit = parseColumn(attemptLimitSchema, limitHit, where(runId, row, "limit_hit"));
+    }
     return mapped;
   };
 
   const full = (row: AttemptRow): Attempt => {
-    const [, , , , , , , , , , , , , , , , , , output, transcript] = row;
+    const [, , , , , , , , , , , , , , , , , , , output, transcript] = row;
     return {
       ...head(row),
       output: parseColumn(jsonSchema, output, where(runId, row, "output")),
@@ -292,6 +296,7 @@ export function attemptParams(runId: string, attempt: number, draft: AttemptDraf
     provenanceSource: draft.provenance.kind === "imported" ? draft.provenance.source : null,
     redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
     retries: draft.retries ?? null,
+    limitHit: draft.limit === undefined ? null : JSON.stringify(draft.limit),
   };
 }
 
@@ -318,8 +323,8 @@ export function toOutcomeEntry(
   head: (row: AttemptHeadRow) => AttemptHead,
 ): OutcomeEntry {
   const [sampleId, epoch, fingerprint, sample, attempts] = row;
-  const headRow = row.slice(5, 23) as AttemptHeadRow;
-  const output = row[23];
+  const headRow = row.slice(5, 24) as AttemptHeadRow;
+  const output = row[24];
   const where = `${runId}/${sampleId}`;
   return {
     sampleId,
@@ -361,6 +366,7 @@ export function storedAttempt(runId: string, attempt: number, draft: AttemptDraf
   // Only a redacted attempt has the field: the common shape stays the common one.
   if (draft.redacted !== undefined) stored.redacted = draft.redacted;
   if (draft.retries !== undefined) stored.retries = draft.retries;
+  if (draft.limit !== undefined) stored.limit = draft.limit;
   return stored;
 }
 

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
-import { attemptErrorSchema, redactedSchema, retriesSchema, usageSchema } from "../core/schemas.js";
+import { attemptErrorSchema, checkUsage, redactedSchema, retriesSchema } from "../core/schemas.js";
 import type { Scoring, ScoringDraft } from "../core/types.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
@@ -55,7 +55,7 @@ export function checkScoringDrafts(drafts: readonly ScoringDraft[]): void {
       ["scores", scoresSchema.safeParse(draft.scores)],
       ["rescored", namesSchema.safeParse(draft.rescored)],
       ["scorerConfig", configSchema.safeParse(draft.scorerConfig)],
-      ["usage", draft.usage === null ? undefined : usageSchema.safeParse(draft.usage)],
+      ["usage", draft.usage === null ? undefined : checkUsage(draft.usage)],
       ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
       ["retries", draft.retries === undefined ? undefined : retriesSchema.safeParse(draft.retries)],
     ] as const;

@@ -223,7 +223,9 @@ function runProgress({ counts }: RunDetailView): Child[] {
     h(
       "span",
       { class: "counts" },
-      `${counts.done}/${counts.total} done · ${counts.errored} errored · ${counts.remaining} remaining`,
+      `${counts.done}/${counts.total} done` +
+        (counts.limited ? ` (${counts.limited} limited)` : "") +
+        ` · ${counts.errored} errored · ${counts.remaining} remaining`,
     ),
   ];
 }

@@ -48,6 +48,12 @@ function attemptCard(a: AttemptView, detail: SampleDetailView): HTMLElement {
       `Epoch ${a.epoch} · attempt ${a.attempt} `,
       badge(a.status),
       outcome && h("span", { class: "tag" }, "outcome"),
+      a.limit &&
+        h(
+          "span",
+          { class: "tag limit", title: "a per-sample limit ended it: scored on its output so far" },
+          `limit: ${a.limit.limit} ${a.limit.value} (used ${a.limit.used})`,
+        ),
       a.stale && h("span", { class: "tag" }, "earlier version of the sample"),
       a.provenance.kind === "imported" &&
         h("span", { class: "tag" }, `imported from ${a.provenance.source ?? "?"}`),

@@ -140,6 +140,8 @@ export function exportRow(a: Attempt, journal?: Json[]) {
     usage: exportUsage(a.usage),
     // Absent when unknown (stored before retries were counted): an old run exports as before.
     ...(a.retries === undefined ? {} : { retries: a.retries }),
+    // Only on an attempt a per-sample limit ended: which limit, its value and what was used.
+    ...(a.limit === undefined ? {} : { limit: a.limit }),
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,

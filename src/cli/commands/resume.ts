@@ -39,6 +39,8 @@ export interface ResumeFlags {
   rerun?: string[];
   /** Execute again the keys whose outcome scores below 1 on some scorer. */
   rerunFailed?: boolean;
+  /** Execute again the keys whose outcome a per-sample limit ended. */
+  rerunLimited?: boolean;
   /** Afterwards, delete the journal of the run's committed attempts (open entries stay). */
   pruneJournal?: boolean;
   /** How long loading the eval module may take, ms. */
@@ -65,6 +67,7 @@ function planOptions(flags: ResumeFlags) {
     ...(flags.allowEvalChange ? { allowEvalChange: true } : {}),
     ...(flags.rerun === undefined ? {} : { rerun: flags.rerun }),
     ...(flags.rerunFailed ? { rerunFailed: true } : {}),
+    ...(flags.rerunLimited ? { rerunLimited: true } : {}),
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   };
@@ -128,6 +131,7 @@ async function resumeDistributed(
   const unsupported = [
     flags.rerun && "--rerun",
     flags.rerunFailed && "--rerun-failed",
+    flags.rerunLimited && "--rerun-limited",
     flags.rerunChanged && "--rerun-changed",
     flags.allowEvalChange && "--allow-eval-change",
     flags.rerunErrors === false && "--no-rerun-errors",

@@ -146,9 +146,12 @@ async function showSample(
     const output = JSON.stringify(a.output) ?? "null";
     // Unknown (absent) on attempts stored before retries were counted.
     const retries = a.retries === undefined ? "" : ` · retries ${a.retries}`;
+    const limit = a.limit
+      ? ` · limit ${a.limit.limit} (${a.limit.value}; used ${a.limit.used})`
+      : "";
     io.say(
       `  epoch ${a.epoch} attempt ${a.attempt}${a.outcome ? " (outcome)" : ""} · ${a.startedAt} · ` +
-        `${what}${retries} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
+        `${what}${limit}${retries} · output ${output.length > 80 ? `${output.slice(0, 77)}...` : output}`,
     );
     if (a.journal.length > 0) io.say(`    journal · ${a.journal.length} step(s)`);
     if (a.asCommitted) {

@@ -17,6 +17,10 @@ export function registerResume(program: Command): void {
     )
     .option("--rerun-failed", "execute again every key whose outcome scores below 1 on a scorer")
     .option(
+      "--rerun-limited",
+      "execute again every key whose outcome a per-sample limit ended, as new attempts",
+    )
+    .option(
       "--allow-eval-change",
       "go on although the eval's solver (model, parameters) changed since the run started; recorded in its history (changed scorers: stet rescore first)",
     )

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatCost } from "./format.js";
-import { renderErrors, renderRetries } from "./summary.js";
+import { limitedNote, renderErrors, renderRetries } from "./summary.js";
 
 describe("renderErrors", () => {
   it("quotes the examples with their keys and says how many more", () => {
@@ -59,5 +59,15 @@ describe("renderRetries", () => {
     ],
   ])("%j → %s", (retries, line) => {
     expect(renderRetries(retries)).toBe(line);
+  });
+});
+
+describe("limitedNote", () => {
+  it("counts the scored keys a limit ended, by limit, apart from the errored ones", () => {
+    const counts = { total: 10, scored: 8, errored: 2, remaining: 2, limited: 3 };
+    expect(limitedNote({ counts, limitedBy: { costUsd: 2, turns: 1 } })).toBe(
+      " (3 limited: costUsd 2, turns 1)",
+    );
+    expect(limitedNote({ counts: { ...counts, limited: 0 } })).toBe("");
   });
 });

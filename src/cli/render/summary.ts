@@ -78,7 +78,7 @@ export function renderSummary(report: RunReport): string {
   return [
     table(rows, [false, true, true, true]),
     "",
-    `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored · ` +
+    `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored${limitedNote(report)} · ` +
       `${formatCount(counts.errored)} errored${errors ? ` (${errors})` : ""} · ${formatCount(counts.remaining)} remaining`,
     ...report.errors.map((group, i) => `${i === 0 ? "errors" : "      "}   ${renderErrors(group)}`),
     `work     ${formatCount(report.executed)} executed now · ` +
@@ -129,6 +129,20 @@ export function renderRetries(retries: RetryTotals): string {
 
 function unpriced({ usage }: RunReport): boolean {
   return usage.spentNow.unpriced + usage.totalSpent.unpriced + usage.reused.unpriced > 0;
+}
+
+/**
+ * The scored keys a per-sample limit ended, by limit: " (3 limited: costUsd 2, turns 1)", or "".
+ *
+ * @example limitedNote(report) // " (2 limited: costUsd 2)"
+ */
+export function limitedNote(report: Pick<RunReport, "counts" | "limitedBy">): string {
+  const limited = report.counts.limited ?? 0;
+  if (limited === 0) return "";
+  const by = Object.entries(report.limitedBy ?? {})
+    .map(([name, n]) => `${name} ${n}`)
+    .join(", ");
+  return ` (${formatCount(limited)} limited${by ? `: ${by}` : ""})`;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Json } from "../../core/json.js";
 import type { Attempt } from "../../core/types.js";
 import type { UsageTotal } from "../../core/aggregate.js";
 import { formatCost, formatCount } from "../render/format.js";
+import { limitedNote } from "../render/summary.js";
 import { REPORT_CSS, REPORT_JS } from "./html-page.js";
 import { scoreSeries, type ReportData } from "./report-data.js";
 
@@ -67,7 +68,7 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
 <body>
 <header><h1>${esc(run.evalName)}</h1>
 <p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(runModel(run.config) ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
-<p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
+<p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored${esc(limitedNote(report))} · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
 <p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens${esc(tierNote(totalSpent))}</p></header>
 <section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>
 <section><h2>Score distribution</h2>${scoreChartSvg(scoreSeries(run, data.outcomes))}</section>

@@ -8,7 +8,10 @@ import type { ReportData } from "./report-data.js";
  * eval, one `<testcase>` per key (name `sampleId#epoch`, classname the eval, time the outcome's
  * duration in seconds). A scored outcome with a score below `passThreshold` has a `<failure>`
  * naming the scores; an error outcome an `<error>` of its type; a key without an outcome yet is
- * `<skipped>`. The suite and the document carry the totals.
+ * `<skipped>`. An outcome a per-sample limit ended is scored as any other (passed or failed by its
+ * scores, never an error) and carries a `stet.limit` property naming the limit, its value and
+ * what was used; the suite's `stet.limited` property counts them. The suite and the document
+ * carry the totals.
  *
  * @example junitXml(data, 1) // '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites …'
  */
@@ -16,6 +19,7 @@ export function junitXml(data: ReportData, passThreshold: number): string {
   const { run, samples, outcomes } = data;
   const byKey = new Map(outcomes.map((a) => [`${a.sampleId}\u0000${a.epoch}`, a]));
   const totals = { tests: 0, failures: 0, errors: 0, skipped: 0, time: 0 };
+  let limited = 0;
   const cases: string[] = [];
   for (const { sample } of samples) {
     for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
@@ -25,6 +29,7 @@ export function junitXml(data: ReportData, passThreshold: number): string {
       if (kind !== "passed")
         totals[kind === "failure" ? "failures" : kind === "error" ? "errors" : "skipped"]++;
       totals.time += (a?.durationMs ?? 0) / 1000;
+      if (a?.limit && a.status === "scored") limited++;
       cases.push(testcase(run.evalName, sample.id, epoch, a, kind, passThreshold));
     }
   }
@@ -41,6 +46,7 @@ export function junitXml(data: ReportData, passThreshold: number): string {
     `      <property name="stet.status" value="${attr(data.report.status)}"/>`,
     ...(model === undefined ? [] : [`      <property name="stet.model" value="${attr(model)}"/>`]),
     `      <property name="stet.passThreshold" value="${passThreshold}"/>`,
+    `      <property name="stet.limited" value="${limited}"/>`,
     `    </properties>`,
     ...cases,
     `  </testsuite>`,
@@ -69,10 +75,14 @@ function testcase(
   kind: CaseKind,
   threshold: number,
 ): string {
-  const open = `    <testcase name="${attr(`${sampleId}#${epoch}`)}" classname="${attr(evalName)}" time="${seconds(a?.durationMs ?? 0)}"`;
+  const head = `    <testcase name="${attr(`${sampleId}#${epoch}`)}" classname="${attr(evalName)}" time="${seconds(a?.durationMs ?? 0)}"`;
+  const limit = a?.limit;
+  const open = limit
+    ? `${head}>\n      <properties>\n        <property name="stet.limit" value="${attr(`${limit.limit} ${limit.value} (used ${limit.used})`)}"/>\n      </properties`
+    : head;
   switch (kind) {
     case "passed":
-      return `${open}/>`;
+      return limit ? `${open}>\n    </testcase>` : `${open}/>`;
     case "skipped":
       return `${open}>\n      <skipped message="not finished yet"/>\n    </testcase>`;
     case "error": {

@@ -1,5 +1,6 @@
 import type { RunReport } from "../../core/events.js";
 import { formatCost, formatCount } from "../render/format.js";
+import { limitedNote } from "../render/summary.js";
 
 export interface MarkdownOptions {
   model?: string;
@@ -25,6 +26,7 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
     `### stet run \`${code(report.runId)}\` · ${inline(report.evalName)}`,
     "",
     `**Status:** ${report.status} · ${formatCount(counts.scored)} of ${formatCount(counts.total)} keys scored` +
+      limitedNote(report) +
       ` · ${formatCount(counts.errored)} errored · ${formatCount(counts.remaining)} remaining` +
       (options.model === undefined ? "" : ` · model ${inline(options.model)}`),
     "",

@@ -16,6 +16,7 @@ import { evalChangedApiError } from "../eval-changed.js";
 import type { AppDeps } from "../app-deps.js";
 import { streamExecution } from "../stream-execution.js";
 import { maxCostSchema, parseBody } from "../validate.js";
+import { sampleLimitsSchema } from "../../core/limits.js";
 
 const resumeBody = z
   .object({
@@ -31,13 +32,23 @@ const resumeBody = z
     rerun: z.array(z.string().min(1)).max(100_000).optional(),
     /** Execute again every key whose outcome scores below 1 on some scorer. */
     rerunFailed: z.boolean().optional(),
+    /** Execute again every key whose outcome a per-sample limit ended. */
+    rerunLimited: z.boolean().optional(),
+    /** The per-sample limits the run was started with, when its start body set them. */
+    limits: sampleLimitsSchema.optional(),
   })
   .strict();
 
 /** What a resume request may ask for (the resume body, and a start body naming an existing run). */
 export type ResumeAsk = Pick<
   ResumeOptions,
-  "rerunChanged" | "allowEvalChange" | "model" | "rerun" | "rerunFailed" | "maxCost"
+  | "rerunChanged"
+  | "allowEvalChange"
+  | "model"
+  | "rerun"
+  | "rerunFailed"
+  | "rerunLimited"
+  | "maxCost"
 >;
 
 /**
@@ -56,8 +67,13 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs/:id/resume", async (c) => {
-    const body = await parseBody(c, resumeBody);
-    return resumeResponse(c, deps, c.req.param("id"), body);
+    const { limits, ...ask } = await parseBody(c, resumeBody);
+    const runId = c.req.param("id");
+    // The run's registered eval with the body's limits, which the identity check compares.
+    const evalName = limits && (await deps.store.runs.get(runId))?.evalName;
+    const registered = evalName === undefined ? undefined : deps.evals.get(evalName);
+    const loaded = registered && { ...registered, eval: { ...registered.eval, limits } };
+    return resumeResponse(c, deps, runId, ask, false, loaded);
   });
 
   return app;

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import * as z from "zod";
 import { boundedNumber } from "../../core/bounds.js";
+import { sampleLimitsSchema } from "../../core/limits.js";
 import { prepareStart, runEval } from "../../runs/start-run.js";
 import { ApiError } from "../api-error.js";
 import type { AppDeps } from "../app-deps.js";
@@ -18,6 +19,8 @@ const startBody = z
     concurrency: boundedNumber("concurrency").optional(),
     /** The spend cap on the run's total, USD: at the cap the run stops, interrupted (reason budget). */
     maxCost: maxCostSchema.optional(),
+    /** Per-sample limits, instead of the eval's (part of the run's identity). */
+    limits: sampleLimitsSchema.optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
     runId: z.string().min(1).max(64).optional(),
     /** Reuse an earlier run's outcomes: a run id, or `latest` (see docs/reuse.md). */
@@ -40,9 +43,13 @@ export function runsStartRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs", async (c) => {
-    const { eval: name, allowEvalChange, ...overrides } = await parseBody(c, startBody);
-    const loaded = deps.evals.get(name);
-    if (!loaded) throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
+    const { eval: name, allowEvalChange, limits, ...overrides } = await parseBody(c, startBody);
+    const registered = deps.evals.get(name);
+    if (!registered) {
+      throw new ApiError(404, "eval_not_found", `no eval named "${name}" is registered`);
+    }
+    // The body's limits are the eval's for this run: its identity, and a resume of it, has them.
+    const loaded = limits ? { ...registered, eval: { ...registered.eval, limits } } : registered;
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
     const prepared = await prepareStart({ eval: loaded, ...overrides });
     // The resume way, with the eval asked for: its identity check refuses a run of another eval.

@@ -282,4 +282,27 @@ FROM attempts a LEFT JOIN (
   AND c.attempt = a.attempt;
 `,
   },
+  {
+    version: 9,
+    name: "attempt-limits",
+    // As SQLite's migration 10: which per-sample limit ended an attempt (AttemptLimit JSON), NULL
+    // on every other attempt and on older rows. attempts_now gains the column at its end.
+    sql: `
+ALTER TABLE attempts ADD COLUMN limit_hit TEXT;
+
+CREATE OR REPLACE VIEW attempts_now AS
+SELECT a.seq, a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.scoring IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries, a.usage_detail, a.limit_hit
+FROM attempts a LEFT JOIN (
+  SELECT DISTINCT ON (run_id, sample_id, epoch, attempt)
+    run_id, sample_id, epoch, attempt, scoring, status, scores, error
+  FROM scorings ORDER BY run_id, sample_id, epoch, attempt, scoring DESC
+) c ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+  AND c.attempt = a.attempt;
+`,
+  },
 ];

@@ -308,4 +308,28 @@ FROM attempts a LEFT JOIN scorings c
       AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
 `,
   },
+  {
+    version: 10,
+    name: "attempt-limits",
+    // Which per-sample limit ended an attempt (an AttemptLimit as JSON: the limit, its value and
+    // what was used); NULL on every other attempt and on the rows stored before limits existed.
+    // Adding a nullable column rewrites no row; attempts_now is made again with it at its end.
+    sql: `
+ALTER TABLE attempts ADD COLUMN limit_hit TEXT;
+
+DROP VIEW attempts_now;
+CREATE VIEW attempts_now AS
+SELECT a.run_id, a.sample_id, a.epoch, a.attempt,
+  COALESCE(c.status, a.status) AS status, a.fingerprint, a.output,
+  COALESCE(c.scores, a.scores) AS scores, a.input_tokens, a.output_tokens, a.cost_usd,
+  a.transcript, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source, a.redacted,
+  a.retries, a.usage_detail, a.rowid AS seq, a.limit_hit
+FROM attempts a LEFT JOIN scorings c
+  ON c.run_id = a.run_id AND c.sample_id = a.sample_id AND c.epoch = a.epoch
+    AND c.attempt = a.attempt
+    AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+      AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt);
+`,
+  },
 ];

@@ -171,13 +171,14 @@ const POSTGRES_SQL = {
     `WITH inserted AS (
        INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail)
+         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail,
+         limit_hit)
        SELECT @runId::text, * FROM unnest(@sampleId::text[], @epoch::int[], @attempt::int[],
          @status::text[], @fingerprint::text[], @output::text[], @scores::text[],
          @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[], @transcript::text[],
          @error::text[], @startedAt::text[], @completedAt::text[], @durationMs::float8[],
          @provenanceKind::text[], @provenanceSource::text[], @redacted::text[],
-         @retries::int[], @usageDetail::text[]))
+         @retries::int[], @usageDetail::text[], @limitHit::text[]))
      DELETE FROM inflight WHERE run_id = @runId
        AND (sample_id, epoch) IN (SELECT * FROM unnest(@sampleId::text[], @epoch::int[]))`,
     { prepare: true },

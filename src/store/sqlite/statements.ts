@@ -131,10 +131,11 @@ export const SQLITE_STATEMENTS = {
   insertAttempt: sql(
     `INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
          input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail)
+         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail, limit_hit)
        VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
          @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
-         @durationMs, @provenanceKind, @provenanceSource, @redacted, @retries, @usageDetail)`,
+         @durationMs, @provenanceKind, @provenanceSource, @redacted, @retries, @usageDetail,
+         @limitHit)`,
   ),
   scorableAttempt: sql<{ status: string; error: string | null; next: number }>(
     `SELECT a.status, a.error, (SELECT COALESCE(MAX(scoring), 0) + 1 FROM scorings c

@@ -1,0 +1,87 @@
+import { StetError } from "../core/errors.js";
+import { keyString } from "../core/keys.js";
+import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
+import type { AttemptHead } from "../store/types.js";
+
+/** What a resume asks to execute again (see ResumeOptions). */
+export interface RerunAsk {
+  rerun?: readonly string[] | undefined;
+  rerunFailed?: boolean | undefined;
+  rerunLimited?: boolean | undefined;
+}
+
+/** Up to five ids, then how many more. */
+export function preview(ids: readonly string[]): string {
+  return ids.length <= 5
+    ? ids.join(", ")
+    : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
+}
+
+type RerunPlanning = { ok: true; requests: RerunRequest[] } | { ok: false; error: StetError };
+
+/**
+ * The keys to execute again: those still pending from an earlier request (no scored attempt after
+ * the one they follow) and those asked for now (`rerun` ids, every epoch; `rerunFailed`: outcomes
+ * below 1 on some scorer; `rerunLimited`: outcomes a per-sample limit ended), each following the
+ * key's last attempt as stored now.
+ */
+export function rerunRequests(
+  run: Run,
+  snapshot: readonly SampleRecord[],
+  attempts: readonly AttemptHead[],
+  options: RerunAsk,
+): RerunPlanning {
+  const ids = new Set(snapshot.map((r) => r.sample.id));
+  const unknown = (options.rerun ?? []).filter((id) => !ids.has(id));
+  if (unknown.length > 0) {
+    const error = new StetError(
+      "E_USAGE",
+      `--rerun names sample ids run ${run.id} does not have: ${preview([...new Set(unknown)])}`,
+      { details: { runId: run.id, unknown } },
+    );
+    return { ok: false, error };
+  }
+  const recorded = run.config.rerun ?? [];
+  if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
+  const fingerprintOf = new Map(snapshot.map((r) => [r.sample.id, r.fingerprint]));
+  const last = new Map<string, number>();
+  const outcome = new Map<string, AttemptHead>();
+  for (const a of attempts) {
+    const k = keyString(a);
+    last.set(k, Math.max(last.get(k) ?? 0, a.attempt));
+    if (a.status !== "scored" || fingerprintOf.get(a.sampleId) !== a.fingerprint) continue;
+    if ((outcome.get(k)?.attempt ?? 0) < a.attempt) outcome.set(k, a);
+  }
+  const pending = new Map<string, RerunRequest>();
+  for (const request of recorded) {
+    const k = keyString(request);
+    if ((outcome.get(k)?.attempt ?? 0) <= request.after) pending.set(k, request);
+  }
+  const asked: Key[] = [];
+  const wanted = new Set(options.rerun ?? []);
+  for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+    for (const { sample } of snapshot) {
+      const key = { sampleId: sample.id, epoch };
+      const scored = outcome.get(keyString(key));
+      const failed =
+        options.rerunFailed === true &&
+        scored !== undefined &&
+        scored.scores.some((score) => score.value !== null && score.value < 1);
+      const limited = options.rerunLimited === true && scored?.limit !== undefined;
+      if (wanted.has(sample.id) || failed || limited) asked.push(key);
+    }
+  }
+  for (const key of asked) {
+    const k = keyString(key);
+    pending.set(k, { sampleId: key.sampleId, epoch: key.epoch, after: last.get(k) ?? 0 });
+  }
+  return { ok: true, requests: [...pending.values()] };
+}
+
+function wantedNone(options: RerunAsk): boolean {
+  return (
+    (options.rerun ?? []).length === 0 &&
+    options.rerunFailed !== true &&
+    options.rerunLimited !== true
+  );
+}
