@@ -12,6 +12,7 @@ import { registerImport } from "./program/import.js";
 import { registerInit } from "./program/init.js";
 import { registerList } from "./program/list.js";
 import { registerMerge } from "./program/merge.js";
+import { registerPlan } from "./program/plan.js";
 import { registerRescore } from "./program/rescore.js";
 import { registerResume } from "./program/resume.js";
 import { registerRun } from "./program/run.js";
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)");
 
   registerRun(program);
+  registerPlan(program);
   registerInit(program);
   registerWorker(program);
   registerResume(program);

@@ -6,7 +6,7 @@ import type { Io } from "./io.js";
 import { createProgress } from "./render/progress.js";
 import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
-import { renderPlan, renderSummary } from "./render/summary.js";
+import { renderPlan, renderReuse, renderSummary } from "./render/summary.js";
 import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
 import { describeFault, trapFaults } from "./faults.js";
 import { trapSignals } from "./signals.js";
@@ -80,6 +80,7 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
         evalName = event.evalName;
         io.say(`run ${event.runId} · ${event.evalName} · ${event.plan.total} keys`);
         if (event.resumed) io.say(renderPlan(event.plan));
+        if (event.reuse) io.say(renderReuse(event.reuse).join("\n"));
         if (event.resumed && event.plan.toExecute === 0) io.say("nothing left to execute");
         break;
       case "attempt-committed":

@@ -3,6 +3,7 @@ import type { ScoreDistribution } from "./score-chart.js";
 import type { ErrorGroup, RetryTotals } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
 import type { LimitName } from "./limits.js";
+import type { ReuseSummary } from "./reuse-plan.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
@@ -72,6 +73,8 @@ export interface RunReport {
   };
   /** Read from the store with no invocation behind it (`stet show`, the API, exports). */
   stored?: true;
+  /** The run was started with `--reuse`: what it reused, from where, and why not the rest. */
+  reuse?: ReuseSummary;
   /**
    * Model requests re-sent after retryable failures (429, 5xx, a dropped connection, a timeout),
    * from the stored rows: `total` over every executed attempt of the run and every scoring,
@@ -132,7 +135,15 @@ export type StopReason =
 
 /** What the engine tells its renderers (CLI, server, UI). It never prints. */
 export type RunEvent =
-  | { type: "run-started"; runId: string; evalName: string; resumed: boolean; plan: PlanSummary }
+  | {
+      type: "run-started";
+      runId: string;
+      evalName: string;
+      resumed: boolean;
+      plan: PlanSummary;
+      /** A new run started with `--reuse`: what it reused, from where, and why not the rest. */
+      reuse?: ReuseSummary;
+    }
   | { type: "attempt-committed"; attempt: Attempt; progress: Progress }
   /** A stored attempt scored again (a rescore, a resume's scorer error); its output stands. */
   | { type: "scoring-committed"; scoring: Scoring; progress: Progress }

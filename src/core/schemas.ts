@@ -153,6 +153,16 @@ export const runConfigSchema = z.object({
   distributed: z.literal(true).optional(),
   /** The benchmark the run was started in with other models' runs (`--model a --model b`). */
   benchmark: z.string().optional(),
+  /** Started with `--reuse`: what was reused, from where, and why not the rest. */
+  reuse: z
+    .object({
+      source: z.string().nullable(),
+      requested: z.string(),
+      reused: z.number().int().nonnegative(),
+      rescored: z.number().int().nonnegative(),
+      notReused: z.array(z.object({ reason: z.string(), keys: z.number().int().nonnegative() })),
+    })
+    .optional(),
   /** A dataset run's eval, rebuilt from this on resume (`stet run --dataset`). */
   datasetEval: z
     .object({

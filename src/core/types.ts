@@ -1,5 +1,6 @@
 import type { Json } from "./json.js";
 import type { AttemptLimit, SampleLimits } from "./limits.js";
+import type { ReuseSummary } from "./reuse-plan.js";
 
 /** One dataset row after mapping: `id` is stable and unique within the dataset. */
 export interface Sample {
@@ -264,6 +265,8 @@ export interface RunConfig {
   benchmark?: string;
   /** A run of a dataset with no eval module (`stet run --dataset`): what rebuilds its eval. */
   datasetEval?: DatasetEvalConfig;
+  /** Started with `--reuse`: which run its reused keys came from, how many, and why not the rest. */
+  reuse?: ReuseSummary;
 }
 
 /** `stet run --dataset f --model m --scorer s [--system …]`: an eval with no module. */

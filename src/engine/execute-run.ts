@@ -152,6 +152,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     evalName: run.evalName,
     resumed: exec.resumed,
     plan: summarizePlan(plan),
+    ...(run.config.reuse && !exec.resumed ? { reuse: run.config.reuse } : {}),
   });
 
   const journals = await KeyJournals.open({

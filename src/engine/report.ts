@@ -78,6 +78,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     status: run.status,
     resumed: input.resumed,
     ...(stored ? { stored: true as const } : {}),
+    ...(run.config.reuse ? { reuse: run.config.reuse } : {}),
     plan: input.plan,
     counts: {
       total,

@@ -54,6 +54,7 @@ const definitionSchema = z
     retries: boundedNumber("retries").optional(),
     maxCost: boundedNumber("maxCost").optional(),
     limits: sampleLimitsSchema.optional(),
+    reuse: z.string().min(1, 'expected a run id or "latest"').optional(),
     journal: z
       .union(
         [z.boolean(), z.strictObject({ keep: z.enum(["all", "failed", "open"]).optional() })],
@@ -200,7 +201,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, journal, sandbox, cache)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox, cache)`;
   }
   return issue.message;
 }

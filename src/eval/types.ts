@@ -33,6 +33,11 @@ export interface EvalDefinition<Row = DatasetRow> {
    */
   limits?: SampleLimits;
   /**
+   * Reuse an earlier run's outcomes (`--reuse` overrides it): a run id, or `"latest"`, the newest
+   * run of this eval whose identity matches. See docs/reuse.md.
+   */
+  reuse?: string;
+  /**
    * False: `ctx.step` and `ctx.chat` are not journaled, and a resumed sample starts again from
    * scratch (default true: a killed sample resumes mid-trajectory). `{ keep }` journals and sets
    * what finished attempts keep once a run or resume ends: `"all"` (default) their trajectories,

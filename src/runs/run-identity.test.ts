@@ -140,3 +140,50 @@ describe("a run without an identity (created before they were recorded)", () => 
     if (!planning.ok) expect(planning.refusal.reason).toBe("eval-changed");
   });
 });
+
+describe("compareIdentity and local modules", () => {
+  const fn = { kind: "function", name: "solve", sourceSha256: "s" };
+  const recorded: RunIdentity = { ...base, solver: fn, evalFileSha256: "f".repeat(64) };
+
+  it("names a changed helper module as a change of the eval", () => {
+    const was = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "aaa" } } };
+    const now = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "bbb" } } };
+    const c = compareIdentity(was, now);
+    expect(c.evalChanged).toBe(true);
+    expect(c.differences[0]?.field).toBe("solver.modules");
+    expect(JSON.stringify(c.differences[0]?.current)).toContain("lib/helper.ts");
+  });
+
+  it("accepts modules a run recorded before stet recorded them, when the eval file is the same", () => {
+    const now = { ...recorded, solver: { ...fn, modules: { "lib/helper.ts": "aaa" } } };
+    expect(compareIdentity(recorded, now).differences).toEqual([]);
+    const edited = { ...now, evalFileSha256: "e".repeat(64) };
+    expect(compareIdentity(recorded, edited).evalChanged).toBe(true);
+  });
+});
+
+describe("evalIdentity and local modules", () => {
+  it("lists them for a function solver and an agent (tools are code), not for a chat solver", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "stet-identity-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, "eval.mjs"), `import { add } from "./tools.mjs";`);
+    writeFileSync(join(dir, "tools.mjs"), `export const add = 1;`);
+    const path = join(dir, "eval.mjs");
+    const of = (solver: SolverFn) =>
+      evalIdentity({ name: "qa", solver, scorers: [scorers.exact()], epochs: 1 }, path).solver;
+    const tools = { add: { parameters: { type: "object" }, execute: () => 1 } };
+    const model = { model: "gpt-4o-mini", baseURL: "http://127.0.0.1:9/v1" };
+    expect(
+      of(function solve() {
+        return "x";
+      }).modules,
+    ).toEqual({ "tools.mjs": expect.any(String) });
+    expect(of(solvers.agent({ ...model, tools })).modules).toEqual({
+      "tools.mjs": expect.any(String),
+    });
+    expect(of(solvers.chat(model)).modules).toBeUndefined();
+  });
+});

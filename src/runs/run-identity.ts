@@ -39,7 +39,8 @@ export interface IdentityComparison {
  * @example compareIdentity(run.config.identity, evalIdentity(ev, path)).differences
  * // [{ field: "solver.model", recorded: "gpt-4o-mini", current: "gpt-4o", kind: "eval" }]
  */
-export function compareIdentity(recorded: RunIdentity, current: RunIdentity): IdentityComparison {
+export function compareIdentity(recorded: RunIdentity, given: RunIdentity): IdentityComparison {
+  const current = withoutUnrecordedModules(recorded, given);
   const differences: IdentityComparison["differences"] = [];
   const add = (kind: DifferenceKind, field: string, a: Json | undefined, b: Json | undefined) => {
     if (canonicalJson(a ?? null) !== canonicalJson(b ?? null)) {
@@ -75,6 +76,29 @@ export function compareIdentity(recorded: RunIdentity, current: RunIdentity): Id
     evalChanged,
     scorersChanged,
     acceptable: differences.every((d) => d.kind === "recorded"),
+  };
+}
+
+/**
+ * `current` without the `modules` a function solver or scorer of `recorded` does not have, when
+ * the eval file's bytes are the same: such a run was recorded by a stet that did not record the
+ * eval's local modules (an eval that starts importing one changes its own bytes), and resuming it
+ * is no change of its eval.
+ */
+function withoutUnrecordedModules(recorded: RunIdentity, current: RunIdentity): RunIdentity {
+  const sameFile =
+    recorded.evalFileSha256 !== undefined && recorded.evalFileSha256 === current.evalFileSha256;
+  if (!sameFile) return current;
+  const strip = (was: Record<string, Json> | undefined, now: Record<string, Json>) => {
+    if (was === undefined || "modules" in was || !("modules" in now)) return now;
+    const { modules: _unrecorded, ...rest } = now;
+    return rest;
+  };
+  const was = new Map(recorded.scorers.map((s) => [s.name, s.config]));
+  return {
+    ...current,
+    solver: strip(recorded.solver, current.solver),
+    scorers: current.scorers.map((s) => ({ ...s, config: strip(was.get(s.name), s.config) })),
   };
 }
 
@@ -203,7 +227,7 @@ function compareNames(run: Run, current: RunIdentity): IdentityComparison {
 }
 
 /** The scorers of `current` that `recorded` does not have with the same configuration. */
-function changedScorers(
+export function changedScorers(
   recorded: readonly ScorerIdentity[],
   current: readonly ScorerIdentity[],
 ): string[] {

@@ -5,7 +5,7 @@ import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import { planRun } from "../core/plan.js";
-import type { AttemptDraft, DatasetEvalConfig, RunConfig } from "../core/types.js";
+import type { AttemptDraft, DatasetEvalConfig, RunConfig, RunIdentity } from "../core/types.js";
 import { datasetEval } from "../eval/dataset-eval.js";
 import type { ExecuteOptions } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
@@ -13,11 +13,13 @@ import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
 import { StetError } from "../core/errors.js";
 import { evalIdentity } from "./eval-identity.js";
-import { requireLeases, type Store } from "../store/types.js";
+import { requireLeases, type StepDraft, type Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
+import { planReuseFrom } from "./reuse-run.js";
+import { rescoreUnits } from "./resume-run.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
 
@@ -42,6 +44,11 @@ export interface RunDefinition {
    */
   declaredEpochs?: number;
   /**
+   * Reuse an earlier run's outcomes (`--reuse`): a run id, or `latest` (see `planReuseFrom`).
+   * Reused keys are recorded as the seed is, with provenance `imported` from `run:<id>#<attempt>`.
+   */
+  reuse?: string;
+  /**
    * Attempts recorded, all or nothing, right after the run is created and before it is planned,
    * so their keys are not executed: the completed results of a partial ResultSet (`stet run
    * --resume-from`). Give them `provenance: { kind: "imported", source }`.
@@ -62,6 +69,17 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
   const { eval: ev } = options;
   const { run, owner, seeded } = await createRecordedRun(options);
   const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
+  // Reused outputs the source's scorers did not score as the eval's do now: scored first.
+  const rescore =
+    plan.toRescore.length === 0
+      ? {}
+      : {
+          rescore: {
+            units: await rescoreUnits(options.store, run.id, plan.toRescore, plan.samples),
+            pass: `reuse-${owner.token.slice(0, 12)}`,
+            journalKeep: ev.journalKeep,
+          },
+        };
   const exec = {
     run,
     owner,
@@ -69,6 +87,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     resumed: false,
     solver: ev.solver,
     scorers: ev.scorers,
+    ...rescore,
     // Seeded attempts are imported, paid for elsewhere: the cap counts none of them.
     ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
@@ -113,16 +132,46 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     options.evalPath,
     runSecrets(store, options.secrets),
   );
+  const reuse = await planReuse(options, identity, distributed);
   const run = await store.runs.create({
     id: options.runId ?? newRunId(),
-    config: { ...recordedConfig(options), identity, ...(distributed ? { distributed } : {}) },
+    config: {
+      ...recordedConfig(options),
+      identity,
+      ...(distributed ? { distributed } : {}),
+      ...(reuse ? { reuse: reuse.summary } : {}),
+    },
     samples: [...ev.samples],
     owner,
   });
-  const seeded = options.seed?.length
-    ? await seedRun(store, run.id, owner.token, options.seed)
+  const seed = [...(options.seed ?? []), ...(reuse?.drafts ?? [])];
+  const seeded = seed.length
+    ? await seedRun(store, run.id, owner.token, seed, reuse?.steps ?? [])
     : [];
   return { run, owner, seeded };
+}
+
+/** The reuse a new run asked for (`options.reuse`), planned before the run is recorded. */
+async function planReuse(options: RunEvalOptions, identity: RunIdentity, distributed: boolean) {
+  if (options.reuse === undefined) return undefined;
+  if (distributed || options.seed?.length) {
+    throw new StetError(
+      "E_USAGE",
+      `--reuse cannot be used with ${distributed ? "--distributed" : "--resume-from"}: start the run with one of them`,
+    );
+  }
+  const {
+    drafts,
+    steps,
+    origins: _origins,
+    ...summary
+  } = await planReuseFrom(options.store, {
+    from: options.reuse,
+    eval: options.eval,
+    identity,
+    model: options.model,
+  });
+  return { drafts, steps, summary };
 }
 
 /** What `stet run` and `POST /api/runs` ask for. */
@@ -149,6 +198,8 @@ export interface StartRequest {
   runId?: string;
   /** How long loading the eval module may take (`--load-timeout`); default `loadEvalFile`'s. */
   loadTimeoutMs?: number;
+  /** Reuse an earlier run's outcomes (`--reuse`): a run id or `latest`; default the eval's `reuse`. */
+  reuse?: string;
 }
 
 /**
@@ -198,7 +249,20 @@ export async function prepareStart(
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
     ...(request.model === undefined ? {} : { model: request.model }),
     ...(request.limit === undefined ? {} : { limit: request.limit }),
+    ...reuseOf(request.reuse ?? loaded.eval.reuse, request.resumeFrom),
   };
+}
+
+/** The reuse a start asks for; with `--resume-from` too, refused (`E_USAGE`): one seed or the other. */
+function reuseOf(reuse: string | undefined, resumeFrom: string | undefined): { reuse?: string } {
+  if (reuse === undefined) return {};
+  if (resumeFrom !== undefined) {
+    throw new StetError(
+      "E_USAGE",
+      "--reuse cannot be used with --resume-from: start the run with one of them",
+    );
+  }
+  return { reuse };
 }
 
 function runConfig(options: RunDefinition): RunConfig {
@@ -224,9 +288,17 @@ function runConfig(options: RunDefinition): RunConfig {
 }
 
 /** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
-async function seedRun(store: Store, runId: string, token: string, seed: AttemptDraft[]) {
+async function seedRun(
+  store: Store,
+  runId: string,
+  token: string,
+  seed: AttemptDraft[],
+  steps: StepDraft[],
+) {
   try {
-    return await store.attempts.record(runId, token, seed);
+    // The reused attempts' journals go in the same transaction, bound to them as they commit.
+    const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
+    return await store.attempts.record(runId, token, seed, extras);
   } catch (error) {
     await store.runs.release(runId, token, "interrupted", "seeding the run failed").catch(() => {});
     throw error;

@@ -86,3 +86,19 @@ describe("POST /api/runs/:id/resume", () => {
     expect(config.history?.[0]?.differences.map((d) => d.field)).toContain("solver.sourceSha256");
   });
 });
+
+describe("POST /api/runs with reuse", () => {
+  it("reuses the latest run's outcomes: no solver call, the run's config says from where", async () => {
+    const add = additionEval();
+    const t = setup([add.ev]);
+    await collectSse(await t.post("/api/runs", { eval: "addition", runId: "a1" }));
+    const calls = new Map(add.calls);
+    const events = await collectSse(
+      await t.post("/api/runs", { eval: "addition", runId: "b1", reuse: "latest" }),
+    );
+    expect(events.at(-1)).toMatchObject({ event: "completed", data: { status: "completed" } });
+    expect(add.calls).toEqual(calls);
+    const run = await t.store.runs.get("b1");
+    expect(run?.config.reuse).toMatchObject({ source: "a1", reused: calls.size, notReused: [] });
+  });
+});

@@ -147,6 +147,8 @@ export function exportRow(a: Attempt, journal?: Json[]) {
     durationMs: a.durationMs,
     error: a.error,
     provenance: a.provenance.kind,
+    // Where an imported or reused outcome came from (`run:<id>#<attempt>` for a reused one).
+    ...(a.provenance.kind === "imported" ? { source: a.provenance.source } : {}),
     ...(a.redacted === undefined ? {} : { redacted: a.redacted }),
     // The attempt's step journal (ctx.step / ctx.chat): its trajectory, when it has one.
     ...(journal === undefined ? {} : { journal }),

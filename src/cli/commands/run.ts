@@ -51,6 +51,8 @@ export interface RunFlags {
   distributed?: boolean;
   /** How long loading the eval module may take, ms. */
   loadTimeout?: number;
+  /** Reuse an earlier run's outcomes: a run id, or `latest`. */
+  reuse?: string;
 }
 
 /**
@@ -72,6 +74,12 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
     throw new StetError(
       "E_USAGE",
       "--output streams one process's results; a distributed run's are in the store: `stet export <id>` once it is complete",
+    );
+  }
+  if (flags.resume && flags.reuse !== undefined) {
+    throw new StetError(
+      "E_USAGE",
+      "--reuse starts a new run; a resume goes on with the run's own keys",
     );
   }
   const source = evalSource(target, flags);
@@ -173,6 +181,7 @@ function startRequest(
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+    ...(flags.reuse === undefined ? {} : { reuse: flags.reuse }),
   };
 }
 

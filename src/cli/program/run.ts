@@ -54,6 +54,10 @@ export function registerRun(program: Command): void {
       "seed the new run with the completed results of a (partial) ResultSet or Results JSONL",
     )
     .option(
+      "--reuse <run>",
+      "reuse the outcomes of an earlier run (a run id, or latest: the newest run of this eval whose identity matches) for every key whose sample is unchanged; only the others execute",
+    )
+    .option(
       "--output <file>",
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )

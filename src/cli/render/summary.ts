@@ -1,5 +1,6 @@
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup, RetryTotals } from "../../core/outcome-fold.js";
+import type { ReuseSummary } from "../../core/reuse-plan.js";
 import {
   formatCost,
   formatCount,
@@ -34,6 +35,30 @@ export function renderPlan(plan: PlanSummary): string {
   return lines.join("\n");
 }
 
+/**
+ * What a run started with `--reuse` took from where, and why the other keys were not reused, one
+ * line per reason with its count.
+ *
+ * @example renderReuse({ source: "r_a", requested: "latest", reused: 174, rescored: 0, notReused: [{ reason: "new sample", keys: 10 }] })
+ * // ["reuse    174 keys reused from run r_a · 10 not reused:", "           10  new sample"]
+ */
+export function renderReuse(reuse: ReuseSummary): string[] {
+  const from =
+    reuse.source === null
+      ? `(no source run for --reuse ${reuse.requested})`
+      : `from run ${reuse.source}`;
+  const rescored =
+    reuse.rescored > 0 ? ` (${formatCount(reuse.rescored)} scored again by new scorers)` : "";
+  const missed = reuse.notReused.reduce((sum, group) => sum + group.keys, 0);
+  return [
+    `reuse    ${formatCount(reuse.reused)} keys reused ${from}${rescored}` +
+      (missed > 0 ? ` · ${formatCount(missed)} not reused:` : ""),
+    ...reuse.notReused.map(
+      (group) => `         ${formatCount(group.keys).padStart(6)}  ${group.reason}`,
+    ),
+  ];
+}
+
 /** The end-of-run summary: metrics per scorer, counts, tokens, cost split, retries, timing. */
 export function renderSummary(report: RunReport): string {
   const rows = [
@@ -59,6 +84,7 @@ export function renderSummary(report: RunReport): string {
     `work     ${formatCount(report.executed)} executed now · ` +
       `${report.rescored > 0 ? `${formatCount(report.rescored)} rescored now · ` : ""}` +
       `${formatCount(report.preserved)} preserved`,
+    ...(report.reuse ? renderReuse(report.reuse) : []),
     `tokens   ${formatTokens(tokens)} (all attempts)`,
     costLine(report) +
       (usage.byOtherWorkers

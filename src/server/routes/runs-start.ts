@@ -25,6 +25,8 @@ const startBody = z
     cache: z.boolean().optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
     runId: z.string().min(1).max(64).optional(),
+    /** Reuse an earlier run's outcomes: a run id, or `latest` (see docs/reuse.md). */
+    reuse: z.string().min(1).max(64).optional(),
     /** With `runId` of an existing run: go on although the eval changed. */
     allowEvalChange: z.boolean().optional(),
   })

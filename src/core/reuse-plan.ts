@@ -1,0 +1,170 @@
+import { canonicalJson } from "./json.js";
+import { keyString } from "./keys.js";
+import type { AttemptRef } from "./plan.js";
+import type { Attempt, AttemptDraft, AttemptStatus, SampleRecord } from "./types.js";
+
+/**
+ * The one rule of what an earlier run's outcome may be reused as: a scored one, a limited one
+ * included (it is scored, with its `limit`). Errors never are (their key executes again).
+ *
+ * @example reusableStatus("scored") // true
+ */
+export function reusableStatus(status: AttemptStatus): boolean {
+  return status === "scored";
+}
+
+/** Why the keys of one group were not reused, and how many they are. */
+export interface NotReused {
+  reason: string;
+  keys: number;
+}
+
+/** What reuse from an earlier run did for a new run: recorded in its configuration (`reuse`). */
+export interface ReuseSummary {
+  /** The run reused from; null when none was found (`latest` with no matching run). */
+  source: string | null;
+  /** What was asked: a run id, or `latest`. */
+  requested: string;
+  /** Keys recorded from the source run (their outputs, and their scores where the scorers match). */
+  reused: number;
+  /** Of those, keys whose output is scored again by scorers the source did not have as they are now. */
+  rescored: number;
+  /** The keys not reused, grouped by why, most first. */
+  notReused: NotReused[];
+}
+
+export interface ReusePlanInput {
+  source: string | null;
+  requested: string;
+  /**
+   * Why nothing of the source can be reused (its eval or model differ, there is none), each as
+   * one line (`solver.model: "a" → "b"`); empty when the source's identity matches.
+   */
+  blockers: readonly string[];
+  /** The new run's samples and epochs. */
+  samples: readonly SampleRecord[];
+  epochs: number;
+  /** The source run's snapshot: tells a changed sample from a new one. */
+  sourceSamples: readonly SampleRecord[];
+  /** The source run's attempts (current scores), any order. */
+  sourceAttempts: readonly Attempt[];
+  /** The new eval's scorers, in order; those in `rescore` are new or changed since the source. */
+  scorers: readonly string[];
+  rescore: readonly string[];
+}
+
+export interface ReusePlan extends ReuseSummary {
+  /**
+   * The attempts to record in the new run before it is planned: provenance `imported` from
+   * `run:<source>#<attempt>`. One still to be scored by a new scorer is recorded as that
+   * scorer's error (its other scores carried), so the run, and a resume of it, scores it.
+   */
+  drafts: AttemptDraft[];
+  /** Per draft, in the same order, the source attempt it copies (the same key, its number). */
+  origins: AttemptRef[];
+}
+
+/**
+ * Which keys of a new run an earlier run's outcomes stand for: every key whose sample fingerprint
+ * matches a reusable outcome of the source (see `reusableStatus`), when nothing blocks reuse.
+ * Every other key is counted under why: `new sample`, `sample changed: input`, `source outcome
+ * is an error`, `not executed in the source`, or a blocker. Pure and deterministic.
+ *
+ * @example planReuse({ source: "r_a", requested: "latest", blockers: [], ... }).reused // 174
+ */
+export function planReuse(input: ReusePlanInput): ReusePlan {
+  const reasons = new Map<string, number>();
+  const skip = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  const outcomes = sourceOutcomes(input.sourceAttempts);
+  const before = new Map(input.sourceSamples.map((r) => [r.sample.id, r]));
+  const drafts: AttemptDraft[] = [];
+  const origins: AttemptRef[] = [];
+  const blocked = input.blockers.join("; ");
+  for (let epoch = 1; epoch <= input.epochs; epoch++) {
+    for (const record of input.samples) {
+      if (blocked) {
+        skip(blocked);
+        continue;
+      }
+      const found = outcomes.get(
+        `${keyString({ sampleId: record.sample.id, epoch })}\u0000${record.fingerprint}`,
+      );
+      if (found && reusableStatus(found.status)) {
+        drafts.push(reusedDraft(found, input));
+        origins.push({ sampleId: found.sampleId, epoch: found.epoch, attempt: found.attempt });
+      } else if (found) skip("source outcome is an error");
+      else skip(missingReason(record, before.get(record.sample.id)));
+    }
+  }
+  const notReused = [...reasons]
+    .map(([reason, keys]) => ({ reason, keys }))
+    .sort((a, b) => b.keys - a.keys || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
+  return {
+    source: input.source,
+    requested: input.requested,
+    reused: drafts.length,
+    rescored: input.rescore.length > 0 ? drafts.length : 0,
+    notReused,
+    drafts,
+    origins,
+  };
+}
+
+/** Per key and fingerprint, the source's outcome: its latest reusable attempt, else its latest. */
+function sourceOutcomes(attempts: readonly Attempt[]): Map<string, Attempt> {
+  const outcomes = new Map<string, Attempt>();
+  for (const attempt of attempts) {
+    const k = `${keyString(attempt)}\u0000${attempt.fingerprint}`;
+    const held = outcomes.get(k);
+    const better =
+      !held ||
+      (reusableStatus(attempt.status) && !reusableStatus(held.status)) ||
+      (reusableStatus(attempt.status) === reusableStatus(held.status) &&
+        attempt.attempt > held.attempt);
+    if (better) outcomes.set(k, attempt);
+  }
+  return outcomes;
+}
+
+function missingReason(now: SampleRecord, was: SampleRecord | undefined): string {
+  if (!was) return "new sample";
+  if (was.fingerprint === now.fingerprint) return "not executed in the source";
+  const fields = (["input", "target", "metadata"] as const).filter(
+    (field) =>
+      canonicalJson(was.sample[field] ?? null) !== canonicalJson(now.sample[field] ?? null),
+  );
+  return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
+}
+
+function reusedDraft(attempt: Attempt, input: ReusePlanInput): AttemptDraft {
+  const rescore = new Set(input.rescore);
+  const kept = new Set(input.scorers.filter((name) => !rescore.has(name)));
+  const scores = attempt.scores.filter((s) => kept.has(s.scorer));
+  const pending = input.scorers.filter((name) => rescore.has(name));
+  const draft: AttemptDraft = {
+    sampleId: attempt.sampleId,
+    epoch: attempt.epoch,
+    status: pending.length > 0 ? "error" : attempt.status,
+    output: attempt.output,
+    scores,
+    usage: attempt.usage,
+    transcript: attempt.transcript,
+    error:
+      pending.length > 0
+        ? {
+            type: "scorer",
+            scorer: pending[0]!,
+            message: `reused from run ${input.source}; not scored yet by ${pending.join(", ")}`,
+          }
+        : null,
+    startedAt: attempt.startedAt,
+    completedAt: attempt.completedAt,
+    durationMs: attempt.durationMs,
+    fingerprint: attempt.fingerprint,
+    provenance: { kind: "imported", source: `run:${input.source}#${attempt.attempt}` },
+  };
+  if (attempt.retries !== undefined) draft.retries = attempt.retries;
+  if (attempt.redacted !== undefined) draft.redacted = attempt.redacted;
+  if (attempt.limit !== undefined) draft.limit = attempt.limit;
+  return draft;
+}
