@@ -316,6 +316,9 @@ describe("stet export", () => {
       "cacheWriteTokens",
       "reasoningTokens",
       "reusedCostUsd",
+      "limit",
+      "limitValue",
+      "limitUsed",
     ]);
     expect(records).toHaveLength(8);
     const byKey = new Map(
