@@ -289,7 +289,7 @@ describe("bad input", () => {
     });
     const csv = await runCli(["export", runId, "--format", "csv"], { cwd: p.dir });
     expect(csv.stdout.split("\n")[0]).toBe(
-      "sampleId,epoch,status,input,target,output,exact,error,inputTokens,outputTokens,costUsd,startedAt,completedAt,durationMs,retries,cachedInputTokens,cacheWriteTokens,reasoningTokens,reusedCostUsd",
+      "sampleId,epoch,status,input,target,output,exact,error,inputTokens,outputTokens,costUsd,startedAt,completedAt,durationMs,retries,cachedInputTokens,cacheWriteTokens,reasoningTokens,reusedCostUsd,limit,limitValue,limitUsed",
     );
     expect(csv.stdout.trim().split("\n")).toHaveLength(11);
   });
