@@ -32,6 +32,7 @@ const NUMERIC_FLAGS: Record<string, Record<string, BoundName>> = {
     "--max-streams": "maxStreams",
     "--load-timeout": "loadTimeoutMs",
   },
+  plan: { "--epochs": "epochs", "--limit": "limit", "--load-timeout": "loadTimeoutMs" },
   cancel: { "--wait": "cancelWaitMs" },
   export: { "--pass-threshold": "passThreshold" },
 };
@@ -39,6 +40,7 @@ const NUMERIC_FLAGS: Record<string, Record<string, BoundName>> = {
 const NUMERIC_VALUE = /<(n|ms|usd|score|bytes)>/;
 const ARGUMENTS: Record<string, string[]> = {
   run: ["eval.mjs"],
+  plan: ["eval.mjs"],
   resume: ["r_x"],
   rescore: ["r_x"],
   cancel: ["r_x"],
