@@ -37,13 +37,19 @@ export interface SolverContext {
    * there on. `ctx.chat` calls are journaled the same way. `{ journal: false }` runs `fn`
    * unjournaled (and takes no step number).
    *
+   * `{ behind: true }` returns the result while its entry commits, for a result that only model
+   * calls (`ctx.chat`) and the output see until the next `ctx.step`, as an agent's tool result
+   * does: the next model call goes out during the commit instead of after it. The next step,
+   * and the return of every `ctx.chat`, wait for the commit. Do not pass it when code acts on
+   * the result outside the process (a file, a request) before the next step.
+   *
    * @example const files = await ctx.step("ls", { dir }, () => listFiles(dir));
    */
   step<T>(
     name: string,
     input: Json,
     fn: () => Promise<T> | T,
-    options?: { journal?: boolean },
+    options?: { journal?: boolean; behind?: boolean },
   ): Promise<T>;
   /**
    * Journals one model call that the caller sends itself (`solvers.chat` does, with its own

@@ -136,7 +136,7 @@ export function context(
       name: string,
       input: Json,
       fn: () => Promise<T> | T,
-      options?: { journal?: boolean },
+      options?: { journal?: boolean; behind?: boolean },
     ): Promise<T> {
       if (typeof name !== "string" || name === "") {
         throw new Error("ctx.step needs a name (a non-empty string)");
@@ -149,6 +149,7 @@ export function context(
         input,
         async () => ({ result: await fn() }),
         (thrown) => (signal.aborted ? null : stepError(thrown)),
+        { behind: options?.behind === true },
       );
       return done.result as T;
     },

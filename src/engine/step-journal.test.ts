@@ -347,3 +347,89 @@ describe("ctx.chatStep with { last: true }", () => {
     expect(entries.every((e) => e.attempt === 1)).toBe(true);
   });
 });
+
+describe("ctx.step with { behind: true }", () => {
+  interface Gate {
+    /** Lets the journal's commits through, 5 ms from now. */
+    open: () => void;
+    log: (event: string) => void;
+  }
+
+  /**
+   * A one-sample run whose journal commits wait until the solver opens the gate: the events it
+   * logs and the gate's opening, in order, and the entries committed.
+   */
+  async function gatedRun(solver: (ctx: Parameters<SolverFn>[1], gate: Gate) => Promise<string>) {
+    const s = store();
+    const events: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const open = () =>
+      void setTimeout(() => {
+        events.push("commits let through");
+        release();
+      }, 5);
+    const gated: Store = {
+      ...s,
+      journal: {
+        ...s.journal,
+        record: async (...args) => {
+          await gate;
+          return s.journal.record(...args);
+        },
+      },
+    };
+    const log = (event: string) => void events.push(event);
+    const report = await runEval({
+      store: gated,
+      eval: engineEval((_sample, ctx) => solver(ctx, { open, log }), {
+        samples: records(1),
+        concurrency: 1,
+      }),
+    });
+    expect(report.status).toBe("completed");
+    const entries = await s.journal.list(report.runId);
+    return { events, entries: entries.map((e) => [e.step, e.name]) };
+  }
+
+  it("returns while its entry commits; a model call goes out meanwhile and returns after it", async () => {
+    const request = { model: "m", messages: [{ role: "user", content: "go" }] };
+    const { events, entries } = await gatedRun(async (ctx, { open, log }) => {
+      await ctx.step("tool", { i: 0 }, () => log("tool runs"), { behind: true });
+      log("tool returned");
+      const { reply } = await ctx.chatStep!(request, async () => {
+        log("call sent");
+        open();
+        return { content: "done", model: "m" };
+      });
+      log("call returned");
+      return reply.content;
+    });
+    expect(events).toEqual([
+      "tool runs",
+      "tool returned",
+      "call sent",
+      "commits let through",
+      "call returned",
+    ]);
+    expect(entries).toEqual([
+      [0, "tool"],
+      [1, "chat"],
+    ]);
+  });
+
+  it("the next step does not run until the entry is durable", async () => {
+    const { events, entries } = await gatedRun(async (ctx, { open, log }) => {
+      await ctx.step("a", {}, () => log("a runs"), { behind: true });
+      log("a returned");
+      open();
+      await ctx.step("b", {}, () => log("b runs"));
+      return "ok";
+    });
+    expect(events).toEqual(["a runs", "a returned", "commits let through", "b runs"]);
+    expect(entries).toEqual([
+      [0, "a"],
+      [1, "b"],
+    ]);
+  });
+});

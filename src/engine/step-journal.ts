@@ -82,6 +82,9 @@ export class StepJournal {
   #unwritable = false;
   /** The errored attempt's entries are still to be written as this execution's (`reopen`). */
   #toReopen: boolean;
+  /** Writes of `behind` steps still committing, and the first failure among them. */
+  #behind: Promise<void>[] = [];
+  #behindFailure: { error: unknown } | null = null;
 
   constructor(options: JournalOptions) {
     this.#options = options;
@@ -100,6 +103,12 @@ export class StepJournal {
    * than it, but the step returns without waiting for the entry to be durable. A kill before
    * that commit loses the entry, as a kill before any write does; nothing that saw the result
    * outlives the process. A failed write fails the attempt's own write (the same writer).
+   *
+   * `behind`: until the next step of kind "step", only model calls (and the output) see the
+   * result. The step returns while its entry commits; a model call may go out meanwhile (it acts
+   * on nothing outside; its own entry is queued after this one, so it never commits first), and
+   * the next "step" step, `finish` and every chat step's return wait for the commit. A kill before
+   * it loses the entry and whatever call went out on it, as a kill during that call would.
    */
   async step(
     kind: StepDraft["kind"],
@@ -107,7 +116,7 @@ export class StepJournal {
     input: Json,
     run: () => Promise<{ result: unknown; usage?: Usage | undefined }>,
     record: (thrown: unknown) => StepError | null,
-    options: { last?: boolean } = {},
+    options: { last?: boolean; behind?: boolean } = {},
   ): Promise<StepOutcome> {
     const index = this.#next++;
     const inputText = jsonText(input, `the input of step "${name}"`);
@@ -127,6 +136,8 @@ export class StepJournal {
       const replayedUsage = bought ? carriedUsage(usage) : reusedUsage(usage);
       return { result: replay.result, replayed: true, usage, replayedUsage };
     }
+    // A step may act outside the process: what it acts on must be durable first.
+    if (kind === "step") await this.#settleBehind();
     const started = performance.now();
     const recordedAt = new Date().toISOString();
     let result: Json = null;
@@ -146,7 +157,9 @@ export class StepJournal {
     this.#checkSize(draft, name, inputText.length);
     this.trail.push(draft);
     if (options.last && !error) void this.#write(draft).catch(() => {});
+    else if (options.behind && !error) this.#writeBehind(draft);
     else await this.#write(draft);
+    if (kind === "chat") await this.#settleBehind();
     if (error) throw new StepFailed(error, false);
     return { result, replayed: false, usage, replayedUsage: null };
   }
@@ -156,6 +169,7 @@ export class StepJournal {
    * path) are not its trajectory, and are dropped before its attempt commits and binds the rest.
    */
   async finish(): Promise<void> {
+    await this.#settleBehind();
     const { entries, key } = this.#options;
     if (!this.#replaying || this.#next >= entries.length) return;
     this.#replaying = false;
@@ -193,6 +207,20 @@ export class StepJournal {
       if (!isStetError(error, "E_STORE_UNWRITABLE")) throw error;
       this.#unwritable = true;
     }
+  }
+
+  /** Starts a `behind` step's write; its failure is rethrown by the next `#settleBehind`. */
+  #writeBehind(draft: StepDraft): void {
+    const write = this.#write(draft).catch((error: unknown) => {
+      this.#behindFailure ??= { error };
+    });
+    this.#behind.push(write);
+  }
+
+  /** Waits for the `behind` writes still committing; throws the first that failed. */
+  async #settleBehind(): Promise<void> {
+    if (this.#behind.length > 0) await Promise.all(this.#behind.splice(0));
+    if (this.#behindFailure) throw this.#behindFailure.error;
   }
 
   #match(index: number, name: string, inputHash: string): JournalEntry | undefined {

@@ -233,14 +233,17 @@ async function runToolCall(
   if (!checked.ok) return `Error: invalid arguments for tool "${call.name}": ${checked.problem}`;
   const thrown: { error?: unknown } = {};
   try {
-    const result = await ctx.step(`tool:${call.name}`, call.arguments, async () => {
+    // Only the next model call sees the result before the next tool runs: the call may go out
+    // while the entry commits (the next tool, and the call's return, wait for it).
+    const execute = async () => {
       try {
         return await tool.execute(checked.args, toolContext(ctx, sample, call.id));
       } catch (error) {
         thrown.error = error;
         throw error;
       }
-    });
+    };
+    const result = await ctx.step(`tool:${call.name}`, call.arguments, execute, { behind: true });
     return toolContent(result);
   } catch (error) {
     // Only the tool's own failure (now, or recorded by the journal and replayed) is the model's
