@@ -175,15 +175,14 @@ describe("stet run --reuse", () => {
     const before = new Map(
       (await exported(p.dir, a.runId)).map((r) => [`${String(r.sampleId)}#${String(r.epoch)}`, r]),
     );
+    expect(before.size).toBe(200);
     const after = (await exported(p.dir, b.runId)).filter((r) => r.provenance === "imported");
     expect(after).toHaveLength(174);
     for (const row of after) {
       const { runId, provenance, source, ...rest } = row;
-      const {
-        runId: runA,
-        provenance: kindA,
-        ...was
-      } = before.get(`${String(row.sampleId)}#${String(row.epoch)}`)!;
+      const key = `${String(row.sampleId)}#${String(row.epoch)}`;
+      expect([...before.keys()], `run B's imported ${key} is not in run A's export`).toContain(key);
+      const { runId: runA, provenance: kindA, ...was } = before.get(key)!;
       expect([runId, provenance, source, runA, kindA]).toEqual([
         b.runId,
         "imported",
