@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { seedDistributedRun } from "../../test/helpers/distributed-run.js";
-import { gatedEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
+import { gatedEval, setupTestApp as setup, waitFor } from "../../test/helpers/server-app.js";
 import { collectSse, readSse, readUntil } from "../../test/helpers/sse.js";
 import { resolveEval } from "../eval/resolve-eval.js";
 import { startDistributed } from "../runs/start-run.js";
@@ -127,5 +127,58 @@ describe("a distributed run through the API", () => {
       "stopped",
       "finished",
     ]);
+  });
+
+  it("resume takes the body's maxCost as the cap over the run's total, and refuses what a distributed run cannot do", async () => {
+    const { ev, calls, allow } = gatedEval({ n: 12, concurrency: 2, costUsd: 0.01 });
+    const t = setup([ev]);
+    const resolved = await resolveEval(ev, { baseDir: t.dir });
+    let started!: (runId: string) => void;
+    const id = new Promise<string>((resolve) => (started = resolve));
+    const first = startDistributed({
+      store: t.store,
+      eval: resolved,
+      heartbeatMs: 20,
+      onEvent: (event) => {
+        if (event.type === "run-started") started(event.runId);
+        if (event.type === "stopping") allow();
+      },
+    });
+    const runId = await id;
+    allow(3);
+    await waitFor(
+      async () => ((await t.store.reads.listAttemptHeads(runId)).length >= 3 ? true : undefined),
+      "three attempts",
+    );
+    expect((await t.post(`/api/runs/${runId}/cancel`)).status).toBe(202);
+    await first;
+    const spent = (await t.store.reads.listAttemptHeads(runId)).length;
+    const before = new Map(calls);
+
+    for (const [ask, named] of [
+      [{ rerun: ["g00"] }, "rerun"],
+      [{ rerunFailed: true }, "rerunFailed"],
+      [{ rerunLimited: true }, "rerunLimited"],
+      [{ rerunChanged: true }, "rerunChanged"],
+      [{ allowEvalChange: true }, "allowEvalChange"],
+    ] as const) {
+      const refused = await t.post(`/api/runs/${runId}/resume`, ask);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        error: { code: "invalid_request", message: expect.stringContaining(named) },
+      });
+    }
+    expect(await t.store.runs.get(runId)).toMatchObject({ status: "interrupted" });
+
+    // A cap below what the run has spent: this worker stops at once and executes nothing.
+    const res = await t.post(`/api/runs/${runId}/resume`, { maxCost: 0.005 });
+    expect(res.status).toBe(200);
+    const events = await collectSse(res);
+    expect(events.at(-1)).toMatchObject({
+      event: "completed",
+      data: { status: "interrupted", budget: { maxCostUsd: 0.005, reached: true } },
+    });
+    expect(calls).toEqual(before);
+    expect((await t.store.reads.listAttemptHeads(runId)).length).toBe(spent);
   });
 });

@@ -151,7 +151,14 @@ export async function scoredKeys(store: Store, runId: string): Promise<Set<strin
  * can freeze a run mid-way (in-flight calls block) and check its state. Calls count per key.
  */
 export function gatedEval(
-  options: { name?: string; n?: number; concurrency?: number; variant?: string } = {},
+  options: {
+    name?: string;
+    n?: number;
+    concurrency?: number;
+    variant?: string;
+    /** What each attempt costs (its usage); none by default. */
+    costUsd?: number;
+  } = {},
 ) {
   const calls = new Map<string, number>();
   let allowed = 0;
@@ -186,7 +193,11 @@ export function gatedEval(
     const key = `${sample.id}#${ctx.epoch}`;
     calls.set(key, (calls.get(key) ?? 0) + 1);
     await ticket(ctx.signal);
-    return String(sample.target);
+    const output = String(sample.target);
+    const { costUsd } = options;
+    return costUsd === undefined
+      ? output
+      : { output, usage: { inputTokens: 1, outputTokens: 1, costUsd } };
   };
   const ev = defineEval<DatasetRow>({
     name: options.name ?? "gated",

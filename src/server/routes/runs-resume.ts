@@ -104,8 +104,9 @@ export async function resumeResponse(
   if (!planning.ok && planning.refusal.reason === "distributed") {
     // A distributed run: this server joins it as one of its workers (reopening it if it was
     // interrupted), with the registered eval only; refused (400) before a stream opens when the
-    // store cannot lease keys.
+    // store cannot lease keys, or for what its workers cannot do.
     requireLeases(deps.store);
+    refuseForDistributed(runId, ask);
     const release = deps.streams.take();
     return streamExecution(
       c,
@@ -119,6 +120,7 @@ export async function resumeResponse(
           reopen: true,
           ...evals,
           ...(ask.cache === undefined ? {} : { cache: ask.cache }),
+          ...(ask.maxCost === undefined ? {} : { maxCost: ask.maxCost }),
         }),
       release,
     );
@@ -161,6 +163,26 @@ export async function resumeResponse(
     runId,
     (controls) => runExecution(execution, { ...options, ...controls }),
     release,
+  );
+}
+
+/**
+ * What a distributed run's workers cannot do (they execute every key without a scored attempt,
+ * with the run's eval): refused (400) as `stet resume` refuses its flags, never ignored.
+ */
+function refuseForDistributed(runId: string, ask: ResumeAsk): void {
+  const unsupported = [
+    ask.rerun !== undefined && "rerun",
+    ask.rerunFailed === true && "rerunFailed",
+    ask.rerunLimited === true && "rerunLimited",
+    ask.rerunChanged === true && "rerunChanged",
+    ask.allowEvalChange === true && "allowEvalChange",
+  ].filter(Boolean);
+  if (unsupported.length === 0) return;
+  throw new ApiError(
+    400,
+    "invalid_request",
+    `${unsupported.join(", ")} cannot be sent for run ${runId}, a distributed run: its workers execute every key without a scored attempt`,
   );
 }
 
