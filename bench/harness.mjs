@@ -68,19 +68,19 @@ export function instant(n, concurrency) {
 
 /**
  * Runs the CLI; resolves with wall time (ms, from spawn to exit) and peak RSS, rejecting unless it
- * exits `expectCode`.
+ * exits `expectCode`. `discard`: its stdout goes to /dev/null (an export of millions of rows).
  */
-export function cli(args, cwd, env = {}, expectCode = 0) {
+export function cli(args, cwd, env = {}, expectCode = 0, { discard = false } = {}) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, ["--import", RSS, BIN, ...args], {
       cwd,
       env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", discard ? "ignore" : "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
+    child.stdout?.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     child.on("close", (code) => {
       const wallMs = performance.now() - t0;

@@ -1,0 +1,82 @@
+// The scale group (issue 34): a run of 1,000,000 keys (STET_BENCH_SCALE sets another count, e.g.
+// 10000000) through the CLI, and what each read of it costs: wall and peak RSS of the run, the
+// resume plan of the complete run, `stet show`, `stet export --format jsonl`, beside the floor
+// the read paths are held against: the store's raw scan (a SELECT of every attempt row). One
+// repetition each (minutes at this size); run only when named: `npm run bench -- scale`.
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { cli, fmt, jsonl, project, report } from "../harness.mjs";
+
+const N = Number(process.env.STET_BENCH_SCALE ?? 1_000_000);
+
+const instantEval = `
+import { defineEval, scorers } from "stet";
+export default defineEval({
+  name: "bench-scale",
+  dataset: "./data.jsonl",
+  solver: (sample) => sample.input,
+  scorers: [scorers.exact()],
+  concurrency: 64,
+});
+`;
+
+const mb = (kb) => `${Math.round(kb / 1024)} MB`;
+const perSecond = (rows, ms) => `${Math.round((rows / ms) * 1000).toLocaleString()} rows/s`;
+
+/** The floor: every attempt row of the run read through better-sqlite3 (ms). */
+function rawScan(db, runId) {
+  const store = new Database(db, { readonly: true });
+  try {
+    const t0 = performance.now();
+    let rows = 0;
+    for (const _row of store.prepare("SELECT * FROM attempts WHERE run_id = ?").iterate(runId)) {
+      rows++;
+    }
+    return { ms: performance.now() - t0, rows };
+  } finally {
+    store.close();
+  }
+}
+
+export default async function scale() {
+  const n = N.toLocaleString();
+  const dir = project({ "eval.mjs": instantEval, "data.jsonl": jsonl(N) });
+  try {
+    const run = await cli(["run", "eval.mjs", "--json"], dir);
+    const runId = JSON.parse(run.stdout).runId;
+    report(
+      `${n} keys, instant solver, SQLite, concurrency 64 (CLI): wall, peak RSS`,
+      `${fmt(run.wallMs)} (${perSecond(N, run.wallMs).replace("rows", "keys")}), ${mb(run.rssKb)}`,
+      "≤ 300 MB",
+      run.rssKb / 1024 <= 300,
+    );
+    const resume = await cli(["resume", runId], dir);
+    report(
+      `\`stet resume\` of the complete ${n}-key run (start-up, dataset read, plan): wall, peak RSS`,
+      `${fmt(resume.wallMs)}, ${mb(resume.rssKb)}`,
+      "≤ 3 s",
+      resume.wallMs <= 3_000,
+    );
+    const show = await cli(["show", runId], dir);
+    report(
+      `\`stet show\` of the ${n}-key run: wall, peak RSS`,
+      `${fmt(show.wallMs)}, ${mb(show.rssKb)}`,
+      "≤ 0.3 s",
+      show.wallMs <= 300,
+    );
+    const floor = rawScan(join(dir, ".stet/stet.db"), runId);
+    if (floor.rows !== N) throw new Error(`the raw scan read ${floor.rows} rows of ${N}`);
+    const exported = await cli(["export", runId, "--format", "jsonl"], dir, {}, 0, {
+      discard: true,
+    });
+    report(
+      `\`stet export --format jsonl\` of the ${n}-key run (to /dev/null): wall, rate, peak RSS; the raw scan`,
+      `${fmt(exported.wallMs)} (${perSecond(N, exported.wallMs)}), ${mb(exported.rssKb)}; raw scan ${fmt(floor.ms)} (${perSecond(N, floor.ms)}), ${(exported.wallMs / floor.ms).toFixed(1)} × it`,
+      "≥ 200,000 rows/s and ≤ 2 × the raw scan",
+      (N / exported.wallMs) * 1000 >= 200_000 && exported.wallMs <= 2 * floor.ms,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
