@@ -11,6 +11,7 @@ import {
 } from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
@@ -97,7 +98,10 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   );
   try {
     // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
-    const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
+    const again = async () => {
+      await checkReuseOfExisting(store, prepared.runId, flags.reuse);
+      return resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
+    };
     if (flags.runId !== undefined && (await store.runs.get(flags.runId))) return await again();
     const start = flags.distributed ? startDistributed : runEval;
     try {
@@ -121,6 +125,31 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `--run-id <existing> --reuse <x>`: the same command again goes on with the run it started
+ * (its reused keys are stored in it, so the resume executes only the rest). A run that was
+ * started without `--reuse`, or with another one, is refused (`E_USAGE`) rather than resumed
+ * with the flag ignored.
+ */
+async function checkReuseOfExisting(
+  store: Store,
+  runId: string,
+  reuse: string | undefined,
+): Promise<void> {
+  if (reuse === undefined) return;
+  const run = await store.runs.get(runId);
+  const recorded = run?.config.reuse?.requested;
+  if (recorded === reuse) return;
+  const started =
+    recorded === undefined ? "was started without --reuse" : `was started with --reuse ${recorded}`;
+  throw new StetError(
+    "E_USAGE",
+    `--run-id ${runId} names an existing run that ${started}; --reuse ${reuse} only applies to a new run: ` +
+      `drop --reuse to resume it, or give a new --run-id`,
+    { details: { runId } },
+  );
 }
 
 /**
