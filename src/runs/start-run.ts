@@ -200,6 +200,11 @@ export interface StartRequest {
   loadTimeoutMs?: number;
   /** Reuse an earlier run's outcomes (`--reuse`): a run id or `latest`; default the eval's `reuse`. */
   reuse?: string;
+  /**
+   * Load the eval module and its local imports again even when this process loaded them before
+   * (`stet run --watch`, which loads an edited eval in the same process).
+   */
+  fresh?: boolean;
 }
 
 /**
@@ -212,16 +217,16 @@ export interface StartRequest {
  */
 export async function prepareStart(
   request: StartRequest,
-): Promise<RunDefinition & { runId: string }> {
+): Promise<RunDefinition & { runId: string; datasetFile?: string }> {
   if (request.runId !== undefined) checkRunId(request.runId);
   const source = request.eval;
   const dataset = typeof source === "object" && "dataset" in source ? source.dataset : undefined;
   const loaded =
     typeof source === "string"
-      ? await loadEvalSource(
-          source,
-          request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs },
-        )
+      ? await loadEvalSource(source, {
+          ...(request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs }),
+          ...(request.fresh ? { fresh: true } : {}),
+        })
       : dataset
         ? datasetEval(dataset)
         : (source as LoadedEvalFile);
@@ -244,6 +249,7 @@ export async function prepareStart(
     eval: ev,
     // A dataset run has no eval file: it records what builds its eval again.
     ...(dataset ? { datasetEval: dataset } : { evalPath: loaded.path }),
+    ...datasetFileOf(dataset?.dataset ?? loaded.eval.dataset, loaded.baseDir),
     declaredEpochs: loaded.eval.epochs ?? EVAL_DEFAULTS.epochs,
     ...(seed === undefined ? {} : { seed: seed.drafts }),
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
@@ -251,6 +257,11 @@ export async function prepareStart(
     ...(request.limit === undefined ? {} : { limit: request.limit }),
     ...reuseOf(request.reuse ?? loaded.eval.reuse, request.resumeFrom),
   };
+}
+
+/** The file the eval's dataset is read from, when it is one (what `stet run --watch` watches). */
+function datasetFileOf(dataset: unknown, baseDir: string): { datasetFile?: string } {
+  return typeof dataset === "string" ? { datasetFile: resolve(baseDir, dataset) } : {};
 }
 
 /** The reuse a start asks for; with `--resume-from` too, refused (`E_USAGE`): one seed or the other. */

@@ -18,6 +18,7 @@ import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { resumeHint } from "../resume-hint.js";
 import { runManyWithUi } from "../run-many.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
+import { watchRuns } from "../watch.js";
 import { resumeCommand, resumeInStore } from "./resume.js";
 
 export interface RunFlags {
@@ -54,6 +55,8 @@ export interface RunFlags {
   loadTimeout?: number;
   /** Reuse an earlier run's outcomes: a run id, or `latest`. */
   reuse?: string;
+  /** Run again on every change of the eval, its local imports or its dataset (`watchRuns`). */
+  watch?: boolean;
 }
 
 /**
@@ -84,6 +87,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
     );
   }
   const source = evalSource(target, flags);
+  if (flags.watch) return watchCommand(source, flags);
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: evalFile(source) });
   if (flags.runId !== undefined) checkRunId(flags.runId);
   const io = createIo(flags.json ?? false);
@@ -122,6 +126,44 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
       }
       throw error;
     }
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `stet run <eval> --watch`: one store for every iteration (see `watchRuns`). Flags that name one
+ * run, or judge one run's exit, are refused with it.
+ */
+async function watchCommand(
+  source: string | { dataset: DatasetEvalConfig },
+  flags: RunFlags & { model?: string },
+): Promise<number> {
+  const alone = [
+    flags.resume !== undefined && "--resume",
+    flags.runId !== undefined && "--run-id",
+    flags.distributed && "--distributed",
+    flags.output !== undefined && "--output",
+    flags.resumeFrom !== undefined && "--resume-from",
+    flags.failUnder !== undefined && "--fail-under",
+  ].filter(Boolean);
+  if (alone.length > 0)
+    throw new StetError(
+      "E_USAGE",
+      `${alone.join(", ")} cannot be used with --watch (every change starts a new run)`,
+    );
+  const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
+  storeLocation(flags.store);
+  const store = await openStore(flags.store, stale);
+  try {
+    return await watchRuns({
+      io,
+      ui: uiOptions(flags, { model: flags.model }),
+      request: startRequest(flags, source, flags.model),
+      store,
+      stale,
+    });
   } finally {
     await store.close();
   }
@@ -235,6 +277,7 @@ async function runBenchmark(
     flags.distributed && "--distributed",
     flags.output !== undefined && "--output",
     flags.resumeFrom !== undefined && "--resume-from",
+    flags.watch && "--watch",
   ].filter(Boolean);
   if (alone.length > 0)
     throw new StetError(
