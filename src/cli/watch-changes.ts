@@ -53,7 +53,10 @@ export async function iterationChanges(
 }
 
 /** Per key, its scored outcome's values by scorer (keys with no scored attempt left out). */
-async function outcomeScores(store: Store, runId: string): Promise<Map<string, Map<string, number>>> {
+async function outcomeScores(
+  store: Store,
+  runId: string,
+): Promise<Map<string, Map<string, number>>> {
   const latest = new Map<string, AttemptHead>();
   for await (const page of store.reads.attemptHeadPages(runId)) {
     for (const head of page) {
@@ -66,7 +69,8 @@ async function outcomeScores(store: Store, runId: string): Promise<Map<string, M
   const scores = new Map<string, Map<string, number>>();
   for (const [key, head] of latest) {
     const values = new Map<string, number>();
-    for (const score of head.scores) if (score.value !== null) values.set(score.scorer, score.value);
+    for (const score of head.scores)
+      if (score.value !== null) values.set(score.scorer, score.value);
     scores.set(key, values);
   }
   return scores;

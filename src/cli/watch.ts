@@ -55,7 +55,12 @@ export async function watchRuns(options: WatchOptions): Promise<number> {
         contents = readContents(watched);
         let report: RunReport | undefined;
         const code = await runWithUi(io, options.ui, async (controls) => {
-          report = await runEval({ ...loaded, store: options.store, ...options.stale, ...controls });
+          report = await runEval({
+            ...loaded,
+            store: options.store,
+            ...options.stale,
+            ...controls,
+          });
           return report;
         });
         if (stop.signal.aborted) return code;

@@ -13,7 +13,8 @@ export function evalFiles(evalPath: string | undefined, datasetFile: string | un
   if (evalPath !== undefined) {
     const entry = resolve(evalPath);
     files.add(entry);
-    for (const name of Object.keys(localModules(entry) ?? {})) files.add(resolve(entry, "..", name));
+    for (const name of Object.keys(localModules(entry) ?? {}))
+      files.add(resolve(entry, "..", name));
   }
   if (datasetFile !== undefined) files.add(resolve(datasetFile));
   return [...files];
