@@ -2,7 +2,7 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            agent, sandbox, report, workers, recovery), with or without quick
+//                            agent, sandbox, report, workers, recovery, reuse), with or without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
 // postgres://postgres@127.0.0.1:5432/test, in schemas of their own that they drop afterwards;
@@ -16,6 +16,7 @@ import large from "./groups/large.mjs";
 import postgres from "./groups/postgres.mjs";
 import recovery from "./groups/recovery.mjs";
 import report from "./groups/report.mjs";
+import reuse from "./groups/reuse.mjs";
 import sandbox from "./groups/sandbox.mjs";
 import startup from "./groups/startup.mjs";
 import throughput from "./groups/throughput.mjs";
@@ -35,6 +36,7 @@ const GROUPS = {
   report,
   workers,
   recovery,
+  reuse,
 };
 const chosen = Object.keys(GROUPS).filter((g) => process.argv.includes(g));
 

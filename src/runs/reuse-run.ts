@@ -29,7 +29,7 @@ export interface ReuseRequest {
  *
  * @example const plan = await planReuseFrom(store, { from: "latest", eval: ev, identity });
  */
-export interface PlannedReuse extends ReusePlan {
+export interface PlannedReuse extends Omit<ReusePlan, "picks"> {
   /** The new run's scorers and those to score again: what `reusedDraft` is told. */
   scorers: string[];
   rescore: string[];
@@ -57,7 +57,8 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
       sourceAttempts: [],
       rescore: [],
     });
-    return { ...plan, scorers: base.scorers, rescore: [], meanCostUsd: null };
+    const { picks: _none, ...rest } = plan;
+    return { ...rest, scorers: base.scorers, rescore: [], meanCostUsd: null };
   }
   const blockers = identityBlockers(source.run, request);
   const recorded = source.run.config.identity;
@@ -76,7 +77,9 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
     sourceAttempts,
     rescore,
   });
-  return { ...plan, scorers: base.scorers, rescore, meanCostUsd: meanCost(sourceAttempts) };
+  // The picks are the source's heads: only their keys (`origins`) go on, so the heads can go.
+  const { picks: _picks, ...rest } = plan;
+  return { ...rest, scorers: base.scorers, rescore, meanCostUsd: meanCost(sourceAttempts) };
 }
 
 /**
