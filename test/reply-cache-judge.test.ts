@@ -25,11 +25,12 @@ export default defineEval({
 }
 
 let mock: MockOpenAI;
-/** Substrings of a judge prompt the mock answers with a 400. */
+/** Substrings of a judge prompt the mock answers with a 400, or with no grade. */
 let failing: string[] = [];
+let ungraded: string[] = [];
 beforeAll(async () => {
   mock = await startMockOpenAI({
-    reply: () => "GRADE: C",
+    reply: ({ key }) => (ungraded.some((u) => key.includes(u)) ? "I cannot tell." : "GRADE: C"),
     usage: { prompt_tokens: 10, completion_tokens: 2 },
     respond: ({ key }) =>
       failing.some((f) => key.includes(f))
@@ -60,22 +61,26 @@ describe("the reply cache and the judge", () => {
   it("serves a judge's call made before from the store, never across keys, and asks an errored one again", async () => {
     const dir = project({ "a.mjs": evalText("a"), "b.mjs": evalText("b") }).dir;
 
-    // The judge fails on one sample: 6 requests, 5 grades stored, the error not.
+    // The judge fails on one sample and gives no grade on another: 6 requests, 4 grades stored.
     failing = ["question 3"];
+    ungraded = ["question 4"];
     const first = await run(dir, "a.mjs", KEY_A, 3);
     expect(mock.requests).toHaveLength(N);
-    expect(first.counts).toMatchObject({ scored: N - 1, errored: 1 });
+    expect(first.counts).toMatchObject({ scored: N - 2, errored: 2 });
     failing = [];
+    ungraded = [];
 
-    // Another eval making the same judge calls: only the errored one is asked again.
+    // Another eval making the same judge calls: only the two that failed are asked again.
     mock.reset();
     const second = await run(dir, "b.mjs", KEY_A);
-    expect(mock.requests).toHaveLength(1);
-    expect(mock.requests[0]!.key).toContain("question 3");
+    expect(mock.requests.map((r) => r.key.match(/question \d/)?.[0]).sort()).toEqual([
+      "question 3",
+      "question 4",
+    ]);
     expect(second.counts).toMatchObject({ scored: N, errored: 0 });
     expect(second.metrics).toEqual([expect.objectContaining({ scorer: "model_graded", mean: 1 })]);
-    expect(second.usage.spentNow.inputTokens).toBe(10);
-    expect(second.usage.reused.inputTokens).toBe(10 * (N - 1));
+    expect(second.usage.spentNow.inputTokens).toBe(20);
+    expect(second.usage.reused.inputTokens).toBe(10 * (N - 2));
 
     // The same calls with another key: every one is sent.
     mock.reset();

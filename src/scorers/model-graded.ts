@@ -113,8 +113,13 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       const messages: ChatMessage[] = [{ role: "user", content: prompt }];
       const temperature = options.temperature ?? 0;
       const maxTokens = options.maxTokens ?? 1024;
-      const send = () =>
-        chatCompletion({
+      const paidFor = (reply: ModelReply): Usage | undefined => {
+        if (reply.usage === undefined) return undefined;
+        const cost = costUsd(reply.model, reply.usage, options.prices);
+        return { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
+      };
+      const send = async () => {
+        const sent = await chatCompletion({
           ...options,
           temperature,
           maxTokens,
@@ -123,6 +128,10 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
           // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
           onRetry: ctx.onRetry,
         });
+        // A reply without a usable grade throws here, paid for, before the reply cache stores it.
+        readGrade(name, sent.content, paidFor(sent));
+        return sent;
+      };
       const { reply, cached } = await judgeReply(
         send,
         ctx,
@@ -137,15 +146,9 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
           target: callTarget(options, provider),
         },
       );
-      const cost =
-        reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);
-      const paid =
-        reply.usage === undefined
-          ? undefined
-          : { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
+      const paid = paidFor(reply);
       // A reply from the run's reply cache was bought by an earlier call: reused, no spend now.
       const usage = cached && paid ? reusedUsage(paid) : paid;
-      // From here on the judge is paid for: a reply without a usable grade still records it.
       const grade = readGrade(name, reply.content, usage);
       return {
         value: grade.value,
