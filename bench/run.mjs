@@ -2,7 +2,7 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            agent, sandbox, report, workers, recovery), with or without quick
+//                            agent, sandbox, report, workers, recovery, reuse), with or without quick
 //   npm run bench -- scale   1,000,000 keys (STET_BENCH_SCALE=10000000 for 10 M): only when named
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
@@ -17,6 +17,7 @@ import large from "./groups/large.mjs";
 import postgres from "./groups/postgres.mjs";
 import recovery from "./groups/recovery.mjs";
 import report from "./groups/report.mjs";
+import reuse from "./groups/reuse.mjs";
 import sandbox from "./groups/sandbox.mjs";
 import scale from "./groups/scale.mjs";
 import startup from "./groups/startup.mjs";
@@ -37,6 +38,7 @@ const GROUPS = {
   report,
   workers,
   recovery,
+  reuse,
 };
 /** Groups that run only when named: minutes each. */
 const NAMED_ONLY = { scale };

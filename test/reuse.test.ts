@@ -284,6 +284,51 @@ describe("stet run --reuse on PostgreSQL", () => {
   });
 });
 
+describe("stet run --run-id <existing> --reuse", () => {
+  it("goes on with a run started with the same --reuse, and refuses another (never ignores it)", async () => {
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(range(0, 4)) });
+    const a = await start(p.dir, {});
+    expect(a.code, a.stderr).toBe(0);
+    const plain = await start(p.dir, {}, "--run-id", "r_plain");
+    expect(plain.code, plain.stderr).toBe(0);
+    mock.reset();
+
+    // A run started without --reuse: refused, and nothing is executed or recorded.
+    const cli = (...args: string[]) =>
+      runCli(["run", "eval.mjs", ...args], {
+        cwd: p.dir,
+        env: { MOCK_URL: mock.url, OPENAI_API_KEY: "sk-test" },
+      });
+    const refused = await cli("--run-id", "r_plain", "--reuse", a.runId);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      `--run-id r_plain names an existing run that was started without --reuse; --reuse ${a.runId} only applies to a new run`,
+    );
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    expect(mock.requests).toHaveLength(0);
+    expect((await show(p.dir, "r_plain")).reuse).toBeUndefined();
+
+    // Started with --reuse: the same command again resumes it; another --reuse is refused.
+    writeFileSync(join(p.dir, "data.jsonl"), rows(range(0, 6)));
+    failing = new Set(["question 5"]);
+    const b = await start(p.dir, {}, "--run-id", "r_b", "--reuse", a.runId);
+    expect(b.code).toBe(3);
+    expect(mock.requests).toHaveLength(2);
+    failing = new Set();
+    const other = await cli("--run-id", "r_b", "--reuse", "latest");
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain(`was started with --reuse ${a.runId}; --reuse latest`);
+    expect(mock.requests).toHaveLength(2);
+    const again = await start(p.dir, {}, "--run-id", "r_b", "--reuse", a.runId);
+    expect(again.code, again.stderr).toBe(0);
+    expect(mock.requests).toHaveLength(3);
+    expect(await show(p.dir, "r_b")).toMatchObject({
+      counts: { total: 6, scored: 6 },
+      reuse: { source: a.runId, reused: 4 },
+    });
+  });
+});
+
 const HELPER_EVAL = `
 import { appendFileSync } from "node:fs";
 import { defineEval, scorers } from "stet";

@@ -68,7 +68,15 @@ export interface SolverContext {
   chatStep?(
     input: Json,
     send: () => Promise<SentReply>,
-    options?: { last?: boolean; target?: CallTarget | undefined },
+    options?: {
+      last?: boolean;
+      target?: CallTarget | undefined;
+      /**
+       * False: the call is no step of the attempt's trajectory (a judge's): it is not journaled,
+       * only served from, and stored in, the run's reply cache (`replayed`: served from it).
+       */
+      journal?: false;
+    },
   ): Promise<{
     reply: ModelReply;
     replayed: boolean;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { fingerprintSample } from "./fingerprint.js";
-import { planReuse, reusableStatus, type ReusePlanInput } from "./reuse-plan.js";
+import {
+  planReuse,
+  reusableStatus,
+  reusedDraft,
+  type ReusePlan,
+  type ReusePlanInput,
+} from "./reuse-plan.js";
 import type { Attempt, Sample, SampleRecord } from "./types.js";
 
 const record = (sample: Sample): SampleRecord => ({
@@ -34,7 +40,11 @@ function attempt(r: SampleRecord, epoch: number, n: number, status: Attempt["sta
 }
 
 const [a, b, c] = [q("a"), q("b"), q("c")];
-const base: ReusePlanInput = {
+/** The drafts a plan's picks are recorded as. */
+const draftsOf = (plan: ReusePlan<Attempt>, input: Omit<ReusePlanInput, "sourceAttempts">) =>
+  plan.picks.map((pick) => reusedDraft(pick, input));
+
+const base: ReusePlanInput<Attempt> = {
   source: "r_a",
   requested: "latest",
   blockers: [],
@@ -61,7 +71,7 @@ describe("planReuse", () => {
       ],
     });
     expect(plan.reused).toBe(2);
-    expect(plan.drafts.map((d) => [d.sampleId, d.epoch, d.provenance])).toEqual([
+    expect(draftsOf(plan, base).map((d) => [d.sampleId, d.epoch, d.provenance])).toEqual([
       ["a", 1, { kind: "imported", source: "run:r_a#2" }],
       ["a", 2, { kind: "imported", source: "run:r_a#1" }],
     ]);
@@ -70,7 +80,7 @@ describe("planReuse", () => {
       { sampleId: "a", epoch: 2, attempt: 1 },
     ]);
     // The removed scorer's score is left out; the rest of the attempt is the source's.
-    expect(plan.drafts[0]).toMatchObject({
+    expect(draftsOf(plan, base)[0]).toMatchObject({
       status: "scored",
       scores: [{ scorer: "includes", value: 1 }],
       error: null,
@@ -93,7 +103,7 @@ describe("planReuse", () => {
     });
     expect(plan).toMatchObject({
       reused: 0,
-      drafts: [],
+      picks: [],
       notReused: [{ reason: 'solver.model: "m1" → "m2"', keys: 6 }],
     });
   });
@@ -108,7 +118,9 @@ describe("planReuse", () => {
       sourceAttempts: [attempt(a, 1, 1, "scored")],
     });
     expect(plan).toMatchObject({ reused: 1, rescored: 1 });
-    expect(plan.drafts[0]).toMatchObject({
+    expect(
+      draftsOf(plan, { ...base, scorers: ["includes", "exact"], rescore: ["exact"] })[0],
+    ).toMatchObject({
       status: "error",
       scores: [{ scorer: "includes", value: 1 }],
       error: {
@@ -125,7 +137,7 @@ describe("planReuse", () => {
       limit: { limit: "turns" as const, value: 3, used: 3 },
     };
     const plan = planReuse({ ...base, epochs: 1, samples: [a], sourceAttempts: [limited] });
-    expect(plan.drafts[0]?.limit).toEqual({ limit: "turns", value: 3, used: 3 });
+    expect(draftsOf(plan, base)[0]?.limit).toEqual({ limit: "turns", value: 3, used: 3 });
   });
 
   it("holds the reuse rule in one place: scored outcomes, never errors", () => {

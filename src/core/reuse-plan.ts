@@ -33,8 +33,18 @@ export interface ReuseSummary {
   notReused: NotReused[];
 }
 
-export interface ReusePlanInput {
+/** An attempt without its output and transcript: what planning reads of the source run. */
+export type SourceAttempt = Omit<Attempt, "output" | "transcript">;
+
+/** What a reused attempt's draft depends on besides the attempt: the source, the scorers now. */
+export interface ReuseScorers {
   source: string | null;
+  /** The new eval's scorers, in order; those in `rescore` are new or changed since the source. */
+  scorers: readonly string[];
+  rescore: readonly string[];
+}
+
+export interface ReusePlanInput<A extends SourceAttempt = SourceAttempt> extends ReuseScorers {
   requested: string;
   /**
    * Why nothing of the source can be reused (its eval or model differ, there is none), each as
@@ -46,21 +56,17 @@ export interface ReusePlanInput {
   epochs: number;
   /** The source run's snapshot: tells a changed sample from a new one. */
   sourceSamples: readonly SampleRecord[];
-  /** The source run's attempts (current scores), any order. */
-  sourceAttempts: readonly Attempt[];
-  /** The new eval's scorers, in order; those in `rescore` are new or changed since the source. */
-  scorers: readonly string[];
-  rescore: readonly string[];
+  /** The source run's attempts (current scores; outputs not needed), any order. */
+  sourceAttempts: readonly A[];
 }
 
-export interface ReusePlan extends ReuseSummary {
+export interface ReusePlan<A extends SourceAttempt = SourceAttempt> extends ReuseSummary {
   /**
-   * The attempts to record in the new run before it is planned: provenance `imported` from
-   * `run:<source>#<attempt>`. One still to be scored by a new scorer is recorded as that
-   * scorer's error (its other scores carried), so the run, and a resume of it, scores it.
+   * The source attempts to record in the new run before it is planned, each as `reusedDraft`
+   * makes it, in the new run's key order (epoch, then dataset order).
    */
-  drafts: AttemptDraft[];
-  /** Per draft, in the same order, the source attempt it copies (the same key, its number). */
+  picks: A[];
+  /** Per pick, in the same order, the source attempt it copies (the same key, its number). */
   origins: AttemptRef[];
 }
 
@@ -72,12 +78,12 @@ export interface ReusePlan extends ReuseSummary {
  *
  * @example planReuse({ source: "r_a", requested: "latest", blockers: [], ... }).reused // 174
  */
-export function planReuse(input: ReusePlanInput): ReusePlan {
+export function planReuse<A extends SourceAttempt>(input: ReusePlanInput<A>): ReusePlan<A> {
   const reasons = new Map<string, number>();
   const skip = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
   const outcomes = sourceOutcomes(input.sourceAttempts);
   const before = new Map(input.sourceSamples.map((r) => [r.sample.id, r]));
-  const drafts: AttemptDraft[] = [];
+  const picks: A[] = [];
   const origins: AttemptRef[] = [];
   const blocked = input.blockers.join("; ");
   for (let epoch = 1; epoch <= input.epochs; epoch++) {
@@ -90,7 +96,7 @@ export function planReuse(input: ReusePlanInput): ReusePlan {
         `${keyString({ sampleId: record.sample.id, epoch })}\u0000${record.fingerprint}`,
       );
       if (found && reusableStatus(found.status)) {
-        drafts.push(reusedDraft(found, input));
+        picks.push(found);
         origins.push({ sampleId: found.sampleId, epoch: found.epoch, attempt: found.attempt });
       } else if (found) skip("source outcome is an error");
       else skip(missingReason(record, before.get(record.sample.id)));
@@ -102,17 +108,17 @@ export function planReuse(input: ReusePlanInput): ReusePlan {
   return {
     source: input.source,
     requested: input.requested,
-    reused: drafts.length,
-    rescored: input.rescore.length > 0 ? drafts.length : 0,
+    reused: picks.length,
+    rescored: input.rescore.length > 0 ? picks.length : 0,
     notReused,
-    drafts,
+    picks,
     origins,
   };
 }
 
 /** Per key and fingerprint, the source's outcome: its latest reusable attempt, else its latest. */
-function sourceOutcomes(attempts: readonly Attempt[]): Map<string, Attempt> {
-  const outcomes = new Map<string, Attempt>();
+function sourceOutcomes<A extends SourceAttempt>(attempts: readonly A[]): Map<string, A> {
+  const outcomes = new Map<string, A>();
   for (const attempt of attempts) {
     const k = `${keyString(attempt)}\u0000${attempt.fingerprint}`;
     const held = outcomes.get(k);
@@ -136,7 +142,14 @@ function missingReason(now: SampleRecord, was: SampleRecord | undefined): string
   return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
 }
 
-function reusedDraft(attempt: Attempt, input: ReusePlanInput): AttemptDraft {
+/**
+ * A picked source attempt as the new run records it: provenance `imported` from
+ * `run:<source>#<attempt>`. One still to be scored by a new scorer is recorded as that scorer's
+ * error (its other scores carried), so the run, and a resume of it, scores it.
+ *
+ * @example reusedDraft(attempt, { source: "r_a", scorers: ["exact"], rescore: [] }).provenance
+ */
+export function reusedDraft(attempt: Attempt, input: ReuseScorers): AttemptDraft {
   const rescore = new Set(input.rescore);
   const kept = new Set(input.scorers.filter((name) => !rescore.has(name)));
   const scores = attempt.scores.filter((s) => kept.has(s.scorer));

@@ -8,6 +8,7 @@ import { attemptRedaction } from "./attempt-redaction.js";
 import { addUsage } from "./execute-key.js";
 import { scoreOutput } from "./score-output.js";
 import { context, type Spent } from "./solver-context.js";
+import type { ReplyCache } from "./reply-cache.js";
 
 /**
  * A stored attempt to score again: its output, the scores it has now, and which scorers to run.
@@ -35,6 +36,8 @@ export interface ScoringTask {
   scorers: readonly Scorer[];
   pass: string;
   callModel?: ModelCaller | undefined;
+  /** The run's reply cache (a judge's calls are served from it); absent: none. */
+  cache?: ReplyCache | undefined;
   runId: string;
   model?: string;
   timeoutMs?: number;

@@ -120,6 +120,7 @@ export class KeyRunner {
         scorers: this.#parts.scorers,
         pass: this.#parts.pass,
         callModel: this.#parts.callModel,
+        cache: this.#parts.cache,
         runId: run.id,
         ...(run.config.model === undefined ? {} : { model: run.config.model }),
         ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),

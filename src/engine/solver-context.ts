@@ -113,9 +113,10 @@ export function context(
       return done.reply;
     },
     async chatStep(input, send, options) {
-      budget?.beforeCall();
+      // A judge's call (no journal) is the scorer's, not the sample's: its limits do not apply.
+      if (options?.journal !== false) budget?.beforeCall();
       const cache = cached(input, options?.target);
-      if (!journal) {
+      if (!journal || options?.journal === false) {
         const { reply, hit } = await cachedSend(send, cache);
         const usage = hit && reply.usage ? reusedUsage(reply.usage) : reply.usage;
         return { reply, replayed: hit, usage };

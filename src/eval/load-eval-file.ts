@@ -17,6 +17,12 @@ export interface LoadEvalOptions {
    * default `DEFAULT_LOAD_TIMEOUT_MS`.
    */
   timeoutMs?: number;
+  /**
+   * Import the module and its local imports again even when this process imported them before
+   * (a watch loop): a JavaScript module goes through tsx, whose every import is a namespace of
+   * its own; a TypeScript module's bundle is named by its content already.
+   */
+  fresh?: boolean;
 }
 
 export interface LoadedEvalFile {
@@ -53,7 +59,7 @@ export async function loadEvalFile(
   }
   await assertFile(path);
   const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
-  const imported = importModule(path, TS_EXTENSIONS.has(extension));
+  const imported = importModule(path, TS_EXTENSIONS.has(extension), options.fresh ?? false);
   const module = await withinLoadTimeout(imported, path, timeoutMs);
   return { eval: toEval(path, module), path, baseDir: dirname(path) };
 }
@@ -91,9 +97,18 @@ async function withinLoadTimeout<T>(loading: Promise<T>, path: string, ms: numbe
   }
 }
 
-async function importModule(path: string, typescript: boolean): Promise<Record<string, unknown>> {
+async function importModule(
+  path: string,
+  typescript: boolean,
+  fresh: boolean,
+): Promise<Record<string, unknown>> {
   const url = pathToFileURL(path).href;
   try {
+    if (!typescript && fresh) {
+      // Node keeps every module (and a failed one's error) for the process's life, by URL.
+      const { tsImport } = await import("tsx/esm/api");
+      return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    }
     if (!typescript) return (await import(url)) as Record<string, unknown>;
     // Loaded on demand: .mjs evals need not pay for loading the TypeScript path.
     const { importTypeScript } = await import("./import-typescript.js");

@@ -1,8 +1,8 @@
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
-import { planReuse, type ReusePlan } from "../core/reuse-plan.js";
+import { planReuse, reusedDraft, type ReusePlan, type SourceAttempt } from "../core/reuse-plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Run, RunIdentity } from "../core/types.js";
+import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
@@ -23,13 +23,16 @@ export interface ReuseRequest {
  * (`latest`: the newest run of the eval's name whose eval and model match, complete or not),
  * compares its identity with the new run's (a changed solver or model, a changed helper module,
  * reuses nothing; changed scorers reuse the outputs and score them again) and reads its
- * snapshot and attempts. A run id that does not exist is refused (`E_RUN_NOT_FOUND`).
+ * snapshot's fingerprints and its attempts' heads, a page at a time: no output, transcript or
+ * journal is read until `seedReused` copies them. A run id that does not exist is refused
+ * (`E_RUN_NOT_FOUND`).
  *
  * @example const plan = await planReuseFrom(store, { from: "latest", eval: ev, identity });
  */
-export interface PlannedReuse extends ReusePlan {
-  /** The reused attempts' step journals (their trajectories), to record with them. */
-  steps: StepDraft[];
+export interface PlannedReuse extends Omit<ReusePlan, "picks"> {
+  /** The new run's scorers and those to score again: what `reusedDraft` is told. */
+  scorers: string[];
+  rescore: string[];
   /**
    * What a key cost the source run, on average: its executed attempts' known cost over the keys
    * they ran (null without a source, or when no cost is known).
@@ -54,33 +57,55 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
       sourceAttempts: [],
       rescore: [],
     });
-    return { ...plan, steps: [], meanCostUsd: null };
+    const { picks: _none, ...rest } = plan;
+    return { ...rest, scorers: base.scorers, rescore: [], meanCostUsd: null };
   }
   const blockers = identityBlockers(source.run, request);
   const recorded = source.run.config.identity;
-  const [sourceSamples, sourceAttempts] =
-    blockers.length > 0
-      ? [[], []]
-      : await Promise.all([
-          store.reads.getSamples(source.run.id),
-          store.reads.listAttempts(source.run.id),
-        ]);
+  const rescore = recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [];
+  const blocked = blockers.length > 0;
+  const sourceAttempts: SourceAttempt[] = [];
+  if (!blocked) {
+    for await (const page of store.reads.attemptHeadPages(source.run.id))
+      sourceAttempts.push(...page);
+  }
   const plan = planReuse({
     ...base,
     source: source.run.id,
     blockers,
-    sourceSamples,
+    sourceSamples: blocked ? [] : await sourceSnapshot(store, source.run.id, request.eval.samples),
     sourceAttempts,
-    rescore: recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [],
+    rescore,
   });
-  return {
-    ...plan,
-    steps: await reusedSteps(store, source.run.id, plan),
-    meanCostUsd: meanCost(sourceAttempts),
-  };
+  // The picks are the source's heads: only their keys (`origins`) go on, so the heads can go.
+  const { picks: _picks, ...rest } = plan;
+  return { ...rest, scorers: base.scorers, rescore, meanCostUsd: meanCost(sourceAttempts) };
 }
 
-function meanCost(attempts: readonly Attempt[]): number | null {
+/**
+ * The source's snapshot as the plan needs it: every sample's fingerprint, and the sample itself
+ * only when some sample of the new run changed (the reason names the fields that did). Without
+ * a changed sample the plan reads no sample's content, so only ids and fingerprints are read.
+ */
+async function sourceSnapshot(
+  store: Store,
+  runId: string,
+  samples: readonly SampleRecord[],
+): Promise<SampleRecord[]> {
+  const prints = await store.reads.listSampleFingerprints(runId);
+  const was = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
+  const changed = samples.some((r) => {
+    const before = was.get(r.sample.id);
+    return before !== undefined && before !== r.fingerprint;
+  });
+  if (changed) return store.reads.getSamples(runId);
+  return prints.map((p) => ({
+    sample: { id: p.sampleId, input: null },
+    fingerprint: p.fingerprint,
+  }));
+}
+
+function meanCost(attempts: readonly SourceAttempt[]): number | null {
   const keys = new Set<string>();
   let total = 0;
   for (const a of attempts) {
@@ -91,12 +116,53 @@ function meanCost(attempts: readonly Attempt[]): number | null {
   return keys.size === 0 ? null : total / keys.size;
 }
 
-/** The journal entries of the source attempts a plan reuses, as steps of the new run's keys. */
-async function reusedSteps(store: Store, sourceId: string, plan: ReusePlan): Promise<StepDraft[]> {
-  if (plan.origins.length === 0) return [];
+/**
+ * Records the attempts a plan reuses in the new run, with their step journals, a page of the
+ * source's attempts at a time (each page, its attempts and their journal entries, in one
+ * transaction): the source's outputs, transcripts and journal are never held whole. Returns the
+ * recorded attempts' heads, what the new run's plan is made from.
+ */
+export async function seedReused(
+  store: Store,
+  runId: string,
+  token: string,
+  plan: PlannedReuse,
+): Promise<SourceAttempt[]> {
+  if (plan.source === null || plan.origins.length === 0) return [];
   const wanted = new Set(plan.origins.map((o) => `${keyString(o)}#${o.attempt}`));
+  const seeded: SourceAttempt[] = [];
+  for await (const page of store.reads.attemptPages(plan.source)) {
+    const picked = page.filter((a) => wanted.has(`${keyString(a)}#${a.attempt}`));
+    if (picked.length === 0) continue;
+    const drafts = picked.map((a) => reusedDraft(a, plan));
+    const steps = await reusedSteps(store, plan.source, picked, wanted);
+    const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
+    for (const { output: _o, transcript: _t, ...head } of await store.attempts.record(
+      runId,
+      token,
+      drafts,
+      extras,
+    )) {
+      seeded.push(head);
+    }
+  }
+  return seeded;
+}
+
+/** The journal entries of a page of picked source attempts, as steps of the new run's keys. */
+async function reusedSteps(
+  store: Store,
+  sourceId: string,
+  picked: readonly Attempt[],
+  wanted: ReadonlySet<string>,
+): Promise<StepDraft[]> {
+  // A page is in key order: its first and last sample ids bound its keys' journal entries.
+  const entries = await store.journal.list(sourceId, {
+    fromSampleId: picked[0]!.sampleId,
+    toSampleId: picked[picked.length - 1]!.sampleId,
+  });
   const steps: StepDraft[] = [];
-  for (const entry of await store.journal.list(sourceId)) {
+  for (const entry of entries) {
     if (entry.attempt === null || !wanted.has(`${keyString(entry)}#${entry.attempt}`)) continue;
     const { runId: _run, attempt: _attempt, ...step } = entry;
     steps.push(step);

@@ -13,12 +13,12 @@ import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
 import { StetError } from "../core/errors.js";
 import { evalIdentity } from "./eval-identity.js";
-import { requireLeases, type StepDraft, type Store } from "../store/types.js";
+import { requireLeases, type Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
-import { planReuseFrom } from "./reuse-run.js";
+import { planReuseFrom, seedReused } from "./reuse-run.js";
 import { rescoreUnits } from "./resume-run.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
@@ -144,10 +144,13 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     samples: [...ev.samples],
     owner,
   });
-  const seed = [...(options.seed ?? []), ...(reuse?.drafts ?? [])];
-  const seeded = seed.length
-    ? await seedRun(store, run.id, owner.token, seed, reuse?.steps ?? [])
-    : [];
+  const seeded = await seedRun(store, run.id, owner.token, () =>
+    reuse
+      ? seedReused(store, run.id, owner.token, reuse.plan)
+      : options.seed?.length
+        ? store.attempts.record(run.id, owner.token, options.seed)
+        : Promise.resolve([]),
+  );
   return { run, owner, seeded };
 }
 
@@ -160,18 +163,14 @@ async function planReuse(options: RunEvalOptions, identity: RunIdentity, distrib
       `--reuse cannot be used with ${distributed ? "--distributed" : "--resume-from"}: start the run with one of them`,
     );
   }
-  const {
-    drafts,
-    steps,
-    origins: _origins,
-    ...summary
-  } = await planReuseFrom(options.store, {
+  const plan = await planReuseFrom(options.store, {
     from: options.reuse,
     eval: options.eval,
     identity,
     model: options.model,
   });
-  return { drafts, steps, summary };
+  const { source, requested, reused, rescored, notReused } = plan;
+  return { plan, summary: { source, requested, reused, rescored, notReused } };
 }
 
 /** What `stet run` and `POST /api/runs` ask for. */
@@ -200,6 +199,11 @@ export interface StartRequest {
   loadTimeoutMs?: number;
   /** Reuse an earlier run's outcomes (`--reuse`): a run id or `latest`; default the eval's `reuse`. */
   reuse?: string;
+  /**
+   * Load the eval module and its local imports again even when this process loaded them before
+   * (`stet run --watch`, which loads an edited eval in the same process).
+   */
+  fresh?: boolean;
 }
 
 /**
@@ -212,16 +216,16 @@ export interface StartRequest {
  */
 export async function prepareStart(
   request: StartRequest,
-): Promise<RunDefinition & { runId: string }> {
+): Promise<RunDefinition & { runId: string; datasetFile?: string }> {
   if (request.runId !== undefined) checkRunId(request.runId);
   const source = request.eval;
   const dataset = typeof source === "object" && "dataset" in source ? source.dataset : undefined;
   const loaded =
     typeof source === "string"
-      ? await loadEvalSource(
-          source,
-          request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs },
-        )
+      ? await loadEvalSource(source, {
+          ...(request.loadTimeoutMs === undefined ? {} : { timeoutMs: request.loadTimeoutMs }),
+          ...(request.fresh ? { fresh: true } : {}),
+        })
       : dataset
         ? datasetEval(dataset)
         : (source as LoadedEvalFile);
@@ -244,6 +248,7 @@ export async function prepareStart(
     eval: ev,
     // A dataset run has no eval file: it records what builds its eval again.
     ...(dataset ? { datasetEval: dataset } : { evalPath: loaded.path }),
+    ...datasetFileOf(dataset?.dataset ?? loaded.eval.dataset, loaded.baseDir),
     declaredEpochs: loaded.eval.epochs ?? EVAL_DEFAULTS.epochs,
     ...(seed === undefined ? {} : { seed: seed.drafts }),
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
@@ -251,6 +256,11 @@ export async function prepareStart(
     ...(request.limit === undefined ? {} : { limit: request.limit }),
     ...reuseOf(request.reuse ?? loaded.eval.reuse, request.resumeFrom),
   };
+}
+
+/** The file the eval's dataset is read from, when it is one (what `stet run --watch` watches). */
+function datasetFileOf(dataset: unknown, baseDir: string): { datasetFile?: string } {
+  return typeof dataset === "string" ? { datasetFile: resolve(baseDir, dataset) } : {};
 }
 
 /** The reuse a start asks for; with `--resume-from` too, refused (`E_USAGE`): one seed or the other. */
@@ -288,17 +298,9 @@ function runConfig(options: RunDefinition): RunConfig {
 }
 
 /** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
-async function seedRun(
-  store: Store,
-  runId: string,
-  token: string,
-  seed: AttemptDraft[],
-  steps: StepDraft[],
-) {
+async function seedRun<T>(store: Store, runId: string, token: string, seed: () => Promise<T[]>) {
   try {
-    // The reused attempts' journals go in the same transaction, bound to them as they commit.
-    const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
-    return await store.attempts.record(runId, token, seed, extras);
+    return await seed();
   } catch (error) {
     await store.runs.release(runId, token, "interrupted", "seeding the run failed").catch(() => {});
     throw error;

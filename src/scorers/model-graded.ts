@@ -1,15 +1,18 @@
-import type { Scorer } from "../core/eval.js";
+import type { CallTarget, ModelReply, Scorer, SolverContext } from "../core/eval.js";
 import type { Json } from "../core/json.js";
+import { modelCallIdentity } from "../core/model-call-identity.js";
+import { reusedUsage } from "../core/usage.js";
 import { isLanguageModel } from "../core/language-model.js";
 import type { LanguageModelLike } from "../core/language-model.js";
 import type { Sample, Usage } from "../core/types.js";
 import {
+  callTarget,
   chatCompletion,
   endpointSecrets,
   redactUrl,
   resolveEndpoint,
 } from "../solvers/chat-completion.js";
-import type { ChatEndpoint } from "../solvers/chat-completion.js";
+import type { ChatCompletion, ChatEndpoint, ChatMessage } from "../solvers/chat-completion.js";
 import { providerOf } from "../solvers/model-name.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
@@ -107,23 +110,45 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         target: targetText(sample),
         rubric,
       });
-      const reply = await chatCompletion({
-        ...options,
-        temperature: options.temperature ?? 0,
-        maxTokens: options.maxTokens ?? 1024,
-        messages: [{ role: "user", content: prompt }],
-        signal: ctx.signal,
-        // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
-        onRetry: ctx.onRetry,
-      });
-      const cost =
-        reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);
-      // Inferred, not declared: the same value is the attempt's Usage and the metadata's JSON.
-      const usage =
-        reply.usage === undefined
-          ? undefined
-          : { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
-      // From here on the judge is paid for: a reply without a usable grade still records it.
+      const messages: ChatMessage[] = [{ role: "user", content: prompt }];
+      const temperature = options.temperature ?? 0;
+      const maxTokens = options.maxTokens ?? 1024;
+      const paidFor = (reply: ModelReply): Usage | undefined => {
+        if (reply.usage === undefined) return undefined;
+        const cost = costUsd(reply.model, reply.usage, options.prices);
+        return { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
+      };
+      const send = async () => {
+        const sent = await chatCompletion({
+          ...options,
+          temperature,
+          maxTokens,
+          messages,
+          signal: ctx.signal,
+          // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
+          onRetry: ctx.onRetry,
+        });
+        // A reply without a usable grade throws here, paid for, before the reply cache stores it.
+        readGrade(name, sent.content, paidFor(sent));
+        return sent;
+      };
+      const { reply, cached } = await judgeReply(
+        send,
+        ctx,
+        provider && {
+          input: modelCallIdentity({
+            model: judge as string,
+            messages,
+            temperature,
+            maxTokens,
+            provider: provider.name,
+          }),
+          target: callTarget(options, provider),
+        },
+      );
+      const paid = paidFor(reply);
+      // A reply from the run's reply cache was bought by an earlier call: reused, no spend now.
+      const usage = cached && paid ? reusedUsage(paid) : paid;
       const grade = readGrade(name, reply.content, usage);
       return {
         value: grade.value,
@@ -138,6 +163,24 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       };
     },
   };
+}
+
+/**
+ * The judge's reply: from the run's reply cache when it holds this call's (same judge, messages,
+ * parameters, endpoint and credential; errors are never stored), else sent now and stored. A
+ * judge the cache cannot key (an AI SDK model) or a context without a cache always sends.
+ */
+async function judgeReply(
+  send: () => Promise<ChatCompletion>,
+  ctx: SolverContext,
+  call: { input: Json; target: CallTarget } | undefined,
+): Promise<{ reply: ModelReply; cached: boolean }> {
+  if (!call || !ctx.chatStep) return { reply: await send(), cached: false };
+  const { reply, replayed } = await ctx.chatStep(call.input, send, {
+    target: call.target,
+    journal: false,
+  });
+  return { reply, cached: replayed };
 }
 
 /** The judge's grade, or a ScorerError that carries what the reply cost. */

@@ -62,11 +62,15 @@ export const JOURNAL_SQL = {
   /** SQLite's; PostgreSQL's types its parameters (`listJournalPostgres`). */
   list: `SELECT ${JOURNAL_COLUMNS} FROM journal WHERE run_id = @runId
     AND (@sampleId IS NULL OR sample_id = @sampleId) AND (@epoch IS NULL OR epoch = @epoch)
+    AND (@fromSampleId IS NULL OR sample_id >= @fromSampleId)
+    AND (@toSampleId IS NULL OR sample_id <= @toSampleId)
     AND (@open = 0 OR attempt IS NULL) AND (@attempt IS NULL OR attempt = @attempt)
     ORDER BY sample_id, epoch, attempt IS NULL, attempt, step`,
   listPostgres: `SELECT ${JOURNAL_COLUMNS} FROM journal WHERE run_id = @runId
     AND (@sampleId::text IS NULL OR sample_id = @sampleId::text)
     AND (@epoch::int IS NULL OR epoch = @epoch::int)
+    AND (@fromSampleId::text IS NULL OR sample_id >= @fromSampleId::text)
+    AND (@toSampleId::text IS NULL OR sample_id <= @toSampleId::text)
     AND (@open::int = 0 OR attempt IS NULL) AND (@attempt::int IS NULL OR attempt = @attempt::int)
     ORDER BY sample_id, epoch, attempt IS NULL, attempt, step`,
   openKeys: `SELECT DISTINCT sample_id, epoch FROM journal WHERE run_id = @runId
@@ -136,6 +140,8 @@ export function listParams(runId: string, filter: JournalFilter) {
     runId,
     sampleId: filter.sampleId ?? null,
     epoch: filter.epoch ?? null,
+    fromSampleId: filter.fromSampleId ?? null,
+    toSampleId: filter.toSampleId ?? null,
     open: filter.attempt === "open" ? 1 : 0,
     attempt: typeof filter.attempt === "number" ? filter.attempt : null,
   };

@@ -194,6 +194,8 @@ export interface ReadModel {
    * cursor, so other statements may run between them.
    */
   attemptHeadPages(runId: string, pageSize?: number): AsyncIterable<AttemptHead[]>;
+  /** Whole attempts (outputs, transcripts) in the same order and pages: what copying a run reads. */
+  attemptPages(runId: string, pageSize?: number): AsyncIterable<Attempt[]>;
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */
   listOutcomes(runId: string, filter?: OutcomeFilter): Promise<OutcomePage>;
   /**

@@ -11,12 +11,14 @@ import {
 } from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { resumeHint } from "../resume-hint.js";
 import { runManyWithUi } from "../run-many.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
+import { watchRuns } from "../watch.js";
 import { resumeCommand, resumeInStore } from "./resume.js";
 
 export interface RunFlags {
@@ -53,6 +55,8 @@ export interface RunFlags {
   loadTimeout?: number;
   /** Reuse an earlier run's outcomes: a run id, or `latest`. */
   reuse?: string;
+  /** Run again on every change of the eval, its local imports or its dataset (`watchRuns`). */
+  watch?: boolean;
 }
 
 /**
@@ -83,6 +87,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
     );
   }
   const source = evalSource(target, flags);
+  if (flags.watch) return watchCommand(source, flags);
   if (flags.resume) return resumeCommand(flags.resume, { ...flags, eval: evalFile(source) });
   if (flags.runId !== undefined) checkRunId(flags.runId);
   const io = createIo(flags.json ?? false);
@@ -97,7 +102,10 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   );
   try {
     // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
-    const again = () => resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
+    const again = async () => {
+      await checkReuseOfExisting(store, prepared.runId, flags.reuse);
+      return resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
+    };
     if (flags.runId !== undefined && (await store.runs.get(flags.runId))) return await again();
     const start = flags.distributed ? startDistributed : runEval;
     try {
@@ -121,6 +129,69 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `stet run <eval> --watch`: one store for every iteration (see `watchRuns`). Flags that name one
+ * run, or judge one run's exit, are refused with it.
+ */
+async function watchCommand(
+  source: string | { dataset: DatasetEvalConfig },
+  flags: RunFlags & { model?: string },
+): Promise<number> {
+  const alone = [
+    flags.resume !== undefined && "--resume",
+    flags.runId !== undefined && "--run-id",
+    flags.distributed && "--distributed",
+    flags.output !== undefined && "--output",
+    flags.resumeFrom !== undefined && "--resume-from",
+    flags.failUnder !== undefined && "--fail-under",
+  ].filter(Boolean);
+  if (alone.length > 0)
+    throw new StetError(
+      "E_USAGE",
+      `${alone.join(", ")} cannot be used with --watch (every change starts a new run)`,
+    );
+  const io = createIo(flags.json ?? false);
+  const stale = staleLimit();
+  storeLocation(flags.store);
+  const store = await openStore(flags.store, stale);
+  try {
+    return await watchRuns({
+      io,
+      ui: uiOptions(flags, { model: flags.model }),
+      request: startRequest(flags, source, flags.model),
+      store,
+      stale,
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `--run-id <existing> --reuse <x>`: the same command again goes on with the run it started
+ * (its reused keys are stored in it, so the resume executes only the rest). A run that was
+ * started without `--reuse`, or with another one, is refused (`E_USAGE`) rather than resumed
+ * with the flag ignored.
+ */
+async function checkReuseOfExisting(
+  store: Store,
+  runId: string,
+  reuse: string | undefined,
+): Promise<void> {
+  if (reuse === undefined) return;
+  const run = await store.runs.get(runId);
+  const recorded = run?.config.reuse?.requested;
+  if (recorded === reuse) return;
+  const started =
+    recorded === undefined ? "was started without --reuse" : `was started with --reuse ${recorded}`;
+  throw new StetError(
+    "E_USAGE",
+    `--run-id ${runId} names an existing run that ${started}; --reuse ${reuse} only applies to a new run: ` +
+      `drop --reuse to resume it, or give a new --run-id`,
+    { details: { runId } },
+  );
 }
 
 /**
@@ -206,6 +277,7 @@ async function runBenchmark(
     flags.distributed && "--distributed",
     flags.output !== undefined && "--output",
     flags.resumeFrom !== undefined && "--resume-from",
+    flags.watch && "--watch",
   ].filter(Boolean);
   if (alone.length > 0)
     throw new StetError(

@@ -58,6 +58,10 @@ export function registerRun(program: Command): void {
       "reuse the outcomes of an earlier run (a run id, or latest: the newest run of this eval whose identity matches) for every key whose sample is unchanged; only the others execute",
     )
     .option(
+      "--watch",
+      "run, then run again on every change of the eval file, its local imports or its dataset file, each run reusing the previous one's outcomes so only changed keys execute; Ctrl-C stops",
+    )
+    .option(
       "--output <file>",
       "stream each finished sample's EvalPort Result to this .jsonl; the ResultSet to the .json beside it at the end",
     )

@@ -374,7 +374,7 @@ function listingCases(h: HarnessRef): void {
     });
 
     it.each([1, 2, 4, 1_000])(
-      "pages the attempt heads in the same order, %i at a time",
+      "pages the attempt heads, and whole attempts, in the same order, %i at a time",
       async (pageSize) => {
         const runId = await recordedRun();
         const pages: number[] = [];
@@ -384,6 +384,12 @@ function listingCases(h: HarnessRef): void {
           heads.push(...page);
         }
         expect(heads).toEqual(await h.store.reads.listAttemptHeads(runId));
+        const whole = [];
+        for await (const page of h.store.reads.attemptPages(runId, pageSize)) {
+          pages.push(page.length);
+          whole.push(...page);
+        }
+        expect(whole).toEqual(await h.store.reads.listAttempts(runId));
         expect(Math.max(...pages)).toBeLessThanOrEqual(pageSize);
       },
     );

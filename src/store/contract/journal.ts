@@ -58,6 +58,17 @@ function entryCases(h: HarnessRef): void {
     expect(await h.store.journal.keys(run.id)).toEqual([k11, k21]);
   });
 
+  it("lists the entries of a range of sample ids, both ends included", async () => {
+    const { run, owner: me } = await newRun(h.store, { ids: ["a", "b", "c", "d"] });
+    const keys = ["a", "b", "c", "d"].map((sampleId) => ({ sampleId, epoch: 1 }));
+    await h.store.journal.record(run.id, me.token, keys.map((key) => step(key, 0)));
+    const ids = async (filter: { fromSampleId?: string; toSampleId?: string }) =>
+      (await h.store.journal.list(run.id, filter)).map((e) => e.sampleId);
+    expect(await ids({ fromSampleId: "b", toSampleId: "c" })).toEqual(["b", "c"]);
+    expect(await ids({ fromSampleId: "c" })).toEqual(["c", "d"]);
+    expect(await ids({ toSampleId: "a" })).toEqual(["a"]);
+  });
+
   it("binds a key's open entries to the attempt that commits, and keeps them", async () => {
     const { run, owner: me } = await newRun(h.store);
     await h.store.journal.record(run.id, me.token, [step(k11, 0), step(k11, 1), step(k21, 0)]);

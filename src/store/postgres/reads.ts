@@ -1,5 +1,6 @@
 import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
+import { attemptPages } from "../attempt-pages.js";
 import {
   attemptMapper,
   headPages,
@@ -110,6 +111,21 @@ export function postgresReads(c: PostgresContext): ReadModel {
         (after, limit, upTo) =>
           c.guard(() =>
             sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
+          ),
+      );
+    },
+    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+      return attemptPages(
+        runId,
+        pageSize,
+        async () =>
+          c.guard(
+            async () =>
+              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
+          ),
+        (after, limit, upTo) =>
+          c.guard(() =>
+            sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
           ),
       );
     },

@@ -214,6 +214,12 @@ const POSTGRES_SQL = {
        AND seq <= @upTo::bigint
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
+  attemptPage: sql(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
+     WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
+       AND seq <= @upTo::bigint
+     ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
+  ),
   // Several runs at once: a listing's figures in three reads, not three per run.
   reportFingerprints: sql(
     `SELECT run_id, sample_id, fingerprint FROM samples WHERE run_id = ANY(@runIds::text[])`,

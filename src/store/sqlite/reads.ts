@@ -1,6 +1,7 @@
 import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, headPages, toRun, toSampleRecord } from "../rows.js";
+import { attemptPages } from "../attempt-pages.js";
 import { toScoring } from "../scoring-rows.js";
 import type {
   AttemptFeed,
@@ -89,6 +90,15 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         async () => c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor),
         async (after, limit, upTo) =>
           c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit, upTo })),
+      );
+    },
+    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+      return attemptPages(
+        runId,
+        pageSize,
+        async () => c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor),
+        async (after, limit, upTo) =>
+          c.guard(() => c.s.attemptPage.all({ runId, ...after, limit, upTo })),
       );
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {

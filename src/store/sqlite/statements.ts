@@ -167,6 +167,13 @@ export const SQLITE_STATEMENTS = {
            AND seq <= @upTo
          ORDER BY sample_id, epoch, attempt LIMIT @limit`,
   ),
+  attemptPage: rawSql<AttemptRow>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
+         WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
+           AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
+           AND seq <= @upTo
+         ORDER BY sample_id, epoch, attempt LIMIT @limit`,
+  ),
   // Several runs at once (`?` is a JSON array of run ids): a listing's figures in three reads.
   reportFingerprints: sql<{ run_id: string; sample_id: string; fingerprint: string }>(
     `SELECT run_id, sample_id, fingerprint FROM samples

@@ -187,6 +187,10 @@ export interface JournalEntry extends Omit<StepDraft, "truncate"> {
 
 export interface JournalFilter {
   sampleId?: string;
+  /** Sample ids from this one on (inclusive): with `toSampleId`, the keys of a page of attempts. */
+  fromSampleId?: string;
+  /** Sample ids up to this one (inclusive). */
+  toSampleId?: string;
   epoch?: number;
   /** A committed attempt's entries, or `"open"` for those of an execution that never committed. */
   attempt?: number | "open";
