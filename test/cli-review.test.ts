@@ -86,6 +86,11 @@ describe("stet review", () => {
     const text = await cli(["show", runId, "--store", store]);
     expect(text.stdout).toMatch(/^human\s+0\.8000/m);
     expect(text.stdout).toContain("agreement human vs exact: 20 keys · 90.0% agree · κ 0.687 (95%");
+    const markdown = await cli(["export", runId, "--format", "markdown", "--store", store]);
+    expect(markdown.stdout).toMatch(/^\| human \| 0\.8000 \| 0\.0918 \| 20 \|$/m);
+    expect(markdown.stdout).toMatch(
+      /^\| human \| exact \| 20 \| 90\.0% \| 0\.687 \(0\.285 to 1\.000\) \|$/m,
+    );
   });
 
   it("exports the history as CSV, reviewer included, and a re-review keeps both", async () => {
