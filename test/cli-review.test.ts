@@ -4,6 +4,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { dumpDb } from "./helpers/db-dump.js";
 import { perTest } from "./helpers/eval-project.js";
+import { dumpPg } from "./helpers/pg-dump.js";
+import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 
 // `stet review --import/--export` and `stet show` through the real CLI (dist/: build first), on
 // a run of 20 samples whose solver gets s02, s07, s12 and s17 wrong.
@@ -165,4 +167,30 @@ describe("stet review", () => {
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("exactly one of --import <file> and --export [file]");
   });
+
+  it.skipIf(SKIP_POSTGRES)(
+    "on PostgreSQL: 20 reviews from CSV leave every attempt and scoring row as it was",
+    async () => {
+      const { url, db } = testSchemaPool();
+      const run = await cli(["run", "echo.mjs", "--store", url, "--json"]);
+      expect(run.code, run.stderr).toBe(0);
+      const pgRun = (JSON.parse(run.stdout) as { runId: string }).runId;
+      const paid = async () => {
+        const dump = JSON.parse(await dumpPg(db)) as Record<string, string[]>;
+        return JSON.stringify({ attempts: dump.attempts, scorings: dump.scorings });
+      };
+      const before = await paid();
+      writeFileSync(join(dir, "reviews.csv"), reviewsCsv());
+      const imported = await cli(["review", pgRun, "--import", "reviews.csv", "--store", url], {
+        STET_REVIEWER: "ada",
+      });
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(await paid()).toBe(before);
+      const { rows } = await db.query<{ n: string }>("SELECT COUNT(*) AS n FROM reviews");
+      expect(Number(rows[0]!.n)).toBe(20);
+      const shown = await cli(["show", pgRun, "--store", url, "--json"]);
+      const view = JSON.parse(shown.stdout) as { agreement: { rate: number }[] };
+      expect(view.agreement[0]!.rate).toBe(0.9);
+    },
+  );
 });
