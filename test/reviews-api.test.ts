@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ReviewsView, RunDetailView } from "../src/api/contract.js";
+import type { ReviewsView, RunDetailView, RunsPageView } from "../src/api/contract.js";
 import { collectSse } from "./helpers/sse.js";
 import { dumpDb } from "./helpers/db-dump.js";
 import { additionEval, setupTestApp as setup } from "./helpers/server-app.js";
@@ -63,6 +63,9 @@ describe("POST /api/runs/:id/reviews", () => {
       [1, 15],
     ]);
     expect(agreement!.kappa).toBeCloseTo(0.6875, 12);
+    // The runs page lists the same metrics as the run's detail.
+    const listed = await t.json<RunsPageView>("/api/runs");
+    expect(listed.body.runs[0]!.metrics).toEqual(detail.body.metrics);
   });
 
   it("keeps a re-review in the history; the latest counts", async () => {
