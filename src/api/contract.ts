@@ -5,6 +5,8 @@
  * time, so the UI's bundle pulls in no server or core code through it.
  */
 import type { ScorerMetrics, UsageTotal } from "../core/aggregate.js";
+import type { Agreement } from "../core/agreement.js";
+import type { Review } from "../core/reviews.js";
 import type { PlanSummary, Progress, RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import type { ErrorGroup, RetryTotals } from "../core/outcome-fold.js";
@@ -107,7 +109,10 @@ export interface RunDetailView extends RunSummaryView {
   /** The run's configuration with its secrets redacted. */
   config: RunConfig;
   plan: PlanSummary;
+  /** The run's scorers, then its human scorers (`human`, `human:<rubric>`) when it has reviews. */
   metrics: ScorerMetrics[];
+  /** Each human scorer against each scorer of the run: rate, Cohen's κ and interval, matrix. */
+  agreement?: Agreement[];
   /** Per scorer, the samples' reduced values counted in tenths of [0, 1]. */
   distribution: ScoreDistribution[];
   errorsByType: Partial<Record<AttemptErrorType, number>>;
@@ -317,3 +322,12 @@ export type EventMessage<Events> = {
 }[keyof Events & string];
 
 export type { AttemptError, AttemptStatus };
+
+/** A person's review of an attempt, and whether it counts now (its reviewer's latest, current attempt). */
+export type ReviewView = Review & { current: boolean };
+
+/** GET and POST /api/runs/:id/reviews. */
+export interface ReviewsView {
+  runId: string;
+  reviews: ReviewView[];
+}

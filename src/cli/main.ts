@@ -17,6 +17,7 @@ import { registerRescore } from "./program/rescore.js";
 import { registerResume } from "./program/resume.js";
 import { registerRun } from "./program/run.js";
 import { registerServe } from "./program/serve.js";
+import { registerReview } from "./program/review.js";
 import { registerShow } from "./program/show.js";
 import { registerValidate } from "./program/validate.js";
 import { registerWorker } from "./program/worker.js";
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerRescore(program);
   registerList(program);
   registerShow(program);
+  registerReview(program);
   registerServe(program);
   registerCancel(program);
   registerCache(program);

@@ -1,3 +1,4 @@
+import type { Agreement } from "./agreement.js";
 import type { ScorerMetrics, UsageTotal } from "./aggregate.js";
 import type { ScoreDistribution } from "./score-chart.js";
 import type { ErrorGroup, RetryTotals } from "./outcome-fold.js";
@@ -50,7 +51,13 @@ export interface RunReport {
   counts: { total: number; scored: number; errored: number; remaining: number; limited: number };
   /** The limited keys by the limit that ended them; absent when none was. */
   limitedBy?: Partial<Record<LimitName, number>>;
+  /** The run's scorers, then its human scorers (reviews: `human`, `human:<rubric>`), if any. */
   metrics: ScorerMetrics[];
+  /**
+   * Each human scorer against each of the run's scorers on the keys both scored: agreement rate,
+   * Cohen's κ with its interval, the confusion matrix. Absent when nobody reviewed the run.
+   */
+  agreement?: Agreement[];
   /** Per scorer, the samples' reduced values counted in tenths of [0, 1] (the score chart). */
   distribution: ScoreDistribution[];
   errorsByType: Partial<Record<AttemptErrorType, number>>;

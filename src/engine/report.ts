@@ -4,6 +4,7 @@ import { planRun, type Plan } from "../core/plan.js";
 import { addScoringUsage } from "../core/aggregate.js";
 import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
+import { storedReviewFigures } from "./review-report.js";
 
 /** A stored scoring's identity: its attempt's key and number, and its own number. */
 export type ScoringKey = Key & { attempt: number; scoring: number };
@@ -71,6 +72,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     addScoringUsage(figures.totalSpent, scoring.usage);
     if (input.scorings?.isNow(scoring)) addScoringUsage(figures.spentNow, scoring.usage);
   }
+  const reviewed = await storedReviewFigures(store, run, samples, input.heads);
   const total = samples.length * run.config.epochs;
   return {
     runId: run.id,
@@ -88,7 +90,9 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
       limited: figures.limited,
     },
     ...(figures.limited > 0 ? { limitedBy: figures.limitedBy } : {}),
-    metrics: figures.metrics,
+    // The human scorers (reviews) beside the judged ones, and how far they agree.
+    metrics: reviewed ? [...figures.metrics, ...reviewed.metrics] : figures.metrics,
+    ...(reviewed ? { agreement: reviewed.agreement } : {}),
     distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,

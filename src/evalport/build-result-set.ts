@@ -8,6 +8,7 @@ import type { Attempt, Run, RunConfig, SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { assembleResultSet } from "./assemble-result-set.js";
 import { toResult } from "./result-mapping.js";
+import { applyReviews } from "./review-grades.js";
 import { loadTrajectories } from "./trajectory.js";
 import {
   EVALPORT_VERSION,
@@ -64,6 +65,8 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
   }
   const provider = providerOf(run.config);
   const journal = await loadTrajectories(store, runId);
+  // People's reviews fill the suite's `human` graders and travel with their reviewers.
+  const reviewed = applyReviews(outcomes, await store.reviews.list(runId));
   return assembleResultSet(
     {
       version: EVALPORT_VERSION,
@@ -73,7 +76,9 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
       ...(provider && { provider }),
       runner: { name: "stet", version: stetVersion() },
     },
-    outcomes.map((a) => toResult(a, { epochs: run.config.epochs, journal })),
+    reviewed.outcomes.map((a) =>
+      toResult(a, { epochs: run.config.epochs, journal, reviews: reviewed.reviewsOf }),
+    ),
     { testCaseIds: samples.map((r) => r.sample.id), epochs: run.config.epochs },
   );
 }

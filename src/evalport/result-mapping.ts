@@ -25,6 +25,8 @@ export interface ResultContext {
   epochs: number;
   /** The attempt's step journal (its trajectory), written as `metadata.stet.journal`. */
   journal?: (attempt: Attempt) => Json[] | undefined;
+  /** The outcome's current reviews (people's scores), written as `metadata.stet.reviews`. */
+  reviews?: (attempt: Attempt) => Json[] | undefined;
 }
 
 /** Skip reason of a suite grader a test case does not reference; such scores are not exported. */
@@ -59,7 +61,9 @@ export const NOT_REFERENCED = "not_referenced";
  * |                               | attempt's step journal (ctx.step / ctx.chat), not read back by  |
  * |                               | import; `retries` its re-sent model requests, absent when       |
  * |                               | unknown (an attempt stored before stet counted them); `limit`   |
- * |                               | the per-sample limit that ended it `{ limit, value, used }`      |
+ * |                               | the per-sample limit that ended it `{ limit, value, used }`;     |
+ * |                               | `reviews` its current reviews `{ scorer, reviewer, value, note,  |
+ * |                               | created_at }` (not read back by import)                          |
  *
  * `output_format` is `"json"` when `actual_output` is the canonical JSON of a non-string
  * output and `"none"` when the output was null; `not_referenced` names the suite graders the
@@ -80,6 +84,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
   const scored = graders.filter((g) => g.score !== null);
   const output = encodeOutput(attempt.output);
   const journal = ctx.journal?.(attempt);
+  const reviews = ctx.reviews?.(attempt);
   const openeval: Record<string, Json> = {};
   if (attempt.usage) openeval.cost = cost(trajectoryUsage(attempt.usage));
   if (scored.length === 0) openeval.aggregation_status = "unscored";
@@ -92,6 +97,7 @@ export function toResult(attempt: Attempt, ctx: ResultContext): EvalPortResult {
     ...(output.format && { output_format: output.format }),
     ...(attempt.transcript !== null && { transcript: attempt.transcript }),
     ...(journal && { journal }),
+    ...(reviews && { reviews }),
     ...(notReferenced.length > 0 && { not_referenced: notReferenced }),
     ...(attempt.redacted !== undefined && { redacted: [...attempt.redacted] }),
     ...(attempt.retries !== undefined && { retries: attempt.retries }),

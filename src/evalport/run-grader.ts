@@ -1,3 +1,4 @@
+import { HUMAN_REVIEW_PENDING } from "./review-grades.js";
 import * as z from "zod";
 import type { ScorerArgs, ScoreValue } from "../core/eval.js";
 import type { Json } from "../core/json.js";
@@ -151,7 +152,8 @@ async function gradeWith(grader: SuiteGrader, args: ScorerArgs, tools: Tools): P
         tools.jsonSchema,
       );
     case "human":
-      return { value: null, skipped: "human_review_pending", explanation: str("instructions") };
+      // Until reviewed: a ResultSet export fills it from the run's reviews (review-grades.ts).
+      return { value: null, skipped: HUMAN_REVIEW_PENDING, explanation: str("instructions") };
     case "semantic_similarity":
       return semanticSimilarityScore(
         { model: str("model") ?? DEFAULT_EMBEDDING_MODEL },

@@ -1,5 +1,7 @@
 import { addScoringUsage, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
+import { selectOutcomes } from "../core/outcomes.js";
+import { reviewFigures } from "../core/review-figures.js";
 import type { AttemptHead, RunFilter, Store } from "../store/types.js";
 import { listRuns, type ListedRun, type ReadOptions } from "./read-run.js";
 
@@ -23,7 +25,9 @@ export async function listRunsWithFigures(
 ): Promise<RunListingWithFigures[]> {
   const listed = await listRuns(store, filter, options);
   const inputs = await store.reads.listReportInputs(listed.map((l) => l.run.id));
-  return listed.map((listing) => {
+  // Reviews are few and indexed by run: one small read per run, for the human scorers.
+  const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));
+  return listed.map((listing, i) => {
     const { run } = listing;
     const input = inputs.get(run.id);
     const fold = new OutcomeFold<AttemptHead>({
@@ -35,6 +39,11 @@ export async function listRunsWithFigures(
     for (const head of input?.heads ?? []) fold.add(head);
     const { metrics, totalSpent } = fold.finish();
     for (const usage of input?.scoringUsage ?? []) addScoringUsage(totalSpent, usage);
-    return { ...listing, metrics, spent: totalSpent };
+    const reviewed = reviews[i]!;
+    if (reviewed.length === 0 || !input) return { ...listing, metrics, spent: totalSpent };
+    // The human scorers after the run's own, as its report lists them.
+    const outcomes = selectOutcomes(input.heads, input.fingerprints);
+    const human = reviewFigures(reviewed, outcomes, run.config.scorers, run.config.reducer);
+    return { ...listing, metrics: [...metrics, ...human.metrics], spent: totalSpent };
   });
 }

@@ -18,4 +18,6 @@ export interface AppDeps {
   /** How often store-backed event streams look for news. */
   pollMs: number;
   log: (line: string) => void;
+  /** Who a review that names no reviewer is by (`stet serve`'s `STET_REVIEWER`), if anyone. */
+  reviewer?: string;
 }

@@ -18,6 +18,7 @@ import { runsCancelRoutes } from "./routes/runs-cancel.js";
 import { runsEventsRoutes } from "./routes/runs-events.js";
 import { runsReadRoutes } from "./routes/runs-read.js";
 import { runsRescoreRoutes } from "./routes/runs-rescore.js";
+import { runsReviewsRoutes } from "./routes/runs-reviews.js";
 import { runsResumeRoutes } from "./routes/runs-resume.js";
 import { runsStartRoutes } from "./routes/runs-start.js";
 import { uiRoutes } from "./ui-routes.js";
@@ -51,6 +52,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /** The cap on open event streams (default: 100 at once, see StreamSlots). */
   streams?: StreamSlots;
+  /** Who a review that names no reviewer is by (`STET_REVIEWER`); without it, such a review is refused. */
+  reviewer?: string;
 }
 
 /** `AppOptions.maxBodyBytes` by default. */
@@ -90,6 +93,7 @@ export function createApp(options: AppOptions): Hono {
     },
     pollMs: options.pollMs ?? 500,
     log: (line) => write(redact(line)),
+    ...(options.reviewer ? { reviewer: options.reviewer } : {}),
   };
 
   const app = new Hono();
@@ -118,6 +122,7 @@ export function createApp(options: AppOptions): Hono {
     runsRescoreRoutes,
     runsCancelRoutes,
     runsEventsRoutes,
+    runsReviewsRoutes,
     benchmarksRoutes,
     diffRoutes,
     evalsRoutes,

@@ -109,6 +109,7 @@ export async function runDetail(
     config: redactConfig(run.config),
     plan: report.plan,
     metrics: report.metrics,
+    ...(report.agreement ? { agreement: report.agreement } : {}),
     distribution: report.distribution,
     errorsByType: report.errorsByType,
     // The same with the first few errored keys and their messages (the route redacts them).

@@ -34,6 +34,8 @@ export interface ServeOptions {
   /** Where recoveries and server-side failures are described; secrets are stripped first. */
   log?: (line: string) => void;
   staleMs?: number;
+  /** Who a review that names no reviewer is by (`STET_REVIEWER`). */
+  reviewer?: string;
 }
 
 export interface Serving {
@@ -110,6 +112,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     ...(options.token ? { token: options.token } : {}),
     ...(options.secrets ? { secrets: options.secrets } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.reviewer ? { reviewer: options.reviewer } : {}),
   });
   const server = await listen(app, {
     host: options.host,

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
 import { describeCacheContract } from "./contract/cache.js";
+import { describeReviewContract } from "./contract/reviews.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeJournalContract } from "./contract/journal.js";
@@ -18,7 +19,7 @@ export type { StoreHarness } from "./contract/fixtures.js";
 
 /**
  * The behaviour every Store adapter must have, one section per sub-port (runs, attempts, reads,
- * journal, leases, cache). Each adapter's test file calls it once with a factory that opens a fresh,
+ * journal, leases, cache, reviews). Each adapter's test file calls it once with a factory that opens a fresh,
  * empty store; every case gets its own.
  *
  * @example
@@ -66,5 +67,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("journal", () => describeJournalContract(ref));
     describe("leases", () => describeLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
+    describe("reviews", () => describeReviewContract(ref));
   });
 }

@@ -12,6 +12,7 @@ import type {
   Scoring,
   ScoringDraft,
 } from "../core/types.js";
+import type { Review, ReviewDraft } from "../core/reviews.js";
 import type {
   AttemptBatchExtras,
   AttemptFeed,
@@ -80,6 +81,8 @@ export interface Store {
   readonly leases?: LeaseStore;
   /** The reply cache of model calls: shared by every run, worker and machine of the store. */
   readonly cache: ReplyCacheStore;
+  /** People's reviews of attempts: unfenced, never replaced, apart from the paid layer. */
+  readonly reviews: ReviewStore;
 
   close(): Promise<void>;
 }
@@ -307,4 +310,19 @@ export interface LeaseStore {
    * after which no worker can write: what it says is what the run spent in the end.
    */
   closeRun(runId: string, status: RunStatus, note?: RunNote): Promise<boolean>;
+}
+
+/**
+ * Reviews: a person's scoring of an attempt (`core/reviews.ts`). Unfenced (a review needs no
+ * ownership of the run: it may be made while the run runs, or long after), append-only, and never
+ * touching attempts or scorings.
+ */
+export interface ReviewStore {
+  /**
+   * Stores the batch in one transaction, in order: each names a stored attempt of the run, else
+   * nothing is stored (`E_INVALID_INPUT`). Returns them with their `seq`.
+   */
+  record(runId: string, drafts: readonly ReviewDraft[]): Promise<Review[]>;
+  /** Every review of the run, in the order they were stored (oldest first), superseded ones too. */
+  list(runId: string): Promise<Review[]>;
 }

@@ -6,6 +6,7 @@
 import { ApiFailure, setToken } from "./api.js";
 import { benchmarkView } from "./benchmark-view.js";
 import { fill, h } from "./dom.js";
+import { reviewQueue } from "./review-queue.js";
 import { runView } from "./run-view.js";
 import { runsView } from "./runs-view.js";
 import { sampleView } from "./sample-view.js";
@@ -28,11 +29,13 @@ function route(): void {
   const view: View =
     page === "runs" && id && sub === "samples" && subId
       ? (s) => sampleView(main, id, subId, s)
-      : page === "runs" && id
-        ? (s) => runView(main, id, s)
-        : page === "benchmarks" && id
-          ? (s) => benchmarkView(main, id, s)
-          : (s) => runsView(main, s);
+      : page === "runs" && id && sub === "review"
+        ? (s) => reviewQueue(main, id, subId, s)
+        : page === "runs" && id
+          ? (s) => runView(main, id, s)
+          : page === "benchmarks" && id
+            ? (s) => benchmarkView(main, id, s)
+            : (s) => runsView(main, s);
   fill(main, h("p", { class: "muted" }, "Loading…"));
   view(stop.signal).catch((error: unknown) => {
     if (stop.signal.aborted) return;

@@ -6,6 +6,7 @@ import { sampleFilters, samplesTable } from "./samples-table.js";
 import { link, message, pause } from "./shared.js";
 import { throttled } from "./throttle.js";
 import type { FollowEvents, RunDetailView, SamplePageView, WorkerView } from "../api/contract.js";
+import { agreementTable } from "./agreement-table.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
@@ -175,6 +176,8 @@ function runHead(
       run.model && ` · model ${run.model}`,
       ` · started ${when(run.createdAt)}`,
       run.note && ` · ${run.note}`,
+      " · ",
+      link(`#/runs/${encodeURIComponent(run.id)}/review/failed`, "Review samples"),
     ),
     run.owner &&
       h(
@@ -259,6 +262,7 @@ function runDetails(run: RunDetailView): Child[] {
         ),
       ),
     ),
+    run.agreement && run.agreement.length > 0 && agreementTable(run.agreement),
     run.distribution.length > 0 && scoreChart(run),
     h(
       "p",

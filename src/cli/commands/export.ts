@@ -11,6 +11,8 @@ import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js
 import { loadTrajectories } from "../../evalport/trajectory.js";
 import { syncDirectory, writeFileAtomic } from "../../durable/write-file-atomic.js";
 import { csvColumns, csvRow } from "../export-csv.js";
+import { reviewCells, reviewColumns, reviewScorers } from "../export-reviews.js";
+import { applyReviews } from "../../evalport/review-grades.js";
 import { openStore } from "../open-store.js";
 import { htmlReport } from "../reports/html.js";
 import { junitXml } from "../reports/junit.js";
@@ -64,7 +66,11 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       } else if (!process.stdout.write(text)) await once(process.stdout, "drain");
       return 0;
     }
-    const { run, samples, outcomes } = await loadOutcomes(store, runId);
+    const loaded = await loadOutcomes(store, runId);
+    const { run, samples } = loaded;
+    // People's reviews: each row carries its key's current ones (reviewer, value, note, time).
+    const reviewed = applyReviews(loaded.outcomes, await store.reviews.list(runId));
+    const outcomes = reviewed.outcomes;
     if (output !== undefined) await prepareOutputFile(output, "-o");
     const temp = output === undefined ? undefined : `${output}.${process.pid}.tmp`;
     const out = temp === undefined ? process.stdout : createWriteStream(temp);
@@ -72,15 +78,21 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       if (format === "jsonl") {
         const journal = await loadTrajectories(store, runId);
         for (const a of outcomes) {
-          const row = JSON.stringify(exportRow(a, journal(a)));
+          const reviews = reviewed.reviewsOf(a);
+          const row = JSON.stringify({ ...exportRow(a, journal(a)), ...(reviews && { reviews }) });
           if (!out.write(`${row}\n`)) await once(out, "drain");
         }
       } else {
         const { scorers } = run.config;
-        const csv = stringify({ header: true, columns: csvColumns(scorers) });
+        const humans = reviewScorers(outcomes.map((a) => reviewed.reviewsOf(a)));
+        const columns = [...csvColumns(scorers), ...reviewColumns(humans)];
+        const csv = stringify({ header: true, columns });
         csv.pipe(out, { end: false });
         const byId = new Map(samples.map((r) => [r.sample.id, r]));
-        for (const a of outcomes) csv.write(csvRow(a, byId, scorers));
+        for (const a of outcomes) {
+          const reviews = reviewed.reviewsOf(a);
+          csv.write({ ...csvRow(a, byId, scorers), ...reviewCells(humans, reviews) });
+        }
         csv.end();
         await once(csv, "end");
       }

@@ -66,6 +66,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
       ...(flags.maxStreams === undefined ? {} : { maxStreams: flags.maxStreams }),
       ...stale,
       ...(token ? { token } : {}),
+      ...(process.env.STET_REVIEWER ? { reviewer: process.env.STET_REVIEWER } : {}),
     });
     process.stdout.write(
       `stet serve listening on ${server.url} (store ${store.location}; ${evals.list().length} eval(s))\n` +

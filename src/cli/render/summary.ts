@@ -1,3 +1,4 @@
+import { renderAgreement } from "./agreement.js";
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup, RetryTotals } from "../../core/outcome-fold.js";
 import type { ReuseSummary } from "../../core/reuse-plan.js";
@@ -77,6 +78,7 @@ export function renderSummary(report: RunReport): string {
   const tokens = usage.totalSpent;
   return [
     table(rows, [false, true, true, true]),
+    ...(report.agreement?.length ? renderAgreement(report.agreement) : []),
     "",
     `keys     ${formatCount(counts.total)} total · ${formatCount(counts.scored)} scored${limitedNote(report)} · ` +
       `${formatCount(counts.errored)} errored${errors ? ` (${errors})` : ""} · ${formatCount(counts.remaining)} remaining`,

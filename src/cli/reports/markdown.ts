@@ -39,6 +39,23 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
     ),
     "",
   ];
+  if (report.agreement && report.agreement.length > 0) {
+    // How far people (reviews) and each judge agree: see docs/review.md.
+    lines.push(
+      "| human | scorer | keys | agree | Cohen's κ (95%) |",
+      "| --- | --- | ---: | ---: | --- |",
+    );
+    for (const a of report.agreement) {
+      const rate = a.rate === null ? "–" : `${(a.rate * 100).toFixed(1)}%`;
+      const kappa =
+        a.kappa === null
+          ? "–"
+          : a.kappa.toFixed(3) +
+            (a.interval ? ` (${a.interval.low.toFixed(3)} to ${a.interval.high.toFixed(3)})` : "");
+      lines.push(`| ${inline(a.human)} | ${inline(a.scorer)} | ${a.n} | ${rate} | ${kappa} |`);
+    }
+    lines.push("");
+  }
   const errors = Object.entries(report.errorsByType);
   if (errors.length > 0) {
     lines.push("| error type | outcomes |", "| --- | ---: |");

@@ -327,4 +327,34 @@ CREATE TABLE reply_cache (
 CREATE INDEX reply_cache_created ON reply_cache (created_at);
 `,
   },
+  {
+    version: 11,
+    name: "reviews",
+    // As in SQLite (migration 12): people's reviews of attempts, never replaced, apart from the
+    // paid layer and the judges' scorings.
+    sql: `
+CREATE TABLE reviews (
+  seq BIGSERIAL PRIMARY KEY,
+  run_id TEXT COLLATE "C" NOT NULL,
+  sample_id TEXT COLLATE "C" NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  scorer TEXT NOT NULL,
+  reviewer TEXT NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  note TEXT,
+  created_at TEXT NOT NULL,
+  FOREIGN KEY (run_id, sample_id, epoch, attempt) REFERENCES attempts (run_id, sample_id, epoch, attempt)
+);
+CREATE INDEX reviews_by_run ON reviews (run_id, seq);
+
+CREATE FUNCTION stet_reviews_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'reviews are immutable';
+END;
+$$;
+CREATE TRIGGER reviews_immutable BEFORE UPDATE OR DELETE ON reviews
+  FOR EACH ROW EXECUTE FUNCTION stet_reviews_immutable();
+`,
+  },
 ];

@@ -354,4 +354,38 @@ CREATE TABLE reply_cache (
 CREATE INDEX reply_cache_created ON reply_cache (created_at);
 `,
   },
+  {
+    version: 12,
+    name: "reviews",
+    // People's reviews of attempts: a scorer name (human or human:<rubric>), the reviewer, a value
+    // and a note, in the order they were made (seq). Kept apart from attempts and scorings: a
+    // review never changes the paid layer or a judge's scores, and nothing is ever replaced
+    // (a later review of the same key by the same reviewer supersedes the earlier for metrics).
+    sql: `
+CREATE TABLE reviews (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL,
+  sample_id TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  scorer TEXT NOT NULL,
+  reviewer TEXT NOT NULL,
+  value REAL NOT NULL,
+  note TEXT,
+  created_at TEXT NOT NULL,
+  FOREIGN KEY (run_id, sample_id, epoch, attempt) REFERENCES attempts (run_id, sample_id, epoch, attempt)
+);
+CREATE INDEX reviews_by_run ON reviews (run_id, seq);
+
+CREATE TRIGGER reviews_no_update BEFORE UPDATE ON reviews
+BEGIN
+  SELECT RAISE(ABORT, 'reviews are immutable');
+END;
+
+CREATE TRIGGER reviews_no_delete BEFORE DELETE ON reviews
+BEGIN
+  SELECT RAISE(ABORT, 'reviews are immutable');
+END;
+`,
+  },
 ];
