@@ -176,14 +176,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     await backup(sourceUrl, file);
     // The same store as schema version 5 wrote it: no leases/workers tables, no step 6, and
     // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail),
-    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables).
+    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11 (the
+    // rate limits' tables).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(10);
+    expect(header.schemaVersion).toBe(11);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -191,6 +192,8 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         row.table === "workers" ||
         row.table === "store_meta" ||
         row.table === "reply_cache" ||
+        row.table === "rate_buckets" ||
+        row.table === "rate_waits" ||
         (row.table === "schema_migrations" && (row.row?.version ?? 0) >= 6)
       );
     };
@@ -211,14 +214,16 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       .map(withoutRetries);
     const rows: Record<string, number> = {
       ...header.rows,
-      schema_migrations: header.rows.schema_migrations! - 5,
+      schema_migrations: header.rows.schema_migrations! - 6,
     };
     delete rows.leases;
     delete rows.workers;
     delete rows.store_meta;
     delete rows.reply_cache;
+    delete rows.rate_buckets;
+    delete rows.rate_waits;
     const older = join(project.dir, "v5.pgbak");
-    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -4), rows };
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -6), rows };
     writeFileSync(
       older,
       [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
@@ -233,7 +238,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const { rows: versions } = await db.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.
     const restored = await exportsOf(cli, runs, url);

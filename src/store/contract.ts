@@ -7,6 +7,7 @@ import { describeJournalContract } from "./contract/journal.js";
 import { describeLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
+import { describeRatesContract } from "./contract/rates.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
 import { describeScoringContract } from "./contract/scorings.js";
@@ -18,7 +19,7 @@ export type { StoreHarness } from "./contract/fixtures.js";
 
 /**
  * The behaviour every Store adapter must have, one section per sub-port (runs, attempts, reads,
- * journal, leases, cache). Each adapter's test file calls it once with a factory that opens a fresh,
+ * journal, leases, cache, rates). Each adapter's test file calls it once with a factory that opens a fresh,
  * empty store; every case gets its own.
  *
  * @example
@@ -66,5 +67,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("journal", () => describeJournalContract(ref));
     describe("leases", () => describeLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
+    describe("rates", () => describeRatesContract(ref));
   });
 }

@@ -31,6 +31,8 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "workers", since: 6, order: "token" },
   { name: "store_meta", since: 10, order: "name" },
   { name: "reply_cache", since: 10, order: "call_hash, credential" },
+  { name: "rate_buckets", since: 11, order: "endpoint" },
+  { name: "rate_waits", since: 11, order: "run_id, owner, endpoint" },
 ];
 
 const BATCH = 1_000;

@@ -2,6 +2,7 @@ import pg from "pg";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
 import { postgresCache } from "./cache.js";
+import { postgresRates } from "./rates.js";
 import type { Store } from "../types.js";
 import { postgresAttempts } from "./attempts.js";
 import { PostgresContext } from "./context.js";
@@ -92,6 +93,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     reads: postgresReads(c),
     journal: postgresJournal(c),
     cache: postgresCache(c),
+    rates: postgresRates(c),
     leases: postgresLeaseStore(c),
     async close() {
       await pool.end();

@@ -1,5 +1,6 @@
 import { dirname } from "node:path";
 import { sqliteCache } from "./cache.js";
+import { sqliteRates } from "./rates.js";
 import type { Store } from "../types.js";
 import { sqliteAttempts } from "./attempts.js";
 import { SqliteContext } from "./context.js";
@@ -54,6 +55,7 @@ export function createSqliteStore(
     reads: sqliteReads(c),
     journal: sqliteJournal(c),
     cache: sqliteCache(c),
+    rates: sqliteRates(c),
     leases: sqliteLeases(c),
     async close() {
       db.close();
