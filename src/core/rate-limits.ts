@@ -33,9 +33,9 @@ export interface RateAnswer {
 export interface RatePermit {
   settle(answer: RateAnswer): void;
   /**
-   * Whether the endpoint is making progress (a request succeeded lately): a 429 or 529 then
-   * waits for the endpoint's budget and is sent again without counting against the call's
-   * retries; otherwise it is an ordinary retryable failure.
+   * Whether the endpoint is making progress (another request to it succeeded since this one was
+   * sent): a 429 or 529 then waits for the endpoint's budget and is sent again without counting
+   * against the call's retries; otherwise it is an ordinary retryable failure.
    */
   progressing(): boolean;
 }
@@ -65,7 +65,7 @@ export function endpointName(endpoint: RateEndpoint): string {
 
 /**
  * The declared limit of an endpoint: the entry named `provider:model`, else the bare model id,
- * else its base URL. Undefined when none applies (the endpoint's headers then rule alone).
+ * else its base URL, else `*` (`--rpm`/`--tpm` without `--model`). Undefined when none applies (the endpoint's headers then rule alone).
  *
  * @example declaredLimit({ "openai:m": { rpm: 500 } }, { provider: "openai", model: "m", baseURL: "u" }) // { rpm: 500 }
  */
@@ -75,7 +75,8 @@ export function declaredLimit(limits: RateLimits, endpoint: RateEndpoint): RateL
     limits[`${endpoint.provider}:${endpoint.model}`] ??
     limits[endpoint.model] ??
     limits[base] ??
-    limits[`${base}/`]
+    limits[`${base}/`] ??
+    limits["*"]
   );
 }
 
@@ -186,4 +187,38 @@ export function takeFromBucket(
     granted: { requests: grantedRequests, tokens: grantedTokens },
     retryInMs: 0,
   };
+}
+
+/**
+ * The eval's declared limits with `--rpm`/`--tpm` added for the run's main model: under its
+ * `--model` when the run has one, else as `*`, which applies to every endpoint the eval declares
+ * no limit for.
+ *
+ * @example withFlagLimit(undefined, { rpm: 500 }, "openai:gpt-4o-mini") // { "openai:gpt-4o-mini": { rpm: 500 } }
+ */
+export function withFlagLimit(
+  limits: RateLimits | undefined,
+  flag: RateLimit | undefined,
+  model: string | undefined,
+): RateLimits | undefined {
+  if (!flag || (flag.rpm === undefined && flag.tpm === undefined)) return limits;
+  const key = model ?? "*";
+  return { ...limits, [key]: { ...limits?.[key], ...definedOf(flag) } };
+}
+
+function definedOf(limit: RateLimit): RateLimit {
+  return Object.fromEntries(Object.entries(limit).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * Rate-limit figures of a run's model calls to one endpoint: requests sent, those that waited on
+ * the endpoint's budget (throttled), 429/529 answers received, and the time requests spent
+ * waiting (summed over requests, ms).
+ */
+export interface RateWaits {
+  endpoint: string;
+  requests: number;
+  throttled: number;
+  rejected: number;
+  waitMs: number;
 }

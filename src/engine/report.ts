@@ -72,6 +72,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     if (input.scorings?.isNow(scoring)) addScoringUsage(figures.spentNow, scoring.usage);
   }
   const total = samples.length * run.config.epochs;
+  const rateLimits = await store.rates.listWaits(run.id);
   return {
     runId: run.id,
     evalName: run.evalName,
@@ -92,6 +93,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,
+    ...(rateLimits.length > 0 ? { rateLimits } : {}),
     usage: {
       spentNow: figures.spentNow,
       totalSpent: figures.totalSpent,

@@ -115,6 +115,7 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         signal: ctx.signal,
         // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
         onRetry: ctx.onRetry,
+        rateGate: ctx.rateGate,
       });
       const cost =
         reply.usage === undefined ? undefined : costUsd(reply.model, reply.usage, options.prices);

@@ -272,15 +272,4 @@ export interface CacheStats {
   newest: string | null;
 }
 
-/**
- * Rate-limit figures of a run's model calls to one endpoint: requests sent, those that waited on
- * the endpoint's budget (throttled), 429/529 answers received, and the time requests spent
- * waiting (summed over requests, ms).
- */
-export interface RateWaits {
-  endpoint: string;
-  requests: number;
-  throttled: number;
-  rejected: number;
-  waitMs: number;
-}
+export type { RateWaits } from "../../core/rate-limits.js";
