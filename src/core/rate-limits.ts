@@ -82,11 +82,11 @@ export function declaredLimit(limits: RateLimits, endpoint: RateEndpoint): RateL
 
 /**
  * An endpoint's shared budget as a token bucket over the provider's window `W`: it holds at most
- * `capacity` (a twentieth of the window's limit) and refills at `(limit − capacity) / (W + lease)`,
- * where `lease` (W / 40) is how long a process may hold what it took before it lapses. Whatever
- * is sent in any window W was taken in a span of W + lease, so it is at most
- * `capacity + rate × (W + lease)` = the limit, against a provider counting a sliding window as
- * much as a fixed one; the price is ~7 % of the limit left unused.
+ * `capacity` (a fortieth of the window's limit) and refills at
+ * `(limit − capacity) / (W + 2 × lease)`, where `lease` (W / 40) is how long a process may hold
+ * what it took before it lapses. Whatever arrives at the provider in any window W was taken in a
+ * span of W + lease (and up to another lease of travel), so it is at most the limit, against a
+ * provider counting a sliding window as much as a fixed one; the price is ~7 % of the limit.
  */
 export interface BucketSpec {
   requestCapacity: number;
@@ -105,7 +105,7 @@ const UNBOUNDED = 1e15;
 /**
  * The bucket of a declared limit (see BucketSpec).
  *
- * @example bucketSpec({ rpm: 600 }).requestCapacity // 30
+ * @example bucketSpec({ rpm: 600 }).requestCapacity // 15
  */
 export function bucketSpec(limit: RateLimit): BucketSpec {
   const windowMs = limit.windowMs ?? 60_000;
@@ -113,9 +113,13 @@ export function bucketSpec(limit: RateLimit): BucketSpec {
   const axis = (perMinute: number | undefined) => {
     if (perMinute === undefined) return { capacity: UNBOUNDED, rate: UNBOUNDED };
     const perWindow = (perMinute * windowMs) / 60_000;
-    const capacity = Math.max(1, perWindow / 20);
+    const capacity = Math.max(1, perWindow / 40);
     // A limit of a few requests per window (capacity ≥ half of it) refills at half the limit.
-    return { capacity, rate: Math.max(perWindow - capacity, perWindow / 2) / (windowMs + leaseMs) };
+    // Two leases, not one: a request also travels to the provider after its chunk was taken.
+    return {
+      capacity,
+      rate: Math.max(perWindow - capacity, perWindow / 2) / (windowMs + 2 * leaseMs),
+    };
   };
   const requests = axis(limit.rpm);
   const tokens = axis(limit.tpm);

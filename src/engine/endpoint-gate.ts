@@ -116,12 +116,14 @@ export class EndpointGate {
         tokens: Math.max(tokens, spec.tokenCapacity / 2),
         minTokens: tokens,
       };
+      // The lease runs from before the store was asked: a slow answer shortens it, never extends it.
+      const asked = this.now();
       try {
         const { granted, retryInMs } = await this.take(want);
         this.#nextTakeAt = this.now() + retryInMs;
         if (granted.requests > 0) {
           // What is left of the last chunk lapses with it: all that is spent was taken within a lease.
-          this.#chunk = { ...granted, expiresAt: this.now() + spec.leaseMs };
+          this.#chunk = { ...granted, expiresAt: asked + spec.leaseMs };
         }
         return retryInMs;
       } finally {

@@ -2,13 +2,13 @@ import { describe, expect, it } from "vitest";
 import { bucketSpec } from "../../core/rate-limits.js";
 import type { HarnessRef } from "./fixtures.js";
 
-const WANT = { requests: 10, tokens: 0, minTokens: 0 };
+const WANT = { requests: 5, tokens: 0, minTokens: 0 };
 
 /** Rate-limit buckets and waits: one bucket per endpoint and one run's waits, shared by every connection. */
 export function describeRatesContract(h: HarnessRef): void {
   describe("rates", () => {
     it("grants a bucket's capacity once across connections, then says when to ask again", async () => {
-      // 600 requests per minute: a bucket of 30 that refills at ~9.3 a second.
+      // 600 requests per minute: a bucket of 15 that refills at ~9.3 a second; chunks of 5.
       const spec = bucketSpec({ rpm: 600 });
       const other = await h.connect();
       const granted: number[] = [];
@@ -17,18 +17,18 @@ export function describeRatesContract(h: HarnessRef): void {
         const taken = await store.rates.take("openai:m@http://x/v1", spec, WANT);
         granted.push(taken.granted.requests);
       }
-      expect(granted).toEqual([10, 10, 10]);
+      expect(granted).toEqual([5, 5, 5]);
       const empty = await other.rates.take("openai:m@http://x/v1", spec, WANT);
       // Only what refilled in the few ms since: far less than a chunk.
       expect(empty.granted.requests).toBeLessThanOrEqual(1);
       if (empty.granted.requests === 0) expect(empty.retryInMs).toBeGreaterThan(0);
       // Another endpoint has its own bucket.
       const fresh = await h.store.rates.take("openai:n@http://x/v1", spec, WANT);
-      expect(fresh.granted.requests).toBe(10);
+      expect(fresh.granted.requests).toBe(5);
     });
 
     it("grants a request's tokens on credit when the bucket holds fewer", async () => {
-      const spec = bucketSpec({ tpm: 2000 }); // a bucket of 100 tokens
+      const spec = bucketSpec({ tpm: 4000 }); // a bucket of 100 tokens
       const first = await h.store.rates.take("e", spec, {
         requests: 1,
         tokens: 250,
