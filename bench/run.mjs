@@ -14,6 +14,7 @@ import chat from "./groups/chat.mjs";
 import journal from "./groups/journal.mjs";
 import large from "./groups/large.mjs";
 import postgres from "./groups/postgres.mjs";
+import rateLimits from "./groups/rate-limits.mjs";
 import recovery from "./groups/recovery.mjs";
 import report from "./groups/report.mjs";
 import sandbox from "./groups/sandbox.mjs";
@@ -35,6 +36,7 @@ const GROUPS = {
   report,
   workers,
   recovery,
+  "rate-limits": rateLimits,
 };
 const chosen = Object.keys(GROUPS).filter((g) => process.argv.includes(g));
 
