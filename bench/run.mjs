@@ -2,7 +2,8 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            agent, sandbox, report, workers, recovery), with or without quick
+//                            agent, sandbox, report, workers, recovery, rate-limits), with or
+//                            without quick
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
 // postgres://postgres@127.0.0.1:5432/test, in schemas of their own that they drop afterwards;
