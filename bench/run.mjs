@@ -2,7 +2,8 @@
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
 //   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
-//                            agent, sandbox, report, workers, recovery, reuse), with or without quick
+//                            agent, sandbox, report, workers, recovery, reuse, rate-limits),
+//                            with or without quick
 //   npm run bench -- scale   1,000,000 keys (STET_BENCH_SCALE=10000000 for 10 M): only when named
 // Each figure is the median of 5 repetitions (1 with quick), with the min and max beside it.
 // The postgres and workers groups use STET_BENCH_POSTGRES, else
@@ -15,6 +16,7 @@ import chat from "./groups/chat.mjs";
 import journal from "./groups/journal.mjs";
 import large from "./groups/large.mjs";
 import postgres from "./groups/postgres.mjs";
+import rateLimits from "./groups/rate-limits.mjs";
 import recovery from "./groups/recovery.mjs";
 import report from "./groups/report.mjs";
 import reuse from "./groups/reuse.mjs";
@@ -39,6 +41,7 @@ const GROUPS = {
   workers,
   recovery,
   reuse,
+  "rate-limits": rateLimits,
 };
 /** Groups that run only when named: minutes each. */
 const NAMED_ONLY = { scale };

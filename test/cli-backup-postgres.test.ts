@@ -176,14 +176,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     await backup(sourceUrl, file);
     // The same store as schema version 5 wrote it: no leases/workers tables, no step 6, and
     // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail),
-    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11 (reviews).
+    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11 (reviews),
+    // no step 12 (the rate limits' tables).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(11);
+    expect(header.schemaVersion).toBe(12);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -192,6 +193,8 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         row.table === "store_meta" ||
         row.table === "reply_cache" ||
         row.table === "reviews" ||
+        row.table === "rate_buckets" ||
+        row.table === "rate_waits" ||
         (row.table === "schema_migrations" && (row.row?.version ?? 0) >= 6)
       );
     };
@@ -219,8 +222,10 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     delete rows.store_meta;
     delete rows.reply_cache;
     delete rows.reviews;
+    delete rows.rate_buckets;
+    delete rows.rate_waits;
     const older = join(project.dir, "v5.pgbak");
-    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -5), rows };
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -7), rows };
     writeFileSync(
       older,
       [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(

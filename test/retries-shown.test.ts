@@ -46,6 +46,9 @@ function failuresOf(key: string): number {
 function respond({ key, n }: { key: string; n: number }): MockAction | undefined {
   if (n > failuresOf(key)) return { reply: key.replace("question", "answer") };
   if (key === "question 8" && n === 1) return { drop: true };
+  // The doomed key fails with 500s only: a 429 while other keys succeed waits for the rate limit
+  // without spending a retry (docs/rate-limits.md), so it would not be doomed.
+  if (key === DOOMED) return { status: 500 };
   return n % 2 === 1 ? { status: 500 } : { status: 429 };
 }
 

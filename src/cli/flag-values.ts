@@ -56,3 +56,20 @@ export function modelName(value: string): string {
     throw new InvalidArgumentError("expected a model name, not an empty one");
   return value;
 }
+
+/**
+ * `--rpm` / `--tpm` as the main model's rate limit, spread into a run, resume or worker request.
+ *
+ * @example rateLimitFlag({ rpm: 500 }) // { rateLimit: { rpm: 500 } }
+ */
+export function rateLimitFlag(flags: { rpm?: number; tpm?: number }): {
+  rateLimit?: { rpm?: number; tpm?: number };
+} {
+  if (flags.rpm === undefined && flags.tpm === undefined) return {};
+  return {
+    rateLimit: {
+      ...(flags.rpm === undefined ? {} : { rpm: flags.rpm }),
+      ...(flags.tpm === undefined ? {} : { tpm: flags.tpm }),
+    },
+  };
+}

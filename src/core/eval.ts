@@ -1,3 +1,4 @@
+import type { RateGate, RateLimits } from "./rate-limits.js";
 import type { Secret } from "./secrets.js";
 import type { Json } from "./json.js";
 import type { SampleLimits } from "./limits.js";
@@ -96,6 +97,13 @@ export interface SolverContext {
    */
   onRetry?: () => void;
   /**
+   * The run's rate limits (the eval's `rateLimits`, `--rpm`/`--tpm`, and what endpoints' headers
+   * say): `ctx.chat`, `solvers.chat` and `scorers.modelGraded` pass it to each call, which then
+   * waits for its endpoint's budget. A call made outside them passes it as `chatCompletion`'s
+   * `rateGate`. Absent from a hand-made context.
+   */
+  rateGate?: RateGate;
+  /**
    * An AI SDK language model wrapped for this attempt, for an agent written with the AI SDK's
    * own loop (`generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), tools })`):
    * every `doGenerate` (and `doStream`) call is journaled as a `ctx.chat` call is (a resumed
@@ -176,7 +184,7 @@ export type SentReply = Omit<ModelReply, keyof ReplyParts> & {
 export interface ModelCaller {
   (
     call: ModelCall,
-    context: { signal: AbortSignal; model?: string; onRetry?: () => void },
+    context: { signal: AbortSignal; model?: string; onRetry?: () => void; rateGate?: RateGate },
   ): Promise<SentReply>;
   languageModel?: LanguageModelGenerator;
   /**
@@ -369,6 +377,8 @@ export interface EngineEval {
   journalKeep?: JournalKeep;
   /** The reply cache's policy (absent: no cache). */
   cache?: CachePolicy;
+  /** Declared rate limits per endpoint (`rateLimits`, with `--rpm`/`--tpm`). */
+  rateLimits?: RateLimits;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { ErrorGroup, RetryTotals } from "./outcome-fold.js";
 import type { Plan } from "./plan.js";
 import type { LimitName } from "./limits.js";
 import type { ReuseSummary } from "./reuse-plan.js";
+import type { RateWaits } from "./rate-limits.js";
 import type { Attempt, AttemptErrorType, Key, RunStatus, Scoring } from "./types.js";
 
 /** A plan without its key and sample lists: what events and reports carry. */
@@ -39,6 +40,11 @@ export interface Progress {
    * joined, as last seen (at its latest claim), so its progress and rate are the run's.
    */
   others?: number;
+  /**
+   * Requests waiting on a rate limit now (their endpoint's budget, a pause after a 429, the
+   * in-flight cap), and for how long some have been waiting without a break, ms. Absent: none.
+   */
+  rateLimited?: { waiting: number; forMs: number };
 }
 
 export interface RunReport {
@@ -63,6 +69,12 @@ export interface RunReport {
   errorsByType: Partial<Record<AttemptErrorType, number>>;
   /** The errored outcomes by type, most frequent first, each with its first few keys quoted. */
   errors: ErrorGroup[];
+  /**
+   * Per endpoint the run's model calls went to: requests sent, those that waited on a rate
+   * limit, 429/529 answers, and the time requests spent waiting (ms, summed over requests); what
+   * every process of the run recorded. Absent when none recorded any.
+   */
+  rateLimits?: RateWaits[];
   usage: {
     /** Attempts executed by this invocation. */
     spentNow: UsageTotal;

@@ -12,6 +12,7 @@ import { SampleBudget } from "./sample-budget.js";
 import { limitedSolve } from "./limited-solve.js";
 import type { SampleLimits } from "../core/limits.js";
 import type { ReplyCache } from "./reply-cache.js";
+import type { RateGate } from "../core/rate-limits.js";
 import { scoreOutput } from "./score-output.js";
 import { NOT_JOURNALED } from "./stored-trajectory.js";
 import { context, type Spent } from "./solver-context.js";
@@ -31,6 +32,8 @@ export interface KeyTask {
   limits?: SampleLimits | undefined;
   /** The run's reply cache (the eval's `cache`; absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's rate limits (absent: none). */
+  rateGate?: RateGate | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**

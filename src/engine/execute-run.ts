@@ -1,6 +1,7 @@
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
 import type { Plan } from "../core/plan.js";
+import type { RateLimits } from "../core/rate-limits.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
 import type { Store } from "../store/types.js";
@@ -19,6 +20,8 @@ import { heartbeatInterval } from "./owner.js";
 import { summarizePlan, type ScoringKey } from "./report.js";
 import { ReplyCache } from "./reply-cache.js";
 import { RunProgress } from "./run-progress.js";
+import { RateLimiter } from "./rate-limiter.js";
+import { recordRateWaits } from "./rate-waits.js";
 import { SpendGate } from "./spend-gate.js";
 import { StopControl, type StopCause } from "./stop-control.js";
 import { WorkerPool } from "./worker-pool.js";
@@ -59,6 +62,8 @@ export interface Execution {
   callModel?: ModelCaller;
   /** The eval's reply cache policy (absent: no cache). */
   cache?: CachePolicy | undefined;
+  /** Declared rate limits (the eval's `rateLimits`, `--rpm`/`--tpm`); endpoints' headers rule the rest. */
+  rateLimits?: RateLimits | undefined;
   /**
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
@@ -165,6 +170,12 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     leased: exec.keys !== undefined,
   });
   const gate = exec.cap ? new SpendGate(store, run.id, exec.cap, stops) : undefined;
+  const limiter = new RateLimiter({
+    limits: exec.rateLimits ?? {},
+    budget: store.rates,
+    onWaiting: (waiting) => counts.rateWaiting(waiting),
+  });
+  const rateWaits = recordRateWaits(store, run.id, owner.token, limiter);
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const runner = new KeyRunner({
@@ -174,6 +185,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     scorers: exec.scorers,
     callModel: exec.callModel,
     cache: exec.cache && new ReplyCache(store.cache, exec.cache),
+    rateGate: limiter,
     pass: exec.rescore?.pass ?? `resume-${owner.token.slice(0, 12)}`,
     writer,
     counts,
@@ -225,6 +237,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   } finally {
     stopHeartbeat();
     unlisten();
+    await rateWaits.stop();
   }
 
   if (stops.reason === "ownership-lost") throw await takenOver(store, run.id);

@@ -1,3 +1,4 @@
+import type { RateGate } from "../core/rate-limits.js";
 import type { ModelCaller, Scorer } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import type { Redactor } from "../core/secrets.js";
@@ -38,6 +39,8 @@ export interface ScoringTask {
   callModel?: ModelCaller | undefined;
   /** The run's reply cache (a judge's calls are served from it); absent: none. */
   cache?: ReplyCache | undefined;
+  /** The run's rate limits (absent: none). */
+  rateGate?: RateGate | undefined;
   runId: string;
   model?: string;
   timeoutMs?: number;

@@ -13,6 +13,7 @@ import { isFinal, retryVerdict } from "./retry-policy.js";
 import type { RunProgress } from "./run-progress.js";
 import type { SpendGate } from "./spend-gate.js";
 import type { ReplyCache } from "./reply-cache.js";
+import type { RateGate } from "../core/rate-limits.js";
 import type { StopControl } from "./stop-control.js";
 
 /** How a key's execution ended, for its source (a worker's lease). */
@@ -26,6 +27,8 @@ export interface KeyRunnerParts {
   callModel?: ModelCaller | undefined;
   /** The run's reply cache (the eval's `cache`; absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's rate limits (absent: none). */
+  rateGate?: RateGate | undefined;
   /** The name of the scorings this execution makes (`Scoring.scoring`). */
   pass: string;
   writer: Pick<AttemptWriter, "markInflight" | "write" | "writeScoring">;
@@ -80,6 +83,7 @@ export class KeyRunner {
           scorers: this.#parts.scorers,
           callModel: this.#parts.callModel,
           cache: this.#parts.cache,
+          rateGate: this.#parts.rateGate,
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,
@@ -121,6 +125,7 @@ export class KeyRunner {
         pass: this.#parts.pass,
         callModel: this.#parts.callModel,
         cache: this.#parts.cache,
+        rateGate: this.#parts.rateGate,
         runId: run.id,
         ...(run.config.model === undefined ? {} : { model: run.config.model }),
         ...(run.config.timeoutMs === undefined ? {} : { timeoutMs: run.config.timeoutMs }),

@@ -74,6 +74,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   }
   const reviewed = await storedReviewFigures(store, run, samples, input.heads);
   const total = samples.length * run.config.epochs;
+  const rateLimits = await store.rates.listWaits(run.id);
   return {
     runId: run.id,
     evalName: run.evalName,
@@ -96,6 +97,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,
+    ...(rateLimits.length > 0 ? { rateLimits } : {}),
     usage: {
       spentNow: figures.spentNow,
       totalSpent: figures.totalSpent,

@@ -29,6 +29,7 @@ export class RunProgress {
   readonly #firstNow: Int32Array;
   // The scorings committed now, by identity: the report sums their stored rows as spent now.
   readonly #scoredNow = new Set<string>();
+  #waitingSince: number | undefined;
   /** How many scorings this invocation committed, and whether it committed a stored one. */
   readonly scorings = {
     committed: 0,
@@ -89,8 +90,21 @@ export class RunProgress {
     if (attempt.status === "scored") progress.done++;
     else if (final) progress.errored++;
     progress.elapsedMs = performance.now() - this.startedAt;
+    if (this.#waitingSince !== undefined && progress.rateLimited) {
+      const forMs = Math.round(performance.now() - this.#waitingSince);
+      progress.rateLimited = { ...progress.rateLimited, forMs };
+    }
     this.#seeOthers();
     this.#emit({ type: "attempt-committed", attempt, progress: { ...progress } });
+  }
+
+  /** Requests waiting on a rate limit now (see Progress.rateLimited); carried by the next event. */
+  rateWaiting(waiting: number): void {
+    const now = performance.now();
+    if (waiting <= 0) this.#waitingSince = undefined;
+    else this.#waitingSince ??= now;
+    if (this.#waitingSince === undefined) delete this.progress.rateLimited;
+    else this.progress.rateLimited = { waiting, forMs: Math.round(now - this.#waitingSince) };
   }
 
   /** A scoring's spend (a judge's) is this invocation's, whatever became of the key. */

@@ -7,6 +7,7 @@ import type {
 } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
+import type { RateGate } from "../core/rate-limits.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
@@ -36,6 +37,8 @@ export interface ContextTask {
   key: Key;
   /** The run's reply cache (absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's rate limits (absent: none), given to every model call. */
+  rateGate?: RateGate | undefined;
 }
 
 /**
@@ -57,16 +60,18 @@ export function context(
   redaction?: Pick<AttemptRedaction, "learn" | "entry">,
   budget?: SampleBudget,
 ): SolverContext {
-  const { callModel, model } = task;
+  const { callModel, model, rateGate } = task;
   const onRetry = (): void => {
     spent.retries++;
   };
   const call = async (request: ModelCall): Promise<ModelReply> => {
     if (!callModel) throw new Error("ctx.chat is not available: this eval has no model caller");
-    const sent = await callModel(
-      request,
-      model === undefined ? { signal, onRetry } : { signal, model, onRetry },
-    );
+    const sent = await callModel(request, {
+      signal,
+      onRetry,
+      ...(model === undefined ? {} : { model }),
+      ...(rateGate === undefined ? {} : { rateGate }),
+    });
     return withParts(sent);
   };
   // A call's place in the run's reply cache; none for a call whose target is unknown.
@@ -89,6 +94,7 @@ export function context(
     signal,
     model,
     onRetry,
+    ...(rateGate === undefined ? {} : { rateGate }),
     async chat(request): Promise<ModelReply> {
       redaction?.learn(chatSecrets(request));
       budget?.beforeCall(callModel?.worstCase?.(request, model));

@@ -62,6 +62,16 @@ const definitionSchema = z
       )
       .optional(),
     sandbox: sandboxConfigSchema.optional(),
+    rateLimits: z
+      .record(
+        z.string().min(1),
+        z.strictObject({
+          rpm: boundedNumber("rpm").optional(),
+          tpm: boundedNumber("tpm").optional(),
+          windowMs: boundedNumber("rateWindowMs").optional(),
+        }),
+      )
+      .optional(),
     cache: z
       .union(
         [
@@ -201,7 +211,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox, cache)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox, cache, rateLimits)`;
   }
   return issue.message;
 }

@@ -71,6 +71,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...limitsOf(options.limits ?? ev.limits),
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
     ...cachePolicy(ev.cache, options.cache),
+    ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
   };
 }
 

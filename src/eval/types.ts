@@ -57,6 +57,13 @@ export interface EvalDefinition<Row = DatasetRow> {
    * served; `perEpoch: false`: one reply serves every epoch. Default off.
    */
   cache?: boolean | { ttlDays?: number; perEpoch?: boolean };
+  /**
+   * Rate limits per endpoint, keyed by `provider:model` (`"openai:gpt-4o-mini"`), a bare model id
+   * or a base URL: requests (`rpm`) and tokens (`tpm`) per minute, as the provider measures them
+   * over `windowMs` (default a minute). Every run and worker on the store shares each budget;
+   * endpoints without one are paced by their rate-limit headers and 429s. See docs/rate-limits.md.
+   */
+  rateLimits?: Record<string, { rpm?: number; tpm?: number; windowMs?: number }>;
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

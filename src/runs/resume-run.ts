@@ -1,3 +1,4 @@
+import { withFlagLimit, type RateLimit } from "../core/rate-limits.js";
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
@@ -27,7 +28,7 @@ import { settledStatus } from "./run-status.js";
  * taken to be the run's).
  */
 export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
-  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits" | "cache">>;
+  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits" | "cache" | "rateLimits">>;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -55,6 +56,8 @@ export interface ResumeOptions extends ExecuteOptions {
   maxCost?: number;
   /** `--cache` / `--no-cache`: overrides the eval's `cache` for this invocation. */
   cache?: boolean;
+  /** `--rpm` / `--tpm`: the main model's rate limit for this invocation (see withFlagLimit). */
+  rateLimit?: RateLimit;
   /**
    * Go on although the eval's solver (model, parameters) differs from the run's identity; the new
    * identity and the differences are recorded in the run's history. Not for another eval's name,
@@ -191,11 +194,12 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
       ? run.config
       : withIdentity(run.config, identity.identity, identity.differences);
   const config = recordedChange(run.config, accepted, rerun.requests);
+  const rateLimits = withFlagLimit(ev.rateLimits, options.rateLimit, run.config.model);
   const resume: PlannedResume = {
     run,
     plan,
     attempts,
-    eval: ev,
+    eval: rateLimits ? { ...ev, rateLimits } : ev,
     ...(cap ? { cap } : {}),
     ...(config ? { config } : {}),
     ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
@@ -243,6 +247,7 @@ export async function claimResume(
     ...(resume.cap ? { cap: resume.cap } : {}),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
+    ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
   };
   if (plan.toRescore.length > 0) {
     const rerun = new Set(resume.changedScorers);

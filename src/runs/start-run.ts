@@ -1,3 +1,4 @@
+import { withFlagLimit, type RateLimit } from "../core/rate-limits.js";
 import { createSecretRedactor, redactConfig } from "../core/secrets.js";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
@@ -92,6 +93,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
+    ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
@@ -189,6 +191,8 @@ export interface StartRequest {
   maxCost?: number;
   /** `--cache` / `--no-cache`: overrides the eval's `cache`. */
   cache?: boolean;
+  /** `--rpm` / `--tpm`: the main model's rate limit (see withFlagLimit). */
+  rateLimit?: RateLimit;
   /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
@@ -238,6 +242,8 @@ export async function prepareStart(
     maxCost: request.maxCost,
     cache: request.cache,
   });
+  const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
+  if (rateLimits) ev.rateLimits = rateLimits;
   const seed =
     request.resumeFrom === undefined
       ? undefined

@@ -1,3 +1,4 @@
+import type { RateLimit } from "../core/rate-limits.js";
 import { describeBound, parseBounded } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 import type { RunReport } from "../core/events.js";
@@ -79,6 +80,8 @@ export interface WorkOptions extends ExecuteOptions {
   maxCost?: number;
   /** `--cache` / `--no-cache`: overrides the eval's `cache` for this worker. */
   cache?: boolean;
+  /** `--rpm` / `--tpm`: the main model's rate limit for this worker (see withFlagLimit). */
+  rateLimit?: RateLimit;
   /** Default `leaseTime()`. */
   leaseMs?: number;
   /**
@@ -167,6 +170,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     ...(cap ? { cap } : {}),
     ...(ev.callModel ? { callModel: ev.callModel } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
+    ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
   };
   let end: ExecutionEnd;
   try {

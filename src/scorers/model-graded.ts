@@ -127,6 +127,7 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
           signal: ctx.signal,
           // The judge's re-sent requests count as the attempt's retries (a rescore's: the scoring's).
           onRetry: ctx.onRetry,
+          rateGate: ctx.rateGate,
         });
         // A reply without a usable grade throws here, paid for, before the reply cache stores it.
         readGrade(name, sent.content, paidFor(sent));

@@ -9,6 +9,7 @@ import type {
 } from "../core/model-types.js";
 import { isLanguageModel } from "../core/language-model.js";
 import type { LanguageModelLike } from "../core/language-model.js";
+import type { RateGate } from "../core/rate-limits.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import { defaultBackoff } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
@@ -71,6 +72,11 @@ export interface ChatRequest extends ChatEndpoint {
    * how an attempt counts its retries (pass `ctx.onRetry`).
    */
   onRetry?: (() => void) | undefined;
+  /**
+   * The run's rate limits (pass `ctx.rateGate`): each request waits for its endpoint's budget,
+   * and a 429 while the endpoint makes progress waits for it again without spending a retry.
+   */
+  rateGate?: RateGate | undefined;
 }
 
 /** A reply: text, tool calls, finish reason, reasoning and message (see ReplyParts). */
@@ -148,7 +154,7 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatCompleti
     params: request.params,
   });
   const { value, requests } = await postToEndpoint(
-    request,
+    { ...request, rateModel: model, maxTokens: request.maxTokens },
     path,
     body,
     `model ${model}`,
@@ -168,6 +174,10 @@ export async function postToEndpoint<T>(
   endpoint: ChatEndpoint & {
     signal?: AbortSignal | undefined;
     onRetry?: (() => void) | undefined;
+    rateGate?: RateGate | undefined;
+    /** The model the rate limits count the request under (default: the body's `model`). */
+    rateModel?: string | undefined;
+    maxTokens?: number | undefined;
   },
   path: string,
   body: Record<string, Json>,
@@ -187,10 +197,11 @@ export async function postToEndpoint<T>(
   for (const [name, value] of Object.entries(endpoint.headers ?? {})) {
     headers[name.toLowerCase()] = value;
   }
+  const text = JSON.stringify(body);
   return postWithRetries({
     url,
     headers,
-    body: JSON.stringify(body),
+    body: text,
     what,
     timeoutMs: endpoint.timeoutMs ?? 300_000,
     maxRetries: endpoint.maxRetries ?? 5,
@@ -200,7 +211,34 @@ export async function postToEndpoint<T>(
     secrets: apiKey ? [apiKey] : [],
     errorDetail: (text) => provider.errorDetail(text),
     parse,
+    rate: endpoint.rateGate && {
+      gate: endpoint.rateGate,
+      endpoint: {
+        provider: provider.name,
+        model: endpoint.rateModel ?? String(body.model ?? ""),
+        baseURL: redactUrl(baseURL),
+      },
+      tokens: estimatedTokens(text, endpoint.maxTokens),
+      tokensOf: (value) => usedTokens(value),
+    },
   });
+}
+
+/**
+ * A request's tokens before it is sent, for the rate limits: its body's characters / 4 (the
+ * prompt, with the JSON around it: an estimate above the prompt's tokens) and its `maxTokens`.
+ *
+ * @example estimatedTokens('{"messages":[]}', 100) // 104
+ */
+export function estimatedTokens(body: string, maxTokens: number | undefined): number {
+  return Math.ceil(body.length / 4) + (maxTokens ?? 0);
+}
+
+/** The tokens a reply's usage says the request used (prompt and completion), if it says. */
+function usedTokens(value: unknown): number | undefined {
+  const usage = (value as { usage?: ReplyTokens } | null)?.usage;
+  if (!usage) return undefined;
+  return (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
 }
 
 function isHttpUrl(url: string): boolean {

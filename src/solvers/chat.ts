@@ -109,6 +109,7 @@ function chatTurn(
         signal: ctx.signal,
         // Each re-sent request counts toward the attempt's retries, also when the call fails.
         onRetry: ctx.onRetry,
+        rateGate: ctx.rateGate,
       });
       const sent: ModelReply = reply;
       if (usage !== undefined) sent.usage = withCost(model, usage, options.prices);

@@ -30,6 +30,7 @@ export const callModel: ModelCaller = async (call, context) => {
     messages: system === undefined ? messages : [{ role: "system", content: system }, ...messages],
     signal: context.signal,
     onRetry: context.onRetry,
+    rateGate: context.rateGate,
   });
   const result: ModelReply = reply;
   if (usage) {

@@ -1,3 +1,4 @@
+import type { RateEndpoint, RateGate } from "../core/rate-limits.js";
 import type { ConfigurationFault } from "../core/types.js";
 import { abortReason, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
@@ -39,12 +40,26 @@ export interface ResolvedPost<T> {
   errorDetail: (text: string) => string;
   /** A 2xx body as the caller's value, or a Failure; `says` is errorDetail, redacted, as ": …". */
   parse: (text: string, says: (text: string) => string) => T | Failure;
+  /** The run's rate limits: each request waits for its endpoint's budget (see RateGate). */
+  rate?: RatedPost<T> | undefined;
+}
+
+/** Where a request goes for the rate limits, its estimated tokens, and the tokens a reply used. */
+export interface RatedPost<T> {
+  gate: RateGate;
+  endpoint: RateEndpoint;
+  /** Estimated before sending: the body's characters / 4 and its maximum output tokens. */
+  tokens: number;
+  tokensOf?: (value: T) => number | undefined;
 }
 
 /**
  * Statuses that say the same to every request of a run: the key is wrong (401), it may not use
  * this model or endpoint (403), the model or the path does not exist (404).
  */
+/** A call's 429s that wait outside its retries while its endpoint makes progress, at most. */
+const MAX_THROTTLED = 100;
+
 const CONFIGURATION_STATUSES: ReadonlySet<number> = new Set([401, 403, 404]);
 
 /**
@@ -62,12 +77,31 @@ export async function postWithRetries<T>(
   post: ResolvedPost<T>,
 ): Promise<{ value: T; requests: number }> {
   const where = `POST ${redactUrl(post.url)} (${post.what})`;
-  for (let retry = 0; ; retry++) {
-    if (retry > 0) post.onRetry?.();
-    const result = await attempt(post);
-    if (!(result instanceof Failure)) return { value: result, requests: retry + 1 };
+  let retry = 0;
+  let throttles = 0;
+  for (let sent = 0; ; sent++) {
+    if (sent > 0) post.onRetry?.();
+    const rate = post.rate;
+    const permit = rate && (await rate.gate.acquire(rate.endpoint, rate.tokens, post.signal));
+    const { result, headers } = await attempt(post).catch((error: unknown) => {
+      permit?.settle({ status: 0 });
+      throw error;
+    });
+    const status = result instanceof Failure ? (result.status ?? 0) : 200;
+    const tokens = result instanceof Failure ? undefined : rate?.tokensOf?.(result);
+    permit?.settle({ status, headers, tokens });
+    if (!(result instanceof Failure)) return { value: result, requests: sent + 1 };
+    // Throttled while the endpoint makes progress (another request succeeded since this one was
+    // sent): the gate paused the endpoint until its budget is back, and the call's retries are
+    // not spent on it (up to MAX_THROTTLED re-sends, so one request refused for ever still ends).
+    if ((status === 429 || status === 529) && permit?.progressing() && throttles < MAX_THROTTLED) {
+      const delay = retryDelayMs(Math.min(throttles, 6), post.backoff, result.retryAfterMs);
+      throttles++;
+      await sleep(delay, post.signal);
+      continue;
+    }
     if (!isRetryable(result) || retry >= post.maxRetries) {
-      const tries = retry + 1 === 1 ? "" : ` after ${retry + 1} attempts`;
+      const tries = sent + 1 === 1 ? "" : ` after ${sent + 1} attempts`;
       const status = result.status === undefined ? {} : { status: result.status };
       throw new SolverError(result.type, `${where} failed${tries}: ${result.message}`, {
         ...status,
@@ -77,6 +111,7 @@ export async function postWithRetries<T>(
       });
     }
     await sleep(retryDelayMs(retry, post.backoff, result.retryAfterMs), post.signal);
+    retry++;
   }
 }
 
@@ -111,7 +146,9 @@ export function httpFailure(
   );
 }
 
-async function attempt<T>(post: ResolvedPost<T>): Promise<T | Failure> {
+async function attempt<T>(
+  post: ResolvedPost<T>,
+): Promise<{ result: T | Failure; headers?: Pick<Headers, "get"> }> {
   const { signal, timeoutMs } = post;
   if (signal?.aborted) throw abortReason(signal);
   const controller = new AbortController();
@@ -126,14 +163,18 @@ async function attempt<T>(post: ResolvedPost<T>): Promise<T | Failure> {
   try {
     const response = await httpPost(post.url, post.headers, post.body, controller.signal);
     const text = response.text;
+    const { headers } = response;
     if (!response.ok) {
-      return httpFailure(response.status, parseRetryAfter(response.headers), says(text));
+      return {
+        result: httpFailure(response.status, parseRetryAfter(headers), says(text)),
+        headers,
+      };
     }
-    return post.parse(text, says);
+    return { result: post.parse(text, says), headers };
   } catch (error) {
     if (signal?.aborted) throw abortReason(signal);
-    if (timedOut) return new Failure("timeout", `no response within ${timeoutMs} ms`);
-    return networkFailure(error, post.url);
+    if (timedOut) return { result: new Failure("timeout", `no response within ${timeoutMs} ms`) };
+    return { result: networkFailure(error, post.url) };
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);

@@ -8,6 +8,7 @@ import { describeJournalContract } from "./contract/journal.js";
 import { describeLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
+import { describeRatesContract } from "./contract/rates.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
 import { describeScoringContract } from "./contract/scorings.js";
@@ -19,7 +20,7 @@ export type { StoreHarness } from "./contract/fixtures.js";
 
 /**
  * The behaviour every Store adapter must have, one section per sub-port (runs, attempts, reads,
- * journal, leases, cache, reviews). Each adapter's test file calls it once with a factory that opens a fresh,
+ * journal, leases, cache, reviews, rates). Each adapter's test file calls it once with a factory that opens a fresh,
  * empty store; every case gets its own.
  *
  * @example
@@ -68,5 +69,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("leases", () => describeLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
     describe("reviews", () => describeReviewContract(ref));
+    describe("rates", () => describeRatesContract(ref));
   });
 }

@@ -1,4 +1,5 @@
 import { StetError } from "../core/errors.js";
+import type { BucketSpec, BucketWant } from "../core/rate-limits.js";
 import type { Secret } from "../core/secrets.js";
 import type {
   Attempt,
@@ -21,6 +22,7 @@ import type {
   BenchmarkSummary,
   CacheEntry,
   CacheStats,
+  RateWaits,
   CachedReply,
   HeartbeatReply,
   JournalEntry,
@@ -83,6 +85,8 @@ export interface Store {
   readonly cache: ReplyCacheStore;
   /** People's reviews of attempts: unfenced, never replaced, apart from the paid layer. */
   readonly reviews: ReviewStore;
+  /** Rate-limit budgets per endpoint and the waits each run had: shared by every process. */
+  readonly rates: RateBudgetStore;
 
   close(): Promise<void>;
 }
@@ -325,4 +329,25 @@ export interface ReviewStore {
   record(runId: string, drafts: readonly ReviewDraft[]): Promise<Review[]>;
   /** Every review of the run, in the order they were stored (oldest first), superseded ones too. */
   list(runId: string): Promise<Review[]>;
+}
+
+/**
+ * Rate limits shared through the store: one token bucket per endpoint (see BucketSpec), from
+ * which processes take chunks (no request waits on a round trip to the store), and the waits
+ * each process's model calls had per run and endpoint, which `show` sums.
+ */
+export interface RateBudgetStore {
+  /**
+   * Takes up to `want` from the endpoint's bucket, read, refilled by the store's clock and
+   * written back in one transaction: what was granted, or, nothing granted, when to ask again.
+   */
+  take(
+    endpoint: string,
+    spec: BucketSpec,
+    want: BucketWant,
+  ): Promise<{ granted: { requests: number; tokens: number }; retryInMs: number }>;
+  /** Records a process's totals for a run and endpoint (replacing its earlier totals). */
+  recordWaits(runId: string, owner: string, waits: readonly RateWaits[]): Promise<void>;
+  /** A run's waits per endpoint, summed over every process that recorded some. */
+  listWaits(runId: string): Promise<RateWaits[]>;
 }

@@ -1,3 +1,4 @@
+import { rateLimitFlag } from "../flag-values.js";
 import {
   executeResume,
   planResume,
@@ -31,6 +32,9 @@ export interface ResumeFlags {
   maxCost?: number;
   /** `--cache` / `--no-cache`. */
   cache?: boolean;
+  /** `--rpm` / `--tpm`: the main model's rate limit. */
+  rpm?: number;
+  tpm?: number;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
   /** Refused unless it is the run's model. */
@@ -72,6 +76,7 @@ function planOptions(flags: ResumeFlags) {
     ...(flags.rerunLimited ? { rerunLimited: true } : {}),
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+    ...rateLimitFlag(flags),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   };
 }
@@ -156,6 +161,8 @@ async function resumeDistributed(
       ...(flags.eval === undefined ? {} : { evalFile: flags.eval }),
       ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
       ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+      ...rateLimitFlag(flags),
+      ...rateLimitFlag(flags),
       ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     }),
   );

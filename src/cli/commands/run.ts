@@ -1,3 +1,4 @@
+import { rateLimitFlag } from "../flag-values.js";
 import { isStetError, StetError } from "../../core/errors.js";
 import type { DatasetEvalConfig } from "../../core/types.js";
 import { newBenchmarkId, splitConcurrency } from "../../runs/benchmark.js";
@@ -44,6 +45,9 @@ export interface RunFlags {
   maxCost?: number;
   /** `--cache` / `--no-cache`. */
   cache?: boolean;
+  /** `--rpm` / `--tpm`: the main model's rate limit. */
+  rpm?: number;
+  tpm?: number;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
@@ -248,6 +252,7 @@ function startRequest(
     timeoutMs: flags.timeout,
     maxCost: flags.maxCost,
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+    ...rateLimitFlag(flags),
     resumeFrom: flags.resumeFrom,
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),

@@ -1,3 +1,4 @@
+import { rateLimitFlag } from "../flag-values.js";
 import { isStetError } from "../../core/errors.js";
 import { loadEvalRegistry } from "../../runs/eval-registry.js";
 import { openDistributedRuns } from "../../runs/open-distributed-runs.js";
@@ -21,6 +22,9 @@ export interface WorkerFlags {
   run?: string;
   concurrency?: number;
   maxCost?: number;
+  /** `--rpm` / `--tpm`: the main model's rate limit. */
+  rpm?: number;
+  tpm?: number;
   /** Directory of eval files, for runs whose recorded eval path this machine does not have. */
   evals?: string;
   /** Keep polling for work instead of exiting when there is none. */
@@ -62,6 +66,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
         ...(registry ? { registry } : {}),
         ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
         ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
+        ...rateLimitFlag(flags),
         ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
       });
     };

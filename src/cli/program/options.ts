@@ -32,6 +32,22 @@ export const cacheOptions = (): Option[] => [
   new Option("--no-cache", "send every model call, whatever the eval's `cache` says"),
 ];
 
+/**
+ * `--rpm` and `--tpm`, for every command that executes a run's keys: the rate limit of the run's
+ * main model (its `--model`, else every endpoint the eval declares no limit for), shared by every
+ * run and worker on the store.
+ */
+export const rateOptions = (): Option[] => [
+  new Option(
+    "--rpm <n>",
+    "requests per minute the run's model may receive (shared by every run and worker on the store)",
+  ).argParser(bounded("rpm")),
+  new Option(
+    "--tpm <n>",
+    "tokens per minute the run's model may receive (estimated before sending: prompt characters / 4 + max tokens)",
+  ).argParser(bounded("tpm")),
+];
+
 /** A repeatable option's values, in the order given. */
 export function repeated(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

@@ -6,6 +6,7 @@ import {
   maxCostOption,
   loadTimeoutOption,
   cacheOptions,
+  rateOptions,
 } from "./options.js";
 
 /** Declares `stet resume` on the program; its action loads `commands/resume.ts` when it runs. */
@@ -56,6 +57,8 @@ export function registerResume(program: Command): void {
     )
     .addOption(cacheOptions()[0]!)
     .addOption(cacheOptions()[1]!)
+    .addOption(rateOptions()[0]!)
+    .addOption(rateOptions()[1]!)
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -5,6 +5,7 @@ import {
   jsonOption,
   maxCostOption,
   cacheOptions,
+  rateOptions,
   loadTimeoutOption,
   repeated,
   models,
@@ -77,6 +78,8 @@ export function registerRun(program: Command): void {
     .addOption(maxCostOption())
     .addOption(cacheOptions()[0]!)
     .addOption(cacheOptions()[1]!)
+    .addOption(rateOptions()[0]!)
+    .addOption(rateOptions()[1]!)
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

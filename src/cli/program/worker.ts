@@ -1,6 +1,12 @@
 import type { Command } from "commander";
 import { bounded } from "../flag-values.js";
-import { storeOption, jsonOption, maxCostOption, loadTimeoutOption } from "./options.js";
+import {
+  storeOption,
+  jsonOption,
+  maxCostOption,
+  loadTimeoutOption,
+  rateOptions,
+} from "./options.js";
 
 /** Declares `stet worker` on the program; its action loads `commands/worker.ts` when it runs. */
 export function registerWorker(program: Command): void {
@@ -24,6 +30,8 @@ export function registerWorker(program: Command): void {
         "cap on the run's total spend (all workers') in US dollars, instead of the run's own; exit 6 at the cap",
       ),
     )
+    .addOption(rateOptions()[0]!)
+    .addOption(rateOptions()[1]!)
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

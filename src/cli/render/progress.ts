@@ -79,6 +79,9 @@ function line(p: Progress, rate: number | null, barWidth: number): string {
     barWidth > 0 ? `[${"█".repeat(Math.round(fraction * barWidth)).padEnd(barWidth, "·")}] ` : "";
   return (
     `${bar}${formatCount(finished)}/${formatCount(p.total)} ` +
-    `· ${rate === null ? "–" : rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatCost({ costUsd: p.spentNowUsd, unpriced: p.unpricedNow })}`
+    `· ${rate === null ? "–" : rate.toFixed(1)}/s · ETA ${eta} · errors ${p.errored} · ${formatCost({ costUsd: p.spentNowUsd, unpriced: p.unpricedNow })}` +
+    (p.rateLimited
+      ? ` · waiting on rate limit (${p.rateLimited.waiting} for ${formatDuration(p.rateLimited.forMs)})`
+      : "")
   );
 }

@@ -1,4 +1,5 @@
 import { renderAgreement } from "./agreement.js";
+import type { RateWaits } from "../../core/rate-limits.js";
 import type { PlanSummary, RunReport } from "../../core/events.js";
 import type { ErrorGroup, RetryTotals } from "../../core/outcome-fold.js";
 import type { ReuseSummary } from "../../core/reuse-plan.js";
@@ -98,6 +99,7 @@ export function renderSummary(report: RunReport): string {
         ]
       : []),
     renderRetries(report.retries),
+    ...(report.rateLimits ?? []).map(renderRateLimit),
     ...(report.journal
       ? [
           `journal  ${formatCount(report.journal.replayed)} steps replayed · ` +
@@ -178,5 +180,18 @@ function costLine({ usage, stored }: RunReport): string {
   return (
     `cost     ${formatCost(usage.spentNow, true)} spent now · ${formatCost(usage.totalSpent, true)} ` +
     `total on this run · ${formatCost(usage.reused, true)} reused (not re-bought)`
+  );
+}
+
+/**
+ * One endpoint's rate-limit line: requests, those that waited, 429s received, time waiting.
+ *
+ * @example renderRateLimit({ endpoint: "openai:m@https://api.openai.com/v1", requests: 10, throttled: 4, rejected: 1, waitMs: 2500 })
+ * // "rate     openai:m@https://api.openai.com/v1: 10 requests · 4 throttled · 1 429 · 2.5s waiting"
+ */
+export function renderRateLimit(w: RateWaits): string {
+  return (
+    `rate     ${w.endpoint}: ${formatCount(w.requests)} requests · ${formatCount(w.throttled)} throttled · ` +
+    `${formatCount(w.rejected)} 429 · ${formatDuration(w.waitMs)} waiting`
   );
 }

@@ -357,4 +357,29 @@ CREATE TRIGGER reviews_immutable BEFORE UPDATE OR DELETE ON reviews
   FOR EACH ROW EXECUTE FUNCTION stet_reviews_immutable();
 `,
   },
+  {
+    version: 12,
+    name: "rate-limits",
+    // As in SQLite (migration 13). Rate limits shared by every process of the store: one token bucket per endpoint (its
+    // level and when it was read, in ms of the store's clock), and each process's waits per run
+    // and endpoint (totals it replaces as they grow; `show` sums them).
+    sql: `
+CREATE TABLE rate_buckets (
+  endpoint TEXT PRIMARY KEY,
+  requests DOUBLE PRECISION NOT NULL,
+  tokens DOUBLE PRECISION NOT NULL,
+  at_ms DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE rate_waits (
+  run_id TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  requests BIGINT NOT NULL,
+  throttled BIGINT NOT NULL,
+  rejected BIGINT NOT NULL,
+  wait_ms BIGINT NOT NULL,
+  PRIMARY KEY (run_id, owner, endpoint)
+);
+`,
+  },
 ];

@@ -32,6 +32,8 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "store_meta", since: 10, order: "name" },
   { name: "reply_cache", since: 10, order: "call_hash, credential" },
   { name: "reviews", since: 11, order: "seq", serial: "seq" },
+  { name: "rate_buckets", since: 12, order: "endpoint" },
+  { name: "rate_waits", since: 12, order: "run_id, owner, endpoint" },
 ];
 
 const BATCH = 1_000;

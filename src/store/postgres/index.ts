@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
 import { postgresCache } from "./cache.js";
 import { postgresReviews } from "./reviews.js";
+import { postgresRates } from "./rates.js";
 import type { Store } from "../types.js";
 import { postgresAttempts } from "./attempts.js";
 import { PostgresContext } from "./context.js";
@@ -94,6 +95,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     journal: postgresJournal(c),
     cache: postgresCache(c),
     reviews: postgresReviews(c),
+    rates: postgresRates(c),
     leases: postgresLeaseStore(c),
     async close() {
       await pool.end();

@@ -1,6 +1,7 @@
 import { dirname } from "node:path";
 import { sqliteCache } from "./cache.js";
 import { sqliteReviews } from "./reviews.js";
+import { sqliteRates } from "./rates.js";
 import type { Store } from "../types.js";
 import { sqliteAttempts } from "./attempts.js";
 import { SqliteContext } from "./context.js";
@@ -56,6 +57,7 @@ export function createSqliteStore(
     journal: sqliteJournal(c),
     cache: sqliteCache(c),
     reviews: sqliteReviews(c),
+    rates: sqliteRates(c),
     leases: sqliteLeases(c),
     async close() {
       db.close();

@@ -275,3 +275,5 @@ export interface CacheStats {
   oldest: string | null;
   newest: string | null;
 }
+
+export type { RateWaits } from "../../core/rate-limits.js";

@@ -1,0 +1,212 @@
+import type { RateAnswer, BucketSpec, BucketWant } from "../core/rate-limits.js";
+import { readRateHeaders } from "../core/rate-headers.js";
+import type { RateWaits } from "../store/types.js";
+
+/** Where an endpoint takes chunks of its budget from (the store's bucket, or one in memory). */
+export type TakeChunk = (
+  want: BucketWant,
+) => Promise<{ granted: { requests: number; tokens: number }; retryInMs: number }>;
+
+/** How long a reset the headers do not give is taken to be. */
+const FIRST_PAUSE_MS = 1000;
+
+type Hold = { go: true } | { go: false; ms: number } | { go: false; refill: true };
+
+/**
+ * One endpoint's budget in this process: the chunk it took of the declared limit's shared bucket
+ * (spent within the lease, then lapsed), what the endpoint's last headers said was left, a pause
+ * of the whole endpoint after a 429 or 529 (until the reset or Retry-After), and an in-flight cap
+ * that halves on each 429 and grows by 1/cap with each success (AIMD).
+ */
+export class EndpointGate {
+  readonly waits: RateWaits;
+  #chunk = { requests: 0, tokens: 0, expiresAt: 0 };
+  #refilling: Promise<number> | undefined;
+  /** When the bucket said it would have enough again (no asking the store before). */
+  #nextTakeAt = 0;
+  #inflight = 0;
+  #cap = Infinity;
+  #pausedUntil = 0;
+  #lastSuccess = -Infinity;
+  #known: { requests?: Left; tokens?: Left } = {};
+  readonly #wakers = new Set<() => void>();
+
+  constructor(
+    readonly name: string,
+    private readonly spec: BucketSpec | undefined,
+    private readonly take: TakeChunk,
+    private readonly now: () => number,
+    private readonly onWaiting: (waiting: boolean) => void,
+  ) {
+    this.waits = { endpoint: name, requests: 0, throttled: 0, rejected: 0, waitMs: 0 };
+  }
+
+  /** Waits until a request of `tokens` may go; the returned function settles it. */
+  async acquire(tokens: number, signal?: AbortSignal): Promise<(answer: RateAnswer) => void> {
+    const started = this.now();
+    let waited = false;
+    for (;;) {
+      const hold = this.#hold(tokens);
+      if (hold.go) break;
+      if (!waited) this.onWaiting(true);
+      waited = true;
+      try {
+        if ("refill" in hold) {
+          const retryInMs = await this.#refill(tokens);
+          if (retryInMs > 0) await this.#sleep(retryInMs, signal);
+        } else await this.#sleep(hold.ms, signal);
+      } catch (error) {
+        this.onWaiting(false);
+        throw error;
+      }
+    }
+    this.waits.requests++;
+    if (waited) {
+      this.onWaiting(false);
+      this.waits.throttled++;
+      this.waits.waitMs += Math.round(this.now() - started);
+    }
+    this.#inflight++;
+    let settled = false;
+    return (answer) => {
+      if (settled) return;
+      settled = true;
+      this.#settle(tokens, answer);
+    };
+  }
+
+  /** Whether a request to the endpoint succeeded after `since` (see RatePermit.progressing). */
+  succeededSince(since: number): boolean {
+    return this.#lastSuccess > since;
+  }
+
+  #hold(tokens: number): Hold {
+    const t = this.now();
+    if (t < this.#pausedUntil) return { go: false, ms: this.#pausedUntil - t };
+    if (this.#inflight >= Math.floor(this.#cap)) return { go: false, ms: 1000 };
+    for (const axis of ["requests", "tokens"] as const) {
+      const left = this.#known[axis];
+      const need = axis === "requests" ? 1 : tokens;
+      if (!left || left.remaining >= need || left.remaining > 0) continue;
+      // Spent as far as the last answer said: wait for the reset, or an answer that says more.
+      if (t < left.resetAt) return { go: false, ms: Math.min(left.resetAt - t, 1000) };
+      // The reset came: one request goes and its answer says what is left.
+      left.resetAt = Infinity;
+    }
+    if (this.spec) {
+      const chunk = this.#chunk;
+      if (chunk.expiresAt <= t || chunk.requests < 1 || chunk.tokens < tokens) {
+        if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
+        return { go: false, refill: true };
+      }
+      chunk.requests--;
+      chunk.tokens -= tokens;
+    }
+    if (this.#known.requests) this.#known.requests.remaining--;
+    if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
+    return { go: true };
+  }
+
+  /** Takes a new chunk (one request at a time asks the store); its retry time when none came. */
+  #refill(tokens: number): Promise<number> {
+    this.#refilling ??= (async () => {
+      const spec = this.spec!;
+      const want = {
+        requests: Math.max(1, Math.floor(spec.requestCapacity / 2)),
+        tokens: Math.max(tokens, spec.tokenCapacity / 2),
+        minTokens: tokens,
+      };
+      // The lease runs from before the store was asked: a slow answer shortens it, never extends it.
+      const asked = this.now();
+      try {
+        const { granted, retryInMs } = await this.take(want);
+        this.#nextTakeAt = this.now() + retryInMs;
+        if (granted.requests > 0) {
+          // What is left of the last chunk lapses with it: all that is spent was taken within a lease.
+          this.#chunk = { ...granted, expiresAt: asked + spec.leaseMs };
+        }
+        return retryInMs;
+      } finally {
+        this.#refilling = undefined;
+      }
+    })();
+    return this.#refilling;
+  }
+
+  #settle(estimate: number, answer: RateAnswer): void {
+    this.#inflight--;
+    const t = this.now();
+    const said = answer.headers ? readRateHeaders(answer.headers) : {};
+    if (answer.status === 429 || answer.status === 529) {
+      this.waits.rejected++;
+      const resets = [said.requests, said.tokens]
+        .filter((left) => left !== undefined && left.remaining <= 0)
+        .map((left) => left?.resetMs ?? 0);
+      // Nothing said when: no pause of the endpoint (the request backs off by itself), AIMD only.
+      const pause = said.retryAfterMs ?? (resets.length > 0 ? Math.max(...resets) : 0);
+      this.#pausedUntil = Math.max(this.#pausedUntil, t + pause);
+      this.#cap = Math.max(1, Math.floor(Math.min(this.#cap, this.#inflight + 1) / 2));
+    } else if (answer.status >= 200 && answer.status < 300) {
+      this.#lastSuccess = t;
+      if (Number.isFinite(this.#cap)) this.#cap += 1 / this.#cap;
+      if (this.spec && answer.tokens !== undefined && this.#chunk.expiresAt > t) {
+        // Settled with the reply's usage: an estimate above it goes back to the chunk.
+        this.#chunk.tokens += estimate - answer.tokens;
+      }
+    }
+    this.#learn(said, t);
+    for (const wake of this.#wakers) wake();
+  }
+
+  /** What the headers say is left, less what is in flight (they may not have counted it yet). */
+  #learn(said: ReturnType<typeof readRateHeaders>, t: number): void {
+    for (const axis of ["requests", "tokens"] as const) {
+      const left = said[axis];
+      if (!left) {
+        if (this.#known[axis]?.resetAt === Infinity) delete this.#known[axis];
+        continue;
+      }
+      const inflight = axis === "requests" ? this.#inflight : 0;
+      this.#known[axis] = {
+        remaining: left.remaining - inflight,
+        resetAt: t + (left.resetMs ?? FIRST_PAUSE_MS),
+      };
+    }
+  }
+
+  /** Waits `ms`, or less when an answer comes (it may free the endpoint); rejects on `signal`. */
+  #sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#wakers.delete(done);
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        done();
+        reject(abortError(signal!));
+      };
+      const timer = setTimeout(done, Math.max(1, ms));
+      this.#wakers.add(done);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
+
+interface Left {
+  remaining: number;
+  resetAt: number;
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error) return reason;
+  const error = new Error("aborted");
+  error.name = "AbortError";
+  return error;
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { bucketSpec } from "../../core/rate-limits.js";
+import type { HarnessRef } from "./fixtures.js";
+
+const WANT = { requests: 5, tokens: 0, minTokens: 0 };
+
+/** Rate-limit buckets and waits: one bucket per endpoint and one run's waits, shared by every connection. */
+export function describeRatesContract(h: HarnessRef): void {
+  describe("rates", () => {
+    it("grants a bucket's capacity once across connections, then says when to ask again", async () => {
+      // 600 requests per minute: a bucket of 15 that refills at ~9.3 a second; chunks of 5.
+      const spec = bucketSpec({ rpm: 600 });
+      const other = await h.connect();
+      const granted: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const store = i % 2 === 0 ? h.store : other;
+        const taken = await store.rates.take("openai:m@http://x/v1", spec, WANT);
+        granted.push(taken.granted.requests);
+      }
+      expect(granted).toEqual([5, 5, 5]);
+      const empty = await other.rates.take("openai:m@http://x/v1", spec, WANT);
+      // Only what refilled in the few ms since: far less than a chunk.
+      expect(empty.granted.requests).toBeLessThanOrEqual(1);
+      if (empty.granted.requests === 0) expect(empty.retryInMs).toBeGreaterThan(0);
+      // Another endpoint has its own bucket.
+      const fresh = await h.store.rates.take("openai:n@http://x/v1", spec, WANT);
+      expect(fresh.granted.requests).toBe(5);
+    });
+
+    it("grants a request's tokens on credit when the bucket holds fewer", async () => {
+      const spec = bucketSpec({ tpm: 4000 }); // a bucket of 100 tokens
+      const first = await h.store.rates.take("e", spec, {
+        requests: 1,
+        tokens: 250,
+        minTokens: 250,
+      });
+      expect(first.granted).toEqual({ requests: 1, tokens: 250 });
+      const second = await h.store.rates.take("e", spec, {
+        requests: 1,
+        tokens: 250,
+        minTokens: 250,
+      });
+      expect(second.granted.requests).toBe(0);
+      expect(second.retryInMs).toBeGreaterThan(1000);
+    });
+
+    it("sums every process's waits per endpoint, each process's totals replaced as they grow", async () => {
+      const other = await h.connect();
+      const w = (endpoint: string, n: number) => ({
+        endpoint,
+        requests: n,
+        throttled: n - 1,
+        rejected: 1,
+        waitMs: n * 10,
+      });
+      await h.store.rates.recordWaits("r_1", "a", [w("e1", 2), w("e2", 3)]);
+      await h.store.rates.recordWaits("r_1", "a", [w("e1", 5)]);
+      await other.rates.recordWaits("r_1", "b", [w("e1", 4)]);
+      await other.rates.recordWaits("r_2", "b", [w("e1", 100)]);
+      expect(await other.rates.listWaits("r_1")).toEqual([
+        { endpoint: "e1", requests: 9, throttled: 7, rejected: 2, waitMs: 90 },
+        { endpoint: "e2", requests: 3, throttled: 2, rejected: 1, waitMs: 30 },
+      ]);
+      expect(await h.store.rates.listWaits("r_3")).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,55 @@
+import type { RateWaits } from "./types.js";
+
+/** The rate-limit statements both dialects share (`@name` parameters). */
+export const RATE_SQL = {
+  bucketGet: "SELECT requests, tokens, at_ms FROM rate_buckets WHERE endpoint = @endpoint",
+  bucketPut:
+    "INSERT INTO rate_buckets (endpoint, requests, tokens, at_ms) VALUES (@endpoint, @requests, @tokens, @atMs) " +
+    "ON CONFLICT (endpoint) DO UPDATE SET requests = excluded.requests, tokens = excluded.tokens, at_ms = excluded.at_ms",
+  waitsPut:
+    "INSERT INTO rate_waits (run_id, owner, endpoint, requests, throttled, rejected, wait_ms) " +
+    "VALUES (@runId, @owner, @endpoint, @requests, @throttled, @rejected, @waitMs) " +
+    "ON CONFLICT (run_id, owner, endpoint) DO UPDATE SET requests = excluded.requests, " +
+    "throttled = excluded.throttled, rejected = excluded.rejected, wait_ms = excluded.wait_ms",
+  waitsList:
+    "SELECT endpoint, SUM(requests) AS requests, SUM(throttled) AS throttled, SUM(rejected) AS rejected, " +
+    "SUM(wait_ms) AS wait_ms FROM rate_waits WHERE run_id = @runId GROUP BY endpoint ORDER BY endpoint",
+};
+
+export interface BucketRow {
+  requests: number;
+  tokens: number;
+  at_ms: number;
+}
+
+export interface RateWaitsRow {
+  endpoint: string;
+  requests: number | string;
+  throttled: number | string;
+  rejected: number | string;
+  wait_ms: number | string;
+}
+
+/** A summed row as RateWaits (PostgreSQL's SUM of a bigint is a numeric, read as text). */
+export function toRateWaits(row: RateWaitsRow): RateWaits {
+  return {
+    endpoint: row.endpoint,
+    requests: Number(row.requests),
+    throttled: Number(row.throttled),
+    rejected: Number(row.rejected),
+    waitMs: Number(row.wait_ms),
+  };
+}
+
+/** The parameters of one process's totals for a run and endpoint. */
+export function waitsParams(runId: string, owner: string, w: RateWaits): Record<string, unknown> {
+  return {
+    runId,
+    owner,
+    endpoint: w.endpoint,
+    requests: w.requests,
+    throttled: w.throttled,
+    rejected: w.rejected,
+    waitMs: Math.round(w.waitMs),
+  };
+}

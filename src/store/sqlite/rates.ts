@@ -1,0 +1,53 @@
+import { takeFromBucket } from "../../core/rate-limits.js";
+import {
+  RATE_SQL,
+  toRateWaits,
+  waitsParams,
+  type BucketRow,
+  type RateWaitsRow,
+} from "../rate-rows.js";
+import type { RateBudgetStore } from "../types.js";
+import type { SqliteContext } from "./context.js";
+import { immediate } from "./driver.js";
+import { prepareTable, sql } from "./statements.js";
+
+/** The rate-limit statements (SQL shared with PostgreSQL). */
+const SQLITE_RATE_STATEMENTS = {
+  bucketGet: sql<BucketRow>(RATE_SQL.bucketGet),
+  bucketPut: sql(RATE_SQL.bucketPut),
+  waitsPut: sql(RATE_SQL.waitsPut),
+  waitsList: sql<RateWaitsRow>(RATE_SQL.waitsList),
+};
+
+/**
+ * Rate-limit buckets and waits (`RateBudgetStore`) in SQLite: every process on the machine that
+ * opens the file shares each endpoint's bucket, read and written in one IMMEDIATE transaction
+ * and aged by each process's clock (wall time, the same on one machine).
+ */
+export function sqliteRates(c: SqliteContext): RateBudgetStore {
+  let prepared: ReturnType<typeof prepareTable<typeof SQLITE_RATE_STATEMENTS>> | undefined;
+  const s = () => (prepared ??= prepareTable(c.db, SQLITE_RATE_STATEMENTS));
+  return {
+    async take(endpoint, spec, want) {
+      return c.guard(() =>
+        immediate(c.db, () => {
+          const row = s().bucketGet.get({ endpoint });
+          const level = row && { requests: row.requests, tokens: row.tokens, atMs: row.at_ms };
+          const taken = takeFromBucket(level, spec, want, Date.now());
+          s().bucketPut.run({ endpoint, ...taken.level });
+          return { granted: taken.granted, retryInMs: taken.retryInMs };
+        }),
+      );
+    },
+    async recordWaits(runId, owner, waits) {
+      c.guard(() =>
+        immediate(c.db, () => {
+          for (const w of waits) s().waitsPut.run(waitsParams(runId, owner, w));
+        }),
+      );
+    },
+    async listWaits(runId) {
+      return c.guard(() => s().waitsList.all({ runId }).map(toRateWaits));
+    },
+  };
+}
