@@ -176,6 +176,13 @@ function runHead(
       ` · started ${when(run.createdAt)}`,
       run.note && ` · ${run.note}`,
     ),
+    Object.keys(run.labels).length > 0 &&
+      h(
+        "p",
+        { class: "meta labels" },
+        "Labels: ",
+        ...Object.entries(run.labels).map(([k, v]) => h("code", { class: "label" }, `${k}=${v} `)),
+      ),
     run.owner &&
       h(
         "p",

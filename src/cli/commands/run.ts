@@ -1,5 +1,7 @@
 import { isStetError, StetError } from "../../core/errors.js";
+import { parseLabels, sortedLabels, type RunLabels } from "../../core/labels.js";
 import type { DatasetEvalConfig } from "../../core/types.js";
+import { autoLabels } from "../auto-labels.js";
 import { newBenchmarkId, splitConcurrency } from "../../runs/benchmark.js";
 import {
   checkRunId,
@@ -53,6 +55,8 @@ export interface RunFlags {
   loadTimeout?: number;
   /** Reuse an earlier run's outcomes: a run id, or `latest`. */
   reuse?: string;
+  /** `--label key=value`, repeatable; added to (and over) the labels stet records itself. */
+  label?: string[];
 }
 
 /**
@@ -88,8 +92,9 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
+  const labels = await runLabels(flags);
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
-  const prepared = await prepareStart(startRequest(flags, source, flags.model));
+  const prepared = await prepareStart(startRequest(flags, source, flags.model, labels));
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
     flags.store,
@@ -167,8 +172,10 @@ function startRequest(
   flags: RunFlags,
   source: string | { dataset: DatasetEvalConfig },
   model: string | undefined,
+  labels: RunLabels,
 ): StartRequest {
   return {
+    labels,
     eval: source,
     model: typeof source === "string" ? model : undefined,
     epochs: flags.epochs,
@@ -183,6 +190,15 @@ function startRequest(
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     ...(flags.reuse === undefined ? {} : { reuse: flags.reuse }),
   };
+}
+
+/**
+ * A new run's labels: those stet records itself (git, GitHub Actions; see `autoLabels`), with
+ * the `--label`s over them. A malformed `--label` refuses (`E_USAGE`) before anything runs.
+ */
+async function runLabels(flags: RunFlags): Promise<RunLabels> {
+  const given = parseLabels(flags.label ?? [], "--label");
+  return sortedLabels({ ...(await autoLabels(process.cwd(), process.env)), ...given });
 }
 
 /** The eval file a resume is given: none for a dataset run, which builds its eval again. */
@@ -218,11 +234,12 @@ async function runBenchmark(
   const stale = staleLimit();
   storeLocation(flags.store);
   const benchmark = newBenchmarkId();
+  const labels = await runLabels(flags);
   // Every run is loaded and checked before the store opens: one bad model refuses them all.
   const prepared = [];
   for (const model of models) {
     const source = evalSource(target, { ...flags, model });
-    prepared.push(await prepareStart(startRequest(flags, source, model)));
+    prepared.push(await prepareStart(startRequest(flags, source, model, labels)));
   }
   const shares = splitConcurrency(prepared[0]!.eval.concurrency, models.length);
   const store = await openStore(flags.store, stale);

@@ -67,6 +67,11 @@ export function registerRun(program: Command): void {
       bounded("failUnder"),
     )
     .option(
+      "--label <key=value>",
+      "a label recorded with the run (repeatable, or comma-separated); git's commit, branch and dirty state, and GitHub Actions' ref, sha, PR and run URL are recorded too",
+      repeated,
+    )
+    .option(
       "--distributed",
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
     )

@@ -327,4 +327,11 @@ CREATE TABLE reply_cache (
 CREATE INDEX reply_cache_created ON reply_cache (created_at);
 `,
   },
+  {
+    version: 11,
+    name: "run-labels",
+    // As in SQLite: a run's labels as a JSON object of strings (TEXT, as \`config\` is), NULL for
+    // none; filtered by jsonb containment.
+    sql: `ALTER TABLE runs ADD COLUMN labels TEXT;`,
+  },
 ];

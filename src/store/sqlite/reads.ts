@@ -1,6 +1,7 @@
 import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs } from "../report-inputs.js";
-import { attemptMapper, headPages, toRun, toSampleRecord } from "../rows.js";
+import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
+import { labelsColumn, toRun } from "../run-rows.js";
 import { toScoring } from "../scoring-rows.js";
 import type {
   AttemptFeed,
@@ -27,6 +28,7 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         const rows = c.s.listRuns.all({
           status: filter.status ?? null,
           evalName: filter.evalName ?? null,
+          labels: labelsColumn(filter.labels),
           limit: filter.limit ?? -1,
           offset: filter.offset ?? 0,
         });
