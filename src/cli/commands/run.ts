@@ -14,6 +14,9 @@ import {
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
+import { EXIT } from "../exit-codes.js";
+import { parseBaselineSelector } from "../../runs/baseline.js";
+import { diffCommand } from "./diff.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { resumeHint } from "../resume-hint.js";
@@ -57,6 +60,10 @@ export interface RunFlags {
   reuse?: string;
   /** `--label key=value`, repeatable; added to (and over) the labels stet records itself. */
   label?: string[];
+  /** Compare the run, once it ends, with the baseline this picks (`stet diff --baseline`). */
+  baseline?: string[];
+  /** With `--baseline`: exit 4 on a significant regression. */
+  failOnRegression?: boolean;
 }
 
 /**
@@ -65,6 +72,37 @@ export interface RunFlags {
  * another eval is refused.
  */
 export async function runCommand(target: string | undefined, given: RunFlags): Promise<number> {
+  if (given.baseline === undefined) {
+    if (given.failOnRegression)
+      throw new StetError("E_USAGE", "--fail-on-regression goes with --baseline <selector>");
+    return runOnce(target, given, {});
+  }
+  if ([given.model].flat().length > 1 || given.json || given.distributed)
+    throw new StetError(
+      "E_USAGE",
+      "--baseline compares one run: not with several --model, --json or --distributed (run, then `stet diff --baseline`)",
+    );
+  parseBaselineSelector(given.baseline); // a bad selector refuses before the run
+  const started: { runId?: string } = {};
+  const code = await runOnce(target, given, started);
+  // Only a run that ended (complete, or with errored samples) has outcomes to compare.
+  if (code !== EXIT.ok && code !== EXIT.errored && code !== EXIT.belowThreshold) return code;
+  const runId = given.resume ?? started.runId;
+  if (runId === undefined) return code;
+  const compared = await diffCommand(runId, undefined, {
+    ...(given.store === undefined ? {} : { store: given.store }),
+    baseline: given.baseline,
+    failOnRegression: given.failOnRegression ?? false,
+  });
+  return code !== EXIT.ok ? code : compared;
+}
+
+/** `stet run` without `--baseline`; `started.runId` is set to the run's id once it is known. */
+async function runOnce(
+  target: string | undefined,
+  given: RunFlags,
+  started: { runId?: string },
+): Promise<number> {
   const models = given.model === undefined ? [] : [given.model].flat();
   if (models.length > 1) return runBenchmark(target, given, models);
   const flags = { ...given, model: models[0] };
@@ -95,6 +133,7 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   const labels = await runLabels(flags);
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart(startRequest(flags, source, flags.model, labels));
+  started.runId = prepared.runId;
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
     flags.store,
