@@ -96,15 +96,6 @@ export function sortedLabels(labels: RunLabels): RunLabels {
 }
 
 /**
- * Whether `labels` carry every key of `wanted` with its value (a run matches a filter).
- *
- * @example labelsMatch({ branch: "main", sha: "abc" }, { branch: "main" }) // true
- */
-export function labelsMatch(labels: RunLabels, wanted: RunLabels): boolean {
-  return Object.entries(wanted).every(([key, value]) => labels[key] === value);
-}
-
-/**
  * Labels as one line, `key=value` separated by spaces (`—` for none).
  *
  * @example formatLabels({ branch: "main", pr: "7" }) // "branch=main pr=7"
