@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/server/create-app.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
+import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { runCli } from "./helpers/cli.js";
+import { startServe } from "./helpers/serve.js";
 import { evalProject } from "./helpers/eval-project.js";
 
 // Run labels through the real CLI: given with --label, recorded from a git checkout and from a
@@ -57,6 +59,12 @@ describe("run labels", () => {
   it("records --label and nothing of git outside a checkout", async () => {
     const id = await run(["--label", "team=evals", "--label", "suite=nightly,os=linux"]);
     expect(await labelsOf(id)).toEqual({ os: "linux", suite: "nightly", team: "evals" });
+    const shown = await cli(["show", id, "--store", store]);
+    expect(shown.stdout).toContain("labels  os=linux suite=nightly team=evals");
+    const json = JSON.parse((await cli(["show", id, "--store", store, "--json"])).stdout) as {
+      labels: object;
+    };
+    expect(json.labels).toEqual({ os: "linux", suite: "nightly", team: "evals" });
   });
 
   it("records a git checkout's commit, branch and dirty tree", async () => {
@@ -162,6 +170,25 @@ describe("run labels", () => {
       expect(await bad.text()).toContain("query.label");
     } finally {
       await opened.close();
+    }
+  });
+
+  it.skipIf(SKIP_BROWSER)("shows a run's labels on its page in the UI", async () => {
+    const listed = await cli(["list", "--store", store, "--label", "team=evals", "--json"]);
+    const [{ id }] = JSON.parse(listed.stdout) as { id: string }[];
+    const server = await startServe(["--store", store]);
+    try {
+      const { page, close } = await openPage(`${server.url}/#/runs/${id}`);
+      try {
+        const labels = page.locator("p.meta.labels");
+        await labels.waitFor();
+        expect(await labels.textContent()).toBe("Labels: os=linux suite=nightly team=evals ");
+      } finally {
+        await close();
+      }
+    } finally {
+      server.proc.child.kill("SIGKILL");
+      await server.proc.done;
     }
   });
 });

@@ -31,8 +31,8 @@ export interface DiffFlags {
  * `stet diff <run-a> <run-b>`: the paired comparison of two runs per common scorer (B against
  * A); `stet diff --baseline <selector> <run>`: the run against the baseline the selector picks
  * (see `findBaseline`). With `--fail-on-regression`, exit 4 when a scorer regressed significantly
- * (p < 0.05). `--format markdown` prints the comment-ready report, and either form appends it to
- * `$GITHUB_STEP_SUMMARY` when that is set.
+ * (p < 0.05). With `--baseline`, `--format markdown` prints the comment-ready report, which is
+ * appended to `$GITHUB_STEP_SUMMARY` too when that is set, whatever the format.
  */
 export async function diffCommand(
   runA: string,
