@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { evalProject } from "./helpers/eval-project.js";
+import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 
 // Baselines through the real CLI: three labelled runs on main (and a newer one that errored), runs
 // on a branch, `stet diff --baseline branch=main <run>` and its Markdown report.
@@ -182,5 +183,24 @@ describe("stet diff --baseline", () => {
       "--fail-on-regression",
     ]);
     expect(fine.code).toBe(0);
+  });
+
+  it.skipIf(SKIP_POSTGRES)("picks and compares the same way on a PostgreSQL store", async () => {
+    const { url } = testSchemaPool();
+    const pgRun = async (labels: string[], env: NodeJS.ProcessEnv = {}) => {
+      const args = ["run", "echo.mjs", "--store", url, "--json"];
+      const result = await cli([...args, ...labels.flatMap((l) => ["--label", l])], env);
+      expect(result.code).toBe(0);
+      return (JSON.parse(result.stdout) as { runId: string }).runId;
+    };
+    await pgRun(["branch=main", "sha=p1"]);
+    const newest = await pgRun(["branch=main", "sha=p2"]);
+    const branch = await pgRun(["branch=fix"], { WRONG: WRONG.join(",") });
+    const args = ["diff", "--baseline", "branch=main", branch, "--store", url];
+    const result = await cli([...args, "--fail-on-regression"]);
+    expect(result.code).toBe(4);
+    expect(result.stdout).toContain(`baseline ${newest} (branch=main sha=p2)`);
+    const listed = await cli(["list", "--store", url, "--label", "sha=p2", "--json"]);
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toEqual([newest]);
   });
 });

@@ -77,6 +77,9 @@ describe("run labels", () => {
       commit: git("rev-parse", "HEAD"),
       dirty: "false",
     });
+    // Without git on the PATH: no git labels, and the run goes on all the same.
+    const noGit = await run(["--label", "ok=1"], { PATH: join(project.dir, "no-bin") });
+    expect(await labelsOf(noGit)).toEqual({ ok: "1" });
     writeFileSync(join(project.dir, "notes.txt"), "v2\n");
     git("checkout", "-q", "-b", "fix/prompt");
     // A --label wins over what stet records itself.
