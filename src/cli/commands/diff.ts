@@ -42,7 +42,10 @@ export async function diffCommand(
   const format = diffFormat(flags);
   if (flags.baseline !== undefined) return baselineDiff(runA, runB, flags, format);
   if (runB === undefined)
-    throw new StetError("E_USAGE", "stet diff takes two runs, or one with --baseline <selector>");
+    throw new StetError(
+      "E_USAGE",
+      "stet diff takes two runs (<run-a> <run-b>), or one with --baseline <selector>",
+    );
   if (flags.common || format === "markdown")
     throw new StetError(
       "E_USAGE",
