@@ -178,7 +178,7 @@ describe("run labels", () => {
 
   it.skipIf(SKIP_BROWSER)("shows a run's labels on its page in the UI", async () => {
     const listed = await cli(["list", "--store", store, "--label", "team=evals", "--json"]);
-    const [{ id }] = JSON.parse(listed.stdout) as { id: string }[];
+    const { id } = (JSON.parse(listed.stdout) as { id: string }[])[0]!;
     const server = await startServe(["--store", store]);
     try {
       const { page, close } = await openPage(`${server.url}/#/runs/${id}`);
