@@ -69,6 +69,8 @@ export interface RunSummaryView {
   /** Distributed runs: workers executing it now (0 unless running), when they were counted. */
   activeWorkers?: number;
   counts: CountsView;
+  /** The run's labels (`--label`, git, CI; `labels` of POST /api/runs), keys sorted. */
+  labels: Record<string, string>;
 }
 
 /** A run as GET /api/runs and GET /api/benchmarks/:id list it: with its metrics and spend. */

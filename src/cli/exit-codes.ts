@@ -11,6 +11,8 @@ export const EXIT = {
   runActive: 5,
   /** The spend cap (`--max-cost`) stopped the run; it is interrupted and resumable. */
   budget: 6,
+  /** `--baseline` found no run to compare with (`E_NO_BASELINE`). */
+  noBaseline: 7,
   interrupted: 130,
 } as const;
 
@@ -34,7 +36,10 @@ export function exitCodeForError(code: StetErrorCode): number {
     case "E_USAGE":
     case "E_EVAL_NOT_FOUND":
     case "E_DIFFERENT_EVALS":
+    case "E_BASELINE_MISMATCH":
       return EXIT.usage;
+    case "E_NO_BASELINE":
+      return EXIT.noBaseline;
     // E_FENCED: another process took the run over from this one (which had stopped heartbeating),
     // so the run is owned by a live process, as for a refused resume.
     case "E_RUN_ACTIVE":

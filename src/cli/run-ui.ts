@@ -1,4 +1,3 @@
-import { appendFile } from "node:fs/promises";
 import { isStetError, type StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunEvent, RunReport } from "../core/events.js";
 import { exitCodeForError, exitCodeForStatus, EXIT } from "./exit-codes.js";
@@ -10,6 +9,7 @@ import { renderPlan, renderReuse, renderSummary } from "./render/summary.js";
 import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
 import { describeFault, trapFaults } from "./faults.js";
 import { trapSignals } from "./signals.js";
+import { appendStepSummary } from "./step-summary.js";
 
 export interface UiOptions {
   json: boolean;
@@ -174,22 +174,6 @@ function faulted(io: Io, error: unknown, runId: string, store: string | undefine
     );
   }
   return EXIT.fatal;
-}
-
-/**
- * In a GitHub Actions step (`$GITHUB_STEP_SUMMARY` names a file), appends the run's Markdown
- * summary there. A summary that cannot be written is a warning: the run's outcome stands.
- */
-async function appendStepSummary(io: Io, text: string): Promise<void> {
-  const path = process.env.GITHUB_STEP_SUMMARY;
-  if (!path) return;
-  try {
-    await appendFile(path, `${text}\n`);
-  } catch (error) {
-    io.stderr.write(
-      `stet: warning: could not append to GITHUB_STEP_SUMMARY ${path}: ${String(error)}\n`,
-    );
-  }
 }
 
 /**

@@ -17,6 +17,8 @@ export type StetErrorCode =
   | "E_CHANGED_SAMPLES" // dataset rows changed since the run started (exit 1)
   | "E_EVAL_CHANGED" // the eval given to a resume differs from the run's identity (exit 1)
   | "E_DIFFERENT_EVALS" // a diff of two runs of different evals, not allowed (exit 2)
+  | "E_NO_BASELINE" // `--baseline` found no run to compare with (exit 7)
+  | "E_BASELINE_MISMATCH" // the baseline's identity or samples differ from the run's (exit 2)
   | "E_FENCED" // a write by an owner that lost the run: another took it over (exit 5)
   | "E_DISTRIBUTED" // a single-owner operation (claim, rescore) asked of a distributed run (exit 1)
   | "E_ALREADY_SCORED" // an attempt for a key that already has a scored attempt

@@ -1,3 +1,4 @@
+import type { RunLabels } from "./labels.js";
 import type { Json } from "./json.js";
 import type { AttemptLimit, SampleLimits } from "./limits.js";
 import type { ReuseSummary } from "./reuse-plan.js";
@@ -349,4 +350,6 @@ export interface Run {
   updatedAt: string;
   owner: Owner | null;
   note: string | null;
+  /** The run's labels (`--label`, git, CI), keys sorted; empty for none. */
+  labels: RunLabels;
 }

@@ -23,7 +23,18 @@ export async function listRunsWithFigures(
   filter: RunFilter = {},
   options: ReadOptions = {},
 ): Promise<RunListingWithFigures[]> {
-  const listed = await listRuns(store, filter, options);
+  return withFigures(store, await listRuns(store, filter, options));
+}
+
+/**
+ * Listed runs with their metrics and total spend, folded as `listRunsWithFigures` folds them.
+ *
+ * @example const [a, b] = await withFigures(store, [listingA, listingB]);
+ */
+export async function withFigures<T extends ListedRun>(
+  store: Store,
+  listed: readonly T[],
+): Promise<(T & { metrics: ScorerMetrics[]; spent: UsageTotal })[]> {
   const inputs = await store.reads.listReportInputs(listed.map((l) => l.run.id));
   // Reviews are few and indexed by run: one small read per run, for the human scorers.
   const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));

@@ -13,6 +13,7 @@ import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
 import { StetError } from "../core/errors.js";
+import { checkLabels, type RunLabels } from "../core/labels.js";
 import { evalIdentity } from "./eval-identity.js";
 import { requireLeases, type Store } from "../store/types.js";
 import { loadEvalSource } from "./load-eval-source.js";
@@ -39,6 +40,8 @@ export interface RunDefinition {
   model?: string;
   limit?: number;
   runId?: string;
+  /** The run's labels (`--label`, git, CI), recorded with every known secret replaced. */
+  labels?: RunLabels;
   /**
    * The epochs the eval itself declares, recorded in the run's identity (a resume compares them
    * with the eval's then); default the run's. `--epochs` overrides the run's, not the eval's.
@@ -145,6 +148,7 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     },
     samples: [...ev.samples],
     owner,
+    ...(options.labels === undefined ? {} : { labels: recordedLabels(options, options.labels) }),
   });
   const seeded = await seedRun(store, run.id, owner.token, () =>
     reuse
@@ -208,6 +212,8 @@ export interface StartRequest {
    * (`stet run --watch`, which loads an edited eval in the same process).
    */
   fresh?: boolean;
+  /** The run's labels (checked by `checkLabels`). */
+  labels?: RunLabels;
 }
 
 /**
@@ -260,6 +266,7 @@ export async function prepareStart(
     ...(request.output === undefined ? {} : { output: resolve(request.output) }),
     ...(request.model === undefined ? {} : { model: request.model }),
     ...(request.limit === undefined ? {} : { limit: request.limit }),
+    ...(request.labels === undefined ? {} : { labels: checkLabels(request.labels, "labels") }),
     ...reuseOf(request.reuse ?? loaded.eval.reuse, request.resumeFrom),
   };
 }
@@ -319,13 +326,21 @@ async function seedRun<T>(store: Store, runId: string, token: string, seed: () =
  * key does not put it in the store.
  */
 function recordedConfig(options: RunEvalOptions): RunConfig {
-  const secrets = [
+  const config = redactConfig(runConfig(options));
+  return createSecretRedactor(knownSecrets(options)).json(config as unknown as Json)
+    .value as unknown as RunConfig;
+}
+
+/** The labels as stored: redacted as the configuration is (a label may hold a key's value). */
+function recordedLabels(options: RunEvalOptions, labels: RunLabels): RunLabels {
+  return createSecretRedactor(knownSecrets(options)).json(redactConfig(labels)).value;
+}
+
+function knownSecrets(options: RunEvalOptions) {
+  return [
     ...runSecrets(options.store, options.secrets),
     ...(options.eval.solver.secrets?.() ?? []),
   ];
-  const config = redactConfig(runConfig(options));
-  return createSecretRedactor(secrets).json(config as unknown as Json)
-    .value as unknown as RunConfig;
 }
 
 function describeSolver(solver: SolverFn): Record<string, Json> {

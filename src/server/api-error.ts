@@ -24,6 +24,8 @@ export type ApiErrorCode =
   | "changed_samples"
   | "eval_changed"
   | "different_evals"
+  | "no_baseline"
+  | "baseline_mismatch"
   | "run_taken_over"
   | "distributed_run"
   | "already_scored"
@@ -61,6 +63,8 @@ const byStetCode: Record<StetErrorCode, [ContentfulStatusCode, ApiErrorCode]> = 
   E_CHANGED_SAMPLES: [409, "changed_samples"],
   E_EVAL_CHANGED: [409, "eval_changed"],
   E_DIFFERENT_EVALS: [400, "different_evals"],
+  E_NO_BASELINE: [404, "no_baseline"],
+  E_BASELINE_MISMATCH: [409, "baseline_mismatch"],
   E_FENCED: [409, "run_taken_over"],
   E_DISTRIBUTED: [409, "distributed_run"],
   E_ALREADY_SCORED: [409, "already_scored"],

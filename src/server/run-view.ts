@@ -70,6 +70,7 @@ function summaryView(
     distributed: run.config.distributed === true,
     ...(activeWorkers === undefined ? {} : { activeWorkers }),
     counts: countsView(counts),
+    labels: run.labels,
   };
 }
 

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
+import { checkLabels } from "../core/labels.js";
 import {
   attemptErrorSchema,
   checkUsage,
@@ -22,9 +23,16 @@ export const scoresSchema = z.array(scoreSchema);
  *
  * @example checkNewRun({ id, config, samples, owner }); // throws E_INVALID_INPUT | E_DUPLICATE_ID
  */
-export function checkNewRun({ config, samples }: NewRun): void {
+export function checkNewRun({ config, samples, labels }: NewRun): void {
   checkRunConfig(config);
   checkUniqueSampleIds(samples);
+  if (labels !== undefined) {
+    try {
+      checkLabels(labels, `labels of run ${config.evalName}`);
+    } catch (error) {
+      throw invalidInput(error instanceof Error ? error.message : String(error));
+    }
+  }
 }
 
 /**

@@ -5,8 +5,6 @@ import {
   redactedSchema,
   attemptErrorSchema,
   usageDetailSchema,
-  runConfigSchema,
-  runStatusSchema,
   sampleSchema,
 } from "../core/schemas.js";
 import type {
@@ -26,21 +24,6 @@ import { scoresSchema } from "./checks.js";
 import type { AttemptFeed, AttemptHead, OutcomeEntry, OutcomeFilter, RunCounts } from "./types.js";
 
 /** Rows as both adapters select them (the same columns); mapped to domain objects here only. */
-export interface RunRow {
-  id: string;
-  eval_name: string;
-  status: string;
-  config: string;
-  sample_count: number;
-  created_at: string;
-  updated_at: string;
-  owner_host: string | null;
-  owner_pid: number | null;
-  owner_token: string | null;
-  heartbeat_at: number | null;
-  note: string | null;
-}
-
 export interface SampleRow {
   sample: string;
   fingerprint: string;
@@ -93,33 +76,6 @@ export function parseColumn<T>(schema: z.ZodType<T>, text: string, what: string)
     throw new StetError("E_STORE", `corrupt ${what}: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
-}
-
-export function toRun(row: RunRow, nowMs: number): Run {
-  const what = `run ${row.id}`;
-  const status = runStatusSchema.safeParse(row.status);
-  if (!status.success) throw new StetError("E_STORE", `corrupt status of ${what}: ${row.status}`);
-  return {
-    id: row.id,
-    evalName: row.eval_name,
-    status: status.data,
-    config: parseColumn(runConfigSchema, row.config, `config of ${what}`),
-    sampleCount: row.sample_count,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    owner:
-      row.owner_token !== null && row.heartbeat_at !== null
-        ? {
-            host: row.owner_host ?? "",
-            pid: row.owner_pid ?? 0,
-            token: row.owner_token,
-            heartbeatAt: new Date(row.heartbeat_at).toISOString(),
-            // Signed: a heartbeat stamped ahead of this clock (a clock moved back) reads negative.
-            heartbeatAgeMs: nowMs - row.heartbeat_at,
-          }
-        : null,
-    note: row.note,
-  };
 }
 
 export function toSampleRecord(row: SampleRow, runId: string): SampleRecord {

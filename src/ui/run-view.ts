@@ -179,6 +179,13 @@ function runHead(
       " · ",
       link(`#/runs/${encodeURIComponent(run.id)}/review/failed`, "Review samples"),
     ),
+    Object.keys(run.labels).length > 0 &&
+      h(
+        "p",
+        { class: "meta labels" },
+        "Labels: ",
+        ...Object.entries(run.labels).map(([k, v]) => h("code", { class: "label" }, `${k}=${v} `)),
+      ),
     run.owner &&
       h(
         "p",

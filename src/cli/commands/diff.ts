@@ -1,27 +1,56 @@
 import { diffRuns, type RunDiff } from "../../runs/diff-runs.js";
 import { isStetError, StetError } from "../../core/errors.js";
 import { EXIT } from "../exit-codes.js";
-import { createIo } from "../io.js";
+import { createIo, type Io } from "../io.js";
 import { openStore } from "../open-store.js";
 import { table } from "../render/format.js";
+import { formatLabels } from "../../core/labels.js";
+import { parseBaselineSelector } from "../../runs/baseline.js";
+import { compareWithBaseline, type BaselineComparison } from "../../runs/baseline-diff.js";
+import { diffMarkdown, formatAge } from "../reports/diff-markdown.js";
+import { appendStepSummary } from "../step-summary.js";
 
 /** How many regressed sample ids the text output lists per scorer (`--json` lists all). */
 const REGRESSED_SHOWN = 10;
 
+/** `stet diff`'s flags. */
+export interface DiffFlags {
+  store?: string;
+  json?: boolean;
+  failOnRegression?: boolean;
+  allowDifferentEvals?: boolean;
+  /** `--baseline <selector>` (repeatable): compare the one run given with the baseline it picks. */
+  baseline?: string[];
+  /** With `--baseline`: compare on the samples both runs have, though their samples differ. */
+  common?: boolean;
+  /** `text` (default) or `markdown`. */
+  format?: string;
+}
+
 /**
  * `stet diff <run-a> <run-b>`: the paired comparison of two runs per common scorer (B against
- * A). With `--fail-on-regression`, exit 4 when a scorer regressed significantly (p < 0.05).
+ * A); `stet diff --baseline <selector> <run>`: the run against the baseline the selector picks
+ * (see `findBaseline`). With `--fail-on-regression`, exit 4 when a scorer regressed significantly
+ * (p < 0.05). With `--baseline`, `--format markdown` prints the comment-ready report, which is
+ * appended to `$GITHUB_STEP_SUMMARY` too when that is set, whatever the format.
  */
 export async function diffCommand(
   runA: string,
-  runB: string,
-  flags: {
-    store?: string;
-    json?: boolean;
-    failOnRegression?: boolean;
-    allowDifferentEvals?: boolean;
-  },
+  runB: string | undefined,
+  flags: DiffFlags,
 ): Promise<number> {
+  const format = diffFormat(flags);
+  if (flags.baseline !== undefined) return baselineDiff(runA, runB, flags, format);
+  if (runB === undefined)
+    throw new StetError(
+      "E_USAGE",
+      "stet diff takes two runs (<run-a> <run-b>), or one with --baseline <selector>",
+    );
+  if (flags.common || format === "markdown")
+    throw new StetError(
+      "E_USAGE",
+      `${flags.common ? "--common" : "--format markdown"} goes with --baseline <selector> <run>`,
+    );
   const io = createIo(flags.json ?? false);
   const store = await openStore(flags.store, { create: false });
   let diff: RunDiff;
@@ -41,6 +70,68 @@ export async function diffCommand(
   }
   if (flags.json) io.stdout.write(`${JSON.stringify(diff, null, 2)}\n`);
   else io.say(renderDiff(diff));
+  return regressionExit(io, diff, flags);
+}
+
+function diffFormat(flags: DiffFlags): "text" | "markdown" {
+  const format = flags.format ?? "text";
+  if (format !== "text" && format !== "markdown")
+    throw new StetError("E_USAGE", `--format ${JSON.stringify(format)}: use text or markdown`);
+  if (format === "markdown" && flags.json)
+    throw new StetError("E_USAGE", "--format markdown and --json: choose one");
+  return format;
+}
+
+async function baselineDiff(
+  runId: string,
+  extra: string | undefined,
+  flags: DiffFlags,
+  format: "text" | "markdown",
+): Promise<number> {
+  if (extra !== undefined)
+    throw new StetError(
+      "E_USAGE",
+      `with --baseline, stet diff takes one run (the one to compare): drop ${JSON.stringify(extra)}`,
+    );
+  if (flags.allowDifferentEvals)
+    throw new StetError("E_USAGE", "--allow-different-evals does not go with --baseline");
+  const selector = parseBaselineSelector(flags.baseline ?? []);
+  const io = createIo(flags.json ?? false);
+  const store = await openStore(flags.store, { create: false });
+  let comparison: BaselineComparison;
+  try {
+    comparison = await compareWithBaseline(store, runId, selector, {
+      common: flags.common ?? false,
+    });
+  } finally {
+    await store.close();
+  }
+  const markdown = diffMarkdown(comparison);
+  if (flags.json) {
+    const { diff, baseline, common, spend } = comparison;
+    const { run, ...how } = baseline;
+    const chosen = { id: run.id, labels: run.labels, createdAt: run.createdAt, ...how };
+    io.stdout.write(`${JSON.stringify({ ...diff, baseline: chosen, common, spend }, null, 2)}\n`);
+  } else if (format === "markdown") io.stdout.write(markdown);
+  else io.say(`${baselineLine(comparison)}\n${renderDiff(comparison.diff)}`);
+  await appendStepSummary(io, markdown);
+  return regressionExit(io, comparison.diff, flags);
+}
+
+/** Which baseline was chosen, its labels and age, and whether only common samples compare. */
+function baselineLine({ baseline, common, diff }: BaselineComparison): string {
+  const lines = [
+    `baseline ${baseline.run.id} (${formatLabels(baseline.run.labels)}), ${formatAge(baseline.ageMs)}, chosen by ${baseline.selector}`,
+  ];
+  if (common)
+    lines.push(
+      `compared on the samples both runs have (--common): ${diff.onlyInA.length} only in the baseline, ${diff.onlyInB.length} only in ${diff.runB}, ${diff.changed.length} changed`,
+    );
+  if (baseline.changes.length > 0) lines.push(`changed since: ${baseline.changes.join("; ")}`);
+  return lines.join("\n");
+}
+
+function regressionExit(io: Io, diff: RunDiff, flags: DiffFlags): number {
   const regressed = diff.scorers.filter((s) => s.significantRegression);
   if (flags.failOnRegression && regressed.length > 0) {
     io.stderr.write(

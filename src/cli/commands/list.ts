@@ -1,5 +1,6 @@
 import { runModel } from "../../core/run-model.js";
 import { isStetError } from "../../core/errors.js";
+import { formatLabels, parseLabels } from "../../core/labels.js";
 import { listRunsWithFigures } from "../../runs/list-run-figures.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
@@ -12,8 +13,13 @@ import { listedStatus } from "../render/workers.js";
  * (interrupted, resumable) before it is listed, so it never shows as running. Only an existing
  * store is opened: where there is none yet, there are no runs, and none is created.
  */
-export async function listCommand(flags: { store?: string; json?: boolean }): Promise<number> {
+export async function listCommand(flags: {
+  store?: string;
+  json?: boolean;
+  label?: string[];
+}): Promise<number> {
   const io = createIo(flags.json ?? false);
+  const labels = parseLabels(flags.label ?? [], "--label");
   const stale = staleLimit();
   const store = await openStore(flags.store, { create: false, ...stale }).catch(
     (error: unknown) => {
@@ -29,7 +35,7 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
   }
   try {
     // With each run's metrics, folded as its report is, from one read of the store.
-    const runs = await listRunsWithFigures(store, {}, { ...stale, recover: true });
+    const runs = await listRunsWithFigures(store, { labels }, { ...stale, recover: true });
     const rows = runs.map(({ run, counts, activeWorkers, metrics }) => ({
       id: run.id,
       eval: run.evalName,
@@ -46,16 +52,21 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
       model: runModel(run.config) ?? null,
       createdAt: run.createdAt,
       updatedAt: run.updatedAt,
+      labels: run.labels,
     }));
     if (flags.json) {
       io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
       return 0;
     }
     if (rows.length === 0) {
-      io.say(`no runs in ${store.location}`);
+      const matching = Object.keys(labels).length > 0 ? ` labelled ${formatLabels(labels)}` : "";
+      io.say(`no runs${matching} in ${store.location}`);
       return 0;
     }
+    // The labels column only when a listed run has labels: most stores' runs have none.
+    const labelled = rows.some((r) => Object.keys(r.labels).length > 0);
     const header = ["id", "eval", "status", "done", "errored", "score", "created"];
+    if (labelled) header.push("labels");
     const cells = rows.map((r) => [
       r.id,
       r.eval,
@@ -64,8 +75,10 @@ export async function listCommand(flags: { store?: string; json?: boolean }): Pr
       formatCount(r.errored),
       r.score?.mean == null ? "—" : `${r.score.scorer} ${r.score.mean.toFixed(4)}`,
       r.createdAt.replace("T", " ").slice(0, 19),
+      ...(labelled ? [formatLabels(r.labels)] : []),
     ]);
-    io.say(table([header, ...cells], [false, false, false, true, true, false, false]));
+    const right = [false, false, false, true, true, false, false, false];
+    io.say(table([header, ...cells], right.slice(0, header.length)));
     return 0;
   } finally {
     await store.close();

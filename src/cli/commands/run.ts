@@ -1,6 +1,8 @@
 import { rateLimitFlag } from "../flag-values.js";
 import { isStetError, StetError } from "../../core/errors.js";
+import { parseLabels, sortedLabels, type RunLabels } from "../../core/labels.js";
 import type { DatasetEvalConfig } from "../../core/types.js";
+import { autoLabels } from "../auto-labels.js";
 import { newBenchmarkId, splitConcurrency } from "../../runs/benchmark.js";
 import {
   checkRunId,
@@ -14,6 +16,9 @@ import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
 import { createIo } from "../io.js";
+import { EXIT } from "../exit-codes.js";
+import { parseBaselineSelector } from "../../runs/baseline.js";
+import { diffCommand } from "./diff.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { resumeHint } from "../resume-hint.js";
@@ -61,6 +66,12 @@ export interface RunFlags {
   reuse?: string;
   /** Run again on every change of the eval, its local imports or its dataset (`watchRuns`). */
   watch?: boolean;
+  /** `--label key=value`, repeatable; added to (and over) the labels stet records itself. */
+  label?: string[];
+  /** Compare the run, once it ends, with the baseline this picks (`stet diff --baseline`). */
+  baseline?: string[];
+  /** With `--baseline`: exit 4 on a significant regression. */
+  failOnRegression?: boolean;
 }
 
 /**
@@ -69,6 +80,37 @@ export interface RunFlags {
  * another eval is refused.
  */
 export async function runCommand(target: string | undefined, given: RunFlags): Promise<number> {
+  if (given.baseline === undefined) {
+    if (given.failOnRegression)
+      throw new StetError("E_USAGE", "--fail-on-regression goes with --baseline <selector>");
+    return runOnce(target, given, {});
+  }
+  if ([given.model].flat().length > 1 || given.json || given.distributed)
+    throw new StetError(
+      "E_USAGE",
+      "--baseline compares one run: not with several --model, --json or --distributed (run, then `stet diff --baseline`)",
+    );
+  parseBaselineSelector(given.baseline); // a bad selector refuses before the run
+  const started: { runId?: string } = {};
+  const code = await runOnce(target, given, started);
+  // Only a run that ended (complete, or with errored samples) has outcomes to compare.
+  if (code !== EXIT.ok && code !== EXIT.errored && code !== EXIT.belowThreshold) return code;
+  const runId = given.resume ?? started.runId;
+  if (runId === undefined) return code;
+  const compared = await diffCommand(runId, undefined, {
+    ...(given.store === undefined ? {} : { store: given.store }),
+    baseline: given.baseline,
+    failOnRegression: given.failOnRegression ?? false,
+  });
+  return code !== EXIT.ok ? code : compared;
+}
+
+/** `stet run` without `--baseline`; `started.runId` is set to the run's id once it is known. */
+async function runOnce(
+  target: string | undefined,
+  given: RunFlags,
+  started: { runId?: string },
+): Promise<number> {
   const models = given.model === undefined ? [] : [given.model].flat();
   if (models.length > 1) return runBenchmark(target, given, models);
   const flags = { ...given, model: models[0] };
@@ -97,8 +139,10 @@ export async function runCommand(target: string | undefined, given: RunFlags): P
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
+  const labels = await runLabels(flags);
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
-  const prepared = await prepareStart(startRequest(flags, source, flags.model));
+  const prepared = await prepareStart(startRequest(flags, source, flags.model, labels));
+  started.runId = prepared.runId;
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
     flags.store,
@@ -150,12 +194,14 @@ async function watchCommand(
     flags.output !== undefined && "--output",
     flags.resumeFrom !== undefined && "--resume-from",
     flags.failUnder !== undefined && "--fail-under",
+    flags.baseline !== undefined && "--baseline",
   ].filter(Boolean);
   if (alone.length > 0)
     throw new StetError(
       "E_USAGE",
       `${alone.join(", ")} cannot be used with --watch (every change starts a new run)`,
     );
+  const labels = await runLabels(flags);
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store);
@@ -164,7 +210,7 @@ async function watchCommand(
     return await watchRuns({
       io,
       ui: uiOptions(flags, { model: flags.model }),
-      request: startRequest(flags, source, flags.model),
+      request: startRequest(flags, source, flags.model, labels),
       store,
       stale,
     });
@@ -242,8 +288,10 @@ function startRequest(
   flags: RunFlags,
   source: string | { dataset: DatasetEvalConfig },
   model: string | undefined,
+  labels: RunLabels,
 ): StartRequest {
   return {
+    labels,
     eval: source,
     model: typeof source === "string" ? model : undefined,
     epochs: flags.epochs,
@@ -259,6 +307,15 @@ function startRequest(
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     ...(flags.reuse === undefined ? {} : { reuse: flags.reuse }),
   };
+}
+
+/**
+ * A new run's labels: those stet records itself (git, GitHub Actions; see `autoLabels`), with
+ * the `--label`s over them. A malformed `--label` refuses (`E_USAGE`) before anything runs.
+ */
+async function runLabels(flags: RunFlags): Promise<RunLabels> {
+  const given = parseLabels(flags.label ?? [], "--label");
+  return sortedLabels({ ...(await autoLabels(process.cwd(), process.env)), ...given });
 }
 
 /** The eval file a resume is given: none for a dataset run, which builds its eval again. */
@@ -295,11 +352,12 @@ async function runBenchmark(
   const stale = staleLimit();
   storeLocation(flags.store);
   const benchmark = newBenchmarkId();
+  const labels = await runLabels(flags);
   // Every run is loaded and checked before the store opens: one bad model refuses them all.
   const prepared = [];
   for (const model of models) {
     const source = evalSource(target, { ...flags, model });
-    prepared.push(await prepareStart(startRequest(flags, source, model)));
+    prepared.push(await prepareStart(startRequest(flags, source, model, labels)));
   }
   const shares = splitConcurrency(prepared[0]!.eval.concurrency, models.length);
   const store = await openStore(flags.store, stale);

@@ -1,3 +1,4 @@
+import { formatLabels } from "../../core/labels.js";
 import { runModel } from "../../core/run-model.js";
 import { StetError } from "../../core/errors.js";
 import type { Json } from "../../core/json.js";
@@ -35,7 +36,7 @@ export async function showCommand(
     const cache = await store.cache.stats();
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
-      const { config, createdAt, updatedAt, note } = run;
+      const { config, createdAt, updatedAt, note, labels } = run;
       // The fencing token is the owner's own: whoever holds it may write as the owner. Workers'
       // tokens likewise: they are shown by id (`workerId`), never by token.
       const { token: _t, ...shown } = owner ?? { token: "" };
@@ -50,6 +51,7 @@ export async function showCommand(
         createdAt,
         updatedAt,
         note,
+        labels,
       };
       io.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       return 0;
@@ -60,6 +62,7 @@ export async function showCommand(
     io.say(
       `created ${run.createdAt} · model ${runModel(run.config) ?? "(none named by the solver)"} · ${run.config.epochs} epoch(s)`,
     );
+    if (Object.keys(run.labels).length > 0) io.say(`labels  ${formatLabels(run.labels)}`);
     if (owner) {
       const liveness = `${owner.alive ? "alive" : "dead"}: ${owner.reason}`;
       io.say(`owner   pid ${owner.pid} on ${owner.host} · ${liveness}`);

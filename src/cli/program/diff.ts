@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { storeOption, jsonOption } from "./options.js";
+import { storeOption, jsonOption, repeated } from "./options.js";
 
 /** Declares `stet diff` on the program; its action loads `commands/diff.ts` when it runs. */
 export function registerDiff(program: Command): void {
@@ -8,8 +8,21 @@ export function registerDiff(program: Command): void {
     .description(
       "compare two runs sample by sample: per scorer the delta (B − A), its 95% interval, a p-value and the regressed samples",
     )
-    .argument("<run-a>", "the baseline run")
-    .argument("<run-b>", "the run compared with it")
+    .argument("<run-a>", "the baseline run (with --baseline: the run to compare)")
+    .argument("[run-b]", "the run compared with it")
+    .option(
+      "--baseline <selector>",
+      "compare the one run given with a baseline: a run id, latest, or key=value labels (repeatable or comma-separated): the newest complete run of the same eval with a comparable identity and those labels; none found exits 7",
+      repeated,
+    )
+    .option(
+      "--common",
+      "with --baseline: compare on the samples both runs have when their samples differ (refused otherwise)",
+    )
+    .option(
+      "--format <format>",
+      "text (default) or markdown: with --baseline, a report ready for a PR comment (also appended to $GITHUB_STEP_SUMMARY)",
+    )
     .option("--fail-on-regression", "exit 4 when a scorer regressed significantly (p < 0.05)")
     .option(
       "--allow-different-evals",
@@ -17,7 +30,7 @@ export function registerDiff(program: Command): void {
     )
     .addOption(storeOption())
     .addOption(jsonOption())
-    .action(async (runA: string, runB: string, flags) => {
+    .action(async (runA: string, runB: string | undefined, flags) => {
       process.exitCode = await (await import("../commands/diff.js")).diffCommand(runA, runB, flags);
     });
 }

@@ -72,6 +72,20 @@ export function registerRun(program: Command): void {
       bounded("failUnder"),
     )
     .option(
+      "--label <key=value>",
+      "a label recorded with the run (repeatable, or comma-separated); git's commit, branch and dirty state, and GitHub Actions' ref, sha, PR and run URL are recorded too",
+      repeated,
+    )
+    .option(
+      "--baseline <selector>",
+      "once the run ends, compare it with a baseline as `stet diff --baseline` does (a run id, latest, or key=value labels; repeatable)",
+      repeated,
+    )
+    .option(
+      "--fail-on-regression",
+      "with --baseline: exit 4 when a scorer regressed significantly (p < 0.05)",
+    )
+    .option(
       "--distributed",
       "open the run to workers on the shared store (`stet worker`), and work on it as one of them",
     )

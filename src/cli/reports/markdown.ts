@@ -123,11 +123,11 @@ export function markdownStopped(stop: {
 }
 
 /** Text inside a table cell or a line: Markdown and HTML specials escaped, one line. */
-function inline(value: string): string {
+export function inline(value: string): string {
   return value.replace(/[\\`*_{}[\]()#+\-.!|<>&~]/g, (c) => `\\${c}`).replace(/[\r\n]+/g, " ");
 }
 
 /** Text inside a code span: backticks cannot close it early. */
-function code(value: string): string {
+export function code(value: string): string {
   return value.replace(/`/g, "'");
 }

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import * as z from "zod";
 import type {
   JournalStepView,
@@ -7,6 +7,7 @@ import type {
   SamplePageView,
 } from "../../api/contract.js";
 import { isStetError } from "../../core/errors.js";
+import { parseLabels, type RunLabels } from "../../core/labels.js";
 import { runStatusSchema } from "../../core/schemas.js";
 import { buildResultSet } from "../../evalport/build-result-set.js";
 import { listRunsWithFigures } from "../../runs/list-run-figures.js";
@@ -24,6 +25,19 @@ const listQuery = pagingSchema.extend({
   eval: z.string().min(1).optional(),
   benchmark: z.string().min(1).optional(),
 });
+
+/**
+ * The `label` query parameters (`?label=branch=main&label=pr=7`, or comma-separated): every one
+ * must match. A malformed one is a 400 naming it.
+ */
+function labelsQuery(c: Context): RunLabels {
+  try {
+    return parseLabels(c.req.queries("label") ?? [], "query.label");
+  } catch (error) {
+    if (isStetError(error, "E_USAGE")) throw new ApiError(400, "invalid_request", error.message);
+    throw error;
+  }
+}
 
 const samplesQuery = pagingSchema.extend({
   status: z.enum(["scored", "error", "pending"]).optional(),
@@ -44,6 +58,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
 
   app.get("/runs", async (c) => {
     const q = parseQuery(c, listQuery);
+    const labels = labelsQuery(c);
     // A benchmark is the runs of one eval, so both filters name an eval.
     if (q.eval && q.benchmark && q.eval !== q.benchmark) {
       return c.json({
@@ -58,6 +73,7 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     const listed = await listRunsWithFigures(store, {
       ...(q.status ? { status: q.status } : {}),
       ...(evalName ? { evalName } : {}),
+      labels,
       limit: q.limit + 1,
       offset: q.offset,
     });

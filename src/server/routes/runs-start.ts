@@ -27,6 +27,8 @@ const startBody = z
     runId: z.string().min(1).max(64).optional(),
     /** Reuse an earlier run's outcomes: a run id, or `latest` (see docs/reuse.md). */
     reuse: z.string().min(1).max(64).optional(),
+    /** The run's labels, `{ "branch": "main" }` (checked as `--label` is). */
+    labels: z.record(z.string(), z.string()).optional(),
     /** With `runId` of an existing run: go on although the eval changed. */
     allowEvalChange: z.boolean().optional(),
   })

@@ -84,7 +84,12 @@ export function errorDraft(key: Key, overrides: Partial<AttemptDraft> = {}): Att
 /** Creates a run of `ids` (default s1..s3) owned by a fresh owner. */
 export async function newRun(
   store: Store,
-  options: { id?: string; ids?: string[]; config?: Partial<RunConfig> } = {},
+  options: {
+    id?: string;
+    ids?: string[];
+    config?: Partial<RunConfig>;
+    labels?: Record<string, string>;
+  } = {},
 ) {
   const me = owner();
   const samples = sampleRecords(options.ids ?? ["s1", "s2", "s3"]);
@@ -93,6 +98,7 @@ export async function newRun(
     config: runConfig(options.config),
     samples,
     owner: me,
+    ...(options.labels === undefined ? {} : { labels: options.labels }),
   });
   return { run, owner: me, samples };
 }

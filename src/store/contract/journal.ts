@@ -61,7 +61,11 @@ function entryCases(h: HarnessRef): void {
   it("lists the entries of a range of sample ids, both ends included", async () => {
     const { run, owner: me } = await newRun(h.store, { ids: ["a", "b", "c", "d"] });
     const keys = ["a", "b", "c", "d"].map((sampleId) => ({ sampleId, epoch: 1 }));
-    await h.store.journal.record(run.id, me.token, keys.map((key) => step(key, 0)));
+    await h.store.journal.record(
+      run.id,
+      me.token,
+      keys.map((key) => step(key, 0)),
+    );
     const ids = async (filter: { fromSampleId?: string; toSampleId?: string }) =>
       (await h.store.journal.list(run.id, filter)).map((e) => e.sampleId);
     expect(await ids({ fromSampleId: "b", toSampleId: "c" })).toEqual(["b", "c"]);

@@ -168,11 +168,17 @@ function snapshotAndConfigCases(h: HarnessRef): void {
 function listingCases(h: HarnessRef): void {
   describe("listing", () => {
     async function threeRuns() {
-      const first = await newRun(h.store, { id: "r-first", config: { evalName: "alpha" } });
+      const alpha = { evalName: "alpha" };
+      const main = { branch: "main", "ci.os": "linux" };
+      const first = await newRun(h.store, { id: "r-first", config: alpha, labels: main });
       await sleep(5);
       const second = await newRun(h.store, { id: "r-second", config: { evalName: "beta" } });
       await sleep(5);
-      const third = await newRun(h.store, { id: "r-third", config: { evalName: "alpha" } });
+      const third = await newRun(h.store, {
+        id: "r-third",
+        config: alpha,
+        labels: { branch: "fix/it", "ci.os": "linux" },
+      });
       await h.store.runs.release("r-second", second.owner.token, "completed");
       return { first, second, third };
     }
@@ -185,10 +191,36 @@ function listingCases(h: HarnessRef): void {
       ["a first page", { limit: 2 }, ["r-third", "r-second"]],
       ["a second page", { limit: 2, offset: 2 }, ["r-first"]],
       ["an offset without limit", { offset: 1 }, ["r-second", "r-first"]],
+      ["by a label", { labels: { branch: "main" } }, ["r-first"]],
+      ["by two labels", { labels: { "ci.os": "linux", branch: "fix/it" } }, ["r-third"]],
+      ["by a label's other value", { labels: { branch: "mai" } }, []],
+      [
+        "by a label and eval",
+        { labels: { "ci.os": "linux" }, evalName: "alpha", limit: 1 },
+        ["r-third"],
+      ],
+      ["by no label at all", { labels: {} }, ["r-third", "r-second", "r-first"]],
     ])("lists %s", async (_label, filter, ids) => {
       await threeRuns();
       const listed = await h.store.reads.listRuns(filter);
       expect(listed.map((l) => l.run.id)).toEqual(ids);
+    });
+
+    it("reads each run's labels back with sorted keys, and none as {}", async () => {
+      await threeRuns();
+      const listed = await h.store.reads.listRuns();
+      expect(listed.map((l) => l.run.labels)).toEqual([
+        { branch: "fix/it", "ci.os": "linux" },
+        {},
+        { branch: "main", "ci.os": "linux" },
+      ]);
+      expect(Object.keys((await h.store.runs.get("r-third"))!.labels)).toEqual(["branch", "ci.os"]);
+    });
+
+    it("refuses a label key it could not filter by, recording nothing", async () => {
+      const bad = newRun(h.store, { id: "r-bad", labels: { "no spaces": "x" } });
+      await expect(bad).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+      expect(await h.store.runs.get("r-bad")).toBeUndefined();
     });
 
     it("lists each run with its counts", async () => {

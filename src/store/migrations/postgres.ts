@@ -382,4 +382,11 @@ CREATE TABLE rate_waits (
 );
 `,
   },
+  {
+    version: 13,
+    name: "run-labels",
+    // As in SQLite: a run's labels as a JSON object of strings (TEXT, as \`config\` is), NULL for
+    // none; filtered by jsonb containment.
+    sql: `ALTER TABLE runs ADD COLUMN labels TEXT;`,
+  },
 ];

@@ -413,4 +413,13 @@ CREATE TABLE rate_waits (
 );
 `,
   },
+  {
+    version: 14,
+    name: "run-labels",
+    // A run's labels (\`--label\`, git, CI) as a JSON object of strings, keys sorted; NULL for a
+    // run without any and for every run stored before labels existed. Adding a nullable column
+    // rewrites no row. Runs are filtered by labels with json_each, so no index is needed for it:
+    // a store holds runs by the thousand, not by the million.
+    sql: `ALTER TABLE runs ADD COLUMN labels TEXT;`,
+  },
 ];

@@ -4,12 +4,12 @@ import { attemptPages } from "../attempt-pages.js";
 import {
   attemptMapper,
   headPages,
-  toRun,
   toSampleRecord,
   type AttemptHeadRow,
   type AttemptRow,
   type SampleRow,
 } from "../rows.js";
+import { labelsColumn, toRun } from "../run-rows.js";
 import { toScoring, type ScoringRow } from "../scoring-rows.js";
 import { SPEND_START } from "../spend-rows.js";
 import type {
@@ -39,6 +39,7 @@ export function postgresReads(c: PostgresContext): ReadModel {
         const rows = await sql.listRuns.rows<DbRun>(c.pool, {
           status: filter.status ?? null,
           evalName: filter.evalName ?? null,
+          labels: labelsColumn(filter.labels),
           limit: filter.limit ?? null,
           offset: filter.offset ?? 0,
         });

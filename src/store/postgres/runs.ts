@@ -15,6 +15,7 @@ import {
   notInSnapshot,
 } from "../checks.js";
 import { ownerParams } from "../rows.js";
+import { labelsColumn } from "../run-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { transaction } from "./driver.js";
@@ -34,6 +35,7 @@ export function postgresRuns(c: PostgresContext): RunStore {
             evalName: config.evalName,
             config: JSON.stringify(config),
             sampleCount: samples.length,
+            labels: labelsColumn(input.labels),
             ...ownerParams(owner),
           });
           if (inserted === 0) throw invalidInput(`a run with id "${id}" already exists`);

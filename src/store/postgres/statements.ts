@@ -53,9 +53,9 @@ function listAttempts(from: "attempts_now" | "attempts") {
 const POSTGRES_SQL = {
   insertRun: sql(
     `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
-       owner_host, owner_pid, owner_token, heartbeat_at, note)
+       owner_host, owner_pid, owner_token, heartbeat_at, note, labels)
      VALUES (@id, @evalName, 'running', @config, @sampleCount, ${DB_NOW_ISO}, ${DB_NOW_ISO},
-       @host, @pid, @token, ${DB_NOW_MS}, NULL)
+       @host, @pid, @token, ${DB_NOW_MS}, NULL, @labels)
      ON CONFLICT (id) DO NOTHING`,
   ),
   // One statement for the whole snapshot: a 100,000-sample run is one round trip, not 100,000.
@@ -79,6 +79,8 @@ const POSTGRES_SQL = {
   listRuns: sql(
     `SELECT ${RUN_COLUMNS} FROM runs
      WHERE (@status::text IS NULL OR status = @status) AND (@evalName::text IS NULL OR eval_name = @evalName)
+       -- @labels (a JSON object, or NULL for any): every one of its pairs is one of the run's.
+       AND (@labels::text IS NULL OR (labels IS NOT NULL AND labels::jsonb @> @labels::jsonb))
      ORDER BY created_at DESC, seq DESC LIMIT @limit::int OFFSET @offset::int`,
     { prepare: true },
   ),

@@ -1,7 +1,8 @@
 import { StetError, isStetError } from "../../core/errors.js";
 import type { Key, Run } from "../../core/types.js";
 import { fenced, notInSnapshot, runNotFound } from "../checks.js";
-import { countsOf, messageOf, toRun, type RunRow } from "../rows.js";
+import { countsOf, messageOf } from "../rows.js";
+import { toRun, type RunRow } from "../run-rows.js";
 import type { RunCounts } from "../types.js";
 import type { SqliteDatabase } from "./driver.js";
 import { corruptStore, isCorruption } from "./file.js";

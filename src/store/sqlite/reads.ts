@@ -1,7 +1,8 @@
 import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs } from "../report-inputs.js";
-import { attemptMapper, headPages, toRun, toSampleRecord } from "../rows.js";
+import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
+import { labelsColumn, toRun } from "../run-rows.js";
 import { toScoring } from "../scoring-rows.js";
 import type {
   AttemptFeed,
@@ -28,6 +29,7 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         const rows = c.s.listRuns.all({
           status: filter.status ?? null,
           evalName: filter.evalName ?? null,
+          labels: labelsColumn(filter.labels),
           limit: filter.limit ?? -1,
           offset: filter.offset ?? 0,
         });

@@ -15,6 +15,7 @@ import {
   notInSnapshot,
 } from "../checks.js";
 import { ownerParams } from "../rows.js";
+import { labelsColumn } from "../run-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
@@ -34,6 +35,7 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             evalName: config.evalName,
             config: JSON.stringify(config),
             sampleCount: samples.length,
+            labels: labelsColumn(input.labels),
             now: new Date(nowMs).toISOString(),
             nowMs,
             ...ownerParams(owner),

@@ -5,9 +5,9 @@ import {
   ATTEMPT_HEAD_COLUMNS,
   type AttemptHeadRow,
   type AttemptRow,
-  type RunRow,
   type SampleRow,
 } from "../rows.js";
+import type { RunRow } from "../run-rows.js";
 import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
 
@@ -45,9 +45,9 @@ function listAttempts(from: "attempts_now" | "attempts") {
 export const SQLITE_STATEMENTS = {
   insertRun: sql(
     `INSERT INTO runs (id, eval_name, status, config, sample_count, created_at, updated_at,
-         owner_host, owner_pid, owner_token, heartbeat_at, note)
+         owner_host, owner_pid, owner_token, heartbeat_at, note, labels)
        VALUES (@id, @evalName, 'running', @config, @sampleCount, @now, @now,
-         @host, @pid, @token, @nowMs, NULL)`,
+         @host, @pid, @token, @nowMs, NULL, @labels)`,
   ),
   insertSample: sql(
     `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES (?, ?, ?, ?)`,
@@ -58,6 +58,10 @@ export const SQLITE_STATEMENTS = {
   listRuns: sql<RunRow>(
     `SELECT * FROM runs
        WHERE (@status IS NULL OR status = @status) AND (@evalName IS NULL OR eval_name = @evalName)
+         -- @labels (a JSON object, or NULL for any): every one of its pairs is one of the run's.
+         AND (@labels IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(@labels) w
+           WHERE NOT EXISTS (SELECT 1 FROM json_each(runs.labels) l
+             WHERE l.key = w.key AND l.value = w.value)))
        ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
   ),
   // One row per key that has an attempt for the sample's current fingerprint.

@@ -1,5 +1,6 @@
 /** The records the Store port (`../types.ts`) reads and writes: what its sub-ports take and give. */
 import type { Json } from "../../core/json.js";
+import type { RunLabels } from "../../core/labels.js";
 import type {
   Attempt,
   AttemptStatus,
@@ -36,6 +37,8 @@ export interface RunListing {
 export interface RunFilter {
   status?: RunStatus;
   evalName?: string;
+  /** Only runs carrying every one of these labels (`stet list --label branch=main`). */
+  labels?: RunLabels;
   limit?: number;
   offset?: number;
 }
@@ -45,6 +48,8 @@ export interface NewRun {
   config: RunConfig;
   samples: SampleRecord[];
   owner: OwnerIdentity;
+  /** The run's labels (already redacted); none when absent. */
+  labels?: RunLabels;
 }
 
 export interface AttemptFilter {
