@@ -176,14 +176,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     await backup(sourceUrl, file);
     // The same store as schema version 5 wrote it: no leases/workers tables, no step 6, and
     // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail),
-    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables).
+    // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11
+    // (batch submissions).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(10);
+    expect(header.schemaVersion).toBe(11);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -191,6 +192,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         row.table === "workers" ||
         row.table === "store_meta" ||
         row.table === "reply_cache" ||
+        row.table === "batch_submissions" ||
         (row.table === "schema_migrations" && (row.row?.version ?? 0) >= 6)
       );
     };
@@ -217,8 +219,9 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     delete rows.workers;
     delete rows.store_meta;
     delete rows.reply_cache;
+    delete rows.batch_submissions;
     const older = join(project.dir, "v5.pgbak");
-    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -4), rows };
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -5), rows };
     writeFileSync(
       older,
       [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
@@ -233,7 +236,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const { rows: versions } = await db.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.
     const restored = await exportsOf(cli, runs, url);

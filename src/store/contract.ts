@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
+import { describeBatchContract } from "./contract/batches.js";
 import { describeCacheContract } from "./contract/cache.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
@@ -66,5 +67,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("journal", () => describeJournalContract(ref));
     describe("leases", () => describeLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
+    describe("batches", () => describeBatchContract(ref));
   });
 }

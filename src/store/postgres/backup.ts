@@ -31,6 +31,7 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "workers", since: 6, order: "token" },
   { name: "store_meta", since: 10, order: "name" },
   { name: "reply_cache", since: 10, order: "call_hash, credential" },
+  { name: "batch_submissions", since: 11, order: "nonce" },
 ];
 
 const BATCH = 1_000;

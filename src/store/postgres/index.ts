@@ -1,6 +1,7 @@
 import pg from "pg";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
+import { postgresBatches } from "./batches.js";
 import { postgresCache } from "./cache.js";
 import type { Store } from "../types.js";
 import { postgresAttempts } from "./attempts.js";
@@ -92,6 +93,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     reads: postgresReads(c),
     journal: postgresJournal(c),
     cache: postgresCache(c),
+    batches: postgresBatches(c),
     leases: postgresLeaseStore(c),
     async close() {
       await pool.end();

@@ -1,4 +1,5 @@
 import { dirname } from "node:path";
+import { sqliteBatches } from "./batches.js";
 import { sqliteCache } from "./cache.js";
 import type { Store } from "../types.js";
 import { sqliteAttempts } from "./attempts.js";
@@ -54,6 +55,7 @@ export function createSqliteStore(
     reads: sqliteReads(c),
     journal: sqliteJournal(c),
     cache: sqliteCache(c),
+    batches: sqliteBatches(c),
     leases: sqliteLeases(c),
     async close() {
       db.close();
