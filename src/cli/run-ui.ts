@@ -102,6 +102,10 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
           io.stderr.write(`\n${event.note ?? "budget reached"}…\n`);
         }
         break;
+      case "batch":
+        progress.done();
+        io.stderr.write(`${batchLine(event)}\n`);
+        break;
       case "warning":
         progress.done();
         io.stderr.write(`stet: warning: ${event.message}\n`);
@@ -306,4 +310,22 @@ function storeFailure(error: StetError, runId: string, store: string | undefined
 /** The command alone on its line (so it can be copied whole), any note on the next. */
 function withNote(hint: ResumeHint): string {
   return hint.note === null ? hint.command : `${hint.command}\n  (${hint.note})`;
+}
+
+/** A provider batch's step, as the terminal says it. */
+function batchLine(event: Extract<RunEvent, { type: "batch" }>): string {
+  const id = event.batchId ?? event.nonce;
+  const n = `${event.requests} request${event.requests === 1 ? "" : "s"}`;
+  switch (event.phase) {
+    case "submitted":
+      return `batch ${id} submitted: ${n}`;
+    case "adopted":
+      return `batch ${id} adopted (submitted by an earlier execution): ${n}`;
+    case "ended":
+      return `batch ${id} ended: results of ${n} downloaded`;
+    case "failed":
+      return `batch ${id} failed: ${event.note ?? "no reason given"}`;
+    case "abandoned":
+      return `batch ${id} was never created at the provider: its ${n} go in a new batch`;
+  }
 }

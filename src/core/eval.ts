@@ -1,4 +1,5 @@
 import type { Secret } from "./secrets.js";
+import type { BatchChannel, BatchOptions } from "./batch.js";
 import type { Json } from "./json.js";
 import type { SampleLimits } from "./limits.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "./language-model.js";
@@ -93,6 +94,11 @@ export interface SolverContext {
    * @example const { text } = await generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), prompt });
    */
   languageModel<M extends LanguageModelLike>(model: M, options?: { prices?: Price }): M;
+  /**
+   * The run's provider batches (`--batch`): a batchable solver hands its model call over and
+   * waits for the batch's result. Absent when the run does not batch.
+   */
+  batch?: BatchChannel;
 }
 
 /**
@@ -256,6 +262,11 @@ export interface SolverFn {
    * refused before anything runs (the built-in model solvers have one).
    */
   checkInput?: (input: Json) => string | undefined;
+  /**
+   * True for a solver whose model calls can go through a provider's batch API (`--batch`): each
+   * call waits for `ctx.batch`. `solvers.chat` is one; an agent is not (`--batch` refuses it).
+   */
+  batchable?: boolean;
 }
 
 /**
@@ -355,6 +366,8 @@ export interface EngineEval {
   journalKeep?: JournalKeep;
   /** The reply cache's policy (absent: no cache). */
   cache?: CachePolicy;
+  /** Provider batches (`--batch`, the eval's `batch`; absent: every call is its own request). */
+  batch?: Required<BatchOptions>;
 }
 
 /**

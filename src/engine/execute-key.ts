@@ -1,4 +1,5 @@
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
+import type { BatchChannel } from "../core/batch.js";
 import type { Json } from "../core/json.js";
 import { normalizeSolverReturn } from "../core/normalize.js";
 import { trajectoryOf } from "../core/trajectory.js";
@@ -31,6 +32,8 @@ export interface KeyTask {
   limits?: SampleLimits | undefined;
   /** The run's reply cache (the eval's `cache`; absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's provider batches (`--batch`; absent: none). */
+  batch?: BatchChannel | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**

@@ -1,3 +1,4 @@
+import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
 import type { Plan } from "../core/plan.js";
@@ -6,6 +7,7 @@ import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
+import { BatchBroker } from "./batch-broker.js";
 import type { SpendCap } from "./budget.js";
 import type { RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -59,6 +61,8 @@ export interface Execution {
   callModel?: ModelCaller;
   /** The eval's reply cache policy (absent: no cache). */
   cache?: CachePolicy | undefined;
+  /** Provider batches (`--batch`): the keys' model calls go through them (see BatchBroker). */
+  batch?: Required<BatchOptions> | undefined;
   /**
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
@@ -165,6 +169,16 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     leased: exec.keys !== undefined,
   });
   const gate = exec.cap ? new SpendGate(store, run.id, exec.cap, stops) : undefined;
+  const batches = exec.batch
+    ? await BatchBroker.open({
+        store,
+        runId: run.id,
+        settings: exec.batch,
+        expected: plan.toExecute.length,
+        abort: stops.signal,
+        events: emit,
+      })
+    : undefined;
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const runner = new KeyRunner({
@@ -174,6 +188,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     scorers: exec.scorers,
     callModel: exec.callModel,
     cache: exec.cache && new ReplyCache(store.cache, exec.cache),
+    batches,
     pass: exec.rescore?.pass ?? `resume-${owner.token.slice(0, 12)}`,
     writer,
     counts,
@@ -208,12 +223,17 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   });
   const pool = new WorkerPool<RescoreUnit>({
     keys: exec.keys ?? planSource(plan.toExecute),
-    concurrency: run.config.concurrency,
+    // Batched keys wait on their batch, not on a slot: all of them are dispatched at once.
+    concurrency: batches
+      ? Math.max(run.config.concurrency, plan.toExecute.length)
+      : run.config.concurrency,
     stops,
     gate,
     inflight: () => progress.inflight,
     writeFailure: () => writer.failure,
-    runKey: (key) => runner.run(key),
+    runKey: batches
+      ? (key) => runner.run(key).finally(() => batches.keyEnded())
+      : (key) => runner.run(key),
     score: async (unit) => counts.scoringCommitted(await runner.score(unit)),
   });
   try {

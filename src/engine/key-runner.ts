@@ -6,6 +6,7 @@ import type { Redactor } from "../core/secrets.js";
 import type { Trajectory } from "../core/trajectory.js";
 import type { Attempt, Key, Run, Scoring } from "../core/types.js";
 import type { AttemptWriter } from "./attempt-writer.js";
+import type { BatchBroker } from "./batch-broker.js";
 import { executeKey } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import type { KeyJournals } from "./key-journal.js";
@@ -26,6 +27,8 @@ export interface KeyRunnerParts {
   callModel?: ModelCaller | undefined;
   /** The run's reply cache (the eval's `cache`; absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's provider batches (`--batch`; absent: none). */
+  batches?: BatchBroker | undefined;
   /** The name of the scorings this execution makes (`Scoring.scoring`). */
   pass: string;
   writer: Pick<AttemptWriter, "markInflight" | "write" | "writeScoring">;
@@ -80,6 +83,7 @@ export class KeyRunner {
           scorers: this.#parts.scorers,
           callModel: this.#parts.callModel,
           cache: this.#parts.cache,
+          batch: this.#parts.batches?.channel(key),
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,

@@ -5,6 +5,7 @@ import type {
   ModelReply,
   SolverContext,
 } from "../core/eval.js";
+import type { BatchChannel } from "../core/batch.js";
 import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { Key, Usage } from "../core/types.js";
@@ -36,6 +37,8 @@ export interface ContextTask {
   key: Key;
   /** The run's reply cache (absent: none). */
   cache?: ReplyCache | undefined;
+  /** The run's provider batches (`--batch`; absent: none): `ctx.batch`. */
+  batch?: BatchChannel | undefined;
 }
 
 /**
@@ -89,6 +92,7 @@ export function context(
     signal,
     model,
     onRetry,
+    ...(task.batch === undefined ? {} : { batch: task.batch }),
     async chat(request): Promise<ModelReply> {
       redaction?.learn(chatSecrets(request));
       budget?.beforeCall(callModel?.worstCase?.(request, model));

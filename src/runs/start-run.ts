@@ -92,6 +92,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
+    ...(ev.batch ? { batch: ev.batch } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
@@ -190,6 +191,8 @@ export interface StartRequest {
   maxCost?: number;
   /** `--cache` / `--no-cache`: overrides the eval's `cache`. */
   cache?: boolean;
+  /** `--batch`: the provider batches on, whatever the eval's `batch` says. */
+  batch?: boolean;
   /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
@@ -233,6 +236,7 @@ export async function prepareStart(
     timeoutMs: request.timeoutMs,
     maxCost: request.maxCost,
     cache: request.cache,
+    ...(request.batch === undefined ? {} : { batch: request.batch }),
   });
   const seed =
     request.resumeFrom === undefined

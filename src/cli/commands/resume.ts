@@ -31,6 +31,8 @@ export interface ResumeFlags {
   maxCost?: number;
   /** `--cache` / `--no-cache`. */
   cache?: boolean;
+  /** `--batch`. */
+  batch?: boolean;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
   /** Refused unless it is the run's model. */
@@ -72,6 +74,7 @@ function planOptions(flags: ResumeFlags) {
     ...(flags.rerunLimited ? { rerunLimited: true } : {}),
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+    ...(flags.batch ? { batch: true } : {}),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   };
 }

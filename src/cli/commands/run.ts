@@ -42,6 +42,8 @@ export interface RunFlags {
   maxCost?: number;
   /** `--cache` / `--no-cache`. */
   cache?: boolean;
+  /** `--batch`. */
+  batch?: boolean;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
@@ -177,6 +179,7 @@ function startRequest(
     timeoutMs: flags.timeout,
     maxCost: flags.maxCost,
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+    ...(flags.batch ? { batch: true } : {}),
     resumeFrom: flags.resumeFrom,
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),

@@ -5,6 +5,7 @@ import {
   jsonOption,
   maxCostOption,
   loadTimeoutOption,
+  batchOption,
   cacheOptions,
 } from "./options.js";
 
@@ -56,6 +57,7 @@ export function registerResume(program: Command): void {
     )
     .addOption(cacheOptions()[0]!)
     .addOption(cacheOptions()[1]!)
+    .addOption(batchOption())
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

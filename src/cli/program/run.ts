@@ -4,6 +4,7 @@ import {
   storeOption,
   jsonOption,
   maxCostOption,
+  batchOption,
   cacheOptions,
   loadTimeoutOption,
   repeated,
@@ -73,6 +74,7 @@ export function registerRun(program: Command): void {
     .addOption(maxCostOption())
     .addOption(cacheOptions()[0]!)
     .addOption(cacheOptions()[1]!)
+    .addOption(batchOption())
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

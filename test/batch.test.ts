@@ -1,0 +1,108 @@
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { perTest } from "./helpers/eval-project.js";
+import {
+  startMockBatch,
+  type MockBatchOptions,
+  type MockBatchServer,
+} from "./helpers/mock-batch.js";
+
+// Batch execution through the real CLI against a local server of the providers' batch protocols:
+// every key's call goes in one batch, its results are committed as ordinary attempts, priced at
+// the batch tier.
+
+export function batchEval(n: number, extra = "", model = "gpt-4o-mini"): string {
+  return `import { defineEval, solvers, scorers } from "stet";
+export default defineEval({
+  name: "batched",
+  dataset: Array.from({ length: ${n} }, (_, i) => ({ id: "q" + i, input: "question " + i, target: "answer: question " + i })),
+  solver: solvers.chat({ model: "${model}", maxRetries: 0 }),
+  scorers: [scorers.exact()],
+  ${extra}
+});
+`;
+}
+
+const { project } = perTest();
+const mocks: MockBatchServer[] = [];
+afterEach(async () => {
+  while (mocks.length) await mocks.pop()!.close();
+});
+
+async function mockBatch(options: MockBatchOptions = {}) {
+  const mock = await startMockBatch(options);
+  mocks.push(mock);
+  return mock;
+}
+
+const envOf = (mock: MockBatchServer) => ({
+  OPENAI_BASE_URL: mock.url,
+  OPENAI_API_KEY: "sk-batch-test-0123456789",
+  ANTHROPIC_BASE_URL: mock.anthropicURL,
+  ANTHROPIC_API_KEY: "sk-ant-batch-test-0123456789",
+});
+
+interface Row {
+  sample_id: string;
+  status: string;
+  output: string;
+  cost_usd: number | null;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+function attempts(db: string): Row[] {
+  const raw = new Database(db, { readonly: true });
+  try {
+    return raw
+      .prepare(
+        "SELECT sample_id, status, output, cost_usd, input_tokens, output_tokens FROM attempts ORDER BY sample_id, attempt",
+      )
+      .all() as Row[];
+  } finally {
+    raw.close();
+  }
+}
+
+describe("stet run --batch", () => {
+  it("sends 500 samples in one OpenAI batch, commits them as attempts priced at the batch tier", async () => {
+    const mock = await mockBatch({ delayMs: 300 });
+    const { dir, db } = project({ "eval.mjs": batchEval(500, "batch: { pollSeconds: 0.1 },") });
+    const result = await runCli(["run", "eval.mjs", "--json"], { cwd: dir, env: envOf(mock) });
+    expect(result.code, result.stderr).toBe(0);
+    expect(mock.batches).toHaveLength(1);
+    expect(mock.batches[0]!.items).toHaveLength(500);
+    expect(Object.values(mock.billed()).every((n) => n === 1)).toBe(true);
+    expect(Object.keys(mock.billed())).toHaveLength(500);
+    const rows = attempts(db);
+    expect(rows).toHaveLength(500);
+    // gpt-4o-mini: $0.15 in, $0.60 out per 1M; the batch tier is half.
+    const perCall = (10 * 0.075 + 5 * 0.3) / 1e6;
+    for (const row of rows) {
+      expect(row).toMatchObject({ status: "scored", input_tokens: 10, output_tokens: 5 });
+      expect(row.cost_usd).toBeCloseTo(perCall, 15);
+      expect(JSON.parse(row.output)).toBe(`answer: question ${row.sample_id.slice(1)}`);
+    }
+    const report = JSON.parse(result.stdout) as { runId: string; status: string };
+    expect(report.status).toBe("completed");
+  }, 120_000);
+
+  it("refuses an agent with a clear message, before anything is submitted", async () => {
+    const mock = await mockBatch();
+    const text = `import { defineEval, solvers, scorers } from "stet";
+export default defineEval({
+  name: "agent",
+  dataset: [{ id: "a", input: "x", target: "y" }],
+  solver: solvers.agent({ model: "gpt-4o-mini", tools: { noop: { description: "nothing", parameters: { type: "object", properties: {} }, execute: () => 1 } } }),
+  scorers: [scorers.exact()],
+});
+`;
+    const { dir } = project({ "eval.mjs": text });
+    const result = await runCli(["run", "eval.mjs", "--batch"], { cwd: dir, env: envOf(mock) });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/--batch needs a solver that makes single model calls/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(mock.log).toEqual([]);
+  });
+});
