@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
+import { batchEval } from "./helpers/batch-eval.js";
 import {
   startMockBatch,
   type MockBatchOptions,
@@ -11,18 +12,6 @@ import {
 // Batch execution through the real CLI against a local server of the providers' batch protocols:
 // every key's call goes in one batch, its results are committed as ordinary attempts, priced at
 // the batch tier.
-
-export function batchEval(n: number, extra = "", model = "gpt-4o-mini"): string {
-  return `import { defineEval, solvers, scorers } from "stet";
-export default defineEval({
-  name: "batched",
-  dataset: Array.from({ length: ${n} }, (_, i) => ({ id: "q" + i, input: "question " + i, target: "answer: question " + i })),
-  solver: solvers.chat({ model: "${model}", maxRetries: 0 }),
-  scorers: [scorers.exact()],
-  ${extra}
-});
-`;
-}
 
 const { project } = perTest();
 const mocks: MockBatchServer[] = [];

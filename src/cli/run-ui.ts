@@ -8,7 +8,7 @@ import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderReuse, renderSummary } from "./render/summary.js";
 import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
-import { describeFault, trapFaults } from "./faults.js";
+import { describeFault, faultHook, trapFaults } from "./faults.js";
 import { trapSignals } from "./signals.js";
 
 export interface UiOptions {
@@ -73,7 +73,9 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
       `\n${signal}: finishing in-flight samples (press Ctrl-C again to abort them now)…\n`,
     );
   });
+  const testFault = faultHook();
   const onEvent = (event: RunEvent) => {
+    testFault(event);
     switch (event.type) {
       case "run-started":
         runId = event.runId;

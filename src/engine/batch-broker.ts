@@ -57,6 +57,7 @@ export class BatchBroker {
   readonly #waiting = new Set<string>();
   #ended = 0;
   #timer: NodeJS.Timeout | undefined;
+  #checking = false;
 
   private constructor(parts: BrokerParts) {
     this.#parts = parts;
@@ -133,8 +134,21 @@ export class BatchBroker {
     });
   }
 
-  /** Submits what waits once nothing else is coming (or a batch is full); else waits a little. */
+  /**
+   * Submits what waits once nothing else is coming (or a batch is full); else waits a little.
+   * Looked at once the current turn's continuations ran: keys that one batch's results sent
+   * back to the queue all arrive in the same turn, and go out together.
+   */
   #check(): void {
+    if (this.#checking) return;
+    this.#checking = true;
+    setImmediate(() => {
+      this.#checking = false;
+      this.#decide();
+    });
+  }
+
+  #decide(): void {
     if (this.#queue.length === 0) return;
     const { settings, expected } = this.#parts;
     const outstanding = expected - this.#ended - this.#waiting.size;
