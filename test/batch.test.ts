@@ -94,4 +94,31 @@ export default defineEval({
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(mock.log).toEqual([]);
   });
+
+  it("submits the 20 keys that failed and the 30 that expired inside a batch again, once, and never the others", async () => {
+    const index = (key: string) => Number(key.split(" ")[1]);
+    const mock = await mockBatch({
+      fail: (key, n) => n === 1 && index(key) < 20,
+      expire: (key, n) => n === 1 && index(key) >= 20 && index(key) < 50,
+    });
+    const { dir, db } = project({
+      "eval.mjs": batchEval(100, "batch: { pollSeconds: 0.05 }, retries: 1,"),
+    });
+    const result = await runCli(["run", "eval.mjs", "--json"], { cwd: dir, env: envOf(mock) });
+    expect(result.code, result.stderr).toBe(0);
+    expect(mock.batches).toHaveLength(2);
+    expect(mock.batches[1]!.items.map((i) => index(i.key)).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+    const submitted = mock.submitted();
+    for (let i = 0; i < 100; i++) expect(submitted[`question ${i}`]).toBe(i < 50 ? 2 : 1);
+    // The failed requests were billed (processed) once each and once more when they succeeded;
+    // the expired ones only when they ran.
+    const billed = mock.billed();
+    for (let i = 0; i < 100; i++) expect(billed[`question ${i}`]).toBe(i < 20 ? 2 : 1);
+    const rows = attempts(db);
+    // The 20 errors are attempts of their keys (retried as errors are); expiry is no attempt.
+    expect(rows.filter((r) => r.status === "error")).toHaveLength(20);
+    expect(rows.filter((r) => r.status === "scored")).toHaveLength(100);
+  }, 120_000);
 });
