@@ -121,4 +121,28 @@ export default defineEval({
     expect(rows.filter((r) => r.status === "error")).toHaveLength(20);
     expect(rows.filter((r) => r.status === "scored")).toHaveLength(100);
   }, 120_000);
+
+  it("--max-cost below the eval's batch price: submits no batch that could pass the cap, exits 6, and a resume with a higher cap finishes without re-buying", async () => {
+    const mock = await mockBatch();
+    const { dir, db } = project({ "eval.mjs": batchEval(40, "batch: { pollSeconds: 0.05 },") });
+    const perCall = (10 * 0.075 + 5 * 0.3) / 1e6;
+    const cap = 10.5 * perCall;
+    const env = envOf(mock);
+    const run = await runCli(
+      ["run", "eval.mjs", "--run-id", "r_batch_cap", "--max-cost", String(cap)],
+      { cwd: dir, env },
+    );
+    expect(run.code, run.stderr).toBe(6);
+    const bought = Object.values(mock.billed()).reduce((a, b) => a + b, 0);
+    expect(bought).toBeGreaterThan(0);
+    expect(bought * perCall).toBeLessThanOrEqual(cap);
+    expect(attempts(db)).toHaveLength(bought);
+
+    const resumed = await runCli(["resume", "r_batch_cap", "--max-cost", "1"], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const billed = mock.billed();
+    expect(Object.keys(billed)).toHaveLength(40);
+    expect(Object.values(billed).every((n) => n === 1)).toBe(true);
+    expect(attempts(db).filter((r) => r.status === "scored")).toHaveLength(40);
+  }, 120_000);
 });

@@ -30,6 +30,11 @@ export interface BrokerParts {
   settings: Required<BatchOptions>;
   /** How many keys this execution dispatches: once each is waiting or ended, a batch goes. */
   expected: number;
+  /**
+   * Whether more keys may still be dispatched: false once the execution stopped (a spend cap, a
+   * signal) or while a spend cap's first key goes alone; then only the keys started count.
+   */
+  dispatching: () => boolean;
   /** The execution's immediate stop: polling ends, waiting keys are abandoned. */
   abort: AbortSignal;
   events?: BatchEvents;
@@ -58,6 +63,7 @@ export class BatchBroker {
   #ended = 0;
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
+  #started = 0;
 
   private constructor(parts: BrokerParts) {
     this.#parts = parts;
@@ -79,6 +85,11 @@ export class BatchBroker {
   /** A key's way in (`ctx.batch`). */
   channel(key: Key): BatchChannel {
     return { send: (call, signal) => this.#send(key, call, signal) };
+  }
+
+  /** A key was dispatched. */
+  keyStarted(): void {
+    this.#started++;
   }
 
   /** A key's execution ended (committed, or abandoned): the batch may not wait for it. */
@@ -150,8 +161,9 @@ export class BatchBroker {
 
   #decide(): void {
     if (this.#queue.length === 0) return;
-    const { settings, expected } = this.#parts;
-    const outstanding = expected - this.#ended - this.#waiting.size;
+    const { settings, expected, dispatching } = this.#parts;
+    const coming = dispatching() ? expected : this.#started;
+    const outstanding = coming - this.#ended - this.#waiting.size;
     clearTimeout(this.#timer);
     if (this.#queue.length >= settings.maxRequests || outstanding <= 0) {
       this.#submit();

@@ -175,6 +175,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         runId: run.id,
         settings: exec.batch,
         expected: plan.toExecute.length,
+        dispatching: () => stops.reason === null && gate?.probing !== true,
         abort: stops.signal,
         events: emit,
       })
@@ -232,7 +233,10 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     inflight: () => progress.inflight,
     writeFailure: () => writer.failure,
     runKey: batches
-      ? (key) => runner.run(key).finally(() => batches.keyEnded())
+      ? (key) => {
+          batches.keyStarted();
+          return runner.run(key).finally(() => batches.keyEnded());
+        }
       : (key) => runner.run(key),
     score: async (unit) => counts.scoringCommitted(await runner.score(unit)),
   });
