@@ -81,11 +81,13 @@ async function killThenResume(
   expect(killed.signal, killed.stderr).toBe("SIGKILL");
   const before = scoredKeys(db, runId);
   expect(before).toBeLessThan(n);
+  const shown = await runCli(["show", runId], { cwd: dir });
+  expect(shown.code, shown.stderr).toBe(0);
 
   const resumed = await runCli(["resume", runId], { cwd: dir, env: envOf(mock) });
   expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
   expect(scoredKeys(db, runId)).toBe(n);
-  return { mock, before };
+  return { mock, before, shown: shown.stdout };
 }
 
 const POINTS: BatchPoint[] = ["upload", "create", "poll", "poll-ended", "download"];
@@ -94,7 +96,14 @@ describe("a batched run killed at any point, then resumed (OpenAI's Batch API)",
   it.each(POINTS)(
     "killed at %s: every key scored, one batch, nothing billed twice",
     async (point) => {
-      const { mock } = await killThenResume("openai", { point });
+      const { mock, shown } = await killThenResume("openai", { point });
+      // While killed, `stet show` says what the run waits on: the batch, by id once stet knew it.
+      expect(shown).toMatch(
+        /batches {2}waiting on 1 of 1\n {2}\S+.* · openai · 20 requests · (recorded|submitted) \d+m ago/,
+      );
+      if (point === "poll" || point === "poll-ended" || point === "download") {
+        expect(shown).toContain(mock.batches[0]!.id);
+      }
       expect(mock.batches).toHaveLength(1);
       expect(mock.batches[0]!.items).toHaveLength(N);
       const billed = mock.billed();
