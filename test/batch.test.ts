@@ -1,6 +1,7 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
+import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { perTest } from "./helpers/eval-project.js";
 import { batchEval } from "./helpers/batch-eval.js";
 import {
@@ -55,7 +56,7 @@ function attempts(db: string): Row[] {
 }
 
 describe("stet run --batch", () => {
-  it("sends 500 samples in one OpenAI batch, commits them as attempts priced at the batch tier", async () => {
+  it("sends 500 samples in one OpenAI batch, commits them as attempts priced at the batch tier, and exports what a direct run does", async () => {
     const mock = await mockBatch({ delayMs: 300 });
     const { dir, db } = project({ "eval.mjs": batchEval(500, "batch: { pollSeconds: 0.1 },") });
     const result = await runCli(["run", "eval.mjs", "--json"], { cwd: dir, env: envOf(mock) });
@@ -75,6 +76,32 @@ describe("stet run --batch", () => {
     }
     const report = JSON.parse(result.stdout) as { runId: string; status: string };
     expect(report.status).toBe("completed");
+
+    // The same eval without --batch, one request per sample: the same outputs and scores.
+    const direct = await startMockOpenAI({ reply: ({ key }) => `answer: ${key}` });
+    try {
+      const plain = project({ "eval.mjs": batchEval(500) });
+      const env = { ...envOf(mock), OPENAI_BASE_URL: direct.url };
+      const again = await runCli(["run", "eval.mjs", "--json"], { cwd: plain.dir, env });
+      expect(again.code, again.stderr).toBe(0);
+      expect(direct.requests).toHaveLength(500);
+      const exported = async (dir: string, runId: string) => {
+        const out = await runCli(["export", runId, "--format", "jsonl"], { cwd: dir });
+        expect(out.code, out.stderr).toBe(0);
+        return out.stdout
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as { sampleId: string; output: unknown; scores: unknown })
+          .map(({ sampleId, output, scores }) => ({ sampleId, output, scores }));
+      };
+      const plainId = (JSON.parse(again.stdout) as { runId: string }).runId;
+      const batched = await exported(dir, report.runId);
+      expect(batched).toHaveLength(500);
+      expect(batched[0]).toMatchObject({ output: expect.stringMatching(/^answer: question \d+$/) });
+      expect(batched).toEqual(await exported(plain.dir, plainId));
+    } finally {
+      await direct.close();
+    }
   }, 120_000);
 
   it("refuses an agent with a clear message, before anything is submitted", async () => {
