@@ -1,6 +1,7 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { runCli, startCli } from "./helpers/cli.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { perTest } from "./helpers/eval-project.js";
 import { batchEval } from "./helpers/batch-eval.js";
@@ -172,4 +173,24 @@ export default defineEval({
     expect(Object.values(billed).every((n) => n === 1)).toBe(true);
     expect(attempts(db).filter((r) => r.status === "scored")).toHaveLength(40);
   }, 120_000);
+
+  it("stet cancel on a running batched run cancels its open batch at the server, and nothing more is billed", async () => {
+    const mock = await mockBatch({ delayMs: 600_000 });
+    const { dir, db } = project({ "eval.mjs": batchEval(10, "batch: { pollSeconds: 0.05 },") });
+    const env = envOf(mock);
+    const child = startCli(["run", "eval.mjs", "--run-id", "r_batch_cancel"], { cwd: dir, env });
+    await child.waitFor(/run r_batch_cancel/);
+    while (!mock.log.some((line) => line.startsWith("GET /v1/batches/"))) await sleep(50);
+    const cancel = await runCli(["cancel", "r_batch_cancel"], { cwd: dir, env });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    const ended = await child.done;
+    expect(ended.signal).toBeNull();
+    const id = mock.batches[0]!.id;
+    expect(mock.log).toContain(`POST /v1/batches/${id}/cancel`);
+    expect(mock.batches[0]!.status).toBe("cancelled");
+    expect(mock.batches).toHaveLength(1);
+    expect(mock.billed()).toEqual({});
+    // Nothing ran: no key has a scored attempt.
+    expect(attempts(db).filter((r) => r.status === "scored")).toEqual([]);
+  }, 60_000);
 });

@@ -63,6 +63,7 @@ export class BatchBroker {
   #ended = 0;
   #timer: NodeJS.Timeout | undefined;
   #checking = false;
+  readonly #open = new Map<string, { client: BatchClient; batchId: string }>();
   #started = 0;
 
   private constructor(parts: BrokerParts) {
@@ -85,6 +86,16 @@ export class BatchBroker {
   /** A key's way in (`ctx.batch`). */
   channel(key: Key): BatchChannel {
     return { send: (call, signal) => this.#send(key, call, signal) };
+  }
+
+  /**
+   * Cancels the batches still running at the provider (`stet cancel`): what finished in them is
+   * kept (the provider ends them with the results so far); a request that never ran is its key's
+   * error. A cancel the provider refuses leaves its batch to end as it would have.
+   */
+  async cancelOpen(): Promise<void> {
+    const open = [...this.#open.values()];
+    await Promise.all(open.map(({ client, batchId }) => client.cancel(batchId).catch(() => {})));
   }
 
   /** A key was dispatched. */
@@ -242,6 +253,7 @@ export class BatchBroker {
         settings: this.#parts.settings,
         abort: this.#parts.abort,
         events: this.#parts.events,
+        open: this.#open,
       });
       this.#collecting.set(submission.nonce, collecting);
     }

@@ -14,6 +14,8 @@ export interface CollectParts {
   settings: Required<BatchOptions>;
   abort: AbortSignal;
   events?: BatchEvents | undefined;
+  /** The batches running at the provider, by nonce, while this one runs (what a cancel cancels). */
+  open: Map<string, { client: BatchClient; batchId: string }>;
 }
 
 /**
@@ -52,6 +54,21 @@ export async function collectBatch(parts: CollectParts): Promise<Map<string, Bat
     await store.batches.update(nonce, { batchId, status: "submitted" }, at());
   }
   emit({ type: "batch", phase: lines ? "submitted" : "adopted", nonce, batchId, requests });
+  parts.open.set(nonce, { client, batchId });
+  try {
+    return await untilEnded(parts, batchId);
+  } finally {
+    parts.open.delete(nonce);
+  }
+}
+
+/** Looks at a batch until it ends; its results (or, failed as a whole, its reason for each key). */
+async function untilEnded(parts: CollectParts, batchId: string): Promise<Map<string, BatchResult>> {
+  const { store, submission, client, settings, abort } = parts;
+  const { nonce } = submission;
+  const at = () => new Date().toISOString();
+  const emit = parts.events ?? (() => {});
+  const requests = submission.keys.length;
   for (;;) {
     const look = await client.look(batchId);
     if (look.status === "failed") {

@@ -141,13 +141,19 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     onRetry: (message, failures, retryInMs) =>
       emit({ type: "store-retry", message, failures, retryInMs }),
   });
+  // Made once the journals are open; a cancel that comes before finds none to cancel.
+  const made: { batches?: BatchBroker } = {};
   const stopHeartbeat = startHeartbeat({
     store,
     runId: run.id,
     token: owner.token,
     intervalMs: heartbeatInterval(options),
     onLost: () => stops.stop("ownership-lost", true, "taken over by another process"),
-    onCancel: (request) => stops.gracefully("cancel", `cancelled (${request})`),
+    onCancel: (request) => {
+      stops.gracefully("cancel", `cancelled (${request})`);
+      // The provider's batches still running are cancelled too: nothing more is bought.
+      void made.batches?.cancelOpen();
+    },
   });
   const unlisten = stops.listen(options.signal, options.abortSignal, options.secrets);
   emit({
@@ -180,6 +186,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
         events: emit,
       })
     : undefined;
+  made.batches = batches;
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const runner = new KeyRunner({
