@@ -177,14 +177,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     // The same store as schema version 5 wrote it: no leases/workers tables, no step 6, and
     // no step 7 (attempts' and scorings' retries), no step 8 (their and the journal's usage_detail),
     // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11 (reviews),
-    // no step 12 (the rate limits' tables), no step 13 (runs' labels).
+    // no step 12 (the rate limits' tables), no step 13 (runs' labels), no step 14 (batch
+    // submissions).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(13);
+    expect(header.schemaVersion).toBe(14);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -195,6 +196,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         row.table === "reviews" ||
         row.table === "rate_buckets" ||
         row.table === "rate_waits" ||
+        row.table === "batch_submissions" ||
         (row.table === "schema_migrations" && (row.row?.version ?? 0) >= 6)
       );
     };
@@ -219,7 +221,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       .map(withoutRetries);
     const rows: Record<string, number> = {
       ...header.rows,
-      schema_migrations: header.rows.schema_migrations! - 8,
+      schema_migrations: header.rows.schema_migrations! - 9,
     };
     delete rows.leases;
     delete rows.workers;
@@ -228,8 +230,9 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     delete rows.reviews;
     delete rows.rate_buckets;
     delete rows.rate_waits;
+    delete rows.batch_submissions;
     const older = join(project.dir, "v5.pgbak");
-    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -7), rows };
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -8), rows };
     writeFileSync(
       older,
       [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
@@ -244,7 +247,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     const { rows: versions } = await db.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
     );
-    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.
     const restored = await exportsOf(cli, runs, url);

@@ -1,3 +1,5 @@
+import type { RunEvent } from "../core/events.js";
+
 /** How long a run stopped by a fault may take to release itself before the process exits anyway. */
 const RELEASE_GRACE_MS = 30_000;
 
@@ -42,4 +44,17 @@ export function trapFaults(): {
 /** "unexpected error: <stack>", as the CLI prints any error it did not expect. */
 export function describeFault(error: unknown): string {
   return `unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
+}
+
+/**
+ * The crash tests' kill switch: with `STET_FAULT_KILL_AT=batch-ended` in its environment, this
+ * process kills itself with SIGKILL the moment a provider batch's results are downloaded and its
+ * end recorded, before any of them is committed (a power cut between the download and the
+ * commit). The tests set it on a child process; nothing else does.
+ */
+export function faultHook(env: NodeJS.ProcessEnv = process.env): (event: RunEvent) => void {
+  if (env.STET_FAULT_KILL_AT !== "batch-ended") return () => {};
+  return (event) => {
+    if (event.type === "batch" && event.phase === "ended") process.kill(process.pid, "SIGKILL");
+  };
 }

@@ -7,7 +7,7 @@ import { renderFallback } from "./render/fallback.js";
 import { importHint, resumeHint, type ResumeHint } from "./resume-hint.js";
 import { renderPlan, renderReuse, renderSummary } from "./render/summary.js";
 import { markdownStopped, markdownSummary, type MarkdownOptions } from "./reports/markdown.js";
-import { describeFault, trapFaults } from "./faults.js";
+import { describeFault, faultHook, trapFaults } from "./faults.js";
 import { trapSignals } from "./signals.js";
 import { appendStepSummary } from "./step-summary.js";
 
@@ -73,7 +73,9 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
       `\n${signal}: finishing in-flight samples (press Ctrl-C again to abort them now)…\n`,
     );
   });
+  const testFault = faultHook();
   const onEvent = (event: RunEvent) => {
+    testFault(event);
     switch (event.type) {
       case "run-started":
         runId = event.runId;
@@ -101,6 +103,10 @@ export async function runWithUi(io: Io, options: UiOptions, engine: Engine): Pro
           progress.done();
           io.stderr.write(`\n${event.note ?? "budget reached"}…\n`);
         }
+        break;
+      case "batch":
+        progress.done();
+        io.stderr.write(`${batchLine(event)}\n`);
         break;
       case "warning":
         progress.done();
@@ -290,4 +296,22 @@ function storeFailure(error: StetError, runId: string, store: string | undefined
 /** The command alone on its line (so it can be copied whole), any note on the next. */
 function withNote(hint: ResumeHint): string {
   return hint.note === null ? hint.command : `${hint.command}\n  (${hint.note})`;
+}
+
+/** A provider batch's step, as the terminal says it. */
+function batchLine(event: Extract<RunEvent, { type: "batch" }>): string {
+  const id = event.batchId ?? event.nonce;
+  const n = `${event.requests} request${event.requests === 1 ? "" : "s"}`;
+  switch (event.phase) {
+    case "submitted":
+      return `batch ${id} submitted: ${n}`;
+    case "adopted":
+      return `batch ${id} adopted (submitted by an earlier execution): ${n}`;
+    case "ended":
+      return `batch ${id} ended: results of ${n} downloaded`;
+    case "failed":
+      return `batch ${id} failed: ${event.note ?? "no reason given"}`;
+    case "abandoned":
+      return `batch ${id} was never created at the provider: its ${n} go in a new batch`;
+  }
 }

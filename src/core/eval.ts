@@ -1,5 +1,6 @@
 import type { RateGate, RateLimits } from "./rate-limits.js";
 import type { Secret } from "./secrets.js";
+import type { BatchChannel, BatchOptions } from "./batch.js";
 import type { Json } from "./json.js";
 import type { SampleLimits } from "./limits.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "./language-model.js";
@@ -115,6 +116,11 @@ export interface SolverContext {
    * @example const { text } = await generateText({ model: ctx.languageModel(openai.chat("gpt-4o-mini")), prompt });
    */
   languageModel<M extends LanguageModelLike>(model: M, options?: { prices?: Price }): M;
+  /**
+   * The run's provider batches (`--batch`): a batchable solver hands its model call over and
+   * waits for the batch's result. Absent when the run does not batch.
+   */
+  batch?: BatchChannel;
 }
 
 /**
@@ -278,6 +284,11 @@ export interface SolverFn {
    * refused before anything runs (the built-in model solvers have one).
    */
   checkInput?: (input: Json) => string | undefined;
+  /**
+   * True for a solver whose model calls can go through a provider's batch API (`--batch`): each
+   * call waits for `ctx.batch`. `solvers.chat` is one; an agent is not (`--batch` refuses it).
+   */
+  batchable?: boolean;
 }
 
 /**
@@ -379,6 +390,8 @@ export interface EngineEval {
   cache?: CachePolicy;
   /** Declared rate limits per endpoint (`rateLimits`, with `--rpm`/`--tpm`). */
   rateLimits?: RateLimits;
+  /** Provider batches (`--batch`, the eval's `batch`; absent: every call is its own request). */
+  batch?: Required<BatchOptions>;
 }
 
 /**

@@ -170,4 +170,17 @@ export type RunEvent =
   | { type: "stopping"; reason: StopReason; inflight: number; note?: string }
   /** Said once: `unpriced`, an attempt spent what the spend cap cannot count (no known price). */
   | { type: "warning"; code: "unpriced"; message: string }
+  /**
+   * A provider batch (`--batch`): submitted (recorded, then created), adopted (an earlier
+   * execution's, found again), ended (its results downloaded), failed as a whole, or abandoned
+   * (never created: its keys go in a new batch).
+   */
+  | {
+      type: "batch";
+      phase: "submitted" | "adopted" | "ended" | "failed" | "abandoned";
+      nonce: string;
+      batchId?: string;
+      requests: number;
+      note?: string;
+    }
   | { type: "run-finished"; report: RunReport };

@@ -1,4 +1,5 @@
 import type { ModelCaller, Scorer, SolverFn } from "../core/eval.js";
+import type { BatchChannel } from "../core/batch.js";
 import type { Json } from "../core/json.js";
 import { normalizeSolverReturn } from "../core/normalize.js";
 import { trajectoryOf } from "../core/trajectory.js";
@@ -34,6 +35,8 @@ export interface KeyTask {
   cache?: ReplyCache | undefined;
   /** The run's rate limits (absent: none). */
   rateGate?: RateGate | undefined;
+  /** The run's provider batches (`--batch`; absent: none). */
+  batch?: BatchChannel | undefined;
   /** Aborts the attempt at once (second Ctrl-C, grace expired, ownership lost). */
   abort: AbortSignal;
   /**

@@ -1,3 +1,4 @@
+import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
 import type { Plan } from "../core/plan.js";
@@ -7,6 +8,7 @@ import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { takenOver } from "./acquire.js";
 import { AttemptWriter } from "./attempt-writer.js";
+import { BatchBroker } from "./batch-broker.js";
 import type { SpendCap } from "./budget.js";
 import type { RescoreUnit } from "./execute-scoring.js";
 import { fallbackDirs } from "./fallback-file.js";
@@ -64,6 +66,8 @@ export interface Execution {
   cache?: CachePolicy | undefined;
   /** Declared rate limits (the eval's `rateLimits`, `--rpm`/`--tpm`); endpoints' headers rule the rest. */
   rateLimits?: RateLimits | undefined;
+  /** Provider batches (`--batch`): the keys' model calls go through them (see BatchBroker). */
+  batch?: Required<BatchOptions> | undefined;
   /**
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
@@ -142,13 +146,19 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     onRetry: (message, failures, retryInMs) =>
       emit({ type: "store-retry", message, failures, retryInMs }),
   });
+  // Made once the journals are open; a cancel that comes before finds none to cancel.
+  const made: { batches?: BatchBroker } = {};
   const stopHeartbeat = startHeartbeat({
     store,
     runId: run.id,
     token: owner.token,
     intervalMs: heartbeatInterval(options),
     onLost: () => stops.stop("ownership-lost", true, "taken over by another process"),
-    onCancel: (request) => stops.gracefully("cancel", `cancelled (${request})`),
+    onCancel: (request) => {
+      stops.gracefully("cancel", `cancelled (${request})`);
+      // The provider's batches still running are cancelled too: nothing more is bought.
+      void made.batches?.cancelOpen();
+    },
   });
   const unlisten = stops.listen(options.signal, options.abortSignal, options.secrets);
   emit({
@@ -176,6 +186,18 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     onWaiting: (waiting) => counts.rateWaiting(waiting),
   });
   const rateWaits = recordRateWaits(store, run.id, owner.token, limiter);
+  const batches = exec.batch
+    ? await BatchBroker.open({
+        store,
+        runId: run.id,
+        settings: exec.batch,
+        expected: plan.toExecute.length,
+        dispatching: () => stops.reason === null && gate?.probing !== true,
+        abort: stops.signal,
+        events: emit,
+      })
+    : undefined;
+  made.batches = batches;
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
   const runner = new KeyRunner({
@@ -186,6 +208,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     callModel: exec.callModel,
     cache: exec.cache && new ReplyCache(store.cache, exec.cache),
     rateGate: limiter,
+    batches,
     pass: exec.rescore?.pass ?? `resume-${owner.token.slice(0, 12)}`,
     writer,
     counts,
@@ -220,12 +243,20 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   });
   const pool = new WorkerPool<RescoreUnit>({
     keys: exec.keys ?? planSource(plan.toExecute),
-    concurrency: run.config.concurrency,
+    // Batched keys wait on their batch, not on a slot: all of them are dispatched at once.
+    concurrency: batches
+      ? Math.max(run.config.concurrency, plan.toExecute.length)
+      : run.config.concurrency,
     stops,
     gate,
     inflight: () => progress.inflight,
     writeFailure: () => writer.failure,
-    runKey: (key) => runner.run(key),
+    runKey: batches
+      ? (key) => {
+          batches.keyStarted();
+          return runner.run(key).finally(() => batches.keyEnded());
+        }
+      : (key) => runner.run(key),
     score: async (unit) => counts.scoringCommitted(await runner.score(unit)),
   });
   try {

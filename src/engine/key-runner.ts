@@ -6,6 +6,7 @@ import type { Redactor } from "../core/secrets.js";
 import type { Trajectory } from "../core/trajectory.js";
 import type { Attempt, Key, Run, Scoring } from "../core/types.js";
 import type { AttemptWriter } from "./attempt-writer.js";
+import type { BatchBroker } from "./batch-broker.js";
 import { executeKey } from "./execute-key.js";
 import { executeScoring, type RescoreUnit } from "./execute-scoring.js";
 import type { KeyJournals } from "./key-journal.js";
@@ -29,6 +30,8 @@ export interface KeyRunnerParts {
   cache?: ReplyCache | undefined;
   /** The run's rate limits (absent: none). */
   rateGate?: RateGate | undefined;
+  /** The run's provider batches (`--batch`; absent: none). */
+  batches?: BatchBroker | undefined;
   /** The name of the scorings this execution makes (`Scoring.scoring`). */
   pass: string;
   writer: Pick<AttemptWriter, "markInflight" | "write" | "writeScoring">;
@@ -84,6 +87,7 @@ export class KeyRunner {
           callModel: this.#parts.callModel,
           cache: this.#parts.cache,
           rateGate: this.#parts.rateGate,
+          batch: this.#parts.batches?.channel(key),
           runId: run.id,
           model: run.config.model,
           timeoutMs: run.config.timeoutMs,

@@ -5,6 +5,7 @@ import type {
   ModelReply,
   SolverContext,
 } from "../core/eval.js";
+import type { BatchChannel } from "../core/batch.js";
 import type { Json } from "../core/json.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { RateGate } from "../core/rate-limits.js";
@@ -39,6 +40,8 @@ export interface ContextTask {
   cache?: ReplyCache | undefined;
   /** The run's rate limits (absent: none), given to every model call. */
   rateGate?: RateGate | undefined;
+  /** The run's provider batches (`--batch`; absent: none): `ctx.batch`. */
+  batch?: BatchChannel | undefined;
 }
 
 /**
@@ -95,6 +98,7 @@ export function context(
     model,
     onRetry,
     ...(rateGate === undefined ? {} : { rateGate }),
+    ...(task.batch === undefined ? {} : { batch: task.batch }),
     async chat(request): Promise<ModelReply> {
       redaction?.learn(chatSecrets(request));
       budget?.beforeCall(callModel?.worstCase?.(request, model));

@@ -72,6 +72,22 @@ const definitionSchema = z
         }),
       )
       .optional(),
+    batch: z
+      .union(
+        [
+          z.boolean(),
+          z.strictObject({
+            maxRequests: z.number().int().min(1).max(50_000).optional(),
+            pollSeconds: z.number().min(0.01).max(3_600).optional(),
+            window: z.string().min(1).optional(),
+          }),
+        ],
+        {
+          error:
+            "expected true, false or { maxRequests?: number, pollSeconds?: number, window?: string }",
+        },
+      )
+      .optional(),
     cache: z
       .union(
         [
@@ -211,7 +227,7 @@ function describe(issue: z.core.$ZodIssue | undefined, def: unknown): string {
   const given = (def ?? {}) as Record<PropertyKey, unknown>;
   if (key !== undefined && rest.length === 0 && given[key] === undefined) return "required";
   if (issue.code === "unrecognized_keys") {
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox, cache, rateLimits)`;
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} (expected name, dataset, sample, solver, scorers, epochs, reducer, concurrency, timeoutMs, retries, maxCost, limits, reuse, journal, sandbox, cache, rateLimits, batch)`;
   }
   return issue.message;
 }

@@ -2,6 +2,7 @@ import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSamples } from "../dataset/load-samples.js";
 import { StetError } from "../core/errors.js";
+import { batchSettings, type BatchOptions } from "../core/batch.js";
 import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
@@ -24,6 +25,8 @@ export interface ResolveEvalOptions {
   limits?: SampleLimits;
   /** `--cache` / `--no-cache` (or a request body's `cache`): overrides the eval's `cache`. */
   cache?: boolean;
+  /** `--batch` (or a request body's `batch`): the provider batches on, whatever the eval says. */
+  batch?: boolean;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
 }
@@ -72,7 +75,29 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...(typeof ev.journal === "object" && ev.journal.keep ? { journalKeep: ev.journal.keep } : {}),
     ...cachePolicy(ev.cache, options.cache),
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
+    ...batchPolicy(ev, bound.solver, options.batch),
   };
+}
+
+/**
+ * The eval's `batch` as settings, `--batch` turning it on; absent when off. A solver that cannot
+ * hand its calls over (an agent, a command) is refused before anything runs.
+ */
+function batchPolicy(
+  ev: Eval,
+  solver: SolverFn,
+  flag: boolean | undefined,
+): { batch?: Required<BatchOptions> } {
+  const given = ev.batch;
+  if (!(flag === true || (given !== undefined && given !== false))) return {};
+  if (!solver.batchable) {
+    const kind = solver.describe?.().kind;
+    throw new StetError(
+      "E_CONFIG",
+      `--batch needs a solver that makes single model calls (solvers.chat, an EvalPort suite); eval "${ev.name}"'s solver${typeof kind === "string" ? ` (${kind})` : ""} cannot send its calls through a provider batch: run it without --batch (and without the eval's batch)`,
+    );
+  }
+  return { batch: batchSettings(given === undefined || given === false ? true : given) };
 }
 
 /** The eval's `cache` as a policy, `--cache`/`--no-cache` winning; absent when off. */
@@ -89,6 +114,7 @@ function unjournaled(solver: SolverFn): SolverFn {
   if (solver.describe) wrapped.describe = () => solver.describe!();
   if (solver.secrets) wrapped.secrets = () => solver.secrets!();
   if (solver.checkInput) wrapped.checkInput = (input) => solver.checkInput!(input);
+  if (solver.batchable) wrapped.batchable = true;
   wrapped.journal = false;
   return wrapped;
 }

@@ -1,3 +1,4 @@
+import type { BatchOptions } from "../core/batch.js";
 import type { Reducer } from "../core/types.js";
 import type { SampleLimits } from "../core/limits.js";
 import type { JournalKeep, ScorerLike, SolverFn } from "../core/eval.js";
@@ -64,6 +65,12 @@ export interface EvalDefinition<Row = DatasetRow> {
    * endpoints without one are paced by their rate-limit headers and 429s. See docs/rate-limits.md.
    */
   rateLimits?: Record<string, { rpm?: number; tpm?: number; windowMs?: number }>;
+  /**
+   * Send the solver's model calls through the provider's batch API (`--batch` turns it on too):
+   * half the price, results within the window. Only for a solver that makes one model call per
+   * turn (`solvers.chat`, EvalPort suites); see docs/batch.md. Default off.
+   */
+  batch?: boolean | BatchOptions;
 }
 
 /** `defineEval`'s result: the definition, validated and branded so any copy of stet accepts it. */

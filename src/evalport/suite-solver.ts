@@ -60,6 +60,9 @@ export function suiteSolver(suite: Suite): SolverFn {
     apiKeyEnv: defaults.api_key_env ?? "OPENAI_API_KEY",
     suite: suite.id,
   });
+  // One chat call per test case: under --batch it goes through the provider's batches (ctx.batch
+  // is carried by the context the timeout wraps).
+  solver.batchable = true;
   return solver;
 }
 

@@ -37,6 +37,8 @@ export interface FindEvalOptions {
   loadTimeoutMs?: number;
   /** `--cache` / `--no-cache`: overrides the eval's `cache`. */
   cache?: boolean | undefined;
+  /** `--batch`: the provider batches on, whatever the eval says. */
+  batch?: boolean | undefined;
 }
 
 /**
@@ -64,12 +66,12 @@ export async function findEvalSource(
     // Another eval altogether (a start request's, by name) is the identity check's to refuse
     // (`checkEval`), not a question of where its file is.
     const asked = options.loaded;
-    if (asked && asked.eval.name !== run.evalName) return resolved(asked, options.cache);
+    if (asked && asked.eval.name !== run.evalName) return resolved(asked, options);
     const registered = registeredEval(run, options.registry);
     // A request's own per-sample limits (an API body's) replace the registered eval's.
     const limits = asked?.eval.limits;
-    if (!limits || limits === registered.eval.limits) return resolved(registered, options.cache);
-    return resolved({ ...registered, eval: { ...registered.eval, limits } }, options.cache);
+    if (!limits || limits === registered.eval.limits) return resolved(registered, options);
+    return resolved({ ...registered, eval: { ...registered.eval, limits } }, options);
   }
   const path = options.evalFile;
   const load = (file: string) =>
@@ -84,7 +86,7 @@ export async function findEvalSource(
   // has no file whose bytes its identity hashes.
   if (!loaded && run.config.datasetEval)
     return {
-      ...(await resolved(datasetEval(run.config.datasetEval), options.cache)),
+      ...(await resolved(datasetEval(run.config.datasetEval), options)),
       path: undefined,
     };
   if (!loaded) {
@@ -95,16 +97,20 @@ export async function findEvalSource(
         : `run ${run.id} was not started from an eval file; pass --eval <file>`,
     );
   }
-  return resolved(loaded, options.cache);
+  return resolved(loaded, options);
 }
 
 async function resolved(
   loaded: LoadedEvalFile,
-  cache: boolean | undefined,
+  flags: { cache?: boolean | undefined; batch?: boolean | undefined },
 ): Promise<{ eval: EngineEval; path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
-  const ev = await resolveEval(loaded.eval, { baseDir: loaded.baseDir, allowEmpty: true, cache });
+  const ev = await resolveEval(loaded.eval, {
+    baseDir: loaded.baseDir,
+    allowEmpty: true,
+    ...definedFlags(flags),
+  });
   return { eval: ev, path: loaded.path };
 }
 
@@ -167,4 +173,11 @@ function canonicalPath(path: string): string {
   } catch {
     return resolve(path);
   }
+}
+
+function definedFlags(flags: { cache?: boolean | undefined; batch?: boolean | undefined }) {
+  return {
+    ...(flags.cache === undefined ? {} : { cache: flags.cache }),
+    ...(flags.batch === undefined ? {} : { batch: flags.batch }),
+  };
 }

@@ -1,4 +1,5 @@
 import { withFlagLimit, type RateLimit } from "../core/rate-limits.js";
+import { batchSettings, type BatchOptions } from "../core/batch.js";
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
@@ -28,7 +29,12 @@ import { settledStatus } from "./run-status.js";
  * taken to be the run's).
  */
 export type ResumeEval = Pick<EngineEval, "samples" | "solver" | "scorers" | "callModel"> &
-  Partial<Pick<EngineEval, "name" | "epochs" | "journalKeep" | "limits" | "cache" | "rateLimits">>;
+  Partial<
+    Pick<
+      EngineEval,
+      "name" | "epochs" | "journalKeep" | "limits" | "cache" | "rateLimits" | "batch"
+    >
+  >;
 
 export interface ResumeOptions extends ExecuteOptions {
   runId: string;
@@ -58,6 +64,8 @@ export interface ResumeOptions extends ExecuteOptions {
   cache?: boolean;
   /** `--rpm` / `--tpm`: the main model's rate limit for this invocation (see withFlagLimit). */
   rateLimit?: RateLimit;
+  /** `--batch`: the provider batches on for this invocation (a run with submissions always adopts them). */
+  batch?: boolean;
   /**
    * Go on although the eval's solver (model, parameters) differs from the run's identity; the new
    * identity and the differences are recorded in the run's history. Not for another eval's name,
@@ -248,6 +256,7 @@ export async function claimResume(
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
+    ...(await resumeBatch(store, run.id, ev)),
   };
   if (plan.toRescore.length > 0) {
     const rerun = new Set(resume.changedScorers);
@@ -382,4 +391,18 @@ function recordedChange(
   if (rerun.length > 0) next.rerun = [...rerun];
   else delete next.rerun;
   return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
+}
+
+/**
+ * A resume's batches: the eval's (or `--batch`), and always those of a run that has submissions
+ * (an execution before this one batched): its keys adopt them instead of being bought again.
+ */
+async function resumeBatch(
+  store: Store,
+  runId: string,
+  ev: ResumeEval,
+): Promise<{ batch?: Required<BatchOptions> }> {
+  if (ev.batch) return { batch: ev.batch };
+  const submitted = (await store.batches.list(runId)).length > 0;
+  return submitted && ev.solver.batchable ? { batch: batchSettings(true) } : {};
 }

@@ -97,6 +97,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
     ...(ev.cache ? { cache: ev.cache } : {}),
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
+    ...(ev.batch ? { batch: ev.batch } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
@@ -197,6 +198,8 @@ export interface StartRequest {
   cache?: boolean;
   /** `--rpm` / `--tpm`: the main model's rate limit (see withFlagLimit). */
   rateLimit?: RateLimit;
+  /** `--batch`: the provider batches on, whatever the eval's `batch` says. */
+  batch?: boolean;
   /** A (partial) ResultSet or Results JSONL whose completed results seed the run. */
   resumeFrom?: string;
   /** The Results JSONL the run streams to, recorded so a resume appends to it. */
@@ -247,6 +250,7 @@ export async function prepareStart(
     timeoutMs: request.timeoutMs,
     maxCost: request.maxCost,
     cache: request.cache,
+    ...(request.batch === undefined ? {} : { batch: request.batch }),
   });
   const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
   if (rateLimits) ev.rateLimits = rateLimits;

@@ -71,6 +71,9 @@ function toMessages(event: ExecutionEvent): EventMessage<ExecutionEvents>[] {
           },
         },
       ];
+    case "batch":
+      // Not streamed: the API shows a run's batches from the store.
+      return [];
     case "warning":
       return [{ event: "warning", data: { code: event.code, message: event.message } }];
     case "run-finished":

@@ -16,8 +16,10 @@ import {
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
 import { prepareClient } from "./http-post.js";
 import { bareModel, providerOf } from "./model-name.js";
+import type { BatchChannel } from "../core/batch.js";
+import { batchedCall, batchPrice } from "./batch-call.js";
 import { costUsd } from "./prices.js";
-import type { Price } from "./prices.js";
+import type { Price, PriceTiers } from "./prices.js";
 import { conversationOf, inputProblem } from "./conversation-input.js";
 
 export interface ChatSolverOptions extends ChatEndpoint {
@@ -74,6 +76,8 @@ export function chat(options: ChatSolverOptions): SolverFn {
   solver.describe = () =>
     isLanguageModel(given) ? describeModel(given, options) : describeChat(given, options);
   solver.checkInput = (input) => inputProblem(input, { turns: true });
+  // Each turn is one model call: under --batch they go through the provider's batches, turn by turn.
+  solver.batchable = provider !== undefined;
   // An AI SDK model's credentials live in its provider package: stet never sees them. The
   // default provider's key is still declared, for a run whose --model (an id) replaces it.
   solver.secrets = () => endpointSecrets(options, provider ?? providerOf("", options.provider));
@@ -98,6 +102,9 @@ function chatTurn(
     : providerOf(requested, options.provider).name;
   return async (messages, last) => {
     const send = async (): Promise<ModelReply> => {
+      if (ctx.batch && !isLanguageModel(requested)) {
+        return batchedTurn(ctx.batch, requested, model, messages, options, ctx.signal);
+      }
       const {
         requests: _requests,
         usage,
@@ -150,7 +157,25 @@ function chatInput(
   });
 }
 
-function withCost(model: string, tokens: ReplyTokens, price: Price | undefined): Usage {
+/** One turn through the run's provider batches (`--batch`), priced at the batch tier. */
+async function batchedTurn(
+  channel: BatchChannel,
+  requested: string,
+  model: string,
+  messages: ChatMessage[],
+  options: ChatSolverOptions,
+  signal: AbortSignal,
+): Promise<ModelReply> {
+  const provider = providerOf(requested, options.provider);
+  const { temperature, maxTokens, params } = options;
+  const call = { model, messages, temperature, maxTokens, params };
+  const { usage, ...reply } = await batchedCall(channel, provider, options, call, signal);
+  const sent: ModelReply = { ...reply, model };
+  if (usage !== undefined) sent.usage = withCost(model, usage, batchPrice(model, options.prices));
+  return sent;
+}
+
+function withCost(model: string, tokens: ReplyTokens, price: PriceTiers | undefined): Usage {
   const cost = costUsd(model, tokens, price);
   return cost === undefined ? { ...tokens } : { ...tokens, costUsd: cost };
 }

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import { describeAttemptContract } from "./contract/attempts.js";
+import { describeBatchContract } from "./contract/batches.js";
 import { describeCacheContract } from "./contract/cache.js";
 import { describeReviewContract } from "./contract/reviews.js";
 import { describeCancelContract } from "./contract/cancel.js";
@@ -70,5 +71,6 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("cache", () => describeCacheContract(ref));
     describe("reviews", () => describeReviewContract(ref));
     describe("rates", () => describeRatesContract(ref));
+    describe("batches", () => describeBatchContract(ref));
   });
 }

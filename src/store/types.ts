@@ -19,6 +19,7 @@ import type {
   AttemptFeed,
   AttemptFilter,
   AttemptHead,
+  BatchSubmission,
   BenchmarkSummary,
   CacheEntry,
   CacheStats,
@@ -40,6 +41,7 @@ import type {
   StepDiscard,
   StepDraft,
   StoredSpend,
+  SubmissionStatus,
   WorkerIdentity,
   WorkerRecord,
   WorkerState,
@@ -87,6 +89,8 @@ export interface Store {
   readonly reviews: ReviewStore;
   /** Rate-limit budgets per endpoint and the waits each run had: shared by every process. */
   readonly rates: RateBudgetStore;
+  /** The provider batches of runs executed with `--batch`: recorded before they are created. */
+  readonly batches: BatchStore;
 
   close(): Promise<void>;
 }
@@ -274,6 +278,26 @@ export interface ReplyCacheStore {
   prune(before: string): Promise<number>;
   /** Deletes every entry; how many went. */
   clear(): Promise<number>;
+}
+
+/**
+ * Batch submissions (`--batch`): each is recorded before the provider is asked to create it, so a
+ * kill at any point leaves a record a resume adopts instead of buying the keys again. Unfenced:
+ * a record is written once by the owner that submits it; its status only moves forward.
+ */
+export interface BatchStore {
+  /** Records a submission (status `recorded`, no batch id) before its batch is created. */
+  record(
+    submission: Omit<BatchSubmission, "batchId" | "status" | "note" | "updatedAt">,
+  ): Promise<void>;
+  /** Sets what became of a submission: its batch id once known, its status, a note (a reason). */
+  update(
+    nonce: string,
+    change: { batchId?: string; status: SubmissionStatus; note?: string },
+    at: string,
+  ): Promise<void>;
+  /** The run's submissions, oldest first. */
+  list(runId: string): Promise<BatchSubmission[]>;
 }
 
 /**

@@ -35,6 +35,8 @@ export interface ResumeFlags {
   /** `--rpm` / `--tpm`: the main model's rate limit. */
   rpm?: number;
   tpm?: number;
+  /** `--batch`. */
+  batch?: boolean;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
   /** Refused unless it is the run's model. */
@@ -77,6 +79,7 @@ function planOptions(flags: ResumeFlags) {
     ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
     ...rateLimitFlag(flags),
+    ...(flags.batch ? { batch: true } : {}),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
   };
 }

@@ -53,6 +53,8 @@ export interface RunFlags {
   /** `--rpm` / `--tpm`: the main model's rate limit. */
   rpm?: number;
   tpm?: number;
+  /** `--batch`. */
+  batch?: boolean;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
@@ -301,6 +303,7 @@ function startRequest(
     maxCost: flags.maxCost,
     ...(flags.cache === undefined ? {} : { cache: flags.cache }),
     ...rateLimitFlag(flags),
+    ...(flags.batch ? { batch: true } : {}),
     resumeFrom: flags.resumeFrom,
     output: flags.output,
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),

@@ -8,6 +8,7 @@ import { requireRun } from "../../runs/require-run.js";
 import { isWorking } from "../../runs/run-workers.js";
 import type { Store } from "../../store/types.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import { batchesView, describeBatches } from "../render/batches.js";
 import { describeCache } from "../render/cache.js";
 import { createIo, type Io } from "../io.js";
 import { openStore } from "../open-store.js";
@@ -34,6 +35,7 @@ export async function showCommand(
     const read = await readRun(store, runId, { ...stale, recover: true });
     const { run, owner, report, workers } = read;
     const cache = await store.cache.stats();
+    const batches = await store.batches.list(run.id);
     if (flags.json) {
       const { executed: _e, wallMs: _w, resumed: _r, ...rest } = report;
       const { config, createdAt, updatedAt, note, labels } = run;
@@ -48,6 +50,7 @@ export async function showCommand(
         distributed,
         ...(workers ? { workers } : {}),
         cache: { entries: cache.entries, bytes: cache.bytes },
+        ...(batches.length === 0 ? {} : { batches: batchesView(batches) }),
         createdAt,
         updatedAt,
         note,
@@ -76,6 +79,8 @@ export async function showCommand(
     io.say(summary.filter((l) => !/^(work|time) /.test(l)).join("\n"));
     // The store's, shared by every run: what a run with `cache` may be served from.
     io.say(describeCache(cache));
+    const waiting = describeBatches(batches, Date.now());
+    if (waiting !== "") io.say(waiting);
     // Interrupted or errored with keys left: the command that finishes it, for this store.
     if ((run.status === "interrupted" || run.status === "errored") && report.counts.remaining > 0) {
       const hint = resumeHint(run.id, flags.store);

@@ -48,6 +48,16 @@ export const rateOptions = (): Option[] => [
   ).argParser(bounded("tpm")),
 ];
 
+/**
+ * `--batch`, for `run` and `resume`: the solver's model calls go through the provider's batch
+ * API (OpenAI's, Anthropic's), whatever the eval's `batch` says.
+ */
+export const batchOption = (): Option =>
+  new Option(
+    "--batch",
+    "send the model calls through the provider's batch API (half price, results within 24h); kill-safe: a resume adopts the batches already submitted",
+  );
+
 /** A repeatable option's values, in the order given. */
 export function repeated(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

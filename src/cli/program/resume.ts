@@ -5,6 +5,7 @@ import {
   jsonOption,
   maxCostOption,
   loadTimeoutOption,
+  batchOption,
   cacheOptions,
   rateOptions,
 } from "./options.js";
@@ -59,6 +60,7 @@ export function registerResume(program: Command): void {
     .addOption(cacheOptions()[1]!)
     .addOption(rateOptions()[0]!)
     .addOption(rateOptions()[1]!)
+    .addOption(batchOption())
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -4,6 +4,7 @@ import {
   storeOption,
   jsonOption,
   maxCostOption,
+  batchOption,
   cacheOptions,
   rateOptions,
   loadTimeoutOption,
@@ -94,6 +95,7 @@ export function registerRun(program: Command): void {
     .addOption(cacheOptions()[1]!)
     .addOption(rateOptions()[0]!)
     .addOption(rateOptions()[1]!)
+    .addOption(batchOption())
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -26,6 +26,8 @@ const resumeBody = z
     maxCost: maxCostSchema.optional(),
     /** The reply cache on or off for this resume, whatever the eval's `cache` says. */
     cache: z.boolean().optional(),
+    /** The model calls through the provider's batch API for this resume (docs/batch.md). */
+    batch: z.boolean().optional(),
     /** Go on although the eval differs from the run's identity; recorded in its history. */
     allowEvalChange: z.boolean().optional(),
     /** Must be the run's model. */
@@ -52,6 +54,7 @@ export type ResumeAsk = Pick<
   | "rerunLimited"
   | "maxCost"
   | "cache"
+  | "batch"
 >;
 
 /**

@@ -23,6 +23,8 @@ const startBody = z
     limits: sampleLimitsSchema.optional(),
     /** The reply cache on or off, whatever the eval's `cache` says. */
     cache: z.boolean().optional(),
+    /** The model calls through the provider's batch API (docs/batch.md), whatever the eval says. */
+    batch: z.boolean().optional(),
     /** The run's id: the same request again resumes it, or answers 200 once it is complete. */
     runId: z.string().min(1).max(64).optional(),
     /** Reuse an earlier run's outcomes: a run id, or `latest` (see docs/reuse.md). */
@@ -63,6 +65,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
         ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
         ...(overrides.maxCost === undefined ? {} : { maxCost: overrides.maxCost }),
         ...(overrides.cache === undefined ? {} : { cache: overrides.cache }),
+        ...(overrides.batch === undefined ? {} : { batch: overrides.batch }),
       };
       return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
     };

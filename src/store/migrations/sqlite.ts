@@ -422,4 +422,26 @@ CREATE TABLE rate_waits (
     // a store holds runs by the thousand, not by the million.
     sql: `ALTER TABLE runs ADD COLUMN labels TEXT;`,
   },
+  {
+    version: 15,
+    name: "batch-submissions",
+    // The provider batches of runs executed with --batch, each recorded before the
+    // provider is asked to create it: a nonce (carried by the batch), the keys with their custom
+    // ids and request hashes, the batch id once known, and what became of it.
+    sql: `
+CREATE TABLE batch_submissions (
+  nonce TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  keys TEXT NOT NULL,
+  batch_id TEXT,
+  status TEXT NOT NULL,
+  note TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
+`,
+  },
 ];

@@ -34,6 +34,7 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "reviews", since: 11, order: "seq", serial: "seq" },
   { name: "rate_buckets", since: 12, order: "endpoint" },
   { name: "rate_waits", since: 12, order: "run_id, owner, endpoint" },
+  { name: "batch_submissions", since: 14, order: "nonce" },
 ];
 
 const BATCH = 1_000;

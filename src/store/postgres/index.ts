@@ -1,6 +1,7 @@
 import pg from "pg";
 import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
+import { postgresBatches } from "./batches.js";
 import { postgresCache } from "./cache.js";
 import { postgresReviews } from "./reviews.js";
 import { postgresRates } from "./rates.js";
@@ -96,6 +97,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     cache: postgresCache(c),
     reviews: postgresReviews(c),
     rates: postgresRates(c),
+    batches: postgresBatches(c),
     leases: postgresLeaseStore(c),
     async close() {
       await pool.end();

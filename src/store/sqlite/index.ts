@@ -1,4 +1,5 @@
 import { dirname } from "node:path";
+import { sqliteBatches } from "./batches.js";
 import { sqliteCache } from "./cache.js";
 import { sqliteReviews } from "./reviews.js";
 import { sqliteRates } from "./rates.js";
@@ -58,6 +59,7 @@ export function createSqliteStore(
     cache: sqliteCache(c),
     reviews: sqliteReviews(c),
     rates: sqliteRates(c),
+    batches: sqliteBatches(c),
     leases: sqliteLeases(c),
     async close() {
       db.close();

@@ -282,3 +282,35 @@ export interface CacheStats {
 }
 
 export type { RateWaits } from "../../core/rate-limits.js";
+/**
+ * Where a batch submission is: `recorded` before the provider was asked to create it (a kill
+ * there leaves no id: a resume looks for the batch by its nonce), `submitted` once its id is
+ * known, `ended` once its results were read, `failed` or `cancelled` by the provider or the user,
+ * `abandoned` when the provider never created it (its keys go in a new batch).
+ */
+export type SubmissionStatus =
+  "recorded" | "submitted" | "ended" | "failed" | "cancelled" | "abandoned";
+
+/** One key of a submission: its request's custom id and a hash of the request body. */
+export interface SubmissionKey {
+  sampleId: string;
+  epoch: number;
+  customId: string;
+  request: string;
+}
+
+/** A provider batch of a run, as stet recorded it before creating it (`BatchStore`). */
+export interface BatchSubmission {
+  /** Travels with the batch (OpenAI: metadata; Anthropic: each custom id's prefix). */
+  nonce: string;
+  runId: string;
+  provider: string;
+  /** The endpoint without credentials. */
+  endpoint: string;
+  keys: SubmissionKey[];
+  batchId: string | null;
+  status: SubmissionStatus;
+  note: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
