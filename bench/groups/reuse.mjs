@@ -66,7 +66,9 @@ export default async function reuse() {
       "—; < 250 MB",
       median(run.rss) / 1024 < 250,
     );
-    console.log(`  (source run ${source}; times ${fmt(median(run.walls))} median for the full reuse)`);
+    console.log(
+      `  (source run ${source}; times ${fmt(median(run.walls))} median for the full reuse)`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

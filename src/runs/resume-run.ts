@@ -22,6 +22,7 @@ import { unknownRun } from "./require-run.js";
 import { runExecution } from "./run-execution.js";
 import { resumeCap } from "./spend-cap.js";
 import { settledStatus } from "./run-status.js";
+import { owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
 
 /**
  * What a resume executes with: the eval as it is now (its samples are compared with the run's,
@@ -107,6 +108,8 @@ export interface PlannedResume {
    * again run them even where the attempt has a score of theirs, the old scorer's.
    */
   changedScorers?: string[];
+  /** Reused keys a kill kept the run's start from seeding (`owedReuse`): seeded by the claim. */
+  reuse?: PlannedReuse;
 }
 
 /** Why a resume will not execute anything; `error` is what a shell throws to say so. */
@@ -196,6 +199,15 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     );
     return refuse({ reason: "changed-samples", error, plan: summary });
   }
+  // A run started with --reuse whose seeding a kill cut short: its untried keys the source covers
+  // are seeded by the claim, not executed.
+  const tried = new Set(attempts.map(keyString));
+  const untried = plan.toExecute.filter((k) => !tried.has(keyString(k)));
+  const reuse = await owedReuse(store, run, ev, untried);
+  if (reuse) {
+    const owed = new Set(reuse.origins.map(keyString));
+    plan.toExecute = plan.toExecute.filter((k) => !owed.has(keyString(k)));
+  }
   const cap = resumeCap(run, options.maxCost);
   const accepted =
     run.config.identity && identity.differences.length === 0
@@ -211,8 +223,9 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     ...(cap ? { cap } : {}),
     ...(config ? { config } : {}),
     ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
+    ...(reuse ? { reuse } : {}),
   };
-  if (plan.toExecute.length === 0 && plan.toRescore.length === 0) {
+  if (plan.toExecute.length === 0 && plan.toRescore.length === 0 && !reuse) {
     const error = new StetError(
       "E_NOTHING_TO_RESUME",
       `run ${runId} has nothing to resume: all ${plan.total} keys have ${plan.erroredKept > 0 ? "an outcome" : "a scored attempt"}`,
@@ -240,6 +253,7 @@ export async function claimResume(
   if (resume.config && !(await store.runs.updateConfig(run.id, owner.token, resume.config))) {
     throw await takenOver(store, run.id);
   }
+  if (resume.reuse) await seedReused(store, run.id, owner.token, resume.reuse);
   const changed = new Set(plan.changed);
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
   if (changedRecords.length > 0)

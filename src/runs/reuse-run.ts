@@ -2,7 +2,7 @@ import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import { planReuse, reusedDraft, type ReusePlan, type SourceAttempt } from "../core/reuse-plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
+import type { Attempt, Key, Run, RunIdentity, SampleRecord } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
@@ -228,4 +228,31 @@ function identityBlockers(run: Run, request: ReuseRequest): string[] {
     );
   }
   return differences;
+}
+
+/**
+ * The reuse a resume still owes a run started with `--reuse`: seeding commits a page of the
+ * source at a time, so a kill during it leaves the run with only some of its reused keys. The
+ * keys never tried since (no attempt in this run) that the same source still covers, planned as
+ * at the start against the run's recorded identity: `claimResume` seeds them before anything
+ * executes, so nothing the source paid for is bought again. Null when nothing is owed.
+ */
+export async function owedReuse(
+  store: Store,
+  run: Run,
+  ev: Pick<EngineEval, "samples" | "scorers">,
+  untried: readonly Key[],
+): Promise<PlannedReuse | null> {
+  const source = run.config.reuse?.source;
+  const identity = run.config.identity;
+  if (!source || !identity || untried.length === 0) return null;
+  const plan = await planReuseFrom(store, {
+    from: source,
+    eval: { ...ev, epochs: run.config.epochs } as EngineEval,
+    identity,
+    model: run.config.model,
+  });
+  const owed = new Set(untried.map(keyString));
+  const origins = plan.origins.filter((o) => owed.has(keyString(o)));
+  return origins.length === 0 ? null : { ...plan, origins };
 }
