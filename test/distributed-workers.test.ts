@@ -87,11 +87,14 @@ async function distributedRun(options: {
 }) {
   let allJoined: () => void = () => {};
   const joined = new Promise<void>((resolve) => (allJoined = resolve));
+  /** While set, the model answers nothing (see `pause`). */
+  let paused: Promise<void> | null = null;
   const mock = await startMockOpenAI({
     latencyMs: options.latencyMs ?? LATENCY_MS,
     reply: (request) => `${request.key.replace("question", "answer")} by ${pidOf(request)}`,
     usage: { prompt_tokens: 10, completion_tokens: 5 },
     respond: async () => {
+      if (paused) await paused;
       const hold = options.holdUntilProcesses;
       if (hold === undefined) return undefined;
       if (new Set(mock.requests.map(pidOf)).size >= hold) allJoined();
@@ -160,6 +163,13 @@ async function distributedRun(options: {
         [runId],
       )
     ).rows[0];
+  const cancelRequested = async () =>
+    (
+      await db.query<{ cancel_requested: string | null }>(
+        `SELECT cancel_requested FROM runs WHERE id = $1`,
+        [runId],
+      )
+    ).rows[0]?.cancel_requested ?? null;
   /** The pids that have sent the mock at least one request. */
   const pidsSeen = () => new Set(mock.requests.map(pidOf));
   /** Waits until every process has sent requests and `committed` attempts are stored. */
@@ -180,7 +190,20 @@ async function distributedRun(options: {
     attempts,
     workerRows,
     runStatus,
+    cancelRequested,
     midRun,
+    /**
+     * Holds every answer from now on until the returned function is called: the run cannot
+     * finish meanwhile, however fast the machine, which a cancel's test needs.
+     */
+    pause: () => {
+      let resume: () => void = () => {};
+      paused = new Promise<void>((resolve) => (resume = resolve));
+      return () => {
+        paused = null;
+        resume();
+      };
+    },
     /** Starts another `stet <args>` process on the same project and store. */
     stet,
   };
@@ -379,11 +402,17 @@ describe.skipIf(SKIP_POSTGRES)(
       const n = 400;
       const run = await distributedRun({ n, workers: 2 });
       await run.midRun(100);
-      const cancel = await runCli(["cancel", run.runId, "--wait", "120000"], {
+      // Held until the cancel is recorded: on a fast machine the workers could otherwise finish
+      // every key before it lands, and the run would end completed.
+      const unpause = run.pause();
+      const cancel = startCli(["cancel", run.runId, "--wait", "120000"], {
         cwd: run.dir,
         env: run.env,
       });
-      expect(cancel.code, cancel.stderr).toBe(0);
+      await until(async () => (await run.cancelRequested()) !== null, "the cancel request");
+      unpause();
+      const cancelled = await cancel.done;
+      expect(cancelled.code, cancelled.stderr).toBe(0);
       const stopped = await exits(run.all);
       // The run's own process exits as an interrupted run does; a worker with nothing it may
       // claim any more exits 130 (interrupted) or 0.
