@@ -233,8 +233,8 @@ async function runToolCall(
   if (!checked.ok) return `Error: invalid arguments for tool "${call.name}": ${checked.problem}`;
   const thrown: { error?: unknown } = {};
   try {
-    // Only the next model call sees the result before the next tool runs: the call may go out
-    // while the entry commits (the next tool, and the call's return, wait for it).
+    // Durable before the next model call goes out: a kill while the agent waits on the model
+    // never runs a finished tool again (`behind` would trade that for one commit's latency).
     const execute = async () => {
       try {
         return await tool.execute(checked.args, toolContext(ctx, sample, call.id));
@@ -243,7 +243,7 @@ async function runToolCall(
         throw error;
       }
     };
-    const result = await ctx.step(`tool:${call.name}`, call.arguments, execute, { behind: true });
+    const result = await ctx.step(`tool:${call.name}`, call.arguments, execute);
     return toolContent(result);
   } catch (error) {
     // Only the tool's own failure (now, or recorded by the journal and replayed) is the model's
