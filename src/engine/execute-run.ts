@@ -137,15 +137,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     inflight: () => progress.inflight,
     graceMs: options.graceMs,
   });
-  const writer = new AttemptWriter({
-    store,
-    runId: run.id,
-    token: owner.token,
-    fallbackDirs: fallbackDirs(store.fallbackDir),
-    ...(options.storeRetryDelaysMs ? { retryDelaysMs: options.storeRetryDelaysMs } : {}),
-    onRetry: (message, failures, retryInMs) =>
-      emit({ type: "store-retry", message, failures, retryInMs }),
-  });
+  const writer = attemptWriter(exec, options, emit);
   // Made once the journals are open; a cancel that comes before finds none to cancel.
   const made: { batches?: BatchBroker } = {};
   const stopHeartbeat = startHeartbeat({
@@ -180,12 +172,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     leased: exec.keys !== undefined,
   });
   const gate = exec.cap ? new SpendGate(store, run.id, exec.cap, stops) : undefined;
-  const limiter = new RateLimiter({
-    limits: exec.rateLimits ?? {},
-    budget: store.rates,
-    onWaiting: (waiting) => counts.rateWaiting(waiting),
-  });
-  const rateWaits = recordRateWaits(store, run.id, owner.token, limiter);
+  const { limiter, rateWaits } = rateLimiting(exec, store, counts);
   const batches = exec.batch
     ? await BatchBroker.open({
         store,
@@ -302,4 +289,32 @@ function stopCause(
   // The note says what the run's stored rows spent in the end, the in-flight keys' cost included.
   if (reason === "budget") return { reason, note: gate!.budget.note() };
   return reason === "signal" || reason === "cancel" ? { reason, note: stops.note } : null;
+}
+
+/** The run's write-through writer, reporting its store retries as events. */
+function attemptWriter(
+  exec: Execution,
+  options: ExecuteOptions,
+  emit: (event: RunEvent) => void,
+): AttemptWriter {
+  const { store } = options;
+  return new AttemptWriter({
+    store,
+    runId: exec.run.id,
+    token: exec.owner.token,
+    fallbackDirs: fallbackDirs(store.fallbackDir),
+    ...(options.storeRetryDelaysMs ? { retryDelaysMs: options.storeRetryDelaysMs } : {}),
+    onRetry: (message, failures, retryInMs) =>
+      emit({ type: "store-retry", message, failures, retryInMs }),
+  });
+}
+
+/** The run's rate limiter (declared limits, learned ones, the store's shared budget) and the recorder of its waits. */
+function rateLimiting(exec: Execution, store: Store, counts: RunProgress) {
+  const limiter = new RateLimiter({
+    limits: exec.rateLimits ?? {},
+    budget: store.rates,
+    onWaiting: (waiting) => counts.rateWaiting(waiting),
+  });
+  return { limiter, rateWaits: recordRateWaits(store, exec.run.id, exec.owner.token, limiter) };
 }
