@@ -38,7 +38,7 @@ export function readRateHeaders(
       };
     }
   }
-  const retryAfter = retryAfterMs(headers, now);
+  const retryAfter = parseRetryAfter(headers, now);
   if (retryAfter !== undefined) out.retryAfterMs = retryAfter;
   return out;
 }
@@ -59,7 +59,16 @@ function duration(value: string | null): number | undefined {
   return parts.reduce((ms, [, n, u]) => ms + Number(n) * unit[u as keyof typeof unit], 0);
 }
 
-function retryAfterMs(headers: Pick<Headers, "get">, now: number): number | undefined {
+/**
+ * Reads the wait a server asked for: `retry-after-ms` (OpenAI), else `Retry-After` as seconds
+ * or an HTTP date. Returns undefined when absent or unreadable.
+ *
+ * @example parseRetryAfter(new Headers({ "retry-after": "2" })) // 2000
+ */
+export function parseRetryAfter(
+  headers: Pick<Headers, "get">,
+  now: number = Date.now(),
+): number | undefined {
   const ms = headers.get("retry-after-ms");
   if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
   const value = headers.get("retry-after");

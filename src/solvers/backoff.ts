@@ -27,24 +27,7 @@ export function retryDelayMs(
   return Math.floor(random() * ceiling);
 }
 
-/**
- * Reads the wait a server asked for: `retry-after-ms` (OpenAI), else `Retry-After` as seconds
- * or an HTTP date. Returns undefined when absent or unreadable.
- *
- * @example parseRetryAfter(new Headers({ "retry-after": "2" })) // 2000
- */
-export function parseRetryAfter(
-  headers: Pick<Headers, "get">,
-  now: number = Date.now(),
-): number | undefined {
-  const ms = headers.get("retry-after-ms");
-  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
-  const value = headers.get("retry-after");
-  if (value === null || value.trim() === "") return undefined;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
+export { parseRetryAfter } from "../core/rate-headers.js";
 
 /**
  * Waits `ms`, or rejects with the signal's reason as soon as it aborts.
