@@ -15,12 +15,21 @@ interface Bounded {
 }
 
 /**
+ * The clock of an attempt's timeout: `pause` while the attempt waits on something that is not its
+ * own work (a provider batch: it may take hours), `resume` after. Pauses nest.
+ */
+export interface TimeoutClock {
+  pause(): void;
+  resume(): void;
+}
+
+/**
  * Runs `work` with a signal that fires on the run's abort or after the task's timeout (an
- * `AttemptTimedOut` reason), and cleans up after.
+ * `AttemptTimedOut` reason), and cleans up after. The time the clock is paused is not counted.
  */
 export async function withTimeout<T>(
   task: Bounded,
-  work: (signal: AbortSignal) => Promise<T>,
+  work: (signal: AbortSignal, clock?: TimeoutClock) => Promise<T>,
 ): Promise<T> {
   if (task.timeoutMs === undefined) {
     // Without a timeout the run's own signal is the attempt's: no controller and listener per
@@ -31,12 +40,27 @@ export async function withTimeout<T>(
   const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
   task.abort.addEventListener("abort", onAbort, { once: true });
   if (task.abort.aborted) onAbort();
-  const timer = setTimeout(
-    () => controller.abort(new AttemptTimedOut(`timed out after ${task.timeoutMs} ms`)),
-    task.timeoutMs,
-  );
+  const timeoutMs = task.timeoutMs;
+  const fire = () => controller.abort(new AttemptTimedOut(`timed out after ${timeoutMs} ms`));
+  let left = timeoutMs;
+  let since = performance.now();
+  let timer: NodeJS.Timeout | undefined = setTimeout(fire, left);
+  let paused = 0;
+  const clock: TimeoutClock = {
+    pause: () => {
+      if (paused++ > 0 || timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      left -= performance.now() - since;
+    },
+    resume: () => {
+      if (--paused > 0 || timer !== undefined || controller.signal.aborted) return;
+      since = performance.now();
+      timer = setTimeout(fire, Math.max(0, left));
+    },
+  };
   try {
-    return await work(controller.signal);
+    return await work(controller.signal, clock);
   } finally {
     clearTimeout(timer);
     task.abort.removeEventListener("abort", onAbort);

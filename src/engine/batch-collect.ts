@@ -16,6 +16,8 @@ export interface CollectParts {
   events?: BatchEvents | undefined;
   /** The batches running at the provider, by nonce, while this one runs (what a cancel cancels). */
   open: Map<string, { client: BatchClient; batchId: string }>;
+  /** Called once the batch exists at the provider (its id recorded), before it is looked at. */
+  created?: () => void;
 }
 
 /**
@@ -55,6 +57,7 @@ export async function collectBatch(parts: CollectParts): Promise<Map<string, Bat
   }
   emit({ type: "batch", phase: lines ? "submitted" : "adopted", nonce, batchId, requests });
   parts.open.set(nonce, { client, batchId });
+  parts.created?.();
   try {
     return await untilEnded(parts, batchId);
   } finally {

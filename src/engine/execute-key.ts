@@ -8,7 +8,13 @@ import type { Redactor } from "../core/secrets.js";
 import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
 import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
-import { AttemptAborted, solverError, untilAborted, withTimeout } from "./attempt-signal.js";
+import {
+  AttemptAborted,
+  solverError,
+  untilAborted,
+  withTimeout,
+  type TimeoutClock,
+} from "./attempt-signal.js";
 import { SampleBudget } from "./sample-budget.js";
 import { limitedSolve } from "./limited-solve.js";
 import type { SampleLimits } from "../core/limits.js";
@@ -68,7 +74,31 @@ export interface KeyTask {
 export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
   const startedAt = new Date();
   const t0 = performance.now();
-  return withTimeout(task, (signal) => attempt(task, signal, startedAt, t0));
+  return withTimeout(task, (signal, clock) =>
+    attempt(
+      clock && task.batch ? { ...task, batch: paused(task.batch, clock) } : task,
+      signal,
+      startedAt,
+      t0,
+    ),
+  );
+}
+
+/**
+ * A key's way into the run's batches with its timeout's clock stopped while it waits: a batch
+ * may take up to its window (24 hours), which is not the sample's own time.
+ */
+function paused(channel: BatchChannel, clock: TimeoutClock): BatchChannel {
+  return {
+    send: async (call, signal) => {
+      clock.pause();
+      try {
+        return await channel.send(call, signal);
+      } finally {
+        clock.resume();
+      }
+    },
+  };
 }
 
 async function attempt(

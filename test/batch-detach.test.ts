@@ -1,0 +1,196 @@
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { perTest } from "./helpers/eval-project.js";
+import { batchEval } from "./helpers/batch-eval.js";
+import { startServe } from "./helpers/serve.js";
+import { startMockBatch, type MockBatchServer } from "./helpers/mock-batch.js";
+
+// `stet run --batch --detach` against a local server of the providers' batch protocols: the run
+// submits its batches and exits; it is listed as waiting with no owner; `stet resume` collects,
+// `stet cancel` cancels the open batches at the server, and a server's boot recovery leaves them.
+
+const { project } = perTest();
+const mocks: MockBatchServer[] = [];
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) cleanups.pop()!();
+  while (mocks.length) await mocks.pop()!.close();
+});
+
+async function mockBatch(delayMs: number) {
+  const mock = await startMockBatch({ delayMs });
+  mocks.push(mock);
+  return mock;
+}
+
+const envOf = (mock: MockBatchServer) => ({
+  OPENAI_BASE_URL: mock.url,
+  OPENAI_API_KEY: "sk-batch-detach-0123456789",
+});
+
+/** The batches' creations the server saw (OpenAI's POST /v1/batches). */
+const creations = (mock: MockBatchServer) =>
+  mock.log.filter((line) => line === "POST /v1/batches").length;
+
+function statuses(db: string, runId: string): Record<string, number> {
+  const raw = new Database(db, { readonly: true });
+  try {
+    const rows = raw
+      .prepare(
+        "SELECT status, COUNT(*) AS n FROM attempts_now WHERE run_id = ? GROUP BY status ORDER BY status",
+      )
+      .all(runId) as { status: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  } finally {
+    raw.close();
+  }
+}
+
+interface ListedRow {
+  id: string;
+  status: string;
+  batches?: {
+    waiting: number;
+    total: number;
+    waitingRequests: number;
+    batches: { batchId: string | null; status: string; requests: number; ageMs: number }[];
+  };
+}
+
+/** Starts a detached run of `n` samples (`extra`: more of the eval) and checks it left at once. */
+async function detached(mock: MockBatchServer, runId: string, n: number, extra = "") {
+  const eval_ = batchEval(n, `batch: { pollSeconds: 0.05${extra} },`);
+  const { dir, db } = project({ "eval.mjs": eval_ });
+  const env = envOf(mock);
+  const run = await runCli(["run", "eval.mjs", "--run-id", runId, "--detach"], { cwd: dir, env });
+  expect(run.code, run.stderr + run.stdout).toBe(0);
+  expect(run.stdout + run.stderr).toContain(`run ${runId}`);
+  expect(run.stderr).toMatch(/detached: waiting on \d+ provider batch/);
+  expect(run.stderr).toContain(`stet resume ${runId}`);
+  expect(statuses(db, runId)).toEqual({});
+  return { dir, db, env };
+}
+
+describe("stet run --batch --detach", () => {
+  it("submits the batch and exits 0; list shows the run waiting with no owner; resume collects it without a new batch", async () => {
+    const mock = await mockBatch(600_000);
+    const { dir, db, env } = await detached(mock, "r_detach", 20);
+    expect(creations(mock)).toBe(1);
+    expect(mock.batches).toHaveLength(1);
+    expect(mock.batches[0]!.items).toHaveLength(20);
+    expect(mock.batches[0]!.status).toBe("running");
+
+    const list = await runCli(["list"], { cwd: dir });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/r_detach .*interrupted, waiting on 1 batch \(20 requests, 0m\)/);
+    const json = await runCli(["list", "--json"], { cwd: dir });
+    const [row] = JSON.parse(json.stdout) as ListedRow[];
+    expect(row).toMatchObject({
+      id: "r_detach",
+      status: "interrupted",
+      batches: {
+        waiting: 1,
+        total: 1,
+        waitingRequests: 20,
+        batches: [{ batchId: mock.batches[0]!.id, status: "submitted", requests: 20 }],
+      },
+    });
+    expect(row!.batches!.batches[0]!.ageMs).toBeGreaterThanOrEqual(0);
+
+    // The provider finishes the batch; the resume adopts it: no new batch, nothing billed twice.
+    mock.batches[0]!.endsAt = 0;
+    const resumed = await runCli(["resume", "r_detach"], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(creations(mock)).toBe(1);
+    expect(statuses(db, "r_detach")).toEqual({ scored: 20 });
+    const billed = mock.billed();
+    expect(Object.keys(billed)).toHaveLength(20);
+    expect(Object.values(billed).every((n) => n === 1)).toBe(true);
+    const after = JSON.parse(
+      (await runCli(["list", "--json"], { cwd: dir })).stdout,
+    ) as ListedRow[];
+    expect(after[0]).toMatchObject({ status: "completed", batches: { waiting: 0, total: 1 } });
+  }, 60_000);
+
+  it("refuses --detach without batches, before anything runs", async () => {
+    const mock = await mockBatch(0);
+    const { dir } = project({ "eval.mjs": batchEval(3) });
+    const run = await runCli(["run", "eval.mjs", "--detach"], { cwd: dir, env: envOf(mock) });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--detach leaves a run's provider batches to a later resume/);
+    expect(mock.log).toEqual([]);
+  });
+
+  it("stet cancel on the waiting run cancels its open batch at the server and keeps what finished", async () => {
+    const mock = await mockBatch(600_000);
+    // Two batches of 5: the first finishes at the provider, the second is still running.
+    const { dir, db, env } = await detached(mock, "r_detach_cancel", 10, ", maxRequests: 5");
+    expect(creations(mock)).toBe(2);
+    const [first, second] = mock.batches;
+    first!.endsAt = 0;
+
+    const cancel = await runCli(["cancel", "r_detach_cancel"], { cwd: dir, env });
+    expect(cancel.code, cancel.stderr + cancel.stdout).toBe(0);
+    expect(cancel.stdout).toMatch(/1 provider batch cancelled, 1 ended already/);
+    expect(mock.log).toContain(`POST /v1/batches/${second!.id}/cancel`);
+    expect(mock.log).not.toContain(`POST /v1/batches/${first!.id}/cancel`);
+    expect(second!.status).toBe("cancelled");
+    const listed = JSON.parse(
+      (await runCli(["list", "--json"], { cwd: dir })).stdout,
+    ) as ListedRow[];
+    expect(listed[0]!.batches).toMatchObject({ waiting: 1, total: 2, waitingRequests: 5 });
+
+    // The resume collects the finished batch (bought once, no new batch for its keys); the
+    // cancelled requests never ran: they go in one new batch, which the provider then finishes.
+    const finish = setInterval(() => mock.batches.slice(2).forEach((b) => (b.endsAt = 0)), 20);
+    cleanups.push(() => clearInterval(finish));
+    const resumed = await runCli(["resume", "r_detach_cancel"], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(statuses(db, "r_detach_cancel")).toEqual({ scored: 10 });
+    expect(creations(mock)).toBe(3);
+    const keys = (b: (typeof mock.batches)[number]) => b.items.map((i) => i.key).sort();
+    expect(keys(mock.batches[2]!)).toEqual(keys(second!));
+    const billed = mock.billed();
+    expect(Object.keys(billed)).toHaveLength(10);
+    expect(Object.values(billed).every((n) => n === 1)).toBe(true);
+  }, 60_000);
+
+  it("a server booting on the store never submits the waiting run's batches again; its API shows them", async () => {
+    const mock = await mockBatch(600_000);
+    const { db, env } = await detached(mock, "r_detach_serve", 8);
+    expect(creations(mock)).toBe(1);
+    const server = await startServe(["--store", db], env);
+    cleanups.push(() => void server.proc.child.kill("SIGKILL"));
+    const run = (await (await server.fetch("/api/runs/r_detach_serve")).json()) as ListedRow;
+    expect(run).toMatchObject({
+      status: "interrupted",
+      batches: { waiting: 1, total: 1, batches: [{ batchId: mock.batches[0]!.id, requests: 8 }] },
+    });
+    const page = (await (await server.fetch("/api/runs")).json()) as { runs: ListedRow[] };
+    expect(page.runs[0]).toMatchObject({ id: "r_detach_serve", batches: { waiting: 1 } });
+    // The boot's recovery sweep has run (the server answered); give a sweep's worth of time.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(creations(mock)).toBe(1);
+    expect(mock.log.filter((line) => line.startsWith("POST"))).toEqual([
+      "POST /v1/files",
+      "POST /v1/batches",
+    ]);
+  }, 60_000);
+
+  it("a sample's timeout does not count the time its key waits on the batch", async () => {
+    // Each batch takes 1.5 s at the provider; the samples' timeout is 400 ms of their own time.
+    const mock = await mockBatch(1_500);
+    const { dir, db } = project({ "eval.mjs": batchEval(6, "batch: { pollSeconds: 0.05 },") });
+    const run = await runCli(
+      ["run", "eval.mjs", "--run-id", "r_batch_timeout", "--timeout", "400"],
+      {
+        cwd: dir,
+        env: envOf(mock),
+      },
+    );
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(statuses(db, "r_batch_timeout")).toEqual({ scored: 6 });
+    expect(creations(mock)).toBe(1);
+  }, 60_000);
+});
