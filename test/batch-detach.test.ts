@@ -4,6 +4,7 @@ import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
 import { batchEval } from "./helpers/batch-eval.js";
 import { startServe } from "./helpers/serve.js";
+import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
 import { startMockBatch, type MockBatchServer } from "./helpers/mock-batch.js";
 
 // `stet run --batch --detach` against a local server of the providers' batch protocols: the run
@@ -169,6 +170,24 @@ describe("stet run --batch --detach", () => {
     });
     const page = (await (await server.fetch("/api/runs")).json()) as { runs: ListedRow[] };
     expect(page.runs[0]).toMatchObject({ id: "r_detach_serve", batches: { waiting: 1 } });
+    if (!SKIP_BROWSER) {
+      // The web UI says it too: in the runs list, and on the run's page.
+      const { page, close } = await openPage(`${server.url}/`);
+      try {
+        const row = page.locator('tr[data-run="r_detach_serve"]');
+        await row.locator(".batches").waitFor();
+        await expect(row.locator(".batches").textContent()).resolves.toMatch(
+          /waiting on 1 provider batch \(8 requests, oldest 0m\)/,
+        );
+        await row.getByRole("link", { name: "r_detach_serve" }).click();
+        await page.locator(".meta.batches").waitFor();
+        await expect(page.locator(".meta.batches").textContent()).resolves.toMatch(
+          /^Batches: waiting on 1 provider batch/,
+        );
+      } finally {
+        await close();
+      }
+    }
     // The boot's recovery sweep has run (the server answered); give a sweep's worth of time.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(creations(mock)).toBe(1);
