@@ -213,3 +213,67 @@ describe("stet run --batch --detach", () => {
     expect(creations(mock)).toBe(1);
   }, 60_000);
 });
+
+describe("scorers.modelGraded under --batch", () => {
+  it("judges through the run's batches at the batch tier: one solver batch, one judge batch, across a detach and a resume, nothing sent one by one", async () => {
+    // The judge's prompt carries the template's "GRADE:" lines: the mock grades it C.
+    const mock = await startMockBatch({
+      delayMs: 600_000,
+      reply: (key) => (key.includes("GRADE:") ? "Matches the target.\nGRADE: C" : `answer: ${key}`),
+    });
+    mocks.push(mock);
+    const text = batchEval(12, "batch: { pollSeconds: 0.05 },").replace(
+      "scorers: [scorers.exact()],",
+      'scorers: [scorers.exact(), scorers.modelGraded({ model: "gpt-4o-mini" })],',
+    );
+    const { dir, db } = project({ "eval.mjs": text });
+    const env = envOf(mock);
+    const run = await runCli(["run", "eval.mjs", "--run-id", "r_judged", "--detach"], {
+      cwd: dir,
+      env,
+    });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(creations(mock)).toBe(1);
+
+    // The provider finishes each batch as soon as it exists.
+    const finish = setInterval(() => mock.batches.forEach((b) => (b.endsAt = 0)), 20);
+    cleanups.push(() => clearInterval(finish));
+    const resumed = await runCli(["resume", "r_judged", "--json"], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(creations(mock)).toBe(2);
+    const [solved, judged] = mock.batches;
+    expect(solved!.items.every((i) => !i.key.includes("GRADE:"))).toBe(true);
+    expect(judged!.items).toHaveLength(12);
+    expect(judged!.items.every((i) => i.key.includes("GRADE:"))).toBe(true);
+    // Nothing went to the direct chat endpoint, and every request was billed once.
+    expect(mock.log.filter((l) => l.includes("/chat/completions"))).toEqual([]);
+    const billed = mock.billed();
+    expect(Object.keys(billed)).toHaveLength(24);
+    expect(Object.values(billed).every((n) => n === 1)).toBe(true);
+
+    const report = JSON.parse(resumed.stdout) as {
+      metrics: { scorer: string; mean: number }[];
+    };
+    expect(report.metrics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ scorer: "exact", mean: 1 }),
+        expect.objectContaining({ scorer: "model_graded", mean: 1 }),
+      ]),
+    );
+    // Each attempt paid for two calls (the answer and its judging), both at the batch tier.
+    const perCall = (10 * 0.075 + 5 * 0.3) / 1e6;
+    const raw = new Database(db, { readonly: true });
+    try {
+      const rows = raw
+        .prepare("SELECT status, cost_usd FROM attempts WHERE run_id = 'r_judged'")
+        .all() as { status: string; cost_usd: number }[];
+      expect(rows).toHaveLength(12);
+      for (const row of rows) {
+        expect(row.status).toBe("scored");
+        expect(row.cost_usd).toBeCloseTo(2 * perCall, 15);
+      }
+    } finally {
+      raw.close();
+    }
+  }, 60_000);
+});
