@@ -157,6 +157,34 @@ describe("stet run --batch --detach", () => {
     expect(Object.values(billed).every((n) => n === 1)).toBe(true);
   }, 60_000);
 
+  it("Anthropic's Message Batches: detach, then stet cancel cancels the open batch at the server", async () => {
+    const mock = await mockBatch(600_000);
+    const model = "anthropic:claude-haiku-4-5";
+    const { dir } = project({ "eval.mjs": batchEval(6, "batch: { pollSeconds: 0.05 },", model) });
+    const env = {
+      ANTHROPIC_BASE_URL: mock.anthropicURL,
+      ANTHROPIC_API_KEY: "sk-ant-detach-0123456789",
+    };
+    const run = await runCli(["run", "eval.mjs", "--run-id", "r_detach_ant", "--detach"], {
+      cwd: dir,
+      env,
+    });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(mock.log.filter((l) => l === "POST /v1/messages/batches")).toHaveLength(1);
+    const [batch] = mock.batches;
+    expect(batch).toMatchObject({ protocol: "anthropic", status: "running" });
+    const cancel = await runCli(["cancel", "r_detach_ant", "--json"], { cwd: dir, env });
+    expect(cancel.code, cancel.stderr + cancel.stdout).toBe(0);
+    expect(JSON.parse(cancel.stdout.trim().split("\n")[0]!)).toMatchObject({
+      outcome: "batches-cancelled",
+      batches: { cancelled: 1, ended: 0, left: [] },
+    });
+    expect(mock.log).toContain(`POST /v1/messages/batches/${batch!.id}/cancel`);
+    expect(batch!.status).toBe("cancelled");
+    const shown = await runCli(["show", "r_detach_ant"], { cwd: dir });
+    expect(shown.stdout).toMatch(/batches {2}waiting on 0 of 1/);
+  }, 60_000);
+
   it("a server booting on the store never submits the waiting run's batches again; its API shows them", async () => {
     const mock = await mockBatch(600_000);
     const { db, env } = await detached(mock, "r_detach_serve", 8);
