@@ -1,10 +1,12 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { runCli, startCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
 import { batchEval } from "./helpers/batch-eval.js";
 import { startServe } from "./helpers/serve.js";
 import { openPage, SKIP_BROWSER } from "./helpers/browser.js";
+import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 import { startMockBatch, type MockBatchServer } from "./helpers/mock-batch.js";
 
 // `stet run --batch --detach` against a local server of the providers' batch protocols: the run
@@ -157,6 +159,25 @@ describe("stet run --batch --detach", () => {
     expect(Object.values(billed).every((n) => n === 1)).toBe(true);
   }, 60_000);
 
+  it("stet cancel on a run whose owner was killed while its batch ran: the run is interrupted and the batch cancelled at the server", async () => {
+    const mock = await mockBatch(600_000);
+    const { dir } = project({ "eval.mjs": batchEval(6, "batch: { pollSeconds: 0.05 },") });
+    const env = envOf(mock);
+    const child = startCli(["run", "eval.mjs", "--run-id", "r_killed_batch"], { cwd: dir, env });
+    while (!mock.log.some((line) => line.startsWith("GET /v1/batches/"))) await sleep(50);
+    child.child.kill("SIGKILL");
+    expect((await child.done).signal).toBe("SIGKILL");
+    const cancel = await runCli(["cancel", "r_killed_batch", "--json"], { cwd: dir, env });
+    expect(cancel.code, cancel.stderr + cancel.stdout).toBe(0);
+    expect(JSON.parse(cancel.stdout.trim().split("\n")[0]!)).toMatchObject({
+      outcome: "interrupted",
+      status: "interrupted",
+      batches: { cancelled: 1, ended: 0, left: [] },
+    });
+    expect(mock.log).toContain(`POST /v1/batches/${mock.batches[0]!.id}/cancel`);
+    expect(creations(mock)).toBe(1);
+  }, 60_000);
+
   it("Anthropic's Message Batches: detach, then stet cancel cancels the open batch at the server", async () => {
     const mock = await mockBatch(600_000);
     const model = "anthropic:claude-haiku-4-5";
@@ -303,5 +324,49 @@ describe("scorers.modelGraded under --batch", () => {
     } finally {
       raw.close();
     }
+  }, 60_000);
+});
+
+describe.skipIf(SKIP_POSTGRES)("stet run --batch --detach on a PostgreSQL store", () => {
+  it("detaches, lists the run waiting, cancels its open batch, and a resume collects the rest buying nothing twice", async () => {
+    const mock = await mockBatch(600_000);
+    const { url, db } = testSchemaPool();
+    const { dir } = project({
+      "eval.mjs": batchEval(10, "batch: { pollSeconds: 0.05, maxRequests: 5 },"),
+    });
+    const env = { ...envOf(mock), STET_STORE: url };
+    const run = await runCli(["run", "eval.mjs", "--run-id", "r_pg_detach", "--detach"], {
+      cwd: dir,
+      env,
+    });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(creations(mock)).toBe(2);
+    const listed = JSON.parse(
+      (await runCli(["list", "--json"], { cwd: dir, env })).stdout,
+    ) as ListedRow[];
+    expect(listed[0]).toMatchObject({
+      id: "r_pg_detach",
+      status: "interrupted",
+      batches: { waiting: 2, total: 2, waitingRequests: 10 },
+    });
+
+    const [first, second] = mock.batches;
+    first!.endsAt = 0;
+    const cancel = await runCli(["cancel", "r_pg_detach"], { cwd: dir, env });
+    expect(cancel.code, cancel.stderr + cancel.stdout).toBe(0);
+    expect(mock.log).toContain(`POST /v1/batches/${second!.id}/cancel`);
+
+    const finish = setInterval(() => mock.batches.slice(2).forEach((b) => (b.endsAt = 0)), 20);
+    cleanups.push(() => clearInterval(finish));
+    const resumed = await runCli(["resume", "r_pg_detach"], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(creations(mock)).toBe(3);
+    const scored = await db.query<{ n: string }>(
+      "SELECT COUNT(DISTINCT sample_id) AS n FROM attempts WHERE run_id = 'r_pg_detach' AND status = 'scored'",
+    );
+    expect(Number(scored.rows[0]!.n)).toBe(10);
+    const billed = mock.billed();
+    expect(Object.keys(billed)).toHaveLength(10);
+    expect(Object.values(billed).every((n) => n === 1)).toBe(true);
   }, 60_000);
 });
