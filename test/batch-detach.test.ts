@@ -264,7 +264,7 @@ describe("stet run --batch --detach", () => {
 });
 
 describe("scorers.modelGraded under --batch", () => {
-  it("judges through the run's batches at the batch tier: one solver batch, one judge batch, across a detach and a resume, nothing sent one by one", async () => {
+  it("judges through the run's batches at the batch tier: one solver batch, one judge batch, across two detaches and a resume, nothing sent one by one", async () => {
     // The judge's prompt carries the template's "GRADE:" lines: the mock grades it C.
     const mock = await startMockBatch({
       delayMs: 600_000,
@@ -283,6 +283,14 @@ describe("scorers.modelGraded under --batch", () => {
     });
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(creations(mock)).toBe(1);
+
+    // The answers' batch ends; `resume --detach` collects it, submits the judgings and leaves.
+    mock.batches[0]!.endsAt = 0;
+    const again = await runCli(["resume", "r_judged", "--detach"], { cwd: dir, env });
+    expect(again.code, again.stderr + again.stdout).toBe(0);
+    expect(again.stderr).toMatch(/r_judged detached: waiting on 1 provider batch/);
+    expect(creations(mock)).toBe(2);
+    expect(statuses(db, "r_judged")).toEqual({});
 
     // The provider finishes each batch as soon as it exists.
     const finish = setInterval(() => mock.batches.forEach((b) => (b.endsAt = 0)), 20);

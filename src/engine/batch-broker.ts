@@ -165,7 +165,7 @@ export class BatchBroker {
     this.#running.set(nonce, waiting);
   }
 
-  /** The batch of `nonce` is created: who waits on it is parked there. */
+  /** The batch of `nonce` runs at the provider: who waits on it is parked there. */
   #batchCreated(nonce: string): void {
     this.#created.add(nonce);
     for (const then of this.#running.get(nonce) ?? []) then();
