@@ -206,10 +206,17 @@ describe("stet run --batch --detach", () => {
     expect(shown.stdout).toMatch(/batches {2}waiting on 0 of 1/);
   }, 60_000);
 
-  it("a server booting on the store never submits the waiting run's batches again; its API shows them", async () => {
+  it("a server booting on the store never submits a waiting run's batches again (detached, or its owner killed); its API and UI show them", async () => {
     const mock = await mockBatch(600_000);
-    const { db, env } = await detached(mock, "r_detach_serve", 8);
+    const { dir, db, env } = await detached(mock, "r_detach_serve", 8);
     expect(creations(mock)).toBe(1);
+    // A second batched run of the store, SIGKILLed while its batch ran: still marked running.
+    const killed = startCli(["run", "eval.mjs", "--run-id", "r_killed_serve"], { cwd: dir, env });
+    while (creations(mock) < 2 || !mock.log.includes(`GET /v1/batches/${mock.batches[1]?.id}`)) {
+      await sleep(50);
+    }
+    killed.child.kill("SIGKILL");
+    expect((await killed.done).signal).toBe("SIGKILL");
     const server = await startServe(["--store", db], env);
     cleanups.push(() => void server.proc.child.kill("SIGKILL"));
     const run = (await (await server.fetch("/api/runs/r_detach_serve")).json()) as ListedRow;
@@ -218,7 +225,9 @@ describe("stet run --batch --detach", () => {
       batches: { waiting: 1, total: 1, batches: [{ batchId: mock.batches[0]!.id, requests: 8 }] },
     });
     const page = (await (await server.fetch("/api/runs")).json()) as { runs: ListedRow[] };
-    expect(page.runs[0]).toMatchObject({ id: "r_detach_serve", batches: { waiting: 1 } });
+    expect(page.runs.find((r) => r.id === "r_detach_serve")).toMatchObject({
+      batches: { waiting: 1 },
+    });
     if (!SKIP_BROWSER) {
       // The web UI says it too: in the runs list, and on the run's page.
       const { page, close } = await openPage(`${server.url}/`);
@@ -237,10 +246,15 @@ describe("stet run --batch --detach", () => {
         await close();
       }
     }
-    // The boot's recovery sweep has run (the server answered); give a sweep's worth of time.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(creations(mock)).toBe(1);
+    // The boot's recovery sweep ran before the server listened: the killed run is interrupted,
+    // and neither run's batch was submitted again.
+    expect(server.proc.stderr()).toMatch(/recovered run r_killed_serve/);
+    const recovered = (await (await server.fetch("/api/runs/r_killed_serve")).json()) as ListedRow;
+    expect(recovered).toMatchObject({ status: "interrupted", batches: { waiting: 1 } });
+    expect(creations(mock)).toBe(2);
     expect(mock.log.filter((line) => line.startsWith("POST"))).toEqual([
+      "POST /v1/files",
+      "POST /v1/batches",
       "POST /v1/files",
       "POST /v1/batches",
     ]);
