@@ -44,7 +44,7 @@ export interface BrokerParts {
   lingerMs?: number;
   /**
    * `--detach`: called once, when every key of the execution is either ended or waiting on a
-   * batch the provider has created (its id recorded), and none is still to be dispatched: the
+   * batch a look found running at the provider (its id recorded), and none is still to come: the
    * execution may stop and leave the batches to a later resume. `batches` is how many.
    */
   detached?: (batches: number) => void;
@@ -73,11 +73,12 @@ export class BatchBroker {
   #checking = false;
   readonly #open = new Map<string, { client: BatchClient; batchId: string }>();
   #started = 0;
-  /** Waiting keys whose batch the provider has created, by key, with its nonce. */
+  /** Waiting keys whose batch a look found running at the provider, by key, with its nonce. */
   readonly #parked = new Map<string, string>();
-  /** Nonces of the submissions whose batch is created (its id known), with who waits on each. */
-  readonly #running = new Map<string, Array<() => void>>();
-  readonly #created = new Set<string>();
+  /** Who waits to be parked on each submission's batch, by nonce, until a look finds it running. */
+  readonly #parkers = new Map<string, Array<() => void>>();
+  /** Nonces of the submissions whose batch a look found running at the provider. */
+  readonly #seenRunning = new Set<string>();
   #detached = false;
 
   private constructor(parts: BrokerParts) {
@@ -131,7 +132,7 @@ export class BatchBroker {
       const adopted = this.#adoptable.get(`${name}\n${hash}`);
       if (adopted) {
         this.#adoptable.delete(`${name}\n${hash}`);
-        this.#whenCreated(adopted.submission.nonce, () =>
+        this.#whenRunning(adopted.submission.nonce, () =>
           this.#park(name, adopted.submission.nonce),
         );
         const results = await untilAborted(this.#collect(adopted.submission, call.client), signal);
@@ -157,19 +158,19 @@ export class BatchBroker {
     }
   }
 
-  /** Runs `then` once the batch of submission `nonce` is created at the provider. */
-  #whenCreated(nonce: string, then: () => void): void {
-    if (this.#created.has(nonce)) return then();
-    const waiting = this.#running.get(nonce) ?? [];
+  /** Runs `then` once a look finds the batch of submission `nonce` running at the provider. */
+  #whenRunning(nonce: string, then: () => void): void {
+    if (this.#seenRunning.has(nonce)) return then();
+    const waiting = this.#parkers.get(nonce) ?? [];
     waiting.push(then);
-    this.#running.set(nonce, waiting);
+    this.#parkers.set(nonce, waiting);
   }
 
   /** The batch of `nonce` runs at the provider: who waits on it is parked there. */
-  #batchCreated(nonce: string): void {
-    this.#created.add(nonce);
-    for (const then of this.#running.get(nonce) ?? []) then();
-    this.#running.delete(nonce);
+  #batchRunning(nonce: string): void {
+    this.#seenRunning.add(nonce);
+    for (const then of this.#parkers.get(nonce) ?? []) then();
+    this.#parkers.delete(nonce);
   }
 
   #park(name: string, nonce: string): void {
@@ -226,7 +227,7 @@ export class BatchBroker {
   }
 
   /**
-   * `--detach`: once nothing is queued or to come and every waiting key's batch is created, the
+   * `--detach`: once nothing is queued or to come and every waiting key's batch runs, the
    * execution is told it may stop (once). A spend cap's probe (its first key alone) is not the end
    * of the dispatching: the rest are still to come.
    */
@@ -284,7 +285,7 @@ export class BatchBroker {
       // Recorded before the provider is asked: a kill from here on leaves what a resume adopts.
       const { batchId: _b, status: _s, note: _n, updatedAt: _u, ...recorded } = submission;
       await store.batches.record(recorded);
-      this.#whenCreated(nonce, () => {
+      this.#whenRunning(nonce, () => {
         for (const w of waiters) this.#park(keyString(w.key), nonce);
       });
       const results = await this.#collect(submission, client, lines);
@@ -313,7 +314,7 @@ export class BatchBroker {
         abort: this.#parts.abort,
         events: this.#parts.events,
         open: this.#open,
-        created: () => this.#batchCreated(submission.nonce),
+        running: () => this.#batchRunning(submission.nonce),
       });
       this.#collecting.set(submission.nonce, collecting);
     }

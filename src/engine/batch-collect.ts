@@ -20,7 +20,7 @@ export interface CollectParts {
    * Called each time a look finds the batch running at the provider (its id recorded): its keys
    * wait on the provider alone. A batch found ended is collected first.
    */
-  created?: () => void;
+  running?: () => void;
 }
 
 /**
@@ -84,7 +84,7 @@ async function untilEnded(parts: CollectParts, batchId: string): Promise<Map<str
     }
     if (look.status === "ended") break;
     // Still running at the provider: what waits on it may be left to a later resume (--detach).
-    parts.created?.();
+    parts.running?.();
     await sleep(settings.pollSeconds * 1000, abort);
   }
   const results = await client.results(batchId);
