@@ -275,6 +275,30 @@ describe("stet run --batch --detach", () => {
     expect(statuses(db, "r_batch_timeout")).toEqual({ scored: 6 });
     expect(creations(mock)).toBe(1);
   }, 60_000);
+
+  it("nor does its per-sample wallMs limit", async () => {
+    const mock = await mockBatch(1_500);
+    const extra = "batch: { pollSeconds: 0.05 }, limits: { wallMs: 400 },";
+    const { dir, db } = project({ "eval.mjs": batchEval(6, extra) });
+    const run = await runCli(["run", "eval.mjs", "--run-id", "r_batch_wall"], {
+      cwd: dir,
+      env: envOf(mock),
+    });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    const raw = new Database(db, { readonly: true });
+    try {
+      const rows = raw
+        .prepare("SELECT status, limit_hit, output FROM attempts WHERE run_id = 'r_batch_wall'")
+        .all() as { status: string; limit_hit: string | null; output: string }[];
+      expect(rows).toHaveLength(6);
+      for (const row of rows) {
+        expect(row).toMatchObject({ status: "scored", limit_hit: null });
+        expect(JSON.parse(row.output)).toMatch(/^answer: question \d$/);
+      }
+    } finally {
+      raw.close();
+    }
+  }, 60_000);
 });
 
 describe("scorers.modelGraded under --batch", () => {

@@ -1,5 +1,6 @@
 import { configurationFaultSchema } from "../core/schemas.js";
 import type { AttemptError } from "../core/types.js";
+import { PausableTimer, type TimeoutClock } from "./pausable-timer.js";
 
 /** Thrown when the run aborted an attempt: such an attempt is not recorded, resume re-runs it. */
 export class AttemptAborted extends Error {
@@ -15,17 +16,9 @@ interface Bounded {
 }
 
 /**
- * The clock of an attempt's timeout: `pause` while the attempt waits on something that is not its
- * own work (a provider batch: it may take hours), `resume` after. Pauses nest.
- */
-export interface TimeoutClock {
-  pause(): void;
-  resume(): void;
-}
-
-/**
  * Runs `work` with a signal that fires on the run's abort or after the task's timeout (an
- * `AttemptTimedOut` reason), and cleans up after. The time the clock is paused is not counted.
+ * `AttemptTimedOut` reason), and cleans up after. `work` gets the timeout's clock: the time it
+ * is paused is not counted.
  */
 export async function withTimeout<T>(
   task: Bounded,
@@ -41,28 +34,13 @@ export async function withTimeout<T>(
   task.abort.addEventListener("abort", onAbort, { once: true });
   if (task.abort.aborted) onAbort();
   const timeoutMs = task.timeoutMs;
-  const fire = () => controller.abort(new AttemptTimedOut(`timed out after ${timeoutMs} ms`));
-  let left = timeoutMs;
-  let since = performance.now();
-  let timer: NodeJS.Timeout | undefined = setTimeout(fire, left);
-  let paused = 0;
-  const clock: TimeoutClock = {
-    pause: () => {
-      if (paused++ > 0 || timer === undefined) return;
-      clearTimeout(timer);
-      timer = undefined;
-      left -= performance.now() - since;
-    },
-    resume: () => {
-      if (--paused > 0 || timer !== undefined || controller.signal.aborted) return;
-      since = performance.now();
-      timer = setTimeout(fire, Math.max(0, left));
-    },
-  };
+  const timer = new PausableTimer(timeoutMs, () =>
+    controller.abort(new AttemptTimedOut(`timed out after ${timeoutMs} ms`)),
+  );
   try {
-    return await work(controller.signal, clock);
+    return await work(controller.signal, timer);
   } finally {
-    clearTimeout(timer);
+    timer.clear();
     task.abort.removeEventListener("abort", onAbort);
   }
 }
