@@ -23,6 +23,7 @@ import type {
   Usage,
 } from "../core/types.js";
 import type { LimitName } from "../core/limits.js";
+import type { RunBatches } from "../core/batch.js";
 
 export type { ScorerMetrics as Metric, UsageTotal };
 
@@ -71,6 +72,12 @@ export interface RunSummaryView {
   counts: CountsView;
   /** The run's labels (`--label`, git, CI; `labels` of POST /api/runs), keys sorted. */
   labels: Record<string, string>;
+  /**
+   * A run executed with `batch`: its provider batches, how many it waits on (a run left by
+   * `stet run --detach` waits with no owner until a resume collects them), each one's age and
+   * requests. Absent for a run that never batched.
+   */
+  batches?: RunBatches;
 }
 
 /** A run as GET /api/runs and GET /api/benchmarks/:id list it: with its metrics and spend. */

@@ -245,6 +245,13 @@ function finalCode(io: Io, report: RunReport, options: UiOptions, runId: string)
     io.stderr.write(`${budgetStop(report, runId, options.store)}\n`);
     return EXIT.budget;
   }
+  if (report.status === "interrupted" && report.stopped?.reason === "detached") {
+    // Left on purpose: the provider's batches run on, and a resume collects them.
+    io.stderr.write(
+      `run ${runId} ${report.stopped.note}; ${report.counts.remaining} keys left. Collect them with: ${hint()}\n`,
+    );
+    return EXIT.ok;
+  }
   if (report.status === "interrupted") {
     io.stderr.write(`interrupted; ${report.counts.remaining} keys left. Resume with: ${hint()}\n`);
   } else if (report.status === "errored") {

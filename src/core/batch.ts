@@ -89,3 +89,77 @@ export interface BatchChannel {
 export function customIdOf(nonce: string, index: number): string {
   return `${nonce}-${index}`;
 }
+
+/** One provider batch of a run as listings show it (never a credential: the endpoint is redacted). */
+export interface BatchSummary {
+  nonce: string;
+  /** The provider's id, null until stet knew it (a kill before its create answered). */
+  batchId: string | null;
+  provider: string;
+  endpoint: string;
+  /** recorded, submitted, ended, failed, cancelled or abandoned (see `SubmissionStatus`). */
+  status: string;
+  /** Requests in it. */
+  requests: number;
+  createdAt: string;
+  updatedAt: string;
+  /** Milliseconds since it was recorded, when the summary was made. */
+  ageMs: number;
+  note?: string;
+}
+
+/** A run's provider batches: how many a resume would collect (`waiting`), of how many. */
+export interface RunBatches {
+  waiting: number;
+  total: number;
+  /** Waiting on them: requests in the open batches. */
+  waitingRequests: number;
+  batches: BatchSummary[];
+}
+
+/** Whether a submission's batch is still open at the provider (or not yet found there). */
+export function isOpenBatch(status: string): boolean {
+  return status === "recorded" || status === "submitted";
+}
+
+/**
+ * A run's recorded submissions as listings show them, each with its age at `now`; undefined for a
+ * run that never batched.
+ *
+ * @example summarizeBatches(submissions, Date.now())?.waiting // 1
+ */
+export function summarizeBatches(
+  submissions: readonly {
+    nonce: string;
+    batchId: string | null;
+    provider: string;
+    endpoint: string;
+    status: string;
+    keys: readonly unknown[];
+    createdAt: string;
+    updatedAt: string;
+    note: string | null;
+  }[],
+  now: number,
+): RunBatches | undefined {
+  if (submissions.length === 0) return undefined;
+  const batches = submissions.map((s): BatchSummary => ({
+    nonce: s.nonce,
+    batchId: s.batchId,
+    provider: s.provider,
+    endpoint: s.endpoint,
+    status: s.status,
+    requests: s.keys.length,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    ageMs: Math.max(0, now - Date.parse(s.createdAt)),
+    ...(s.note === null ? {} : { note: s.note }),
+  }));
+  const open = batches.filter((b) => isOpenBatch(b.status));
+  return {
+    waiting: open.length,
+    total: batches.length,
+    waitingRequests: open.reduce((n, b) => n + b.requests, 0),
+    batches,
+  };
+}

@@ -150,7 +150,14 @@ export interface FallbackOutcome {
  * see `engine/budget.ts`).
  */
 export type StopReason =
-  "signal" | "cancel" | "store-unwritable" | "ownership-lost" | "misconfigured" | "budget";
+  | "signal"
+  | "cancel"
+  | "store-unwritable"
+  | "ownership-lost"
+  | "misconfigured"
+  | "budget"
+  /** `--detach`: every key waits on a provider batch; a later resume collects them. */
+  | "detached";
 
 /** What the engine tells its renderers (CLI, server, UI). It never prints. */
 export type RunEvent =

@@ -1,5 +1,6 @@
 import { configurationFaultSchema } from "../core/schemas.js";
 import type { AttemptError } from "../core/types.js";
+import { PausableTimer, type TimeoutClock } from "./pausable-timer.js";
 
 /** Thrown when the run aborted an attempt: such an attempt is not recorded, resume re-runs it. */
 export class AttemptAborted extends Error {
@@ -16,11 +17,12 @@ interface Bounded {
 
 /**
  * Runs `work` with a signal that fires on the run's abort or after the task's timeout (an
- * `AttemptTimedOut` reason), and cleans up after.
+ * `AttemptTimedOut` reason), and cleans up after. `work` gets the timeout's clock: the time it
+ * is paused is not counted.
  */
 export async function withTimeout<T>(
   task: Bounded,
-  work: (signal: AbortSignal) => Promise<T>,
+  work: (signal: AbortSignal, clock?: TimeoutClock) => Promise<T>,
 ): Promise<T> {
   if (task.timeoutMs === undefined) {
     // Without a timeout the run's own signal is the attempt's: no controller and listener per
@@ -31,14 +33,14 @@ export async function withTimeout<T>(
   const onAbort = () => controller.abort(new AttemptAborted("aborted by the run"));
   task.abort.addEventListener("abort", onAbort, { once: true });
   if (task.abort.aborted) onAbort();
-  const timer = setTimeout(
-    () => controller.abort(new AttemptTimedOut(`timed out after ${task.timeoutMs} ms`)),
-    task.timeoutMs,
+  const timeoutMs = task.timeoutMs;
+  const timer = new PausableTimer(timeoutMs, () =>
+    controller.abort(new AttemptTimedOut(`timed out after ${timeoutMs} ms`)),
   );
   try {
-    return await work(controller.signal);
+    return await work(controller.signal, timer);
   } finally {
-    clearTimeout(timer);
+    timer.clear();
     task.abort.removeEventListener("abort", onAbort);
   }
 }

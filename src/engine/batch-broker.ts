@@ -35,11 +35,19 @@ export interface BrokerParts {
    * signal) or while a spend cap's first key goes alone; then only the keys started count.
    */
   dispatching: () => boolean;
+  /** Whether a spend cap's first key goes alone for now (the rest may follow). */
+  probing?: () => boolean;
   /** The execution's immediate stop: polling ends, waiting keys are abandoned. */
   abort: AbortSignal;
   events?: BatchEvents;
   /** Milliseconds without a new call before what waits is submitted anyway. Default 5000. */
   lingerMs?: number;
+  /**
+   * `--detach`: called once, when every key of the execution is either ended or waiting on a
+   * batch a look found running at the provider (its id recorded), and none is still to come: the
+   * execution may stop and leave the batches to a later resume. `batches` is how many.
+   */
+  detached?: (batches: number) => void;
 }
 
 /**
@@ -65,6 +73,13 @@ export class BatchBroker {
   #checking = false;
   readonly #open = new Map<string, { client: BatchClient; batchId: string }>();
   #started = 0;
+  /** Waiting keys whose batch a look found running at the provider, by key, with its nonce. */
+  readonly #parked = new Map<string, string>();
+  /** Who waits to be parked on each submission's batch, by nonce, until a look finds it running. */
+  readonly #parkers = new Map<string, Array<() => void>>();
+  /** Nonces of the submissions whose batch a look found running at the provider. */
+  readonly #seenRunning = new Set<string>();
+  #detached = false;
 
   private constructor(parts: BrokerParts) {
     this.#parts = parts;
@@ -117,11 +132,15 @@ export class BatchBroker {
       const adopted = this.#adoptable.get(`${name}\n${hash}`);
       if (adopted) {
         this.#adoptable.delete(`${name}\n${hash}`);
+        this.#whenRunning(adopted.submission.nonce, () =>
+          this.#park(name, adopted.submission.nonce),
+        );
         const results = await untilAborted(this.#collect(adopted.submission, call.client), signal);
         const result = results.get(adopted.customId);
         if (result?.kind === "succeeded" || result?.kind === "errored") return result;
       }
       for (;;) {
+        this.#parked.delete(name);
         const result = await this.#enqueue({ key, hash, call }, signal);
         if (result.kind === "succeeded" || result.kind === "errored") return result;
         if (result.kind === "cancelled") {
@@ -134,8 +153,30 @@ export class BatchBroker {
       }
     } finally {
       this.#waiting.delete(name);
+      this.#parked.delete(name);
       this.#check();
     }
+  }
+
+  /** Runs `then` once a look finds the batch of submission `nonce` running at the provider. */
+  #whenRunning(nonce: string, then: () => void): void {
+    if (this.#seenRunning.has(nonce)) return then();
+    const waiting = this.#parkers.get(nonce) ?? [];
+    waiting.push(then);
+    this.#parkers.set(nonce, waiting);
+  }
+
+  /** The batch of `nonce` runs at the provider: who waits on it is parked there. */
+  #batchRunning(nonce: string): void {
+    this.#seenRunning.add(nonce);
+    for (const then of this.#parkers.get(nonce) ?? []) then();
+    this.#parkers.delete(nonce);
+  }
+
+  #park(name: string, nonce: string): void {
+    if (!this.#waiting.has(name)) return;
+    this.#parked.set(name, nonce);
+    this.#check();
   }
 
   #enqueue(w: Omit<Waiter, "resolve" | "reject">, signal: AbortSignal): Promise<BatchResult> {
@@ -171,10 +212,11 @@ export class BatchBroker {
   }
 
   #decide(): void {
-    if (this.#queue.length === 0) return;
     const { settings, expected, dispatching } = this.#parts;
     const coming = dispatching() ? expected : this.#started;
     const outstanding = coming - this.#ended - this.#waiting.size;
+    this.#maybeDetach(outstanding);
+    if (this.#queue.length === 0) return;
     clearTimeout(this.#timer);
     if (this.#queue.length >= settings.maxRequests || outstanding <= 0) {
       this.#submit();
@@ -182,6 +224,21 @@ export class BatchBroker {
     }
     this.#timer = setTimeout(() => this.#submit(), this.#parts.lingerMs ?? 5_000);
     this.#timer.unref();
+  }
+
+  /**
+   * `--detach`: once nothing is queued or to come and every waiting key's batch runs, the
+   * execution is told it may stop (once). A spend cap's probe (its first key alone) is not the end
+   * of the dispatching: the rest are still to come.
+   */
+  #maybeDetach(outstanding: number): void {
+    const detached = this.#parts.detached;
+    if (!detached || this.#detached || this.#queue.length > 0 || outstanding > 0) return;
+    const more = this.#parts.dispatching() || this.#parts.probing?.() === true;
+    if (more && this.#started < this.#parts.expected) return;
+    if (this.#waiting.size === 0 || this.#parked.size < this.#waiting.size) return;
+    this.#detached = true;
+    detached(new Set(this.#parked.values()).size);
   }
 
   #submit(): void {
@@ -228,6 +285,9 @@ export class BatchBroker {
       // Recorded before the provider is asked: a kill from here on leaves what a resume adopts.
       const { batchId: _b, status: _s, note: _n, updatedAt: _u, ...recorded } = submission;
       await store.batches.record(recorded);
+      this.#whenRunning(nonce, () => {
+        for (const w of waiters) this.#park(keyString(w.key), nonce);
+      });
       const results = await this.#collect(submission, client, lines);
       for (const [i, w] of waiters.entries()) {
         w.resolve(results.get(lines[i]!.customId) ?? { kind: "expired" });
@@ -254,6 +314,7 @@ export class BatchBroker {
         abort: this.#parts.abort,
         events: this.#parts.events,
         open: this.#open,
+        running: () => this.#batchRunning(submission.nonce),
       });
       this.#collecting.set(submission.nonce, collecting);
     }

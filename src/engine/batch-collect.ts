@@ -16,6 +16,11 @@ export interface CollectParts {
   events?: BatchEvents | undefined;
   /** The batches running at the provider, by nonce, while this one runs (what a cancel cancels). */
   open: Map<string, { client: BatchClient; batchId: string }>;
+  /**
+   * Called each time a look finds the batch running at the provider (its id recorded): its keys
+   * wait on the provider alone. A batch found ended is collected first.
+   */
+  running?: () => void;
 }
 
 /**
@@ -78,6 +83,8 @@ async function untilEnded(parts: CollectParts, batchId: string): Promise<Map<str
       return new Map(submission.keys.map((k) => [k.customId, error]));
     }
     if (look.status === "ended") break;
+    // Still running at the provider: what waits on it may be left to a later resume (--detach).
+    parts.running?.();
     await sleep(settings.pollSeconds * 1000, abort);
   }
   const results = await client.results(batchId);

@@ -9,6 +9,7 @@ import type { AttemptDraft, AttemptError, Key, SampleRecord, Score, Usage } from
 import type { JournalEntry, StepDiscard, StepDraft } from "../store/types.js";
 import { attemptRedaction, type AttemptRedaction } from "./attempt-redaction.js";
 import { AttemptAborted, solverError, untilAborted, withTimeout } from "./attempt-signal.js";
+import { ClockSet, type TimeoutClock } from "./pausable-timer.js";
 import { SampleBudget } from "./sample-budget.js";
 import { limitedSolve } from "./limited-solve.js";
 import type { SampleLimits } from "../core/limits.js";
@@ -68,7 +69,31 @@ export interface KeyTask {
 export async function executeKey(task: KeyTask): Promise<AttemptDraft> {
   const startedAt = new Date();
   const t0 = performance.now();
-  return withTimeout(task, (signal) => attempt(task, signal, startedAt, t0));
+  // A batched key's waits on its batch count against neither its timeout nor its wallMs limit.
+  const clocks = task.batch ? new ClockSet() : undefined;
+  return withTimeout(task, (signal, clock) => {
+    if (!clocks) return attempt(task, signal, startedAt, t0);
+    if (clock) clocks.add(clock);
+    const batch = paused(task.batch!, clocks);
+    return attempt({ ...task, batch }, signal, startedAt, t0, clocks);
+  });
+}
+
+/**
+ * A key's way into the run's batches with its clocks stopped while it waits: a batch may take up
+ * to its window (24 hours), which is not the sample's own time.
+ */
+function paused(channel: BatchChannel, clock: TimeoutClock): BatchChannel {
+  return {
+    send: async (call, signal) => {
+      clock.pause();
+      try {
+        return await channel.send(call, signal);
+      } finally {
+        clock.resume();
+      }
+    },
+  };
 }
 
 async function attempt(
@@ -76,6 +101,7 @@ async function attempt(
   signal: AbortSignal,
   startedAt: Date,
   t0: number,
+  clocks?: ClockSet,
 ): Promise<AttemptDraft> {
   const spent: Spent = { usage: [], retries: 0 };
   // The run's secrets, and from the moment a ctx.chat call names its own key, that key too.
@@ -92,8 +118,16 @@ async function attempt(
   try {
     const returned = await untilAborted(
       budget
-        ? limitedSolve(budget, signal, t0, (limited) =>
-            task.solver(task.record.sample, context(task, limited, spent, journal, scrub, budget)),
+        ? limitedSolve(
+            budget,
+            signal,
+            t0,
+            (limited) =>
+              task.solver(
+                task.record.sample,
+                context(task, limited, spent, journal, scrub, budget),
+              ),
+            clocks,
           )
         : Promise.resolve().then(() => task.solver(task.record.sample, ctx)),
       signal,

@@ -69,6 +69,11 @@ export interface Execution {
   /** Provider batches (`--batch`): the keys' model calls go through them (see BatchBroker). */
   batch?: Required<BatchOptions> | undefined;
   /**
+   * `--detach` (with `batch`): once every key waits on a batch the provider created, the
+   * execution stops (a `detached` stop) and leaves the batches to a later resume.
+   */
+  detach?: boolean;
+  /**
    * Stored attempts to score again, before any key executes: a rescore's, or a resume's scorer
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
    */
@@ -173,17 +178,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   });
   const gate = exec.cap ? new SpendGate(store, run.id, exec.cap, stops) : undefined;
   const { limiter, rateWaits } = rateLimiting(exec, store, counts);
-  const batches = exec.batch
-    ? await BatchBroker.open({
-        store,
-        runId: run.id,
-        settings: exec.batch,
-        expected: plan.toExecute.length,
-        dispatching: () => stops.reason === null && gate?.probing !== true,
-        abort: stops.signal,
-        events: emit,
-      })
-    : undefined;
+  const batches = await batchBroker(exec, store, stops, gate, emit);
   made.batches = batches;
   const misconfigured = watchMisconfiguration();
   let misconfiguration: StopCause["misconfiguration"];
@@ -288,7 +283,41 @@ function stopCause(
   }
   // The note says what the run's stored rows spent in the end, the in-flight keys' cost included.
   if (reason === "budget") return { reason, note: gate!.budget.note() };
-  return reason === "signal" || reason === "cancel" ? { reason, note: stops.note } : null;
+  return reason === "signal" || reason === "cancel" || reason === "detached"
+    ? { reason, note: stops.note }
+    : null;
+}
+
+/**
+ * The execution's provider batches (`exec.batch`; undefined without). With `exec.detach`, the
+ * execution stops (`detached`, at once) once every key waits on a batch the provider created.
+ */
+async function batchBroker(
+  exec: Execution,
+  store: Store,
+  stops: StopControl,
+  gate: SpendGate | undefined,
+  emit: (event: RunEvent) => void,
+): Promise<BatchBroker | undefined> {
+  if (!exec.batch) return undefined;
+  return BatchBroker.open({
+    store,
+    runId: exec.run.id,
+    settings: exec.batch,
+    expected: exec.plan.toExecute.length,
+    dispatching: () => stops.reason === null && gate?.probing !== true,
+    probing: () => stops.reason === null && gate?.probing === true,
+    abort: stops.signal,
+    events: emit,
+    ...(exec.detach
+      ? { detached: (n: number) => stops.stop("detached", true, detachNote(n)) }
+      : {}),
+  });
+}
+
+/** The note a detached run is left with: what it waits on. */
+function detachNote(batches: number): string {
+  return `detached: waiting on ${batches} provider batch${batches === 1 ? "" : "es"}`;
 }
 
 /** The run's write-through writer, reporting its store retries as events. */

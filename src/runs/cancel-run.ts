@@ -4,6 +4,7 @@ import { hostId } from "../engine/owner.js";
 import { expireDeadWorkers } from "../engine/lease-source.js";
 import { liveWorkers } from "./run-workers.js";
 import { recoverRun } from "./recover-orphans.js";
+import { cancelWaitingBatches, type BatchCancels } from "./cancel-batches.js";
 import { requireLeases, type Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
 
@@ -33,11 +34,18 @@ export interface CancelResult {
    * `stopping`: this process is stopping it; `requested`: its owner was asked through the store;
    * `interrupted`: its owner was dead, and the run was recovered on the spot; with `waitMs`,
    * `stopped` (the run's status says how: interrupted, or completed when its last samples were
-   * already finishing) or `still-running` when the wait ran out first.
+   * already finishing) or `still-running` when the wait ran out first; `batches-cancelled`: the
+   * run was not running (left by `--detach`), and its waiting provider batches were cancelled.
    */
-  status: "stopping" | "requested" | "interrupted" | "stopped" | "still-running";
+  status:
+    "stopping" | "requested" | "interrupted" | "stopped" | "still-running" | "batches-cancelled";
   /** The run as last read. */
   run: Run;
+  /**
+   * A run no process executes (not running, or its owner dead) that waits on provider batches:
+   * what cancelling them at the provider did (see `cancelWaitingBatches`).
+   */
+  batches?: BatchCancels;
 }
 
 /**
@@ -54,6 +62,9 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   if (run.config.distributed && run.status === "running") return cancelDistributed(run, options);
   if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
   if (run.status !== "running" || !run.owner) {
+    // Nobody executes it: only its provider batches (a detached run's) can still be running.
+    const batches = await cancelOwnerless(store, runId);
+    if (batches) return { runId, status: "batches-cancelled", run, batches };
     throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
   }
   const recovery = await recoverRun(store, run, {
@@ -61,7 +72,9 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
     because: "interrupted by a cancel request",
   });
   if (recovery?.outcome === "recovered") {
-    return { runId, status: "interrupted", run: await requireRun(store, runId) };
+    const batches = await cancelOwnerless(store, runId);
+    const now = await requireRun(store, runId);
+    return { runId, status: "interrupted", run: now, ...(batches ? { batches } : {}) };
   }
   if (recovery?.outcome !== "alive") throw claimedMeanwhile(runId);
   if (options.throughStore === false) {
@@ -100,6 +113,14 @@ async function cancelDistributed(run: Run, options: CancelOptions): Promise<Canc
   }
   if (options.waitMs === undefined) return { runId, status: "requested", run };
   return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
+}
+
+/** The waiting batches of a run nobody executes, cancelled; undefined when it has none open. */
+async function cancelOwnerless(store: Store, runId: string): Promise<BatchCancels | undefined> {
+  const open = (await store.batches.list(runId)).some(
+    (s) => s.status === "recorded" || s.status === "submitted",
+  );
+  return open ? cancelWaitingBatches(store, runId) : undefined;
 }
 
 async function waitForStop(

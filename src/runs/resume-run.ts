@@ -110,6 +110,11 @@ export interface PlannedResume {
   changedScorers?: string[];
   /** Reused keys a kill kept the run's start from seeding (`owedReuse`): seeded by the claim. */
   reuse?: PlannedReuse;
+  /**
+   * `stet resume --detach`: once every key executed waits on a provider batch, the execution
+   * stops and leaves the run waiting (see `Execution.detach`). Only with batches (`resumeBatch`).
+   */
+  detach?: boolean;
 }
 
 /** Why a resume will not execute anything; `error` is what a shell throws to say so. */
@@ -272,6 +277,7 @@ export async function claimResume(
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...(await resumeBatch(store, run.id, ev)),
   };
+  if (resume.detach && exec.batch) exec.detach = true;
   if (plan.toRescore.length > 0) {
     const rerun = new Set(resume.changedScorers);
     const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples, rerun);
@@ -410,8 +416,10 @@ function recordedChange(
 /**
  * A resume's batches: the eval's (or `--batch`), and always those of a run that has submissions
  * (an execution before this one batched): its keys adopt them instead of being bought again.
+ *
+ * @example if (!(await resumeBatch(store, run.id, resume.eval)).batch) refuseDetach();
  */
-async function resumeBatch(
+export async function resumeBatch(
   store: Store,
   runId: string,
   ev: ResumeEval,

@@ -60,7 +60,13 @@ export interface RunDefinition {
   seed?: AttemptDraft[];
 }
 
-export interface RunEvalOptions extends ExecuteOptions, RunDefinition {}
+export interface RunEvalOptions extends ExecuteOptions, RunDefinition {
+  /**
+   * `--detach` (with the eval's batches): once every key waits on a provider batch, the run is
+   * left interrupted with a note saying so, and a later resume collects the batches.
+   */
+  detach?: boolean;
+}
 
 /**
  * Starts a new run: records its configuration and sample snapshot, then executes every key.
@@ -98,6 +104,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.cache ? { cache: ev.cache } : {}),
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...(ev.batch ? { batch: ev.batch } : {}),
+    ...(ev.batch && options.detach ? { detach: true } : {}),
   };
   return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }

@@ -13,7 +13,10 @@ import {
   resolveEndpoint,
 } from "../solvers/chat-completion.js";
 import type { ChatCompletion, ChatEndpoint, ChatMessage } from "../solvers/chat-completion.js";
-import { providerOf } from "../solvers/model-name.js";
+import { bareModel, providerOf } from "../solvers/model-name.js";
+import { batchedCall, batchPrice } from "../solvers/batch-call.js";
+import type { BatchChannel } from "../core/batch.js";
+import type { CanonicalCall, Provider } from "../solvers/provider.js";
 import { costUsd } from "../solvers/prices.js";
 import type { Price } from "../solvers/prices.js";
 import { parseJson } from "./json-match.js";
@@ -113,9 +116,13 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       const messages: ChatMessage[] = [{ role: "user", content: prompt }];
       const temperature = options.temperature ?? 0;
       const maxTokens = options.maxTokens ?? 1024;
+      // Under --batch the judge's call goes in the run's provider batches, at the batch tier.
+      const batch = provider && ctx.batch;
+      const model = provider ? bareModel(judge as string) : "";
+      const price = batch ? batchPrice(model, options.prices) : options.prices;
       const paidFor = (reply: ModelReply): Usage | undefined => {
         if (reply.usage === undefined) return undefined;
-        const cost = costUsd(reply.model, reply.usage, options.prices);
+        const cost = costUsd(reply.model, reply.usage, price);
         return { ...reply.usage, ...(cost === undefined ? {} : { costUsd: cost }) };
       };
       const send = async () => {
@@ -133,20 +140,23 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
         readGrade(name, sent.content, paidFor(sent));
         return sent;
       };
-      const { reply, cached } = await judgeReply(
-        send,
-        ctx,
-        provider && {
-          input: modelCallIdentity({
-            model: judge as string,
-            messages,
-            temperature,
-            maxTokens,
-            provider: provider.name,
-          }),
-          target: callTarget(options, provider),
-        },
-      );
+      const call = { model, messages, temperature, maxTokens };
+      const { reply, cached } = batch
+        ? { reply: await batchedJudge(batch, provider!, options, call, ctx.signal), cached: false }
+        : await judgeReply(
+            send,
+            ctx,
+            provider && {
+              input: modelCallIdentity({
+                model: judge as string,
+                messages,
+                temperature,
+                maxTokens,
+                provider: provider.name,
+              }),
+              target: callTarget(options, provider),
+            },
+          );
       const paid = paidFor(reply);
       // A reply from the run's reply cache was bought by an earlier call: reused, no spend now.
       const usage = cached && paid ? reusedUsage(paid) : paid;
@@ -164,6 +174,22 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       };
     },
   };
+}
+
+/**
+ * The judge's reply through the run's provider batches (`--batch`): its call waits for its batch
+ * like a solver's, and a request that failed inside the batch throws as a failed request does.
+ * The reply cache is not asked (as for a batched solver's calls).
+ */
+async function batchedJudge(
+  channel: BatchChannel,
+  provider: Provider,
+  options: ModelGradedOptions,
+  call: CanonicalCall,
+  signal: AbortSignal,
+): Promise<ModelReply> {
+  const { usage, ...reply } = await batchedCall(channel, provider, options, call, signal);
+  return { ...reply, model: call.model, ...(usage === undefined ? {} : { usage }) };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { CountsView, OwnerView, RunDetailView, RunSummaryView } from "../api/contract.js";
 import { runModel } from "../core/run-model.js";
+import { summarizeBatches } from "../core/batch.js";
 import type { Owner, Run } from "../core/types.js";
 import {
   readRun,
@@ -87,6 +88,7 @@ export async function runDetail(
   options: { staleMs?: number },
 ): Promise<RunDetailView> {
   const { run, owner, orphaned, report, workers } = await readRun(store, runId, options);
+  const batches = summarizeBatches(await store.batches.list(runId), Date.now());
   const { counts } = report;
   // A distributed run's workers, by id (never their tokens); working ones count while it runs.
   const working = run.status === "running" ? workers?.filter(isWorking).length : 0;
@@ -107,6 +109,7 @@ export async function runDetail(
       counts: { ...summary.counts, limited: counts.limited, limitedBy: report.limitedBy ?? {} },
     }),
     ...(workers ? { workers } : {}),
+    ...(batches ? { batches } : {}),
     config: redactConfig(run.config),
     plan: report.plan,
     metrics: report.metrics,

@@ -1,6 +1,8 @@
 import type { BatchChannel, BatchClient } from "../core/batch.js";
 import type { PriceTiers, Price } from "../core/types.js";
 import { anthropicBatchClient } from "./anthropic-batch.js";
+import { anthropic } from "./anthropic-provider.js";
+import { openai } from "./openai-provider.js";
 import type { ChatEndpoint } from "./chat-completion.js";
 import { resolveEndpoint } from "./chat-completion.js";
 import { openaiBatchClient } from "./openai-batch.js";
@@ -88,4 +90,17 @@ export function batchPrice(model: string, price: Price | undefined): PriceTiers 
   if (cachedInput !== undefined) tiers.cachedInput = cachedInput;
   if (cacheWrite !== undefined) tiers.cacheWrite = cacheWrite;
   return tiers;
+}
+
+/**
+ * The batch client of a recorded submission, for a process that has no eval loaded (`stet
+ * cancel` on a run nobody executes): the recorded provider and endpoint, with the provider's key
+ * from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). The endpoint was recorded without
+ * credentials, so a key given only in the eval's `apiKey` or `headers` is not there.
+ *
+ * @example submissionClient({ provider: "openai", endpoint: "http://127.0.0.1:8080/v1" }).provider // "openai"
+ */
+export function submissionClient(submission: { provider: string; endpoint: string }): BatchClient {
+  const provider = submission.provider === "anthropic" ? anthropic : openai;
+  return batchClientOf({ baseURL: submission.endpoint }, provider as Provider);
 }

@@ -3,7 +3,7 @@ import { getJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, tokens, totalCost, when, type Child } from "./dom.js";
 import { runActions } from "./run-actions.js";
 import { sampleFilters, samplesTable } from "./samples-table.js";
-import { link, message, pause } from "./shared.js";
+import { link, message, pause, waitingOn } from "./shared.js";
 import { throttled } from "./throttle.js";
 import type { FollowEvents, RunDetailView, SamplePageView, WorkerView } from "../api/contract.js";
 import { agreementTable } from "./agreement-table.js";
@@ -199,6 +199,9 @@ function runHead(
         { class: "meta distributed" },
         `Distributed: ${plural(run.activeWorkers ?? 0, "worker")} executing`,
       ),
+    // A batched run left by `stet run --detach` (or stopped while its batches ran).
+    waitingOn(run.batches) !== "" &&
+      h("p", { class: "meta batches" }, `Batches: ${waitingOn(run.batches)}`),
     h(
       "div",
       { class: "actions" },

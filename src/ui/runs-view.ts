@@ -1,7 +1,7 @@
 /** The runs page: every run with status, progress, score and cost, and a form to start one. */
 import { getJson, sse } from "./api.js";
 import { badge, bar, fill, h, score, totalCost, when } from "./dom.js";
-import { link, message, pause, runHref } from "./shared.js";
+import { link, message, pause, runHref, waitingOn } from "./shared.js";
 import type { EvalsView, ExecutionEvents, RunsPageView } from "../api/contract.js";
 
 export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<void> {
@@ -54,6 +54,8 @@ export async function runsView(main: HTMLElement, signal: AbortSignal): Promise<
                   ? ` distributed · ${run.activeWorkers ?? 0} worker${run.activeWorkers === 1 ? "" : "s"}`
                   : " distributed",
               ),
+            waitingOn(run.batches) !== "" &&
+              h("span", { class: "batches" }, ` ${waitingOn(run.batches)}`),
           ),
           h(
             "td",

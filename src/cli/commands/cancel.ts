@@ -15,7 +15,9 @@ export interface CancelFlags {
 /**
  * `stet cancel <run-id>`: asks the run's owner, on this host or any other sharing the store, to
  * stop as on SIGINT (in-flight samples finish, the run becomes interrupted and resumable), and
- * waits until it has. A run whose owner is dead is recovered at once.
+ * waits until it has. A run whose owner is dead is recovered at once. A run nobody executes that
+ * waits on provider batches (`--detach`) has them cancelled at the provider (exit 1 when one
+ * could not be).
  */
 export async function cancelCommand(runId: string, flags: CancelFlags): Promise<number> {
   const io = createIo(flags.json ?? false);
@@ -29,10 +31,21 @@ export async function cancelCommand(runId: string, flags: CancelFlags): Promise<
       ...stale,
       ...(waitMs > 0 ? { waitMs } : {}),
     });
-    const { run } = result;
+    const { run, batches } = result;
     if (flags.json) {
       const { id, status, note } = run;
-      io.stdout.write(`${JSON.stringify({ runId: id, outcome: result.status, status, note })}\n`);
+      const body = { runId: id, outcome: result.status, status, note, ...(batches && { batches }) };
+      io.stdout.write(`${JSON.stringify(body)}\n`);
+    }
+    if (batches) {
+      const { cancelled, ended, left } = batches;
+      io.say(
+        `run ${runId}: ${cancelled} provider batch${cancelled === 1 ? "" : "es"} cancelled` +
+          (ended > 0 ? `, ${ended} ended already` : "") +
+          "; what finished in them is collected by a resume",
+      );
+      for (const { batch, reason } of left) io.say(`  ${batch} left as it is: ${reason}`);
+      if (left.length > 0) return EXIT.fatal;
     }
     switch (result.status) {
       case "requested":

@@ -7,9 +7,12 @@ import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
 import { formatCount, table } from "../render/format.js";
 import { listedStatus } from "../render/workers.js";
+import { runBatches } from "../../runs/run-batches.js";
+import { isOpenBatch, type RunBatches } from "../../core/batch.js";
 
 /**
- * `stet list`: runs with status and progress, newest first. A run whose owner died is recovered
+ * `stet list`: runs with status and progress, newest first; a batched run says how many provider
+ * batches it waits on, and since when (a run left by `stet run --detach` waits with no owner). A run whose owner died is recovered
  * (interrupted, resumable) before it is listed, so it never shows as running. Only an existing
  * store is opened: where there is none yet, there are no runs, and none is created.
  */
@@ -36,6 +39,10 @@ export async function listCommand(flags: {
   try {
     // With each run's metrics, folded as its report is, from one read of the store.
     const runs = await listRunsWithFigures(store, { labels }, { ...stale, recover: true });
+    const batches = await runBatches(
+      store,
+      runs.map((r) => r.run.id),
+    );
     const rows = runs.map(({ run, counts, activeWorkers, metrics }) => ({
       id: run.id,
       eval: run.evalName,
@@ -53,6 +60,8 @@ export async function listCommand(flags: {
       createdAt: run.createdAt,
       updatedAt: run.updatedAt,
       labels: run.labels,
+      // A batched run's provider batches: how many it waits on, each one's age and requests.
+      ...(batches.has(run.id) ? { batches: batches.get(run.id)! } : {}),
     }));
     if (flags.json) {
       io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
@@ -70,7 +79,7 @@ export async function listCommand(flags: {
     const cells = rows.map((r) => [
       r.id,
       r.eval,
-      listedStatus(r.status, r.workers),
+      waitingStatus(listedStatus(r.status, r.workers), r.batches),
       `${formatCount(r.done)}/${formatCount(r.total)}`,
       formatCount(r.errored),
       r.score?.mean == null ? "—" : `${r.score.scorer} ${r.score.mean.toFixed(4)}`,
@@ -83,4 +92,24 @@ export async function listCommand(flags: {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A run's status with the provider batches it waits on, and the oldest one's age.
+ *
+ * @example waitingStatus("interrupted", batches) // "interrupted, waiting on 1 batch (20 requests, 3m)"
+ */
+function waitingStatus(status: string, batches: RunBatches | undefined): string {
+  if (!batches || batches.waiting === 0) return status;
+  const open = batches.batches.filter((b) => isOpenBatch(b.status));
+  const oldest = Math.max(...open.map((b) => b.ageMs));
+  const n = batches.waiting;
+  return `${status}, waiting on ${n} batch${n === 1 ? "" : "es"} (${formatCount(batches.waitingRequests)} requests, ${age(oldest)})`;
+}
+
+function age(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours}h${minutes % 60}m` : `${Math.floor(hours / 24)}d`;
 }

@@ -2,6 +2,7 @@ import { rateLimitFlag } from "../flag-values.js";
 import {
   executeResume,
   planResume,
+  resumeBatch,
   settleResume,
   type PlannedResume,
 } from "../../runs/resume-run.js";
@@ -37,6 +38,8 @@ export interface ResumeFlags {
   tpm?: number;
   /** `--batch`. */
   batch?: boolean;
+  /** `--detach`: submit what is left in batches and exit; a later resume collects them. */
+  detach?: boolean;
   /** Results JSONL to append to; by default the one the run was started with (if any). */
   output?: string;
   /** Refused unless it is the run's model. */
@@ -93,6 +96,12 @@ export async function resumeInStore(
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   const stored = await store.runs.get(runId);
+  if (flags.detach && (stored?.config.distributed || (!stored && BENCHMARK_ID.test(runId)))) {
+    throw new StetError(
+      "E_USAGE",
+      "--detach resumes one run executed by one process: not a distributed run, nor a benchmark",
+    );
+  }
   if (stored?.config.distributed) return resumeDistributed(io, store, runId, flags);
   // Not a run: a benchmark's id (`stet run --model a --model b` printed it) resumes its runs.
   if (!stored && BENCHMARK_ID.test(runId)) {
@@ -101,7 +110,7 @@ export async function resumeInStore(
   }
   const planning = await planResume({ store, runId, ...planOptions(flags), ...stale });
   let resume: PlannedResume;
-  if (planning.ok) resume = planning.resume;
+  if (planning.ok) resume = await withDetach(store, planning.resume, flags);
   else if (planning.refusal.reason === "nothing-to-resume") {
     resume = planning.refusal.resume;
     if (resume.run.status === "completed") {
@@ -127,6 +136,25 @@ export async function resumeInStore(
     io.say(`journal: ${pruned} entries of finished attempts deleted`);
   }
   return code;
+}
+
+/**
+ * The planned resume with `--detach`, refused (`E_USAGE`, before anything is claimed) when the
+ * resume would send no provider batch to leave.
+ */
+async function withDetach(
+  store: Store,
+  resume: PlannedResume,
+  flags: ResumeFlags,
+): Promise<PlannedResume> {
+  if (!flags.detach) return resume;
+  if (!(await resumeBatch(store, resume.run.id, resume.eval)).batch) {
+    throw new StetError(
+      "E_USAGE",
+      `--detach leaves a run's provider batches to a later resume: run ${resume.run.id} sends none (give --batch, or an eval with \`batch\`)`,
+    );
+  }
+  return { ...resume, detach: true };
 }
 
 /**

@@ -55,6 +55,8 @@ export interface RunFlags {
   tpm?: number;
   /** `--batch`. */
   batch?: boolean;
+  /** `--detach` (with batches): submit them and exit; `stet resume` collects. */
+  detach?: boolean;
   /** Results JSONL streamed as samples finish; the ResultSet beside it at the end. */
   output?: string;
   /** The run's id: the same command again resumes it, or does nothing once it is complete. */
@@ -113,6 +115,7 @@ async function runOnce(
   given: RunFlags,
   started: { runId?: string },
 ): Promise<number> {
+  checkDetach(given);
   const models = given.model === undefined ? [] : [given.model].flat();
   if (models.length > 1) return runBenchmark(target, given, models);
   const flags = { ...given, model: models[0] };
@@ -144,6 +147,12 @@ async function runOnce(
   const labels = await runLabels(flags);
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart(startRequest(flags, source, flags.model, labels));
+  if (flags.detach && !prepared.eval.batch) {
+    throw new StetError(
+      "E_USAGE",
+      "--detach leaves a run's provider batches to a later resume: give --batch too (or an eval with `batch`)",
+    );
+  }
   started.runId = prepared.runId;
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
@@ -156,12 +165,28 @@ async function runOnce(
       await checkReuseOfExisting(store, prepared.runId, flags.reuse);
       return resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
     };
-    if (flags.runId !== undefined && (await store.runs.get(flags.runId))) return await again();
+    if (flags.runId !== undefined && (await store.runs.get(flags.runId))) {
+      if (flags.detach) {
+        throw new StetError(
+          "E_USAGE",
+          `--detach starts a new run, and run ${flags.runId} exists: collect it with \`stet resume ${flags.runId}\``,
+        );
+      }
+      return await again();
+    }
     const start = flags.distributed ? startDistributed : runEval;
+    const detach = flags.detach ? { detach: true } : {};
     try {
       return await withRunOutput(store, io, flags.output, (tee) =>
         runWithUi(io, uiOptions(flags, { model: prepared.model }), (controls) =>
-          start({ ...prepared, store, ...stale, ...controls, onEvent: tee(controls.onEvent) }),
+          start({
+            ...prepared,
+            ...detach,
+            store,
+            ...stale,
+            ...controls,
+            onEvent: tee(controls.onEvent),
+          }),
         ),
       );
     } catch (error) {
@@ -178,6 +203,25 @@ async function runOnce(
     }
   } finally {
     await store.close();
+  }
+}
+
+/** `--detach` starts one run and leaves it: not with flags that resume, watch or share a run. */
+function checkDetach(flags: RunFlags): void {
+  if (!flags.detach) return;
+  const alone = [
+    flags.resume !== undefined && "--resume",
+    flags.distributed && "--distributed",
+    flags.watch && "--watch",
+    flags.baseline !== undefined && "--baseline",
+    flags.output !== undefined && "--output",
+    [flags.model].flat().length > 1 && "several --model",
+  ].filter(Boolean);
+  if (alone.length > 0) {
+    throw new StetError(
+      "E_USAGE",
+      `--detach cannot be used with ${alone.join(", ")}: it starts one run, submits its batches and exits`,
+    );
   }
 }
 

@@ -61,6 +61,10 @@ export function registerResume(program: Command): void {
     .addOption(rateOptions()[0]!)
     .addOption(rateOptions()[1]!)
     .addOption(batchOption())
+    .option(
+      "--detach",
+      "submit what is left in provider batches, then exit 0 once they exist; a later `stet resume` collects them",
+    )
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

@@ -96,6 +96,10 @@ export function registerRun(program: Command): void {
     .addOption(rateOptions()[0]!)
     .addOption(rateOptions()[1]!)
     .addOption(batchOption())
+    .option(
+      "--detach",
+      "with --batch: submit the batches, print the run id and exit 0; `stet resume <id>` collects them later",
+    )
     .addOption(loadTimeoutOption())
     .addOption(storeOption())
     .addOption(jsonOption())

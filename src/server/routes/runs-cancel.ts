@@ -9,6 +9,8 @@ import type { AppDeps } from "../app-deps.js";
  * running: 409 `run_not_running`. A run marked running whose owner is dead is recovered on the
  * spot (200, interrupted). A distributed run's workers are asked through the store, wherever they
  * run (202 `requested`: each stops at its next heartbeat; the last to leave interrupts the run).
+ * A run nobody executes that waits on provider batches (`stet run --detach`): they are cancelled
+ * at the provider (200 `batches-cancelled`, with `batches`: cancelled, ended, left).
  *
  * @example app.route("/api", runsCancelRoutes(deps));
  */
@@ -16,7 +18,7 @@ export function runsCancelRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs/:id/cancel", async (c) => {
-    const { runId, status } = await cancelRun({
+    const { runId, status, batches } = await cancelRun({
       store: deps.store,
       runId: c.req.param("id"),
       ...deps.engine,
@@ -27,7 +29,8 @@ export function runsCancelRoutes(deps: AppDeps): Hono {
       },
       throughStore: false,
     });
-    return c.json({ runId, status }, status === "stopping" || status === "requested" ? 202 : 200);
+    const code = status === "stopping" || status === "requested" ? 202 : 200;
+    return c.json({ runId, status, ...(batches ? { batches } : {}) }, code);
   });
 
   return app;

@@ -10,6 +10,7 @@ import { isStetError } from "../../core/errors.js";
 import { parseLabels, type RunLabels } from "../../core/labels.js";
 import { runStatusSchema } from "../../core/schemas.js";
 import { buildResultSet } from "../../evalport/build-result-set.js";
+import { runBatches } from "../../runs/run-batches.js";
 import { listRunsWithFigures } from "../../runs/list-run-figures.js";
 import { requireRun } from "../../runs/require-run.js";
 import { ApiError } from "../api-error.js";
@@ -79,10 +80,15 @@ export function runsReadRoutes(deps: AppDeps): Hono {
     });
     // A dead owner's run reads as interrupted (runSummary), so it is no longer one of the
     // running runs; nextOffset still counts the store's rows, so paging skips nothing.
-    const runs = listed
-      .slice(0, q.limit)
+    const page = listed.slice(0, q.limit);
+    const batches = await runBatches(
+      store,
+      page.map((l) => l.run.id),
+    );
+    const runs = page
       .map((l) => ({
         ...runSummary(l.run, l.counts, staleMs, l.activeWorkers),
+        ...(batches.has(l.run.id) ? { batches: batches.get(l.run.id)! } : {}),
         metrics: l.metrics,
         cost: { spent: l.spent },
       }))
