@@ -25,6 +25,8 @@ export class EndpointGate {
   /** When the bucket said it would have enough again (no asking the store before). */
   #nextTakeAt = 0;
   #inflight = 0;
+  /** Requests waiting for the endpoint's budget, and their tokens. */
+  readonly #waiting = { requests: 0, tokens: 0 };
   #cap = Infinity;
   #pausedUntil = 0;
   #lastSuccess = -Infinity;
@@ -48,7 +50,11 @@ export class EndpointGate {
     for (;;) {
       const hold = this.#hold(tokens);
       if (hold.go) break;
-      if (!waited) this.onWaiting(true);
+      if (!waited) {
+        this.onWaiting(true);
+        this.#waiting.requests++;
+        this.#waiting.tokens += tokens;
+      }
       waited = true;
       try {
         if ("refill" in hold) {
@@ -56,13 +62,13 @@ export class EndpointGate {
           if (retryInMs > 0) await this.#sleep(retryInMs, signal);
         } else await this.#sleep(hold.ms, signal);
       } catch (error) {
-        this.onWaiting(false);
+        this.#unwait(tokens);
         throw error;
       }
     }
     this.waits.requests++;
     if (waited) {
-      this.onWaiting(false);
+      this.#unwait(tokens);
       this.waits.throttled++;
       this.waits.waitMs += Math.round(this.now() - started);
     }
@@ -73,6 +79,12 @@ export class EndpointGate {
       settled = true;
       this.#settle(tokens, answer);
     };
+  }
+
+  #unwait(tokens: number): void {
+    this.onWaiting(false);
+    this.#waiting.requests--;
+    this.#waiting.tokens -= tokens;
   }
 
   /** Whether a request to the endpoint succeeded after `since` (see RatePermit.progressing). */
@@ -111,9 +123,11 @@ export class EndpointGate {
   #refill(tokens: number): Promise<number> {
     this.#refilling ??= (async () => {
       const spec = this.spec!;
+      // What the requests waiting here can spend, up to half the bucket: a chunk this process
+      // would not spend within its lease lapses unspent, lost to every other process too.
       const want = {
-        requests: Math.max(1, Math.floor(spec.requestCapacity / 2)),
-        tokens: Math.max(tokens, spec.tokenCapacity / 2),
+        requests: clamp(this.#waiting.requests, 1, Math.floor(spec.requestCapacity / 2)),
+        tokens: clamp(this.#waiting.tokens, tokens, spec.tokenCapacity / 2),
         minTokens: tokens,
       };
       // The lease runs from before the store was asked: a slow answer shortens it, never extends it.
@@ -201,6 +215,10 @@ export class EndpointGate {
 interface Left {
   remaining: number;
   resetAt: number;
+}
+
+function clamp(value: number, least: number, most: number): number {
+  return Math.max(least, Math.min(value, Math.max(least, most)));
 }
 
 function abortError(signal: AbortSignal): Error {

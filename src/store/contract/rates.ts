@@ -27,6 +27,19 @@ export function describeRatesContract(h: HarnessRef): void {
       expect(fresh.granted.requests).toBe(5);
     });
 
+    it("grants what the bucket holds when a chunk wants more, on both axes", async () => {
+      // 600 requests and 4,000 tokens per minute: buckets of 15 requests and 100 tokens.
+      const spec = bucketSpec({ rpm: 600, tpm: 4000 });
+      const want = { requests: 10, tokens: 60, minTokens: 1 };
+      const first = await h.store.rates.take("both", spec, want);
+      expect(first).toEqual({ granted: { requests: 10, tokens: 60 }, retryInMs: 0 });
+      const second = await h.store.rates.take("both", spec, want);
+      // The rest of both (refilled by a few ms' worth: under one request, a token or two).
+      expect(second.granted.requests).toBe(5);
+      expect(second.granted.tokens).toBeGreaterThanOrEqual(40);
+      expect(second.granted.tokens).toBeLessThan(45);
+    });
+
     it("grants a request's tokens on credit when the bucket holds fewer", async () => {
       const spec = bucketSpec({ tpm: 4000 }); // a bucket of 100 tokens
       const first = await h.store.rates.take("e", spec, {
