@@ -127,6 +127,38 @@ describe("one rate-limit budget per store", () => {
     240_000,
   );
 
+  it("a 429's pause is the store's: a run started while another is paused waits for it instead of being refused", async () => {
+    // 100 requests per 6 s, no declared limit, no rate-limit headers: run a (150 samples) fills
+    // the window, is refused and pauses until it empties (retry-after). Run b (20 samples) starts
+    // during that pause: it reads the pause from the store before its first request and waits.
+    // Paused on its own 429s only, b sent its 20 requests into the full window at once: 20 429s.
+    const mock = await startRateLimitedServer({ rpm: 100, windowMs: WINDOW_MS, headers: false });
+    servers.push(mock);
+    const undeclared = (name: string, n: number) =>
+      evalText(name, n, 64).replace(/\n {2}rateLimits: .*\n/, "\n");
+    const project = evalProject({ "a.mjs": undeclared("a", 150), "b.mjs": undeclared("b", 20) });
+    onTestFinished(project.cleanup);
+    const stet = processes(project.dir, { MOCK_URL: mock.url, OPENAI_API_KEY: KEY });
+    const a = stet(["run", "a.mjs", "--json"]);
+    await until(() => mock.counts().rejected > 0);
+    const b = stet(["run", "b.mjs", "--json"]);
+    const reports = [];
+    for (const p of [a, b]) {
+      const done = await p.done;
+      expect(done.code, done.stderr).toBe(0);
+      reports.push(
+        JSON.parse(done.stdout) as {
+          counts: { scored: number; errored: number };
+          rateLimits: { requests: number; rejected: number; throttled: number }[];
+        },
+      );
+    }
+    console.log(JSON.stringify(reports.map((r) => r.rateLimits)));
+    expect(reports[0]!.counts).toMatchObject({ scored: 150, errored: 0 });
+    expect(reports[1]!.counts).toMatchObject({ scored: 20, errored: 0 });
+    expect(reports[1]!.rateLimits[0]!.rejected).toBeLessThanOrEqual(2);
+  }, 180_000);
+
   it.skipIf(SKIP_POSTGRES)(
     "four workers on PostgreSQL, two SIGKILLed: the two left reach the limit again within the lease time",
     async () => {

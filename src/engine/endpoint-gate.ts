@@ -44,6 +44,8 @@ export class EndpointGate {
     private readonly take: TakeChunk,
     private readonly now: () => number,
     private readonly onWaiting: (waiting: boolean) => void,
+    /** Told each pause a 429 or 529 asks for (the limiter shares it through the store). */
+    private readonly onPause: (ms: number) => void = () => {},
   ) {
     this.waits = { endpoint: name, requests: 0, throttled: 0, rejected: 0, waitMs: 0 };
   }
@@ -91,6 +93,16 @@ export class EndpointGate {
     this.onWaiting(false);
     this.#waiting.requests--;
     this.#waiting.tokens -= tokens;
+  }
+
+  /** Pauses the endpoint for `ms` from now (a pause another process was asked for). */
+  pauseFor(ms: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.now() + ms);
+  }
+
+  /** Whether requests are in flight to the endpoint or waiting for it. */
+  get active(): boolean {
+    return this.#inflight > 0 || this.#waiting.requests > 0;
   }
 
   /** Whether a request to the endpoint succeeded after `since` (see RatePermit.progressing). */
@@ -169,6 +181,7 @@ export class EndpointGate {
       // Nothing said when: no pause of the endpoint (the request backs off by itself), AIMD only.
       const pause = said.retryAfterMs ?? (resets.length > 0 ? Math.max(...resets) : 0);
       this.#pausedUntil = Math.max(this.#pausedUntil, t + pause);
+      if (pause > 0) this.onPause(pause);
       this.#pace.rejected(sentAt, t, this.#pausedUntil);
       // Once per congestion: the other requests in flight when it began are refused with it.
       if (sentAt >= this.#cutAt) {

@@ -57,6 +57,23 @@ export function describeRatesContract(h: HarnessRef): void {
       expect(second.retryInMs).toBeGreaterThan(1000);
     });
 
+    it("shares an endpoint's pause across connections: extended, never shortened, read by the others", async () => {
+      const other = await h.connect();
+      expect(await other.rates.sharePause("openai:m@http://x/v1", 0)).toBe(0);
+      const set = await h.store.rates.sharePause("openai:m@http://x/v1", 5000);
+      expect(set).toBeGreaterThan(4000);
+      expect(set).toBeLessThanOrEqual(5000);
+      // A shorter pause asked later leaves the longer one.
+      expect(await other.rates.sharePause("openai:m@http://x/v1", 1000)).toBeGreaterThan(4000);
+      const seen = await other.rates.sharePause("openai:m@http://x/v1", 0);
+      expect(seen).toBeGreaterThan(4000);
+      expect(seen).toBeLessThanOrEqual(set);
+      // Another endpoint, and the endpoint's bucket, are not paused by it.
+      expect(await other.rates.sharePause("openai:n@http://x/v1", 0)).toBe(0);
+      const taken = await other.rates.take("openai:m@http://x/v1", bucketSpec({ rpm: 600 }), WANT);
+      expect(taken.granted.requests).toBe(5);
+    });
+
     it("sums every process's waits per endpoint, each process's totals replaced as they grow", async () => {
       const other = await h.connect();
       const w = (endpoint: string, n: number) => ({

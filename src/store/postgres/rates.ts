@@ -1,5 +1,5 @@
 import { retryInMs, type BucketSpec, type BucketWant } from "../../core/rate-limits.js";
-import { RATE_SQL, toRateWaits, waitsParams, type RateWaitsRow } from "../rate-rows.js";
+import { pauseRow, RATE_SQL, toRateWaits, waitsParams, type RateWaitsRow } from "../rate-rows.js";
 import type { RateBudgetStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { DB_NOW_MS, statement, transaction, type Queryable } from "./driver.js";
@@ -45,6 +45,14 @@ const rateStatements = {
     "INSERT INTO rate_buckets (endpoint, requests, tokens, at_ms) VALUES (@endpoint, 0, 0, -1) ON CONFLICT (endpoint) DO NOTHING",
   ),
   take: statement(TAKE_SQL, { prepare: true }),
+  pauseExtend: statement(
+    `INSERT INTO rate_buckets (endpoint, requests, tokens, at_ms) VALUES (@row, 0, 0, ${DB_NOW_MS} + @forMs::float8)
+     ON CONFLICT (endpoint) DO UPDATE SET at_ms = GREATEST(rate_buckets.at_ms, excluded.at_ms)
+     RETURNING GREATEST(0, at_ms - ${DB_NOW_MS}) AS left_ms`,
+  ),
+  pauseLeft: statement(
+    `SELECT GREATEST(0, at_ms - ${DB_NOW_MS}) AS left_ms FROM rate_buckets WHERE endpoint = @row`,
+  ),
   waitsPut: statement(RATE_SQL.waitsPut),
   waitsList: statement(RATE_SQL.waitsList),
 };
@@ -86,6 +94,16 @@ export function postgresRates(c: PostgresContext, db: () => Queryable): RateBudg
         const granted = { requests: row.granted_requests, tokens: row.granted_tokens };
         const level = { requests: row.requests, tokens: row.tokens };
         return { granted, retryInMs: granted.requests > 0 ? 0 : retryInMs(level, spec, want) };
+      });
+    },
+    async sharePause(endpoint, forMs) {
+      return c.guard(async () => {
+        const params = { row: pauseRow(endpoint), forMs };
+        const [row] = await (forMs > 0 ? s.pauseExtend : s.pauseLeft).rows<{ left_ms: number }>(
+          db(),
+          params,
+        );
+        return row?.left_ms ?? 0;
       });
     },
     async recordWaits(runId, owner, waits) {
