@@ -121,6 +121,20 @@ describe("rate limits", () => {
     180_000,
   );
 
+  it("no declared limit and no rate-limit headers, 3,000 samples: after the first burst, the rate learned from it keeps later windows from filling", async () => {
+    const mock = await server({ rpm: PER_WINDOW, windowMs: WINDOW_MS, headers: false });
+    const dir = project({ "e.mjs": evalText("learned-rate", 3000) }).dir;
+    const shown = await runAndShow(dir, "e.mjs", { MOCK_URL: mock.url, OPENAI_API_KEY: KEY });
+    const counts = mock.counts();
+    console.log(JSON.stringify({ ...counts, admittedAt: undefined }));
+    expect(shown.counts).toMatchObject({ scored: 3000, errored: 0 });
+    // The first window's fill refuses what is in flight (up to the concurrency, 64); after it the
+    // requests are paced at the learned rate, and a 429 comes only as it probes for more (one a
+    // probe). Paced by the in-flight cap alone, each of the five windows filled in a burst
+    // (146 429s).
+    expect(counts.rejected).toBeLessThanOrEqual(64 + 16);
+  }, 240_000);
+
   it("a TPM-bound run (long prompts): tokens bound the rate, the window exceeded by at most one request's tokens", async () => {
     // ~260 tokens a request against 6,000 tokens per 6 s: ~23 requests a window, far below 600.
     const tpm = 6000;

@@ -1,6 +1,9 @@
 // The rate-limits group: the achieved request rate ÷ the declared limit, against a local server
-// that enforces 600 requests per 6 s window (600 RPM ten times faster), for one process at
-// concurrency 64 and for four worker processes on PostgreSQL at concurrency 16 each.
+// that enforces 600 requests per 6 s window (600 RPM ten times faster) and sends no rate-limit
+// headers (429 and retry-after only), for one process at concurrency 64 and for four worker
+// processes on PostgreSQL at concurrency 16 each; then one process with no declared limit, which
+// learns it from the 429s alone (1,000 and 3,000 samples: the 429s of the first window's burst
+// and those after it).
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -20,7 +23,7 @@ const WINDOW_MS = 6000;
 const PER_WINDOW = 600;
 const N = 1000;
 
-const rateEval = `
+const rateEval = (declared = true) => `
 import { defineEval, scorers, solvers } from "stet";
 export default defineEval({
   name: "bench-rate",
@@ -28,21 +31,21 @@ export default defineEval({
   solver: solvers.chat({ model: "gpt-test", baseURL: process.env.MOCK_URL, apiKey: "sk-bench", maxTokens: 5 }),
   scorers: [scorers.exact()],
   concurrency: 64,
-  rateLimits: { "openai:gpt-test": { rpm: ${(PER_WINDOW * 60_000) / WINDOW_MS}, windowMs: ${WINDOW_MS} } },
+  ${declared ? `rateLimits: { "openai:gpt-test": { rpm: ${(PER_WINDOW * 60_000) / WINDOW_MS}, windowMs: ${WINDOW_MS} } },` : ""}
 });
 `;
 
 /** A chat-completions server admitting PER_WINDOW requests per sliding WINDOW_MS, else 429. */
 async function limitedServer() {
   const admitted = [];
-  let rejected = 0;
+  let rejected = [];
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
       const now = performance.now();
       const recent = admitted.filter((at) => at > now - WINDOW_MS).length;
       if (recent >= PER_WINDOW) {
-        rejected++;
+        rejected.push(now);
         res.writeHead(429, { "retry-after": "1", "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: "rate limited" } }));
         return;
@@ -63,9 +66,9 @@ async function limitedServer() {
   return {
     url: `http://127.0.0.1:${server.address().port}/v1`,
     take: () => {
-      const figures = { admitted: [...admitted], rejected };
+      const figures = { admitted: [...admitted], rejected: rejected.length, rejectedAt: rejected };
       admitted.length = 0;
-      rejected = 0;
+      rejected = [];
       return figures;
     },
     close: () => new Promise((resolve) => server.close(resolve)),
@@ -99,9 +102,37 @@ function ratioOf({ admitted }) {
   return admitted.length / span / (PER_WINDOW / WINDOW_MS);
 }
 
+/** 429s more than a second after the first: those after the first window's burst. */
+function afterBurst({ rejectedAt }) {
+  return rejectedAt.filter((at) => at > rejectedAt[0] + 1000).length;
+}
+
+/** One process with no declared limit: 429s ÷ requests, those after the first burst, rate ÷ limit. */
+async function learned(server, n, reps) {
+  const dir = project({ "eval.mjs": rateEval(false), "data.jsonl": jsonl(n) });
+  try {
+    const runs = [];
+    for (let r = 0; r < reps; r++) {
+      await stet(["run", "eval.mjs"], dir, { MOCK_URL: server.url }).done;
+      runs.push(server.take());
+    }
+    const share = (f) => (100 * f.rejected) / (f.rejected + f.admitted.length);
+    const range = (xs, digits) =>
+      `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+    report(
+      `rate limits: one process, no declared limit, no rate-limit headers, ${n} samples: 429s ÷ requests`,
+      `${range(runs.map(share), 2)} %, after the first burst ${range(runs.map(afterBurst), 0)}; ${range(runs.map(ratioOf), 3)} of the limit`,
+      "≤ 1 %",
+      median(runs.map(share)) <= 1,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export default async function rateLimitsGroup() {
   const server = await limitedServer();
-  const dir = project({ "eval.mjs": rateEval, "data.jsonl": jsonl(N) });
+  const dir = project({ "eval.mjs": rateEval(), "data.jsonl": jsonl(N) });
   const reps = quick ? 1 : 3;
   try {
     const single = [];
@@ -118,6 +149,8 @@ export default async function rateLimitsGroup() {
       "≥ 0.9",
       median(single.map(ratioOf)) >= 0.9,
     );
+    await learned(server, N, reps);
+    await learned(server, 3 * N, reps);
     if (!(await postgresAnswers())) {
       console.log(
         `- rate limits, four workers: skipped (PostgreSQL at ${POSTGRES} does not answer)`,

@@ -171,14 +171,10 @@ export function takeFromBucket(
     ? Math.min(spec.tokenCapacity, level.tokens + elapsed * spec.tokenRate)
     : spec.tokenCapacity;
   if (requests < 1 || tokens <= 0) {
-    const forRequests = requests < 1 ? (1 - requests) / spec.requestRate : 0;
-    const forTokens =
-      tokens <= 0 ? (Math.min(want.minTokens, spec.tokenCapacity) - tokens) / spec.tokenRate : 0;
-    const retryInMs = Math.ceil(Math.max(forRequests, forTokens, 1));
     return {
       level: { requests, tokens, atMs: nowMs },
       granted: { requests: 0, tokens: 0 },
-      retryInMs,
+      retryInMs: retryInMs({ requests, tokens }, spec, want),
     };
   }
   const grantedRequests = Math.max(1, Math.min(want.requests, Math.floor(requests)));
@@ -191,6 +187,25 @@ export function takeFromBucket(
     granted: { requests: grantedRequests, tokens: grantedTokens },
     retryInMs: 0,
   };
+}
+
+/**
+ * How long until a bucket at `level` (refilled to now) holds enough to grant a chunk (see
+ * takeFromBucket): one request, and some tokens or, when it holds none, the request's own.
+ *
+ * @example retryInMs({ requests: 0, tokens: 1e15 }, bucketSpec({ rpm: 600 }), { requests: 7, tokens: 0, minTokens: 0 }) // 108
+ */
+export function retryInMs(
+  level: { requests: number; tokens: number },
+  spec: BucketSpec,
+  want: BucketWant,
+): number {
+  const forRequests = level.requests < 1 ? (1 - level.requests) / spec.requestRate : 0;
+  const forTokens =
+    level.tokens <= 0
+      ? (Math.min(want.minTokens, spec.tokenCapacity) - level.tokens) / spec.tokenRate
+      : 0;
+  return Math.ceil(Math.max(forRequests, forTokens, 1));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { RateAnswer, BucketSpec, BucketWant } from "../core/rate-limits.js";
 import { readRateHeaders } from "../core/rate-headers.js";
 import type { RateWaits } from "../store/types.js";
+import { LearnedRate } from "./learned-rate.js";
 
 /** Where an endpoint takes chunks of its budget from (the store's bucket, or one in memory). */
 export type TakeChunk = (
@@ -15,8 +16,9 @@ type Hold = { go: true } | { go: false; ms: number } | { go: false; refill: true
 /**
  * One endpoint's budget in this process: the chunk it took of the declared limit's shared bucket
  * (spent within the lease, then lapsed), what the endpoint's last headers said was left, a pause
- * of the whole endpoint after a 429 or 529 (until the reset or Retry-After), and an in-flight cap
- * that halves on each 429 and grows by 1/cap with each success (AIMD).
+ * of the whole endpoint after a 429 or 529 (until the reset or Retry-After), a rate learnt from
+ * the 429s (`LearnedRate`), and an in-flight cap that halves on a 429 (once for the requests in
+ * flight when it came) and grows by 1/cap with each success (AIMD).
  */
 export class EndpointGate {
   readonly waits: RateWaits;
@@ -25,7 +27,12 @@ export class EndpointGate {
   /** When the bucket said it would have enough again (no asking the store before). */
   #nextTakeAt = 0;
   #inflight = 0;
+  /** Requests waiting for the endpoint's budget, and their tokens. */
+  readonly #waiting = { requests: 0, tokens: 0 };
   #cap = Infinity;
+  /** When the in-flight cap was last cut: a 429 of a request sent before is the same congestion. */
+  #cutAt = -Infinity;
+  readonly #pace = new LearnedRate();
   #pausedUntil = 0;
   #lastSuccess = -Infinity;
   #known: { requests?: Left; tokens?: Left } = {};
@@ -37,6 +44,8 @@ export class EndpointGate {
     private readonly take: TakeChunk,
     private readonly now: () => number,
     private readonly onWaiting: (waiting: boolean) => void,
+    /** Told each pause a 429 or 529 asks for (the limiter shares it through the store). */
+    private readonly onPause: (ms: number) => void = () => {},
   ) {
     this.waits = { endpoint: name, requests: 0, throttled: 0, rejected: 0, waitMs: 0 };
   }
@@ -48,7 +57,11 @@ export class EndpointGate {
     for (;;) {
       const hold = this.#hold(tokens);
       if (hold.go) break;
-      if (!waited) this.onWaiting(true);
+      if (!waited) {
+        this.onWaiting(true);
+        this.#waiting.requests++;
+        this.#waiting.tokens += tokens;
+      }
       waited = true;
       try {
         if ("refill" in hold) {
@@ -56,23 +69,40 @@ export class EndpointGate {
           if (retryInMs > 0) await this.#sleep(retryInMs, signal);
         } else await this.#sleep(hold.ms, signal);
       } catch (error) {
-        this.onWaiting(false);
+        this.#unwait(tokens);
         throw error;
       }
     }
     this.waits.requests++;
     if (waited) {
-      this.onWaiting(false);
+      this.#unwait(tokens);
       this.waits.throttled++;
       this.waits.waitMs += Math.round(this.now() - started);
     }
     this.#inflight++;
+    const sentAt = this.now();
     let settled = false;
     return (answer) => {
       if (settled) return;
       settled = true;
-      this.#settle(tokens, answer);
+      this.#settle(tokens, answer, sentAt);
     };
+  }
+
+  #unwait(tokens: number): void {
+    this.onWaiting(false);
+    this.#waiting.requests--;
+    this.#waiting.tokens -= tokens;
+  }
+
+  /** Pauses the endpoint for `ms` from now (a pause another process was asked for). */
+  pauseFor(ms: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.now() + ms);
+  }
+
+  /** Whether requests are in flight to the endpoint or waiting for it. */
+  get active(): boolean {
+    return this.#inflight > 0 || this.#waiting.requests > 0;
   }
 
   /** Whether a request to the endpoint succeeded after `since` (see RatePermit.progressing). */
@@ -84,6 +114,9 @@ export class EndpointGate {
     const t = this.now();
     if (t < this.#pausedUntil) return { go: false, ms: this.#pausedUntil - t };
     if (this.#inflight >= Math.floor(this.#cap)) return { go: false, ms: 1000 };
+    // Before the headers' budget, which marks a reset as used when it lets a request go.
+    const paced = this.#pace.wait(t);
+    if (paced > 0) return { go: false, ms: paced };
     for (const axis of ["requests", "tokens"] as const) {
       const left = this.#known[axis];
       const need = axis === "requests" ? 1 : tokens;
@@ -104,6 +137,7 @@ export class EndpointGate {
     }
     if (this.#known.requests) this.#known.requests.remaining--;
     if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
+    this.#pace.spend(t);
     return { go: true };
   }
 
@@ -111,9 +145,11 @@ export class EndpointGate {
   #refill(tokens: number): Promise<number> {
     this.#refilling ??= (async () => {
       const spec = this.spec!;
+      // What the requests waiting here can spend, up to half the bucket: a chunk this process
+      // would not spend within its lease lapses unspent, lost to every other process too.
       const want = {
-        requests: Math.max(1, Math.floor(spec.requestCapacity / 2)),
-        tokens: Math.max(tokens, spec.tokenCapacity / 2),
+        requests: clamp(this.#waiting.requests, 1, Math.floor(spec.requestCapacity / 2)),
+        tokens: clamp(this.#waiting.tokens, tokens, spec.tokenCapacity / 2),
         minTokens: tokens,
       };
       // The lease runs from before the store was asked: a slow answer shortens it, never extends it.
@@ -133,7 +169,7 @@ export class EndpointGate {
     return this.#refilling;
   }
 
-  #settle(estimate: number, answer: RateAnswer): void {
+  #settle(estimate: number, answer: RateAnswer, sentAt: number): void {
     this.#inflight--;
     const t = this.now();
     const said = answer.headers ? readRateHeaders(answer.headers) : {};
@@ -145,9 +181,16 @@ export class EndpointGate {
       // Nothing said when: no pause of the endpoint (the request backs off by itself), AIMD only.
       const pause = said.retryAfterMs ?? (resets.length > 0 ? Math.max(...resets) : 0);
       this.#pausedUntil = Math.max(this.#pausedUntil, t + pause);
-      this.#cap = Math.max(1, Math.floor(Math.min(this.#cap, this.#inflight + 1) / 2));
+      if (pause > 0) this.onPause(pause);
+      this.#pace.rejected(sentAt, t, this.#pausedUntil);
+      // Once per congestion: the other requests in flight when it began are refused with it.
+      if (sentAt >= this.#cutAt) {
+        this.#cutAt = t;
+        this.#cap = Math.max(1, Math.floor(Math.min(this.#cap, this.#inflight + 1) / 2));
+      }
     } else if (answer.status >= 200 && answer.status < 300) {
       this.#lastSuccess = t;
+      this.#pace.succeeded();
       if (Number.isFinite(this.#cap)) this.#cap += 1 / this.#cap;
       if (this.spec && answer.tokens !== undefined && this.#chunk.expiresAt > t) {
         // Settled with the reply's usage: an estimate above it goes back to the chunk.
@@ -201,6 +244,10 @@ export class EndpointGate {
 interface Left {
   remaining: number;
   resetAt: number;
+}
+
+function clamp(value: number, least: number, most: number): number {
+  return Math.max(least, Math.min(value, Math.max(least, most)));
 }
 
 function abortError(signal: AbortSignal): Error {

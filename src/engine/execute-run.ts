@@ -250,6 +250,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   } finally {
     stopHeartbeat();
     unlisten();
+    limiter.close();
     await rateWaits.stop();
   }
 

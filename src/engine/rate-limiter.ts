@@ -12,6 +12,9 @@ import {
 import type { RateBudgetStore, RateWaits } from "../store/types.js";
 import { EndpointGate, type TakeChunk } from "./endpoint-gate.js";
 
+/** How often a process reads the shared pause of each endpoint it has requests for. */
+const POLL_MS = 250;
+
 export interface RateLimiterOptions {
   /** Declared limits (the eval's `rateLimits`, `--rpm`/`--tpm`). */
   limits: RateLimits;
@@ -25,8 +28,10 @@ export interface RateLimiterOptions {
 /**
  * The rate limits of one execution's model calls (a RateGate): one EndpointGate per endpoint,
  * created on its first request, with the declared limit's bucket (shared through the store when
- * one is given) or none (its headers and 429s rule alone). `waits()` are the figures `show`
- * reports.
+ * one is given) or none (its headers and 429s rule alone). With a store, the pause a 429 asks
+ * for is the store's too: written when it comes, read before an endpoint's first request and
+ * every 250 ms while requests are in flight or waiting, so every process pauses, not only the
+ * one refused. `waits()` are the figures `show` reports; `close()` stops the reading.
  *
  * @example const limiter = new RateLimiter({ limits: { "openai:gpt-4o-mini": { rpm: 500 } }, budget: store.rates });
  */
@@ -34,6 +39,10 @@ export class RateLimiter implements RateGate {
   readonly #gates = new Map<string, EndpointGate>();
   readonly #now: () => number;
   #waiting = 0;
+  #poll: ReturnType<typeof setInterval> | undefined;
+  readonly #polling = new Set<EndpointGate>();
+  /** Each gate's first read of its shared pause, which its requests wait for. */
+  readonly #firstRead = new Map<EndpointGate, Promise<void>>();
 
   constructor(private readonly options: RateLimiterOptions) {
     this.#now = options.now ?? (() => performance.now());
@@ -41,6 +50,8 @@ export class RateLimiter implements RateGate {
 
   async acquire(endpoint: RateEndpoint, tokens: number, signal?: AbortSignal): Promise<RatePermit> {
     const gate = this.#gate(endpoint);
+    // An endpoint another process was refused by: the first requests here wait for its pause too.
+    await this.#firstRead.get(gate);
     const settle = await gate.acquire(tokens, signal);
     const sentAt = this.#now();
     return { settle, progressing: () => gate.succeededSince(sentAt) };
@@ -49,6 +60,12 @@ export class RateLimiter implements RateGate {
   /** The figures of every endpoint this execution sent to. */
   waits(): RateWaits[] {
     return [...this.#gates.values()].map((gate) => ({ ...gate.waits }));
+  }
+
+  /** Stops reading the endpoints' shared pauses (the execution ended). */
+  close(): void {
+    clearInterval(this.#poll);
+    this.#poll = undefined;
   }
 
   /** Requests waiting on a rate limit now. */
@@ -74,11 +91,43 @@ export class RateLimiter implements RateGate {
         return taken;
       };
     }
-    gate = new EndpointGate(name, spec, take, this.#now, (waiting) => {
-      this.#waiting += waiting ? 1 : -1;
-      this.options.onWaiting?.(this.#waiting);
-    });
+    const share = budget
+      ? (ms: number) => void budget.sharePause(name, ms).catch(() => {})
+      : undefined;
+    gate = new EndpointGate(
+      name,
+      spec,
+      take,
+      this.#now,
+      (waiting) => {
+        this.#waiting += waiting ? 1 : -1;
+        this.options.onWaiting?.(this.#waiting);
+      },
+      share,
+    );
     this.#gates.set(name, gate);
+    this.#firstRead.set(gate, this.#readPause(gate));
+    if (budget && !this.#poll) {
+      this.#poll = setInterval(() => {
+        for (const active of this.#gates.values()) if (active.active) void this.#readPause(active);
+      }, POLL_MS);
+      this.#poll.unref();
+    }
     return gate;
+  }
+
+  /** Reads the endpoint's shared pause into its gate (one read at a time; a failed read is none). */
+  async #readPause(gate: EndpointGate): Promise<void> {
+    const budget = this.options.budget;
+    if (!budget || this.#polling.has(gate)) return;
+    this.#polling.add(gate);
+    try {
+      const left = await budget.sharePause(gate.name, 0);
+      if (left > 0) gate.pauseFor(left);
+    } catch {
+      // The store did not answer: the next read, or this process's own 429s, will tell.
+    } finally {
+      this.#polling.delete(gate);
+    }
   }
 }

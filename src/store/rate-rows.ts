@@ -16,6 +16,14 @@ export const RATE_SQL = {
     "SUM(wait_ms) AS wait_ms FROM rate_waits WHERE run_id = @runId GROUP BY endpoint ORDER BY endpoint",
 };
 
+/**
+ * The row of `rate_buckets` that holds an endpoint's shared pause (its `at_ms`: until when). An
+ * endpoint's name has no `#` (`endpointName` drops a URL's fragment), so it is never a bucket's.
+ */
+export function pauseRow(endpoint: string): string {
+  return `${endpoint}#pause`;
+}
+
 export interface BucketRow {
   requests: number;
   tokens: number;

@@ -370,6 +370,11 @@ export interface RateBudgetStore {
     spec: BucketSpec,
     want: BucketWant,
   ): Promise<{ granted: { requests: number; tokens: number }; retryInMs: number }>;
+  /**
+   * The endpoint's pause after a 429, shared by every process of the store: extended to at
+   * least `forMs` from now by the store's clock (0 extends nothing), and how long it has left, ms.
+   */
+  sharePause(endpoint: string, forMs: number): Promise<number>;
   /** Records a process's totals for a run and endpoint (replacing its earlier totals). */
   recordWaits(runId: string, owner: string, waits: readonly RateWaits[]): Promise<void>;
   /** A run's waits per endpoint, summed over every process that recorded some. */

@@ -27,6 +27,19 @@ export function describeRatesContract(h: HarnessRef): void {
       expect(fresh.granted.requests).toBe(5);
     });
 
+    it("grants what the bucket holds when a chunk wants more, on both axes", async () => {
+      // 600 requests and 4,000 tokens per minute: buckets of 15 requests and 100 tokens.
+      const spec = bucketSpec({ rpm: 600, tpm: 4000 });
+      const want = { requests: 10, tokens: 60, minTokens: 1 };
+      const first = await h.store.rates.take("both", spec, want);
+      expect(first).toEqual({ granted: { requests: 10, tokens: 60 }, retryInMs: 0 });
+      const second = await h.store.rates.take("both", spec, want);
+      // The rest of both (refilled by a few ms' worth: under one request, a token or two).
+      expect(second.granted.requests).toBe(5);
+      expect(second.granted.tokens).toBeGreaterThanOrEqual(40);
+      expect(second.granted.tokens).toBeLessThan(45);
+    });
+
     it("grants a request's tokens on credit when the bucket holds fewer", async () => {
       const spec = bucketSpec({ tpm: 4000 }); // a bucket of 100 tokens
       const first = await h.store.rates.take("e", spec, {
@@ -42,6 +55,23 @@ export function describeRatesContract(h: HarnessRef): void {
       });
       expect(second.granted.requests).toBe(0);
       expect(second.retryInMs).toBeGreaterThan(1000);
+    });
+
+    it("shares an endpoint's pause across connections: extended, never shortened, read by the others", async () => {
+      const other = await h.connect();
+      expect(await other.rates.sharePause("openai:m@http://x/v1", 0)).toBe(0);
+      const set = await h.store.rates.sharePause("openai:m@http://x/v1", 5000);
+      expect(set).toBeGreaterThan(4000);
+      expect(set).toBeLessThanOrEqual(5000);
+      // A shorter pause asked later leaves the longer one.
+      expect(await other.rates.sharePause("openai:m@http://x/v1", 1000)).toBeGreaterThan(4000);
+      const seen = await other.rates.sharePause("openai:m@http://x/v1", 0);
+      expect(seen).toBeGreaterThan(4000);
+      expect(seen).toBeLessThanOrEqual(set);
+      // Another endpoint, and the endpoint's bucket, are not paused by it.
+      expect(await other.rates.sharePause("openai:n@http://x/v1", 0)).toBe(0);
+      const taken = await other.rates.take("openai:m@http://x/v1", bucketSpec({ rpm: 600 }), WANT);
+      expect(taken.granted.requests).toBe(5);
     });
 
     it("sums every process's waits per endpoint, each process's totals replaced as they grow", async () => {

@@ -67,17 +67,21 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
   }
   const idleMs = options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS;
   const lockMs = options.lockTimeoutMs ?? idleMs + 5_000;
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.maxConnections ?? 4,
-    application_name: options.applicationName ?? "stet",
-    // Session settings sent when each connection starts (a URL parameter of the same name wins).
-    idle_in_transaction_session_timeout: idleMs,
-    lock_timeout: lockMs,
-    ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
-  });
-  // An idle connection that the server drops emits here; the next query opens a new one.
-  pool.on("error", () => {});
+  const poolOf = (max: number) =>
+    new pg.Pool({
+      connectionString: url,
+      max,
+      application_name: options.applicationName ?? "stet",
+      // Session settings sent when each connection starts (a URL parameter of the same name wins).
+      idle_in_transaction_session_timeout: idleMs,
+      lock_timeout: lockMs,
+      ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+    }).on("error", () => {}); // An idle connection the server drops; the next query opens another.
+  const pool = poolOf(options.maxConnections ?? 4);
+  // Rate-limit takes get a connection of their own, opened on the first: a take waits on no
+  // commit of the process (a chunk's lease runs from before it was asked).
+  let ratePool: pg.Pool | undefined;
+  const rateDb = () => (ratePool ??= poolOf(1));
   const c = new PostgresContext(
     pool,
     `${redactPassword(url)}${schema === undefined ? "" : ` (schema ${schema})`}`,
@@ -96,11 +100,11 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
     journal: postgresJournal(c),
     cache: postgresCache(c),
     reviews: postgresReviews(c),
-    rates: postgresRates(c),
+    rates: postgresRates(c, rateDb),
     batches: postgresBatches(c),
     leases: postgresLeaseStore(c),
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), ratePool?.end()]);
     },
   };
 }

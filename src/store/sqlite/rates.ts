@@ -1,5 +1,6 @@
 import { takeFromBucket } from "../../core/rate-limits.js";
 import {
+  pauseRow,
   RATE_SQL,
   toRateWaits,
   waitsParams,
@@ -36,6 +37,24 @@ export function sqliteRates(c: SqliteContext): RateBudgetStore {
           const taken = takeFromBucket(level, spec, want, Date.now());
           s().bucketPut.run({ endpoint, ...taken.level });
           return { granted: taken.granted, retryInMs: taken.retryInMs };
+        }),
+      );
+    },
+    async sharePause(endpoint, forMs) {
+      return c.guard(() =>
+        immediate(c.db, () => {
+          const now = Date.now();
+          const row = s().bucketGet.get({ endpoint: pauseRow(endpoint) });
+          const until = Math.max(row?.at_ms ?? 0, now + forMs);
+          if (forMs > 0) {
+            s().bucketPut.run({
+              endpoint: pauseRow(endpoint),
+              requests: 0,
+              tokens: 0,
+              atMs: until,
+            });
+          }
+          return Math.max(0, until - now);
         }),
       );
     },
