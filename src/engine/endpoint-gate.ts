@@ -32,6 +32,9 @@ export class EndpointGate {
   #cap = Infinity;
   /** When the in-flight cap was last cut: a 429 of a request sent before is the same congestion. */
   #cutAt = -Infinity;
+  /** Requests sent so far, and which of them the budget last known was read from. */
+  #sent = 0;
+  #learnedFrom = 0;
   readonly #pace = new LearnedRate();
   #pausedUntil = 0;
   #lastSuccess = -Infinity;
@@ -81,11 +84,12 @@ export class EndpointGate {
     }
     this.#inflight++;
     const sentAt = this.now();
+    const seq = ++this.#sent;
     let settled = false;
     return (answer) => {
       if (settled) return;
       settled = true;
-      this.#settle(tokens, answer, sentAt);
+      this.#settle(tokens, answer, sentAt, seq);
     };
   }
 
@@ -169,7 +173,7 @@ export class EndpointGate {
     return this.#refilling;
   }
 
-  #settle(estimate: number, answer: RateAnswer, sentAt: number): void {
+  #settle(estimate: number, answer: RateAnswer, sentAt: number, seq: number): void {
     this.#inflight--;
     const t = this.now();
     const said = answer.headers ? readRateHeaders(answer.headers) : {};
@@ -197,12 +201,19 @@ export class EndpointGate {
         this.#chunk.tokens += estimate - answer.tokens;
       }
     }
-    this.#learn(said, t);
+    this.#learn(said, t, seq);
     for (const wake of this.#wakers) wake();
   }
 
-  /** What the headers say is left, less what is in flight (they may not have counted it yet). */
-  #learn(said: ReturnType<typeof readRateHeaders>, t: number): void {
+  /**
+   * What the headers say is left, less what is in flight (they may not have counted it yet). An
+   * answer to a request sent before the one the budget was last read from is older news: answers
+   * come back out of order on a busy machine, and its larger "remaining" would let through
+   * requests the server has no room for.
+   */
+  #learn(said: ReturnType<typeof readRateHeaders>, t: number, seq: number): void {
+    if (seq < this.#learnedFrom) return;
+    this.#learnedFrom = seq;
     for (const axis of ["requests", "tokens"] as const) {
       const left = said[axis];
       if (!left) {
