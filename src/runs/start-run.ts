@@ -122,8 +122,22 @@ export interface DistributedRunOptions extends RunEvalOptions {
  *
  * @example const report = await startDistributed({ store, eval: resolved, onEvent });
  */
+/**
+ * Refuses an eval a distributed run cannot execute as asked, before anything is recorded: one
+ * that batches (its workers would send each call alone, at full price; a batched run is executed
+ * by one process).
+ */
+export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void {
+  if (!ev.batch) return;
+  throw new StetError(
+    "E_USAGE",
+    `eval "${ev.name}" sends its calls through provider batches, which one process executes: distributed workers do not batch (docs/batch.md). Run it without --distributed, or without --batch`,
+  );
+}
+
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
+  checkDistributable(options.eval);
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
   const { run, owner } = await createRecordedRun(options, true);

@@ -5,6 +5,7 @@ import type { DatasetEvalConfig } from "../../core/types.js";
 import { autoLabels } from "../auto-labels.js";
 import { newBenchmarkId, splitConcurrency } from "../../runs/benchmark.js";
 import {
+  checkDistributable,
   checkRunId,
   datasetEvalSpec,
   prepareStart,
@@ -153,6 +154,7 @@ async function runOnce(
       "--detach leaves a run's provider batches to a later resume: give --batch too (or an eval with `batch`)",
     );
   }
+  if (flags.distributed) checkDistributable(prepared.eval);
   started.runId = prepared.runId;
   await prepareRunOutput(flags.output, "--output");
   const store = await openStore(
