@@ -50,7 +50,7 @@ export async function showCommand(
         distributed,
         ...(workers ? { workers } : {}),
         cache: { entries: cache.entries, bytes: cache.bytes },
-        ...(batches.length === 0 ? {} : { batches: batchesView(batches) }),
+        ...(batches.length === 0 ? {} : { batches: batchesView(batches, Date.now()) }),
         createdAt,
         updatedAt,
         note,

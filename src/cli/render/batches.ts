@@ -1,23 +1,17 @@
+import { isOpenBatch, summarizeBatches } from "../../core/batch.js";
 import type { BatchSubmission } from "../../store/types.js";
 
 /** Submissions still open at the provider (or not yet found there): what a resume collects. */
 export function openBatches(submissions: readonly BatchSubmission[]): BatchSubmission[] {
-  return submissions.filter((s) => s.status === "recorded" || s.status === "submitted");
+  return submissions.filter((s) => isOpenBatch(s.status));
 }
 
-/** A run's provider batches as `stet show --json` gives them (never a key: the endpoint is redacted). */
-export function batchesView(submissions: readonly BatchSubmission[]) {
-  return submissions.map((s) => ({
-    nonce: s.nonce,
-    batchId: s.batchId,
-    provider: s.provider,
-    endpoint: s.endpoint,
-    status: s.status,
-    requests: s.keys.length,
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-    ...(s.note === null ? {} : { note: s.note }),
-  }));
+/**
+ * A run's provider batches as `stet show --json` gives them, as listings do (never a key: the
+ * endpoint is redacted).
+ */
+export function batchesView(submissions: readonly BatchSubmission[], now: number) {
+  return summarizeBatches(submissions, now)?.batches ?? [];
 }
 
 /**
