@@ -20,5 +20,15 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 guardOutput([process.stdout, process.stderr], process.argv.slice(2), process.env);
 
 const code = await main(process.argv.slice(2));
+// What is still queued for a pipe or socket goes out first: stdout and stderr to one are
+// asynchronous, and `process.exit` drops what they hold (an export read by a slower process, as a
+// Node parent reads its child's stdout, lost its last rows).
+await Promise.all([process.stdout, process.stderr].map(flushed));
 // Solvers may leave keep-alive sockets or timers behind; the run is recorded, so leave promptly.
 process.exit(code);
+
+/** Resolves once everything written to `stream` before it has been handed to the system. */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.writableLength === 0 || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => stream.write("", () => resolve()));
+}
