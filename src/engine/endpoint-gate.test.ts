@@ -37,23 +37,33 @@ async function goesWithin(g: EndpointGate, ms: number): Promise<boolean> {
   }
 }
 
+/**
+ * Two requests sent, their answers read in the order given, each saying how many requests are
+ * left for the next 5 s: whether a third request may go at once after.
+ */
+async function thirdGoesAfter(answers: [which: "older" | "newer", remaining: number][]) {
+  const g = gate({ now: 1_000 });
+  const sent = { older: await g.acquire(1), newer: await g.acquire(1) };
+  for (const [which, remaining] of answers) sent[which](answer(remaining, 5));
+  return goesWithin(g, 50);
+}
+
 describe("EndpointGate", () => {
   it("reads the budget from the newest request's answer: an older one answered later says nothing newer", async () => {
-    const clock = { now: 1_000 };
-    const g = gate(clock);
-    const first = await g.acquire(1);
-    const second = await g.acquire(1);
-    // The later request's answer comes first and says the window is spent for 5 s; the earlier
-    // one's, counted before the server admitted the later, comes after it and says 50 were left.
-    second(answer(0, 5));
-    first(answer(50, 5));
-    expect(await goesWithin(g, 50)).toBe(false);
+    // The newer request's answer comes first and says the window is spent; the older one's,
+    // counted before the server admitted the newer, comes after it and says 50 were left.
+    expect(
+      await thirdGoesAfter([
+        ["newer", 0],
+        ["older", 50],
+      ]),
+    ).toBe(false);
     // In order, the newer answer's budget is the one kept.
-    const g2 = gate(clock);
-    const a = await g2.acquire(1);
-    const b = await g2.acquire(1);
-    a(answer(0, 5));
-    b(answer(50, 5));
-    expect(await goesWithin(g2, 50)).toBe(true);
+    expect(
+      await thirdGoesAfter([
+        ["older", 0],
+        ["newer", 50],
+      ]),
+    ).toBe(true);
   });
 });

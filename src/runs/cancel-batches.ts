@@ -1,4 +1,4 @@
-import type { BatchClient } from "../core/batch.js";
+import { isOpenBatch, type BatchClient } from "../core/batch.js";
 import { clientOfSubmission } from "../eval/batch-clients.js";
 import type { BatchSubmission, Store } from "../store/types.js";
 
@@ -19,19 +19,18 @@ export interface BatchCancels {
  * `cancelled`. What finished inside it is kept: the submission stays adoptable, so a resume
  * downloads those results and commits them without buying them again; a request that never ran
  * is its key's error there, which a later resume executes again. A batch that ended already is
- * left for the resume to collect.
+ * left for the resume to collect. Undefined when the run has no open submission.
  *
- * @example const { cancelled } = await cancelWaitingBatches(store, "r_abc");
+ * @example const cancels = await cancelWaitingBatches(store, "r_abc"); cancels?.cancelled;
  */
 export async function cancelWaitingBatches(
   store: Store,
   runId: string,
   clientOf: (submission: BatchSubmission) => BatchClient = clientOfSubmission,
-): Promise<BatchCancels> {
+): Promise<BatchCancels | undefined> {
+  const open = (await store.batches.list(runId)).filter((s) => isOpenBatch(s.status));
+  if (open.length === 0) return undefined;
   const result: BatchCancels = { cancelled: 0, ended: 0, left: [] };
-  const open = (await store.batches.list(runId)).filter(
-    (s) => s.status === "recorded" || s.status === "submitted",
-  );
   for (const submission of open) {
     const name = submission.batchId ?? `(nonce ${submission.nonce})`;
     try {

@@ -63,7 +63,7 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
   if (options.stopLocal?.(runId)) return { runId, status: "stopping", run };
   if (run.status !== "running" || !run.owner) {
     // Nobody executes it: only its provider batches (a detached run's) can still be running.
-    const batches = await cancelOwnerless(store, runId);
+    const batches = await cancelWaitingBatches(store, runId);
     if (batches) return { runId, status: "batches-cancelled", run, batches };
     throw new StetError("E_RUN_NOT_RUNNING", `run ${runId} is ${run.status}; nothing to cancel`);
   }
@@ -72,7 +72,7 @@ export async function cancelRun(options: CancelOptions): Promise<CancelResult> {
     because: "interrupted by a cancel request",
   });
   if (recovery?.outcome === "recovered") {
-    const batches = await cancelOwnerless(store, runId);
+    const batches = await cancelWaitingBatches(store, runId);
     const now = await requireRun(store, runId);
     return { runId, status: "interrupted", run: now, ...(batches ? { batches } : {}) };
   }
@@ -113,14 +113,6 @@ async function cancelDistributed(run: Run, options: CancelOptions): Promise<Canc
   }
   if (options.waitMs === undefined) return { runId, status: "requested", run };
   return waitForStop(store, runId, options.waitMs, options.pollMs ?? 250);
-}
-
-/** The waiting batches of a run nobody executes, cancelled; undefined when it has none open. */
-async function cancelOwnerless(store: Store, runId: string): Promise<BatchCancels | undefined> {
-  const open = (await store.batches.list(runId)).some(
-    (s) => s.status === "recorded" || s.status === "submitted",
-  );
-  return open ? cancelWaitingBatches(store, runId) : undefined;
 }
 
 async function waitForStop(

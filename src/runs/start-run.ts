@@ -116,13 +116,6 @@ export interface DistributedRunOptions extends RunEvalOptions {
 }
 
 /**
- * Starts a distributed run (`stet run --distributed`): records it like `runEval`, with one lease
- * per key and no owner, then works on it as its first worker (`workRun`) until every key has its
- * outcome, whoever executed it. Other processes join it with `stet worker`.
- *
- * @example const report = await startDistributed({ store, eval: resolved, onEvent });
- */
-/**
  * Refuses an eval a distributed run cannot execute as asked, before anything is recorded: one
  * that batches (its workers would send each call alone, at full price; a batched run is executed
  * by one process).
@@ -135,6 +128,13 @@ export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void
   );
 }
 
+/**
+ * Starts a distributed run (`stet run --distributed`): records it like `runEval`, with one lease
+ * per key and no owner, then works on it as its first worker (`workRun`) until every key has its
+ * outcome, whoever executed it. Other processes join it with `stet worker`.
+ *
+ * @example const report = await startDistributed({ store, eval: resolved, onEvent });
+ */
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
   checkDistributable(options.eval);

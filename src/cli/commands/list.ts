@@ -12,9 +12,10 @@ import { isOpenBatch, type RunBatches } from "../../core/batch.js";
 
 /**
  * `stet list`: runs with status and progress, newest first; a batched run says how many provider
- * batches it waits on, and since when (a run left by `stet run --detach` waits with no owner). A run whose owner died is recovered
- * (interrupted, resumable) before it is listed, so it never shows as running. Only an existing
- * store is opened: where there is none yet, there are no runs, and none is created.
+ * batches it waits on, and since when (a run left by `stet run --detach` waits with no owner). A
+ * run whose owner died is recovered (interrupted, resumable) before it is listed, so it never
+ * shows as running. Only an existing store is opened: where there is none yet, there are no runs,
+ * and none is created.
  */
 export async function listCommand(flags: {
   store?: string;
