@@ -1,5 +1,10 @@
 import type { BenchmarkCellView, BenchmarkView } from "../api/contract.js";
-import { reduceEpochs, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
+import {
+  addScoringUsage,
+  reduceEpochs,
+  type ScorerMetrics,
+  type UsageTotal,
+} from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { scoresStand, selectOutcomes } from "../core/outcomes.js";
 import type { Run, Sample } from "../core/types.js";
@@ -63,9 +68,10 @@ export async function benchmarkView(
 }
 
 async function loadRun(store: Store, run: Run): Promise<RunData> {
-  const [records, heads] = await Promise.all([
+  const [records, heads, scorings] = await Promise.all([
     store.reads.getSamples(run.id),
     store.reads.listAttemptHeads(run.id),
+    store.reads.listScorings(run.id),
   ]);
   const samples = new Map(records.map((r) => [r.sample.id, r]));
   const fingerprints = new Map(records.map((r) => [r.sample.id, r.fingerprint]));
@@ -85,6 +91,8 @@ async function loadRun(store: Store, run: Run): Promise<RunData> {
   });
   for (const head of heads) fold.add(head);
   const { metrics, totalSpent: spent } = fold.finish();
+  // A judge's scorings are the run's spend too, as in the run's own report (engine/report.ts).
+  for (const scoring of scorings) if (scoring.usage) addScoringUsage(spent, scoring.usage);
   return { run, samples, bySample, metrics, spent };
 }
 
