@@ -8,16 +8,19 @@ import { until } from "./helpers/wait.js";
 
 const MAX_TURNS = 6;
 
-/** A shop's assistant (solvers.chat) against a simulated customer, both on the local server. */
-const CONVERSATION_EVAL = `
+/**
+ * A shop's assistant (solvers.chat) against a simulated customer, both on the local server, as
+ * `prefix` names their models (`anthropic:` for the Messages API's format).
+ */
+const conversationEval = (prefix: string) => `
 import { defineEval, simulatedUser, solvers } from "stet";
 export default defineEval({
   name: "conversation",
   dataset: "./data.jsonl",
   solver: solvers.conversation({
-    assistant: solvers.chat({ model: "shop-model", baseURL: process.env.MOCK_URL, system: "You are the shop." }),
+    assistant: solvers.chat({ model: "${prefix}shop-model", baseURL: process.env.MOCK_URL, system: "You are the shop." }),
     user: simulatedUser({
-      model: "customer-model",
+      model: "${prefix}customer-model",
       baseURL: process.env.MOCK_URL,
       persona: "A customer whose parcel is late.",
       maxTurns: ${MAX_TURNS},
@@ -38,17 +41,16 @@ export default defineEval({
 });
 `;
 
-type WireMessage = { role: string; content: unknown };
-
 /**
  * The turn a request belongs to, by the conversation's length: turn t is the customer's t-th
- * message and the shop's t-th answer. The shop is sent its system prompt and 2t - 1 messages;
- * the customer (turn t ≥ 2, writing its t-th message) its persona and the 2(t - 1) before.
+ * message and the shop's t-th answer. The shop is sent the 2t - 1 messages said so far; the
+ * customer (turn t ≥ 2, writing its t-th message) the 2(t - 1) before it (in either format;
+ * the Messages API's opening turn before them is not one).
  */
 function turnOf(request: MockRequest): { side: "shop" | "customer"; turn: number } {
-  const messages = request.body.messages as WireMessage[];
-  if (request.body.model === "shop-model") return { side: "shop", turn: messages.length / 2 };
-  return { side: "customer", turn: (messages.length - 1) / 2 + 1 };
+  const said = request.messages.filter((m) => /^(question|answer) \d+$/.test(m.content)).length;
+  if (request.body.model === "shop-model") return { side: "shop", turn: (said + 1) / 2 };
+  return { side: "customer", turn: said / 2 + 1 };
 }
 
 /** Requests of each turn (both sides), as "turn:count". */
@@ -85,64 +87,79 @@ const stored = (db: string) =>
   }));
 const data = (...rows: object[]) => rows.map((row) => JSON.stringify(row)).join("\n");
 
+// The OpenAI format, and the Anthropic Messages API's (which refuses a first turn that is not
+// the user's: the customer's model is sent its own opening message first).
+describe.each([
+  { format: "openai", prefix: "" },
+  { format: "anthropic", prefix: "anthropic:" },
+] as const)(
+  "a simulated-user conversation through the real CLI, $format format",
+  ({ format, prefix }) => {
+    it("a 6-turn simulated-user conversation SIGKILLed in turn 4 resumes at turn 4: 0 requests for turns 1–3, output and transcript as uninterrupted", async () => {
+      const CONVERSATION_EVAL = conversationEval(prefix);
+      const rows = data({ id: "late-parcel", input: "question 1" });
+      mock.reset();
+      const clean = project({ "eval.mjs": CONVERSATION_EVAL, "data.jsonl": rows });
+      const env = { MOCK_URL: format === "openai" ? mock.url : mock.anthropicURL };
+      const done = await runCli(["run", "eval.mjs"], { cwd: clean.dir, env });
+      expect(done.code, done.stderr + done.stdout).toBe(0);
+      expect(mock.requests.every((r) => r.format === format)).toBe(true);
+      // Six answers and the five customer messages between them.
+      expect(perTurn(mock.requests)).toEqual({ 1: 1, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2 });
+      const customer = mock.requests.find((r) => turnOf(r).side === "customer")!;
+      expect(customer.messages).toEqual([
+        { role: "system", content: "A customer whose parcel is late." },
+        ...(format === "anthropic"
+          ? [{ role: "user", content: "(The conversation begins.)" }]
+          : []),
+        { role: "assistant", content: "question 1" },
+        { role: "user", content: "answer 1" },
+      ]);
+      const expected = stored(clean.db);
+      expect(expected).toMatchObject([{ status: "scored", output: `answer ${MAX_TURNS}` }]);
+      expect(expected[0]!.transcript).toEqual([
+        { role: "system", content: "You are the shop." },
+        ...Array.from({ length: MAX_TURNS }, (_, i) => [
+          { role: "user", content: `question ${i + 1}` },
+          { role: "assistant", content: `answer ${i + 1}` },
+        ]).flat(),
+      ]);
+      // Both sides' calls are the attempt's usage: 11 requests of 10 + 5 tokens.
+      const tokens = (db: string) => rawAttempts(db).map((a) => [a.input_tokens, a.output_tokens]);
+      expect(tokens(clean.db)).toEqual([[110, 55]]);
+
+      mock.reset();
+      const p = project({ "eval.mjs": CONVERSATION_EVAL, "data.jsonl": rows });
+      holdTurn = 4;
+      const cli = startCli(["run", "eval.mjs"], { cwd: p.dir, env });
+      const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
+      await until(() => mock.requests.some((r) => turnOf(r).turn === 4), "turn 4 begun", 60_000);
+      cli.child.kill("SIGKILL");
+      expect((await cli.done).signal).toBe("SIGKILL");
+      expect(perTurn(mock.requests)).toEqual({ 1: 1, 2: 2, 3: 2, 4: 1 });
+
+      holdTurn = null;
+      mock.reset();
+      const resumed = await runCli(["resume", runId], { cwd: p.dir, env });
+      expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+      expect(perTurn(mock.requests)).toEqual({ 4: 2, 5: 2, 6: 2 });
+      expect(stored(p.db)).toEqual(expected);
+      // The replayed calls stay the attempt's trajectory (paid for by the killed execution).
+      expect(tokens(p.db)).toEqual([[110, 55]]);
+
+      // A changed persona is a changed solver: the run refuses it, naming the field.
+      const changed = CONVERSATION_EVAL.replace("is late.", "never came.");
+      writeFileSync(join(p.dir, "eval.mjs"), changed);
+      const refused = await runCli(["resume", runId], { cwd: p.dir, env });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(
+        'solver.user.persona: "A customer whose parcel is late." → "A customer whose parcel never came."',
+      );
+    }, 120_000);
+  },
+);
+
 describe("conversations through the real CLI", () => {
-  it("a 6-turn simulated-user conversation SIGKILLed in turn 4 resumes at turn 4: 0 requests for turns 1–3, output and transcript as uninterrupted", async () => {
-    const rows = data({ id: "late-parcel", input: "question 1" });
-    mock.reset();
-    const clean = project({ "eval.mjs": CONVERSATION_EVAL, "data.jsonl": rows });
-    const env = { MOCK_URL: mock.url };
-    const done = await runCli(["run", "eval.mjs"], { cwd: clean.dir, env });
-    expect(done.code, done.stderr + done.stdout).toBe(0);
-    // Six answers and the five customer messages between them.
-    expect(perTurn(mock.requests)).toEqual({ 1: 1, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2 });
-    const customer = mock.requests.find((r) => turnOf(r).side === "customer")!;
-    expect(customer.body.messages).toEqual([
-      { role: "system", content: "A customer whose parcel is late." },
-      { role: "assistant", content: "question 1" },
-      { role: "user", content: "answer 1" },
-    ]);
-    const expected = stored(clean.db);
-    expect(expected).toMatchObject([{ status: "scored", output: `answer ${MAX_TURNS}` }]);
-    expect(expected[0]!.transcript).toEqual([
-      { role: "system", content: "You are the shop." },
-      ...Array.from({ length: MAX_TURNS }, (_, i) => [
-        { role: "user", content: `question ${i + 1}` },
-        { role: "assistant", content: `answer ${i + 1}` },
-      ]).flat(),
-    ]);
-    // Both sides' calls are the attempt's usage: 11 requests of 10 + 5 tokens.
-    const tokens = (db: string) => rawAttempts(db).map((a) => [a.input_tokens, a.output_tokens]);
-    expect(tokens(clean.db)).toEqual([[110, 55]]);
-
-    mock.reset();
-    const p = project({ "eval.mjs": CONVERSATION_EVAL, "data.jsonl": rows });
-    holdTurn = 4;
-    const cli = startCli(["run", "eval.mjs"], { cwd: p.dir, env });
-    const runId = (await cli.waitFor(/^run (r_\w+)/m))[1]!;
-    await until(() => mock.requests.some((r) => turnOf(r).turn === 4), "turn 4 begun", 60_000);
-    cli.child.kill("SIGKILL");
-    expect((await cli.done).signal).toBe("SIGKILL");
-    expect(perTurn(mock.requests)).toEqual({ 1: 1, 2: 2, 3: 2, 4: 1 });
-
-    holdTurn = null;
-    mock.reset();
-    const resumed = await runCli(["resume", runId], { cwd: p.dir, env });
-    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
-    expect(perTurn(mock.requests)).toEqual({ 4: 2, 5: 2, 6: 2 });
-    expect(stored(p.db)).toEqual(expected);
-    // The replayed calls stay the attempt's trajectory (paid for by the killed execution).
-    expect(tokens(p.db)).toEqual([[110, 55]]);
-
-    // A changed persona is a changed solver: the run refuses it, naming the field.
-    const changed = CONVERSATION_EVAL.replace("is late.", "never came.");
-    writeFileSync(join(p.dir, "eval.mjs"), changed);
-    const refused = await runCli(["resume", runId], { cwd: p.dir, env });
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain(
-      'solver.user.persona: "A customer whose parcel is late." → "A customer whose parcel never came."',
-    );
-  }, 120_000);
-
   it("a multi-turn input (a list of messages) through solvers.chat: the request carries every message in order", async () => {
     const messages = [
       { role: "system", content: "Answer briefly." },

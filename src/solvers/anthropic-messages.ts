@@ -11,7 +11,9 @@ type Turn = { role: "user" | "assistant"; content: Block[] };
  * tool calls as `tool_use` blocks (after its `thinking` blocks, as the API requires), a tool
  * message as a user turn's `tool_result` block. Consecutive turns of one role are merged (the
  * tool results of one assistant turn go back in one user turn). A message's `cache_control`
- * goes on its last block; a part's stays on its block.
+ * goes on its last block; a part's stays on its block. A conversation that opens with the
+ * assistant's turn (what a simulated user's model is sent: its own opening message first) gets
+ * `OPENING_TURN` before it: the API refuses a first turn that is not the user's.
  *
  * @example anthropicMessages([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }])
  * // { system: [{ type: "text", text: "Be brief." }], messages: [{ role: "user", content: [{ type: "text", text: "Hi" }] }] }
@@ -33,8 +35,14 @@ export function anthropicMessages(messages: readonly ModelMessage[]): {
     if (last?.role === role) last.content.push(...blocks);
     else turns.push({ role, content: blocks });
   }
+  if (turns[0]?.role === "assistant") {
+    turns.unshift({ role: "user", content: [{ type: "text", text: OPENING_TURN }] });
+  }
   return { system, messages: turns };
 }
+
+/** The user turn before a conversation that opens with the assistant's (see anthropicMessages). */
+export const OPENING_TURN = "(The conversation begins.)";
 
 function blocksOf(message: ModelMessage): Block[] {
   if (message.role === "tool") {

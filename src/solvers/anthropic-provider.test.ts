@@ -198,12 +198,30 @@ describe("the anthropic provider", () => {
       stop_reason: "tool_use",
     });
     if (got instanceof Failure) throw new Error(got.message);
-    const { body } = anthropic.chatRequest({ model: "m", messages: [got.message] });
+    const messages = [{ role: "user" as const, content: "go" }, got.message];
+    const { body } = anthropic.chatRequest({ model: "m", messages });
     expect(body.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "go" }] },
       {
         role: "assistant",
         content: [thinking, { type: "tool_use", id: "t", name: "f", input: {} }],
       },
+    ]);
+  });
+
+  it("opens a conversation that starts with the assistant's turn with a user turn (the API refuses it otherwise)", () => {
+    const { body } = anthropic.chatRequest({
+      model: "m",
+      messages: [
+        { role: "system", content: "You are a customer." },
+        { role: "assistant", content: "Where is my parcel?" },
+        { role: "user", content: "On its way." },
+      ],
+    });
+    expect(body.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "(The conversation begins.)" }] },
+      { role: "assistant", content: [{ type: "text", text: "Where is my parcel?" }] },
+      { role: "user", content: [{ type: "text", text: "On its way." }] },
     ]);
   });
 

@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import {
   anthropicError,
+  anthropicTurnsError,
   anthropicReply,
   keyOf,
   messagesOf,
@@ -148,6 +149,9 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     }
     const body = await readJson(req);
     if (body === undefined) return send(res, 400, { error: { message: "body is not JSON" } });
+    // The Messages API's own rules on turns: a request that breaks them is refused, as there.
+    const refused = format === "anthropic" ? anthropicTurnsError(body) : undefined;
+    if (refused !== undefined) return send(res, 400, anthropicError(400, refused));
     const messages = messagesOf(format, body);
     const key = format === "openai" ? sampleKey(body) : keyOf(messages);
     counts[key] = (counts[key] ?? 0) + 1;

@@ -163,6 +163,19 @@ const ERROR_TYPES: Record<number, string> = {
   529: "overloaded_error",
 };
 
+/**
+ * What the Messages API refuses in a request's turns, as its 400 says it, or undefined: no
+ * messages, a first turn that is not the user's, two turns of one role in a row.
+ */
+export function anthropicTurnsError(body: Obj): string | undefined {
+  const turns = list(body.messages).filter(isObj);
+  if (turns.length === 0) return "messages: at least one message is required";
+  if (turns[0]!.role !== "user") return 'messages: first message must use the "user" role';
+  const repeated = turns.findIndex((t, i) => i > 0 && t.role === turns[i - 1]!.role);
+  if (repeated === -1) return undefined;
+  return `messages: roles must alternate between "user" and "assistant", but found multiple "${String(turns[repeated]!.role)}" roles in a row`;
+}
+
 /** A Messages API error body for an HTTP status. */
 export function anthropicError(status: number, message: string): Obj {
   return { type: "error", error: { type: ERROR_TYPES[status] ?? "api_error", message } };
