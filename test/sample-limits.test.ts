@@ -151,31 +151,36 @@ describe.each([{ format: "openai" as const }, { format: "anthropic" as const }])
   },
 );
 
-describe("per-sample limits through the real CLI", () => {
-  it("a wall-time limit ends a slow sample as limited, not as an error; resume makes no request for it", async () => {
-    slow.add("slow");
-    const p = project({ "eval.mjs": EVAL, "data.jsonl": data(["slow"]) });
-    const env = {
-      MOCK_URL: mock.url,
-      LIMITS: JSON.stringify({ wallMs: 1_500 }),
-      TOOL_LOG: `${p.dir}/tools.log`,
-    };
-    mock.reset();
-    const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir, env });
-    expect(run.code, run.stderr + run.stdout).toBe(0);
-    const report = JSON.parse(run.stdout) as RunReport;
-    expect(report.counts).toMatchObject({ scored: 1, errored: 0, limited: 1 });
-    const [attempt] = rawAttempts(p.db);
-    expect(attempt).toMatchObject({ status: "scored", error: null, output: '"step 1"' });
-    const limit = limitOf(attempt!);
-    expect(limit).toMatchObject({ limit: "wallMs", value: 1_500 });
-    expect(limit.used).toBeGreaterThanOrEqual(1_500);
-    expect(mock.counts()).toEqual({ slow: 2 });
+describe.each([{ format: "openai" as const }, { format: "anthropic" as const }])(
+  "a per-sample wall-time limit through the real CLI, $format format",
+  ({ format }) => {
+    it("a wall-time limit ends a slow sample as limited, not as an error; resume makes no request for it", async () => {
+      slow.add("slow");
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": data(["slow"]) });
+      const env = {
+        MODEL: FORMATS[format].model,
+        MOCK_URL: format === "openai" ? mock.url : mock.anthropicURL,
+        LIMITS: JSON.stringify({ wallMs: 1_500 }),
+        TOOL_LOG: `${p.dir}/tools.log`,
+      };
+      mock.reset();
+      const run = await runCli(["run", "eval.mjs", "--json"], { cwd: p.dir, env });
+      expect(run.code, run.stderr + run.stdout).toBe(0);
+      const report = JSON.parse(run.stdout) as RunReport;
+      expect(report.counts).toMatchObject({ scored: 1, errored: 0, limited: 1 });
+      const [attempt] = rawAttempts(p.db);
+      expect(attempt).toMatchObject({ status: "scored", error: null, output: '"step 1"' });
+      const limit = limitOf(attempt!);
+      expect(limit).toMatchObject({ limit: "wallMs", value: 1_500 });
+      expect(limit.used).toBeGreaterThanOrEqual(1_500);
+      expect(mock.counts()).toEqual({ slow: 2 });
+      expect(mock.requests.every((r) => r.format === format)).toBe(true);
 
-    mock.reset();
-    const again = await runCli(["resume", report.runId], { cwd: p.dir, env });
-    expect(again.code, again.stderr + again.stdout).toBe(0);
-    expect(mock.counts()).toEqual({});
-    expect(rawAttempts(p.db)).toHaveLength(1);
-  });
-});
+      mock.reset();
+      const again = await runCli(["resume", report.runId], { cwd: p.dir, env });
+      expect(again.code, again.stderr + again.stdout).toBe(0);
+      expect(mock.counts()).toEqual({});
+      expect(rawAttempts(p.db)).toHaveLength(1);
+    });
+  },
+);
