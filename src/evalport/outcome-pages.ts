@@ -91,8 +91,11 @@ export async function* outcomePages(
     let outcomes = selectOutcomes(mine, fingerprints);
     const range = { fromSampleId: samples[0]!.id, toSampleId: last };
     let reviewsOf: OutcomePage<Attempt>["reviewsOf"] = () => undefined;
-    if (options.reviews && outcomes.length > 0) {
-      const reviewed = applyReviews(outcomes as Attempt[], await store.reviews.list(runId, range));
+    const reviews =
+      options.reviews && outcomes.length > 0 ? await store.reviews.list(runId, range) : [];
+    // Most pages have no review: then nothing is applied (a map of the page's keys saved).
+    if (reviews.length > 0) {
+      const reviewed = applyReviews(outcomes as Attempt[], reviews);
       outcomes = reviewed.outcomes;
       reviewsOf = reviewed.reviewsOf as OutcomePage<Attempt>["reviewsOf"];
     }
