@@ -95,9 +95,9 @@ export async function* outcomePages(
       options.reviews && outcomes.length > 0 ? await store.reviews.list(runId, range) : [];
     // Most pages have no review: then nothing is applied (a map of the page's keys saved).
     if (reviews.length > 0) {
-      const reviewed = applyReviews(outcomes as Attempt[], reviews);
+      const reviewed = applyReviews(outcomes, reviews);
       outcomes = reviewed.outcomes;
-      reviewsOf = reviewed.reviewsOf as OutcomePage<Attempt>["reviewsOf"];
+      reviewsOf = reviewed.reviewsOf;
     }
     const journalOf =
       options.journal && outcomes.length > 0
