@@ -6,7 +6,7 @@ import { compareKeys } from "../core/keys.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Attempt, Run, RunConfig, SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
-import { assembleResultSet } from "./assemble-result-set.js";
+import { assembleResultSet, type ResultSetHeader } from "./assemble-result-set.js";
 import { toResult } from "./result-mapping.js";
 import { applyReviews } from "./review-grades.js";
 import { loadTrajectories } from "./trajectory.js";
@@ -63,24 +63,34 @@ export async function buildResultSet(store: Store, runId: string): Promise<Resul
       `run ${runId} has no finished sample yet, and an EvalPort ResultSet needs at least one result; nothing was written`,
     );
   }
-  const provider = providerOf(run.config);
   const journal = await loadTrajectories(store, runId);
   // People's reviews fill the suite's `human` graders and travel with their reviewers.
   const reviewed = applyReviews(outcomes, await store.reviews.list(runId));
   return assembleResultSet(
-    {
-      version: EVALPORT_VERSION,
-      suite_id: run.evalName,
-      run_id: run.id,
-      started_at: rfc3339(run.createdAt),
-      ...(provider && { provider }),
-      runner: { name: "stet", version: stetVersion() },
-    },
+    resultSetHeader(run),
     reviewed.outcomes.map((a) =>
       toResult(a, { epochs: run.config.epochs, journal, reviews: reviewed.reviewsOf }),
     ),
     { testCaseIds: samples.map((r) => r.sample.id), epochs: run.config.epochs },
   );
+}
+
+/**
+ * A run's ResultSet header: `suite_id` the eval name, `started_at` the run's creation, `provider`
+ * from its model and solver settings, `runner` stet and its version.
+ *
+ * @example resultSetHeader(run).runner // { name: "stet", version: "0.1.0" }
+ */
+export function resultSetHeader(run: Run): ResultSetHeader {
+  const provider = providerOf(run.config);
+  return {
+    version: EVALPORT_VERSION,
+    suite_id: run.evalName,
+    run_id: run.id,
+    started_at: rfc3339(run.createdAt),
+    ...(provider && { provider }),
+    runner: { name: "stet", version: stetVersion() },
+  };
 }
 
 function providerOf(config: RunConfig): ResultSetProvider | undefined {

@@ -1,6 +1,6 @@
 import type { Json } from "../core/json.js";
 import { currentReviews, keyId, type Review } from "../core/reviews.js";
-import type { Attempt, Score } from "../core/types.js";
+import type { Attempt, Key, Score } from "../core/types.js";
 import { GRADER_PASSED_KEY } from "./grader-mapping.js";
 
 /** The skip reason of a `human` grader nobody reviewed yet (see run-grader.ts). */
@@ -15,10 +15,10 @@ export const HUMAN_REVIEW_PENDING = "human_review_pending";
  *
  * @example const { outcomes, reviewsOf } = applyReviews(loaded.outcomes, await store.reviews.list(id));
  */
-export function applyReviews(
-  outcomes: readonly Attempt[],
+export function applyReviews<A extends Pick<Attempt, "sampleId" | "epoch" | "attempt" | "scores">>(
+  outcomes: readonly A[],
   reviews: readonly Review[],
-): { outcomes: Attempt[]; reviewsOf: (attempt: Attempt) => Json[] | undefined } {
+): { outcomes: A[]; reviewsOf: (attempt: Key) => Json[] | undefined } {
   const byKey = new Map(outcomes.map((o) => [keyId(o), o.attempt]));
   const current = new Map<string, Review[]>();
   for (const r of currentReviews(reviews, (k) => byKey.get(keyId(k))))

@@ -1,5 +1,6 @@
 import { StetError } from "../core/errors.js";
 import { REVIEW_LIMITS, REVIEW_SCORER, type Review, type ReviewDraft } from "../core/reviews.js";
+import type { ReviewFilter } from "./types/records.js";
 
 /**
  * Review rows (`reviews`, SQLite migration 12, PostgreSQL 11) as both adapters write and read
@@ -14,7 +15,10 @@ export const REVIEW_SQL = {
   attemptExists: `SELECT 1 AS found FROM attempts
     WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch AND attempt = @attempt`,
   list: `SELECT seq, run_id, sample_id, epoch, attempt, scorer, reviewer, value, note, created_at
-    FROM reviews WHERE run_id = @runId ORDER BY seq`,
+    FROM reviews WHERE run_id = @runId
+      AND (CAST(@fromSampleId AS TEXT) IS NULL OR sample_id >= CAST(@fromSampleId AS TEXT))
+      AND (CAST(@toSampleId AS TEXT) IS NULL OR sample_id <= CAST(@toSampleId AS TEXT))
+    ORDER BY seq LIMIT CAST(@limit AS INTEGER)`,
 } as const;
 
 export interface ReviewRow {
@@ -28,6 +32,17 @@ export interface ReviewRow {
   value: number;
   note: string | null;
   created_at: string;
+}
+
+/** `REVIEW_SQL.list`'s parameters: the run, the filter's sample-id range and its count. */
+export function reviewListParams(runId: string, filter: ReviewFilter = {}) {
+  return {
+    runId,
+    fromSampleId: filter.fromSampleId ?? null,
+    toSampleId: filter.toSampleId ?? null,
+    // No limit is the largest INTEGER: SQLite refuses a NULL LIMIT, PostgreSQL a negative one.
+    limit: filter.limit ?? 2_147_483_647,
+  };
 }
 
 /** A draft's parameters for `REVIEW_SQL.insert`. */

@@ -28,6 +28,7 @@ import type {
   HeartbeatReply,
   JournalEntry,
   JournalFilter,
+  ReviewFilter,
   LeaseClaim,
   NewRun,
   OutcomeFilter,
@@ -195,6 +196,16 @@ export interface ReadModel {
   listSampleFingerprints(runId: string): Promise<{ sampleId: string; fingerprint: string }[]>;
   /** The run's scorings (the history of its rescores), by sample id, epoch, attempt, scoring. */
   listScorings(runId: string, filter?: AttemptFilter): Promise<Scoring[]>;
+  /**
+   * The snapshot's ids and fingerprints a page at a time, by sample id in byte order (keyset, as
+   * `attemptPages`): what a streamed export joins the attempts' pages with.
+   */
+  sampleFingerprintPages(
+    runId: string,
+    pageSize?: number,
+  ): AsyncIterable<{ sampleId: string; fingerprint: string }[]>;
+  /** The whole snapshot (`getSamples`' records) in the same order and pages. */
+  samplePages(runId: string, pageSize?: number): AsyncIterable<SampleRecord[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
@@ -351,8 +362,11 @@ export interface ReviewStore {
    * nothing is stored (`E_INVALID_INPUT`). Returns them with their `seq`.
    */
   record(runId: string, drafts: readonly ReviewDraft[]): Promise<Review[]>;
-  /** Every review of the run, in the order they were stored (oldest first), superseded ones too. */
-  list(runId: string): Promise<Review[]>;
+  /**
+   * Every review of the run, in the order they were stored (oldest first), superseded ones too;
+   * with a filter, those of a range of sample ids (a streamed export's page), or the first few.
+   */
+  list(runId: string, filter?: ReviewFilter): Promise<Review[]>;
 }
 
 /**

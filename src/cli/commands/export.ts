@@ -1,26 +1,21 @@
 import { runModel } from "../../core/run-model.js";
 import type { Json } from "../../core/json.js";
-import { createWriteStream } from "node:fs";
-import { once } from "node:events";
-import { open, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
-import { stringify } from "csv-stringify";
+import { stringify } from "csv-stringify/sync";
 import { StetError } from "../../core/errors.js";
-import type { Attempt, Usage, UsageFigures } from "../../core/types.js";
-import { buildResultSet, loadOutcomes } from "../../evalport/build-result-set.js";
-import { loadTrajectories } from "../../evalport/trajectory.js";
-import { syncDirectory, writeFileAtomic } from "../../durable/write-file-atomic.js";
-import { csvColumns, csvRow } from "../export-csv.js";
+import type { Attempt, Run, Usage, UsageFigures } from "../../core/types.js";
+import { outcomePages } from "../../evalport/outcome-pages.js";
+import { prepareResultSet, writeResultSet } from "../../evalport/write-result-set.js";
+import { csvColumns, csvRow, type CsvColumn } from "../export-csv.js";
 import { reviewCells, reviewColumns, reviewScorers } from "../export-reviews.js";
-import { applyReviews } from "../../evalport/review-grades.js";
+import { toOutput, type Write } from "../export-output.js";
 import { openStore } from "../open-store.js";
 import { htmlReport } from "../reports/html.js";
-import { junitXml } from "../reports/junit.js";
+import { writeJunit } from "../reports/junit.js";
 import { markdownSummary } from "../reports/markdown.js";
-import { loadReportData } from "../reports/report-data.js";
+import { gatherHtml } from "../reports/report-data.js";
 import { resumeHint } from "../resume-hint.js";
+import { readRun } from "../../runs/read-run.js";
 import type { Store } from "../../store/types.js";
-import { prepareOutputFile } from "../output-file.js";
 import { trajectoryUsage } from "../../core/usage.js";
 
 export interface ExportFlags {
@@ -32,15 +27,18 @@ export interface ExportFlags {
 }
 
 const FORMATS = ["jsonl", "csv", "resultset", "junit", "html", "markdown"];
-/** The formats rendered whole from the run's report and outcomes (`loadReportData`). */
+/** The formats rendered from the run's report (`stet show`'s figures) and its keys. */
 const REPORTS = ["junit", "html", "markdown"];
 
 /**
- * `stet export <run-id>`: one row per key's current outcome, sorted by sample id and epoch, so
- * the same stored attempts always export as the same bytes. `--format resultset` writes the
- * EvalPort ResultSet (`buildResultSet`). `--format csv` has a column per scorer (`csvColumns`).
- * `--format junit`, `html` and `markdown` render the run's report and outcomes (`stet show`'s
- * figures) for CI and for people; see src/cli/reports/.
+ * `stet export <run-id>`: one row per key's current outcome, sorted by sample id (in byte order)
+ * and epoch, so the same stored attempts always export as the same bytes. `--format resultset`
+ * writes the EvalPort ResultSet (`writeResultSet`). `--format csv` has a column per scorer
+ * (`csvColumns`). `--format junit`, `html` and `markdown` render the run's report and outcomes
+ * (`stet show`'s figures) for CI and for people; see src/cli/reports/. Every format streams: the
+ * run's outcomes, journals and reviews are read a page at a time in key order
+ * (`outcomePages`) and written as they come, so memory does not grow with the run (an HTML
+ * report over `HTML_ROW_LIMIT` keys is a summary of its worst ones).
  * `-o` replaces the file atomically (temp + rename), creating its folder when missing.
  */
 export async function exportCommand(runId: string, flags: ExportFlags): Promise<number> {
@@ -55,56 +53,22 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
   const output = flags.output;
   const store = await openStore(flags.store, { create: false });
   try {
-    if (format === "resultset" || REPORTS.includes(format)) {
-      const text =
-        format === "resultset"
-          ? `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`
-          : await renderReport(store, runId, format, flags);
-      if (output !== undefined) {
-        await prepareOutputFile(output, "-o");
-        await writeFileAtomic(output, text);
-      } else if (!process.stdout.write(text)) await once(process.stdout, "drain");
+    if (REPORTS.includes(format)) {
+      await exportReport(store, runId, format, flags);
       return 0;
     }
-    const loaded = await loadOutcomes(store, runId);
-    const { run, samples } = loaded;
-    // People's reviews: each row carries its key's current ones (reviewer, value, note, time).
-    const reviewed = applyReviews(loaded.outcomes, await store.reviews.list(runId));
-    const outcomes = reviewed.outcomes;
-    if (output !== undefined) await prepareOutputFile(output, "-o");
-    const temp = output === undefined ? undefined : `${output}.${process.pid}.tmp`;
-    const out = temp === undefined ? process.stdout : createWriteStream(temp);
-    try {
-      if (format === "jsonl") {
-        const journal = await loadTrajectories(store, runId);
-        for (const a of outcomes) {
-          const reviews = reviewed.reviewsOf(a);
-          const row = JSON.stringify({ ...exportRow(a, journal(a)), ...(reviews && { reviews }) });
-          if (!out.write(`${row}\n`)) await once(out, "drain");
-        }
-      } else {
-        const { scorers } = run.config;
-        const humans = reviewScorers(outcomes.map((a) => reviewed.reviewsOf(a)));
-        const columns = [...csvColumns(scorers), ...reviewColumns(humans)];
-        const csv = stringify({ header: true, columns });
-        csv.pipe(out, { end: false });
-        const byId = new Map(samples.map((r) => [r.sample.id, r]));
-        for (const a of outcomes) {
-          const reviews = reviewed.reviewsOf(a);
-          csv.write({ ...csvRow(a, byId, scorers), ...reviewCells(humans, reviews) });
-        }
-        csv.end();
-        await once(csv, "end");
-      }
-      if (temp !== undefined && output !== undefined) {
-        out.end();
-        await once(out, "finish");
-        await fsyncFile(temp);
-        await rename(temp, output);
-        syncDirectory(dirname(output));
-      }
-    } finally {
-      if (temp !== undefined) await rm(temp, { force: true });
+    const run = await store.runs.get(runId);
+    if (!run)
+      throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}" in ${store.location}`);
+    if (format === "resultset") {
+      // The first pass refuses a run without outcomes before any file is touched.
+      const coverage = await prepareResultSet(store, run);
+      await toOutput(output, (write) => writeResultSet(store, coverage, write));
+    } else if (format === "jsonl") {
+      await toOutput(output, (write) => writeJsonl(store, run, write));
+    } else {
+      const humans = await reviewedScorers(store, run);
+      await toOutput(output, (write) => writeCsv(store, run, humans, write));
     }
     return 0;
   } finally {
@@ -112,31 +76,102 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
   }
 }
 
+/** One line per key's outcome, with its journal and current reviews, a page at a time. */
+async function writeJsonl(store: Store, run: Run, write: Write): Promise<void> {
+  const pages = outcomePages(store, run.id, "whole", { journal: true, reviews: true });
+  for await (const page of pages) {
+    let text = "";
+    for (const { outcomes } of page.samples) {
+      for (const a of outcomes) {
+        const reviews = page.reviewsOf(a);
+        const row = { ...exportRow(a, page.journalOf(a)), ...(reviews && { reviews }) };
+        text += `${JSON.stringify(row)}\n`;
+      }
+    }
+    if (text !== "") await write(text);
+  }
+}
+
+/**
+ * The human scorers with a current review of some outcome (one CSV column each): a pass over
+ * the outcomes' heads and reviews, skipped when the run has no review at all.
+ */
+async function reviewedScorers(store: Store, run: Run): Promise<string[]> {
+  if ((await store.reviews.list(run.id, { limit: 1 })).length === 0) return [];
+  const rows: Json[][] = [];
+  const names = new Set<string>();
+  for await (const page of outcomePages(store, run.id, "heads", { reviews: true })) {
+    for (const { outcomes } of page.samples) {
+      for (const a of outcomes) {
+        const reviews = page.reviewsOf(a);
+        if (reviews) rows.push(reviews);
+      }
+    }
+    for (const name of reviewScorers(rows.splice(0))) names.add(name);
+  }
+  return [...names].sort();
+}
+
+/** The CSV export: its header, then each page's rows (`csvRow`, and the review cells). */
+async function writeCsv(store: Store, run: Run, humans: string[], write: Write): Promise<void> {
+  const { scorers } = run.config;
+  const columns: CsvColumn[] = [...csvColumns(scorers), ...reviewColumns(humans)];
+  await write(stringify([], { header: true, columns }));
+  const pages = outcomePages(store, run.id, "whole", { samples: "whole", reviews: true });
+  for await (const page of pages) {
+    const byId = new Map(
+      page.samples.flatMap((s) =>
+        s.sample.record ? ([[s.sample.id, s.sample.record]] as const) : [],
+      ),
+    );
+    const rows = page.samples.flatMap(({ outcomes }) =>
+      outcomes.map((a) => ({
+        ...csvRow(a, byId, scorers),
+        ...reviewCells(humans, page.reviewsOf(a)),
+      })),
+    );
+    if (rows.length > 0) await write(stringify(rows, { header: false, columns }));
+  }
+}
+
 /** A human-facing export of the run: JUnit XML, a self-contained HTML page, or Markdown. */
-async function renderReport(
+async function exportReport(
   store: Store,
   runId: string,
   format: string,
   flags: ExportFlags,
-): Promise<string> {
-  const data = await loadReportData(store, runId);
+): Promise<void> {
+  const { run, report } = await readRun(store, runId);
   const threshold = flags.passThreshold ?? 1;
-  if (format === "junit") return junitXml(data, threshold);
-  if (format === "html") return htmlReport(data, threshold);
-  const model = runModel(data.run.config);
-  return markdownSummary(data.report, {
+  if (format === "junit") {
+    const pages = async function* (attempts: "whole" | "heads") {
+      const read =
+        attempts === "whole"
+          ? outcomePages(store, runId, "whole")
+          : outcomePages(store, runId, "heads");
+      for await (const page of read) yield page.samples;
+    };
+    await toOutput(flags.output, (write) =>
+      writeJunit(run, report.status, pages, threshold, write),
+    );
+    return;
+  }
+  if (format === "html") {
+    const pages = async function* () {
+      for await (const page of outcomePages(store, runId, "whole", { samples: "whole" })) {
+        yield page.samples;
+      }
+    };
+    const page = htmlReport(await gatherHtml(run, report, pages(), threshold), threshold);
+    await toOutput(flags.output, (write) => write(page));
+    return;
+  }
+  const model = runModel(run.config);
+  const text = markdownSummary(report, {
     ...(model === undefined ? {} : { model }),
     resumeCommand: resumeHint(runId, flags.store).command,
   });
-}
-
-async function fsyncFile(path: string): Promise<void> {
-  const handle = await open(path, "r+");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await toOutput(flags.output, (write) => write(text));
 }
 
 /** The export form of an outcome: stable field order, no store internals. */

@@ -1,13 +1,11 @@
 import { runModel } from "../../core/run-model.js";
 import { createHash } from "node:crypto";
-import { escapeXml as esc, scoreChartSvg } from "../../core/score-chart.js";
-import type { Json } from "../../core/json.js";
-import type { Attempt } from "../../core/types.js";
+import { distributionChartSvg, escapeXml as esc } from "../../core/score-chart.js";
 import type { UsageTotal } from "../../core/aggregate.js";
 import { formatCost, formatCount } from "../render/format.js";
 import { limitedNote } from "../render/summary.js";
 import { REPORT_CSS, REPORT_JS } from "./html-page.js";
-import { scoreSeries, type ReportData } from "./report-data.js";
+import type { HtmlData } from "./report-data.js";
 
 /** A CSP source for exactly this inline text (`'sha256-…'`): the browser runs nothing else. */
 const cspHash = (text: string) =>
@@ -24,12 +22,14 @@ const REPORT_CSP = `default-src 'none'; style-src ${cspHash(REPORT_CSS)}; script
  * The run as one self-contained HTML file: inline CSS and JS, no URL to anywhere (a Content
  * Security Policy forbids any load, and runs only the page's own script and style). The header (eval, model, status, spend), the metrics with
  * standard errors, the score-distribution chart (`scoreChartSvg`, as in the web UI) and the
- * samples table, whose rows travel as JSON and are drawn by the page's script. Every text from
- * the run is escaped: in markup with `escapeXml`, in the JSON block with `<` as `\u003c`.
+ * samples table, whose rows travel as JSON and are drawn by the page's script. A run over
+ * `HTML_ROW_LIMIT` keys is a summary: its table holds the worst keys only, and says so. Every
+ * text from the run is escaped: in markup with `escapeXml`, in the JSON block with `<` as
+ * `\u003c`.
  *
- * @example const page = htmlReport(data, 1); page.includes(data.run.id) // true
+ * @example const page = htmlReport(await gatherHtml(run, report, pages, 1), 1); page.includes(run.id) // true
  */
-export function htmlReport(data: ReportData, passThreshold: number): string {
+export function htmlReport(data: HtmlData, passThreshold: number): string {
   const { run, report } = data;
   const scorers = run.config.scorers;
   const metrics = report.metrics
@@ -55,7 +55,7 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
     "error",
     "ms",
   ];
-  const payload = JSON.stringify({ scorers, passThreshold, rows: sampleRows(data) }).replace(
+  const payload = JSON.stringify({ scorers, passThreshold, rows: data.rows }).replace(
     /</g,
     "\\u003c",
   );
@@ -71,8 +71,8 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
 <p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored${esc(limitedNote(report))} · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
 <p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens${esc(tierNote(totalSpent))}</p></header>
 <section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>
-<section><h2>Score distribution</h2>${scoreChartSvg(scoreSeries(run, data.outcomes))}</section>
-<section><h2>Samples</h2>
+<section><h2>Score distribution</h2>${distributionChartSvg(data.distribution)}</section>
+<section><h2>Samples</h2>${summaryNote(data)}
 <div class="filters"><select id="f-result" aria-label="Result"><option value="">any result</option><option value="pass">pass</option><option value="fail">fail (score &lt; ${passThreshold})</option><option value="error">error</option><option value="pending">pending</option></select>
 <select id="f-status" aria-label="Status"><option value="">any status</option><option value="scored">scored</option><option value="error">error</option><option value="pending">pending</option></select>
 <input id="f-search" type="search" aria-label="Search" placeholder="search id, input, target, output, error"> <span id="count"></span></div>
@@ -84,33 +84,15 @@ export function htmlReport(data: ReportData, passThreshold: number): string {
 `;
 }
 
-/** Per key (outcome or not yet): id, epoch, status, input, target, output, scores, error, ms. */
-function sampleRows(data: ReportData): unknown[][] {
-  const { run, samples, outcomes } = data;
-  const byKey = new Map<string, Attempt>(outcomes.map((a) => [`${a.sampleId}\u0000${a.epoch}`, a]));
-  const rows: unknown[][] = [];
-  for (const { sample } of samples) {
-    for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
-      const a = byKey.get(`${sample.id}\u0000${epoch}`);
-      rows.push([
-        sample.id,
-        epoch,
-        a?.status ?? "pending",
-        plain(sample.input),
-        plain(sample.target),
-        a ? plain(a.output) : "",
-        run.config.scorers.map((s) => a?.scores.find((x) => x.scorer === s)?.value ?? null),
-        a?.error ? `${a.error.type}: ${a.error.message}` : "",
-        a?.durationMs ?? null,
-      ]);
-    }
-  }
-  return rows;
-}
-
-function plain(value: Json | undefined): string {
-  if (value === undefined || value === null) return "";
-  return typeof value === "string" ? value : JSON.stringify(value);
+/** Over the row limit: what the table holds instead of every key, and where the rest is. */
+function summaryNote(data: HtmlData): string {
+  if (!data.summary) return "";
+  return (
+    `\n<p class="meta" id="summary-note">This run has ${formatCount(data.keys)} keys, over the ` +
+    `report's limit of ${formatCount(data.summary.limit)}: the table holds the ` +
+    `${formatCount(data.rows.length)} worst (errors first, then the lowest scores). ` +
+    `<code>stet export --format jsonl</code> or <code>csv</code> has every key.</p>`
+  );
 }
 
 /** The cached, cache-write and reasoning parts of a total's tokens, when it has any. */

@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { RunReport } from "../../core/events.js";
 import type { Attempt, Run } from "../../core/types.js";
-import { junitXml } from "./junit.js";
-import type { ReportData } from "./report-data.js";
+import { writeJunit } from "./junit.js";
 
 const run = {
   id: "r_1",
@@ -32,21 +30,27 @@ function outcome(sampleId: string, over: Partial<Attempt>): Attempt {
   };
 }
 
-describe("junitXml", () => {
-  it("a limited outcome is a test case scored by its scores, never an error, with its limit as a property", () => {
+describe("writeJunit", () => {
+  it("a limited outcome is a test case scored by its scores, never an error, with its limit as a property", async () => {
     const limit = { limit: "costUsd" as const, value: 0.01, used: 0.0126 };
     const outcomes = [
       outcome("a", { limit }),
       outcome("b", { limit, scores: [{ scorer: "exact", value: 0 }] }),
       outcome("c", { status: "error", error: { type: "solver", message: "boom" } }),
     ];
-    const data: ReportData = {
-      run,
-      report: { status: "completed" } as RunReport,
-      samples: ["a", "b", "c"].map((id) => ({ sample: { id, input: id }, fingerprint: "f" })),
-      outcomes,
+    // Two pages, as a streamed read gives them: the totals come first all the same.
+    const samples = ["a", "b", "c"].map((id, i) => ({
+      sample: { id, fingerprint: "f" },
+      outcomes: [outcomes[i]!],
+    }));
+    const pages = async function* () {
+      yield samples.slice(0, 2);
+      yield samples.slice(2);
     };
-    const xml = junitXml(data, 1);
+    let xml = "";
+    await writeJunit(run, "completed", pages, 1, async (text) => {
+      xml += text;
+    });
     expect(xml).toContain('tests="3" failures="1" errors="1" skipped="0"');
     expect(xml).toContain('<property name="stet.limited" value="2"/>');
     expect(xml).toContain(

@@ -1,69 +1,105 @@
 import { runModel } from "../../core/run-model.js";
 import { escapeXml } from "../../core/score-chart.js";
-import type { Attempt } from "../../core/types.js";
-import type { ReportData } from "./report-data.js";
+import type { Attempt, Run } from "../../core/types.js";
+import type { AttemptHead } from "../../store/types.js";
+import type { SampleOutcomes } from "../../evalport/outcome-pages.js";
+
+/** Where a report reads a run's keys: its pages of samples with their outcomes, in key order. */
+export type KeyPages = (
+  attempts: "whole" | "heads",
+) => AsyncIterable<readonly SampleOutcomes<Attempt | AttemptHead>[]>;
 
 /**
- * The run as JUnit XML (the common schema CI systems read): one `<testsuite>` named after the
- * eval, one `<testcase>` per key (name `sampleId#epoch`, classname the eval, time the outcome's
- * duration in seconds). A scored outcome with a score below `passThreshold` has a `<failure>`
- * naming the scores; an error outcome an `<error>` of its type; a key without an outcome yet is
- * `<skipped>`. An outcome a per-sample limit ended is scored as any other (passed or failed by its
- * scores, never an error) and carries a `stet.limit` property naming the limit, its value and
- * what was used; the suite's `stet.limited` property counts them. The suite and the document
- * carry the totals.
+ * The run as JUnit XML (the common schema CI systems read), streamed: one `<testsuite>` named
+ * after the eval, one `<testcase>` per key (name `sampleId#epoch`, classname the eval, time the
+ * outcome's duration in seconds). A scored outcome with a score below `passThreshold` has a
+ * `<failure>` naming the scores; an error outcome an `<error>` of its type; a key without an
+ * outcome yet is `<skipped>`. An outcome a per-sample limit ended is scored as any other (passed
+ * or failed by its scores, never an error) and carries a `stet.limit` property naming the limit,
+ * its value and what was used; the suite's `stet.limited` property counts them. The suite and the
+ * document carry the totals, counted by a first pass over the outcomes' heads; the second writes
+ * each page's test cases as it reads them.
  *
- * @example junitXml(data, 1) // '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites …'
+ * @example await writeJunit(run, "completed", (a) => outcomePages(store, run.id, a), 1, write);
  */
-export function junitXml(data: ReportData, passThreshold: number): string {
-  const { run, samples, outcomes } = data;
-  const byKey = new Map(outcomes.map((a) => [`${a.sampleId}\u0000${a.epoch}`, a]));
+export async function writeJunit(
+  run: Run,
+  status: string,
+  pages: KeyPages,
+  passThreshold: number,
+  write: (text: string) => Promise<void>,
+): Promise<void> {
   const totals = { tests: 0, failures: 0, errors: 0, skipped: 0, time: 0 };
   let limited = 0;
-  const cases: string[] = [];
-  for (const { sample } of samples) {
-    for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
-      const a = byKey.get(`${sample.id}\u0000${epoch}`);
-      const kind = caseKind(a, passThreshold);
-      totals.tests++;
-      if (kind !== "passed")
-        totals[kind === "failure" ? "failures" : kind === "error" ? "errors" : "skipped"]++;
-      totals.time += (a?.durationMs ?? 0) / 1000;
-      if (a?.limit && a.status === "scored") limited++;
-      cases.push(testcase(run.evalName, sample.id, epoch, a, kind, passThreshold));
-    }
-  }
+  await eachKey(run, pages("heads"), (_id, _epoch, a) => {
+    const kind = caseKind(a, passThreshold);
+    totals.tests++;
+    if (kind !== "passed")
+      totals[kind === "failure" ? "failures" : kind === "error" ? "errors" : "skipped"]++;
+    totals.time += (a?.durationMs ?? 0) / 1000;
+    if (a?.limit && a.status === "scored") limited++;
+  });
   const counts = (t: typeof totals) =>
     `tests="${t.tests}" failures="${t.failures}" errors="${t.errors}" skipped="${t.skipped}" time="${seconds(t.time * 1000)}"`;
   const name = attr(run.evalName);
   const model = runModel(run.config);
-  return [
+  const head = [
     `<?xml version="1.0" encoding="UTF-8"?>`,
     `<testsuites name="${name}" ${counts(totals)}>`,
     `  <testsuite name="${name}" ${counts(totals)} timestamp="${attr(run.createdAt.slice(0, 19))}" hostname="stet">`,
     `    <properties>`,
     `      <property name="stet.runId" value="${attr(run.id)}"/>`,
-    `      <property name="stet.status" value="${attr(data.report.status)}"/>`,
+    `      <property name="stet.status" value="${attr(status)}"/>`,
     ...(model === undefined ? [] : [`      <property name="stet.model" value="${attr(model)}"/>`]),
     `      <property name="stet.passThreshold" value="${passThreshold}"/>`,
     `      <property name="stet.limited" value="${limited}"/>`,
     `    </properties>`,
-    ...cases,
-    `  </testsuite>`,
-    `</testsuites>`,
-    "",
-  ].join("\n");
+  ];
+  await write(`${head.join("\n")}\n`);
+  for await (const page of pages("whole")) {
+    let text = "";
+    eachKeyOf(run, page, (id, epoch, a) => {
+      text += `${testcase(run.evalName, id, epoch, a, caseKind(a, passThreshold), passThreshold)}\n`;
+    });
+    await write(text);
+  }
+  await write(`  </testsuite>\n</testsuites>\n`);
+}
+
+/** Every key of the snapshot (sample by sample, epochs 1..epochs) with its outcome, if any. */
+async function eachKey(
+  run: Run,
+  pages: AsyncIterable<readonly SampleOutcomes<Attempt | AttemptHead>[]>,
+  visit: (sampleId: string, epoch: number, a: Attempt | AttemptHead | undefined) => void,
+): Promise<void> {
+  for await (const page of pages) eachKeyOf(run, page, visit);
+}
+
+function eachKeyOf(
+  run: Run,
+  page: readonly SampleOutcomes<Attempt | AttemptHead>[],
+  visit: (sampleId: string, epoch: number, a: Attempt | AttemptHead | undefined) => void,
+): void {
+  for (const { sample, outcomes } of page) {
+    for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+      visit(
+        sample.id,
+        epoch,
+        outcomes.find((a) => a.epoch === epoch),
+      );
+    }
+  }
 }
 
 type CaseKind = "passed" | "failure" | "error" | "skipped";
 
-function caseKind(a: Attempt | undefined, threshold: number): CaseKind {
+function caseKind(a: Attempt | AttemptHead | undefined, threshold: number): CaseKind {
   if (a === undefined) return "skipped";
   if (a.status === "error") return "error";
   return belowThreshold(a, threshold).length > 0 ? "failure" : "passed";
 }
 
-function belowThreshold(a: Attempt, threshold: number) {
+function belowThreshold(a: Attempt | AttemptHead, threshold: number) {
   return a.scores.filter((s) => typeof s.value === "number" && s.value < threshold);
 }
 
@@ -71,7 +107,7 @@ function testcase(
   evalName: string,
   sampleId: string,
   epoch: number,
-  a: Attempt | undefined,
+  a: Attempt | AttemptHead | undefined,
   kind: CaseKind,
   threshold: number,
 ): string {
@@ -94,7 +130,8 @@ function testcase(
       const low = belowThreshold(a!, threshold)
         .map((s) => `${s.scorer} ${s.value} < ${threshold}`)
         .join(", ");
-      const body = `output: ${typeof a!.output === "string" ? a!.output : JSON.stringify(a!.output)}`;
+      const output = "output" in a! ? a.output : null;
+      const body = `output: ${typeof output === "string" ? output : JSON.stringify(output)}`;
       return `${open}>\n      <failure message="${attr(low)}" type="score">${text(body)}</failure>\n    </testcase>`;
     }
   }

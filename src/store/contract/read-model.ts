@@ -40,6 +40,7 @@ async function scoredRun(h: HarnessRef) {
 /** The read model behind the API's tables and live views: outcomes, attempt feed, benchmarks. */
 export function describeReadModelContract(h: HarnessRef): void {
   describe("read model", () => {
+    describeSnapshotPages(h);
     it("reads several runs' report inputs at once, each as its own listings give them", async () => {
       const { run } = await scoredRun(h);
       const { run: other, owner: me } = await newRun(h.store, { id: "other" });
@@ -168,4 +169,33 @@ export function describeReadModelContract(h: HarnessRef): void {
       ]);
     });
   });
+}
+
+/** The snapshot a page at a time: what a streamed export joins the attempts' pages with. */
+function describeSnapshotPages(h: HarnessRef): void {
+  it.each([1, 2, 5, 1_000])(
+    "pages the snapshot by sample id in byte order, %i at a time, as getSamples reads it",
+    async (pageSize) => {
+      const { run } = await newRun(h.store, { ids: ["b", "a10", "é", "B", "a9", "\u{1F600}"] });
+      const whole = await h.store.reads.getSamples(run.id);
+      const pages: number[] = [];
+      const paged = [];
+      for await (const page of h.store.reads.samplePages(run.id, pageSize)) {
+        pages.push(page.length);
+        paged.push(...page);
+      }
+      expect(paged).toEqual(whole);
+      expect(paged.map((r) => r.sample.id)).toEqual(["B", "a10", "a9", "b", "é", "\u{1F600}"]);
+      const prints = [];
+      for await (const page of h.store.reads.sampleFingerprintPages(run.id, pageSize)) {
+        pages.push(page.length);
+        prints.push(...page);
+      }
+      expect(prints).toEqual(await h.store.reads.listSampleFingerprints(run.id));
+      expect(Math.max(...pages)).toBeLessThanOrEqual(pageSize);
+      for await (const page of h.store.reads.samplePages("r_none", pageSize)) {
+        expect(page).toEqual([]);
+      }
+    },
+  );
 }

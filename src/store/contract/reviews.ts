@@ -43,6 +43,28 @@ export function describeReviewContract(h: HarnessRef): void {
       expect(await h.store.reviews.list("r_other")).toEqual([]);
     });
 
+    it("lists the reviews of a range of sample ids, or the first few, oldest first", async () => {
+      const { run, owner: me } = await newRun(h.store, { ids: ["a", "b", "c", "d"] });
+      const ids = ["a", "b", "c", "d"];
+      await h.store.attempts.record(
+        run.id,
+        me.token,
+        ids.map((sampleId) => draft({ sampleId, epoch: 1 })),
+      );
+      // Stored out of key order: a range keeps the store's order (seq), not the keys'.
+      const stored = await h.store.reviews.record(
+        run.id,
+        ["d", "b", "a", "c", "b"].map((sampleId) => review({ sampleId })),
+      );
+      const of = async (filter: { fromSampleId?: string; toSampleId?: string; limit?: number }) =>
+        (await h.store.reviews.list(run.id, filter)).map((r) => r.sampleId);
+      expect(await of({ fromSampleId: "b", toSampleId: "c" })).toEqual(["b", "c", "b"]);
+      expect(await of({ fromSampleId: "c" })).toEqual(["d", "c"]);
+      expect(await of({ toSampleId: "a" })).toEqual(["a"]);
+      expect(await of({ limit: 2 })).toEqual(["d", "b"]);
+      expect(await h.store.reviews.list(run.id, {})).toEqual(stored);
+    });
+
     it("refuses a batch naming an attempt that is not stored, and stores none of it", async () => {
       const { run, owner: me } = await newRun(h.store);
       await h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);

@@ -2,6 +2,13 @@ import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
 import { attemptPages } from "../attempt-pages.js";
 import {
+  sampleMapper,
+  snapshotPages,
+  toFingerprint,
+  type FingerprintRow,
+  type SamplePageRow,
+} from "../sample-pages.js";
+import {
   attemptMapper,
   headPages,
   toSampleRecord,
@@ -60,6 +67,22 @@ export function postgresReads(c: PostgresContext): ReadModel {
         const rows = await sql.getSamples.rows<SampleRow>(c.pool, { runId });
         return rows.map((row) => toSampleRecord(row, runId));
       });
+    },
+    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+      return snapshotPages(
+        pageSize,
+        (after, limit) =>
+          c.guard(() => sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit })),
+        toFingerprint,
+      );
+    },
+    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+      return snapshotPages(
+        pageSize,
+        (after, limit) =>
+          c.guard(() => sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit })),
+        sampleMapper(runId),
+      );
     },
     async listSampleFingerprints(
       runId: string,

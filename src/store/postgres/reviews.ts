@@ -2,12 +2,13 @@ import type { Review, ReviewDraft } from "../../core/reviews.js";
 import {
   REVIEW_SQL,
   checkReviewDrafts,
+  reviewListParams,
   reviewParams,
   toReview,
   unreviewable,
   type ReviewRow,
 } from "../review-rows.js";
-import type { ReviewStore } from "../types.js";
+import type { ReviewFilter, ReviewStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { statement, transaction } from "./driver.js";
 
@@ -39,8 +40,10 @@ export function postgresReviews(c: PostgresContext): ReviewStore {
         });
       });
     },
-    async list(runId: string): Promise<Review[]> {
-      return c.guard(async () => (await s.list.rows<ReviewRow>(c.pool, { runId })).map(toReview));
+    async list(runId: string, filter?: ReviewFilter): Promise<Review[]> {
+      return c.guard(async () =>
+        (await s.list.rows<ReviewRow>(c.pool, reviewListParams(runId, filter))).map(toReview),
+      );
     },
   };
 }

@@ -2,6 +2,7 @@ import { DB_NOW_ISO, DB_NOW_MS, statement, type Statement } from "./driver.js";
 import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../rows.js";
 import { SCORING_COLUMNS } from "../scoring-rows.js";
 import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
+import { SAMPLE_PAGE_SQL } from "../sample-pages.js";
 
 /** One entry of a statement table: its SQL, and whether it is a named prepared statement. */
 interface Sql {
@@ -216,6 +217,8 @@ const POSTGRES_SQL = {
        AND seq <= @upTo::bigint
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
   ),
+  fingerprintPage: sql(SAMPLE_PAGE_SQL.fingerprints),
+  samplePage: sql(SAMPLE_PAGE_SQL.whole),
   attemptPage: sql(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)

@@ -2,6 +2,7 @@ import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
+import { sampleMapper, snapshotPages, toFingerprint } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
 import { toScoring } from "../scoring-rows.js";
 import type {
@@ -58,6 +59,20 @@ export function sqliteReads(c: SqliteContext): ReadModel {
           .all(runId)
           .map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
       });
+    },
+    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+      return snapshotPages(
+        pageSize,
+        async (after, limit) => c.guard(() => c.s.fingerprintPage.all({ runId, after, limit })),
+        toFingerprint,
+      );
+    },
+    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+      return snapshotPages(
+        pageSize,
+        async (after, limit) => c.guard(() => c.s.samplePage.all({ runId, after, limit })),
+        sampleMapper(runId),
+      );
     },
     async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
       return c.guard(() =>

@@ -2,12 +2,13 @@ import type { Review, ReviewDraft } from "../../core/reviews.js";
 import {
   REVIEW_SQL,
   checkReviewDrafts,
+  reviewListParams,
   reviewParams,
   toReview,
   unreviewable,
   type ReviewRow,
 } from "../review-rows.js";
-import type { ReviewStore } from "../types.js";
+import type { ReviewFilter, ReviewStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
 import { prepareTable, sql } from "./statements.js";
@@ -38,8 +39,8 @@ export function sqliteReviews(c: SqliteContext): ReviewStore {
         );
       });
     },
-    async list(runId: string): Promise<Review[]> {
-      return c.guard(() => s().list.all({ runId }).map(toReview));
+    async list(runId: string, filter?: ReviewFilter): Promise<Review[]> {
+      return c.guard(() => s().list.all(reviewListParams(runId, filter)).map(toReview));
     },
   };
 }

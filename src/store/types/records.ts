@@ -201,6 +201,15 @@ export interface JournalFilter {
   attempt?: number | "open";
 }
 
+/** Which of a run's reviews to list: a range of sample ids (inclusive), at most `limit`. */
+export interface ReviewFilter {
+  /** Sample ids from this one on: with `toSampleId`, the keys of a page of attempts. */
+  fromSampleId?: string;
+  toSampleId?: string;
+  /** The first ones only (oldest first). */
+  limit?: number;
+}
+
 /** What a run's figures (metrics, spend) are computed from, read for several runs at once. */
 export interface ReportInputs {
   /** The snapshot's current fingerprint per sample id. */

@@ -1,0 +1,182 @@
+import type { Json } from "../core/json.js";
+import { selectOutcomes } from "../core/outcomes.js";
+import type { Attempt, SampleRecord } from "../core/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
+import { applyReviews } from "./review-grades.js";
+import { trajectoryStep } from "./trajectory.js";
+
+/** A snapshot sample as a page gives it: its id and fingerprint, and the whole sample if asked. */
+export interface PagedSample {
+  id: string;
+  fingerprint: string;
+  /** The snapshot's record (input, target, metadata), with `samples: "whole"`. */
+  record?: SampleRecord;
+}
+
+/** One sample of the snapshot with its keys' current outcomes, in epoch order. */
+export interface SampleOutcomes<A> {
+  sample: PagedSample;
+  outcomes: A[];
+}
+
+/** A page of samples in key order, with what the page's outcomes carry. */
+export interface OutcomePage<A> {
+  samples: SampleOutcomes<A>[];
+  /** An outcome's trajectory (its step journal), with `journal`. */
+  journalOf: (a: Attempt | AttemptHead) => Json[] | undefined;
+  /** An outcome's current reviews as exports write them, with `reviews`. */
+  reviewsOf: (a: Attempt | AttemptHead) => Json[] | undefined;
+}
+
+export interface OutcomePagesOptions {
+  /** Read the samples' inputs, targets and metadata (else ids and fingerprints only). */
+  samples?: "whole" | "fingerprints";
+  /** Read each page's step journals. */
+  journal?: boolean;
+  /** Read each page's reviews and apply them (a pending `human` grader takes them). */
+  reviews?: boolean;
+  /** Samples (and their attempts) per page; 1,000 by default. */
+  pageSize?: number;
+}
+
+/**
+ * A run's keys and their current outcomes (`selectOutcomes`: per key the latest scored attempt
+ * for the sample's snapshot fingerprint, else its latest error), a page of samples at a time in
+ * key order (sample id in byte order, then epoch), joined with the attempts' pages: the run is
+ * never held whole, only a page of samples and the attempts up to its last one, with their
+ * journal entries and reviews when asked (each read for the page's range of sample ids).
+ * `attempts` picks whole attempts (outputs, transcripts) or heads. What `stet export` streams.
+ *
+ * @example for await (const page of outcomePages(store, id, "whole", { journal: true })) write(page);
+ */
+export function outcomePages(
+  store: Store,
+  runId: string,
+  attempts: "whole",
+  options?: OutcomePagesOptions,
+): AsyncIterable<OutcomePage<Attempt>>;
+export function outcomePages(
+  store: Store,
+  runId: string,
+  attempts: "heads",
+  options?: OutcomePagesOptions,
+): AsyncIterable<OutcomePage<AttemptHead>>;
+export async function* outcomePages(
+  store: Store,
+  runId: string,
+  attempts: "whole" | "heads",
+  options: OutcomePagesOptions = {},
+): AsyncIterable<OutcomePage<Attempt | AttemptHead>> {
+  const pageSize = options.pageSize ?? 1_000;
+  const source = (
+    attempts === "whole"
+      ? store.reads.attemptPages(runId, pageSize)
+      : store.reads.attemptHeadPages(runId, pageSize)
+  )[Symbol.asyncIterator]();
+  let held: (Attempt | AttemptHead)[] = [];
+  let done = false;
+  for await (const samples of snapshotPages(store, runId, options.samples, pageSize)) {
+    const last = samples[samples.length - 1]!.id;
+    // Read attempts until one lies past the page's last sample: the page's are all held then.
+    while (!done && (held.length === 0 || byteOrder(held[held.length - 1]!.sampleId, last) <= 0)) {
+      const next = await source.next();
+      if (next.done) done = true;
+      else held = held.length === 0 ? next.value : [...held, ...next.value];
+    }
+    let end = 0;
+    while (end < held.length && byteOrder(held[end]!.sampleId, last) <= 0) end++;
+    const mine = held.slice(0, end);
+    held = held.slice(end);
+    const fingerprints = new Map(samples.map((s) => [s.id, s.fingerprint]));
+    let outcomes = selectOutcomes(mine, fingerprints);
+    const range = { fromSampleId: samples[0]!.id, toSampleId: last };
+    let reviewsOf: OutcomePage<Attempt>["reviewsOf"] = () => undefined;
+    const reviews =
+      options.reviews && outcomes.length > 0 ? await store.reviews.list(runId, range) : [];
+    // Most pages have no review: then nothing is applied (a map of the page's keys saved).
+    if (reviews.length > 0) {
+      const reviewed = applyReviews(outcomes, reviews);
+      outcomes = reviewed.outcomes;
+      reviewsOf = reviewed.reviewsOf;
+    }
+    const journalOf =
+      options.journal && outcomes.length > 0
+        ? await pageJournal(store, runId, range)
+        : () => undefined;
+    yield { samples: groupBySample(samples, outcomes), journalOf, reviewsOf };
+  }
+}
+
+/** The snapshot's pages, whole or ids and fingerprints only, as `PagedSample`s. */
+async function* snapshotPages(
+  store: Store,
+  runId: string,
+  what: OutcomePagesOptions["samples"],
+  pageSize: number,
+): AsyncIterable<PagedSample[]> {
+  if (what === "whole") {
+    for await (const page of store.reads.samplePages(runId, pageSize)) {
+      yield page.map((record) => ({
+        id: record.sample.id,
+        fingerprint: record.fingerprint,
+        record,
+      }));
+    }
+    return;
+  }
+  for await (const page of store.reads.sampleFingerprintPages(runId, pageSize)) {
+    yield page.map((f) => ({ id: f.sampleId, fingerprint: f.fingerprint }));
+  }
+}
+
+/** The outcomes (in key order) given to their samples (in the same order). */
+function groupBySample<A extends { sampleId: string }>(
+  samples: readonly PagedSample[],
+  outcomes: readonly A[],
+): SampleOutcomes<A>[] {
+  const out: SampleOutcomes<A>[] = [];
+  let i = 0;
+  for (const sample of samples) {
+    const start = i;
+    while (i < outcomes.length && outcomes[i]!.sampleId === sample.id) i++;
+    out.push({ sample, outcomes: outcomes.slice(start, i) });
+  }
+  return out;
+}
+
+/** The journals of a page's committed attempts, by attempt (as `loadTrajectories`, for a range). */
+async function pageJournal(
+  store: Store,
+  runId: string,
+  range: { fromSampleId: string; toSampleId: string },
+): Promise<OutcomePage<Attempt>["journalOf"]> {
+  const byAttempt = new Map<string, Json[]>();
+  for (const entry of await store.journal.list(runId, range)) {
+    if (entry.attempt === null) continue;
+    const key = `${entry.sampleId}\u0000${entry.epoch}\u0000${entry.attempt}`;
+    let steps = byAttempt.get(key);
+    if (!steps) byAttempt.set(key, (steps = []));
+    steps.push(trajectoryStep(entry));
+  }
+  return (a) => byAttempt.get(`${a.sampleId}\u0000${a.epoch}\u0000${a.attempt}`);
+}
+
+/**
+ * Compares two strings by their UTF-8 bytes (code points), the order both stores sort sample ids
+ * in. JavaScript's `<` compares UTF-16 code units: the two differ only where a character above
+ * U+FFFF meets one in U+E000–U+FFFF.
+ */
+export function byteOrder(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit's rank in code point order: surrogates (astral characters) after U+FFFF. */
+const codePointRank = (unit: number) =>
+  unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;

@@ -1,0 +1,60 @@
+import type { SampleRecord } from "../core/types.js";
+import { toSampleRecord, type SampleRow } from "./rows.js";
+
+/** A snapshot row as a page of ids and fingerprints reads it. */
+export interface FingerprintRow {
+  sample_id: string;
+  fingerprint: string;
+}
+
+/** A snapshot row as a page of whole samples reads it. */
+export interface SamplePageRow extends SampleRow {
+  sample_id: string;
+}
+
+/**
+ * The SQL both adapters page a run's snapshot with (`@name` parameters, compiled by each): keyset
+ * by sample id, byte order (SQLite's BINARY, PostgreSQL's `COLLATE "C"` column), as the attempts'
+ * pages are ordered, so a reader can join the two page by page.
+ */
+export const SAMPLE_PAGE_SQL = {
+  fingerprints: `SELECT sample_id, fingerprint FROM samples
+    WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)
+    ORDER BY sample_id LIMIT CAST(@limit AS INTEGER)`,
+  whole: `SELECT sample_id, sample, fingerprint FROM samples
+    WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)
+    ORDER BY sample_id LIMIT CAST(@limit AS INTEGER)`,
+} as const;
+
+/**
+ * Keyset pages of a run's snapshot rows in sample-id order: `fetch` reads up to `limit` rows
+ * after the last sample id read, and a short or empty page ends it.
+ *
+ * @example yield* snapshotPages(1_000, (after, limit) => page.all({ runId, after, limit }), toRecord);
+ */
+export async function* snapshotPages<Row extends { sample_id: string }, T>(
+  pageSize: number,
+  fetch: (after: string, limit: number) => Promise<Row[]>,
+  map: (row: Row) => T,
+): AsyncIterable<T[]> {
+  let after = "";
+  for (;;) {
+    const rows = await fetch(after, pageSize);
+    if (rows.length === 0) return;
+    after = rows[rows.length - 1]!.sample_id;
+    yield rows.map(map);
+    if (rows.length < pageSize) return;
+  }
+}
+
+/** A fingerprint row as the port gives it. */
+export const toFingerprint = (row: FingerprintRow) => ({
+  sampleId: row.sample_id,
+  fingerprint: row.fingerprint,
+});
+
+/** A page's whole-sample row as the port gives it (the snapshot parsed, as `getSamples`'). */
+export const sampleMapper =
+  (runId: string) =>
+  (row: SamplePageRow): SampleRecord =>
+    toSampleRecord(row, runId);

@@ -1,0 +1,195 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildResultSet, loadOutcomes } from "../src/evalport/build-result-set.js";
+import { outcomePages } from "../src/evalport/outcome-pages.js";
+import { applyReviews } from "../src/evalport/review-grades.js";
+import { loadTrajectories } from "../src/evalport/trajectory.js";
+import { openPostgresStore } from "../src/store/postgres/index.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
+import type { Store } from "../src/store/types.js";
+import { runCli } from "./helpers/cli.js";
+import { perTest } from "./helpers/eval-project.js";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchemaPool } from "./helpers/postgres.js";
+
+// `stet export` streams; test/fixtures/exports holds a store and what main's materialising export
+// wrote for its runs in every format (see its README). The streamed export must write the same
+// bytes, to stdout and to a file.
+const FIXTURES = new URL("./fixtures/exports/", import.meta.url);
+const RUNS = ["r_z3ah5xpf0z", "r_p0aqohdky7", "r_w0w2yfwuvc"];
+const FORMATS = ["jsonl", "csv", "resultset", "junit", "html", "markdown"];
+
+/** The fixture eval's samples (test/fixtures/exports/README.md). */
+const FIXTURE_DATA = [
+  { id: "ok1", input: "one", target: "1" },
+  { id: "wrong1", input: "two", target: "2" },
+  { id: "flaky", input: "three", target: "3" },
+  { id: "broken", input: "four", target: "4" },
+  { id: "slow", input: "five", target: "5" },
+  { id: "Zeta", input: '<b>six</b> & "quoted"', target: "six é ✓" },
+  { id: "éclair", input: { nested: [1, 2] }, target: "7", metadata: { k: "v" } },
+  { id: "ok2", input: "eight", target: "8" },
+]
+  .map((s) => JSON.stringify(s))
+  .join("\n");
+
+const { project } = perTest();
+
+/** Each outcome of a run with its journal and reviews, as the whole-run reads give them. */
+async function wholeRun(store: Store, runId: string) {
+  const loaded = await loadOutcomes(store, runId);
+  const reviewed = applyReviews(loaded.outcomes, await store.reviews.list(runId));
+  const journal = await loadTrajectories(store, runId);
+  return reviewed.outcomes.map((a) => ({
+    a,
+    journal: journal(a),
+    reviews: reviewed.reviewsOf(a),
+  }));
+}
+
+/** The same, as `outcomePages` gives them `pageSize` samples at a time. */
+async function pagedRun(store: Store, runId: string, pageSize: number) {
+  const paged = [];
+  const options = { journal: true, reviews: true, pageSize } as const;
+  for await (const page of outcomePages(store, runId, "whole", options)) {
+    expect(page.samples.length).toBeLessThanOrEqual(pageSize);
+    for (const { outcomes } of page.samples) {
+      for (const a of outcomes) {
+        paged.push({ a, journal: page.journalOf(a), reviews: page.reviewsOf(a) });
+      }
+    }
+  }
+  return paged;
+}
+
+const dir = mkdtempSync(join(tmpdir(), "stet-export-fixtures-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A fresh copy of the fixture store: an export must not depend on (or change) another's. */
+function storeCopy(name: string): string {
+  const path = join(dir, `${name}.sqlite`);
+  copyFileSync(new URL("runs.sqlite", FIXTURES), path);
+  return path;
+}
+
+/** The fixture's text; the Markdown's resume command names the store it was exported from. */
+const expected = (file: string, store = "") =>
+  readFileSync(new URL(file, FIXTURES), "utf8").replace("/tmp/stream-fx-copy.db", store);
+
+describe("stet export writes what the materialising export wrote", () => {
+  it.each(RUNS.flatMap((run) => FORMATS.map((format) => [run, format] as const)))(
+    "%s as %s, to stdout and with -o",
+    async (run, format) => {
+      const store = storeCopy(`${run}-${format}`);
+      const out = await runCli(["export", run, "--format", format, "--store", store]);
+      expect(out.stderr).toBe("");
+      expect(out.code).toBe(0);
+      expect(out.stdout).toBe(expected(`${run}.${format}`, store));
+      const file = join(dir, `${run}.${format}.out`);
+      const written = await runCli([
+        "export",
+        run,
+        "--format",
+        format,
+        "-o",
+        file,
+        "--store",
+        store,
+      ]);
+      expect(written.code, written.stderr).toBe(0);
+      expect(readFileSync(file, "utf8")).toBe(expected(`${run}.${format}`, store));
+    },
+  );
+
+  it.each(["junit", "html"])("%s with --pass-threshold 0.5", async (format) => {
+    const store = storeCopy(`t05-${format}`);
+    const args = ["export", RUNS[0]!, "--format", format, "--pass-threshold", "0.5"];
+    const out = await runCli([...args, "--store", store]);
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toBe(expected(`${RUNS[0]}.t05.${format}`));
+  });
+});
+
+describe("outcomePages", () => {
+  it.each([1, 2, 3, 1_000])(
+    "gives, %i samples a page, each key's outcome, journal and reviews as the whole-run reads do",
+    async (pageSize) => {
+      const store = openSqliteStore(storeCopy(`pages-${pageSize}`));
+      try {
+        for (const runId of RUNS) {
+          const loaded = await loadOutcomes(store, runId);
+          const reviewed = applyReviews(loaded.outcomes, await store.reviews.list(runId));
+          const journal = await loadTrajectories(store, runId);
+          const whole = reviewed.outcomes.map((a) => ({
+            a,
+            journal: journal(a),
+            reviews: reviewed.reviewsOf(a),
+          }));
+          const paged = [];
+          const ids = [];
+          const options = { journal: true, reviews: true, samples: "whole", pageSize } as const;
+          for await (const page of outcomePages(store, runId, "whole", options)) {
+            expect(page.samples.length).toBeLessThanOrEqual(pageSize);
+            for (const { sample, outcomes } of page.samples) {
+              ids.push(sample.id);
+              expect(sample.record).toEqual(loaded.samples.find((r) => r.sample.id === sample.id));
+              for (const a of outcomes) {
+                paged.push({ a, journal: page.journalOf(a), reviews: page.reviewsOf(a) });
+              }
+            }
+          }
+          expect(paged).toEqual(whole);
+          expect(ids).toEqual(loaded.samples.map((r) => r.sample.id));
+          // The journals and reviews are there to compare: the fixture has both.
+          if (runId === RUNS[0]) {
+            expect(paged.filter((p) => p.journal).length).toBeGreaterThan(10);
+            expect(paged.filter((p) => p.reviews).length).toBe(4);
+          }
+        }
+        // The ResultSet the server and `--output` still build whole is the fixture's too.
+        const doc = await buildResultSet(store, RUNS[0]!);
+        expect(`${JSON.stringify(doc, null, 2)}\n`).toBe(expected(`${RUNS[0]}.resultset`));
+      } finally {
+        await store.close();
+      }
+    },
+  );
+});
+
+describe.skipIf(SKIP_POSTGRES)("the streamed export on PostgreSQL", () => {
+  it("pages the fixture eval's run (retries, errors, a limit, journals, reviews, a rescore) as its whole-run reads give it, and writes its ResultSet as buildResultSet does", async () => {
+    const p = project({
+      "eval.mjs": readFileSync(new URL("export-fixture.eval.mjs", FIXTURES), "utf8"),
+      "data.jsonl": FIXTURE_DATA,
+      "reviews.csv": "sample_id,epoch,verdict,note\nok1,1,pass,fine\nwrong1,2,fail,\n",
+    });
+    const { url } = testSchemaPool();
+    const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      runCli([...args, "--store", url], { cwd: p.dir, env });
+    const run = await cli(["run", "eval.mjs", "--json"]);
+    expect(run.code, run.stderr).toBe(3); // `broken` errors every time
+    const runId = (JSON.parse(run.stdout) as { runId: string }).runId;
+    expect(
+      (await cli(["review", runId, "--import", "reviews.csv"], { STET_REVIEWER: "ada" })).code,
+    ).toBe(0);
+    expect((await cli(["rescore", runId, "--eval", "eval.mjs"], { TWO: "1" })).code).toBe(3);
+    const schema = new URL(url).searchParams.get("schema")!;
+    const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
+    try {
+      const whole = await wholeRun(store, runId);
+      expect(whole.filter((w) => w.journal).length).toBe(16);
+      expect(whole.filter((w) => w.reviews).length).toBe(2);
+      for (const pageSize of [1, 3, 1_000]) {
+        expect(await pagedRun(store, runId, pageSize)).toEqual(whole);
+      }
+      const exported = await cli(["export", runId, "--format", "resultset"]);
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stdout).toBe(
+        `${JSON.stringify(await buildResultSet(store, runId), null, 2)}\n`,
+      );
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+});
