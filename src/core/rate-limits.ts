@@ -254,8 +254,9 @@ function definedOf(limit: RateLimit): RateLimit {
 
 /**
  * Rate-limit figures of a run's model calls to one endpoint: requests sent, those that waited on
- * the endpoint's budget (throttled), 429/529 answers received, and the time requests spent
- * waiting (summed over requests, ms).
+ * the endpoint's budget (throttled), 429/529 answers received, the time requests spent waiting
+ * (summed over requests, ms), and the requests waiting on it now (as the run's processes last
+ * recorded within a few seconds; 0 once none is executing).
  */
 export interface RateWaits {
   endpoint: string;
@@ -263,4 +264,5 @@ export interface RateWaits {
   throttled: number;
   rejected: number;
   waitMs: number;
+  waiting?: number;
 }

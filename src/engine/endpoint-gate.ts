@@ -104,6 +104,11 @@ export class EndpointGate {
     this.#pausedUntil = Math.max(this.#pausedUntil, this.now() + ms);
   }
 
+  /** Requests waiting for the endpoint's budget now. */
+  get waiting(): number {
+    return this.#waiting.requests;
+  }
+
   /** Whether requests are in flight to the endpoint or waiting for it. */
   get active(): boolean {
     return this.#inflight > 0 || this.#waiting.requests > 0;

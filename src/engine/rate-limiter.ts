@@ -74,9 +74,9 @@ export class RateLimiter implements RateGate {
     return { settle, progressing: () => gate.succeededSince(sentAt) };
   }
 
-  /** The figures of every endpoint this execution sent to. */
+  /** The figures of every endpoint this execution sent to, with the requests waiting on it now. */
   waits(): RateWaits[] {
-    return [...this.#gates.values()].map((gate) => ({ ...gate.waits }));
+    return [...this.#gates.values()].map((gate) => ({ ...gate.waits, waiting: gate.waiting }));
   }
 
   /** Stops reading the endpoints' shared pauses (the execution ended). */
