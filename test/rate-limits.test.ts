@@ -83,7 +83,10 @@ describe("rate limits", () => {
     expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(PER_WINDOW * 1.01);
     expect(shown.rateLimits).toEqual([
       expect.objectContaining({
-        endpoint: `openai:gpt-test@${mock.url}`,
+        // The endpoint and the key's keyed hash (a provider limits each key on its own).
+        endpoint: expect.stringMatching(
+          new RegExp(`^openai:gpt-test@${mock.url} key:[0-9a-f]{16}$`),
+        ) as string,
         requests: counts.requests,
         rejected: counts.rejected,
       }),

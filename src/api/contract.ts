@@ -23,6 +23,7 @@ import type {
   Usage,
 } from "../core/types.js";
 import type { LimitName } from "../core/limits.js";
+import type { RateWaits } from "../core/rate-limits.js";
 import type { RunBatches } from "../core/batch.js";
 
 export type { ScorerMetrics as Metric, UsageTotal };
@@ -133,6 +134,13 @@ export interface RunDetailView extends RunSummaryView {
    * that needed more than one attempt, and attempts stored before retries were counted.
    */
   retries: RetryTotals;
+  /**
+   * Per endpoint (and API key, by its keyed hash) of the run's model calls: requests sent, those
+   * that waited on a rate limit (`throttled`), 429/529s received (`rejected`), the time requests
+   * spent waiting (`waitMs`, summed over requests) and the requests waiting now (`waiting`, as
+   * the run's processes recorded it in the last few seconds). Absent: no model call was paced.
+   */
+  rateLimits?: RateWaits[];
 }
 
 /** An attempt as the store's feed of commits gives it: without its output and transcript. */
@@ -278,8 +286,13 @@ export interface EvalsView {
   problems: { file: string; message: string }[];
 }
 
-/** `progress` of GET /api/runs/:id/events: the run's status and key counts. */
+/**
+ * `progress` of GET /api/runs/:id/events: the run's status and key counts, and the requests
+ * waiting on a rate limit now (`rateWaiting`, summed over endpoints; absent: none), sent again
+ * whenever either changes.
+ */
 export interface FollowProgressView extends CountsView {
+  rateWaiting?: number;
   status: RunStatus;
 }
 

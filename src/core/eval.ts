@@ -249,11 +249,13 @@ export interface LanguageModelGenerator {
   ): Promise<{ result: Json; usage?: Usage }>;
 }
 
-/** What a wrapped model's call is told: the signal, the retry counter, the price. */
+/** What a wrapped model's call is told: the signal, the retry counter, the price, the rate limits. */
 export interface LanguageModelCallContext {
   signal: AbortSignal;
   onRetry: () => void;
   prices?: Price | undefined;
+  /** The run's rate limits (`ctx.rateGate`): the call waits for its endpoint's budget. */
+  rateGate?: RateGate | undefined;
 }
 
 /** A solver's full answer. A bare string or JSON value is shorthand for `{ output }`. */

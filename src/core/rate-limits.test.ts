@@ -4,6 +4,7 @@ import {
   bucketSpec,
   declaredLimit,
   endpointName,
+  keyedEndpointName,
   takeFromBucket,
   withFlagLimit,
 } from "./rate-limits.js";
@@ -76,6 +77,15 @@ describe("declared limits", () => {
     expect(declaredLimit({ m: { rpm: 2 } }, endpoint)).toEqual({ rpm: 2 });
     expect(declaredLimit({ "*": { tpm: 3 } }, endpoint)).toEqual({ tpm: 3 });
     expect(declaredLimit({ "openai:other": { rpm: 1 } }, endpoint)).toBeUndefined();
+  });
+  it("names one key's budget by the endpoint and 16 digits of the key's keyed hash", () => {
+    const hash = "0123456789abcdef".repeat(4);
+    expect(keyedEndpointName("openai:m@https://host/v1", hash)).toBe(
+      "openai:m@https://host/v1 key:0123456789abcdef",
+    );
+    expect(keyedEndpointName("openai:m@https://host/v1", undefined)).toBe(
+      "openai:m@https://host/v1",
+    );
   });
   it("puts --rpm/--tpm under the run's model, else *", () => {
     expect(withFlagLimit({ a: { rpm: 1 } }, { tpm: 5 }, "a")).toEqual({ a: { rpm: 1, tpm: 5 } });

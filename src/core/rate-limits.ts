@@ -12,11 +12,20 @@ export interface RateLimit {
 /** Declared limits by `provider:model` (e.g. `openai:gpt-4o-mini`), bare model id, or base URL. */
 export type RateLimits = Readonly<Record<string, RateLimit>>;
 
-/** Where a request goes, as rate limits see it: one budget per provider, model and base URL. */
+/**
+ * Where a request goes, as rate limits see it: one budget per provider, model, base URL and
+ * credential (a provider limits each API key, or organisation, on its own).
+ */
 export interface RateEndpoint {
   provider: string;
   model: string;
   baseURL: string;
+  /**
+   * The credential the request carries (its key and header values, as text): never stored or
+   * shown, only hashed with the store's salt into the budget's name (see keyedEndpointName).
+   * Absent: a request without one (a local server), or one whose credential stet cannot see.
+   */
+  credential?: string | undefined;
 }
 
 /** How a request that held a permit was answered. */
@@ -61,6 +70,20 @@ export function endpointName(endpoint: RateEndpoint): string {
   const match = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^@/]*@)?([^?#]*)/i.exec(base);
   if (match) base = `${match[1]}${match[2]}`;
   return `${endpoint.provider}:${endpoint.model}@${base.replace(/\/+$/, "")}`;
+}
+
+/** How many hex digits of a credential's keyed hash name its budget (64 bits). */
+const KEY_DIGITS = 16;
+
+/**
+ * The name of one credential's budget at an endpoint: the endpoint's name and the first 16 hex
+ * digits of the credential's keyed hash (HMAC with the store's salt, never the key or a plain
+ * hash of it). What the store keeps the budget, the pause and the figures under.
+ *
+ * @example keyedEndpointName("openai:m@https://api.openai.com/v1", "3fa2…") // "openai:m@https://api.openai.com/v1 key:3fa2…"
+ */
+export function keyedEndpointName(name: string, keyHash: string | undefined): string {
+  return keyHash === undefined ? name : `${name} key:${keyHash.slice(0, KEY_DIGITS)}`;
 }
 
 /**
@@ -231,8 +254,9 @@ function definedOf(limit: RateLimit): RateLimit {
 
 /**
  * Rate-limit figures of a run's model calls to one endpoint: requests sent, those that waited on
- * the endpoint's budget (throttled), 429/529 answers received, and the time requests spent
- * waiting (summed over requests, ms).
+ * the endpoint's budget (throttled), 429/529 answers received, the time requests spent waiting
+ * (summed over requests, ms), and the requests waiting on it now (as the run's processes last
+ * recorded within a few seconds; 0 once none is executing).
  */
 export interface RateWaits {
   endpoint: string;
@@ -240,4 +264,5 @@ export interface RateWaits {
   throttled: number;
   rejected: number;
   waitMs: number;
+  waiting?: number;
 }

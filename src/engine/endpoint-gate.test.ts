@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { bucketSpec } from "../core/rate-limits.js";
 import { EndpointGate } from "./endpoint-gate.js";
 
 /** An endpoint with no declared limit, on a clock the test moves. */
@@ -65,5 +66,40 @@ describe("EndpointGate", () => {
         ["newer", 50],
       ]),
     ).toBe(true);
+  });
+
+  it("lets requests go when the store answers slower than a chunk's lease", async () => {
+    // A declared limit whose lease is 150 ms (600 per 6 s), and a store whose every take takes
+    // 200 ms of the gate's clock: each chunk comes lapsed. Before, no request ever went (and an
+    // abort was not heard between takes); now one goes per late chunk.
+    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
+    const clock = { now: 0 };
+    let takes = 0;
+    const take = async () => {
+      takes++;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      clock.now += 200;
+      return { granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 };
+    };
+    const g = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => clock.now,
+      () => {},
+    );
+    for (let i = 0; i < 3; i++) expect(await goesWithin(g, 1000)).toBe(true);
+    expect(takes).toBe(3);
+    const stopped = new AbortController();
+    stopped.abort();
+    const slow = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => clock.now,
+      () => {},
+    );
+    (await slow.acquire(1))({ status: 200 });
+    await expect(slow.acquire(1, stopped.signal)).rejects.toThrow();
   });
 });

@@ -27,6 +27,8 @@ export class EndpointGate {
   /** When the bucket said it would have enough again (no asking the store before). */
   #nextTakeAt = 0;
   #inflight = 0;
+  /** Requests a chunk that came after its lease ran out still lets go: one per such chunk. */
+  #late = 0;
   /** Requests waiting for the endpoint's budget, and their tokens. */
   readonly #waiting = { requests: 0, tokens: 0 };
   #cap = Infinity;
@@ -70,6 +72,7 @@ export class EndpointGate {
         if ("refill" in hold) {
           const retryInMs = await this.#refill(tokens);
           if (retryInMs > 0) await this.#sleep(retryInMs, signal);
+          else if (signal?.aborted) throw abortError(signal);
         } else await this.#sleep(hold.ms, signal);
       } catch (error) {
         this.#unwait(tokens);
@@ -104,6 +107,11 @@ export class EndpointGate {
     this.#pausedUntil = Math.max(this.#pausedUntil, this.now() + ms);
   }
 
+  /** Requests waiting for the endpoint's budget now. */
+  get waiting(): number {
+    return this.#waiting.requests;
+  }
+
   /** Whether requests are in flight to the endpoint or waiting for it. */
   get active(): boolean {
     return this.#inflight > 0 || this.#waiting.requests > 0;
@@ -132,12 +140,12 @@ export class EndpointGate {
     }
     if (this.spec) {
       const chunk = this.#chunk;
-      if (chunk.expiresAt <= t || chunk.requests < 1 || chunk.tokens < tokens) {
-        if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
-        return { go: false, refill: true };
-      }
-      chunk.requests--;
-      chunk.tokens -= tokens;
+      if (chunk.expiresAt > t && chunk.requests >= 1 && chunk.tokens >= tokens) {
+        chunk.requests--;
+        chunk.tokens -= tokens;
+      } else if (this.#late > 0) this.#late--;
+      else if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
+      else return { go: false, refill: true };
     }
     if (this.#known.requests) this.#known.requests.remaining--;
     if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
@@ -164,6 +172,10 @@ export class EndpointGate {
         if (granted.requests > 0) {
           // What is left of the last chunk lapses with it: all that is spent was taken within a lease.
           this.#chunk = { ...granted, expiresAt: asked + spec.leaseMs };
+          // An answer slower than the lease (a loaded store) still lets one request go, or every
+          // request would wait for ever, each chunk lapsing as it came: one request over the
+          // bound per such answer, at most.
+          if (this.#chunk.expiresAt <= this.now()) this.#late = 1;
         }
         return retryInMs;
       } finally {

@@ -344,6 +344,7 @@ function rateLimiting(exec: Execution, store: Store, counts: RunProgress) {
   const limiter = new RateLimiter({
     limits: exec.rateLimits ?? {},
     budget: store.rates,
+    salt: () => store.cache.salt(),
     onWaiting: (waiting) => counts.rateWaiting(waiting),
   });
   return { limiter, rateWaits: recordRateWaits(store, exec.run.id, exec.owner.token, limiter) };

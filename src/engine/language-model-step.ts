@@ -6,6 +6,7 @@ import {
   restoreGenerateResult,
 } from "../core/language-model.js";
 import type { LanguageModelCallOptions, LanguageModelLike } from "../core/language-model.js";
+import type { RateGate } from "../core/rate-limits.js";
 import type { Price, Usage } from "../core/types.js";
 import type { StepJournal } from "./step-journal.js";
 
@@ -22,6 +23,8 @@ export interface WrapContext {
   prices?: Price | undefined;
   /** Before each call: throws when the attempt reached one of its limits (SampleBudget). */
   beforeCall?: (() => void) | undefined;
+  /** The run's rate limits: each call waits for its endpoint's budget. */
+  rateGate?: RateGate | undefined;
 }
 
 /**
@@ -81,7 +84,8 @@ async function journaled(
       ? context.signal
       : AbortSignal.any([context.signal, options.abortSignal]);
   const send = async (): Promise<{ result: Json; usage?: Usage }> => {
-    const done = await call({ signal, onRetry: context.onRetry, prices: context.prices });
+    const { onRetry, prices, rateGate } = context;
+    const done = await call({ signal, onRetry, prices, rateGate });
     if (done.usage) context.spend(done.usage);
     return done;
   };

@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import {
   bucketSpec,
   declaredLimit,
   endpointName,
+  keyedEndpointName,
   takeFromBucket,
   type BucketLevel,
   type RateEndpoint,
@@ -10,6 +12,7 @@ import {
   type RatePermit,
 } from "../core/rate-limits.js";
 import type { RateBudgetStore, RateWaits } from "../store/types.js";
+import { credentialHash } from "./credential-hash.js";
 import { EndpointGate, type TakeChunk } from "./endpoint-gate.js";
 
 /** How often a process reads the shared pause of each endpoint it has requests for. */
@@ -20,14 +23,20 @@ export interface RateLimiterOptions {
   limits: RateLimits;
   /** The store's shared buckets; absent: each endpoint's bucket is this process's own. */
   budget?: RateBudgetStore | undefined;
+  /**
+   * The salt credentials are hashed with into their budgets' names: the store's (`cache.salt()`),
+   * so every process of the store names one key's budget alike. Absent: this limiter's own.
+   */
+  salt?: (() => Promise<string>) | undefined;
   /** Told how many requests wait on a rate limit whenever that changes. */
   onWaiting?: (waiting: number) => void;
   now?: () => number;
 }
 
 /**
- * The rate limits of one execution's model calls (a RateGate): one EndpointGate per endpoint,
- * created on its first request, with the declared limit's bucket (shared through the store when
+ * The rate limits of one execution's model calls (a RateGate): one EndpointGate per endpoint
+ * and credential (a provider limits each key on its own; the credential is known by its keyed
+ * hash only, see keyedEndpointName), created on its first request, with the declared limit's bucket (shared through the store when
  * one is given) or none (its headers and 429s rule alone). With a store, the pause a 429 asks
  * for is the store's too: written when it comes, read before an endpoint's first request and
  * every 250 ms while requests are in flight or waiting, so every process pauses, not only the
@@ -43,13 +52,21 @@ export class RateLimiter implements RateGate {
   readonly #polling = new Set<EndpointGate>();
   /** Each gate's first read of its shared pause, which its requests wait for. */
   readonly #firstRead = new Map<EndpointGate, Promise<void>>();
+  /** Each credential's keyed hash (in memory only), and the salt's read. */
+  readonly #keyHashes = new Map<string, string>();
+  #salt: Promise<string> | undefined;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.#now = options.now ?? (() => performance.now());
   }
 
   async acquire(endpoint: RateEndpoint, tokens: number, signal?: AbortSignal): Promise<RatePermit> {
-    const gate = this.#gate(endpoint);
+    const { credential } = endpoint;
+    const keyHash =
+      credential === undefined
+        ? undefined
+        : (this.#keyHashes.get(credential) ?? (await this.#hashOf(credential)));
+    const gate = this.#gate(endpoint, keyedEndpointName(endpointName(endpoint), keyHash));
     // An endpoint another process was refused by: the first requests here wait for its pause too.
     await this.#firstRead.get(gate);
     const settle = await gate.acquire(tokens, signal);
@@ -57,9 +74,9 @@ export class RateLimiter implements RateGate {
     return { settle, progressing: () => gate.succeededSince(sentAt) };
   }
 
-  /** The figures of every endpoint this execution sent to. */
+  /** The figures of every endpoint this execution sent to, with the requests waiting on it now. */
   waits(): RateWaits[] {
-    return [...this.#gates.values()].map((gate) => ({ ...gate.waits }));
+    return [...this.#gates.values()].map((gate) => ({ ...gate.waits, waiting: gate.waiting }));
   }
 
   /** Stops reading the endpoints' shared pauses (the execution ended). */
@@ -73,8 +90,20 @@ export class RateLimiter implements RateGate {
     return this.#waiting;
   }
 
-  #gate(endpoint: RateEndpoint): EndpointGate {
-    const name = endpointName(endpoint);
+  /** A credential's keyed hash with the store's salt (a failed read of the salt is asked again). */
+  async #hashOf(credential: string): Promise<string> {
+    this.#salt ??= (
+      this.options.salt?.() ?? Promise.resolve(randomBytes(32).toString("hex"))
+    ).catch((error: unknown) => {
+      this.#salt = undefined;
+      throw error;
+    });
+    const hash = credentialHash(await this.#salt, credential);
+    this.#keyHashes.set(credential, hash);
+    return hash;
+  }
+
+  #gate(endpoint: RateEndpoint, name: string): EndpointGate {
     let gate = this.#gates.get(name);
     if (gate) return gate;
     const limit = declaredLimit(this.options.limits, endpoint);

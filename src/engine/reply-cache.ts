@@ -1,4 +1,4 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import * as z from "zod";
 import type { CachePolicy, CallTarget, ModelReply } from "../core/eval.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
@@ -7,6 +7,7 @@ import type { ModelMessage } from "../core/model-types.js";
 import { usageSchema } from "../core/schemas.js";
 import { figuresOf } from "../core/usage.js";
 import type { ReplyCacheStore } from "../store/types.js";
+import { credentialHash } from "./credential-hash.js";
 
 /** One call's place in the reply cache: its stored reply, and storing the reply it got. */
 export interface CachedCall {
@@ -58,10 +59,7 @@ export class ReplyCache {
       ...(this.#policy.perEpoch ? { epoch } : {}),
     });
     const callHash = createHash("sha256").update(request).digest("hex");
-    const credential = async () =>
-      createHmac("sha256", await this.#storeSalt())
-        .update(target.credential)
-        .digest("hex");
+    const credential = async () => credentialHash(await this.#storeSalt(), target.credential);
     return {
       get: async () => {
         try {

@@ -142,6 +142,7 @@ export function context(
         prices: options?.prices,
         spend: (usage) => void spent.usage.push(usage),
         beforeCall: budget && (() => budget.beforeCall()),
+        rateGate,
       }),
     async step<T>(
       name: string,

@@ -110,6 +110,7 @@ export async function runDetail(
     }),
     ...(workers ? { workers } : {}),
     ...(batches ? { batches } : {}),
+    ...(report.rateLimits ? { rateLimits: report.rateLimits } : {}),
     config: redactConfig(run.config),
     plan: report.plan,
     metrics: report.metrics,

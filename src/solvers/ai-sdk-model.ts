@@ -4,23 +4,32 @@ import { generateResultJson, languageModelTokens, toJson } from "../core/languag
 import type { LanguageModelCallOptions, LanguageModelLike } from "../core/language-model.js";
 import type { ReplyTokens } from "../core/model-types.js";
 import type { Usage } from "../core/types.js";
+import type { RateGate } from "../core/rate-limits.js";
+import { languageModelEndpoint } from "./ai-sdk-endpoint.js";
 import { languageModelOptions, languageModelReply } from "./ai-sdk-messages.js";
 import { abortReason, defaultBackoff, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
-import type { ChatCompletion, ChatRequest } from "./chat-completion.js";
+import { estimatedTokens, type ChatCompletion, type ChatRequest } from "./chat-completion.js";
 import { costUsd } from "./prices.js";
 import type { Price } from "./prices.js";
 import { redactUrl } from "./retrying-post.js";
 import { SolverError } from "./solver-error.js";
 
-/** How a call to an AI SDK model is retried and told to the attempt. */
+/** How a call to an AI SDK model is retried, rate-limited and told to the attempt. */
 export interface RetryPolicy {
   signal?: AbortSignal | undefined;
   onRetry?: (() => void) | undefined;
   /** Retries after the first call on 429, 5xx and dropped connections. Default 5. */
   maxRetries?: number | undefined;
   backoff?: Partial<Backoff> | undefined;
+  /** The run's rate limits: each call waits for its endpoint's budget (see RateGate). */
+  rateGate?: RateGate | undefined;
+  /** The call's tokens estimated before it is sent (its prompt's characters / 4 and its maximum output). */
+  estimatedTokens?: number | undefined;
 }
+
+/** A call's 429s that wait outside its retries while its endpoint makes progress, at most. */
+const MAX_THROTTLED = 100;
 
 /** Statuses no wait fixes: the key is wrong, may not use the model, or the model is unknown. */
 const CONFIGURATION_STATUSES: ReadonlySet<number> = new Set([401, 403, 404]);
@@ -31,7 +40,10 @@ const CONFIGURATION_STATUSES: ReadonlySet<number> = new Set([401, 403, 404]);
  * SDK marks retryable, is tried again after a backoff (its Retry-After honoured; `onRetry` told
  * of each re-send); 401/403/404 and a refused connection fail at once as configuration faults;
  * anything else fails as a provider error. A model's own `doGenerate` never retries (only the
- * AI SDK's `generateText` does, around it).
+ * AI SDK's `generateText` does, around it). With a `rateGate`, each call waits for its
+ * endpoint's budget (`languageModelEndpoint`) and settles it with the response's status,
+ * headers and usage; a 429 or 529 while the endpoint makes progress waits and goes again
+ * without spending a retry, as a request of stet's own providers does (`postWithRetries`).
  *
  * @example await withModelRetries(model, () => model.doGenerate(options), { signal });
  */
@@ -43,29 +55,92 @@ export async function withModelRetries<T>(
   const backoff = { ...defaultBackoff, ...policy.backoff };
   const maxRetries = policy.maxRetries ?? 5;
   const what = `${model.provider} model ${model.modelId}`;
-  for (let retry = 0; ; retry++) {
-    if (retry > 0) policy.onRetry?.();
+  const gate = policy.rateGate;
+  const endpoint = gate && (await languageModelEndpoint(model));
+  let retry = 0;
+  let throttles = 0;
+  for (let sent = 0; ; sent++) {
+    if (sent > 0) policy.onRetry?.();
+    const permit =
+      endpoint && (await gate.acquire(endpoint, policy.estimatedTokens ?? 0, policy.signal));
+    let failure: Classified;
     try {
-      return await run();
+      const result = await run();
+      permit?.settle({ status: 200, headers: headersOf(result), tokens: usedTokens(result) });
+      return result;
     } catch (thrown) {
-      if (policy.signal?.aborted) throw abortReason(policy.signal);
-      const failure = classify(thrown, what);
+      if (policy.signal?.aborted) {
+        permit?.settle({ status: 0 });
+        throw abortReason(policy.signal);
+      }
+      failure = classify(thrown, what);
+      const status = failure.options?.status ?? 0;
+      permit?.settle({ status, headers: failure.headers });
+      if (
+        (status === 429 || status === 529) &&
+        permit?.progressing() &&
+        throttles < MAX_THROTTLED
+      ) {
+        const delay = retryDelayMs(Math.min(throttles, 6), backoff, failure.retryAfterMs);
+        throttles++;
+        await sleep(delay, policy.signal);
+        continue;
+      }
       if (!failure.retryable || retry >= maxRetries) {
-        const tries = retry === 0 ? "" : ` after ${retry + 1} attempts`;
+        const tries = sent === 0 ? "" : ` after ${sent + 1} attempts`;
         throw new SolverError("provider", `${what} failed${tries}: ${failure.message}`, {
           ...failure.options,
           cause: thrown,
         });
       }
-      await sleep(retryDelayMs(retry, backoff, failure.retryAfterMs), policy.signal);
     }
+    await sleep(retryDelayMs(retry, backoff, failure.retryAfterMs), policy.signal);
+    retry++;
   }
+}
+
+/**
+ * A call's tokens before it is sent, for the rate limits: its prompt and tools as JSON / 4 (as
+ * a request of stet's own providers is estimated) and its `maxOutputTokens`.
+ *
+ * @example callTokens({ prompt: [], maxOutputTokens: 100 }) // 101
+ */
+export function callTokens(options: LanguageModelCallOptions): number {
+  const text = JSON.stringify([options.prompt, options.tools ?? null]);
+  const most = options.maxOutputTokens;
+  return estimatedTokens(text, typeof most === "number" ? most : undefined);
+}
+
+/** A result's response headers (`response.headers`; `rawResponse.headers` in specification v1). */
+function headersOf(result: unknown): Pick<Headers, "get"> | undefined {
+  const { response, rawResponse } = (result ?? {}) as {
+    response?: { headers?: unknown };
+    rawResponse?: { headers?: unknown };
+  };
+  return toHeaders(response?.headers ?? rawResponse?.headers);
+}
+
+function toHeaders(record: unknown): Pick<Headers, "get"> | undefined {
+  if (typeof record !== "object" || record === null) return undefined;
+  try {
+    return new Headers(record as Record<string, string>);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The tokens a result's usage says the call used (a stream's come at its end: unknown here). */
+function usedTokens(result: unknown): number | undefined {
+  const tokens = languageModelTokens((result as { usage?: unknown } | null)?.usage);
+  return tokens && tokens.inputTokens + tokens.outputTokens;
 }
 
 interface Classified {
   retryable: boolean;
   message: string;
   retryAfterMs?: number | undefined;
+  /** The error response's headers (rate-limit headers, retry-after). */
+  headers?: Pick<Headers, "get"> | undefined;
   options: ConstructorParameters<typeof SolverError>[2];
 }
 
@@ -92,11 +167,8 @@ function classify(thrown: unknown, what: string): Classified {
     const configuration = { cause: "connection-refused" as const, url };
     return { retryable: false, message, options: { configuration } };
   }
-  const headers = error.responseHeaders;
-  const retryAfterMs =
-    typeof headers === "object" && headers !== null
-      ? parseRetryAfter(new Headers(headers as Record<string, string>))
-      : undefined;
+  const headers = toHeaders(error.responseHeaders);
+  const retryAfterMs = headers && parseRetryAfter(headers);
   const retryable =
     status === undefined
       ? error.isRetryable === true
@@ -106,6 +178,7 @@ function classify(thrown: unknown, what: string): Classified {
     retryable,
     message: said,
     retryAfterMs,
+    headers,
     options: status === undefined ? {} : { status },
   };
 }
@@ -137,7 +210,7 @@ export async function languageModelCompletion(
       requests++;
       return model.doGenerate(options);
     },
-    request,
+    { ...request, estimatedTokens: callTokens(options) },
   );
   return { ...languageModelReply(result), model: model.modelId, requests };
 }
@@ -161,7 +234,8 @@ export const generateLanguageModel: LanguageModelGenerator = {
   async generate(model, options, context) {
     // The attempt's signal (with the caller's) aborts the request itself.
     const call = { ...options, abortSignal: context.signal };
-    const result = await withModelRetries(model, () => model.doGenerate(call), context);
+    const policy = { ...context, estimatedTokens: callTokens(options) };
+    const result = await withModelRetries(model, () => model.doGenerate(call), policy);
     const { usage } = (result ?? {}) as { usage?: unknown };
     return withUsage(model, generateResultJson(result), usage, context.prices);
   },
@@ -169,7 +243,8 @@ export const generateLanguageModel: LanguageModelGenerator = {
     const doStream = model.doStream?.bind(model);
     if (!doStream) throw new Error(`${model.provider} model ${model.modelId} has no doStream`);
     const call = { ...options, abortSignal: context.signal };
-    const result = await withModelRetries(model, () => doStream(call), context);
+    const policy = { ...context, estimatedTokens: callTokens(options) };
+    const result = await withModelRetries(model, () => doStream(call), policy);
     const parts = await readAll((result as { stream?: unknown }).stream);
     const failed = parts.find((part) => part.type === "error");
     // A failed stream is not journaled: a resume asks again.

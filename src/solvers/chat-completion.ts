@@ -119,11 +119,15 @@ export function resolveEndpoint<KeyEnv extends string = "OPENAI_API_KEY">(
  */
 export function callTarget(endpoint: ChatEndpoint, provider: Provider<string>): CallTarget {
   const { baseURL, apiKey } = resolveEndpoint(endpoint, provider);
-  const credential = JSON.stringify([
-    apiKey ?? null,
-    Object.entries(endpoint.headers ?? {}).sort(),
-  ]);
-  return { provider: provider.name, baseURL, credential };
+  return { provider: provider.name, baseURL, credential: credentialText(apiKey, endpoint.headers) };
+}
+
+/** A call's credential as text (its key and header values), for the engine to hash. */
+function credentialText(
+  apiKey: string | undefined,
+  headers: Record<string, string> | undefined,
+): string {
+  return JSON.stringify([apiKey ?? null, Object.entries(headers ?? {}).sort()]);
 }
 
 /**
@@ -217,6 +221,10 @@ export async function postToEndpoint<T>(
         provider: provider.name,
         model: endpoint.rateModel ?? String(body.model ?? ""),
         baseURL: redactUrl(baseURL),
+        // A provider limits each key (or organisation header) on its own.
+        ...(apiKey === undefined && endpoint.headers === undefined
+          ? {}
+          : { credential: credentialText(apiKey, endpoint.headers) }),
       },
       tokens: estimatedTokens(text, endpoint.maxTokens),
       tokensOf: (value) => usedTokens(value),

@@ -7,6 +7,7 @@ import { link, message, pause, waitingOn } from "./shared.js";
 import { throttled } from "./throttle.js";
 import type { FollowEvents, RunDetailView, SamplePageView, WorkerView } from "../api/contract.js";
 import { agreementTable } from "./agreement-table.js";
+import { rateLimitsTable, rateWaitingNote, waitingOf } from "./rate-limits-view.js";
 import { distributionChartSvg } from "../core/score-chart.js";
 
 export async function runView(
@@ -52,6 +53,8 @@ export async function runView(
   const details = h("div", { class: "details" });
   fill(summary, head, progress, details);
   let drawnHead = "";
+  // Requests waiting on a rate limit now: the run's figures, then each progress event's word.
+  let rateWaiting = waitingOf(run.rateLimits);
   const draw = () => {
     // Replacing the buttons under a pointer would swallow a click: redraw them only on change.
     const live = isExecuting(run);
@@ -75,11 +78,12 @@ export async function runView(
         }),
       );
     }
-    fill(progress, runProgress(run));
+    fill(progress, runProgress(run), live && rateWaitingNote(rateWaiting));
     fill(details, runDetails(run));
   };
   const refresh = async () => {
     run = await loadRun(runId, signal);
+    rateWaiting = waitingOf(run.rateLimits);
     draw();
     await drawSamples();
   };
@@ -105,6 +109,7 @@ export async function runView(
       if (e.event === "progress") {
         const { total, done, errored, remaining } = e.data;
         run = { ...run, counts: { ...run.counts, total, done, errored, remaining } };
+        rateWaiting = e.data.rateWaiting ?? 0;
         draw();
         live.request();
       } else if (e.event === "completed") {
@@ -124,6 +129,7 @@ export async function runView(
       await pause(wait, signal);
       const started = Date.now();
       run = await loadRun(runId, signal);
+      rateWaiting = waitingOf(run.rateLimits);
       draw();
       wait = Math.max(2_000, 5 * (Date.now() - started));
     }
@@ -285,6 +291,7 @@ function runDetails(run: RunDetailView): Child[] {
       tokens(run.cost.spent),
     ),
     retriesLine(run.retries),
+    rateLimitsTable(run.rateLimits),
     run.errors.length > 0 &&
       h(
         "div",

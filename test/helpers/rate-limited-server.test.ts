@@ -31,6 +31,9 @@ describe("the rate-limited test server", () => {
     const body = (await answers[0]!.json()) as { usage: { prompt_tokens: number } };
     expect(body.usage.prompt_tokens).toBeGreaterThan(0);
     expect(server.counts()).toMatchObject({ requests: 5, admitted: 4, rejected: 1 });
+    expect(server.countsOf("k1")).toMatchObject({ requests: 4, admitted: 3, rejected: 1 });
+    expect(server.countsOf("k2")).toMatchObject({ requests: 1, admitted: 1, rejected: 0 });
+    expect(server.countsOf("k3")).toMatchObject({ requests: 0 });
   });
 
   it("bounds tokens per window, speaks Anthropic's headers, and can send none", async () => {

@@ -30,7 +30,10 @@ export interface RateLimitedServer {
   url: string;
   /** The base URL of the Anthropic format (POST {anthropicUrl}/v1/messages). */
   anthropicUrl: string;
+  /** What the server counted in all (its maxima over every key's windows). */
   counts(): RateCounts;
+  /** What it counted of one API key's requests alone (zeros for a key it never saw). */
+  countsOf(key: string): RateCounts;
   close(): Promise<void>;
 }
 
@@ -94,7 +97,7 @@ export async function startRateLimitedServer(
   const tpm = options.tpm ?? Infinity;
   const completion = options.completionTokens ?? 5;
   const keys = new Map<string, KeyWindow>();
-  const counts: RateCounts = {
+  const newCounts = (): RateCounts => ({
     requests: 0,
     admitted: 0,
     rejected: 0,
@@ -102,7 +105,9 @@ export async function startRateLimitedServer(
     maxTokensInWindow: 0,
     maxRequestTokens: 0,
     admittedAt: [],
-  };
+  });
+  const counts = newCounts();
+  const byKey = new Map<string, RateCounts>();
 
   // Decided on arrival (the window counts arrivals), answered after the latency.
   const handle = (req: IncomingMessage, res: ServerResponse, text: string): void => {
@@ -120,21 +125,27 @@ export async function startRateLimitedServer(
     );
     let window = keys.get(key);
     if (!window) keys.set(key, (window = new KeyWindow(windowMs)));
+    let own = byKey.get(key);
+    if (!own) byKey.set(key, (own = newCounts()));
     window.trim(now);
-    counts.requests++;
     window.arrived.push(now);
-    counts.maxRequestsInWindow = Math.max(counts.maxRequestsInWindow, window.arrived.length);
     const body = JSON.parse(text) as Record<string, unknown>;
     const promptTokens = Math.ceil(promptText(body).length / 4);
     const tokens = promptTokens + completion;
     const over = window.admitted.length + 1 > rpm || window.tokens + tokens > tpm;
-    if (!over) {
-      window.admitted.push({ at: now, tokens });
-      counts.admitted++;
-      counts.admittedAt.push(now);
-      counts.maxTokensInWindow = Math.max(counts.maxTokensInWindow, window.tokens);
-      counts.maxRequestTokens = Math.max(counts.maxRequestTokens, tokens);
-    } else counts.rejected++;
+    if (!over) window.admitted.push({ at: now, tokens });
+    for (const c of [counts, own]) {
+      c.requests++;
+      c.maxRequestsInWindow = Math.max(c.maxRequestsInWindow, window.arrived.length);
+      if (over) {
+        c.rejected++;
+        continue;
+      }
+      c.admitted++;
+      c.admittedAt.push(now);
+      c.maxTokensInWindow = Math.max(c.maxTokensInWindow, window.tokens);
+      c.maxRequestTokens = Math.max(c.maxRequestTokens, tokens);
+    }
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (options.headers !== false) Object.assign(headers, limitHeaders(window, now, anthropic));
     if (over) {
@@ -216,6 +227,10 @@ export async function startRateLimitedServer(
     url: `http://127.0.0.1:${port}/v1`,
     anthropicUrl: `http://127.0.0.1:${port}`,
     counts: () => ({ ...counts, admittedAt: [...counts.admittedAt] }),
+    countsOf: (key) => {
+      const own = byKey.get(key) ?? newCounts();
+      return { ...own, admittedAt: [...own.admittedAt] };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

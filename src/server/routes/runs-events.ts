@@ -17,7 +17,8 @@ import { sseResponse } from "../sse.js";
 /**
  * GET /runs/:id/events: live progress of a run executing anywhere, read from the store (so it
  * works for runs of other servers and CLI processes). `progress {total, done, errored,
- * remaining}` at once and whenever the counts change, `sample` per newly committed attempt, and
+ * remaining, rateWaiting?}` at once and whenever the counts or the requests waiting on a rate
+ * limit change, `sample` per newly committed attempt, and
  * `completed {status, …}` when the run is no longer running (or its owner died), then the end.
  *
  * @example app.route("/api", runsEventsRoutes(deps));
@@ -50,7 +51,8 @@ async function* follow(
   let run = first;
   let { cursor } = await store.reads.listAttemptsAfter(run.id);
   let counts = await store.reads.countKeys(run.id);
-  yield { event: "progress", data: progressOf(run, counts, deps) };
+  let waiting = await rateWaiting(deps, run.id);
+  yield { event: "progress", data: progressOf(run, counts, waiting, deps) };
   for (;;) {
     // The run was read before the counts: an owner commits before it releases, so once the run
     // reads as finished the counts read after it are final.
@@ -68,16 +70,33 @@ async function* follow(
       if (page.attempts.length === 0) break;
     }
     const next = await store.reads.countKeys(run.id);
-    if (!sameCounts(next, counts)) {
+    const waitingNow = await rateWaiting(deps, run.id);
+    if (!sameCounts(next, counts) || waitingNow !== waiting) {
       counts = next;
-      yield { event: "progress", data: progressOf(run, counts, deps) };
+      waiting = waitingNow;
+      yield { event: "progress", data: progressOf(run, counts, waiting, deps) };
     }
   }
 }
 
-/** The status a reader sees (a dead owner's run is interrupted) and the counts. */
-function progressOf(run: Run, counts: RunCounts, deps: AppDeps): FollowProgressView {
-  return { status: runAsRead(run, deps.engine).run.status, ...countsView(counts) };
+/** The status a reader sees (a dead owner's run is interrupted), the counts, the rate waits. */
+function progressOf(
+  run: Run,
+  counts: RunCounts,
+  waiting: number,
+  deps: AppDeps,
+): FollowProgressView {
+  return {
+    status: runAsRead(run, deps.engine).run.status,
+    ...countsView(counts),
+    ...(waiting > 0 ? { rateWaiting: waiting } : {}),
+  };
+}
+
+/** Requests of the run waiting on a rate limit now, as its processes last recorded them. */
+async function rateWaiting(deps: AppDeps, runId: string): Promise<number> {
+  const waits = await deps.store.rates.listWaits(runId);
+  return waits.reduce((sum, w) => sum + (w.waiting ?? 0), 0);
 }
 
 /**

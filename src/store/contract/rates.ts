@@ -88,10 +88,27 @@ export function describeRatesContract(h: HarnessRef): void {
       await other.rates.recordWaits("r_1", "b", [w("e1", 4)]);
       await other.rates.recordWaits("r_2", "b", [w("e1", 100)]);
       expect(await other.rates.listWaits("r_1")).toEqual([
-        { endpoint: "e1", requests: 9, throttled: 7, rejected: 2, waitMs: 90 },
-        { endpoint: "e2", requests: 3, throttled: 2, rejected: 1, waitMs: 30 },
+        { endpoint: "e1", requests: 9, throttled: 7, rejected: 2, waitMs: 90, waiting: 0 },
+        { endpoint: "e2", requests: 3, throttled: 2, rejected: 1, waitMs: 30, waiting: 0 },
       ]);
       expect(await h.store.rates.listWaits("r_3")).toEqual([]);
+    });
+
+    it("sums the requests every process says wait now, each process's last word standing", async () => {
+      const other = await h.connect();
+      const w = (waiting: number) => ({
+        endpoint: "e1",
+        requests: 1,
+        throttled: 0,
+        rejected: 0,
+        waitMs: 0,
+        waiting,
+      });
+      await h.store.rates.recordWaits("r_1", "a", [w(3)]);
+      await other.rates.recordWaits("r_1", "b", [w(4)]);
+      expect(await h.store.rates.listWaits("r_1")).toMatchObject([{ endpoint: "e1", waiting: 7 }]);
+      await h.store.rates.recordWaits("r_1", "a", [w(0)]);
+      expect(await other.rates.listWaits("r_1")).toMatchObject([{ endpoint: "e1", waiting: 4 }]);
     });
   });
 }

@@ -411,4 +411,14 @@ CREATE TABLE batch_submissions (
 CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
 `,
   },
+  {
+    version: 15,
+    name: "rate-waiting",
+    // As in SQLite (migration 16): the requests waiting on a rate limit when a process recorded
+    // its figures, and when, by the database server's clock.
+    sql: `
+ALTER TABLE rate_waits ADD COLUMN waiting BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN recorded_at_ms DOUBLE PRECISION NOT NULL DEFAULT 0;
+`,
+  },
 ];

@@ -1,3 +1,4 @@
+import { SQLITE_RATE_LIMITS, SQLITE_RATE_WAITING } from "./sqlite-rates.js";
 import type { Migration } from "./types.js";
 
 /**
@@ -388,31 +389,7 @@ BEGIN
 END;
 `,
   },
-  {
-    version: 13,
-    name: "rate-limits",
-    // Rate limits shared by every process of the store: one token bucket per endpoint (its
-    // level and when it was read, in ms of the store's clock), and each process's waits per run
-    // and endpoint (totals it replaces as they grow; `show` sums them).
-    sql: `
-CREATE TABLE rate_buckets (
-  endpoint TEXT PRIMARY KEY,
-  requests REAL NOT NULL,
-  tokens REAL NOT NULL,
-  at_ms REAL NOT NULL
-);
-CREATE TABLE rate_waits (
-  run_id TEXT NOT NULL,
-  owner TEXT NOT NULL,
-  endpoint TEXT NOT NULL,
-  requests INTEGER NOT NULL,
-  throttled INTEGER NOT NULL,
-  rejected INTEGER NOT NULL,
-  wait_ms INTEGER NOT NULL,
-  PRIMARY KEY (run_id, owner, endpoint)
-);
-`,
-  },
+  SQLITE_RATE_LIMITS,
   {
     version: 14,
     name: "run-labels",
@@ -444,4 +421,5 @@ CREATE TABLE batch_submissions (
 CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
 `,
   },
+  SQLITE_RATE_WAITING,
 ];

@@ -53,8 +53,8 @@ const rateStatements = {
   pauseLeft: statement(
     `SELECT GREATEST(0, at_ms - ${DB_NOW_MS}) AS left_ms FROM rate_buckets WHERE endpoint = @row`,
   ),
-  waitsPut: statement(RATE_SQL.waitsPut),
-  waitsList: statement(RATE_SQL.waitsList),
+  waitsPut: statement(RATE_SQL.waitsPut(DB_NOW_MS)),
+  waitsList: statement(RATE_SQL.waitsList(DB_NOW_MS)),
 };
 
 interface TakeRow {

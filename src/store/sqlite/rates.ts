@@ -16,8 +16,9 @@ import { prepareTable, sql } from "./statements.js";
 const SQLITE_RATE_STATEMENTS = {
   bucketGet: sql<BucketRow>(RATE_SQL.bucketGet),
   bucketPut: sql(RATE_SQL.bucketPut),
-  waitsPut: sql(RATE_SQL.waitsPut),
-  waitsList: sql<RateWaitsRow>(RATE_SQL.waitsList),
+  // Aged by each process's wall clock: the same on one machine.
+  waitsPut: sql(RATE_SQL.waitsPut("@nowMs")),
+  waitsList: sql<RateWaitsRow>(RATE_SQL.waitsList("@nowMs")),
 };
 
 /**
@@ -61,12 +62,13 @@ export function sqliteRates(c: SqliteContext): RateBudgetStore {
     async recordWaits(runId, owner, waits) {
       c.guard(() =>
         immediate(c.db, () => {
-          for (const w of waits) s().waitsPut.run(waitsParams(runId, owner, w));
+          const nowMs = Date.now();
+          for (const w of waits) s().waitsPut.run({ ...waitsParams(runId, owner, w), nowMs });
         }),
       );
     },
     async listWaits(runId) {
-      return c.guard(() => s().waitsList.all({ runId }).map(toRateWaits));
+      return c.guard(() => s().waitsList.all({ runId, nowMs: Date.now() }).map(toRateWaits));
     },
   };
 }

@@ -1,0 +1,180 @@
+import { symlinkSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { perTest } from "./helpers/eval-project.js";
+import {
+  startRateLimitedServer,
+  type RateLimitedOptions,
+  type RateLimitedServer,
+} from "./helpers/rate-limited-server.js";
+
+// AI SDK models go through the run's rate limits as stet's own providers do: a declared budget,
+// the endpoint's headers, the pause after a 429, the learned rate and the figures. The local
+// server enforces its limit per API key in OpenAI's chat-completions and Anthropic's Messages
+// formats (6 s windows: "RPM" ten times faster); only counts are asserted.
+
+const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
+const KEY = "sk-ai-sdk-rate-0123456789abcdef";
+const WINDOW_MS = 6000;
+
+const { project } = perTest();
+/** A user project that installed the AI SDK (linked to this repo's devDependencies). */
+function aiProject(files: Record<string, string>) {
+  const p = project(files);
+  symlinkSync(join(REPO_MODULES, "ai"), join(p.dir, "node_modules/ai"), "dir");
+  symlinkSync(join(REPO_MODULES, "@ai-sdk"), join(p.dir, "node_modules/@ai-sdk"), "dir");
+  return p;
+}
+
+const servers: RateLimitedServer[] = [];
+afterEach(async () => {
+  while (servers.length) await servers.pop()!.close();
+});
+async function server(options: RateLimitedOptions): Promise<RateLimitedServer> {
+  const started = await startRateLimitedServer(options);
+  servers.push(started);
+  return started;
+}
+
+interface ShowJson {
+  counts: { scored: number; errored: number };
+  rateLimits?: { endpoint: string; requests: number; throttled: number; rejected: number }[];
+}
+
+async function runAndShow(dir: string, env: Record<string, string>): Promise<ShowJson> {
+  const run = await runCli(["run", "e.mjs", "--json"], { cwd: dir, env });
+  expect(run.code, run.stderr).toBe(0);
+  const { runId } = JSON.parse(run.stdout) as { runId: string };
+  const show = await runCli(["show", runId, "--json"], { cwd: dir, env });
+  expect(show.code, show.stderr).toBe(0);
+  return JSON.parse(show.stdout) as ShowJson;
+}
+
+const dataset = (n: number) =>
+  `Array.from({ length: ${n} }, (_, i) => ({ id: "q" + i, input: "question " + i, target: "ok" }))`;
+
+describe("AI SDK models under the rate limits", () => {
+  it("solvers.chat over @ai-sdk/openai at concurrency 64 under a declared 600 RPM: no errors, ≤ 1 % 429s, the window kept", async () => {
+    const perWindow = 600;
+    const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS });
+    const dir = aiProject({
+      "e.mjs": `import { createOpenAI } from "@ai-sdk/openai";
+import { defineEval, scorers, solvers } from "stet";
+const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY });
+export default defineEval({
+  name: "ai-sdk-declared",
+  dataset: ${dataset(1000)},
+  solver: solvers.chat({ model: openai.chat("gpt-test"), maxTokens: 5, backoff: { initialMs: 50 } }),
+  scorers: [scorers.exact()],
+  concurrency: 64,
+  rateLimits: { "openai:gpt-test": { rpm: ${(perWindow * 60_000) / WINDOW_MS}, windowMs: ${WINDOW_MS} } },
+});
+`,
+    }).dir;
+    const shown = await runAndShow(dir, { MOCK_URL: mock.url, AI_KEY: KEY });
+    const counts = mock.counts();
+    console.log(JSON.stringify({ ...counts, admittedAt: undefined }), JSON.stringify(shown));
+    expect(shown.counts).toMatchObject({ scored: 1000, errored: 0 });
+    expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
+    expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(perWindow * 1.01);
+    // Its figures, under the endpoint the provider package is configured with, and its key.
+    expect(shown.rateLimits).toEqual([
+      expect.objectContaining({
+        endpoint: expect.stringMatching(
+          new RegExp(`^openai:gpt-test@${mock.url} key:[0-9a-f]{16}$`),
+        ) as string,
+        requests: counts.requests,
+        rejected: counts.rejected,
+      }),
+    ]);
+    expect(shown.rateLimits![0]!.throttled).toBeGreaterThan(0);
+  }, 180_000);
+
+  it("ctx.languageModel over @ai-sdk/anthropic in generateText, no declared limit: paced by the endpoint's headers", async () => {
+    // 100 requests per 6 s and 300 samples at concurrency 64: three windows' worth. Unpaced,
+    // every request over the window is a 429, each retried by backoff alone until it fits.
+    const perWindow = 100;
+    const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS });
+    const dir = aiProject({
+      "e.mjs": `import { createAnthropic } from "@ai-sdk/anthropic";
+import { generateText } from "ai";
+import { defineEval, scorers } from "stet";
+const anthropic = createAnthropic({ baseURL: process.env.MOCK_URL + "/v1", apiKey: process.env.AI_KEY });
+export default defineEval({
+  name: "ai-sdk-agent-headers",
+  dataset: ${dataset(300)},
+  solver: async (sample, ctx) => {
+    const { text } = await generateText({
+      model: ctx.languageModel(anthropic("claude-test")),
+      prompt: sample.input,
+      maxOutputTokens: 5,
+      maxRetries: 0,
+    });
+    return text;
+  },
+  scorers: [scorers.exact()],
+  concurrency: 64,
+});
+`,
+    }).dir;
+    const shown = await runAndShow(dir, { MOCK_URL: mock.anthropicUrl, AI_KEY: KEY });
+    const counts = mock.counts();
+    console.log(JSON.stringify({ ...counts, admittedAt: undefined }), JSON.stringify(shown));
+    expect(shown.counts).toMatchObject({ scored: 300, errored: 0 });
+    // Paced by what the answers say is left (less what is in flight), as stet's own requests are:
+    // the 429s are counted, not the window (answers come back out of order on a loaded machine).
+    // Measured 0 to 9 of ~300 in four runs with Anthropic's headers (reset as a time, not a
+    // duration); unpaced, 128. Why more than OpenAI's headers allow (≤ 1 %) is not yet known.
+    expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 20);
+    expect(shown.rateLimits).toEqual([
+      expect.objectContaining({
+        endpoint: expect.stringMatching(
+          new RegExp(`^anthropic:claude-test@${mock.anthropicUrl}/v1 key:[0-9a-f]{16}$`),
+        ) as string,
+        requests: counts.requests,
+        rejected: counts.rejected,
+      }),
+    ]);
+    expect(shown.rateLimits![0]!.throttled).toBeGreaterThan(0);
+  }, 180_000);
+
+  it("ctx.languageModel over @ai-sdk/openai, no declared limit and no rate-limit headers: the 429s pause the endpoint and teach it a rate, and fail no sample", async () => {
+    // 100 requests per 6 s, 429 and retry-after only, 400 samples at concurrency 64. The first
+    // window's fill refuses what is in flight (≤ 64); then the pause and the learned rate. Retried
+    // by backoff alone, each request refused spent one of the call's retries.
+    const perWindow = 100;
+    const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS, headers: false });
+    const dir = aiProject({
+      "e.mjs": `import { createOpenAI } from "@ai-sdk/openai";
+import { generateText } from "ai";
+import { defineEval, scorers } from "stet";
+const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY });
+export default defineEval({
+  name: "ai-sdk-agent-429s",
+  dataset: ${dataset(400)},
+  solver: async (sample, ctx) => {
+    const { text } = await generateText({
+      model: ctx.languageModel(openai.chat("gpt-test")),
+      prompt: sample.input,
+      maxOutputTokens: 5,
+      maxRetries: 0,
+    });
+    return text;
+  },
+  scorers: [scorers.exact()],
+  concurrency: 64,
+});
+`,
+    }).dir;
+    const shown = await runAndShow(dir, { MOCK_URL: mock.url, AI_KEY: KEY });
+    const counts = mock.counts();
+    console.log(JSON.stringify({ ...counts, admittedAt: undefined }), JSON.stringify(shown));
+    expect(shown.counts).toMatchObject({ scored: 400, errored: 0 });
+    expect(counts.rejected).toBeGreaterThan(0);
+    expect(counts.rejected).toBeLessThanOrEqual(64 + 16);
+    expect(shown.rateLimits).toEqual([
+      expect.objectContaining({ requests: counts.requests, rejected: counts.rejected }),
+    ]);
+  }, 180_000);
+});
