@@ -1,4 +1,4 @@
-import { addScoringUsage, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
+import type { ScorerMetrics, UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import { reviewFigures } from "../core/review-figures.js";
@@ -48,8 +48,8 @@ export async function withFigures<T extends ListedRun>(
       isNow: () => false,
     });
     for (const head of input?.heads ?? []) fold.add(head);
+    for (const usage of input?.scoringUsage ?? []) fold.addScoring({ usage }, false);
     const { metrics, totalSpent } = fold.finish();
-    for (const usage of input?.scoringUsage ?? []) addScoringUsage(totalSpent, usage);
     const reviewed = reviews[i]!;
     if (reviewed.length === 0 || !input) return { ...listing, metrics, spent: totalSpent };
     // The human scorers after the run's own, as its report lists them.
