@@ -110,7 +110,7 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 15,
+      v: 16,
     });
     expect(unchangedColumns(rows(after), before)).toEqual(before);
   });
@@ -141,7 +141,7 @@ describe("a store written by stet 0.1.0", () => {
       const version = await client.query(
         `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
       );
-      expect(version.rows[0]).toEqual({ v: 14 });
+      expect(version.rows[0]).toEqual({ v: 15 });
       expect(unchangedColumns(await rows(), before)).toEqual(before);
     },
   );

@@ -232,13 +232,9 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     for (const name of ["spentNow", "totalSpent", "reused", "byOthers"] as const) {
       this.#result[name] = this.#spend[name].total();
     }
-    this.#result.errors = Object.entries(this.#result.errorsByType)
-      .map(([type, count]) => ({
-        type: type as AttemptErrorType,
-        count,
-        examples: this.#examples.get(type as AttemptErrorType) ?? [],
-      }))
-      .sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+    this.#result.errors = errorGroups(this.#result.errorsByType, (type) =>
+      this.#examples.get(type),
+    );
     this.#result.metrics = this.#scorers.map((scorer, i) => ({
       scorer,
       ...meanAndStderr(this.#perSample[i]!),
@@ -321,6 +317,25 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (this.#sampleId !== undefined && this.#onSample) this.#onSample(this.#sampleId, reduced);
     this.#epochValues = this.#scorers.map(() => []);
   }
+}
+
+/**
+ * The errored outcomes' groups as a report lists them: each type's count and examples, most
+ * frequent type first (ties by type name).
+ *
+ * @example errorGroups({ timeout: 2 }, () => []) // [{ type: "timeout", count: 2, examples: [] }]
+ */
+export function errorGroups(
+  counts: Partial<Record<AttemptErrorType, number>>,
+  examplesOf: (type: AttemptErrorType) => ErrorExample[] | undefined,
+): ErrorGroup[] {
+  return Object.entries(counts)
+    .map(([type, count]) => ({
+      type: type as AttemptErrorType,
+      count,
+      examples: examplesOf(type as AttemptErrorType) ?? [],
+    }))
+    .sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
 }
 
 /**

@@ -1,8 +1,13 @@
 import { reduceEpochs, metricsFromSums } from "./aggregate.js";
 import { ExactSum } from "./exact-sum.js";
 import type { LimitName } from "./limits.js";
-import type { FoldedAttempt, FoldResult } from "./outcome-fold.js";
-import { quoteMessage } from "./outcome-fold.js";
+import {
+  errorGroups,
+  quoteMessage,
+  type ErrorExample,
+  type FoldedAttempt,
+  type FoldResult,
+} from "./outcome-fold.js";
 import { scoresStand } from "./outcomes.js";
 import { CHART_BINS } from "./score-chart.js";
 import type { AttemptErrorType, AttemptStatus, Reducer, UsageFigures } from "./types.js";
@@ -215,6 +220,17 @@ export class RunFigures {
     };
   }
 
+  /**
+   * The whole of a stored report's figures: `figures` with the errors quoted from `examples`
+   * (each type's first few errored keys in key order, as the store reads them).
+   */
+  report(scorers: readonly string[], examples: ErrorExamples): FoldResult {
+    return {
+      ...this.figures(scorers),
+      errors: errorGroups(this.errorsByType, (type) => examples[type]),
+    };
+  }
+
   /** The exact text form the store keeps (`parse` reads it back). */
   toJSON(): RunFiguresJson {
     return {
@@ -260,6 +276,9 @@ export class RunFigures {
     return run;
   }
 }
+
+/** The error examples a report quotes, by type: the first few errored keys in key order. */
+export type ErrorExamples = Partial<Record<AttemptErrorType, ErrorExample[]>>;
 
 /** `RunFigures` as JSON: every exact sum in `ExactSum`'s text form. */
 export interface RunFiguresJson {

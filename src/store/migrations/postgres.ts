@@ -1,3 +1,4 @@
+import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
 /**
@@ -411,4 +412,5 @@ CREATE TABLE batch_submissions (
 CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
 `,
   },
+  runFiguresMigration(15, 'TEXT COLLATE "C"'),
 ];

@@ -1,3 +1,4 @@
+import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
 /**
@@ -444,4 +445,5 @@ CREATE TABLE batch_submissions (
 CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
 `,
   },
+  runFiguresMigration(16, "TEXT"),
 ];

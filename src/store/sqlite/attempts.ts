@@ -11,6 +11,7 @@ import {
 } from "../scoring-rows.js";
 import type { AttemptBatchExtras, AttemptStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
+import { figuresAfterAttempts, figuresAfterRescore } from "./figures.js";
 import { immediate } from "./driver.js";
 import { writeSteps } from "./journal.js";
 
@@ -36,6 +37,7 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
             c.s.markInflight.run(runId, key.sampleId, key.epoch);
           }
           const stored = drafts.map((draft) => insertAttempt(c, runId, draft));
+          figuresAfterAttempts(c, runId, stored);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
             c.leases.finish(
@@ -53,7 +55,7 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
         checkScoringDrafts(drafts);
         return immediate(c.db, () => {
           c.fence(runId, token, drafts);
-          return drafts.map((draft) => {
+          const stored = drafts.map((draft) => {
             const { sampleId, epoch, attempt } = draft;
             const target = c.s.scorableAttempt.get({ runId, sampleId, epoch, attempt });
             if (!target) throw unscorable(runId, draft, "is not stored");
@@ -61,6 +63,13 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
             c.s.insertScoring.run(scoringParams(runId, target.next, draft));
             return storedScoring(runId, target.next, draft);
           });
+          figuresAfterRescore(
+            c,
+            runId,
+            drafts.map((d) => d.sampleId),
+            drafts,
+          );
+          return stored;
         });
       });
     },
