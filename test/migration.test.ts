@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { exportRow } from "../src/cli/commands/export.js";
-import { storedReport } from "../src/engine/report.js";
+import { foldedReport, storedReport } from "../src/engine/report.js";
 import { toGraderResults } from "../src/evalport/grader-mapping.js";
 import { toResult } from "../src/evalport/result-mapping.js";
 import { openPostgresStore } from "../src/store/postgres/index.js";
@@ -38,6 +38,8 @@ async function readBack(store: Store) {
   const [run] = await store.reads.listRuns();
   const attempts = await store.reads.listAttempts(run!.run.id);
   const report = await storedReport(store, run!.run);
+  // Its figures, built by this first read from the old rows, give the report the fold gives.
+  expect(report).toEqual(await foldedReport(store, run!.run));
   return { run: run!, attempts, scorings: await store.reads.listScorings(run!.run.id), report };
 }
 

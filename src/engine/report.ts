@@ -3,6 +3,7 @@ import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
+import { figuresReport } from "./figures-report.js";
 import { storedReviewFigures } from "./review-report.js";
 
 /** A stored scoring's identity: its attempt's key and number, and its own number. */
@@ -124,6 +125,23 @@ export async function storedReport(
   store: Store,
   run: Run,
   /** An invocation that found nothing to do reports as one (spent now, reused), not as a read. */
+  options: { invocation?: boolean } = {},
+): Promise<RunReport> {
+  // The figures the store keeps give the same report without reading an attempt; the fold of
+  // every attempt is for what they cannot give exactly (see figuresReport).
+  const invocation = options.invocation ?? false;
+  return (await figuresReport(store, run, { invocation })) ?? foldedReport(store, run, options);
+}
+
+/**
+ * `storedReport` folded from every stored attempt, as it was computed before the store kept
+ * figures: what `figuresReport` must equal, and what it falls back to.
+ *
+ * @example const report = await foldedReport(store, run);
+ */
+export async function foldedReport(
+  store: Store,
+  run: Run,
   options: { invocation?: boolean } = {},
 ): Promise<RunReport> {
   const [samples, heads, inflight] = await Promise.all([

@@ -35,10 +35,24 @@ export async function withFigures<T extends ListedRun>(
   store: Store,
   listed: readonly T[],
 ): Promise<(T & { metrics: ScorerMetrics[]; spent: UsageTotal })[]> {
-  const inputs = await store.reads.listReportInputs(listed.map((l) => l.run.id));
   // Reviews are few and indexed by run: one small read per run, for the human scorers.
   const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));
+  // The figures the store keeps give a run's metrics and spend without reading its attempts;
+  // runs they cannot give exactly (reviews, re-run requests) are folded from every attempt.
+  const kept = await Promise.all(
+    listed.map(async ({ run }, i) => {
+      if (reviews[i]!.length > 0 || (run.config.rerun?.length ?? 0) > 0) return undefined;
+      const read = await store.reads.readFigures(run.id, run.config.reducer);
+      if (read.figures.reducer !== run.config.reducer) return undefined;
+      const { metrics, totalSpent } = read.figures.figures(run.config.scorers);
+      return { metrics, spent: totalSpent };
+    }),
+  );
+  const folded = listed.filter((_, i) => !kept[i]).map((l) => l.run.id);
+  const inputs = await store.reads.listReportInputs(folded);
   return listed.map((listing, i) => {
+    const figures = kept[i];
+    if (figures) return { ...listing, ...figures };
     const { run } = listing;
     const input = inputs.get(run.id);
     const fold = new OutcomeFold<AttemptHead>({
