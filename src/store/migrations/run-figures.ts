@@ -9,7 +9,12 @@ import type { Migration } from "./types.js";
  * `run_figures` row: its figures are built from its attempts by the first read that needs them
  * (`readFigures`), and until then commits leave them alone.
  */
-export function runFiguresMigration(version: number, textType: string): Migration {
+export function runFiguresMigration(
+  version: number,
+  textType: string,
+  /** SQLite's `WITHOUT ROWID`: a sample's row is written with one b-tree, its key's. */
+  tableOptions = "",
+): Migration {
   return {
     version,
     name: "run-figures",
@@ -24,7 +29,7 @@ CREATE TABLE sample_figures (
   figures TEXT NOT NULL,
   errored INTEGER NOT NULL,
   PRIMARY KEY (run_id, sample_id)
-);
+)${tableOptions};
 CREATE INDEX sample_figures_errored ON sample_figures (run_id, sample_id) WHERE errored > 0;
 `,
   };

@@ -445,5 +445,5 @@ CREATE TABLE batch_submissions (
 CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
 `,
   },
-  runFiguresMigration(16, "TEXT"),
+  runFiguresMigration(16, "TEXT", " WITHOUT ROWID"),
 ];

@@ -6,6 +6,7 @@ import { toRun, type RunRow } from "../run-rows.js";
 import type { RunCounts } from "../types.js";
 import type { SqliteDatabase } from "./driver.js";
 import { corruptStore, isCorruption } from "./file.js";
+import type { RunFigures } from "../../core/run-figures.js";
 import { SQLITE_FIGURES_STATEMENTS, type FiguresStatements } from "./figures.js";
 import { prepareLeases } from "./lease-queries.js";
 import { busyMessage, isBusy } from "./lock-holder.js";
@@ -31,6 +32,8 @@ export class SqliteContext {
   private journalStatements: JournalStatements | undefined;
   private leaseStatements: ReturnType<typeof prepareLeases> | undefined;
   private figuresStatements: FiguresStatements | undefined;
+  /** The run figures this connection wrote last, parsed, by run (see figures.ts `runFigures`). */
+  readonly lastFigures = new Map<string, { text: string; run: RunFigures }>();
 
   constructor(
     readonly db: SqliteDatabase,

@@ -62,20 +62,16 @@ export function figuresAfterAttempts(
   c: SqliteContext,
   runId: string,
   attempts: readonly FoldedAttempt[],
+  /** Each touched sample's fingerprint and figures before the batch (read with its key state). */
+  before: ReadonlyMap<string, SampleBefore>,
 ): void {
+  if (attempts.length === 0) return;
   const run = runFigures(c, runId);
-  if (!run || attempts.length === 0) return;
-  const before = new Map<string, SampleBefore>();
-  for (const { sampleId } of attempts) {
-    if (!before.has(sampleId)) {
-      const row = c.figures.sampleBefore.get(runId, sampleId);
-      if (row) before.set(sampleId, { fingerprint: row.fingerprint, figures: sample(row.figures) });
-    }
-  }
+  if (!run) return;
   for (const [sampleId, figures] of applyAttempts(run, before, attempts)) {
     putSample(c, runId, sampleId, figures);
   }
-  c.figures.putRun.run(runId, JSON.stringify(run));
+  putRun(c, runId, run);
 }
 
 /**
@@ -96,10 +92,10 @@ export function figuresAfterRescore(
     const row = c.figures.sampleBefore.get(runId, sampleId);
     if (!row) continue;
     const attempts = c.figures.sampleAttempts.all(runId, sampleId).map(head);
-    const after = recomputeSample(run, sample(row.figures), attempts, row.fingerprint);
+    const after = recomputeSample(run, sampleFigures(row.figures), attempts, row.fingerprint);
     putSample(c, runId, sampleId, after);
   }
-  c.figures.putRun.run(runId, JSON.stringify(run));
+  putRun(c, runId, run);
 }
 
 /**
@@ -143,25 +139,42 @@ function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
     .map((row) => toScoring(runId, row));
   const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
   for (const [sampleId, figures] of samples) putSample(c, runId, sampleId, figures);
-  c.figures.putRun.run(runId, JSON.stringify(run));
+  putRun(c, runId, run);
   return run;
 }
 
 /** A new run's figures: none yet, kept from its first commit on. */
 export function createFigures(c: SqliteContext, runId: string, reducer: Reducer): void {
-  c.figures.putRun.run(runId, JSON.stringify(emptyFigures(reducer)));
+  putRun(c, runId, emptyFigures(reducer));
 }
 
 function emptyFigures(reducer: Reducer): RunFigures {
   return buildFigures(reducer, new Map(), [], []).run;
 }
 
+/**
+ * The run's figures as stored. The last ones this connection wrote are kept parsed beside their
+ * text: when the stored text is still that text (no other process committed since), they are
+ * taken instead of parsing it again. Taken, not shared: the caller changes them, and only a
+ * successful write (`putRun`) puts them back, so a transaction that rolls back leaves nothing
+ * stale behind.
+ */
 function runFigures(c: SqliteContext, runId: string): RunFigures | undefined {
   const row = c.figures.runFigures.get(runId);
-  return row ? parseRunFigures(row.figures) : undefined;
+  if (!row) return undefined;
+  const held = c.lastFigures.get(runId);
+  c.lastFigures.delete(runId);
+  return held?.text === row.figures ? held.run : parseRunFigures(row.figures);
 }
 
-function sample(text: string | null): SampleFigures | undefined {
+function putRun(c: SqliteContext, runId: string, run: RunFigures): void {
+  const text = JSON.stringify(run);
+  c.figures.putRun.run(runId, text);
+  c.lastFigures.set(runId, { text, run });
+}
+
+/** A `sample_figures` column as read (NULL: the sample has none yet). */
+export function sampleFigures(text: string | null): SampleFigures | undefined {
   return text === null ? undefined : parseSampleFigures(text);
 }
 
