@@ -41,7 +41,7 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
           await c.mark(tx, runId, inflight);
           const stored = await insertAttempts(tx, runId, drafts);
           if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
-          await figuresAfterAttempts(tx, runId, stored);
+          await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
             await leases.finish(
@@ -74,6 +74,7 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
             stored.push(storedScoring(runId, target.next, draft));
           }
           await figuresAfterRescore(
+            c.lastFigures,
             tx,
             runId,
             drafts.map((d) => d.sampleId),
@@ -113,7 +114,7 @@ async function recordWorkerAttempts(
     await sql.lockOwner.run(tx, { runId });
   });
   // Under the run's row lock, taken last: the figures are the run's, shared by every worker.
-  await figuresAfterAttempts(tx, runId, stored);
+  await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
   return stored;
 }
 

@@ -173,7 +173,7 @@ export function postgresReads(c: PostgresContext): ReadModel {
     ): Promise<StoredFiguresRead> {
       return c.guard(async () => {
         await c.requireRun(c.pool, runId);
-        return readFigures(c.pool, runId, reducer, keys);
+        return readFigures(c.lastFigures, c.pool, runId, reducer, keys);
       });
     },
   };

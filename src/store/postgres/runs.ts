@@ -71,6 +71,7 @@ export function postgresRuns(c: PostgresContext): RunStore {
           }
           // A changed sample's outcomes are its attempts for its new content.
           await figuresAfterRescore(
+            c.lastFigures,
             tx,
             runId,
             records.map((r) => r.sample.id),
