@@ -1,3 +1,4 @@
+import { ExactSum } from "./exact-sum.js";
 import type { Reducer, UsageFigures } from "./types.js";
 
 export interface ScorerMetrics {
@@ -122,16 +123,49 @@ export function addScoringUsage(total: UsageTotal, usage: UsageFigures): void {
   addCost(total, usage.costUsd ?? 0, unpriced ? 1 : 0);
 }
 
-/** Mean and standard error (sample standard deviation / √n) of per-sample values. */
+/**
+ * Mean and standard error (sample standard deviation / √n) of per-sample values, from their exact
+ * sums (`metricsFromSums`), so the figure does not depend on the values' order.
+ */
 export function meanAndStderr(values: readonly number[]): {
   mean: number | null;
   stderr: number | null;
 } {
-  const n = values.length;
+  const sums = { n: 0, sum: new ExactSum(), squares: new ExactSum() };
+  for (const v of values) {
+    sums.n++;
+    sums.sum.add(v);
+    sums.squares.addSquare(v);
+  }
+  return metricsFromSums(sums);
+}
+
+/** What a mean and its standard error are computed from: a count and two exact sums. */
+export interface MomentSums {
+  n: number;
+  /** Σ v, exact. */
+  sum: ExactSum;
+  /** Σ v², exact. */
+  squares: ExactSum;
+}
+
+/**
+ * Mean and standard error from exact sums: the mean is Σv (rounded once) / n; the variance's
+ * Σ(v − mean)² is Σv² − 2·mean·Σv + n·mean², computed exactly and rounded once. Any set of values
+ * gives the same figures however it was summed (all at once, or kept up to date sample by sample).
+ *
+ * @example metricsFromSums({ n: 2, sum: new ExactSum().add(1), squares: new ExactSum().add(1) }) // { mean: 0.5, stderr: 0.5 }
+ */
+export function metricsFromSums(sums: MomentSums): { mean: number | null; stderr: number | null } {
+  const { n } = sums;
   if (n === 0) return { mean: null, stderr: null };
-  const mean = sum(values) / n;
+  const mean = sums.sum.toNumber() / n;
   if (n === 1) return { mean, stderr: 0 };
-  const variance = sum(values.map((v) => (v - mean) ** 2)) / (n - 1);
+  const deviations = sums.squares
+    .clone()
+    .addScaled(sums.sum, -2 * mean)
+    .addScaled(new ExactSum().addSquare(mean), n);
+  const variance = deviations.toNumber() / (n - 1);
   return { mean, stderr: Math.sqrt(variance / n) };
 }
 

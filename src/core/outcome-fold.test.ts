@@ -9,7 +9,7 @@ import type { Reducer, Usage } from "./types.js";
  * key's outcome is its latest scored attempt for the sample's current fingerprint, else its
  * latest error; each sample's scored epochs (and scorer errors', whose other scores stand)
  * reduce to one value; the metric is the mean over samples and its standard error (sample
- * standard deviation / √n, 0 for one sample).
+ * standard deviation / √n, 0 for one sample), its sums exact and rounded once.
  */
 function reference(
   attempts: readonly FoldedAttempt[],
@@ -41,12 +41,30 @@ function reference(
     const perSample = [...bySample.values()].map((values) => reduce(values, reducer));
     const n = perSample.length;
     if (n === 0) return { scorer, mean: null, stderr: null, samples: 0 };
-    const mean = total(perSample) / n;
-    const stderr =
-      n === 1 ? 0 : Math.sqrt(total(perSample.map((v) => (v - mean) ** 2)) / (n - 1) / n);
+    const mean = exactTotal(perSample) / n;
+    const stderr = n === 1 ? 0 : Math.sqrt(exactSquares(perSample, mean) / (n - 1) / n);
     return { scorer, mean, stderr, samples: n };
   });
   return { outcomes, metrics };
+}
+
+/**
+ * Sums are exact, rounded once (so independent of order): each value, a double of this test's
+ * magnitudes, is an integer once scaled by 2^200, summed as a BigInt, which `Number` rounds to
+ * nearest.
+ */
+function exactTotal(values: readonly number[]): number {
+  let sum = 0n;
+  for (const v of values) sum += BigInt(v * 2 ** 200);
+  return Number(sum) * 2 ** -200;
+}
+
+/** Σ (v − mean)², exact and rounded once, as `exactTotal`. */
+function exactSquares(values: readonly number[], mean: number): number {
+  let sum = 0n;
+  const m = BigInt(mean * 2 ** 200);
+  for (const v of values) sum += (BigInt(v * 2 ** 200) - m) ** 2n;
+  return Number(sum) * 2 ** -400;
 }
 
 function total(values: readonly number[]): number {
@@ -109,7 +127,7 @@ function usageOf(items: readonly { usage: Usage | null }[]): UsageTotal {
     cachedInputTokens: 0,
     cacheWriteTokens: 0,
     reasoningTokens: 0,
-    known: 0,
+    known: [] as number[],
     unpriced: 0,
   };
   for (const { usage } of items) {
@@ -119,10 +137,11 @@ function usageOf(items: readonly { usage: Usage | null }[]): UsageTotal {
     total.cachedInputTokens += usage?.cachedInputTokens ?? 0;
     total.cacheWriteTokens += usage?.cacheWriteTokens ?? 0;
     total.reasoningTokens += usage?.reasoningTokens ?? 0;
-    if (usage?.costUsd !== undefined) total.known += usage.costUsd;
+    if (usage?.costUsd !== undefined) total.known.push(usage.costUsd);
     else if (usage && usage.inputTokens + usage.outputTokens > 0) total.unpriced++;
   }
-  const { known, ...rest } = total;
+  const { known: costs, ...rest } = total;
+  const known = exactTotal(costs);
   return { ...rest, costUsd: total.unpriced > 0 && known === 0 ? null : known };
 }
 

@@ -1,12 +1,11 @@
 import {
-  addScoringUsage,
-  addUsage,
   emptyUsage,
   meanAndStderr,
   reduceEpochs,
   type ScorerMetrics,
   type UsageTotal,
 } from "./aggregate.js";
+import { UsageSum } from "./usage-sum.js";
 import { compareKeys } from "./keys.js";
 import { boughtUsage } from "./usage.js";
 import { scoresStand } from "./outcomes.js";
@@ -20,6 +19,7 @@ import type {
   Reducer,
   Score,
   Usage,
+  UsageFigures,
 } from "./types.js";
 
 /** What the fold reads of a stored attempt. */
@@ -118,6 +118,13 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
   #epochValues: number[][];
   readonly #perSample: number[][];
   readonly #result: FoldResult;
+  // Spend is summed exactly (order-independent) and rounded once, in `finish`.
+  readonly #spend = {
+    spentNow: new UsageSum(),
+    totalSpent: new UsageSum(),
+    reused: new UsageSum(),
+    byOthers: new UsageSum(),
+  };
   readonly #examples = new Map<AttemptErrorType, ErrorExample[]>();
 
   constructor(options: {
@@ -181,15 +188,16 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     this.#last = attempt;
     const now = this.#isNow(attempt);
     const executed = attempt.provenance.kind === "executed";
-    if (executed) addUsage(this.#result.totalSpent, attempt.usage);
+    const spend = this.#spend;
+    if (executed) spend.totalSpent.add(attempt.usage);
     if (now) {
       this.#result.executedNow++;
       // Its calls replayed from the journal were bought by an earlier invocation, not now: they
       // are reused (not re-bought), as the outcomes it found stored are.
-      if (executed) addUsage(this.#result.spentNow, attempt.usage && boughtUsage(attempt.usage));
+      if (executed) spend.spentNow.add(attempt.usage && boughtUsage(attempt.usage));
       const replayed = attempt.usage?.reused;
       if (executed && replayed && !this.#reusedImportedOnly) {
-        addScoringUsage(this.#result.reused, replayed);
+        spend.reused.addScoring(replayed);
       }
     }
     this.#countRetries(attempt, executed);
@@ -203,17 +211,30 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     this.#held = attempt;
   }
 
+  /**
+   * Adds a stored scoring's spend (a judge's): the run's total, and spent now when made now; its
+   * judges' retries are the run's. Scorings may come in any order, before `finish`.
+   */
+  addScoring(
+    scoring: { usage?: UsageFigures | null; retries?: number | null },
+    now: boolean,
+  ): void {
+    this.#result.retries.total += scoring.retries ?? 0;
+    if (!scoring.usage) return;
+    this.#spend.totalSpent.addScoring(scoring.usage);
+    if (now) this.#spend.spentNow.addScoring(scoring.usage);
+  }
+
   finish(): FoldResult {
     if (this.#held) this.#closeKey(this.#held);
     this.#held = undefined;
     this.#closeSample();
-    this.#result.errors = Object.entries(this.#result.errorsByType)
-      .map(([type, count]) => ({
-        type: type as AttemptErrorType,
-        count,
-        examples: this.#examples.get(type as AttemptErrorType) ?? [],
-      }))
-      .sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+    for (const name of ["spentNow", "totalSpent", "reused", "byOthers"] as const) {
+      this.#result[name] = this.#spend[name].total();
+    }
+    this.#result.errors = errorGroups(this.#result.errorsByType, (type) =>
+      this.#examples.get(type),
+    );
     this.#result.metrics = this.#scorers.map((scorer, i) => ({
       scorer,
       ...meanAndStderr(this.#perSample[i]!),
@@ -228,12 +249,12 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
 
   #closeKey(outcome: A): void {
     const r = this.#result;
-    if (this.#isOthers(outcome)) addUsage(r.byOthers, outcome.usage);
+    if (this.#isOthers(outcome)) this.#spend.byOthers.add(outcome.usage);
     else if (
       !this.#isNow(outcome) &&
       (!this.#reusedImportedOnly || outcome.provenance.kind === "imported")
     )
-      addUsage(r.reused, outcome.usage);
+      this.#spend.reused.add(outcome.usage);
     if (outcome.status === "scored") {
       r.scored++;
       if (outcome.limit) {
@@ -296,6 +317,25 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (this.#sampleId !== undefined && this.#onSample) this.#onSample(this.#sampleId, reduced);
     this.#epochValues = this.#scorers.map(() => []);
   }
+}
+
+/**
+ * The errored outcomes' groups as a report lists them: each type's count and examples, most
+ * frequent type first (ties by type name).
+ *
+ * @example errorGroups({ timeout: 2 }, () => []) // [{ type: "timeout", count: 2, examples: [] }]
+ */
+export function errorGroups(
+  counts: Partial<Record<AttemptErrorType, number>>,
+  examplesOf: (type: AttemptErrorType) => ErrorExample[] | undefined,
+): ErrorGroup[] {
+  return Object.entries(counts)
+    .map(([type, count]) => ({
+      type: type as AttemptErrorType,
+      count,
+      examples: examplesOf(type as AttemptErrorType) ?? [],
+    }))
+    .sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
-import { addScoringUsage } from "../core/aggregate.js";
 import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
+import { figuresReport } from "./figures-report.js";
 import { storedReviewFigures } from "./review-report.js";
 
 /** A stored scoring's identity: its attempt's key and number, and its own number. */
@@ -63,15 +63,12 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   else
     for await (const page of store.reads.attemptHeadPages(run.id))
       for (const head of page) fold.add(head);
-  const figures = fold.finish();
-  // Scorings are spend of their own (a judge's): on the run's total, and now if made now.
+  // Scorings are spend of their own (a judge's): on the run's total, and now if made now; a
+  // rescore's judges re-sent requests of their own: the run's, never the attempt's.
   for (const scoring of await store.reads.listScorings(run.id)) {
-    // A rescore's judges re-sent requests of their own: the run's, never the attempt's.
-    figures.retries.total += scoring.retries ?? 0;
-    if (!scoring.usage) continue;
-    addScoringUsage(figures.totalSpent, scoring.usage);
-    if (input.scorings?.isNow(scoring)) addScoringUsage(figures.spentNow, scoring.usage);
+    fold.addScoring(scoring, input.scorings?.isNow(scoring) ?? false);
   }
+  const figures = fold.finish();
   const reviewed = await storedReviewFigures(store, run, samples, input.heads);
   const total = samples.length * run.config.epochs;
   const rateLimits = await store.rates.listWaits(run.id);
@@ -128,6 +125,23 @@ export async function storedReport(
   store: Store,
   run: Run,
   /** An invocation that found nothing to do reports as one (spent now, reused), not as a read. */
+  options: { invocation?: boolean } = {},
+): Promise<RunReport> {
+  // The figures the store keeps give the same report without reading an attempt; the fold of
+  // every attempt is for what they cannot give exactly (see figuresReport).
+  const invocation = options.invocation ?? false;
+  return (await figuresReport(store, run, { invocation })) ?? foldedReport(store, run, options);
+}
+
+/**
+ * `storedReport` folded from every stored attempt, as it was computed before the store kept
+ * figures: what `figuresReport` must equal, and what it falls back to.
+ *
+ * @example const report = await foldedReport(store, run);
+ */
+export async function foldedReport(
+  store: Store,
+  run: Run,
   options: { invocation?: boolean } = {},
 ): Promise<RunReport> {
   const [samples, heads, inflight] = await Promise.all([

@@ -1,4 +1,4 @@
-import { addScoringUsage, type ScorerMetrics, type UsageTotal } from "../core/aggregate.js";
+import type { ScorerMetrics, UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import { reviewFigures } from "../core/review-figures.js";
@@ -35,10 +35,24 @@ export async function withFigures<T extends ListedRun>(
   store: Store,
   listed: readonly T[],
 ): Promise<(T & { metrics: ScorerMetrics[]; spent: UsageTotal })[]> {
-  const inputs = await store.reads.listReportInputs(listed.map((l) => l.run.id));
   // Reviews are few and indexed by run: one small read per run, for the human scorers.
   const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));
+  // The figures the store keeps give a run's metrics and spend without reading its attempts;
+  // runs they cannot give exactly (reviews, re-run requests) are folded from every attempt.
+  const kept = await Promise.all(
+    listed.map(async ({ run }, i) => {
+      if (reviews[i]!.length > 0 || (run.config.rerun?.length ?? 0) > 0) return undefined;
+      const read = await store.reads.readFigures(run.id, run.config.reducer);
+      if (read.figures.reducer !== run.config.reducer) return undefined;
+      const { metrics, totalSpent } = read.figures.figures(run.config.scorers);
+      return { metrics, spent: totalSpent };
+    }),
+  );
+  const folded = listed.filter((_, i) => !kept[i]).map((l) => l.run.id);
+  const inputs = await store.reads.listReportInputs(folded);
   return listed.map((listing, i) => {
+    const figures = kept[i];
+    if (figures) return { ...listing, ...figures };
     const { run } = listing;
     const input = inputs.get(run.id);
     const fold = new OutcomeFold<AttemptHead>({
@@ -48,8 +62,8 @@ export async function withFigures<T extends ListedRun>(
       isNow: () => false,
     });
     for (const head of input?.heads ?? []) fold.add(head);
+    for (const usage of input?.scoringUsage ?? []) fold.addScoring({ usage }, false);
     const { metrics, totalSpent } = fold.finish();
-    for (const usage of input?.scoringUsage ?? []) addScoringUsage(totalSpent, usage);
     const reviewed = reviews[i]!;
     if (reviewed.length === 0 || !input) return { ...listing, metrics, spent: totalSpent };
     // The human scorers after the run's own, as its report lists them.

@@ -5,6 +5,7 @@ import { describeCacheContract } from "./contract/cache.js";
 import { describeReviewContract } from "./contract/reviews.js";
 import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
+import { describeFiguresContract } from "./contract/figures.js";
 import { describeJournalContract } from "./contract/journal.js";
 import { describeLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
@@ -65,6 +66,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     describe("reads", () => {
       describeReadModelContract(ref);
       describeSpendContract(ref);
+      describeFiguresContract(ref);
     });
     describe("journal", () => describeJournalContract(ref));
     describe("leases", () => describeLeaseContract(ref));

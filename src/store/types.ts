@@ -6,6 +6,7 @@ import type {
   AttemptDraft,
   Key,
   OwnerIdentity,
+  Reducer,
   Run,
   RunConfig,
   RunStatus,
@@ -14,6 +15,7 @@ import type {
   ScoringDraft,
 } from "../core/types.js";
 import type { Review, ReviewDraft } from "../core/reviews.js";
+import type { StoredFiguresRead } from "./figures-rows.js";
 import type {
   AttemptBatchExtras,
   AttemptFeed,
@@ -241,6 +243,13 @@ export interface ReadModel {
    * the store has no run of).
    */
   listReportInputs(runIds: readonly string[]): Promise<Map<string, ReportInputs>>;
+  /**
+   * A run's figures as the store keeps them, up to date with every commit (`core/run-figures.ts`,
+   * SQLite migration 17, PostgreSQL 16): its sums, its first error examples per type, and the
+   * outcomes of `keys`; built from every stored row by this read when the run has none yet (one
+   * stored before the migration), with `reducer`. Throws `E_RUN_NOT_FOUND`.
+   */
+  readFigures(runId: string, reducer: Reducer, keys?: readonly Key[]): Promise<StoredFiguresRead>;
   /** One entry per eval name that has runs, the most recently started first. */
   listBenchmarks(): Promise<BenchmarkSummary[]>;
 }

@@ -1,3 +1,4 @@
+import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
 /**
@@ -421,4 +422,5 @@ ALTER TABLE rate_waits ADD COLUMN waiting BIGINT NOT NULL DEFAULT 0,
   ADD COLUMN recorded_at_ms DOUBLE PRECISION NOT NULL DEFAULT 0;
 `,
   },
+  runFiguresMigration(16, 'TEXT COLLATE "C"'),
 ];

@@ -11,6 +11,7 @@ import {
 import type { AttemptBatchExtras, AttemptStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { transaction, type Queryable } from "./driver.js";
+import { figuresAfterAttempts, figuresAfterRescore } from "./figures.js";
 import { insertAttempts } from "./insert-attempts.js";
 import { writeSteps } from "./journal.js";
 import { postgresLeases as leases } from "./lease-queries.js";
@@ -40,6 +41,7 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
           await c.mark(tx, runId, inflight);
           const stored = await insertAttempts(tx, runId, drafts);
           if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+          await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
             await leases.finish(
@@ -71,6 +73,13 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
             await sql.insertScoring.run(tx, scoringParams(runId, target.next, draft));
             stored.push(storedScoring(runId, target.next, draft));
           }
+          await figuresAfterRescore(
+            c.lastFigures,
+            tx,
+            runId,
+            drafts.map((d) => d.sampleId),
+            drafts,
+          );
           return stored;
         }),
       );
@@ -93,7 +102,7 @@ async function recordWorkerAttempts(
   inflight: readonly Key[],
 ): Promise<Attempt[]> {
   await c.mark(tx, runId, inflight);
-  return insertAttempts(tx, runId, drafts, async (stored) => {
+  const stored = await insertAttempts(tx, runId, drafts, async (stored) => {
     if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
     // A scored key has its outcome: its lease ends with the commit that gives it.
     await leases.finish(
@@ -104,6 +113,9 @@ async function recordWorkerAttempts(
     );
     await sql.lockOwner.run(tx, { runId });
   });
+  // Under the run's row lock, taken last: the figures are the run's, shared by every worker.
+  await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
+  return stored;
 }
 
 function bindColumns(runId: string, stored: readonly Attempt[]) {

@@ -35,6 +35,8 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "rate_buckets", since: 12, order: "endpoint" },
   { name: "rate_waits", since: 12, order: "run_id, owner, endpoint" },
   { name: "batch_submissions", since: 14, order: "nonce" },
+  { name: "run_figures", since: 15, order: "run_id" },
+  { name: "sample_figures", since: 15, order: "run_id, sample_id" },
 ];
 
 const BATCH = 1_000;

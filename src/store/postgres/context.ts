@@ -1,3 +1,4 @@
+import type { HeldFigures } from "./figures.js";
 import type { Pool } from "pg";
 import { StetError, isStetError } from "../../core/errors.js";
 import type { Secret } from "../../core/secrets.js";
@@ -25,6 +26,9 @@ export class PostgresContext {
   /** Whether a run is distributed, by id, as read by a write (it never changes). */
   private readonly distributed = new Map<string, boolean>();
   private ready: Promise<void> | undefined;
+
+  /** The run figures this store wrote last, parsed (see figures.ts `HeldFigures`). */
+  readonly lastFigures: HeldFigures = new Map();
 
   constructor(
     readonly pool: Pool,

@@ -1,4 +1,5 @@
-import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
+import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
+import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
 import { attemptPages } from "../attempt-pages.js";
 import {
@@ -35,6 +36,7 @@ import type {
   StoredSpend,
 } from "../types.js";
 import type { DbRun, PostgresContext } from "./context.js";
+import { readFigures } from "./figures.js";
 import { postgresReadModel } from "./read-queries.js";
 import { postgresStatements as sql } from "./statements.js";
 
@@ -186,6 +188,16 @@ export function postgresReads(c: PostgresContext): ReadModel {
     },
     async listBenchmarks(): Promise<BenchmarkSummary[]> {
       return c.guard(() => postgresReadModel.listBenchmarks(c.pool));
+    },
+    async readFigures(
+      runId: string,
+      reducer: Reducer,
+      keys: readonly Key[] = [],
+    ): Promise<StoredFiguresRead> {
+      return c.guard(async () => {
+        await c.requireRun(c.pool, runId);
+        return readFigures(c.lastFigures, c.pool, runId, reducer, keys);
+      });
     },
   };
 }

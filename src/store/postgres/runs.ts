@@ -1,3 +1,4 @@
+import { createFigures, figuresAfterRescore } from "./figures.js";
 import type {
   Key,
   OwnerIdentity,
@@ -46,6 +47,7 @@ export function postgresRuns(c: PostgresContext): RunStore {
             samples: samples.map((r) => JSON.stringify(r.sample)),
           });
           if (config.distributed) await leases.create(tx, id, config.epochs);
+          await createFigures(tx, id, config.reducer);
         });
         return c.requireRun(c.pool, id);
       });
@@ -67,6 +69,13 @@ export function postgresRuns(c: PostgresContext): RunStore {
             });
             if (changed === 0) throw notInSnapshot(runId, sample.id);
           }
+          // A changed sample's outcomes are its attempts for its new content.
+          await figuresAfterRescore(
+            c.lastFigures,
+            tx,
+            runId,
+            records.map((r) => r.sample.id),
+          );
           await sql.touchRun.run(tx, { runId });
         }),
       );

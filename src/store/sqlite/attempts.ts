@@ -11,6 +11,8 @@ import {
 } from "../scoring-rows.js";
 import type { AttemptBatchExtras, AttemptStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
+import { figuresAfterAttempts, figuresAfterRescore, sampleFigures } from "./figures.js";
+import type { SampleBefore } from "../figures-rows.js";
 import { immediate } from "./driver.js";
 import { writeSteps } from "./journal.js";
 
@@ -35,7 +37,9 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
             c.requireSample(runId, key.sampleId);
             c.s.markInflight.run(runId, key.sampleId, key.epoch);
           }
-          const stored = drafts.map((draft) => insertAttempt(c, runId, draft));
+          const before = new Map<string, SampleBefore>();
+          const stored = drafts.map((draft) => insertAttempt(c, runId, draft, before));
+          figuresAfterAttempts(c, runId, stored, before);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
             c.leases.finish(
@@ -53,7 +57,7 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
         checkScoringDrafts(drafts);
         return immediate(c.db, () => {
           c.fence(runId, token, drafts);
-          return drafts.map((draft) => {
+          const stored = drafts.map((draft) => {
             const { sampleId, epoch, attempt } = draft;
             const target = c.s.scorableAttempt.get({ runId, sampleId, epoch, attempt });
             if (!target) throw unscorable(runId, draft, "is not stored");
@@ -61,6 +65,13 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
             c.s.insertScoring.run(scoringParams(runId, target.next, draft));
             return storedScoring(runId, target.next, draft);
           });
+          figuresAfterRescore(
+            c,
+            runId,
+            drafts.map((d) => d.sampleId),
+            drafts,
+          );
+          return stored;
         });
       });
     },
@@ -68,11 +79,20 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
 }
 
 /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
-function insertAttempt(c: SqliteContext, runId: string, draft: AttemptDraft): Attempt {
+function insertAttempt(
+  c: SqliteContext,
+  runId: string,
+  draft: AttemptDraft,
+  /** Filled with each sample's fingerprint and figures as the batch found them. */
+  before: Map<string, SampleBefore>,
+): Attempt {
   const { sampleId, epoch, fingerprint } = draft;
   const after = draft.rerunAfter ?? 0;
   const state = c.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
-  if (!state?.inSnapshot) throw notInSnapshot(runId, sampleId);
+  if (state?.current == null) throw notInSnapshot(runId, sampleId);
+  if (!before.has(sampleId)) {
+    before.set(sampleId, { fingerprint: state.current, figures: sampleFigures(state.figures) });
+  }
   if (state.scored) throw alreadyScored(runId, sampleId, epoch);
   c.s.insertAttempt.run(attemptParams(runId, state.next, draft));
   c.s.clearInflight.run(runId, sampleId, epoch);

@@ -6,6 +6,8 @@ import { toRun, type RunRow } from "../run-rows.js";
 import type { RunCounts } from "../types.js";
 import type { SqliteDatabase } from "./driver.js";
 import { corruptStore, isCorruption } from "./file.js";
+import type { RunFigures } from "../../core/run-figures.js";
+import { SQLITE_FIGURES_STATEMENTS, type FiguresStatements } from "./figures.js";
 import { prepareLeases } from "./lease-queries.js";
 import { busyMessage, isBusy } from "./lock-holder.js";
 import { prepareReadModel } from "./read-queries.js";
@@ -29,6 +31,9 @@ export class SqliteContext {
   private readModel: ReturnType<typeof prepareReadModel> | undefined;
   private journalStatements: JournalStatements | undefined;
   private leaseStatements: ReturnType<typeof prepareLeases> | undefined;
+  private figuresStatements: FiguresStatements | undefined;
+  /** The run figures this connection wrote last, parsed, by run (see figures.ts `runFigures`). */
+  readonly lastFigures = new Map<string, { text: string; run: RunFigures }>();
 
   constructor(
     readonly db: SqliteDatabase,
@@ -47,6 +52,11 @@ export class SqliteContext {
   /** The lease statements, prepared on first use: only distributed runs need them. */
   get leases(): ReturnType<typeof prepareLeases> {
     return (this.leaseStatements ??= prepareLeases(this.db, this.now));
+  }
+
+  /** The per-run figures' statements (migration 17), prepared on first use. */
+  get figures(): FiguresStatements {
+    return (this.figuresStatements ??= prepareTable(this.db, SQLITE_FIGURES_STATEMENTS));
   }
 
   /** The journal's statements, prepared on first use. */

@@ -1,4 +1,5 @@
-import type { Attempt, SampleRecord, Scoring } from "../../core/types.js";
+import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
+import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
@@ -21,6 +22,7 @@ import type {
   StoredSpend,
 } from "../types.js";
 import type { SqliteContext } from "./context.js";
+import { readFigures } from "./figures.js";
 
 /** Every read of the SQLite store (`ReadModel`): listings, attempts, outcomes, spend. */
 export function sqliteReads(c: SqliteContext): ReadModel {
@@ -146,6 +148,16 @@ export function sqliteReads(c: SqliteContext): ReadModel {
     },
     async listBenchmarks(): Promise<BenchmarkSummary[]> {
       return c.guard(() => c.read.listBenchmarks());
+    },
+    async readFigures(
+      runId: string,
+      reducer: Reducer,
+      keys: readonly Key[] = [],
+    ): Promise<StoredFiguresRead> {
+      return c.guard(() => {
+        c.requireRun(runId);
+        return readFigures(c, runId, reducer, keys);
+      });
     },
   };
 }

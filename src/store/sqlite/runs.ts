@@ -18,6 +18,7 @@ import { ownerParams } from "../rows.js";
 import { labelsColumn } from "../run-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
+import { createFigures, figuresAfterRescore } from "./figures.js";
 import { immediate } from "./driver.js";
 
 /** Run records and their ownership (`RunStore`) in SQLite. */
@@ -44,6 +45,7 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             c.s.insertSample.run(id, sample.id, fingerprint, JSON.stringify(sample));
           }
           if (config.distributed) c.leases.create(id, config.epochs);
+          createFigures(c, id, config.reducer);
         });
         return c.requireRun(id);
       });
@@ -65,6 +67,12 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             );
             if (changes === 0) throw notInSnapshot(runId, sample.id);
           }
+          // A changed sample's outcomes are its attempts for its new content.
+          figuresAfterRescore(
+            c,
+            runId,
+            records.map((r) => r.sample.id),
+          );
           c.s.touchRun.run(new Date(c.now()).toISOString(), runId);
         });
       });

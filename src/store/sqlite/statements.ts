@@ -124,9 +124,18 @@ export const SQLITE_STATEMENTS = {
 
   // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
   // attempts numbered after @after: 0, or a re-run draft's `rerunAfter`.
-  keyState: sql<{ inSnapshot: number; scored: number; next: number }>(
+  // The sample's current fingerprint (NULL: not in the snapshot) and its figures (migration 17)
+  // come with the key's state, for the commit's figures, in the same statement.
+  keyState: sql<{
+    current: string | null;
+    figures: string | null;
+    scored: number;
+    next: number;
+  }>(
     `SELECT
-         EXISTS (SELECT 1 FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS inSnapshot,
+         (SELECT fingerprint FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS current,
+         (SELECT figures FROM sample_figures WHERE run_id = @runId AND sample_id = @sampleId)
+           AS figures,
          EXISTS (SELECT 1 FROM attempts_now WHERE run_id = @runId AND sample_id = @sampleId
            AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored'
            AND attempt > @after) AS scored,

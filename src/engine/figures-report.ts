@@ -1,0 +1,114 @@
+import type { PlanSummary, RunReport } from "../core/events.js";
+import type { KeyFigures } from "../core/run-figures.js";
+import type { Key, Run } from "../core/types.js";
+import type { Store } from "../store/types.js";
+
+/**
+ * A run's stored report from the figures the store keeps (`reads.readFigures`), reading no
+ * attempt: the same report `buildReport` folds from every attempt, field for field. Undefined
+ * when the figures cannot give it exactly and the caller must fold: a run with re-run requests
+ * (their keys' earlier attempts decide nothing), with reviews (the human scorers are computed
+ * from every key's outcome), or whose figures were kept with another reducer.
+ *
+ * @example const report = await figuresReport(store, run, { invocation: false });
+ */
+export async function figuresReport(
+  store: Store,
+  run: Run,
+  options: { invocation: boolean },
+): Promise<RunReport | undefined> {
+  const { config } = run;
+  if ((config.rerun?.length ?? 0) > 0) return undefined;
+  const [reviews, inflight] = await Promise.all([
+    store.reviews.list(run.id),
+    store.runs.listInflight(run.id),
+  ]);
+  if (reviews.length > 0) return undefined;
+  const read = await store.reads.readFigures(run.id, config.reducer, inflight);
+  if (read.figures.reducer !== config.reducer) return undefined;
+  const figures = read.figures.report(config.scorers, read.examples);
+  const total = run.sampleCount * config.epochs;
+  const plan = storedPlan(total, figures, inflight, read.keys, config.epochs);
+  // An invocation with work to do counts what it found stored as reused: only a fold knows it.
+  if (options.invocation && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;
+  const rateLimits = await store.rates.listWaits(run.id);
+  return {
+    runId: run.id,
+    evalName: run.evalName,
+    status: run.status,
+    resumed: false,
+    ...(options.invocation ? {} : { stored: true as const }),
+    ...(config.reuse ? { reuse: config.reuse } : {}),
+    plan,
+    counts: {
+      total,
+      scored: figures.scored,
+      errored: figures.errored,
+      remaining: total - figures.scored,
+      limited: figures.limited,
+    },
+    ...(figures.limited > 0 ? { limitedBy: figures.limitedBy } : {}),
+    metrics: figures.metrics,
+    distribution: figures.distribution,
+    errorsByType: figures.errorsByType,
+    errors: figures.errors,
+    ...(rateLimits.length > 0 ? { rateLimits } : {}),
+    usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
+    retries: figures.retries,
+    executed: 0,
+    rescored: 0,
+    preserved: plan.preserved,
+    wallMs: 0,
+  };
+}
+
+/**
+ * The resume plan `planRun` makes of the stored run (no dataset beside it, no re-run requests),
+ * from the outcomes' counts and the in-flight keys' outcomes: an in-flight key without a scored
+ * outcome is interrupted; any other key without one is a scorer error to score again, an error
+ * to execute again, or never started.
+ */
+function storedPlan(
+  total: number,
+  figures: { scored: number; errored: number; errorsByType: Partial<Record<string, number>> },
+  inflight: readonly Key[],
+  outcomes: readonly (KeyFigures | undefined)[],
+  epochs: number,
+): PlanSummary {
+  let interrupted = 0;
+  let interruptedRescores = 0;
+  let interruptedErrors = 0;
+  const seen = new Set<string>();
+  inflight.forEach((key, i) => {
+    const k = `${key.sampleId}\u0000${key.epoch}`;
+    if (seen.has(k) || key.epoch > epochs) return;
+    seen.add(k);
+    const outcome = outcomes[i];
+    if (outcome?.status === "scored") return;
+    interrupted++;
+    if (outcome?.error?.type === "scorer") interruptedRescores++;
+    else if (outcome) interruptedErrors++;
+  });
+  const rescores = figures.errorsByType.scorer ?? 0;
+  const toRescore = rescores - interruptedRescores;
+  const errored = figures.errored - rescores - interruptedErrors;
+  const neverStarted =
+    total -
+    figures.scored -
+    figures.errored -
+    (interrupted - interruptedRescores - interruptedErrors);
+  return {
+    total,
+    preserved: figures.scored,
+    toExecute: interrupted + errored + neverStarted,
+    toRescore,
+    neverStarted,
+    interrupted,
+    errored,
+    erroredKept: 0,
+    changed: [],
+    changedKeys: 0,
+    rerun: 0,
+    missing: [],
+  };
+}

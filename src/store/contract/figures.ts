@@ -1,0 +1,233 @@
+import { describe, expect, it } from "vitest";
+import { OutcomeFold, type FoldResult } from "../../core/outcome-fold.js";
+import type { AttemptDraft, Key, Reducer, Run } from "../../core/types.js";
+import { requireLeases, type Store } from "../types.js";
+import { draft, owner, runConfig, sampleRecords, type HarnessRef } from "./fixtures.js";
+
+type Rnd = () => number;
+
+function random(seed: number): Rnd {
+  let x = seed;
+  return () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+}
+
+/** A run's figures recomputed from every stored attempt and scoring: what a report did before. */
+export async function recomputed(store: Store, run: Run): Promise<FoldResult> {
+  const samples = await store.reads.getSamples(run.id);
+  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  const fold = new OutcomeFold({
+    fingerprintOf: (id) => fingerprints.get(id),
+    scorers: run.config.scorers,
+    reducer: run.config.reducer,
+    isNow: () => false,
+    reused: "imported",
+  });
+  for (const head of await store.reads.listAttemptHeads(run.id)) fold.add(head);
+  for (const scoring of await store.reads.listScorings(run.id)) fold.addScoring(scoring, false);
+  return fold.finish();
+}
+
+/** The same figures as the store keeps them, commit by commit. */
+export async function kept(store: Store, run: Run): Promise<FoldResult> {
+  const read = await store.reads.readFigures(run.id, run.config.reducer);
+  return read.figures.report(run.config.scorers, read.examples);
+}
+
+/** A random attempt of a key: scored, limited, a solver's or a scorer's error, imported. */
+function randomDraft(rnd: Rnd, key: Key, fingerprint: string): AttemptDraft {
+  const roll = rnd();
+  const cost = Math.floor(rnd() * 1e6) / 7e9;
+  const usage =
+    rnd() < 0.15
+      ? null
+      : { inputTokens: 10, outputTokens: 2, ...(rnd() < 0.1 ? {} : { costUsd: cost }) };
+  const common = {
+    fingerprint,
+    usage,
+    ...(rnd() < 0.1 ? {} : { retries: Math.floor(rnd() * 3) }),
+    provenance:
+      rnd() < 0.15
+        ? { kind: "imported" as const, source: "sha256:backup" }
+        : { kind: "executed" as const },
+  };
+  const exact = { scorer: "exact", value: Math.round(rnd() * 5) / 5 };
+  if (roll < 0.55) {
+    const limited = rnd() < 0.1 ? { limit: { limit: "turns" as const, value: 4, used: 4 } } : {};
+    return draft(key, {
+      ...common,
+      ...limited,
+      scores: [exact, { scorer: "judge", value: rnd() < 0.5 ? 1 : 0 }],
+    });
+  }
+  if (roll < 0.75) {
+    return draft(key, {
+      ...common,
+      status: "error",
+      scores: [exact, { scorer: "judge", value: null, error: "judge threw" }],
+      error: { type: "scorer", scorer: "judge", message: "judge threw\n  at judge.ts:1" },
+    });
+  }
+  const type = rnd() < 0.5 ? "provider" : "timeout";
+  return draft(key, {
+    ...common,
+    status: "error",
+    output: null,
+    scores: [],
+    error: { type, message: `${type} failed on ${key.sampleId}#${key.epoch}` },
+  });
+}
+
+/**
+ * A run's life through the store's commit paths in random order: an owner's batches, kills (the
+ * owner lost, a new one claims: a resume), rescores, changed samples, imports (imported
+ * attempts), a distributed run's workers; after each step the figures the store keeps equal a
+ * recomputation from every stored row.
+ */
+export async function life(
+  store: Store,
+  seed: number,
+  distributed: boolean,
+  /** Told the run after each step, to check what it likes; the figures' check by default. */
+  check: (run: Run) => Promise<void> = async (run) => {
+    expect(await kept(store, run)).toStrictEqual(await recomputed(store, run));
+  },
+): Promise<number> {
+  const rnd = random(seed);
+  const reducers: Reducer[] = ["mean", "max", "pass@2", "mode"];
+  const ids = Array.from({ length: 10 }, (_, i) => `s${i}`);
+  let me = owner(`o${seed}`);
+  const config = runConfig({
+    epochs: 1 + Math.floor(rnd() * 3),
+    reducer: reducers[seed % reducers.length]!,
+    scorers: ["exact", "judge"],
+    ...(distributed ? { distributed: true } : {}),
+  });
+  let run = await store.runs.create({
+    id: `fig-${seed}`,
+    config,
+    samples: sampleRecords(ids),
+    owner: me,
+  });
+  const version = new Map(ids.map((id) => [id, 1]));
+  const fingerprint = (id: string) => `fp:${id}:v${version.get(id)!}`;
+  let token = me.token;
+  // A distributed run's keys are leased to two workers; each commits its own keys.
+  const holder = new Map<string, string>();
+  if (distributed) {
+    await store.runs.release(run.id, token, "interrupted");
+    await requireLeases(store).reopen(run.id);
+    for (const name of ["a", "b"]) {
+      const worker = { ...owner(`w${seed}${name}`), concurrency: 16, leaseMs: 60_000 };
+      await requireLeases(store).register(run.id, worker);
+      const { keys } = await requireLeases(store).claim(run.id, worker.token, 16);
+      for (const k of keys) holder.set(`${k.sampleId}#${k.epoch}`, worker.token);
+    }
+  }
+  const tokenOf = (k: Key) => holder.get(`${k.sampleId}#${k.epoch}`) ?? token;
+  let checks = 0;
+  for (let step = 0; step < 30; step++) {
+    const roll = rnd();
+    const heads = await store.reads.listAttemptHeads(run.id);
+    const scoredNow = new Set(
+      heads
+        .filter((a) => a.status === "scored" && a.fingerprint === fingerprint(a.sampleId))
+        .map((a) => `${a.sampleId}#${a.epoch}`),
+    );
+    if (roll < 0.6) {
+      const batch: AttemptDraft[] = [];
+      for (let i = 0; i < 1 + Math.floor(rnd() * 6); i++) {
+        const key = {
+          sampleId: ids[Math.floor(rnd() * ids.length)]!,
+          epoch: 1 + Math.floor(rnd() * config.epochs),
+        };
+        const k = `${key.sampleId}#${key.epoch}`;
+        if (scoredNow.has(k)) continue;
+        const d = randomDraft(rnd, key, fingerprint(key.sampleId));
+        if (d.status === "scored") scoredNow.add(k);
+        batch.push(d);
+      }
+      const byToken = new Map<string, AttemptDraft[]>();
+      for (const d of batch) byToken.set(tokenOf(d), [...(byToken.get(tokenOf(d)) ?? []), d]);
+      // Keys dispatched and not committed yet (in flight when a kill comes): the plan's.
+      const inflight = distributed
+        ? []
+        : [{ sampleId: ids[Math.floor(rnd() * ids.length)]!, epoch: 1 }].filter(
+            (k) => !batch.some((d) => d.sampleId === k.sampleId && d.epoch === k.epoch),
+          );
+      if (byToken.size === 0 && !distributed) byToken.set(token, []);
+      for (const [t, drafts] of byToken) {
+        await store.attempts.record(run.id, t, drafts, t === token ? { inflight } : {});
+      }
+    } else if (roll < 0.75) {
+      // A worker's scored key has no lease left: a worker scores its scorer errors again.
+      const withOutput = heads
+        .filter((a) => a.status === "scored" || a.error?.type === "scorer")
+        .filter(
+          (a) =>
+            !distributed ||
+            (a.error?.type === "scorer" && !scoredNow.has(`${a.sampleId}#${a.epoch}`)),
+        );
+      const target = withOutput[Math.floor(rnd() * withOutput.length)];
+      if (!target) continue;
+      const passes = rnd() < 0.6;
+      await store.attempts.recordScorings(run.id, tokenOf(target), [
+        {
+          sampleId: target.sampleId,
+          epoch: target.epoch,
+          attempt: target.attempt,
+          pass: `p${step}`,
+          status: passes ? "scored" : "error",
+          scores: [
+            { scorer: "exact", value: Math.round(rnd() * 4) / 4 },
+            passes
+              ? { scorer: "judge", value: 1 }
+              : { scorer: "judge", value: null, error: "threw" },
+          ],
+          rescored: ["judge"],
+          scorerConfig: {},
+          error: passes ? null : { type: "scorer", scorer: "judge", message: "threw again" },
+          usage: { inputTokens: 5, outputTokens: 1, costUsd: Math.floor(rnd() * 1e5) / 3e9 },
+          durationMs: 3,
+          scoredAt: "2025-01-02T00:00:00.000Z",
+          ...(rnd() < 0.5 ? { retries: 1 } : {}),
+        },
+      ]);
+    } else if (roll < 0.85 && !distributed) {
+      const id = ids[Math.floor(rnd() * ids.length)]!;
+      version.set(id, version.get(id)! + 1);
+      const [changed] = sampleRecords([id], version.get(id));
+      await store.runs.updateSamples(run.id, token, [
+        { ...changed!, fingerprint: fingerprint(id) },
+      ]);
+    } else if (!distributed) {
+      // Killed: the owner is gone; a resume claims the run with a new owner.
+      await store.runs.interruptOrphan(run.id, token, "killed");
+      me = owner(`o${seed}-${step}`);
+      expect(await store.runs.claim(run.id, me, null)).toBe(true);
+      token = me.token;
+    }
+    run = (await store.runs.get(run.id))!;
+    await check(run);
+    checks++;
+  }
+  return checks;
+}
+
+/** The per-run figures (SQLite migration 17, PostgreSQL 16): kept in each commit, exact. */
+export function describeFiguresContract(h: HarnessRef): void {
+  describe("run figures", () => {
+    it.each([1, 2, 3, 4, 5, 6])(
+      "equal a recomputation after every commit, kill, resume, rescore, changed sample and import (seed %i)",
+      async (seed) => {
+        expect(await life(h.store, seed, false)).toBeGreaterThan(20);
+      },
+    );
+
+    it.each([7, 8])(
+      "equal a recomputation through a distributed run's workers (seed %i)",
+      async (seed) => {
+        expect(await life(h.store, seed, true)).toBeGreaterThan(20);
+      },
+    );
+  });
+}

@@ -1,0 +1,183 @@
+import type { FoldedAttempt } from "../../core/outcome-fold.js";
+import type { RunFigures, SampleFigures } from "../../core/run-figures.js";
+import type { Key, Reducer, ScoringDraft } from "../../core/types.js";
+import {
+  ExampleCollector,
+  applyAttempts,
+  buildFigures,
+  erroredKeys,
+  keysOf,
+  parseRunFigures,
+  parseSampleFigures,
+  recomputeSample,
+  type SampleBefore,
+  type StoredFiguresRead,
+} from "../figures-rows.js";
+import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../rows.js";
+import { toScoring } from "../scoring-rows.js";
+import type { SqliteContext } from "./context.js";
+import { immediate } from "./driver.js";
+import { sql, type Prepared } from "./statements.js";
+
+/** The statements of the per-run figures (migration 17), prepared on first use. */
+export const SQLITE_FIGURES_STATEMENTS = {
+  runFigures: sql<{ figures: string }>(`SELECT figures FROM run_figures WHERE run_id = ?`),
+  putRun: sql(
+    `INSERT INTO run_figures (run_id, figures) VALUES (?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET figures = excluded.figures`,
+  ),
+  sampleBefore: sql<{ fingerprint: string; figures: string | null }>(
+    `SELECT s.fingerprint, f.figures FROM samples s
+       LEFT JOIN sample_figures f ON f.run_id = s.run_id AND f.sample_id = s.sample_id
+       WHERE s.run_id = ? AND s.sample_id = ?`,
+  ),
+  putSample: sql(
+    `INSERT INTO sample_figures (run_id, sample_id, figures, errored) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id, sample_id) DO UPDATE
+       SET figures = excluded.figures, errored = excluded.errored`,
+  ),
+  sampleAttempts: {
+    ...sql<AttemptHeadRow>(
+      `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ? AND sample_id = ?
+         ORDER BY epoch, attempt`,
+    ),
+    raw: true,
+  },
+  erroredSamples: sql<{ sample_id: string; figures: string }>(
+    `SELECT sample_id, figures FROM sample_figures WHERE run_id = ? AND errored > 0
+       ORDER BY sample_id`,
+  ),
+  fingerprints: sql<{ sample_id: string; fingerprint: string }>(
+    `SELECT sample_id, fingerprint FROM samples WHERE run_id = ?`,
+  ),
+};
+
+export type FiguresStatements = Prepared<typeof SQLITE_FIGURES_STATEMENTS>;
+
+/**
+ * Inside a commit's transaction: the run's figures after its attempts, from the drafts in hand.
+ * A run without figures (stored before migration 17) is left to the first read that needs them.
+ */
+export function figuresAfterAttempts(
+  c: SqliteContext,
+  runId: string,
+  attempts: readonly FoldedAttempt[],
+  /** Each touched sample's fingerprint and figures before the batch (read with its key state). */
+  before: ReadonlyMap<string, SampleBefore>,
+): void {
+  if (attempts.length === 0) return;
+  const run = runFigures(c, runId);
+  if (!run) return;
+  for (const [sampleId, figures] of applyAttempts(run, before, attempts)) {
+    putSample(c, runId, sampleId, figures);
+  }
+  putRun(c, runId, run);
+}
+
+/**
+ * Inside a transaction that scored stored outputs again or changed samples' content: the
+ * samples' figures recomputed from their attempts as they read now, and the scorings' spend.
+ */
+export function figuresAfterRescore(
+  c: SqliteContext,
+  runId: string,
+  sampleIds: Iterable<string>,
+  scorings: readonly ScoringDraft[] = [],
+): void {
+  const run = runFigures(c, runId);
+  if (!run) return;
+  for (const scoring of scorings) run.addScoring(scoring);
+  const head = attemptMapper(runId).head;
+  for (const sampleId of new Set(sampleIds)) {
+    const row = c.figures.sampleBefore.get(runId, sampleId);
+    if (!row) continue;
+    const attempts = c.figures.sampleAttempts.all(runId, sampleId).map(head);
+    const after = recomputeSample(run, sampleFigures(row.figures), attempts, row.fingerprint);
+    putSample(c, runId, sampleId, after);
+  }
+  putRun(c, runId, run);
+}
+
+/**
+ * A run's figures for a report, with its error examples and the outcomes of `keys`; built from
+ * every attempt (and kept from then on) when the run has none yet.
+ *
+ * @example const { figures } = readFigures(c, "r_1", "mean", []);
+ */
+export function readFigures(
+  c: SqliteContext,
+  runId: string,
+  reducer: Reducer,
+  keys: readonly Key[],
+): StoredFiguresRead {
+  let figures = runFigures(c, runId);
+  if (!figures) figures = immediate(c.db, () => runFigures(c, runId) ?? build(c, runId, reducer));
+  const collector = new ExampleCollector(figures.errorsByType);
+  if (!collector.done) {
+    for (const row of c.figures.erroredSamples.iterate(runId)) {
+      collector.add(row.sample_id, parseSampleFigures(row.figures));
+      if (collector.done) break;
+    }
+  }
+  const samples = new Map<string, SampleFigures>();
+  for (const { sampleId } of keys) {
+    const row = c.figures.sampleBefore.get(runId, sampleId);
+    if (row?.figures) samples.set(sampleId, parseSampleFigures(row.figures));
+  }
+  return { figures, examples: collector.examples, keys: keysOf(keys, samples) };
+}
+
+/** Inside an IMMEDIATE transaction: the run's figures from every stored row, written. */
+function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
+  const fingerprints = new Map(
+    c.figures.fingerprints.all(runId).map((r) => [r.sample_id, r.fingerprint]),
+  );
+  const head = attemptMapper(runId).head;
+  const attempts = c.s.listAttemptHeads.all(runId).map(head);
+  const scorings = c.s.listScorings
+    .all({ runId, sampleId: null, epoch: null })
+    .map((row) => toScoring(runId, row));
+  const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
+  for (const [sampleId, figures] of samples) putSample(c, runId, sampleId, figures);
+  putRun(c, runId, run);
+  return run;
+}
+
+/** A new run's figures: none yet, kept from its first commit on. */
+export function createFigures(c: SqliteContext, runId: string, reducer: Reducer): void {
+  putRun(c, runId, emptyFigures(reducer));
+}
+
+function emptyFigures(reducer: Reducer): RunFigures {
+  return buildFigures(reducer, new Map(), [], []).run;
+}
+
+/**
+ * The run's figures as stored. The last ones this connection wrote are kept parsed beside their
+ * text: when the stored text is still that text (no other process committed since), they are
+ * taken instead of parsing it again. Taken, not shared: the caller changes them, and only a
+ * successful write (`putRun`) puts them back, so a transaction that rolls back leaves nothing
+ * stale behind.
+ */
+function runFigures(c: SqliteContext, runId: string): RunFigures | undefined {
+  const row = c.figures.runFigures.get(runId);
+  if (!row) return undefined;
+  const held = c.lastFigures.get(runId);
+  c.lastFigures.delete(runId);
+  return held?.text === row.figures ? held.run : parseRunFigures(row.figures);
+}
+
+function putRun(c: SqliteContext, runId: string, run: RunFigures): void {
+  const text = JSON.stringify(run);
+  c.figures.putRun.run(runId, text);
+  c.lastFigures.set(runId, { text, run });
+}
+
+/** A `sample_figures` column as read (NULL: the sample has none yet). */
+export function sampleFigures(text: string | null): SampleFigures | undefined {
+  return text === null ? undefined : parseSampleFigures(text);
+}
+
+function putSample(c: SqliteContext, runId: string, sampleId: string, figures: SampleFigures) {
+  c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+}
