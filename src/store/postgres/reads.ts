@@ -43,6 +43,7 @@ import { postgresStatements as sql } from "./statements.js";
 /** Every read of the PostgreSQL store (`ReadModel`): listings, attempts, outcomes, spend. */
 export function postgresReads(c: PostgresContext): ReadModel {
   return {
+    ...pagedReads(c),
     async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
       return c.guard(async () => {
         const rows = await sql.listRuns.rows<DbRun>(c.pool, {
@@ -69,22 +70,6 @@ export function postgresReads(c: PostgresContext): ReadModel {
         const rows = await sql.getSamples.rows<SampleRow>(c.pool, { runId });
         return rows.map((row) => toSampleRecord(row, runId));
       });
-    },
-    sampleFingerprintPages(runId: string, pageSize = 1_000) {
-      return snapshotPages(
-        pageSize,
-        (after, limit) =>
-          c.guard(() => sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit })),
-        toFingerprint,
-      );
-    },
-    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
-      return snapshotPages(
-        pageSize,
-        (after, limit) =>
-          c.guard(() => sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit })),
-        sampleMapper(runId),
-      );
     },
     async listSampleFingerprints(
       runId: string,
@@ -124,36 +109,6 @@ export function postgresReads(c: PostgresContext): ReadModel {
         const rows = await sql.listAttemptHeads.tuples<AttemptHeadRow>(c.pool, { runId });
         return rows.map(attemptMapper(runId).head);
       });
-    },
-    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
-      return headPages(
-        runId,
-        pageSize,
-        async () =>
-          c.guard(
-            async () =>
-              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
-          ),
-        (after, limit, upTo) =>
-          c.guard(() =>
-            sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
-          ),
-      );
-    },
-    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
-      return attemptPages(
-        runId,
-        pageSize,
-        async () =>
-          c.guard(
-            async () =>
-              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
-          ),
-        (after, limit, upTo) =>
-          c.guard(() =>
-            sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
-          ),
-      );
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
       return c.guard(async () => {
@@ -198,6 +153,60 @@ export function postgresReads(c: PostgresContext): ReadModel {
         await c.requireRun(c.pool, runId);
         return readFigures(c.lastFigures, c.pool, runId, reducer, keys);
       });
+    },
+  };
+}
+
+/** The reads a page at a time: the snapshot's, and the attempts' (whole, or their heads). */
+function pagedReads(
+  c: PostgresContext,
+): Pick<ReadModel, "sampleFingerprintPages" | "samplePages" | "attemptHeadPages" | "attemptPages"> {
+  return {
+    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+      return snapshotPages(
+        pageSize,
+        (after, limit) =>
+          c.guard(() => sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit })),
+        toFingerprint,
+      );
+    },
+    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+      return snapshotPages(
+        pageSize,
+        (after, limit) =>
+          c.guard(() => sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit })),
+        sampleMapper(runId),
+      );
+    },
+    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+      return headPages(
+        runId,
+        pageSize,
+        async () =>
+          c.guard(
+            async () =>
+              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
+          ),
+        (after, limit, upTo) =>
+          c.guard(() =>
+            sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
+          ),
+      );
+    },
+    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+      return attemptPages(
+        runId,
+        pageSize,
+        async () =>
+          c.guard(
+            async () =>
+              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
+          ),
+        (after, limit, upTo) =>
+          c.guard(() =>
+            sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
+          ),
+      );
     },
   };
 }
