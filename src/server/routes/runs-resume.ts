@@ -38,7 +38,10 @@ const resumeBody = z
     rerunFailed: z.boolean().optional(),
     /** Execute again every key whose outcome a per-sample limit ended. */
     rerunLimited: z.boolean().optional(),
-    /** The per-sample limits the run was started with, when its start body set them. */
+    /**
+     * The per-sample limits the run was started with, when its start body set them (default: the
+     * run's own, when the registered eval has none).
+     */
     limits: sampleLimitsSchema.optional(),
   })
   .strict();
@@ -73,12 +76,16 @@ export function runsResumeRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/runs/:id/resume", async (c) => {
-    const { limits, ...ask } = await parseBody(c, resumeBody);
+    const { limits: asked, ...ask } = await parseBody(c, resumeBody);
     const runId = c.req.param("id");
-    // The run's registered eval with the body's limits, which the identity check compares.
-    const evalName = limits && (await deps.store.runs.get(runId))?.evalName;
-    const registered = evalName === undefined ? undefined : deps.evals.get(evalName);
-    const loaded = registered && { ...registered, eval: { ...registered.eval, limits } };
+    const run = await deps.store.runs.get(runId);
+    const registered = run && deps.evals.get(run.evalName);
+    // The run's registered eval with the body's limits, which the identity check compares. A
+    // body without them resumes a run whose limits came from its start body (the registered eval
+    // has none) with the run's own, as the web UI's resume does.
+    const limits =
+      asked ?? (registered?.eval.limits === undefined ? run?.config.limits : undefined);
+    const loaded = limits && registered && { ...registered, eval: { ...registered.eval, limits } };
     return resumeResponse(c, deps, runId, ask, false, loaded);
   });
 
