@@ -3,7 +3,7 @@ import { selectOutcomes } from "../core/outcomes.js";
 import type { Attempt, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { applyReviews } from "./review-grades.js";
-import { trajectoryStep } from "./trajectory.js";
+import { loadTrajectories } from "./trajectory.js";
 
 /** A snapshot sample as a page gives it: its id and fingerprint, and the whole sample if asked. */
 export interface PagedSample {
@@ -101,7 +101,7 @@ export async function* outcomePages(
     }
     const journalOf =
       options.journal && outcomes.length > 0
-        ? await pageJournal(store, runId, range)
+        ? await loadTrajectories(store, runId, range)
         : () => undefined;
     yield { samples: groupBySample(samples, outcomes), journalOf, reviewsOf };
   }
@@ -142,23 +142,6 @@ function groupBySample<A extends { sampleId: string }>(
     out.push({ sample, outcomes: outcomes.slice(start, i) });
   }
   return out;
-}
-
-/** The journals of a page's committed attempts, by attempt (as `loadTrajectories`, for a range). */
-async function pageJournal(
-  store: Store,
-  runId: string,
-  range: { fromSampleId: string; toSampleId: string },
-): Promise<OutcomePage<Attempt>["journalOf"]> {
-  const byAttempt = new Map<string, Json[]>();
-  for (const entry of await store.journal.list(runId, range)) {
-    if (entry.attempt === null) continue;
-    const key = `${entry.sampleId}\u0000${entry.epoch}\u0000${entry.attempt}`;
-    let steps = byAttempt.get(key);
-    if (!steps) byAttempt.set(key, (steps = []));
-    steps.push(trajectoryStep(entry));
-  }
-  return (a) => byAttempt.get(`${a.sampleId}\u0000${a.epoch}\u0000${a.attempt}`);
 }
 
 /**

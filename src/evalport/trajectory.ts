@@ -1,5 +1,5 @@
 import type { Json } from "../core/json.js";
-import type { JournalEntry, Store } from "../store/types.js";
+import type { JournalEntry, JournalFilter, Store } from "../store/types.js";
 
 /** A journal entry as exports show it: a step of the attempt's trajectory. */
 export function trajectoryStep(entry: JournalEntry): Json {
@@ -20,14 +20,16 @@ export function trajectoryStep(entry: JournalEntry): Json {
 
 /**
  * The journals of a run's committed attempts, by attempt: one read for the whole run (nothing
- * for a run that never used `ctx.step`).
+ * for a run that never used `ctx.step`), or for the samples `filter` names (a streamed export's
+ * page: its range of sample ids).
  */
 export async function loadTrajectories(
   store: Store,
   runId: string,
+  filter: JournalFilter = {},
 ): Promise<(a: { sampleId: string; epoch: number; attempt: number }) => Json[] | undefined> {
   const byAttempt = new Map<string, Json[]>();
-  for (const entry of await store.journal.list(runId)) {
+  for (const entry of await store.journal.list(runId, filter)) {
     if (entry.attempt === null) continue;
     const key = `${entry.sampleId}\u0000${entry.epoch}\u0000${entry.attempt}`;
     let steps = byAttempt.get(key);
