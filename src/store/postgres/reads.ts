@@ -161,6 +161,11 @@ export function postgresReads(c: PostgresContext): ReadModel {
 function pagedReads(
   c: PostgresContext,
 ): Pick<ReadModel, "sampleFingerprintPages" | "samplePages" | "attemptHeadPages" | "attemptPages"> {
+  // Where the attempts' pages stop: the run's last commit when the read began.
+  const lastCommit = (runId: string) =>
+    c.guard(
+      async () => (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
+    );
   return {
     sampleFingerprintPages(runId: string, pageSize = 1_000) {
       return snapshotPages(
@@ -182,11 +187,7 @@ function pagedReads(
       return headPages(
         runId,
         pageSize,
-        async () =>
-          c.guard(
-            async () =>
-              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
-          ),
+        () => lastCommit(runId),
         (after, limit, upTo) =>
           c.guard(() =>
             sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
@@ -197,11 +198,7 @@ function pagedReads(
       return attemptPages(
         runId,
         pageSize,
-        async () =>
-          c.guard(
-            async () =>
-              (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
-          ),
+        () => lastCommit(runId),
         (after, limit, upTo) =>
           c.guard(() =>
             sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
