@@ -20,7 +20,8 @@ export async function figuresReport(
   const { config } = run;
   if ((config.rerun?.length ?? 0) > 0) return undefined;
   const [reviews, inflight] = await Promise.all([
-    store.reviews.list(run.id),
+    // Whether it has any: one is enough to fold instead.
+    store.reviews.list(run.id, { limit: 1 }),
     store.runs.listInflight(run.id),
   ]);
   if (reviews.length > 0) return undefined;
