@@ -54,6 +54,43 @@ async function runAndShow(dir: string, env: Record<string, string>): Promise<Sho
 const dataset = (n: number) =>
   `Array.from({ length: ${n} }, (_, i) => ({ id: "q" + i, input: "question " + i, target: "ok" }))`;
 
+/** An eval of `n` samples whose solver calls `generateText` on `ctx.languageModel(…)` of `provider`. */
+function generateTextEval(name: string, n: number, provider: "openai" | "anthropic"): string {
+  // Each provider's factory, its options, and the model the solver asks of it.
+  const [factory, options, model] =
+    provider === "openai"
+      ? [
+          "createOpenAI",
+          "{ baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY }",
+          'openai.chat("gpt-test")',
+        ]
+      : [
+          "createAnthropic",
+          '{ baseURL: process.env.MOCK_URL + "/v1", apiKey: process.env.AI_KEY }',
+          'anthropic("claude-test")',
+        ];
+  return `import { ${factory} } from "@ai-sdk/${provider}";
+import { generateText } from "ai";
+import { defineEval, scorers } from "stet";
+const ${provider} = ${factory}(${options});
+export default defineEval({
+  name: "${name}",
+  dataset: ${dataset(n)},
+  solver: async (sample, ctx) => {
+    const { text } = await generateText({
+      model: ctx.languageModel(${model}),
+      prompt: sample.input,
+      maxOutputTokens: 5,
+      maxRetries: 0,
+    });
+    return text;
+  },
+  scorers: [scorers.exact()],
+  concurrency: 64,
+});
+`;
+}
+
 describe("AI SDK models under the rate limits", () => {
   it("solvers.chat over @ai-sdk/openai at concurrency 64 under a declared 600 RPM: no errors, ≤ 1 % 429s, the window kept", async () => {
     const perWindow = 600;
@@ -97,26 +134,7 @@ export default defineEval({
     const perWindow = 100;
     const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS });
     const dir = aiProject({
-      "e.mjs": `import { createAnthropic } from "@ai-sdk/anthropic";
-import { generateText } from "ai";
-import { defineEval, scorers } from "stet";
-const anthropic = createAnthropic({ baseURL: process.env.MOCK_URL + "/v1", apiKey: process.env.AI_KEY });
-export default defineEval({
-  name: "ai-sdk-agent-headers",
-  dataset: ${dataset(300)},
-  solver: async (sample, ctx) => {
-    const { text } = await generateText({
-      model: ctx.languageModel(anthropic("claude-test")),
-      prompt: sample.input,
-      maxOutputTokens: 5,
-      maxRetries: 0,
-    });
-    return text;
-  },
-  scorers: [scorers.exact()],
-  concurrency: 64,
-});
-`,
+      "e.mjs": generateTextEval("ai-sdk-agent-headers", 300, "anthropic"),
     }).dir;
     const shown = await runAndShow(dir, { MOCK_URL: mock.anthropicUrl, AI_KEY: KEY });
     const counts = mock.counts();
@@ -146,26 +164,7 @@ export default defineEval({
     const perWindow = 100;
     const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS, headers: false });
     const dir = aiProject({
-      "e.mjs": `import { createOpenAI } from "@ai-sdk/openai";
-import { generateText } from "ai";
-import { defineEval, scorers } from "stet";
-const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY });
-export default defineEval({
-  name: "ai-sdk-agent-429s",
-  dataset: ${dataset(400)},
-  solver: async (sample, ctx) => {
-    const { text } = await generateText({
-      model: ctx.languageModel(openai.chat("gpt-test")),
-      prompt: sample.input,
-      maxOutputTokens: 5,
-      maxRetries: 0,
-    });
-    return text;
-  },
-  scorers: [scorers.exact()],
-  concurrency: 64,
-});
-`,
+      "e.mjs": generateTextEval("ai-sdk-agent-429s", 400, "openai"),
     }).dir;
     const shown = await runAndShow(dir, { MOCK_URL: mock.url, AI_KEY: KEY });
     const counts = mock.counts();
