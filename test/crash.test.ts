@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
 import { evalProject, questions, rawAttempts, type RawAttempt } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
+import { figuresReport } from "../src/engine/figures-report.js";
+import { foldedReport } from "../src/engine/report.js";
+import { openSqliteStore } from "../src/store/sqlite/index.js";
 
 const N = 150;
 const CONCURRENCY = 4;
@@ -45,6 +48,21 @@ async function waitForCommitted(db: string, count: number, timeoutMs = 30_000): 
   }
 }
 
+/**
+ * The report `stet show` reads from the figures the store kept commit by commit, beside the one
+ * folded from every stored attempt: they must be equal whatever a kill cut short (guarantee 4).
+ */
+async function showReports(db: string, runId: string) {
+  const store = openSqliteStore(db, { create: false });
+  try {
+    const run = (await store.runs.get(runId))!;
+    const figures = await figuresReport(store, run, { invocation: false });
+    return { figures, folded: await foldedReport(store, run) };
+  } finally {
+    await store.close();
+  }
+}
+
 /** The store's files as text: the database must be there; its WAL is read when it exists. */
 function storeBytes(db: string): string[] {
   const files = [db, ...(existsSync(`${db}-wal`) ? [`${db}-wal`] : [])];
@@ -75,6 +93,9 @@ describe("crash safety with real processes", () => {
         const stored = rawAttempts(project.db);
         expect(stored.length).toBeGreaterThan(before);
         storedBeforeKills.push(stored);
+        const afterKill = await showReports(project.db, runId);
+        expect(afterKill.figures).toBeDefined();
+        expect(afterKill.figures).toEqual(afterKill.folded);
         // The key never reaches the store, WAL included (a killed process leaves its WAL).
         for (const bytes of storeBytes(project.db)) expect(bytes.includes(API_KEY)).toBe(false);
         countsAtKills.push({ ...mock.counts() });
@@ -86,6 +107,10 @@ describe("crash safety with real processes", () => {
       const final = await runCli(["resume", runId], { cwd: project.dir, env });
       expect(final.code, final.stderr).toBe(0);
       expect(final.stdout).toMatch(/plan: \d+ preserved/);
+
+      const complete = await showReports(project.db, runId);
+      expect(complete.figures).toEqual(complete.folded);
+      expect(complete.figures?.counts).toMatchObject({ scored: N, remaining: 0 });
 
       const after = rawAttempts(project.db);
       const afterByKey = new Map(after.map((a) => [keyOf(a), a]));
