@@ -34,6 +34,14 @@ export interface PlanInput {
    * scored attempt numbered after its `after` (see RunConfig.rerun).
    */
   rerun?: readonly RerunRequest[];
+  /**
+   * A sparse plan (what a resume reads when the store tells it which samples still have work,
+   * `reads.openSampleHeads`): the only samples that may have a key without a scored attempt of
+   * their snapshot fingerprint. Every key of any other sample counts as preserved, and `attempts`
+   * need hold only the attempts of these samples, of changed ones and of re-run ones (which count
+   * as open whatever this says). Absent: every sample is open, and `attempts` holds every attempt.
+   */
+  open?: ReadonlySet<string>;
 }
 
 export interface Plan {
@@ -96,8 +104,13 @@ export function planRun(input: PlanInput): Plan {
   const changedIds = new Set(changed);
 
   const after = new Map((input.rerun ?? []).map((r) => [keyString(r), r.after]));
+  const rerunIds = new Set((input.rerun ?? []).map((r) => r.sampleId));
+  const { open } = input;
+  const isOpen = (id: string) =>
+    open === undefined || open.has(id) || changedIds.has(id) || rerunIds.has(id);
   const latest = new Map<string, AttemptFacts>();
-  const fingerprintOf = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
+  const fingerprintOf = new Map<string, string>();
+  for (const r of samples) if (isOpen(r.sample.id)) fingerprintOf.set(r.sample.id, r.fingerprint);
   for (const attempt of input.attempts) {
     if (fingerprintOf.get(attempt.sampleId) !== attempt.fingerprint) continue;
     const k = keyString(attempt);
@@ -127,6 +140,10 @@ export function planRun(input: PlanInput): Plan {
   };
   for (let epoch = 1; epoch <= epochs; epoch++) {
     for (const { sample } of samples) {
+      if (!isOpen(sample.id)) {
+        plan.preserved++;
+        continue;
+      }
       const key = { sampleId: sample.id, epoch };
       const k = keyString(key);
       const outcome = latest.get(k);

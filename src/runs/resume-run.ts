@@ -11,6 +11,7 @@ import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
+import { figuresReport } from "../engine/figures-report.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
@@ -19,6 +20,7 @@ import { checkEval, withIdentity } from "./run-identity.js";
 import { preview, rerunRequests } from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
+import { readResumeInputs } from "./resume-inputs.js";
 import { runExecution } from "./run-execution.js";
 import { resumeCap } from "./spend-cap.js";
 import { settledStatus } from "./run-status.js";
@@ -92,7 +94,10 @@ export interface ResumeOptions extends ExecuteOptions {
 export interface PlannedResume {
   run: Run;
   plan: Plan;
-  /** The attempts the plan was made from. */
+  /**
+   * The attempts the plan was made from: every attempt of the run, or (a sparse plan, `plan.ts`'s
+   * `open`) those of the samples that had a key to settle.
+   */
   attempts: AttemptHead[];
   eval: ResumeEval;
   /** The spend cap the resume executes under (on the run's stored spend, read as it executes). */
@@ -163,25 +168,23 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
 
   const found = options.eval ? undefined : await findEvalSource(run, options);
   const ev: ResumeEval = options.eval ?? found!.eval;
-  const [fingerprints, attempts, inflight] = await Promise.all([
-    store.reads.listSampleFingerprints(runId),
-    store.reads.listAttemptHeads(runId),
-    store.runs.listInflight(runId),
-  ]);
+  const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
+  // A worker's report tells other workers' attempts from those its plan read: it reads them all.
+  const sparse = !options.asWorker && !asksRerun(run, options);
+  const inputs = await readResumeInputs(store, runId, run.config.epochs, current, sparse);
+  const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
     eval: ev,
     evalPath: found?.path,
     use: options.asWorker ? "work" : "resume",
-    scoredAny: attempts.some((a) => a.status === "scored"),
+    scoredAny: inputs.scoredAny,
     allowEvalChange: options.allowEvalChange,
     model: options.model,
     secrets: runSecrets(store, options.secrets),
     evalFile: options.evalFile,
   });
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
-  const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
-  const snapshot = await snapshotRecords(store, runId, fingerprints, current);
   const rerun = rerunRequests(run, snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan = planRun({
@@ -190,6 +193,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     epochs: run.config.epochs,
     attempts,
     inflight,
+    ...(inputs.open ? { open: inputs.open } : {}),
     ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
     ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
     ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
@@ -313,15 +317,8 @@ export async function settleResume(
   const settled = settledStatus({ remaining: plan.erroredKept, cutShort: false });
   if (run.status !== settled) return executeResume(resume, options);
   const t0 = performance.now();
-  const report = await buildReport({
-    store: options.store,
-    run,
-    samples: plan.samples,
-    heads: resume.attempts,
-    plan: summarizePlan(plan),
-    resumed: true,
-    wallMs: performance.now() - t0,
-  });
+  const report = await settledReport(resume, options.store);
+  report.wallMs = performance.now() - t0;
   const { id: runId, evalName } = run;
   options.onEvent?.({ type: "run-started", runId, evalName, resumed: true, plan: report.plan });
   options.onEvent?.({ type: "run-finished", report });
@@ -379,26 +376,33 @@ export async function rescoreUnits(
   return units;
 }
 
+/**
+ * The report of a resume with nothing to execute: from the run's figures where they give it
+ * exactly (`figuresReport`; not when samples changed, whose fingerprints the plan's records
+ * define), else folded from the stored attempts a page at a time.
+ */
+async function settledReport(resume: PlannedResume, store: Store): Promise<RunReport> {
+  const { run, plan } = resume;
+  const summary = summarizePlan(plan);
+  const figures =
+    plan.changed.length === 0 ? await figuresReport(store, run, { invocation: true }) : undefined;
+  if (figures) return { ...figures, resumed: true, plan: summary, preserved: plan.preserved };
+  const input = { store, run, samples: plan.samples, plan: summary, resumed: true, wallMs: 0 };
+  return buildReport(input);
+}
+
 function refuse(refusal: ResumeRefusal): ResumePlanning {
   return { ok: false, refusal };
 }
 
-/**
- * The run's snapshot as records. An entry whose fingerprint the current dataset matches is the
- * dataset's record (same sha256, same content); the stored copies are read only when some sample
- * changed or left the dataset, so planning a large unchanged run parses no sample JSON.
- */
-async function snapshotRecords(
-  store: Store,
-  runId: string,
-  fingerprints: readonly { sampleId: string; fingerprint: string }[],
-  current: ReadonlyMap<string, SampleRecord>,
-): Promise<SampleRecord[]> {
-  const same = (e: { sampleId: string; fingerprint: string }) =>
-    current.get(e.sampleId)?.fingerprint === e.fingerprint;
-  if (fingerprints.every(same)) return fingerprints.map((e) => current.get(e.sampleId)!);
-  const stored = new Map((await store.reads.getSamples(runId)).map((r) => [r.sample.id, r]));
-  return fingerprints.map((e) => (same(e) ? current.get(e.sampleId)! : stored.get(e.sampleId)!));
+/** Whether a resume asks for keys to execute again (recorded requests, `--rerun*`). */
+function asksRerun(run: Run, options: ResumeOptions): boolean {
+  return (
+    (run.config.rerun?.length ?? 0) > 0 ||
+    (options.rerun?.length ?? 0) > 0 ||
+    options.rerunFailed === true ||
+    options.rerunLimited === true
+  );
 }
 
 /** The config a claim records, or undefined when it is the one recorded. */

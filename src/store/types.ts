@@ -218,6 +218,16 @@ export interface ReadModel {
    * cursor, so other statements may run between them.
    */
   attemptHeadPages(runId: string, pageSize?: number): AsyncIterable<AttemptHead[]>;
+  /**
+   * What a resume plans from when it need not read every attempt (`core/plan.ts`'s `open`): the
+   * ids of the snapshot's samples with a key (epoch 1 to `epochs`) that has no scored attempt of
+   * the sample's snapshot fingerprint, in sample-id (byte) order, and every attempt head of those
+   * samples, in `listAttemptHeads`' order. Of a complete run: none, and no attempt row is mapped.
+   */
+  openSampleHeads(
+    runId: string,
+    epochs: number,
+  ): Promise<{ sampleIds: string[]; heads: AttemptHead[] }>;
   /** Whole attempts (outputs, transcripts) in the same order and pages: what copying a run reads. */
   attemptPages(runId: string, pageSize?: number): AsyncIterable<Attempt[]>;
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */

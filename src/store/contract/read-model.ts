@@ -41,6 +41,7 @@ async function scoredRun(h: HarnessRef) {
 export function describeReadModelContract(h: HarnessRef): void {
   describe("read model", () => {
     describeSnapshotPages(h);
+    describeOpenSamples(h);
     it("reads several runs' report inputs at once, each as its own listings give them", async () => {
       const { run } = await scoredRun(h);
       const { run: other, owner: me } = await newRun(h.store, { id: "other" });
@@ -198,4 +199,36 @@ function describeSnapshotPages(h: HarnessRef): void {
       }
     },
   );
+}
+
+/** What a resume plans from when the store says which samples still have work. */
+function describeOpenSamples(h: HarnessRef): void {
+  it("names the samples with a key left to settle, and reads only their attempts", async () => {
+    const { run, me } = await scoredRun(h);
+    const heads = async (ids: string[]) =>
+      (await h.store.reads.listAttemptHeads(run.id)).filter((a) => ids.includes(a.sampleId));
+    // s1#2 errored, s3 never started; s2's keys are scored (a score of 0 included).
+    expect(await h.store.reads.openSampleHeads(run.id, 2)).toEqual({
+      sampleIds: ["s1", "s3"],
+      heads: await heads(["s1", "s3"]),
+    });
+    expect((await h.store.reads.openSampleHeads(run.id, 2)).heads).toHaveLength(3);
+    // Epoch 2 is not the plan's: s1 and s2 are settled.
+    expect(await h.store.reads.openSampleHeads(run.id, 1)).toEqual({
+      sampleIds: ["s3"],
+      heads: [],
+    });
+    // Attempts of an old fingerprint settle nothing, but are read as the sample's.
+    await h.store.runs.updateSamples(run.id, me.token, sampleRecords(["s2"], 2));
+    expect(await h.store.reads.openSampleHeads(run.id, 1)).toEqual({
+      sampleIds: ["s2", "s3"],
+      heads: await heads(["s2"]),
+    });
+    await h.store.attempts.record(run.id, me.token, [
+      draft(k("s2", 1), { fingerprint: fingerprintOf("s2", 2) }),
+      draft(k("s3", 1)),
+    ]);
+    expect(await h.store.reads.openSampleHeads(run.id, 1)).toEqual({ sampleIds: [], heads: [] });
+    expect(await h.store.reads.openSampleHeads("nope", 1)).toEqual({ sampleIds: [], heads: [] });
+  });
 }

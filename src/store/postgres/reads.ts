@@ -110,6 +110,20 @@ export function postgresReads(c: PostgresContext): ReadModel {
         return rows.map(attemptMapper(runId).head);
       });
     },
+    async openSampleHeads(runId: string, epochs: number) {
+      return c.guard(async () => {
+        const rows = await sql.openSamples.rows<{ sample_id: string }>(c.pool, { runId, epochs });
+        const sampleIds = rows.map((row) => row.sample_id);
+        const head = attemptMapper(runId).head;
+        const heads: AttemptHead[] = [];
+        for (let i = 0; i < sampleIds.length; i += 1_000) {
+          const ids = sampleIds.slice(i, i + 1_000);
+          for (const row of await sql.sampleHeads.tuples<AttemptHeadRow>(c.pool, { runId, ids }))
+            heads.push(head(row));
+        }
+        return { sampleIds, heads };
+      });
+    },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
       return c.guard(async () => {
         const run = await c.requireRun(c.pool, runId);

@@ -241,6 +241,20 @@ const POSTGRES_SQL = {
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = @runId
      ORDER BY sample_id, epoch, attempt`,
   ),
+  // The samples with a key that has no scored attempt of the snapshot's fingerprint (a resume's
+  // open samples), then their heads.
+  openSamples: sql(
+    `SELECT s.sample_id FROM samples s WHERE s.run_id = @runId AND (
+         SELECT COUNT(DISTINCT a.epoch) FROM attempts_now a
+         WHERE a.run_id = s.run_id AND a.sample_id = s.sample_id AND a.fingerprint = s.fingerprint
+           AND a.status = 'scored' AND a.epoch <= @epochs::int) < @epochs::int
+       ORDER BY s.sample_id`,
+  ),
+  sampleHeads: sql(
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
+     WHERE run_id = @runId AND sample_id = ANY(@ids::text[])
+     ORDER BY sample_id, epoch, attempt`,
+  ),
 };
 
 /** The journal's statements (SQL shared with SQLite, parameters typed for PostgreSQL). */

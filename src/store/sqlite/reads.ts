@@ -100,6 +100,18 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         return heads;
       });
     },
+    async openSampleHeads(runId: string, epochs: number) {
+      return c.guard(() => {
+        const sampleIds = c.s.openSamples.all({ runId, epochs }).map((row) => row.sample_id);
+        const head = attemptMapper(runId).head;
+        const heads: AttemptHead[] = [];
+        for (let i = 0; i < sampleIds.length; i += 1_000) {
+          const ids = JSON.stringify(sampleIds.slice(i, i + 1_000));
+          for (const row of c.s.sampleHeads.iterate({ runId, ids })) heads.push(head(row));
+        }
+        return { sampleIds, heads };
+      });
+    },
     // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
     // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
     attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {

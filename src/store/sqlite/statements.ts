@@ -209,6 +209,20 @@ export const SQLITE_STATEMENTS = {
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ?
          ORDER BY sample_id, epoch, attempt`,
   ),
+  // The samples with a key that has no scored attempt of the snapshot's fingerprint (a resume's
+  // open samples), then their heads, `@ids` a JSON array of sample ids.
+  openSamples: sql<{ sample_id: string }>(
+    `SELECT s.sample_id FROM samples s WHERE s.run_id = @runId AND (
+         SELECT COUNT(DISTINCT a.epoch) FROM attempts_now a
+         WHERE a.run_id = s.run_id AND a.sample_id = s.sample_id AND a.fingerprint = s.fingerprint
+           AND a.status = 'scored' AND a.epoch <= @epochs) < @epochs
+       ORDER BY s.sample_id`,
+  ),
+  sampleHeads: rawSql<AttemptHeadRow>(
+    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
+         WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
+         ORDER BY sample_id, epoch, attempt`,
+  ),
 };
 
 /** The journal's statements (SQL shared with PostgreSQL), prepared on first use. */

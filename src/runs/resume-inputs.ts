@@ -1,0 +1,85 @@
+import type { Key, SampleRecord } from "../core/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
+
+/** What a resume plans from (`planRun`'s input), as `readResumeInputs` reads it. */
+export interface ResumeInputs {
+  /** The run's snapshot as records, by sample id: the dataset's where it matches, else stored. */
+  snapshot: SampleRecord[];
+  /** Every attempt of the run, or (sparse) every attempt of the `open` samples. */
+  attempts: AttemptHead[];
+  inflight: Key[];
+  /** The samples with a key still to settle, when the store answered it (`planRun`'s `open`). */
+  open?: ReadonlySet<string>;
+  /** Whether the run has any scored attempt (what `checkEval` asks). */
+  scoredAny: boolean;
+}
+
+/**
+ * Reads what a resume plans from. The snapshot is compared with the dataset a page of
+ * fingerprints at a time, and its stored copies are parsed only for samples that changed or left
+ * the dataset. With `sparse` (no re-run asked, nothing changed) the store says which samples still
+ * have a key without a scored attempt (`reads.openSampleHeads`) and only their attempts are read:
+ * a complete run is planned without mapping one attempt row. Otherwise every attempt is read.
+ *
+ * @example const inputs = await readResumeInputs(store, run.id, run.config.epochs, current, true);
+ */
+export async function readResumeInputs(
+  store: Store,
+  runId: string,
+  epochs: number,
+  current: ReadonlyMap<string, SampleRecord>,
+  sparse: boolean,
+): Promise<ResumeInputs> {
+  const [{ snapshot, changed }, inflight] = await Promise.all([
+    snapshotRecords(store, runId, current),
+    store.runs.listInflight(runId),
+  ]);
+  if (sparse && !changed) {
+    const { sampleIds, heads } = await store.reads.openSampleHeads(runId, epochs);
+    // A sample that is not open has every key scored; an open one may have scored attempts too.
+    const scoredAny =
+      sampleIds.length < snapshot.length || heads.some((a) => a.status === "scored");
+    return { snapshot, attempts: heads, inflight, open: new Set(sampleIds), scoredAny };
+  }
+  const attempts = await store.reads.listAttemptHeads(runId);
+  return { snapshot, attempts, inflight, scoredAny: attempts.some((a) => a.status === "scored") };
+}
+
+/**
+ * The run's snapshot as records, in sample-id order. An entry whose fingerprint the current
+ * dataset matches is the dataset's record (same sha256, same content); the stored copies are read
+ * (a page at a time, keeping only those wanted) when some sample changed or left the dataset, so
+ * planning a large unchanged run parses no sample JSON. `changed`: some sample's content changed.
+ */
+async function snapshotRecords(
+  store: Store,
+  runId: string,
+  current: ReadonlyMap<string, SampleRecord>,
+): Promise<{ snapshot: SampleRecord[]; changed: boolean }> {
+  const snapshot: (SampleRecord | undefined)[] = [];
+  const stale = new Map<string, number>();
+  let changed = false;
+  for await (const page of store.reads.sampleFingerprintPages(runId, 10_000)) {
+    for (const { sampleId, fingerprint } of page) {
+      const now = current.get(sampleId);
+      if (now?.fingerprint === fingerprint) {
+        snapshot.push(now);
+        continue;
+      }
+      if (now) changed = true;
+      // Its stored copy fills the hole below.
+      stale.set(sampleId, snapshot.length);
+      snapshot.push(undefined);
+    }
+  }
+  if (stale.size > 0) {
+    for await (const page of store.reads.samplePages(runId)) {
+      for (const record of page) {
+        const at = stale.get(record.sample.id);
+        if (at !== undefined) snapshot[at] = record;
+      }
+    }
+  }
+  // No hole is left: both reads page the same snapshot rows.
+  return { snapshot: snapshot as SampleRecord[], changed };
+}
