@@ -59,6 +59,11 @@ export interface Execution {
   owner: OwnerIdentity;
   plan: Plan;
   resumed: boolean;
+  /**
+   * The run had no stored attempt or scoring when this execution began (a new run, unseeded):
+   * every row it ends with is this invocation's, so its report can come from the run's figures.
+   */
+  fresh?: boolean;
   solver: SolverFn;
   scorers: readonly Scorer[];
   callModel?: ModelCaller;

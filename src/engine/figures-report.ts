@@ -8,14 +8,17 @@ import type { Store } from "../store/types.js";
  * attempt: the same report `buildReport` folds from every attempt, field for field. Undefined
  * when the figures cannot give it exactly and the caller must fold: a run with re-run requests
  * (their keys' earlier attempts decide nothing), with reviews (the human scorers are computed
- * from every key's outcome), or whose figures were kept with another reducer.
+ * from every key's outcome), or whose figures were kept with another reducer. With `allNow`
+ * (an invocation that committed every row the run has, none of them replaying spend: see
+ * `Execution.fresh`), the report of that invocation: everything it spent is spent now, and what
+ * it executed is every attempt; the caller gives its plan.
  *
  * @example const report = await figuresReport(store, run, { invocation: false });
  */
 export async function figuresReport(
   store: Store,
   run: Run,
-  options: { invocation: boolean },
+  options: { invocation: boolean; allNow?: boolean },
 ): Promise<RunReport | undefined> {
   const { config } = run;
   if ((config.rerun?.length ?? 0) > 0) return undefined;
@@ -31,7 +34,8 @@ export async function figuresReport(
   const total = run.sampleCount * config.epochs;
   const plan = storedPlan(total, figures, inflight, read.keys, config.epochs);
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
-  if (options.invocation && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;
+  const allNow = options.invocation && options.allNow === true;
+  if (options.invocation && !allNow && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;
   const rateLimits = await store.rates.listWaits(run.id);
   return {
     runId: run.id,
@@ -54,9 +58,13 @@ export async function figuresReport(
     errorsByType: figures.errorsByType,
     errors: figures.errors,
     ...(rateLimits.length > 0 ? { rateLimits } : {}),
-    usage: { spentNow: figures.spentNow, totalSpent: figures.totalSpent, reused: figures.reused },
+    usage: {
+      spentNow: allNow ? figures.totalSpent : figures.spentNow,
+      totalSpent: figures.totalSpent,
+      reused: figures.reused,
+    },
     retries: figures.retries,
-    executed: 0,
+    executed: allNow ? figures.totalSpent.attempts : 0,
     rescored: 0,
     preserved: plan.preserved,
     wallMs: 0,

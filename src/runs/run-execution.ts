@@ -14,6 +14,7 @@ import {
 } from "../engine/execute-run.js";
 import { takenOver } from "../engine/acquire.js";
 import { budgetNote } from "../engine/budget.js";
+import { figuresReport } from "../engine/figures-report.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead } from "../store/types.js";
 import { runSecrets } from "./run-secrets.js";
@@ -112,19 +113,43 @@ export async function executionReport(
   end: ExecutionEnd,
   extra: { stopped: StopCause | null; isOthers?: (attempt: AttemptHead) => boolean },
 ): Promise<RunReport> {
-  const built = await buildReport({
-    store,
-    run,
-    samples: exec.plan.samples,
-    fingerprintOf: end.fingerprintOf,
-    plan: summarizePlan(exec.plan),
-    resumed: exec.resumed,
-    isNow: end.isNow,
-    ...(extra.isOthers ? { isOthers: extra.isOthers } : {}),
-    scorings: end.scorings,
-    wallMs: performance.now() - end.startedAt,
-  });
+  const built =
+    (await freshReport(store, run, exec, end)) ??
+    (await buildReport({
+      store,
+      run,
+      samples: exec.plan.samples,
+      fingerprintOf: end.fingerprintOf,
+      plan: summarizePlan(exec.plan),
+      resumed: exec.resumed,
+      isNow: end.isNow,
+      ...(extra.isOthers ? { isOthers: extra.isOthers } : {}),
+      scorings: end.scorings,
+      wallMs: performance.now() - end.startedAt,
+    }));
   return withStop(withJournal(built, end), extra.stopped, exec);
+}
+
+/**
+ * The report of a fresh execution (`Execution.fresh`: every stored row is this invocation's)
+ * from the run's figures instead of a fold of every attempt, when nothing it committed carries
+ * spend bought before (no reply cache, nothing replayed from the journal): what `buildReport`
+ * folds with every attempt now, field for field. Undefined otherwise (the caller folds).
+ */
+async function freshReport(
+  store: ExecuteOptions["store"],
+  run: Execution["run"],
+  exec: Execution,
+  end: ExecutionEnd,
+): Promise<RunReport | undefined> {
+  if (!exec.fresh || exec.cache || end.journal.replayed > 0 || end.scorings.committed > 0) {
+    return undefined;
+  }
+  const report = await figuresReport(store, run, { invocation: true, allNow: true });
+  if (!report) return undefined;
+  const { plan } = exec;
+  const wallMs = performance.now() - end.startedAt;
+  return { ...report, plan: summarizePlan(plan), preserved: plan.preserved, wallMs };
 }
 
 /** Keys of the plan's re-run requests without a scored attempt after the one they follow. */

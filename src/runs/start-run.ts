@@ -95,6 +95,7 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     owner,
     plan,
     resumed: false,
+    ...(seeded.length === 0 ? { fresh: true } : {}),
     solver: ev.solver,
     scorers: ev.scorers,
     ...rescore,
