@@ -94,7 +94,7 @@ describe.each([
           const current = currentOf(await store.reads.getSamples(run.id), rnd, alter);
           const options = { rerunErrors: rnd() < 0.7, rerunChanged: rnd() < 0.5 };
           const full = await fullPlan(store, run, current, options);
-          const inputs = await readResumeInputs(store, run.id, run.config.epochs, current, true);
+          const inputs = await readResumeInputs(store, run, current, true);
           expect(inputs.scoredAny).toBe(full.scoredAny);
           const plan = planRun({
             snapshot: inputs.snapshot,

@@ -1,4 +1,4 @@
-import type { Key, SampleRecord } from "../core/types.js";
+import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 /** What a resume plans from (`planRun`'s input), as `readResumeInputs` reads it. */
@@ -18,24 +18,25 @@ export interface ResumeInputs {
  * Reads what a resume plans from. The snapshot is compared with the dataset a page of
  * fingerprints at a time, and its stored copies are parsed only for samples that changed or left
  * the dataset. With `sparse` (no re-run asked, nothing changed) the store says which samples still
- * have a key without a scored attempt (`reads.openSampleHeads`) and only their attempts are read:
- * a complete run is planned without mapping one attempt row. Otherwise every attempt is read.
+ * have a key without a scored attempt (`reads.openSampleHeads`; none when the run's figures count
+ * every key scored) and only their attempts are read: a complete run is planned without reading
+ * one attempt row. Otherwise every attempt is read.
  *
- * @example const inputs = await readResumeInputs(store, run.id, run.config.epochs, current, true);
+ * @example const inputs = await readResumeInputs(store, run, current, true);
  */
 export async function readResumeInputs(
   store: Store,
-  runId: string,
-  epochs: number,
+  run: Run,
   current: ReadonlyMap<string, SampleRecord>,
   sparse: boolean,
 ): Promise<ResumeInputs> {
+  const runId = run.id;
   const [{ snapshot, changed }, inflight] = await Promise.all([
     snapshotRecords(store, runId, current),
     store.runs.listInflight(runId),
   ]);
   if (sparse && !changed) {
-    const { sampleIds, heads } = await store.reads.openSampleHeads(runId, epochs);
+    const { sampleIds, heads } = await openSamples(store, run, snapshot.length);
     // A sample that is not open has every key scored; an open one may have scored attempts too.
     const scoredAny =
       sampleIds.length < snapshot.length || heads.some((a) => a.status === "scored");
@@ -43,6 +44,17 @@ export async function readResumeInputs(
   }
   const attempts = await store.reads.listAttemptHeads(runId);
   return { snapshot, attempts, inflight, scoredAny: attempts.some((a) => a.status === "scored") };
+}
+
+/**
+ * The samples with a key left to settle and their attempts. The figures the store keeps with
+ * every commit count the keys scored for their snapshot fingerprint (`planRun`'s preserved, as
+ * `figuresReport` shows): when that is every key, none is open and no attempt is read.
+ */
+async function openSamples(store: Store, run: Run, samples: number) {
+  const { figures } = await store.reads.readFigures(run.id, run.config.reducer);
+  if (figures.scored === samples * run.config.epochs) return { sampleIds: [], heads: [] };
+  return store.reads.openSampleHeads(run.id, run.config.epochs);
 }
 
 /**

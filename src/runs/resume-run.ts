@@ -171,7 +171,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
   // A worker's report tells other workers' attempts from those its plan read: it reads them all.
   const sparse = !options.asWorker && !asksRerun(run, options);
-  const inputs = await readResumeInputs(store, runId, run.config.epochs, current, sparse);
+  const inputs = await readResumeInputs(store, run, current, sparse);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
