@@ -47,6 +47,9 @@ describe.each([
         if (kept) fast++;
         expect(kept).toEqual(folded);
         expect(await storedReport(store, run)).toEqual(folded);
+        // As an invocation with nothing to do (a resume's settled report) where it gives one.
+        const now = await figuresReport(store, run, { invocation: true });
+        if (now) expect(now).toEqual(await foldedReport(store, run, { invocation: true }));
       });
       expect(fast).toBe(checks);
     },
