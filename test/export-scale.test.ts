@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
+import { startServe } from "./helpers/serve.js";
 
 // Issue 34's acceptance for `stet export`: a run of 200,000 keys exported in every format by a
 // CLI whose heap is capped below what the materialising export needed for the same run (main at
@@ -15,7 +16,8 @@ import { perTest } from "./helpers/eval-project.js";
 // report (`readRun`, what `stet show` reads), which they share with `show`. Not timed: it asserts
 // that the export finishes and is whole, not how fast. `stet diff` of the run with itself runs
 // under a tighter cap: the diff that held both runs whole needed 192–256 MB for it (main at
-// 2f4ae26); the streamed one about 20 MB.
+// 2f4ae26); the streamed one about 20 MB. The API's ResultSet is fetched from `stet serve`
+// under the export's cap.
 const KEYS = 200_000;
 const HEAP_MB = 256;
 const DIFF_HEAP_MB = 64;
@@ -59,6 +61,25 @@ async function countLines(path: string): Promise<number> {
   let n = 0;
   for await (const _line of createInterface({ input: createReadStream(path) })) n++;
   return n;
+}
+
+/** A response body read as it comes: how often `needle` occurs, and its last characters. */
+async function scanBody(res: Response, needle: string): Promise<{ count: number; end: string }> {
+  const decoder = new TextDecoder();
+  let count = 0;
+  let carry = "";
+  for await (const chunk of res.body!) {
+    const text = carry + decoder.decode(chunk, { stream: true });
+    let at = text.indexOf(needle);
+    while (at !== -1) {
+      count++;
+      at = text.indexOf(needle, at + needle.length);
+    }
+    // Kept so a needle across two chunks is found, and never counted twice.
+    carry = text.slice(-Math.max(needle.length - 1, 200));
+    if (carry.includes(needle)) carry = carry.slice(carry.lastIndexOf(needle) + needle.length);
+  }
+  return { count, end: (carry + decoder.decode()).slice(-200) };
 }
 
 /** The `n` lines of a file that follow the first line equal to `marker`. */
@@ -113,6 +134,21 @@ describe("stet export and diff of 200,000 keys with the heap capped", () => {
     expect(readFileSync(out("html"), "utf8")).toContain("This run has 200,000 keys");
     expect(statSync(out("html")).size).toBeLessThan(1_000_000);
     expect(readFileSync(out("markdown"), "utf8")).toContain(runId);
+    // The API's ResultSet, streamed by a server under the export's cap (the document it built
+    // whole needed 428 MB of heap for this run).
+    const server = await startServe(["--store", join(p.dir, ".stet", "stet.db")], {
+      NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}`,
+    });
+    try {
+      const res = await server.fetch(`/api/runs/${runId}/resultset`);
+      expect(res.status).toBe(200);
+      const body = await scanBody(res, '"test_case_id":');
+      expect(body.count).toBe(KEYS);
+      expect(body.end).toMatch(/"s99999"\],"epochs":1\}\}\}$/);
+    } finally {
+      server.proc.child.kill("SIGTERM");
+      await server.proc.done;
+    }
     const diff = await capped(p.dir, ["diff", runId, runId, "--json"], DIFF_HEAP_MB);
     expect({ code: diff.code, stderr: diff.stderr }).toEqual({ code: 0, stderr: "" });
     expect(JSON.parse(diff.stdout)).toMatchObject({
