@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildResultSet, loadOutcomes } from "../src/evalport/build-result-set.js";
 import { outcomePages } from "../src/evalport/outcome-pages.js";
+import { prepareResultSet, writeResultSet } from "../src/evalport/write-result-set.js";
+import { createApp } from "../src/server/create-app.js";
+import { createRedactor } from "../src/server/redact.js";
 import { applyReviews } from "../src/evalport/review-grades.js";
 import { loadTrajectories } from "../src/evalport/trajectory.js";
 import { openPostgresStore } from "../src/store/postgres/index.js";
@@ -147,9 +150,25 @@ describe("outcomePages", () => {
             expect(paged.filter((p) => p.reviews).length).toBe(4);
           }
         }
-        // The ResultSet the server and `--output` still build whole is the fixture's too.
+        // buildResultSet (the library's) gives the fixture's ResultSet too.
         const doc = await buildResultSet(store, RUNS[0]!);
         expect(`${JSON.stringify(doc, null, 2)}\n`).toBe(expected(`${RUNS[0]}.resultset`));
+        // The API streams it compact and redacted: `c.json(redact(doc))`, byte for byte.
+        const secret = "six é ✓";
+        expect(JSON.stringify(doc)).toContain(secret);
+        const app = createApp({ store, secrets: [secret] });
+        const res = await app.request(`/api/runs/${RUNS[0]}/resultset`);
+        expect(res.status).toBe(200);
+        expect(res.headers.get("content-type")).toBe("application/json");
+        const redacted = JSON.stringify(createRedactor([secret])(doc));
+        expect(redacted).not.toContain(secret);
+        expect(await res.text()).toBe(redacted);
+        let compact = "";
+        const coverage = await prepareResultSet(store, (await store.runs.get(RUNS[0]!))!);
+        await writeResultSet(store, coverage, async (text) => void (compact += text), {
+          style: "compact",
+        });
+        expect(compact).toBe(JSON.stringify(doc));
       } finally {
         await store.close();
       }

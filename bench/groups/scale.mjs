@@ -1,8 +1,9 @@
 // The scale group (issue 34): a run of 1,000,000 keys (STET_BENCH_SCALE sets another count, e.g.
 // 10000000) through the CLI, and what each read of it costs: wall and peak RSS of the run, the
-// resume plan of the complete run, `stet show`, `stet export --format jsonl`, beside the floor
-// the read paths are held against: the store's raw scan (a SELECT of every attempt row). One
-// repetition each (minutes at this size); run only when named: `npm run bench -- scale`.
+// resume plan of the complete run, `stet show`, `stet export --format jsonl`, `stet diff` of the
+// run with itself, beside the floor the read paths are held against: the store's raw scan (a
+// SELECT of every attempt row). One repetition each (minutes at this size); run only when named:
+// `npm run bench -- scale`.
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -75,6 +76,13 @@ export default async function scale() {
       `${fmt(exported.wallMs)} (${perSecond(N, exported.wallMs)}), ${mb(exported.rssKb)}; raw scan ${fmt(floor.ms)} (${perSecond(N, floor.ms)}), ${(exported.wallMs / floor.ms).toFixed(1)} × it`,
       "≥ 200,000 rows/s and ≤ 2 × the raw scan",
       (N / exported.wallMs) * 1000 >= 200_000 && exported.wallMs <= 2 * floor.ms,
+    );
+    const diff = await cli(["diff", runId, runId], dir);
+    report(
+      `\`stet diff\` of the ${n}-key run with itself (both read and paired): wall, peak RSS`,
+      `${fmt(diff.wallMs)}, ${mb(diff.rssKb)}`,
+      "≤ 300 MB",
+      diff.rssKb / 1024 <= 300,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

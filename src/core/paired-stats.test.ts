@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { comparePaired, mcnemarExact, mulberry32, signFlipTest } from "./paired-stats.js";
+import {
+  comparePaired,
+  mcnemarExact,
+  mulberry32,
+  PairedAccumulator,
+  signFlipTest,
+} from "./paired-stats.js";
 
 const ones = (n: number) => Array.from({ length: n }, () => 1);
 
@@ -81,5 +87,51 @@ describe("comparePaired", () => {
 
   it("reports an empty comparison without figures", () => {
     expect(comparePaired([], [])).toMatchObject({ n: 0, delta: null, pValue: 1 });
+  });
+});
+
+describe("PairedAccumulator", () => {
+  const grades = (n: number, seed: number) => {
+    const random = mulberry32(seed);
+    const a = Array.from({ length: n }, () => Math.floor(random() * 5) / 4);
+    const b = a.map((v) => Math.min(1, Math.max(0, v + (Math.floor(random() * 3) - 1) / 4)));
+    return { a, b };
+  };
+
+  it.each([
+    ["grades, sign-flip test", grades(3000, 3)],
+    ["0/1 values, McNemar", { a: ones(2000), b: ones(2000).map((_, i) => (i % 7 === 0 ? 0 : 1)) }],
+  ])("held as counts agrees with one draw per pair (%s)", (_, { a, b }) => {
+    const counted = new PairedAccumulator();
+    const drawn = new PairedAccumulator({ maxDistinct: 0 });
+    a.forEach((x, i) => {
+      counted.add(x, b[i]!);
+      drawn.add(x, b[i]!);
+    });
+    const c = counted.finish();
+    const d = drawn.finish();
+    const { ciLow, ciHigh, pValue, ...exact } = c;
+    expect(d).toMatchObject(exact);
+    // Two Monte Carlo estimates of the same interval and p-value from different draws.
+    expect(Math.abs(ciLow! - d.ciLow!)).toBeLessThan(0.003);
+    expect(Math.abs(ciHigh! - d.ciHigh!)).toBeLessThan(0.003);
+    expect(Math.abs(pValue - d.pValue)).toBeLessThan(0.02);
+  });
+
+  it("gives the arrays' means bit for bit, past the distinct values it holds as counts", () => {
+    const random = mulberry32(9);
+    const a = Array.from({ length: 3000 }, () => random());
+    const b = a.map((v) => v * 0.9 + random() * 0.05);
+    const c = comparePaired(a, b, { resamples: 200 });
+    let sumA = 0;
+    let sumD = 0;
+    a.forEach((x, i) => {
+      sumA += x;
+      sumD += b[i]! - x;
+    });
+    expect(c.meanA).toBe(sumA / a.length);
+    expect(c.delta).toBe(sumD / a.length);
+    expect(c.ciHigh!).toBeLessThan(0);
+    expect(c.test).toBe("permutation");
   });
 });

@@ -30,6 +30,37 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
   syncDirectory(dirname(path));
 }
 
+/**
+ * `writeFileAtomic` of a text written a piece at a time by `body` (each piece goes to the
+ * temporary file as it comes, so a long document is never held whole): the target is replaced
+ * only once `body` finished; if it throws, the old file (or none) stays and the error is thrown.
+ *
+ * @example await writeStreamAtomic("results.json", async (write) => { await write("{}\n"); });
+ */
+export async function writeStreamAtomic(
+  path: string,
+  body: (write: (text: string) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  ensureDirectory(dirname(path));
+  const temp = tempPath(path);
+  try {
+    const handle = await open(temp, "wx");
+    try {
+      await body(async (text) => {
+        await handle.write(text, null, "utf8");
+      });
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  syncDirectory(dirname(path));
+}
+
 /** `writeFileAtomic` for callers that must not yield (a log reopened before it appends). */
 export function writeFileAtomicSync(path: string, text: string): void {
   ensureDirectory(dirname(path));

@@ -50,6 +50,9 @@ export async function loadOutcomes(store: Store, runId: string): Promise<RunOutc
  * version. A run with keys not yet scored is partial (`metadata.openeval.partial`, with the
  * covered ids; see `assembleResultSet`). A run without any outcome has no valid ResultSet
  * (`results` needs one item): StetError `E_INVALID_INPUT`, so no invalid file is written.
+ * It holds the whole run in memory (every outcome and Result): for a large run, stream the same
+ * document with `prepareResultSet` and `writeResultSet`, as `stet export`, the API and
+ * `--output` do.
  *
  * @example
  * const doc = await buildResultSet(store, "r_abc");

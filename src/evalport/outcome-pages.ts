@@ -1,4 +1,5 @@
 import type { Json } from "../core/json.js";
+import { byteOrder } from "../core/keys.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Attempt, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
@@ -144,22 +145,5 @@ function groupBySample<A extends { sampleId: string }>(
   return out;
 }
 
-/**
- * Compares two strings by their UTF-8 bytes (code points), the order both stores sort sample ids
- * in. JavaScript's `<` compares UTF-16 code units: the two differ only where a character above
- * U+FFFF meets one in U+E000–U+FFFF.
- */
-export function byteOrder(a: string, b: string): number {
-  if (a === b) return 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-/** A UTF-16 unit's rank in code point order: surrogates (astral characters) after U+FFFF. */
-const codePointRank = (unit: number) =>
-  unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
+/** Sample ids' order in both stores (UTF-8 bytes); kept here for the modules that import it. */
+export { byteOrder } from "../core/keys.js";

@@ -1,14 +1,15 @@
-import { isStetError } from "../core/errors.js";
+import { isStetError, StetError } from "../core/errors.js";
 import { keyString } from "../core/keys.js";
 import type { RunEvent } from "../core/events.js";
 import type { Attempt } from "../core/types.js";
 import type { Store } from "../store/types.js";
-import { buildResultSet, loadOutcomes } from "./build-result-set.js";
+import { loadOutcomes } from "./build-result-set.js";
+import { prepareResultSet, writeResultSet } from "./write-result-set.js";
 import { toResult } from "./result-mapping.js";
 import { ResultLog } from "./result-log.js";
 import { resultKey, type EvalPortResult } from "./result-set-types.js";
 import { isObject } from "./validation-types.js";
-import { writeFileAtomic } from "../durable/write-file-atomic.js";
+import { writeStreamAtomic } from "../durable/write-file-atomic.js";
 
 /**
  * Where `--output <path>` writes: the Results JSONL streamed during the run and the ResultSet
@@ -133,8 +134,11 @@ export function createResultStream(options: { store: Store; path: string }): Res
     if (failure) return { ...report, problem: { message: failure.message, fatal: true } };
     if (runId === undefined) return report;
     try {
-      const doc = await buildResultSet(store, runId);
-      await writeFileAtomic(paths.resultSet, `${JSON.stringify(doc, null, 2)}\n`);
+      const run = await store.runs.get(runId);
+      if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${runId}"`);
+      // The first pass refuses a run with no result before the file is touched.
+      const coverage = await prepareResultSet(store, run);
+      await writeStreamAtomic(paths.resultSet, (write) => writeResultSet(store, coverage, write));
       return { ...report, written: true };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

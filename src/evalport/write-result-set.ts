@@ -37,12 +37,25 @@ export async function prepareResultSet(store: Store, run: Run): Promise<ResultSe
   return { run, complete: coverage.complete, latest: coverage.latest };
 }
 
+/** How a streamed ResultSet is laid out, and what its values go through before they are. */
+export interface ResultSetLayout {
+  /**
+   * `pretty` (default): `JSON.stringify(doc, null, 2)` and a newline, as `stet export` and
+   * `--output` write it; `compact`: `JSON.stringify(doc)`, as the API sends it.
+   */
+  style?: "pretty" | "compact";
+  /** Applied to each value written (the header, each Result, the summary, each id). */
+  redact?: <T>(value: T) => T;
+}
+
 /**
  * Streams a run's EvalPort ResultSet, byte for byte what `JSON.stringify(buildResultSet(…),
- * null, 2)` and a newline give, without holding its results: after `prepareResultSet`'s pass,
- * each page's Results are written as they are read (journals and reviews included) and added to
- * the summary; the metadata's `test_case_ids`, and a partial run's `covered`, are written from a
- * pass over the snapshot and one over the heads.
+ * null, 2)` and a newline give (`compact`: what `JSON.stringify(buildResultSet(…))` gives),
+ * without holding its results: after `prepareResultSet`'s pass, each page's Results are written
+ * as they are read (journals and reviews included) and added to the summary; the metadata's
+ * `test_case_ids`, and a partial run's `covered`, are written from a pass over the snapshot and
+ * one over the heads. A `redact`ed document is the whole document redacted (it replaces strings
+ * one by one, wherever they are).
  *
  * @example await writeResultSet(store, await prepareResultSet(store, run), write);
  */
@@ -50,8 +63,18 @@ export async function writeResultSet(
   store: Store,
   coverage: ResultSetCoverage,
   write: Write,
+  layout: ResultSetLayout = {},
 ): Promise<void> {
   const { run } = coverage;
+  const pretty = layout.style !== "compact";
+  const redact = layout.redact ?? (<T>(value: T) => value);
+  /** A line break and the indentation of `depth` (nothing when compact). */
+  const nl = (depth: number) => (pretty ? `\n${"  ".repeat(depth)}` : "");
+  const json = (value: unknown, depth: number) =>
+    pretty
+      ? indent(JSON.stringify(redact(value), null, 2), 2 * depth)
+      : JSON.stringify(redact(value));
+  const key = (name: string) => `"${name}":${pretty ? " " : ""}`;
   const epochs = run.config.epochs;
   const completedAt = coverage.complete ? coverage.latest : undefined;
   const { runner, provider, ...first } = resultSetHeader(run);
@@ -61,8 +84,8 @@ export async function writeResultSet(
     ...(provider !== undefined && { provider }),
     runner,
   };
-  const head = JSON.stringify(header, null, 2);
-  await write(`${head.slice(0, -2)},\n  "results": [\n`);
+  const head = json(header, 0);
+  await write(`${head.slice(0, -1 - nl(0).length)},${nl(1)}${key("results")}[`);
   const summary = new ResultSummary();
   let separator = "";
   for await (const page of outcomePages(store, run.id, "whole", { journal: true, reviews: true })) {
@@ -71,40 +94,45 @@ export async function writeResultSet(
       for (const a of outcomes) {
         const result = toResult(a, { epochs, journal: page.journalOf, reviews: page.reviewsOf });
         summary.add(result);
-        text += `${separator}    ${indent(JSON.stringify(result, null, 2), 4)}`;
-        separator = ",\n";
+        text += `${separator}${nl(2)}${json(result, 2)}`;
+        separator = ",";
       }
     }
     if (text !== "") await write(text);
   }
-  await write(`\n  ],\n  "summary": ${indent(JSON.stringify(summary.finish(), null, 2), 2)},\n`);
+  await write(`${nl(1)}],${nl(1)}${key("summary")}${json(summary.finish(), 1)},`);
+  const partial = `${nl(2)}${key("openeval")}{${nl(3)}${key("partial")}true${nl(2)}},`;
   await write(
-    `  "metadata": {\n${coverage.complete ? "" : `    "openeval": {\n      "partial": true\n    },\n`}` +
-      `    "stet": {\n      "test_case_ids": [`,
+    `${nl(1)}${key("metadata")}{${coverage.complete ? "" : partial}` +
+      `${nl(2)}${key("stet")}{${nl(3)}${key("test_case_ids")}[`,
   );
-  await writeIds(write, sampleIds(store, run.id));
-  await write(`,\n      "epochs": ${epochs}`);
+  const ids = (pages: AsyncIterable<string[]>) => writeIds(write, pages, (id) => json(id, 0), nl);
+  await ids(sampleIds(store, run.id));
+  await write(`,${nl(3)}${key("epochs")}${epochs}`);
   if (!coverage.complete) {
-    await write(`,\n      "covered": [`);
-    await writeIds(write, coveredIds(store, run));
+    await write(`,${nl(3)}${key("covered")}[`);
+    await ids(coveredIds(store, run));
   }
-  await write(`\n    }\n  }\n}\n`);
+  await write(`${nl(2)}}${nl(1)}}${nl(0)}}${pretty ? "\n" : ""}`);
 }
 
 /** JSON text nested `by` spaces deeper (its strings hold no raw newline). */
 const indent = (json: string, by: number) => json.replace(/\n/g, `\n${" ".repeat(by)}`);
 
-/** A list of ids as `JSON.stringify(…, null, 2)` writes it at the metadata's depth. */
-async function writeIds(write: Write, ids: AsyncIterable<string[]>): Promise<void> {
+/** A list of ids at the metadata's depth, as `JSON.stringify` writes it in the layout. */
+async function writeIds(
+  write: Write,
+  ids: AsyncIterable<string[]>,
+  json: (id: string) => string,
+  nl: (depth: number) => string,
+): Promise<void> {
   let any = false;
   for await (const page of ids) {
     if (page.length === 0) continue;
-    await write(
-      `${any ? "," : ""}\n        ${page.map((id) => JSON.stringify(id)).join(",\n        ")}`,
-    );
+    await write(`${any ? "," : ""}${nl(4)}${page.map(json).join(`,${nl(4)}`)}`);
     any = true;
   }
-  await write(any ? "\n      ]" : "]");
+  await write(any ? `${nl(3)}]` : "]");
 }
 
 async function* sampleIds(store: Store, runId: string): AsyncIterable<string[]> {

@@ -1,7 +1,7 @@
 import type { UsageTotal } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { Json } from "../core/json.js";
-import type { Run } from "../core/types.js";
+import type { Run, Sample } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { findBaseline, type BaselineSelector, type ChosenBaseline } from "./baseline.js";
 import { diffRuns, type RunDiff } from "./diff-runs.js";
@@ -85,11 +85,12 @@ async function regressedExamples(
 ): Promise<Record<string, RegressedExample[]>> {
   const wanted = new Set(diff.scorers.flatMap((s) => s.regressedIds.slice(0, EXAMPLES_PER_SCORER)));
   if (wanted.size === 0) return {};
-  const samples = new Map(
-    (await store.reads.getSamples(diff.runB))
-      .filter((r) => wanted.has(r.sample.id))
-      .map((r) => [r.sample.id, r.sample]),
-  );
+  // The snapshot a page at a time, keeping the few wanted: a large run is never held whole.
+  const samples = new Map<string, Sample>();
+  for await (const page of store.reads.samplePages(diff.runB)) {
+    for (const r of page) if (wanted.has(r.sample.id)) samples.set(r.sample.id, r.sample);
+    if (samples.size === wanted.size) break;
+  }
   const outputOf = async (runId: string, sampleId: string): Promise<Json | null> => {
     const attempts = await store.reads.listAttempts(runId, { sampleId, epoch: 1 });
     return attempts.at(-1)?.output ?? null;

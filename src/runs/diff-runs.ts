@@ -1,9 +1,10 @@
 import { StetError } from "../core/errors.js";
-import { OutcomeFold } from "../core/outcome-fold.js";
-import { comparePaired, type PairedComparison } from "../core/paired-stats.js";
+import { PairedAccumulator, type PairedComparison } from "../core/paired-stats.js";
 import type { Run } from "../core/types.js";
-import type { AttemptHead, Store } from "../store/types.js";
+import { byteOrder } from "../core/keys.js";
+import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
+import { SampleCursor, sampleValuePages, type SampleValues } from "./sample-values.js";
 
 /** The p-value below which a difference counts as significant. */
 export const DIFF_ALPHA = 0.05;
@@ -17,7 +18,7 @@ export interface ScorerDiff extends Omit<PairedComparison, "n"> {
   unpaired: number;
   /** p < DIFF_ALPHA and B lower: what `--fail-on-regression` fails on. */
   significantRegression: boolean;
-  /** Samples whose value dropped from A to B, by sample id (binary order). */
+  /** Samples whose value dropped from A to B, by sample id (UTF-8 byte order, the stores'). */
   regressedIds: string[];
 }
 
@@ -28,29 +29,27 @@ export interface RunDiff {
   evalA: string;
   evalB: string;
   scorers: ScorerDiff[];
-  /** Sample ids in one run's snapshot only: reported, never paired. */
+  /** Sample ids in one run's snapshot only (byte order): reported, never paired. */
   onlyInA: string[];
   onlyInB: string[];
   /** Ids in both runs whose content (fingerprint) differs: not the same sample, so not paired. */
   changed: string[];
 }
 
-interface RunValues {
-  run: Run;
-  fingerprints: Map<string, string>;
-  /** Per sample id, the epoch-reduced value of each of the run's scorers. */
-  values: Map<string, readonly (number | null)[]>;
-}
-
 export interface DiffOptions {
   /** Compare runs of two different evals (refused otherwise: their samples do not pair). */
   allowDifferentEvals?: boolean;
+  /** Samples read per page of each run (1,000 by default). */
+  pageSize?: number;
 }
 
 /**
  * Two runs compared sample by sample: each run's outcomes reduced over epochs with its own
  * reducer (the fold of its report), paired by sample id, and for each scorer both have the
- * paired statistics (`comparePaired`). Throws `E_RUN_NOT_FOUND`, and `E_DIFFERENT_EVALS` for
+ * paired statistics (`PairedAccumulator`, `comparePaired`'s). Both runs are read a page at a
+ * time in sample-id order and merged, so what it holds grows with the differences it reports
+ * (ids only in one run, changed, regressed), not with the runs (see `PairedAccumulator` for
+ * scores with many distinct values). Throws `E_RUN_NOT_FOUND`, and `E_DIFFERENT_EVALS` for
  * runs of two evals unless `allowDifferentEvals`: a sample id of one eval is not the same sample
  * in another, so a paired test over them would be a number without a meaning.
  *
@@ -69,82 +68,86 @@ export async function diffRuns(
       `runs ${runA.id} and ${runB.id} are of different evals ("${runA.evalName}" and ` +
         `"${runB.evalName}"): their samples do not pair, so a paired comparison would mean nothing`,
     );
-  const [a, b] = await Promise.all([runValues(store, runA), runValues(store, runB)]);
-  const inBoth: string[] = [];
-  const changed: string[] = [];
-  const onlyInA: string[] = [];
-  for (const [id, print] of a.fingerprints) {
-    const other = b.fingerprints.get(id);
-    if (other === undefined) onlyInA.push(id);
-    else if (other === print) inBoth.push(id);
-    else changed.push(id);
-  }
-  const onlyInB = [...b.fingerprints.keys()].filter((id) => !a.fingerprints.has(id));
-  const common = a.run.config.scorers.filter((s) => b.run.config.scorers.includes(s));
-  return {
-    runA: a.run.id,
-    runB: b.run.id,
-    evalA: a.run.evalName,
-    evalB: b.run.evalName,
-    scorers: common.map((scorer) => diffScorer(scorer, a, b, inBoth.sort(binary))),
-    onlyInA: onlyInA.sort(binary),
-    onlyInB: onlyInB.sort(binary),
-    changed: changed.sort(binary),
+  const common = runA.config.scorers.filter((s) => runB.config.scorers.includes(s));
+  const scorers = common.map((scorer) => new ScorerPairs(scorer, runA, runB));
+  const diff: RunDiff = {
+    runA: runA.id,
+    runB: runB.id,
+    evalA: runA.evalName,
+    evalB: runB.evalName,
+    scorers: [],
+    onlyInA: [],
+    onlyInB: [],
+    changed: [],
   };
-}
-
-function diffScorer(scorer: string, a: RunValues, b: RunValues, ids: string[]): ScorerDiff {
-  const ia = a.run.config.scorers.indexOf(scorer);
-  const ib = b.run.config.scorers.indexOf(scorer);
-  const xs: number[] = [];
-  const ys: number[] = [];
-  const regressedIds: string[] = [];
-  for (const id of ids) {
-    const x = a.values.get(id)?.[ia] ?? null;
-    const y = b.values.get(id)?.[ib] ?? null;
-    if (x === null || y === null) continue;
-    xs.push(x);
-    ys.push(y);
-    if (y < x) regressedIds.push(id);
+  // A merge join of the two runs' samples, both in sample-id order: a page of each is held.
+  const a = new SampleCursor(sampleValuePages(store, runA, options.pageSize));
+  const b = new SampleCursor(sampleValuePages(store, runB, options.pageSize));
+  for (;;) {
+    const [x, y] = [await a.current(), await b.current()];
+    if (!x && !y) break;
+    const order = !x ? 1 : !y ? -1 : byteOrder(x.id, y.id);
+    if (order < 0) {
+      diff.onlyInA.push(x!.id);
+      a.advance();
+    } else if (order > 0) {
+      diff.onlyInB.push(y!.id);
+      b.advance();
+    } else {
+      if (x!.fingerprint !== y!.fingerprint) diff.changed.push(x!.id);
+      else for (const pairs of scorers) pairs.add(x!, y!);
+      a.advance();
+      b.advance();
+    }
   }
-  const stats = comparePaired(xs, ys);
-  return {
-    scorer,
-    paired: stats.n,
-    unpaired: ids.length - stats.n,
-    meanA: stats.meanA,
-    meanB: stats.meanB,
-    delta: stats.delta,
-    ciLow: stats.ciLow,
-    ciHigh: stats.ciHigh,
-    pValue: stats.pValue,
-    test: stats.test,
-    significantRegression: (stats.delta ?? 0) < 0 && stats.pValue < DIFF_ALPHA,
-    improved: stats.improved,
-    regressed: stats.regressed,
-    unchanged: stats.unchanged,
-    regressedIds,
-  };
+  diff.scorers = scorers.map((pairs) => pairs.finish());
+  return diff;
 }
 
-async function runValues(store: Store, run: Run): Promise<RunValues> {
-  const prints = await store.reads.listSampleFingerprints(run.id);
-  const fingerprints = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
-  const values = new Map<string, readonly (number | null)[]>();
-  // The report's own fold, so a diff's means are exactly the runs' reported metrics.
-  const fold = new OutcomeFold<AttemptHead>({
-    fingerprintOf: (id) => fingerprints.get(id),
-    scorers: run.config.scorers,
-    reducer: run.config.reducer,
-    isNow: () => false,
-    onSample: (sampleId, reduced) => values.set(sampleId, reduced),
-  });
-  for await (const page of store.reads.attemptHeadPages(run.id))
-    for (const head of page) fold.add(head);
-  fold.finish();
-  return { run, fingerprints, values };
-}
+/** One common scorer's pairs, taken a sample at a time. */
+class ScorerPairs {
+  readonly #scorer: string;
+  readonly #ia: number;
+  readonly #ib: number;
+  readonly #pairs = new PairedAccumulator();
+  readonly #regressedIds: string[] = [];
+  #unpaired = 0;
 
-function binary(x: string, y: string): number {
-  return x < y ? -1 : x > y ? 1 : 0;
+  constructor(scorer: string, runA: Run, runB: Run) {
+    this.#scorer = scorer;
+    this.#ia = runA.config.scorers.indexOf(scorer);
+    this.#ib = runB.config.scorers.indexOf(scorer);
+  }
+
+  add(a: SampleValues, b: SampleValues): void {
+    const x = a.values[this.#ia] ?? null;
+    const y = b.values[this.#ib] ?? null;
+    if (x === null || y === null) {
+      this.#unpaired++;
+      return;
+    }
+    this.#pairs.add(x, y);
+    if (y < x) this.#regressedIds.push(a.id);
+  }
+
+  finish(): ScorerDiff {
+    const stats = this.#pairs.finish();
+    return {
+      scorer: this.#scorer,
+      paired: stats.n,
+      unpaired: this.#unpaired,
+      meanA: stats.meanA,
+      meanB: stats.meanB,
+      delta: stats.delta,
+      ciLow: stats.ciLow,
+      ciHigh: stats.ciHigh,
+      pValue: stats.pValue,
+      test: stats.test,
+      significantRegression: (stats.delta ?? 0) < 0 && stats.pValue < DIFF_ALPHA,
+      improved: stats.improved,
+      regressed: stats.regressed,
+      unchanged: stats.unchanged,
+      regressedIds: this.#regressedIds,
+    };
+  }
 }

@@ -230,6 +230,19 @@ describe("reading", () => {
     expect((body as { results: unknown[] }).results).toHaveLength(6);
   });
 
+  it("answers 409 no_results, before streaming, for a run with no finished sample", async () => {
+    const t = setup([additionEval().ev]);
+    await t.store.runs.create({
+      id: "r_unstarted",
+      config: runConfig({ evalName: "x", epochs: 1, concurrency: 1, solver: {}, scorers: [] }),
+      samples: [{ sample: { id: "a", input: "a" }, fingerprint: "fp:a" }],
+      owner: { host: "other-host#1234", pid: 77, token: "tok-elsewhere" },
+    });
+    const { status, body } = await t.json("/api/runs/r_unstarted/resultset");
+    expect(status).toBe(409);
+    expect(body).toMatchObject({ error: { code: "no_results", message: /no finished sample/ } });
+  });
+
   it("pages a run's samples with filters, and shows one sample's attempt history", async () => {
     const t = setup([additionEval().ev]);
     const runId = await completedRun(t);

@@ -85,10 +85,14 @@ export function toSampleRecord(row: SampleRow, runId: string): SampleRecord {
   };
 }
 
+/** How many distinct scores (and error) texts an attempt mapper keeps parsed. */
+const PARSED_CACHE_MAX = 4_096;
+
 /**
  * Maps attempt rows of one run. Listings repeat the same scores text many times (every exact
  * match scores `[{"scorer":"exact","value":1}]`), so each distinct text is parsed once and
- * the parsed value, deep-frozen, is shared by the attempts that stored it.
+ * the parsed value, deep-frozen, is shared by the attempts that stored it (up to
+ * `PARSED_CACHE_MAX` texts at a time).
  */
 export function attemptMapper(runId: string) {
   const scoresCache = new Map<string, Score[]>();
@@ -104,6 +108,9 @@ export function attemptMapper(runId: string) {
     let value = cache.get(text);
     if (value === undefined) {
       value = deepFreeze(parseColumn(schema, text, where(runId, row, column)));
+      // Texts that differ row by row (a scorer's answer) would fill it with the whole run: a
+      // paged read's memory stays bounded by starting again when it is full.
+      if (cache.size >= PARSED_CACHE_MAX) cache.clear();
       cache.set(text, value);
     }
     return value;

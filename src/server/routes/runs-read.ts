@@ -1,4 +1,5 @@
 import { Hono, type Context } from "hono";
+import { stream } from "hono/streaming";
 import * as z from "zod";
 import type {
   JournalStepView,
@@ -9,7 +10,7 @@ import type {
 import { isStetError } from "../../core/errors.js";
 import { parseLabels, type RunLabels } from "../../core/labels.js";
 import { runStatusSchema } from "../../core/schemas.js";
-import { buildResultSet } from "../../evalport/build-result-set.js";
+import { prepareResultSet, writeResultSet } from "../../evalport/write-result-set.js";
 import { runBatches } from "../../runs/run-batches.js";
 import { listRunsWithFigures } from "../../runs/list-run-figures.js";
 import { requireRun } from "../../runs/require-run.js";
@@ -123,15 +124,31 @@ export function runsReadRoutes(deps: AppDeps): Hono {
   });
 
   app.get("/runs/:id/resultset", async (c) => {
-    const runId = c.req.param("id");
-    await requireRun(store, runId);
-    const doc = await buildResultSet(store, runId).catch((error: unknown) => {
-      // A ResultSet needs one result: a run with no finished sample has none to give.
+    const run = await requireRun(store, c.req.param("id"));
+    // The first pass finds whether there is any result before a byte is sent: a ResultSet needs
+    // one, and a run with no finished sample has none to give.
+    const coverage = await prepareResultSet(store, run).catch((error: unknown) => {
       if (isStetError(error, "E_INVALID_INPUT"))
         throw new ApiError(409, "no_results", error.message);
       throw error;
     });
-    return c.json(redact(doc));
+    c.header("Content-Type", "application/json");
+    // Streamed a page of samples at a time (what `c.json` of the whole document sent, byte for
+    // byte), so a large run is never held; a client that leaves stops the reads.
+    return stream(
+      c,
+      async (out) => {
+        const write = async (text: string) => {
+          if (out.aborted) throw new ClientGone();
+          await out.write(text);
+        };
+        await writeResultSet(store, coverage, write, { style: "compact", redact });
+      },
+      async (error) => {
+        if (!(error instanceof ClientGone))
+          deps.log(`ResultSet of ${run.id} cut short: ${redact(error.message)}`);
+      },
+    );
   });
 
   app.get("/runs/:id/samples/:sampleId", async (c) => {
@@ -181,3 +198,6 @@ export function runsReadRoutes(deps: AppDeps): Hono {
 
   return app;
 }
+
+/** A streamed response's client went away: the rest is not read. */
+class ClientGone extends Error {}
