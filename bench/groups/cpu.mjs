@@ -63,7 +63,7 @@ export default async function cpuGroup() {
     report(
       `${build.name}: main-thread CPU per chat sample (2,000 samples, 0 ms mock in another process, concurrency 50, SQLite)`,
       spread(f.chat, us),
-      "≤ ½ of cef559c's",
+      "— (≤ ½ of cef559c's: see the ratio with STET_BENCH_BASELINE)",
       true,
     );
     report(
