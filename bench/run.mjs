@@ -1,7 +1,7 @@
 // stet benchmarks: prints figures (medians of repeated runs), asserts nothing.
 //   npm run bench            all of them
 //   npm run bench -- quick   fewer repetitions
-//   npm run bench -- chat    only some groups (startup, throughput, chat, large, postgres, journal,
+//   npm run bench -- chat    only some groups (startup, throughput, chat, cpu, large, postgres, journal,
 //                            agent, sandbox, report, workers, recovery, reuse, rate-limits),
 //                            with or without quick
 //   npm run bench -- scale   1,000,000 keys (STET_BENCH_SCALE=10000000 for 10 M): only when named
@@ -13,6 +13,7 @@
 // projects, servers) is bench/harness.mjs.
 import agent from "./groups/agent.mjs";
 import chat from "./groups/chat.mjs";
+import cpu from "./groups/cpu.mjs";
 import journal from "./groups/journal.mjs";
 import large from "./groups/large.mjs";
 import postgres from "./groups/postgres.mjs";
@@ -32,6 +33,7 @@ const GROUPS = {
   startup,
   throughput,
   chat,
+  cpu,
   large,
   postgres,
   journal,

@@ -51,6 +51,16 @@ export const jsonSchema = z.custom<Json>().superRefine((value, ctx) => {
 });
 
 /**
+ * Whether `value` is one `jsonSchema` accepts, asked without zod (what every attempt's output
+ * and journal entry is checked by; the schema words the problem when it is not).
+ *
+ * @example isJson({ a: [1, "x", null] }) // true
+ */
+export function isJson(value: unknown): value is Json {
+  return findNonJson(value, value, []) === undefined;
+}
+
+/**
  * Like `jsonSchema`, for an object of JSON values.
  *
  * @example jsonObjectSchema.parse({ difficulty: "hard" })
@@ -62,6 +72,10 @@ export const jsonObjectSchema = z
     if (problem) ctx.addIssue({ code: "custom", ...problem });
   });
 
+/**
+ * The first problem in `value`, or undefined. `path` is the walk's own stack (pushed and popped,
+ * so a value that is JSON costs no array per member); a problem gets a copy of it.
+ */
 function findNonJson(
   value: unknown,
   root: unknown,
@@ -72,37 +86,46 @@ function findNonJson(
     case "boolean":
       return undefined;
     case "number":
-      return Number.isFinite(value) ? undefined : { path, message: `${value} is not JSON` };
+      return Number.isFinite(value)
+        ? undefined
+        : { path: [...path], message: `${value} is not JSON` };
     case "bigint":
       return {
-        path,
+        path: [...path],
         message: `a BigInt (${value}n) is not JSON; convert it to a number or a string`,
       };
     case "object":
       if (value === null) return undefined;
-      if (path.length >= MAX_JSON_DEPTH) return tooDeep(root, path);
+      if (path.length >= MAX_JSON_DEPTH) return tooDeep(root, [...path]);
       if (Array.isArray(value)) {
         for (let index = 0; index < value.length; index += 1) {
-          const problem = findNonJson(value[index] as unknown, root, [...path, index]);
+          path.push(index);
+          const problem = findNonJson(value[index] as unknown, root, path);
+          path.pop();
           if (problem) return problem;
         }
         return undefined;
       }
       if (!isPlainObject(value)) {
         const kind = (value as { constructor?: { name?: string } }).constructor?.name ?? "object";
-        return { path, message: `a ${kind} is not JSON; convert it first` };
+        return { path: [...path], message: `a ${kind} is not JSON; convert it first` };
       }
       for (const key in value) {
         const member = value[key];
-        const problem =
-          member === undefined ? undefined : findNonJson(member, root, [...path, key]);
+        if (member === undefined) continue;
+        path.push(key);
+        const problem = findNonJson(member, root, path);
+        path.pop();
         if (problem) return problem;
       }
       return undefined;
     case "undefined":
-      return { path, message: path.length === 0 ? "required" : "undefined is not JSON" };
+      return {
+        path: [...path],
+        message: path.length === 0 ? "required" : "undefined is not JSON",
+      };
     default:
-      return { path, message: `${typeof value} is not JSON` };
+      return { path: [...path], message: `${typeof value} is not JSON` };
   }
 }
 

@@ -23,6 +23,24 @@ describe("normalizeSolverReturn", () => {
     });
   });
 
+  it("gives what the schema gives: members it does not know dropped, usage beyond tokens parsed", () => {
+    const usage = { inputTokens: 3, outputTokens: 1 };
+    expect(normalizeSolverReturn({ output: "a", usage, retries: 2 })).toStrictEqual({
+      output: "a",
+      usage,
+      retries: 2,
+    });
+    expect(normalizeSolverReturn({ output: "a", extra: 1 } as never)).toStrictEqual({
+      output: "a",
+    });
+    expect(
+      normalizeSolverReturn({ output: "a", usage: { ...usage, note: "x" } } as never),
+    ).toStrictEqual({ output: "a", usage });
+    expect(() => normalizeSolverReturn({ output: "a", retries: -1 })).toThrow(
+      "solver returned an invalid result",
+    );
+  });
+
   it.each([
     ["a BigInt", 10n, "solver output is not JSON-serialisable: a BigInt (10n) is not JSON"],
     [

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { ScoreValue, SolverResult, SolverReturn } from "./eval.js";
-import { jsonSchema } from "./json.js";
-import { retriesSchema, usageSchema } from "./schemas.js";
+import { isJson, jsonSchema } from "./json.js";
+import { isPlainUsage, retriesSchema, usageSchema } from "./schemas.js";
 import type { Score } from "./types.js";
 
 const solverResultSchema = z.object({
@@ -21,6 +21,8 @@ const solverResultSchema = z.object({
  */
 export function normalizeSolverReturn(value: SolverReturn | undefined): SolverResult {
   if (value !== null && typeof value === "object" && !Array.isArray(value) && "output" in value) {
+    const plain = plainResult(value as Record<string, unknown>);
+    if (plain) return plain;
     const parsed = solverResultSchema.safeParse(value);
     if (parsed.success) return parsed.data;
     const [issue] = parsed.error.issues;
@@ -30,10 +32,35 @@ export function normalizeSolverReturn(value: SolverReturn | undefined): SolverRe
     }
     throw new Error(`solver returned an invalid result: ${parsed.error.message}`);
   }
+  if (isJson(value)) return { output: value };
   const parsed = jsonSchema.safeParse(value);
   if (parsed.success) return { output: parsed.data };
   const [issue] = parsed.error.issues;
   throw notSerialisable("output", issue?.path ?? [], issue?.message ?? "not JSON");
+}
+
+const RESULT_FIELDS: ReadonlySet<string> = new Set(["output", "usage", "transcript", "retries"]);
+
+/**
+ * A `{ output, usage?, transcript?, retries? }` that `solverResultSchema` accepts, checked
+ * without zod (every attempt's solver returns here), or undefined for the schema to decide and
+ * word. The same value as the schema's parse: the usage object itself, no member it drops.
+ */
+function plainResult(value: Record<string, unknown>): SolverResult | undefined {
+  if (Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+  for (const key in value) if (!RESULT_FIELDS.has(key)) return undefined;
+  const { output, usage, transcript, retries } = value;
+  if (!isJson(output)) return undefined;
+  if (transcript !== undefined && !isJson(transcript)) return undefined;
+  if (retries !== undefined && !(Number.isSafeInteger(retries) && (retries as number) >= 0)) {
+    return undefined;
+  }
+  if (usage !== undefined && !isPlainUsage(usage)) return undefined;
+  const result: SolverResult = { output };
+  if (usage !== undefined) result.usage = usage as SolverResult["usage"] & object;
+  if (transcript !== undefined) result.transcript = transcript;
+  if (retries !== undefined) result.retries = retries as number;
+  return result;
 }
 
 /** `solver output is not JSON-serialisable: output.a.b: a BigInt (10n) is not JSON; …` */

@@ -38,7 +38,13 @@ export function checkUsage(usage: unknown) {
   return parsed.success ? undefined : parsed;
 }
 
-function isPlainUsage(usage: unknown): boolean {
+/**
+ * Whether a usage is the common one (tokens, maybe a cost, nothing else, as a plain object): one
+ * `usageSchema` accepts and parses to an equal object.
+ *
+ * @example isPlainUsage({ inputTokens: 10, outputTokens: 2, costUsd: 0.1 }) // true
+ */
+export function isPlainUsage(usage: unknown): boolean {
   if (
     typeof usage !== "object" ||
     usage === null ||

@@ -40,3 +40,29 @@ describe("Redactor.with", () => {
     ]);
   });
 });
+
+describe("Redactor.json", () => {
+  const redactor = createSecretRedactor([{ name: "OPENAI_API_KEY", value: "sk-live-123456" }]);
+
+  it("returns a value that holds no secret as it is, without copying it", () => {
+    const value = { messages: [{ role: "user", content: "2+2?" }], n: 1, none: null };
+    const redaction = redactor.json(value);
+    expect(redaction.value).toBe(value);
+    expect(redaction.found).toEqual([]);
+  });
+
+  it.each([
+    [
+      "a string deep inside",
+      { a: [{ b: ["x", "key sk-live-123456"] }] },
+      { a: [{ b: ["x", "key [redacted]"] }] },
+    ],
+    ["a key", { "sk-live-123456": 1 }, { "[redacted]": 1 }],
+    ["its base64 form", ["Basic " + btoa("sk-live-123456")], ["Basic [redacted]"]],
+    ["its URL-encoded form", "q=sk-live-123456", "q=[redacted]"],
+  ])("finds the secret in %s and copies only then", (_what, value, clean) => {
+    const redaction = redactor.json(value as never);
+    expect(redaction.value).toEqual(clean);
+    expect(redaction.found).toEqual(["OPENAI_API_KEY"]);
+  });
+});

@@ -82,6 +82,18 @@ export function createSecretRedactor(secrets: readonly Secret[]): Redactor {
     }
     return out;
   };
+  /** Whether any string or key in `value` holds a form: asked before anything is copied. */
+  const holds = (value: unknown): boolean => {
+    if (typeof value === "string") return forms.some(({ form }) => value.includes(form));
+    if (Array.isArray(value)) return value.some(holds);
+    if (value !== null && typeof value === "object") {
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        if (holds(key) || holds((value as Record<string, unknown>)[key])) return true;
+      }
+    }
+    return false;
+  };
   const walk = (value: unknown, found: Set<string>): unknown => {
     if (typeof value === "string") return text(value, found);
     if (Array.isArray(value)) return value.map((item) => walk(item, found));
@@ -101,7 +113,9 @@ export function createSecretRedactor(secrets: readonly Secret[]): Redactor {
   const redactor: Redactor = {
     empty: forms.length === 0,
     text: (value) => run(value, text),
-    json: (value) => run(value, (v, found) => walk(v, found) as typeof v),
+    // Most values hold no secret: they are scanned, and only one that holds a secret is copied
+    // (a walk builds a new object for every object and array it passes).
+    json: (value) => run(value, (v, found) => (holds(v) ? (walk(v, found) as typeof v) : v)),
     with: (more) => {
       const added = more.filter((secret) => secret.value !== "" && !known.has(secret.value));
       return added.length === 0 ? redactor : createSecretRedactor([...secrets, ...added]);

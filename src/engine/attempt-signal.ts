@@ -1,3 +1,4 @@
+import { watchAbort } from "../core/abort-watch.js";
 import { configurationFaultSchema } from "../core/schemas.js";
 import type { AttemptError } from "../core/types.js";
 import { PausableTimer, type TimeoutClock } from "./pausable-timer.js";
@@ -49,9 +50,9 @@ export async function withTimeout<T>(
 export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    // The run's signal, watched by every attempt: a watcher, not a listener each (abort-watch).
+    const unwatch = watchAbort(signal, () => reject(signal.reason));
+    work.then(resolve, reject).finally(unwatch);
   });
 }
 

@@ -6,6 +6,7 @@ import { resumeRun } from "../runs/resume-run.js";
 import { runEval } from "../runs/start-run.js";
 import type { Store } from "../store/types.js";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
+import { notJson } from "./step-journal.js";
 
 const store = storesPerTest();
 
@@ -431,5 +432,21 @@ describe("ctx.step with { behind: true }", () => {
       [0, "a"],
       [1, "b"],
     ]);
+  });
+});
+
+describe("notJson", () => {
+  const cycle: Record<string, unknown> = { a: 1 };
+  cycle.self = { back: cycle };
+  it.each([
+    ["JSON", { a: [1, "x", null, { b: true }], u: undefined }, null],
+    ["NaN at the top", NaN, "$ is NaN"],
+    ["Infinity deep inside", { a: [1, { b: Infinity }] }, "$.a[1].b is Infinity"],
+    ["a function in an array", [0, [1, () => 1]], "$[1][1] is a function"],
+    ["a cycle", cycle, "$.self.back is a cycle"],
+    ["a Date", { d: new Date(0) }, "$.d is a Date"],
+    ["undefined in an array", { v: [undefined] }, "$.v[0] is a undefined"],
+  ])("says where %s is", (_what, value, says) => {
+    expect(notJson(value, new Set())).toBe(says);
   });
 });

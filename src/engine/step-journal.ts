@@ -304,28 +304,53 @@ function jsonText(value: unknown, what: string): string {
   return canonicalJson(value);
 }
 
-function notJson(value: unknown, seen: Set<object>, path = "$"): string | null {
+/**
+ * What is not JSON in `value`, as "$.a[0] is NaN", or null. The path is built only for a problem
+ * (each level adds its part on the way back): a value that is JSON costs no string per member.
+ *
+ * @example notJson({ a: [NaN] }, new Set()) // "$.a[0] is NaN"
+ */
+export function notJson(value: unknown, seen: Set<object>): string | null {
+  const problem = findNotJson(value, seen);
+  return problem && `$${problem.at.reverse().join("")} ${problem.says}`;
+}
+
+/** A problem found: where (innermost part first) and what. */
+interface NotJson {
+  at: string[];
+  says: string;
+}
+
+function within(problem: NotJson, part: string): NotJson {
+  problem.at.push(part);
+  return problem;
+}
+
+function findNotJson(value: unknown, seen: Set<object>): NotJson | null {
   if (value === null || typeof value === "string" || typeof value === "boolean") return null;
-  if (typeof value === "number") return Number.isFinite(value) ? null : `${path} is ${value}`;
-  if (typeof value !== "object") return `${path} is a ${typeof value}`;
-  if (seen.has(value)) return `${path} is a cycle`;
+  if (typeof value === "number")
+    return Number.isFinite(value) ? null : { at: [], says: `is ${value}` };
+  if (typeof value !== "object") return { at: [], says: `is a ${typeof value}` };
+  if (seen.has(value)) return { at: [], says: "is a cycle" };
   seen.add(value);
   try {
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
-        const p = notJson(value[i], seen, `${path}[${i}]`);
-        if (p) return p;
+        const problem = findNotJson(value[i], seen);
+        if (problem) return within(problem, `[${i}]`);
       }
       return null;
     }
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) {
-      return `${path} is a ${(value as object).constructor?.name ?? "non-plain object"}`;
+      return { at: [], says: `is a ${(value as object).constructor?.name ?? "non-plain object"}` };
     }
-    for (const [k, v] of Object.entries(value)) {
-      if (v === undefined) continue;
-      const p = notJson(v, seen, `${path}.${k}`);
-      if (p) return p;
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
+      const member = (value as Record<string, unknown>)[key];
+      if (member === undefined) continue;
+      const problem = findNotJson(member, seen);
+      if (problem) return within(problem, `.${key}`);
     }
     return null;
   } finally {

@@ -16,6 +16,7 @@ import type { Backoff } from "./backoff.js";
 import { bareModel, providerOf } from "./model-name.js";
 import { openai } from "./openai-provider.js";
 import type { ChatMessage, Provider } from "./provider.js";
+import { httpTarget } from "./http-post.js";
 import { Failure, postWithRetries, redactUrl } from "./retrying-post.js";
 import { SolverError } from "./solver-error.js";
 
@@ -191,7 +192,7 @@ export async function postToEndpoint<T>(
 ): Promise<{ value: T; requests: number }> {
   const { baseURL, apiKey } = resolveEndpoint(endpoint, provider);
   const url = `${baseURL}${path}`;
-  if (!isHttpUrl(url)) {
+  if (httpTarget(url) === undefined) {
     const message = `POST ${redactUrl(url)} (${what}) failed: the base URL ${JSON.stringify(redactUrl(baseURL))} is not an http:// or https:// URL`;
     throw new SolverError("provider", message, {
       configuration: { cause: "invalid-url", url: redactUrl(url) },
@@ -247,15 +248,6 @@ function usedTokens(value: unknown): number | undefined {
   const usage = (value as { usage?: ReplyTokens } | null)?.usage;
   if (!usage) return undefined;
   return (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
-}
-
-function isHttpUrl(url: string): boolean {
-  try {
-    const { protocol } = new URL(url);
-    return protocol === "http:" || protocol === "https:";
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Agent, request as httpRequest } from "node:http";
+import type { Agent, request as httpRequest, RequestOptions } from "node:http";
 
 export interface HttpResponse {
   status: number;
@@ -6,6 +6,11 @@ export interface HttpResponse {
   /** Response headers by lower-case name (the `Headers` subset the callers use). */
   headers: Pick<Headers, "get">;
   text: string;
+}
+
+/** How a caller ends a request in flight (its timeout, its abort): set while it is in flight. */
+export interface RequestHandle {
+  end?: ((error: Error) => void) | undefined;
 }
 
 interface Client {
@@ -30,6 +35,38 @@ function clientFor(protocol: string): Client {
   return client;
 }
 
+/** An http(s) URL as node:http takes it (host, port, path, user info), parsed once. */
+type Target = RequestOptions & { protocol: string };
+
+// Each URL parsed once, not per request (a run sends thousands to the same few). Bounded: a
+// process that sends to more URLs than this parses them again.
+const MAX_TARGETS = 256;
+const targets = new Map<string, Target | null>();
+
+/**
+ * `url` as node:http takes it, or undefined when it is not an http:// or https:// URL. Parsed
+ * once per URL (what `new URL` and node:http's conversion would make of it on every request).
+ *
+ * @example httpTarget("http://127.0.0.1:8000/v1/chat/completions")?.path // "/v1/chat/completions"
+ */
+export function httpTarget(url: string): Target | undefined {
+  let target = targets.get(url);
+  if (target === undefined) {
+    target = parseTarget(url);
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(url, target);
+  }
+  return target ?? undefined;
+}
+
+function parseTarget(url: string): Target | null {
+  if (!URL.canParse(url)) return null;
+  const parsed = new URL(url);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+  const { urlToHttpOptions } = process.getBuiltinModule("node:url");
+  return urlToHttpOptions(parsed) as Target;
+}
+
 /**
  * Loads the HTTP client that requests to `url` will use, ahead of the first one: a solver calls
  * it when it is made (as the eval loads), so that loading node:http (several ms) is start-up,
@@ -42,32 +79,39 @@ export function prepareClient(url: string): void {
 /**
  * POSTs `body` and reads the whole response as text. node:http with keep-alive agents rather than
  * global fetch: several times less overhead per request, which matters at high concurrency
- * against fast local servers (vLLM, llama.cpp). Rejects on network errors and on `signal`.
+ * against fast local servers (vLLM, llama.cpp). Rejects on network errors, and with the error
+ * `handle.end` is called with while the request is in flight (no AbortSignal per request: the
+ * caller's timeout and abort end it through the handle).
  *
- * @example const res = await httpPost("http://127.0.0.1:8000/v1/chat/completions", headers, "{}", signal);
+ * @example const res = await httpPost("http://127.0.0.1:8000/v1/chat/completions", headers, "{}", {});
  */
 export function httpPost(
   url: string,
   headers: Record<string, string>,
   body: string,
-  signal: AbortSignal,
+  handle: RequestHandle,
 ): Promise<HttpResponse> {
-  const target = new URL(url);
+  const target = httpTarget(url);
+  if (target === undefined) return Promise.reject(new TypeError(`Invalid URL: ${url}`));
   const { request: send, agent } = clientFor(target.protocol);
   return new Promise((resolve, reject) => {
+    const fail = (error: Error): void => {
+      handle.end = undefined;
+      reject(error);
+    };
     const req = send(
-      target,
       {
+        ...target,
         method: "POST",
         agent,
-        signal,
         headers: { ...headers, "content-length": Buffer.byteLength(body) },
       },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("error", reject);
+        res.on("error", fail);
         res.on("end", () => {
+          handle.end = undefined;
           const status = res.statusCode ?? 0;
           // Plain lookups, not the global Headers: that would load undici on first use.
           const responseHeaders = {
@@ -85,7 +129,8 @@ export function httpPost(
         });
       },
     );
-    req.on("error", reject);
+    handle.end = (error) => req.destroy(error);
+    req.on("error", fail);
     req.end(body);
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openai } from "./openai-provider.js";
+import { isChatResponse, openai, responseSchema } from "./openai-provider.js";
 import type { ChatMessage } from "./provider.js";
 import { Failure } from "./retrying-post.js";
 
@@ -265,5 +265,82 @@ describe("the openai provider", () => {
     ["plain text", "Bad Gateway", "Bad Gateway"],
   ])("reads the server's words from %s", (_what, text, detail) => {
     expect(openai.errorDetail(text)).toBe(detail);
+  });
+});
+
+describe("a chat completion's shape, checked without zod", () => {
+  const message = { role: "assistant", content: "4" };
+  const choice = { index: 0, message, finish_reason: "stop" };
+  const usage = { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 };
+  const call = { id: "c1", type: "function", function: { name: "add", arguments: "{}" } };
+  it.each([
+    ["a plain reply", { id: "x", choices: [choice], usage }],
+    ["no usage", { choices: [choice] }],
+    ["null usage and finish reason", { choices: [{ message, finish_reason: null }], usage: null }],
+    [
+      "usage details",
+      {
+        choices: [choice],
+        usage: {
+          ...usage,
+          prompt_tokens_details: { cached_tokens: 2 },
+          completion_tokens_details: { reasoning_tokens: null },
+        },
+      },
+    ],
+    ["null details", { choices: [choice], usage: { ...usage, prompt_tokens_details: null } }],
+    [
+      "tool calls",
+      {
+        choices: [{ message: { content: null, tool_calls: [call] }, finish_reason: "tool_calls" }],
+      },
+    ],
+    [
+      "reasoning and refusal",
+      {
+        choices: [
+          { message: { content: null, refusal: "no", reasoning: "r", reasoning_content: null } },
+        ],
+      },
+    ],
+    ["no choices", { choices: [] }],
+    ["choices not an array", { choices: {} }],
+    ["a message that is an array", { choices: [{ message: [] }] }],
+    ["content a number", { choices: [{ message: { content: 4 } }] }],
+    ["a second choice malformed", { choices: [choice, { message: null }] }],
+    ["finish reason a number", { choices: [{ message, finish_reason: 1 }] }],
+    ["negative tokens", { choices: [choice], usage: { prompt_tokens: -1, completion_tokens: 1 } }],
+    [
+      "infinite tokens",
+      { choices: [choice], usage: JSON.parse('{"prompt_tokens":1e999,"completion_tokens":1}') },
+    ],
+    ["tokens missing", { choices: [choice], usage: { prompt_tokens: 1 } }],
+    ["usage a string", { choices: [choice], usage: "none" }],
+    [
+      "cached tokens a string",
+      { choices: [choice], usage: { ...usage, prompt_tokens_details: { cached_tokens: "2" } } },
+    ],
+    ["details an array", { choices: [choice], usage: { ...usage, completion_tokens_details: [] } }],
+    [
+      "a tool call without an id",
+      { choices: [{ message: { tool_calls: [{ function: { name: "f" } }] } }] },
+    ],
+    [
+      "tool call arguments an object",
+      {
+        choices: [
+          { message: { tool_calls: [{ ...call, function: { name: "f", arguments: {} } }] } },
+        ],
+      },
+    ],
+    ["tool calls not an array", { choices: [{ message: { tool_calls: call } }] }],
+    ["an error body", { error: { message: "overloaded", code: 529 } }],
+    ["not an object", "4"],
+    ["null", null],
+  ])("agrees with the schema on %s", (_what, body) => {
+    const fast = isChatResponse(body);
+    expect(fast).toBe(responseSchema.safeParse(body).success);
+    // A plain reply never falls back on zod.
+    if (_what === "a plain reply") expect(fast).toBe(true);
   });
 });

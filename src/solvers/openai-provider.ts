@@ -24,7 +24,8 @@ const messageSchema = z
   })
   .loose();
 
-const responseSchema = z.object({
+/** A chat completion as stet reads it (`isChatResponse` is its fast path). */
+export const responseSchema = z.object({
   choices: z
     .array(z.object({ message: messageSchema, finish_reason: z.string().nullish() }).loose())
     .min(1),
@@ -93,9 +94,15 @@ function chatBody(call: CanonicalCall): Record<string, Json> {
   };
 }
 
+type ChatResponse = z.infer<typeof responseSchema>;
+
 function chatReply(text: string, says: (text: string) => string): CanonicalReply | Failure {
   const json = safeJson(text);
-  const parsed = responseSchema.safeParse(json);
+  // The shape checked by hand first (every reply is read here, and zod's parse of it cost more
+  // than the rest of the read); the schema decides, and words the failure, for anything else.
+  const parsed:
+    { success: true; data: ChatResponse } | ReturnType<typeof responseSchema.safeParse> =
+    isChatResponse(json) ? { success: true, data: json } : responseSchema.safeParse(json);
   if (parsed.success) {
     const { choices, usage } = parsed.data;
     return {
@@ -114,6 +121,49 @@ function chatReply(text: string, says: (text: string) => string): CanonicalReply
     );
   }
   return new Failure("provider", "malformed chat completion response", 200);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const isText = (v: unknown): boolean => v == null || typeof v === "string";
+const isCount = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v >= 0;
+const isOptionalCount = (v: unknown): boolean => v == null || isCount(v);
+
+/**
+ * Whether `json` is a chat completion that `responseSchema` accepts, checked without zod: true
+ * only where the schema's parse succeeds (members it does not name pass through, as its loose
+ * objects let them, and are never read); false sends the value to the schema.
+ *
+ * @example isChatResponse({ choices: [{ message: { content: "4" }, finish_reason: "stop" }] }) // true
+ */
+export function isChatResponse(json: unknown): json is ChatResponse {
+  if (!isObject(json) || !Array.isArray(json.choices) || json.choices.length === 0) return false;
+  for (const choice of json.choices as unknown[]) {
+    if (!isObject(choice) || !isText(choice.finish_reason)) return false;
+    const message = choice.message;
+    if (!isObject(message)) return false;
+    if (!isText(message.content) || !isText(message.refusal)) return false;
+    if (!isText(message.reasoning_content) || !isText(message.reasoning)) return false;
+    const calls = message.tool_calls;
+    if (calls != null && !(Array.isArray(calls) && calls.every(isToolCall))) return false;
+  }
+  const usage = json.usage;
+  if (usage == null) return true;
+  if (!isObject(usage) || !isCount(usage.prompt_tokens) || !isCount(usage.completion_tokens)) {
+    return false;
+  }
+  const prompt = usage.prompt_tokens_details;
+  const completion = usage.completion_tokens_details;
+  return (
+    (prompt == null || (isObject(prompt) && isOptionalCount(prompt.cached_tokens))) &&
+    (completion == null || (isObject(completion) && isOptionalCount(completion.reasoning_tokens)))
+  );
+}
+
+function isToolCall(call: unknown): boolean {
+  if (!isObject(call) || typeof call.id !== "string") return false;
+  const fn = call.function;
+  return isObject(fn) && typeof fn.name === "string" && isText(fn.arguments);
 }
 
 function replyParts(

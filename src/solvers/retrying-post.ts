@@ -2,7 +2,9 @@ import type { RateEndpoint, RateGate } from "../core/rate-limits.js";
 import type { ConfigurationFault } from "../core/types.js";
 import { abortReason, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
-import { httpPost } from "./http-post.js";
+import { watchAbort } from "../core/abort-watch.js";
+import { deadline } from "./deadlines.js";
+import { httpPost, type RequestHandle } from "./http-post.js";
 import { SolverError } from "./solver-error.js";
 import type { SolverErrorType } from "./solver-error.js";
 
@@ -76,7 +78,6 @@ const CONFIGURATION_STATUSES: ReadonlySet<number> = new Set([401, 403, 404]);
 export async function postWithRetries<T>(
   post: ResolvedPost<T>,
 ): Promise<{ value: T; requests: number }> {
-  const where = `POST ${redactUrl(post.url)} (${post.what})`;
   let retry = 0;
   let throttles = 0;
   for (let sent = 0; ; sent++) {
@@ -103,6 +104,7 @@ export async function postWithRetries<T>(
     if (!isRetryable(result) || retry >= post.maxRetries) {
       const tries = sent + 1 === 1 ? "" : ` after ${sent + 1} attempts`;
       const status = result.status === undefined ? {} : { status: result.status };
+      const where = `POST ${redactUrl(post.url)} (${post.what})`;
       throw new SolverError(result.type, `${where} failed${tries}: ${result.message}`, {
         ...status,
         ...(result.fault === undefined
@@ -151,17 +153,18 @@ async function attempt<T>(
 ): Promise<{ result: T | Failure; headers?: Pick<Headers, "get"> }> {
   const { signal, timeoutMs } = post;
   if (signal?.aborted) throw abortReason(signal);
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort(signal?.reason);
-  signal?.addEventListener("abort", onAbort, { once: true });
+  // No AbortController, listener and timer of its own: the request is ended through its handle,
+  // by a deadline in the queue of its duration and by the watchers of the caller's signal.
+  const request: RequestHandle = {};
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const timeout = deadline(timeoutMs, () => {
     timedOut = true;
-    controller.abort();
-  }, timeoutMs);
+    request.end?.(new Error(`no response within ${timeoutMs} ms`));
+  });
+  const unwatch = signal && watchAbort(signal, () => request.end?.(abortReason(signal)));
   const says = (text: string): string => serverSays(post.errorDetail(text), post.secrets);
   try {
-    const response = await httpPost(post.url, post.headers, post.body, controller.signal);
+    const response = await httpPost(post.url, post.headers, post.body, request);
     const text = response.text;
     const { headers } = response;
     if (!response.ok) {
@@ -176,8 +179,8 @@ async function attempt<T>(
     if (timedOut) return { result: new Failure("timeout", `no response within ${timeoutMs} ms`) };
     return { result: networkFailure(error, post.url) };
   } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
+    timeout.cancel();
+    unwatch?.();
   }
 }
 
@@ -238,6 +241,20 @@ function networkCause(error: unknown): string {
  * @example redactUrl("https://u:secret@host/v1") // "https://***@host/v1"
  */
 export function redactUrl(url: string): string {
+  let redacted = redactedUrls.get(url);
+  if (redacted === undefined) {
+    redacted = redactOnce(url);
+    if (redactedUrls.size >= 256) redactedUrls.clear();
+    redactedUrls.set(url, redacted);
+  }
+  return redacted;
+}
+
+// Each URL redacted once: every request names its endpoint (the rate limits' key), and a URL
+// parse per request cost more than the rest of naming it. Bounded like http-post's targets.
+const redactedUrls = new Map<string, string>();
+
+function redactOnce(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.username === "" && parsed.password === "") return url;

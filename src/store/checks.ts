@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
+import { isJson } from "../core/json.js";
 import { checkLabels } from "../core/labels.js";
 import {
   attemptErrorSchema,
@@ -74,11 +75,18 @@ export function checkDrafts(drafts: AttemptDraft[]): void {
         `attempt for sample "${draft.sampleId}" epoch ${draft.epoch}: rerunAfter must be a non-negative integer, got ${after}`,
       );
     }
+    // Scores and retries checked by hand first (every attempt is checked here); zod decides and
+    // words anything that is not plainly right.
     const checks = [
-      ["scores", scoresSchema.safeParse(draft.scores)],
+      ["scores", arePlainScores(draft.scores) ? undefined : scoresSchema.safeParse(draft.scores)],
       ["usage", draft.usage === null ? undefined : checkUsage(draft.usage)],
       ["error", draft.error === null ? undefined : attemptErrorSchema.safeParse(draft.error)],
-      ["retries", draft.retries === undefined ? undefined : retriesSchema.safeParse(draft.retries)],
+      [
+        "retries",
+        draft.retries === undefined || isCount(draft.retries)
+          ? undefined
+          : retriesSchema.safeParse(draft.retries),
+      ],
     ] as const;
     for (const [field, result] of checks) {
       if (result && !result.success) {
@@ -88,6 +96,37 @@ export function checkDrafts(drafts: AttemptDraft[]): void {
       }
     }
   }
+}
+
+const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
+const isOptionalText = (value: unknown): boolean =>
+  value === undefined || typeof value === "string";
+const SCORE_TEXTS = ["skipped", "error", "answer", "explanation"] as const;
+
+/**
+ * Whether `scores` is a list `scoresSchema` accepts, checked without zod: true only where the
+ * schema's parse succeeds; false leaves it to the schema.
+ *
+ * @example arePlainScores([{ scorer: "exact", value: 1 }]) // true
+ */
+export function arePlainScores(scores: unknown): boolean {
+  if (!Array.isArray(scores)) return false;
+  for (const score of scores as unknown[]) {
+    if (typeof score !== "object" || score === null || Array.isArray(score)) return false;
+    const s = score as Record<string, unknown>;
+    if (typeof s.scorer !== "string") return false;
+    const v = s.value;
+    if (v !== null && !(typeof v === "number" && v >= 0 && v <= 1)) return false;
+    for (const field of SCORE_TEXTS) if (!isOptionalText(s[field])) return false;
+    const metadata = s.metadata;
+    if (metadata === undefined) continue;
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return false;
+    if (Object.getPrototypeOf(metadata) !== Object.prototype || !isJson(metadata)) return false;
+    // The schema checks each member as JSON, where undefined is not (isJson skips it).
+    for (const key in metadata)
+      if ((metadata as Record<string, unknown>)[key] === undefined) return false;
+  }
+  return true;
 }
 
 export function invalidInput(message: string): StetError {

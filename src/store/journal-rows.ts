@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
-import { jsonSchema } from "../core/json.js";
+import { isJson, jsonSchema } from "../core/json.js";
 import { checkUsage, redactedSchema } from "../core/schemas.js";
 import { invalidInput } from "./checks.js";
 import { parseColumn, toUsage, usageDetailText } from "./rows.js";
@@ -100,8 +100,9 @@ export function checkStepDrafts(drafts: readonly StepDraft[]): void {
     if (!d.name) throw invalidInput(`${what}: a step needs a name`);
     if (!/^[0-9a-f]{64}$/.test(d.inputHash)) throw invalidInput(`${what}: bad input hash`);
     const checks = [
-      ["input", jsonSchema.safeParse(d.input)],
-      ["result", jsonSchema.safeParse(d.result)],
+      // Checked without zod first (every entry is checked here); zod words a problem.
+      ["input", isJson(d.input) ? undefined : jsonSchema.safeParse(d.input)],
+      ["result", isJson(d.result) ? undefined : jsonSchema.safeParse(d.result)],
       ["usage", d.usage === null ? undefined : checkUsage(d.usage)],
       ["error", d.error === null ? undefined : stepErrorSchema.safeParse(d.error)],
     ] as const;
