@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
-import { jsonSchema, type Json } from "../core/json.js";
+import type { Json } from "../core/json.js";
 import {
   redactedSchema,
   attemptErrorSchema,
@@ -76,6 +76,19 @@ export function parseColumn<T>(schema: z.ZodType<T>, text: string, what: string)
     throw new StetError("E_STORE", `corrupt ${what}: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
+}
+
+/**
+ * Parses a JSON column that may hold any JSON value (an output, a transcript): what `JSON.parse`
+ * returns is JSON by construction, so no schema walks it again. `what` names the column, built
+ * only when the text is not JSON.
+ */
+export function parseJsonColumn(text: string, what: () => string): Json {
+  try {
+    return JSON.parse(text) as Json;
+  } catch (cause) {
+    throw new StetError("E_STORE", `corrupt ${what()}: not JSON`, { cause });
+  }
 }
 
 export function toSampleRecord(row: SampleRow, runId: string): SampleRecord {
@@ -154,14 +167,14 @@ export function attemptMapper(runId: string) {
 
   const full = (row: AttemptRow): Attempt => {
     const [, , , , , , , , , , , , , , , , , , , output, transcript] = row;
-    return {
-      ...head(row),
-      output: parseColumn(jsonSchema, output, where(runId, row, "output")),
-      transcript:
-        transcript === null
-          ? null
-          : parseColumn(jsonSchema, transcript, where(runId, row, "transcript")),
-    };
+    // The head's fields, then these two: one object, not a head copied by a spread.
+    const attempt = head(row) as Attempt;
+    attempt.output = parseJsonColumn(output, () => where(runId, row, "output"));
+    attempt.transcript =
+      transcript === null
+        ? null
+        : parseJsonColumn(transcript, () => where(runId, row, "transcript"));
+    return attempt;
   };
 
   return { head, full };
@@ -299,7 +312,7 @@ export function toOutcomeEntry(
     outcome:
       output === null
         ? null
-        : { ...head(headRow), output: parseColumn(jsonSchema, output, `output of ${where}`) },
+        : { ...head(headRow), output: parseJsonColumn(output, () => `output of ${where}`) },
   };
 }
 

@@ -230,6 +230,28 @@ describe("SQLite store", () => {
     });
   });
 
+  it("names an attempt whose output or transcript column is not JSON", async () => {
+    const store = track(openSqliteStore(path));
+    const { run, owner: me } = await newRun(store, { id: "bad" });
+    await store.attempts.record(run.id, me.token, [
+      draft({ sampleId: "s1", epoch: 1 }),
+      draft({ sampleId: "s2", epoch: 1 }, { transcript: [{ role: "user", content: "hi" }] }),
+    ]);
+    const raw = track(new Database(path));
+    // Bytes damaged on disk, which no statement of stet's could write.
+    raw.exec("DROP TRIGGER attempts_no_update");
+    raw.prepare(`UPDATE attempts SET output = '{"cut' WHERE sample_id = 's1'`).run();
+    await expect(store.reads.listAttempts(run.id, { sampleId: "s1" })).rejects.toMatchObject({
+      code: "E_STORE",
+      message: "corrupt output of attempt 1 of bad/s1#1: not JSON",
+    });
+    raw.prepare(`UPDATE attempts SET transcript = '[' WHERE sample_id = 's2'`).run();
+    await expect(store.reads.listAttempts(run.id, { sampleId: "s2" })).rejects.toMatchObject({
+      code: "E_STORE",
+      message: "corrupt transcript of attempt 1 of bad/s2#1: not JSON",
+    });
+  });
+
   it("wraps driver failures as E_STORE", async () => {
     const store = openSqliteStore(path);
     await store.close();

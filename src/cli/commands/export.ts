@@ -83,8 +83,7 @@ async function writeJsonl(store: Store, run: Run, write: Write): Promise<void> {
     let text = "";
     for (const { outcomes } of page.samples) {
       for (const a of outcomes) {
-        const reviews = page.reviewsOf(a);
-        const row = { ...exportRow(a, page.journalOf(a)), ...(reviews && { reviews }) };
+        const row = exportRow(a, page.journalOf(a), page.reviewsOf(a));
         text += `${JSON.stringify(row)}\n`;
       }
     }
@@ -174,8 +173,12 @@ async function exportReport(
   await toOutput(flags.output, (write) => write(text));
 }
 
-/** The export form of an outcome: stable field order, no store internals. */
-export function exportRow(a: Attempt, journal?: Json[]) {
+/**
+ * The export form of an outcome: stable field order, no store internals. A member that does not
+ * apply is undefined, which leaves it out of the JSON line (`JSON.stringify`) without a spread
+ * per optional member.
+ */
+export function exportRow(a: Attempt, journal?: Json[], reviews?: Json[]) {
   return {
     runId: a.runId,
     sampleId: a.sampleId,
@@ -186,19 +189,21 @@ export function exportRow(a: Attempt, journal?: Json[]) {
     scores: a.scores,
     usage: exportUsage(a.usage),
     // Absent when unknown (stored before retries were counted): an old run exports as before.
-    ...(a.retries === undefined ? {} : { retries: a.retries }),
+    retries: a.retries,
     // Only on an attempt a per-sample limit ended: which limit, its value and what was used.
-    ...(a.limit === undefined ? {} : { limit: a.limit }),
+    limit: a.limit,
     startedAt: a.startedAt,
     completedAt: a.completedAt,
     durationMs: a.durationMs,
     error: a.error,
     provenance: a.provenance.kind,
     // Where an imported or reused outcome came from (`run:<id>#<attempt>` for a reused one).
-    ...(a.provenance.kind === "imported" ? { source: a.provenance.source } : {}),
-    ...(a.redacted === undefined ? {} : { redacted: a.redacted }),
+    source: a.provenance.kind === "imported" ? a.provenance.source : undefined,
+    redacted: a.redacted,
     // The attempt's step journal (ctx.step / ctx.chat): its trajectory, when it has one.
-    ...(journal === undefined ? {} : { journal }),
+    journal,
+    // Its current reviews, when it has any.
+    reviews,
   };
 }
 
