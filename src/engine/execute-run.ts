@@ -83,7 +83,8 @@ export interface Execution {
    * errors (their outputs stand; only the scorers run). `pass` names the scorings it makes.
    */
   rescore?: {
-    units: readonly RescoreUnit[];
+    /** A rescore's are read from the store as the pool takes them (`AsyncIterable`). */
+    units: Iterable<RescoreUnit> | AsyncIterable<RescoreUnit>;
     pass: string;
     /** The eval's journal retention, which says why a stored attempt has no trajectory. */
     journalKeep?: JournalKeep | undefined;

@@ -43,17 +43,22 @@ export class WorkerPool<U> {
     this.#parts = parts;
   }
 
-  /** Scores `units`, then executes the source's keys, until none is left or the execution stops. */
-  async run(units: Iterable<U>): Promise<void> {
+  /**
+   * Scores `units`, then executes the source's keys, until none is left or the execution stops.
+   * Units that come from a store (a rescore's pages) are taken one at a time as slots free up.
+   */
+  async run(units: Iterable<U> | AsyncIterable<U>): Promise<void> {
     const { gate, concurrency } = this.#parts;
     // Without the run's spend, the cap cannot be held: nothing is dispatched.
     await gate?.start().catch(this.#storeFailed);
-    const pending = units[Symbol.iterator]();
+    const pending =
+      Symbol.asyncIterator in units ? units[Symbol.asyncIterator]() : units[Symbol.iterator]();
     await drain(
       async () => {
         // A judge's scorings count against the cap too.
         if (gate) await gate.look();
-        return pending.next().value as U | undefined;
+        const next = await pending.next();
+        return next.done ? undefined : next.value;
       },
       concurrency,
       this.#stopped,

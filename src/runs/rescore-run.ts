@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { StetError } from "../core/errors.js";
 import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
-import { selectOutcomes } from "../core/outcomes.js";
-import type { Plan } from "../core/plan.js";
+import type { AttemptRef, Plan } from "../core/plan.js";
 import type {
   IdentityDifference,
   PendingRescore,
@@ -15,7 +14,8 @@ import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
-import type { Store } from "../store/types.js";
+import { outcomePages } from "../evalport/outcome-pages.js";
+import type { AttemptHead, Store } from "../store/types.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import type { ResumeEval } from "./resume-run.js";
@@ -49,8 +49,15 @@ export interface RescoreOptions extends ExecuteOptions {
 /** A rescore planned against the run as it was read, before claiming it. */
 export interface PlannedRescore {
   run: Run;
-  /** The stored attempts to score, one per key: each key's outcome. */
-  units: RescoreUnit[];
+  /** How many stored attempts the rescore scores (one per key: each key's outcome), as planned. */
+  count: number;
+  /**
+   * The stored attempts to score, read again from the store a page at a time as the execution
+   * takes them (their outputs are never all held at once); the same ones the plan counted.
+   */
+  units: () => AsyncIterable<RescoreUnit>;
+  /** The keys and attempts the plan counted, in key order (what the execution's plan lists). */
+  refs: AttemptRef[];
   /** The scorers whose scores count from now on, in the eval's order. */
   scorers: Scorer[];
   /** The rescore as the run records it until it is done (a new one, or the one it goes on with). */
@@ -135,7 +142,17 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     : { pass: newPassId(), ...request, startedAt: new Date().toISOString() };
 
   const samples = await store.reads.getSamples(runId);
-  const units = await unitsToScore(store, run, samples, pending, continued, named);
+  const pick = await unitPicker(store, run, samples, pending, continued, named);
+  const refs: AttemptRef[] = [];
+  for await (const page of outcomePages(store, runId, "heads")) {
+    for (const { outcomes } of page.samples) {
+      for (const outcome of outcomes) {
+        if (pick.wanted(outcome)) {
+          refs.push({ sampleId: outcome.sampleId, epoch: outcome.epoch, attempt: outcome.attempt });
+        }
+      }
+    }
+  }
   const changes = check.differences.map(({ field, recorded, current }) => ({
     field,
     recorded,
@@ -147,7 +164,19 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
   };
   return {
     ok: true,
-    rescore: { run, units, scorers, pending, continued, config, changes, samples, ev },
+    rescore: {
+      run,
+      count: refs.length,
+      units: () => pick.units(),
+      refs,
+      scorers,
+      pending,
+      continued,
+      config,
+      changes,
+      samples,
+      ev,
+    },
   };
 }
 
@@ -176,7 +205,7 @@ export async function claimRescore(
     solver: planned.ev.solver,
     scorers: planned.scorers,
     rescore: {
-      units: planned.units,
+      units: planned.units(),
       pass: planned.pending.pass,
       journalKeep: planned.ev.journalKeep,
     },
@@ -223,59 +252,66 @@ export function runRescore(exec: Execution, options: ExecuteOptions): Promise<Ru
 }
 
 /**
- * Each key's outcome (for its current fingerprint) that has an output to score: scored ones and
- * scorer errors (only those with `onlyErrors`), less those this rescore already scored when it
- * is continued.
+ * Which outcomes a rescore scores, and those outcomes as units: each key's outcome (for its
+ * snapshot fingerprint) that has an output to score, scored ones and scorer errors (only those
+ * with `onlyErrors`), less those this rescore already scored when it is continued. `units()`
+ * reads them a page of samples at a time (`outcomePages`), so a run's outputs are never all in
+ * memory; the plan counts them first from the attempts' heads.
  */
-async function unitsToScore(
+async function unitPicker(
   store: Store,
   run: Run,
   samples: readonly SampleRecord[],
   pending: PendingRescore,
   continued: boolean,
   named: ReadonlySet<string> | undefined,
-): Promise<RescoreUnit[]> {
+) {
   const records = new Map(samples.map((r) => [r.sample.id, r]));
-  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
   const done = new Set<string>();
   if (continued) {
     for (const s of await store.reads.listScorings(run.id)) {
       if (s.pass === pending.pass) done.add(`${s.sampleId}\u0000${s.epoch}\u0000${s.attempt}`);
     }
   }
-  const outcomes = selectOutcomes(await store.reads.listAttempts(run.id), fingerprints);
   // With --only-errors only what is missing runs, unless scorers were named; else every scorer
   // of the request runs again.
   const rerun = new Set(named ?? (pending.onlyErrors ? [] : pending.scorers));
-  const units: RescoreUnit[] = [];
-  for (const outcome of outcomes) {
+  const wanted = (outcome: AttemptHead): boolean => {
     const scorerError = outcome.status === "error" && outcome.error?.type === "scorer";
-    if (outcome.status !== "scored" && !scorerError) continue;
-    if (pending.onlyErrors && !scorerError) continue;
-    if (done.has(`${outcome.sampleId}\u0000${outcome.epoch}\u0000${outcome.attempt}`)) continue;
-    const record = records.get(outcome.sampleId);
-    if (!record) continue;
-    units.push({
-      key: { sampleId: outcome.sampleId, epoch: outcome.epoch },
-      attempt: outcome.attempt,
-      record,
-      output: outcome.output,
-      current: outcome.scores,
-      rerun,
-      usage: outcome.usage,
-      failed: scorerError,
-    });
+    if (outcome.status !== "scored" && !scorerError) return false;
+    if (pending.onlyErrors && !scorerError) return false;
+    if (done.has(`${outcome.sampleId}\u0000${outcome.epoch}\u0000${outcome.attempt}`)) return false;
+    return records.has(outcome.sampleId);
+  };
+  async function* units(): AsyncIterable<RescoreUnit> {
+    for await (const page of outcomePages(store, run.id, "whole")) {
+      for (const { outcomes } of page.samples) {
+        for (const outcome of outcomes) {
+          if (!wanted(outcome)) continue;
+          yield {
+            key: { sampleId: outcome.sampleId, epoch: outcome.epoch },
+            attempt: outcome.attempt,
+            record: records.get(outcome.sampleId)!,
+            output: outcome.output,
+            current: outcome.scores,
+            rerun,
+            usage: outcome.usage,
+            failed: outcome.status === "error",
+          };
+        }
+      }
+    }
   }
-  return units;
+  return { wanted, units };
 }
 
 /** The plan of a rescore: its units are its keys, none executes. */
 function rescorePlan(planned: PlannedRescore): Plan {
   return {
-    total: planned.units.length,
+    total: planned.count,
     preserved: 0,
     toExecute: [],
-    toRescore: planned.units.map((u) => ({ ...u.key, attempt: u.attempt })),
+    toRescore: planned.refs,
     neverStarted: 0,
     interrupted: 0,
     errored: 0,

@@ -46,7 +46,7 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
     const planned = planning.rescore;
     const what = planned.pending.onlyErrors ? "scorer error(s)" : "stored output(s)";
     io.say(
-      `${planned.continued ? "going on with the rescore: " : ""}${planned.units.length} ${what} ` +
+      `${planned.continued ? "going on with the rescore: " : ""}${planned.count} ${what} ` +
         `to score with ${planned.scorers.map((s) => s.name).join(", ") || "no scorers"}; ` +
         "no solver calls",
     );
