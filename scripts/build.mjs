@@ -9,6 +9,13 @@ import { execFileSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { build } from "esbuild";
+import { staleDist } from "./stale-dist.mjs";
+
+// `--if-stale` (the package's `prepare`, which npm runs on `npm ci` and, in this checkout, on
+// every `npx stet`): nothing to do when dist/ was built from the sources as they are.
+if (process.argv.includes("--if-stale") && staleDist(process.cwd()) === undefined) {
+  process.exit(0);
+}
 
 const require = createRequire(import.meta.url);
 const started = Date.now();
