@@ -69,25 +69,17 @@ export async function* outcomePages(
   options: OutcomePagesOptions = {},
 ): AsyncIterable<OutcomePage<Attempt | AttemptHead>> {
   const pageSize = options.pageSize ?? 1_000;
-  const source = (
+  const attemptPages =
     attempts === "whole"
       ? store.reads.attemptPages(runId, pageSize)
-      : store.reads.attemptHeadPages(runId, pageSize)
-  )[Symbol.asyncIterator]();
-  let held: (Attempt | AttemptHead)[] = [];
-  let done = false;
-  for await (const samples of snapshotPages(store, runId, options.samples, pageSize)) {
+      : store.reads.attemptHeadPages(runId, pageSize);
+  const pages = withAttempts<PagedSample, Attempt | AttemptHead>(
+    snapshotPages(store, runId, options.samples, pageSize),
+    (s) => s.id,
+    attemptPages,
+  );
+  for await (const { samples, attempts: mine } of pages) {
     const last = samples[samples.length - 1]!.id;
-    // Read attempts until one lies past the page's last sample: the page's are all held then.
-    while (!done && (held.length === 0 || byteOrder(held[held.length - 1]!.sampleId, last) <= 0)) {
-      const next = await source.next();
-      if (next.done) done = true;
-      else held = held.length === 0 ? next.value : [...held, ...next.value];
-    }
-    let end = 0;
-    while (end < held.length && byteOrder(held[end]!.sampleId, last) <= 0) end++;
-    const mine = held.slice(0, end);
-    held = held.slice(end);
     const fingerprints = new Map(samples.map((s) => [s.id, s.fingerprint]));
     let outcomes = selectOutcomes(mine, fingerprints);
     const range = { fromSampleId: samples[0]!.id, toSampleId: last };
@@ -105,6 +97,37 @@ export async function* outcomePages(
         ? await loadTrajectories(store, runId, range)
         : () => undefined;
     yield { samples: groupBySample(samples, outcomes), journalOf, reviewsOf };
+  }
+}
+
+/**
+ * Each non-empty page of samples (in sample-id order) with the attempts of its samples, taken from
+ * the attempts' pages (in key order) up to the page's last sample: a page of samples and the
+ * attempts up to its end are held at a time, never the run.
+ *
+ * @example for await (const { samples, attempts } of withAttempts(pages, (s) => s.id, attemptPages)) fold(attempts);
+ */
+export async function* withAttempts<S, A extends { sampleId: string }>(
+  samplePages: AsyncIterable<S[]>,
+  idOf: (sample: S) => string,
+  attemptPages: AsyncIterable<A[]>,
+): AsyncIterable<{ samples: S[]; attempts: A[] }> {
+  const source = attemptPages[Symbol.asyncIterator]();
+  let held: A[] = [];
+  let done = false;
+  for await (const samples of samplePages) {
+    if (samples.length === 0) continue;
+    const last = idOf(samples[samples.length - 1]!);
+    // Read attempts until one lies past the page's last sample: the page's are all held then.
+    while (!done && (held.length === 0 || byteOrder(held[held.length - 1]!.sampleId, last) <= 0)) {
+      const next = await source.next();
+      if (next.done) done = true;
+      else held = held.length === 0 ? next.value : [...held, ...next.value];
+    }
+    let end = 0;
+    while (end < held.length && byteOrder(held[end]!.sampleId, last) <= 0) end++;
+    yield { samples, attempts: held.slice(0, end) };
+    held = held.slice(end);
   }
 }
 

@@ -1,6 +1,6 @@
 import { OutcomeFold } from "../core/outcome-fold.js";
 import type { Run } from "../core/types.js";
-import { byteOrder } from "../core/keys.js";
+import { withAttempts } from "../evalport/outcome-pages.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 /** A sample of a run as a diff pairs it. */
@@ -25,23 +25,13 @@ export async function* sampleValuePages(
   run: Run,
   pageSize = 1_000,
 ): AsyncIterable<SampleValues[]> {
-  const source = store.reads.attemptHeadPages(run.id, pageSize)[Symbol.asyncIterator]();
   const none = run.config.scorers.map(() => null);
-  let held: AttemptHead[] = [];
-  let done = false;
-  for await (const page of store.reads.sampleFingerprintPages(run.id, pageSize)) {
-    if (page.length === 0) continue;
-    const last = page[page.length - 1]!.sampleId;
-    // Read heads until one lies past the page's last sample: the page's are all held then.
-    while (!done && (held.length === 0 || byteOrder(held[held.length - 1]!.sampleId, last) <= 0)) {
-      const next = await source.next();
-      if (next.done) done = true;
-      else held = held.length === 0 ? next.value : [...held, ...next.value];
-    }
-    let end = 0;
-    while (end < held.length && byteOrder(held[end]!.sampleId, last) <= 0) end++;
-    const mine = held.slice(0, end);
-    held = held.slice(end);
+  const pages = withAttempts(
+    store.reads.sampleFingerprintPages(run.id, pageSize),
+    (s) => s.sampleId,
+    store.reads.attemptHeadPages(run.id, pageSize),
+  );
+  for await (const { samples: page, attempts: mine } of pages) {
     const fingerprints = new Map(page.map((s) => [s.sampleId, s.fingerprint]));
     const values = new Map<string, readonly (number | null)[]>();
     // A fold per page: a sample's value depends on its own attempts only, all in this page.
