@@ -1,7 +1,9 @@
 import Database from "better-sqlite3";
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newRun } from "./contract/fixtures.js";
 import { openSqliteStore } from "./sqlite/index.js";
@@ -76,6 +78,32 @@ describe("SQLite journal writes in the store's commit thread", () => {
     const again = track(openSqliteStore(path));
     const entries = await again.journal.list(run.id, { attempt: "open" });
     expect(entries.map((e) => e.step)).toEqual([0, 1, 2]);
+  });
+
+  it("runs when the store's sources are loaded through tsx, whose transpiler adds helpers", async () => {
+    // The same lock as above, from a process that imports src/ through tsx (as `npx tsx` would):
+    // were the thread unable to start there, the write would wait out its busy timeout here.
+    const script = `
+      const { openSqliteStore } = await import(${JSON.stringify(join(import.meta.dirname, "sqlite/index.ts"))});
+      const { newRun } = await import(${JSON.stringify(join(import.meta.dirname, "contract/fixtures.ts"))});
+      const { default: Database } = await import("better-sqlite3");
+      const store = openSqliteStore(${JSON.stringify(path)}, { busyTimeoutMs: 5000 });
+      const { run, owner } = await newRun(store);
+      const holder = new Database(${JSON.stringify(path)});
+      holder.exec("BEGIN IMMEDIATE");
+      const write = store.journal.record(run.id, owner.token, [${JSON.stringify(entry(0))}]);
+      await new Promise((resolve) => setImmediate(resolve));
+      holder.exec("COMMIT");
+      await write;
+      console.log((await store.journal.list(run.id, { attempt: "open" })).length);
+      holder.close();
+      await store.close();`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      { cwd: join(import.meta.dirname, "../..") },
+    );
+    expect(stdout.trim()).toBe("1");
   });
 
   it("refuses a token that does not own the run with E_FENCED, as the store's own fence does", async () => {

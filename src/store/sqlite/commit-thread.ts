@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 
 /** One statement of a transaction: its name in the thread's table, and its named parameters. */
@@ -46,15 +47,14 @@ export class CommitThread {
   #failure: Error | null = null;
 
   constructor(path: string, busyTimeoutMs: number, statements: Record<string, string>) {
-    const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+    const driver = pathToFileURL(createRequire(import.meta.url).resolve("better-sqlite3")).href;
     const workerData: ThreadData = { driver, path, busyTimeoutMs, statements };
-    this.#worker = new Worker(
-      `(${threadMain.toString()})(require, require("node:worker_threads"))`,
-      {
-        eval: true,
-        workerData,
-      },
-    );
+    this.#worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData,
+      // None of the process's flags: no loader hooks (`--import tsx`) to start, no profiler.
+      execArgv: [],
+    });
     // The thread keeps nothing alive: a transaction nobody awaits any more is a kill's to lose.
     this.#worker.unref();
     this.#worker.on("message", (reply: Reply) => this.#settle(reply));
@@ -107,30 +107,23 @@ export class CommitThread {
 }
 
 /**
- * The thread's own code, run from its source text (the same in dist/ and in the TypeScript
- * sources the tests run): nothing outside this function is in scope there.
+ * The thread's own code, as source text: a transpiler that rewrites functions (esbuild's
+ * keepNames under tsx adds `__name` calls) never sees it, so it runs the same from dist/, from
+ * the TypeScript sources and under any loader. It imports what it needs (`import()` works
+ * whether the eval'd code runs as CommonJS or, under `--input-type=module`, as a module). It opens its connection on first use (the file is the store's, opened and migrated already),
+ * prepares `workerData.statements`, and answers each request in order with
+ * `{ id, answer: "done" | "not-owner" }` or `{ id, error: { message, code } }`; `null` closes.
  */
-function threadMain(
-  req: (id: string) => unknown,
-  threads: typeof import("node:worker_threads"),
-): void {
-  const data = threads.workerData as ThreadData;
-  const port = threads.parentPort!;
-  type Statement = { run(p: unknown): unknown; get(p: unknown): unknown };
-  type Db = {
-    prepare(sql: string): Statement;
-    exec(sql: string): void;
-    pragma(s: string): unknown;
-    close(): void;
-    inTransaction: boolean;
-  };
-  const Database = req(data.driver) as new (path: string, o: object) => Db;
-  let db: Db | undefined;
-  const prepared = new Map<string, Statement>();
-  const open = (): Db => {
+const THREAD_SOURCE = `
+(async () => {
+  const { workerData: data, parentPort: port } = await import("node:worker_threads");
+  const { default: Database } = await import(data.driver);
+  let db;
+  const prepared = new Map();
+  const open = () => {
     if (db) return db;
     const opened = new Database(data.path, { fileMustExist: true });
-    opened.pragma(`busy_timeout = ${data.busyTimeoutMs}`);
+    opened.pragma("busy_timeout = " + data.busyTimeoutMs);
     opened.pragma("synchronous = FULL");
     opened.pragma("foreign_keys = ON");
     for (const [name, text] of Object.entries(data.statements)) {
@@ -138,16 +131,16 @@ function threadMain(
     }
     return (db = opened);
   };
-  const commit = ({ runId, token, ops }: Request): CommitAnswer => {
+  const commit = ({ runId, token, ops }) => {
     const conn = open();
     conn.exec("BEGIN IMMEDIATE");
     try {
-      const row = prepared.get("owner")!.get(runId) as { owner_token: string | null } | undefined;
-      if (row?.owner_token !== token) {
+      const row = prepared.get("owner").get(runId);
+      if (!row || row.owner_token !== token) {
         conn.exec("ROLLBACK");
         return "not-owner";
       }
-      for (const [name, params] of ops) prepared.get(name)!.run(params);
+      for (const [name, params] of ops) prepared.get(name).run(params);
       conn.exec("COMMIT");
       return "done";
     } catch (error) {
@@ -155,18 +148,18 @@ function threadMain(
       throw error;
     }
   };
-  port.on("message", (request: Request | null) => {
+  port.on("message", (request) => {
     if (request === null) {
-      db?.close();
+      if (db) db.close();
       port.close();
       return;
     }
     try {
       port.postMessage({ id: request.id, answer: commit(request) });
-    } catch (thrown) {
-      const error = thrown as { message?: unknown; code?: unknown };
-      const code = typeof error.code === "string" ? error.code : undefined;
-      port.postMessage({ id: request.id, error: { message: String(error.message), code } });
+    } catch (error) {
+      const code = typeof error?.code === "string" ? error.code : undefined;
+      port.postMessage({ id: request.id, error: { message: String(error?.message ?? error), code } });
     }
   });
-}
+})();
+`;
