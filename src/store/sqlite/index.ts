@@ -1,4 +1,4 @@
-import { dirname, resolve } from "node:path";
+import { dirname } from "node:path";
 import { sqliteBatches } from "./batches.js";
 import { sqliteCache } from "./cache.js";
 import { sqliteReviews } from "./reviews.js";
@@ -7,8 +7,7 @@ import type { Store } from "../types.js";
 import { sqliteAttempts } from "./attempts.js";
 import { SqliteContext } from "./context.js";
 import type { SqliteDatabase } from "./driver.js";
-import { CommitThread } from "./commit-thread.js";
-import { JOURNAL_THREAD_STATEMENTS, sqliteJournal } from "./journal.js";
+import { sqliteJournal } from "./journal.js";
 import { sqliteLeases } from "./leases.js";
 import { openSqliteDatabase } from "./open.js";
 import { sqliteReads } from "./reads.js";
@@ -30,18 +29,11 @@ export interface SqliteStoreOptions {
  * @example const store = openSqliteStore(".stet/stet.db");
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
-  const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
   const db = openSqliteDatabase(path, {
-    busyTimeoutMs,
+    busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     ...(options.create === undefined ? {} : { create: options.create }),
   });
-  const file = path === ":memory:" ? undefined : { path: resolve(path), busyTimeoutMs };
-  return createSqliteStore(db, {
-    location: path,
-    fallbackDir: dirname(path),
-    now: options.now,
-    file,
-  });
+  return createSqliteStore(db, { location: path, fallbackDir: dirname(path), now: options.now });
 }
 
 /**
@@ -54,37 +46,22 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
  */
 export function createSqliteStore(
   db: SqliteDatabase,
-  options: {
-    location: string;
-    fallbackDir: string;
-    now?: (() => number) | undefined;
-    /** The database's file, for a second connection that commits the journal (CommitThread). */
-    file?: { path: string; busyTimeoutMs: number } | undefined;
-  },
+  options: { location: string; fallbackDir: string; now?: (() => number) | undefined },
 ): Store {
   const c = new SqliteContext(db, options.location, options.fallbackDir, options.now ?? Date.now);
-  const { file } = options;
-  // Started by the first journal write: a store that only reads, or runs unjournaled, has none.
-  let thread: CommitThread | undefined;
-  const commitThread = () => {
-    if (!file) return null;
-    thread ??= new CommitThread(file.path, file.busyTimeoutMs, JOURNAL_THREAD_STATEMENTS);
-    return thread.failed ? null : thread;
-  };
   return {
     location: c.location,
     fallbackDir: c.fallbackDir,
     runs: sqliteRuns(c),
     attempts: sqliteAttempts(c),
     reads: sqliteReads(c),
-    journal: sqliteJournal(c, commitThread),
+    journal: sqliteJournal(c),
     cache: sqliteCache(c),
     reviews: sqliteReviews(c),
     rates: sqliteRates(c),
     batches: sqliteBatches(c),
     leases: sqliteLeases(c),
     async close() {
-      await thread?.close();
       db.close();
     },
   };

@@ -7,29 +7,12 @@ import type {
   StepDiscard,
   StepDraft,
 } from "../types.js";
-import type { CommitThread } from "./commit-thread.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
-import { SQLITE_JOURNAL_STATEMENTS, SQLITE_STATEMENTS } from "./statements.js";
 import type { JournalStatements } from "./statements.js";
 
-/** What a commit thread runs for the journal (see CommitThread; `owner` is its fence). */
-export const JOURNAL_THREAD_STATEMENTS = {
-  owner: SQLITE_STATEMENTS.ownerToken.text,
-  truncateOpen: SQLITE_JOURNAL_STATEMENTS.truncateOpen.text,
-  replaceOpen: SQLITE_JOURNAL_STATEMENTS.replaceOpen.text,
-  insert: SQLITE_JOURNAL_STATEMENTS.insert.text,
-};
-
-/**
- * The step journal (`JournalStore`) in SQLite. With a `thread` (a file store's: see
- * CommitThread), the run owner's entries commit there, so the fsync of each durable commit does
- * not hold up the evaluation's thread; any other token's (a leased worker's, a fenced owner's)
- * and every write when the thread is gone commit here, through the full fence.
- */
-export function sqliteJournal(c: SqliteContext, thread?: () => CommitThread | null): JournalStore {
-  /** Tokens the thread found not to own their run: their writes go the fenced way. */
-  const notOwners = new Set<string>();
+/** The step journal (`JournalStore`) in SQLite. */
+export function sqliteJournal(c: SqliteContext): JournalStore {
   return {
     async record(
       runId: string,
@@ -37,20 +20,6 @@ export function sqliteJournal(c: SqliteContext, thread?: () => CommitThread | nu
       drafts: StepDraft[],
       discard: readonly StepDiscard[] = [],
     ): Promise<void> {
-      const commits = notOwners.has(token) ? null : thread?.();
-      if (commits) {
-        const ops = c.guard(() => {
-          checkStepDrafts(drafts);
-          return stepOps(runId, drafts, discard);
-        });
-        const answer = await commits.run(runId, token, ops).catch((error: unknown) =>
-          c.guard(() => {
-            throw error;
-          }),
-        );
-        if (answer === "done") return;
-        notOwners.add(token);
-      }
       return c.guard(() => {
         checkStepDrafts(drafts);
         immediate(c.db, () => {
@@ -83,34 +52,13 @@ export function writeSteps(
   drafts: StepDraft[],
   discard: readonly StepDiscard[],
 ): void {
-  for (const [name, params] of stepOps(runId, drafts, discard)) j[name].run(params);
-}
-
-/**
- * The statements that write journal entries and discards, in order: each discard's truncation,
- * then per entry the removal of what is open at its step (or from it on) and its insert. Run as
- * they are, twice over, they leave the same rows: a transaction whose outcome is unknown may be
- * run again.
- */
-export function stepOps(
-  runId: string,
-  drafts: readonly StepDraft[],
-  discard: readonly StepDiscard[],
-): JournalOp[] {
-  const ops: JournalOp[] = [];
   for (const d of discard) {
-    ops.push(["truncateOpen", { runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep }]);
+    j.truncateOpen.run({ runId, sampleId: d.sampleId, epoch: d.epoch, step: d.fromStep });
   }
   for (const draft of drafts) {
+    const params = stepParams(runId, draft);
     const key = { runId, sampleId: draft.sampleId, epoch: draft.epoch, step: draft.step };
-    ops.push([draft.truncate ? "truncateOpen" : "replaceOpen", key]);
-    ops.push(["insert", stepParams(runId, draft)]);
+    (draft.truncate ? j.truncateOpen : j.replaceOpen).run(key);
+    j.insert.run(params);
   }
-  return ops;
 }
-
-/** One journal write: the statement's name and its parameters. */
-export type JournalOp = [
-  name: "truncateOpen" | "replaceOpen" | "insert",
-  params: Record<string, unknown>,
-];
