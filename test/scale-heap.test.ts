@@ -87,10 +87,14 @@ function committed(db: string): number {
 }
 
 /** Waits until the store holds more than `count` attempts. */
-async function waitForCommitted(db: string, count: number): Promise<number> {
+/** Waits until more than `count` attempts are stored; throws if `run` ends first (out of heap). */
+async function waitForCommitted(db: string, count: number, run: Capped): Promise<number> {
+  let ended: string | undefined;
+  void run.done.then((d) => (ended = `${d.code ?? d.signal}: ${d.stderr.slice(-600)}`));
   for (;;) {
     const n = committed(db);
     if (n > count) return n;
+    if (ended !== undefined) throw new Error(`the run ended before the kill (${ended})`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -149,8 +153,9 @@ describe("200,000 keys with the heap capped", () => {
   it(`run, SIGKILL, resume, show, export in every format and diff under --max-old-space-size=${HEAP_MB}`, async () => {
     const p = project({ "eval.mjs": EVAL, "data.jsonl": data(KEYS) });
 
-    const run = capped(p.dir, ["run", "eval.mjs"]);
-    const atKill = await waitForCommitted(p.db, KEYS / 4);
+    // --output streams the Results JSONL; the resume writes it afresh from the store, paged.
+    const run = capped(p.dir, ["run", "eval.mjs", "--output", "out.jsonl"]);
+    const atKill = await waitForCommitted(p.db, KEYS / 4, run);
     run.child.kill("SIGKILL");
     const killed = await run.done;
     expect(killed.signal, killed.stderr).toBe("SIGKILL");
@@ -163,6 +168,11 @@ describe("200,000 keys with the heap capped", () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain(`plan: ${stored.toLocaleString("en-US")} preserved`);
     expect(committed(p.db)).toBe(KEYS); // one attempt a key: nothing stored was executed again
+    expect(await countLines(join(p.dir, "out.jsonl"))).toBe(KEYS);
+    expect(await linesAfter(join(p.dir, "out.json"), '  "summary": {', 2)).toEqual([
+      '    "total": 200000,',
+      '    "passed": 200000,',
+    ]);
 
     const shown = await capped(p.dir, ["show", runId, "--json"]).done;
     expect(shown.code, shown.stderr).toBe(0);

@@ -6,6 +6,8 @@ import type { Io } from "./io.js";
 import { prepareOutputFile } from "./output-file.js";
 
 type Listener = (event: RunEvent) => void;
+/** What `withRunOutput` adds to an execution's options: its events teed, and the back-fill awaited. */
+type Attach = (onEvent: Listener) => { onEvent: Listener; beforeExecute?: () => Promise<void> };
 
 /**
  * Checks, before the run exists, that `--output` can be written: the Results JSONL and the
@@ -39,35 +41,39 @@ export async function prepareRunOutput(
 }
 
 /**
- * `--output <file>` for `stet run` and `stet resume`: `execute` gets a `tee` that adds the
- * Results stream to the UI's event listener; afterwards the ResultSet is written and where
+ * `--output <file>` for `stet run` and `stet resume`: `execute` gets an `attach` that adds the
+ * Results stream to the UI's event listener and has the engine await the stream's back-fill
+ * before it executes a key (`beforeExecute`); afterwards the ResultSet is written and where
  * it went is said. Without `path` this is just `execute`. A stream or ResultSet that could not
  * be written turns a successful exit into 1; "no finished sample yet" is only reported.
  *
  * @example
- * return withRunOutput(store, io, flags.output, (tee) =>
- *   runWithUi(io, ui, (controls) => runEval({ ...opts, ...controls, onEvent: tee(controls.onEvent) })));
+ * return withRunOutput(store, io, flags.output, (attach) =>
+ *   runWithUi(io, ui, (controls) => runEval({ ...opts, ...controls, ...attach(controls.onEvent) })));
  */
 export async function withRunOutput(
   store: Store,
   io: Io,
   path: string | undefined,
-  execute: (tee: (onEvent: Listener) => Listener) => Promise<number>,
+  execute: (attach: Attach) => Promise<number>,
 ): Promise<number> {
-  if (path === undefined) return execute((onEvent) => onEvent);
+  if (path === undefined) return execute((onEvent) => ({ onEvent }));
   // EvalPort mapping and validation load only when --output asks for them.
   const { createResultStream } = await import("../evalport/result-stream.js");
   const stream = createResultStream({ store, path });
   let code: number | undefined;
   try {
-    code = await execute((onEvent) => (event) => {
-      onEvent(event);
-      stream.onEvent(event);
-    });
+    code = await execute((onEvent) => ({
+      onEvent: (event) => {
+        onEvent(event);
+        stream.onEvent(event);
+      },
+      beforeExecute: stream.ready,
+    }));
   } finally {
     const report = await stream.finish();
     if (report.written)
-      io.say(`results: ${report.lines} (+${report.appended} lines), ${report.resultSet}`);
+      io.say(`results: ${report.lines} (${report.results} lines), ${report.resultSet}`);
     if (report.problem) {
       io.stderr.write(`--output: ${report.problem.message}\n`);
       if (report.problem.fatal && code === EXIT.ok) code = EXIT.fatal;

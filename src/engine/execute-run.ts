@@ -52,6 +52,12 @@ export interface ExecuteOptions {
    * own (`secrets()`). See `runSecrets`.
    */
   secrets?: readonly Secret[];
+  /**
+   * Awaited once the run is claimed and `run-started` emitted, before any key executes: what a
+   * listener of the events must have done first (`--output` writes the file's back-fill from
+   * the store there, so none of this invocation's commits can race it).
+   */
+  beforeExecute?: () => Promise<void>;
 }
 
 export interface Execution {
@@ -248,6 +254,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     score: async (unit) => counts.scoringCommitted(await runner.score(unit)),
   });
   try {
+    await options.beforeExecute?.();
     await pool.run(exec.rescore?.units ?? []);
     await writer.drain();
     // What the run spent once this invocation's last commit is in (the note of a stop at the cap).

@@ -1,108 +1,44 @@
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  truncateSync,
-  writeSync,
-} from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, existsSync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
 import { StetError } from "../core/errors.js";
 import { formatValidationError } from "./format-validation-error.js";
-import { resultKey, type EvalPortResult } from "./result-set-types.js";
+import type { EvalPortResult } from "./result-set-types.js";
 import { validateJsonLines } from "./validate-json-lines.js";
 import { isObject } from "./validation-types.js";
-import {
-  ensureDirectory,
-  syncDirectory,
-  writeFileAtomicSync,
-} from "../durable/write-file-atomic.js";
 
 /**
- * An append-only Results JSONL file holding each key (test_case_id, attempt) at most once.
- * Every `append` is one write of whole lines followed by fsync, so a process killed at any
- * moment leaves at worst a torn last line, which `reopen` cuts off. Synchronous on purpose: a
- * line is durable before `append` returns.
+ * An append-only Results JSONL file. Every `append` is one write of whole lines followed by
+ * fsync, so a process killed at any moment leaves at worst a torn last line. Synchronous on
+ * purpose: a line is durable before `append` returns. It holds no line in memory: the file is
+ * written whole once (`createResultStream` writes its back-fill atomically) and then only
+ * appended to, each key once by construction (an invocation commits a key's scored attempt once).
  */
 export class ResultLog {
   private constructor(
     readonly path: string,
     private fd: number | undefined,
-    private readonly keys: Set<string>,
   ) {}
 
   /**
-   * Opens `path` for a new run: created (its folder too), or emptied when it exists.
+   * Opens `path` (created when missing) to append to its end.
    *
-   * @example const log = ResultLog.create("results.jsonl");
+   * @example const log = ResultLog.append("results.jsonl"); log.write(results); log.close();
    */
-  static create(path: string): ResultLog {
-    ensureDirectory(dirname(path));
-    const fd = openSync(path, "w");
-    fsyncSync(fd);
-    syncDirectory(dirname(path));
-    return new ResultLog(path, fd, new Set());
-  }
-
-  /**
-   * Opens `path` to go on appending results of run `runId` (created when missing). A torn last
-   * line (no final newline) is truncated away; a file whose lines are not Results, or are
-   * another run's (`metadata.stet.run_id`), is refused with `E_INVALID_INPUT` and left as is.
-   *
-   * Lines that `isCurrent` rejects (a result the run has since superseded, such as a changed
-   * sample re-run with `--rerun-changed`) are dropped: the file is rewritten atomically with the
-   * other lines byte for byte, and the key becomes free for its current result.
-   *
-   * @example const log = ResultLog.reopen("results.jsonl", "r_abc"); log.has(result);
-   */
-  static reopen(
-    path: string,
-    runId: string,
-    isCurrent: (result: EvalPortResult) => boolean = () => true,
-  ): ResultLog {
-    if (!existsSync(path)) return ResultLog.create(path);
-    const bytes = readFileSync(path);
-    const end = bytes.lastIndexOf(0x0a) + 1;
-    const text = bytes.subarray(0, end).toString("utf8");
-    const lines = text.trim() === "" ? [] : checkedLines(path, text, runId);
-    const kept = lines.filter((l) => isCurrent(l.result));
-    if (kept.length < lines.length) {
-      writeFileAtomicSync(path, kept.map((l) => `${l.text}\n`).join(""));
-    } else if (end < bytes.length) {
-      truncateSync(path, end);
-    }
+  static append(path: string): ResultLog {
     const fd = openSync(path, "a");
     fsyncSync(fd);
-    return new ResultLog(path, fd, new Set(kept.map((l) => resultKey(l.result))));
+    return new ResultLog(path, fd);
   }
 
-  /** Whether the file already holds a result for this key. */
-  has(result: Pick<EvalPortResult, "test_case_id" | "attempt">): boolean {
-    return this.keys.has(resultKey(result));
-  }
-
-  /** Number of keys in the file. */
-  get size(): number {
-    return this.keys.size;
-  }
-
-  /**
-   * Appends the results whose key the file does not hold yet, as one write, then fsyncs.
-   * Returns how many lines were written.
-   */
-  append(results: readonly EvalPortResult[]): number {
+  /** Appends `results` as one write, then fsyncs. Returns how many lines were written. */
+  write(results: readonly EvalPortResult[]): number {
     if (this.fd === undefined) throw new Error(`${this.path} is closed`);
-    const fresh = new Map<string, EvalPortResult>();
-    for (const r of results) if (!this.has(r)) fresh.set(resultKey(r), r);
-    if (fresh.size === 0) return 0;
-    const bytes = Buffer.from([...fresh.values()].map((r) => `${JSON.stringify(r)}\n`).join(""));
+    if (results.length === 0) return 0;
+    const bytes = Buffer.from(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
     for (let offset = 0; offset < bytes.length;) {
       offset += writeSync(this.fd, bytes, offset, bytes.length - offset);
     }
     fsyncSync(this.fd);
-    for (const key of fresh.keys()) this.keys.add(key);
-    return fresh.size;
+    return results.length;
   }
 
   close(): void {
@@ -111,41 +47,59 @@ export class ResultLog {
   }
 }
 
+/** Bytes read from the file at a time, and so about the most lines validated at once. */
+const CHUNK_BYTES = 1 << 20;
+
 /**
- * Checks, reading only, that `path` is a Results JSONL that run `runId` may go on appending to
- * (what `ResultLog.reopen` will open): missing, or its whole lines are Results of no other run.
- * Refuses with `E_INVALID_INPUT` as `reopen` would, before a resume executes anything.
+ * Checks, reading only, that `path` is a Results JSONL that run `runId` may go on with: missing,
+ * or its whole lines (a torn last line, which a kill leaves, is ignored) are Results of no other
+ * run (`metadata.stet.run_id`). Refuses with `E_INVALID_INPUT` (the first problems named, with
+ * their lines) and changes nothing. The file is read a megabyte at a time, never whole.
  *
  * @example checkResultLog("results.jsonl", "r_abc");
  */
 export function checkResultLog(path: string, runId: string): void {
   if (!existsSync(path)) return;
-  const bytes = readFileSync(path);
-  const text = bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1).toString("utf8");
-  if (text.trim() !== "") checkedLines(path, text, runId);
+  const fd = openSync(path, "r");
+  try {
+    let tail = Buffer.alloc(0);
+    let lineOffset = 0;
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    for (;;) {
+      const read = readSync(fd, buffer, 0, CHUNK_BYTES, null);
+      if (read === 0) return;
+      const bytes = Buffer.concat([tail, buffer.subarray(0, read)]);
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      tail = Buffer.from(bytes.subarray(end));
+      if (end === 0) continue;
+      const text = bytes.subarray(0, end).toString("utf8");
+      checkLines(path, text, runId, lineOffset);
+      lineOffset += countNewlines(text);
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
-function checkedLines(
-  path: string,
-  text: string,
-  runId: string,
-): { text: string; result: EvalPortResult }[] {
+/** Checks whole lines `text` (starting after line `lineOffset`) as `checkResultLog` does. */
+function checkLines(path: string, text: string, runId: string, lineOffset: number): void {
+  if (text.trim() === "") return;
   const { valid, errors } = validateJsonLines(text, { file: path, kind: "result" });
   if (!valid) {
-    const shown = errors.slice(0, 5).map((e) => `  ${formatValidationError(e)}`);
+    const located = errors.map((e) =>
+      e.line === undefined ? e : { ...e, line: e.line + lineOffset },
+    );
+    const shown = located.slice(0, 5).map((e) => `  ${formatValidationError(e)}`);
     throw new StetError(
       "E_INVALID_INPUT",
       `${path} holds lines that are not EvalPort Results; not appending to it:\n${shown.join("\n")}`,
-      { details: { errors } },
+      { details: { errors: located } },
     );
   }
-  const lines = text
-    .split("\n")
-    .filter((line) => line.trim() !== "")
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
     // Each line was just validated as a Result against the EvalPort schema.
-    .map((line) => ({ text: line, result: JSON.parse(line) as EvalPortResult }));
-  for (const { result: r } of lines) {
-    const stet = r.metadata?.stet;
+    const stet = (JSON.parse(line) as EvalPortResult).metadata?.stet;
     const id = isObject(stet) ? stet.run_id : undefined;
     if (typeof id === "string" && id !== runId) {
       throw new StetError(
@@ -154,5 +108,10 @@ function checkedLines(
       );
     }
   }
-  return lines;
+}
+
+function countNewlines(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
+  return n;
 }

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Scorer, SolverFn } from "../core/eval.js";
@@ -9,7 +9,7 @@ import { runEval } from "../runs/start-run.js";
 import type { EngineEval } from "../core/eval.js";
 import { tempDir, tempStore } from "../../test/helpers/temp-store.js";
 import { isPartial } from "./is-partial.js";
-import { ResultLog } from "./result-log.js";
+import { checkResultLog, ResultLog } from "./result-log.js";
 import type { EvalPortResult, ResultSetDocument } from "./result-set-types.js";
 import { createResultStream, resultOutputPaths } from "./result-stream.js";
 import { validateDocument } from "./validate-document.js";
@@ -61,9 +61,14 @@ describe("createResultStream", () => {
   it("streams each scored key once and writes the ResultSet at the end", async () => {
     const { store, dir } = setup();
     const out = createResultStream({ store, path: join(dir, "results.jsonl") });
-    const report = await runEval({ store, eval: evalOf(5, "q02"), onEvent: out.onEvent });
+    const report = await runEval({
+      store,
+      eval: evalOf(5, "q02"),
+      onEvent: out.onEvent,
+      beforeExecute: out.ready,
+    });
     const done = await out.finish();
-    expect(done).toMatchObject({ written: true, appended: 8 });
+    expect(done).toMatchObject({ written: true, results: 8 });
     const lines = readLines(join(dir, "results.jsonl"));
     const doc = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as ResultSetDocument;
     expect(validateDocument(doc, "resultset").errors).toEqual([]);
@@ -87,6 +92,7 @@ describe("createResultStream", () => {
       store,
       eval: ev,
       signal: stop.signal,
+      beforeExecute: first.ready,
       onEvent: (e) => {
         first.onEvent(e);
         if (e.type === "attempt-committed" && ++committed === 7) stop.abort();
@@ -108,6 +114,7 @@ describe("createResultStream", () => {
       runId: partial.runId,
       eval: ev,
       onEvent: second.onEvent,
+      beforeExecute: second.ready,
     });
     expect(resumed.status).toBe("completed");
     expect((await second.finish()).written).toBe(true);
@@ -139,7 +146,7 @@ describe("createResultStream", () => {
   });
 });
 
-describe("ResultLog", () => {
+describe("ResultLog and checkResultLog", () => {
   const line = (id: string, run = "r_1") =>
     JSON.stringify({
       test_case_id: id,
@@ -153,38 +160,39 @@ describe("ResultLog", () => {
     cleanups.push(cleanup);
     const path = join(dir, "r.jsonl");
     writeFileSync(path, `${line("a", "r_other")}\n`);
-    expect(() => ResultLog.reopen(path, "r_1")).toThrow(/results of run r_other, not r_1/);
+    expect(() => checkResultLog(path, "r_1")).toThrow(/results of run r_other, not r_1/);
     writeFileSync(path, `${line("a")}\n{"oops": 1}\n${line("b")}\n`);
-    expect(() => ResultLog.reopen(path, "r_1")).toThrow(/not EvalPort Results/);
+    expect(() => checkResultLog(path, "r_1")).toThrow(/r.jsonl:2: /);
     expect(readFileSync(path, "utf8")).toBe(`${line("a")}\n{"oops": 1}\n${line("b")}\n`);
+    // A torn last line (a kill mid-write) is not judged; a missing file is fine.
+    writeFileSync(path, `${line("a")}\n{"test_case_id":"b","pas`);
+    expect(() => checkResultLog(path, "r_1")).not.toThrow();
+    expect(() => checkResultLog(join(dir, "none.jsonl"), "r_1")).not.toThrow();
   });
 
-  it("drops the lines a run superseded, keeping the others byte for byte, and frees their keys", () => {
+  it("reads a file of many megabytes a piece at a time, naming a bad line by its number in the file", () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const path = join(dir, "r.jsonl");
-    // Spacing no serializer would write: kept lines must be the file's bytes, not re-encoded.
-    const a = line("a").replace(":", ": ");
-    writeFileSync(path, `${a}\n${line("b")}\n${line("c")}\n{"test_case_id":"d","pas`);
-    const log = ResultLog.reopen(path, "r_1", (r) => r.test_case_id !== "b");
-    expect(readFileSync(path, "utf8")).toBe(`${a}\n${line("c")}\n`);
-    const parse = (l: string) => JSON.parse(l) as EvalPortResult;
-    expect(log.append([parse(line("a")), parse(line("b"))])).toBe(1);
-    log.close();
-    expect(readFileSync(path, "utf8")).toBe(`${a}\n${line("c")}\n${line("b")}\n`);
-    expect(readdirSync(dir)).toEqual(["r.jsonl"]);
+    // ~3.5 MB of lines: the bad one lies in the third megabyte, past two reads.
+    const good = Array.from({ length: 40_000 }, (_, i) => line(`s${i}`));
+    writeFileSync(path, `${good.join("\n")}\n{"test_case_id": 7}\n${line("z")}\n`);
+    expect(() => checkResultLog(path, "r_1")).toThrow(/r.jsonl:40001: /);
+    writeFileSync(path, `${good.join("\n")}\n${line("z", "r_2")}\n`);
+    expect(() => checkResultLog(path, "r_1")).toThrow(/results of run r_2/);
   });
 
-  it("never appends a key it holds, and cuts only a torn tail", () => {
+  it("appends whole lines to the end, each write durable before it returns", () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const path = join(dir, "r.jsonl");
     writeFileSync(path, `${line("a")}\n`);
-    appendFileSync(path, '{"test_case_id":"b","pas');
-    const log = ResultLog.reopen(path, "r_1");
+    const log = ResultLog.append(path);
     const parse = (l: string) => JSON.parse(l) as EvalPortResult;
-    expect(log.append([parse(line("a")), parse(line("b")), parse(line("b"))])).toBe(1);
+    expect(log.write([parse(line("b")), parse(line("c"))])).toBe(2);
+    expect(log.write([])).toBe(0);
     log.close();
-    expect(readFileSync(path, "utf8")).toBe(`${line("a")}\n${line("b")}\n`);
+    expect(readFileSync(path, "utf8")).toBe(`${line("a")}\n${line("b")}\n${line("c")}\n`);
+    expect(readdirSync(dir)).toEqual(["r.jsonl"]);
   });
 });

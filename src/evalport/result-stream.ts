@@ -3,12 +3,10 @@ import { keyString } from "../core/keys.js";
 import type { RunEvent } from "../core/events.js";
 import type { Attempt } from "../core/types.js";
 import type { Store } from "../store/types.js";
-import { loadOutcomes } from "./build-result-set.js";
 import { prepareResultSet, writeResultSet } from "./write-result-set.js";
 import { toResult } from "./result-mapping.js";
-import { ResultLog } from "./result-log.js";
-import { resultKey, type EvalPortResult } from "./result-set-types.js";
-import { isObject } from "./validation-types.js";
+import { checkResultLog, ResultLog } from "./result-log.js";
+import { outcomePages } from "./outcome-pages.js";
 import { writeStreamAtomic } from "../durable/write-file-atomic.js";
 
 /**
@@ -26,8 +24,11 @@ export function resultOutputPaths(path: string): { lines: string; resultSet: str
 export interface ResultStreamReport {
   lines: string;
   resultSet: string;
-  /** Lines this invocation appended (back-filled ones included). */
-  appended: number;
+  /**
+   * Results the JSONL holds at the end: those the store had when the run started (the file is
+   * written afresh from them) and those streamed since.
+   */
+  results: number;
   /** Whether the ResultSet file was written. */
   written: boolean;
   /** Why something was not written. `fatal` is false for "no finished sample yet". */
@@ -37,27 +38,33 @@ export interface ResultStreamReport {
 export interface ResultStream {
   /** Feed it the engine's events (it never throws). */
   onEvent: (event: RunEvent) => void;
+  /**
+   * Resolves once the file holds what the store had at `run-started` (never rejects): the
+   * engine's `beforeExecute`, so the back-fill is written before any key executes.
+   */
+  ready: () => Promise<void>;
   /** Waits for pending lines, then writes the ResultSet file atomically. Never throws. */
   finish: () => Promise<ResultStreamReport>;
 }
 
 /**
- * `--output`: appends one Result line per scored attempt once the engine reports it committed
- * (`attempt-committed` fires only after the store made it durable), in batches of one write
- * and one fsync each. Error attempts are not streamed: they are not finished work (the final
- * ResultSet has them). A new run starts the file afresh; a resumed run (`run-started` with
- * `resumed`) reopens it, cuts a torn last line, drops lines the run has superseded (a changed
- * sample re-run under `--rerun-changed`, a key asked to re-run with `--rerun`) and refuses
- * another run's file. Either way the scored
- * outcomes already stored that the file lacks (committed just before a kill, or seeded with
- * `--resume-from`) are back-filled first, so the file holds each key exactly once, current. The
- * file is opened only at `run-started`, after the engine owns the run, so a refused resume
- * never touches it. `finish` writes the run's ResultSet to the `.json` path (see
- * `resultOutputPaths`) whatever the run's final status.
+ * `--output`: the run's Results JSONL, one line per key's current scored outcome. At
+ * `run-started` (after the engine owns the run, so a refused resume never touches the file) the
+ * file is written afresh from the store, a page of samples at a time, and replaces the old one
+ * atomically: a new run's seeded outcomes (`--resume-from`, `--reuse`), a resumed run's scored
+ * outcomes so far (a torn last line, a line the run superseded, such as a changed sample re-run
+ * under `--rerun-changed` or a key asked to re-run with `--rerun`, are gone with the old file).
+ * A resume first refuses a file that holds another run's results or lines that are not Results.
+ * Then each scored attempt is appended once the engine reports it committed (`attempt-committed`
+ * fires only after the store made it durable), in batches of one write and one fsync each; the
+ * engine awaits `ready` before it executes any key, so no key has two lines. Error attempts are
+ * not streamed: they are not finished work (the final ResultSet has them). Nothing is held per
+ * key: memory does not grow with the run. `finish` writes the run's ResultSet to the `.json`
+ * path (see `resultOutputPaths`) whatever the run's final status.
  *
  * @example
  * const out = createResultStream({ store, path: "results.jsonl" });
- * await runEval({ store, eval: ev, onEvent: out.onEvent });
+ * await runEval({ store, eval: ev, onEvent: out.onEvent, beforeExecute: out.ready });
  * const { written, problem } = await out.finish();
  */
 export function createResultStream(options: { store: Store; path: string }): ResultStream {
@@ -66,7 +73,7 @@ export function createResultStream(options: { store: Store; path: string }): Res
   let runId: string | undefined;
   let log: ResultLog | undefined;
   let epochs = 1;
-  let appended = 0;
+  let results = 0;
   let failure: Error | undefined;
   let chain = Promise.resolve();
   let pending: Attempt[] = [];
@@ -85,29 +92,26 @@ export function createResultStream(options: { store: Store; path: string }): Res
   };
 
   const start = async (id: string, resumed: boolean) => {
-    const { run, outcomes } = await loadOutcomes(store, id);
+    const run = await store.runs.get(id);
+    if (!run) throw new StetError("E_RUN_NOT_FOUND", `no run with id "${id}"`);
     epochs = run.config.epochs;
+    if (resumed) checkResultLog(paths.lines, id);
     // A key asked to re-run (`--rerun`) whose new attempt is not stored yet has no line until it
     // is: its old one is dropped, so the re-run's line can take its place.
     const rerun = new Map((run.config.rerun ?? []).map((r) => [keyString(r), r.after]));
-    const current = lines(
-      outcomes.filter((a) => {
-        const after = rerun.get(keyString(a));
-        return after === undefined || a.attempt > after;
-      }),
-    );
-    if (resumed) {
-      // A line stays while it is its key's current outcome (the same stored attempt); one that
-      // the run superseded (a changed sample about to be re-run) is dropped, not left stale.
-      const stored = new Map(current.map((r) => [resultKey(r), storedAttempt(r)]));
-      log = ResultLog.reopen(paths.lines, id, (line) => {
-        const key = resultKey(line);
-        return stored.has(key) && (storedAttempt(line) ?? stored.get(key)) === stored.get(key);
-      });
-    } else {
-      log = ResultLog.create(paths.lines);
-    }
-    appended += log.append(current);
+    const current = (a: Attempt) => {
+      const after = rerun.get(keyString(a));
+      return a.status === "scored" && (after === undefined || a.attempt > after);
+    };
+    await writeStreamAtomic(paths.lines, async (write) => {
+      for await (const page of outcomePages(store, id, "whole")) {
+        const written = page.samples.flatMap((s) => lines(s.outcomes.filter(current)));
+        if (written.length === 0) continue;
+        await write(written.map((r) => `${JSON.stringify(r)}\n`).join(""));
+        results += written.length;
+      }
+    });
+    log = ResultLog.append(paths.lines);
   };
   const lines = (attempts: readonly Attempt[]) =>
     attempts.filter((a) => a.status === "scored").map((a) => toResult(a, { epochs }));
@@ -122,7 +126,7 @@ export function createResultStream(options: { store: Store; path: string }): Res
       enqueue(() => {
         const batch = pending;
         pending = [];
-        appended += log!.append(lines(batch));
+        results += log!.write(lines(batch));
       });
     }
   };
@@ -130,7 +134,7 @@ export function createResultStream(options: { store: Store; path: string }): Res
   const finish = async (): Promise<ResultStreamReport> => {
     await chain;
     log?.close();
-    const report: ResultStreamReport = { ...paths, appended, written: false };
+    const report: ResultStreamReport = { ...paths, results, written: false };
     if (failure) return { ...report, problem: { message: failure.message, fatal: true } };
     if (runId === undefined) return report;
     try {
@@ -146,11 +150,5 @@ export function createResultStream(options: { store: Store; path: string }): Res
     }
   };
 
-  return { onEvent, finish };
-}
-
-/** The stored attempt number a stet-written Result names (`metadata.stet.attempt`). */
-function storedAttempt(result: EvalPortResult): number | undefined {
-  const stet = result.metadata?.stet;
-  return isObject(stet) && typeof stet.attempt === "number" ? stet.attempt : undefined;
+  return { onEvent, ready: () => chain, finish };
 }

@@ -72,13 +72,13 @@ export async function rescoreCommand(runId: string, flags: RescoreFlags): Promis
       summaryHint: again,
       unfinished,
     });
-    const code = await withRunOutput(store, io, output, (tee) =>
+    const code = await withRunOutput(store, io, output, (attach) =>
       runWithUi(io, ui, (controls) =>
         executeRescore(planned, {
           store,
           ...stale,
           ...controls,
-          onEvent: tee(controls.onEvent),
+          ...attach(controls.onEvent),
         }),
       ),
     );

@@ -125,9 +125,9 @@ export async function resumeInStore(
   // to, refuses before anything runs.
   const flag = flags.output === undefined ? "the run's --output" : "--output";
   await prepareRunOutput(output, flag, resume.run.id);
-  const code = await withRunOutput(store, io, output, (tee) =>
+  const code = await withRunOutput(store, io, output, (attach) =>
     runWithUi(io, uiOptions(flags, { model: resume.run.config.model }), (controls) => {
-      const options = { store, ...stale, ...controls, onEvent: tee(controls.onEvent) };
+      const options = { store, ...stale, ...controls, ...attach(controls.onEvent) };
       return planning.ok ? executeResume(resume, options) : settleResume(resume, options);
     }),
   );

@@ -179,7 +179,7 @@ async function runOnce(
     const start = flags.distributed ? startDistributed : runEval;
     const detach = flags.detach ? { detach: true } : {};
     try {
-      return await withRunOutput(store, io, flags.output, (tee) =>
+      return await withRunOutput(store, io, flags.output, (attach) =>
         runWithUi(io, uiOptions(flags, { model: prepared.model }), (controls) =>
           start({
             ...prepared,
@@ -187,7 +187,7 @@ async function runOnce(
             store,
             ...stale,
             ...controls,
-            onEvent: tee(controls.onEvent),
+            ...attach(controls.onEvent),
           }),
         ),
       );
