@@ -1,4 +1,7 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
+import { keyString } from "../core/keys.js";
+import { reviewFigures, type ReviewedOutcome } from "../core/review-figures.js";
+import type { Review } from "../core/reviews.js";
 import type { KeyFigures } from "../core/run-figures.js";
 import type { Key, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
@@ -7,8 +10,9 @@ import type { Store } from "../store/types.js";
  * A run's stored report from the figures the store keeps (`reads.readFigures`), reading no
  * attempt: the same report `buildReport` folds from every attempt, field for field. Undefined
  * when the figures cannot give it exactly and the caller must fold: a run with re-run requests
- * (their keys' earlier attempts decide nothing), with reviews (the human scorers are computed
- * from every key's outcome), or whose figures were kept with another reducer. With `allNow`
+ * (their keys' earlier attempts decide nothing), or whose figures were kept with another reducer.
+ * A run's reviews are read whole (people's, so few) with the figures of the keys they name: the
+ * human scorers and their agreement need those keys' outcomes only. With `allNow`
  * (an invocation that committed every row the run has, none of them replaying spend: see
  * `Execution.fresh`), the report of that invocation: everything it spent is spent now, and what
  * it executed is every attempt; the caller gives its plan.
@@ -23,14 +27,22 @@ export async function figuresReport(
   const { config } = run;
   if ((config.rerun?.length ?? 0) > 0) return undefined;
   const [reviews, inflight] = await Promise.all([
-    // Whether it has any: one is enough to fold instead.
-    store.reviews.list(run.id, { limit: 1 }),
+    store.reviews.list(run.id),
     store.runs.listInflight(run.id),
   ]);
-  if (reviews.length > 0) return undefined;
-  const read = await store.reads.readFigures(run.id, config.reducer, inflight);
+  const reviewed = reviewedKeys(reviews);
+  const read = await store.reads.readFigures(run.id, config.reducer, [...inflight, ...reviewed]);
   if (read.figures.reducer !== config.reducer) return undefined;
   const figures = read.figures.report(config.scorers, read.examples);
+  const human =
+    reviews.length === 0
+      ? undefined
+      : reviewFigures(
+          reviews,
+          reviewedOutcomes(reviewed, read.keys.slice(inflight.length)),
+          config.scorers,
+          config.reducer,
+        );
   const total = run.sampleCount * config.epochs;
   const plan = storedPlan(total, figures, inflight, read.keys, config.epochs);
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
@@ -53,7 +65,9 @@ export async function figuresReport(
       limited: figures.limited,
     },
     ...(figures.limited > 0 ? { limitedBy: figures.limitedBy } : {}),
-    metrics: figures.metrics,
+    // The human scorers (reviews) beside the judged ones, and how far they agree.
+    metrics: human ? [...figures.metrics, ...human.metrics] : figures.metrics,
+    ...(human ? { agreement: human.agreement } : {}),
     distribution: figures.distribution,
     errorsByType: figures.errorsByType,
     errors: figures.errors,
@@ -69,6 +83,32 @@ export async function figuresReport(
     preserved: plan.preserved,
     wallMs: 0,
   };
+}
+
+/** The keys the reviews name, each once, in the order first reviewed. */
+function reviewedKeys(reviews: readonly Review[]): Key[] {
+  const keys = new Map<string, Key>();
+  for (const { sampleId, epoch } of reviews)
+    keys.set(keyString({ sampleId, epoch }), { sampleId, epoch });
+  return [...keys.values()];
+}
+
+/**
+ * The reviewed keys' outcomes as `reviewFigures` reads them: the outcome's attempt and the
+ * scores that count (a key with no outcome has none, so no review of it counts).
+ */
+function reviewedOutcomes(
+  keys: readonly Key[],
+  figures: readonly (KeyFigures | undefined)[],
+): ReviewedOutcome[] {
+  const outcomes: ReviewedOutcome[] = [];
+  keys.forEach((key, i) => {
+    const outcome = figures[i];
+    if (!outcome) return;
+    const scores = (outcome.values ?? []).map(([scorer, value]) => ({ scorer, value }));
+    outcomes.push({ ...key, attempt: outcome.attempt, scores });
+  });
+  return outcomes;
 }
 
 /**

@@ -206,6 +206,25 @@ export async function life(
       expect(await store.runs.claim(run.id, me, null)).toBe(true);
       token = me.token;
     }
+    if (rnd() < 0.3) {
+      // A person reviews a stored attempt (any: a later one may supersede it as the outcome).
+      const stored = await store.reads.listAttemptHeads(run.id);
+      const target = stored[Math.floor(rnd() * stored.length)];
+      if (target) {
+        await store.reviews.record(run.id, [
+          {
+            sampleId: target.sampleId,
+            epoch: target.epoch,
+            attempt: target.attempt,
+            scorer: "human",
+            reviewer: rnd() < 0.5 ? "ann" : "bob",
+            value: Math.round(rnd() * 4) / 4,
+            note: null,
+            createdAt: "2025-01-03T00:00:00.000Z",
+          },
+        ]);
+      }
+    }
     run = (await store.runs.get(run.id))!;
     await check(run);
     checks++;
