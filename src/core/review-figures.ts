@@ -1,6 +1,7 @@
 import { agreement, type Agreement } from "./agreement.js";
 import { meanAndStderr, reduceEpochs, type ScorerMetrics } from "./aggregate.js";
 import { currentReviews, keyId, reviewValues, type Review } from "./reviews.js";
+import type { KeyFigures } from "./run-figures.js";
 import type { Key, Reducer, Score } from "./types.js";
 
 /** What reviews add to a run's figures: each human scorer's metrics, and its agreement. */
@@ -50,4 +51,38 @@ export function reviewFigures(
     }
   }
   return { metrics, agreement: agreements };
+}
+
+/**
+ * The keys the reviews name, each once, in the order first reviewed: the keys whose outcomes
+ * `reviewFigures` reads.
+ *
+ * @example reviewedKeys(reviews); // [{ sampleId: "s1", epoch: 1 }]
+ */
+export function reviewedKeys(reviews: readonly Review[]): Key[] {
+  const keys = new Map<string, Key>();
+  for (const { sampleId, epoch } of reviews)
+    keys.set(keyId({ sampleId, epoch }), { sampleId, epoch });
+  return [...keys.values()];
+}
+
+/**
+ * The reviewed keys' outcomes as `reviewFigures` reads them, from the figures the store keeps of
+ * them (`readFigures`' keys, in the same order): the outcome's attempt and the scores that count
+ * (a key with no outcome has none, so no review of it counts).
+ *
+ * @example reviewedOutcomes(keys, (await store.reads.readFigures(id, reducer, keys)).keys);
+ */
+export function reviewedOutcomes(
+  keys: readonly Key[],
+  figures: readonly (KeyFigures | undefined)[],
+): ReviewedOutcome[] {
+  const outcomes: ReviewedOutcome[] = [];
+  keys.forEach((key, i) => {
+    const outcome = figures[i];
+    if (!outcome) return;
+    const scores = (outcome.values ?? []).map(([scorer, value]) => ({ scorer, value }));
+    outcomes.push({ ...key, attempt: outcome.attempt, scores });
+  });
+  return outcomes;
 }

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
+import { withFigures } from "../runs/list-run-figures.js";
+import type { ListedRun } from "../runs/read-run.js";
 import { life } from "../store/contract/figures.js";
 import { openPostgresStore } from "../store/postgres/index.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
@@ -50,6 +52,10 @@ describe.each([
         // As an invocation with nothing to do (a resume's settled report) where it gives one.
         const now = await figuresReport(store, run, { invocation: true });
         if (now) expect(now).toEqual(await foldedReport(store, run, { invocation: true }));
+        // The runs list's figures (human scorers too) are the report's.
+        const [listed] = await withFigures(store, [{ run } as ListedRun]);
+        expect(listed!.metrics).toEqual(folded.metrics);
+        expect(listed!.spent).toEqual(folded.usage.totalSpent);
       });
       expect(fast).toBe(checks);
     },

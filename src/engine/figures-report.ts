@@ -1,7 +1,5 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
-import { keyString } from "../core/keys.js";
-import { reviewFigures, type ReviewedOutcome } from "../core/review-figures.js";
-import type { Review } from "../core/reviews.js";
+import { reviewedKeys, reviewedOutcomes, reviewFigures } from "../core/review-figures.js";
 import type { KeyFigures } from "../core/run-figures.js";
 import type { Key, Run } from "../core/types.js";
 import type { Store } from "../store/types.js";
@@ -83,32 +81,6 @@ export async function figuresReport(
     preserved: plan.preserved,
     wallMs: 0,
   };
-}
-
-/** The keys the reviews name, each once, in the order first reviewed. */
-function reviewedKeys(reviews: readonly Review[]): Key[] {
-  const keys = new Map<string, Key>();
-  for (const { sampleId, epoch } of reviews)
-    keys.set(keyString({ sampleId, epoch }), { sampleId, epoch });
-  return [...keys.values()];
-}
-
-/**
- * The reviewed keys' outcomes as `reviewFigures` reads them: the outcome's attempt and the
- * scores that count (a key with no outcome has none, so no review of it counts).
- */
-function reviewedOutcomes(
-  keys: readonly Key[],
-  figures: readonly (KeyFigures | undefined)[],
-): ReviewedOutcome[] {
-  const outcomes: ReviewedOutcome[] = [];
-  keys.forEach((key, i) => {
-    const outcome = figures[i];
-    if (!outcome) return;
-    const scores = (outcome.values ?? []).map(([scorer, value]) => ({ scorer, value }));
-    outcomes.push({ ...key, attempt: outcome.attempt, scores });
-  });
-  return outcomes;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ScorerMetrics, UsageTotal } from "../core/aggregate.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
 import { selectOutcomes } from "../core/outcomes.js";
-import { reviewFigures } from "../core/review-figures.js";
+import { reviewedKeys, reviewedOutcomes, reviewFigures } from "../core/review-figures.js";
 import type { AttemptHead, RunFilter, Store } from "../store/types.js";
 import { listRuns, type ListedRun, type ReadOptions } from "./read-run.js";
 
@@ -37,15 +37,21 @@ export async function withFigures<T extends ListedRun>(
 ): Promise<(T & { metrics: ScorerMetrics[]; spent: UsageTotal })[]> {
   // Reviews are few and indexed by run: one small read per run, for the human scorers.
   const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));
-  // The figures the store keeps give a run's metrics and spend without reading its attempts;
-  // runs they cannot give exactly (reviews, re-run requests) are folded from every attempt.
+  // The figures the store keeps give a run's metrics and spend without reading its attempts (with
+  // the reviewed keys' figures for the human scorers); runs they cannot give exactly (re-run
+  // requests) are folded from every attempt.
   const kept = await Promise.all(
     listed.map(async ({ run }, i) => {
-      if (reviews[i]!.length > 0 || (run.config.rerun?.length ?? 0) > 0) return undefined;
-      const read = await store.reads.readFigures(run.id, run.config.reducer);
-      if (read.figures.reducer !== run.config.reducer) return undefined;
-      const { metrics, totalSpent } = read.figures.figures(run.config.scorers);
-      return { metrics, spent: totalSpent };
+      if ((run.config.rerun?.length ?? 0) > 0) return undefined;
+      const { reducer, scorers } = run.config;
+      const keys = reviewedKeys(reviews[i]!);
+      const read = await store.reads.readFigures(run.id, reducer, keys);
+      if (read.figures.reducer !== reducer) return undefined;
+      const { metrics, totalSpent } = read.figures.figures(scorers);
+      if (keys.length === 0) return { metrics, spent: totalSpent };
+      const outcomes = reviewedOutcomes(keys, read.keys);
+      const human = reviewFigures(reviews[i]!, outcomes, scorers, reducer);
+      return { metrics: [...metrics, ...human.metrics], spent: totalSpent };
     }),
   );
   const folded = listed.filter((_, i) => !kept[i]).map((l) => l.run.id);
