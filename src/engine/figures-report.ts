@@ -7,8 +7,9 @@ import type { Store } from "../store/types.js";
 /**
  * A run's stored report from the figures the store keeps (`reads.readFigures`), reading no
  * attempt: the same report `buildReport` folds from every attempt, field for field. Undefined
- * when the figures cannot give it exactly and the caller must fold: a run with re-run requests
- * (their keys' earlier attempts decide nothing), or whose figures were kept with another reducer.
+ * when the figures cannot give it exactly and the caller must fold: a run with a re-run request
+ * still open (its key's earlier attempts decide nothing in the plan; a done one changes nothing),
+ * or whose figures were kept with another reducer.
  * A run's reviews are read whole (people's, so few) with the figures of the keys they name: the
  * human scorers and their agreement need those keys' outcomes only. With `allNow`
  * (an invocation that committed every row the run has, none of them replaying spend: see
@@ -23,21 +24,37 @@ export async function figuresReport(
   options: { invocation: boolean; allNow?: boolean },
 ): Promise<RunReport | undefined> {
   const { config } = run;
-  if ((config.rerun?.length ?? 0) > 0) return undefined;
+  const reruns = config.rerun ?? [];
   const [reviews, inflight] = await Promise.all([
     store.reviews.list(run.id),
     store.runs.listInflight(run.id),
   ]);
   const reviewed = reviewedKeys(reviews);
-  const read = await store.reads.readFigures(run.id, config.reducer, [...inflight, ...reviewed]);
+  const read = await store.reads.readFigures(run.id, config.reducer, [
+    ...inflight,
+    ...reviewed,
+    ...reruns,
+  ]);
   if (read.figures.reducer !== config.reducer) return undefined;
+  // A re-run request is done once its key has a scored attempt after the one it follows (the
+  // outcome then: a later scored attempt outranks an earlier one); one still open makes its
+  // key's earlier attempts history, which only a fold of the key's attempts plans.
+  const rerunOutcomes = read.keys.slice(inflight.length + reviewed.length);
+  const open = reruns.some((request, i) => {
+    const outcome = rerunOutcomes[i];
+    return outcome?.status !== "scored" || outcome.attempt <= request.after;
+  });
+  if (open) return undefined;
   const figures = read.figures.report(config.scorers, read.examples);
   const human =
     reviews.length === 0
       ? undefined
       : reviewFigures(
           reviews,
-          reviewedOutcomes(reviewed, read.keys.slice(inflight.length)),
+          reviewedOutcomes(
+            reviewed,
+            read.keys.slice(inflight.length, inflight.length + reviewed.length),
+          ),
           config.scorers,
           config.reducer,
         );

@@ -38,11 +38,10 @@ export async function withFigures<T extends ListedRun>(
   // Reviews are few and indexed by run: one small read per run, for the human scorers.
   const reviews = await Promise.all(listed.map((l) => store.reviews.list(l.run.id)));
   // The figures the store keeps give a run's metrics and spend without reading its attempts (with
-  // the reviewed keys' figures for the human scorers); runs they cannot give exactly (re-run
-  // requests) are folded from every attempt.
+  // the reviewed keys' figures for the human scorers; re-run requests change only a plan); runs
+  // whose figures were kept with another reducer are folded from every attempt.
   const kept = await Promise.all(
     listed.map(async ({ run }, i) => {
-      if ((run.config.rerun?.length ?? 0) > 0) return undefined;
       const { reducer, scorers } = run.config;
       const keys = reviewedKeys(reviews[i]!);
       const read = await store.reads.readFigures(run.id, reducer, keys);

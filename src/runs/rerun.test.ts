@@ -6,6 +6,10 @@ import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers
 import { openPostgresStore } from "../store/postgres/index.js";
 import { tempStore } from "../../test/helpers/temp-store.js";
 import type { Store } from "../store/types.js";
+import { figuresReport } from "../engine/figures-report.js";
+import { foldedReport, storedReport } from "../engine/report.js";
+import { withFigures } from "./list-run-figures.js";
+import type { ListedRun } from "./read-run.js";
 import { planResume, resumeRun } from "./resume-run.js";
 import { runEval } from "./start-run.js";
 
@@ -60,6 +64,22 @@ const stores: [string, () => Promise<Store>][] = [
   ],
 ];
 
+/**
+ * The run's report and listed figures read from the store's figures equal a fold of every
+ * attempt; from the figures themselves only once no re-run request is open (`figuresReport`).
+ */
+async function reportsAgree(store: Store, runId: string, fromFigures: boolean): Promise<void> {
+  const run = (await store.runs.get(runId))!;
+  const folded = await foldedReport(store, run);
+  const kept = await figuresReport(store, run, { invocation: false });
+  if (fromFigures) expect(kept).toEqual(folded);
+  else expect(kept).toBeUndefined();
+  expect(await storedReport(store, run)).toEqual(folded);
+  const [listed] = await withFigures(store, [{ run } as ListedRun]);
+  expect(listed!.metrics).toEqual(folded.metrics);
+  expect(listed!.spent).toEqual(folded.usage.totalSpent);
+}
+
 describe.each(stores)("re-running chosen keys on %s", (name, open) => {
   if (name === "postgres" && SKIP_POSTGRES) return;
   it("finishes a killed re-run on the next plain resume, and never repeats a finished one", async () => {
@@ -88,6 +108,7 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     expect(executedFirst).toBeGreaterThanOrEqual(2);
     expect(executedFirst).toBeLessThan(6);
     expect((await store.runs.get(first.runId))?.config.rerun).toHaveLength(6);
+    await reportsAgree(store, first.runId, false);
 
     // A plain resume finishes exactly the keys of the request not yet re-run.
     calls.clear();
@@ -95,6 +116,9 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     expect(planning.ok && planning.resume.plan.rerun).toBe(6 - executedFirst);
     const finished = await resumeRun({ store, runId: first.runId, eval: ev() });
     expect(finished.status).toBe("completed");
+    // Every request done (and still recorded): the figures give the report again.
+    expect((await store.runs.get(first.runId))?.config.rerun?.length).toBeGreaterThan(0);
+    await reportsAgree(store, first.runId, true);
     expect([...calls.values()].reduce((a, b) => a + b, 0)).toBe(6 - executedFirst);
 
     // Every re-run key now has two scored attempts, the newer its outcome; a, e have one.
