@@ -89,6 +89,32 @@ describe("loadSamples", () => {
     });
   });
 
+  it("names a duplicate's first row by its line or index in every format, blank lines and quoted line breaks counted", async () => {
+    const jsonl = await write(
+      "dup2.jsonl",
+      '\n{"id":"a","input":"x"}\n\n{"id":"b","input":"y"}\n{"id":"b","input":"z"}\n',
+    );
+    const csv = await write("dup.csv", 'id,input\na,"two\nlines"\nb,y\n\nb,z\n');
+    const json = await write(
+      "dup.json",
+      '[{"id":"a","input":"x"},\n {"id":"b","input":"y"},\n {"id":"b","input":"z"}]',
+    );
+    const mapped = [{ q: "a" }, { q: "b" }, { q: "b" }];
+    await expect(loadSamples(jsonl, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${jsonl}:4 and ${jsonl}:5`,
+    });
+    await expect(loadSamples(csv, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${csv}:4 and ${csv}:6`,
+    });
+    await expect(loadSamples(json, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${json}[1] and ${json}[2]`,
+    });
+    const mapper = (row: { q: string }) => ({ id: row.q, input: row.q });
+    await expect(loadSamples(mapped, { baseDir: dir, mapper })).rejects.toMatchObject({
+      message: `duplicate sample id "b": dataset[1] and dataset[2]`,
+    });
+  });
+
   it("treats two id-less rows with the same content as duplicates", async () => {
     const same = [{ input: "x" }, { input: "y" }, { input: "x" }];
     await expect(loadSamples(same, { baseDir: dir })).rejects.toMatchObject({
