@@ -61,6 +61,22 @@ describe("loadSamples", () => {
     });
   });
 
+  it("gives every sample its fields in one order, id, input, target, metadata (the snapshot's JSON)", async () => {
+    const rows = [
+      { metadata: { k: 1 }, target: "t", input: "i", id: "a" },
+      { target: "t", input: "i", id: "b" },
+      { metadata: { k: 1 }, input: "i", id: "c" },
+      { input: "i" },
+    ];
+    const records = await loadSamples(rows, { baseDir: dir });
+    expect(records.map((r) => JSON.stringify(r.sample))).toEqual([
+      '{"id":"a","input":"i","target":"t","metadata":{"k":1}}',
+      '{"id":"b","input":"i","target":"t"}',
+      '{"id":"c","input":"i","metadata":{"k":1}}',
+      `{"id":"${records[3]!.sample.id}","input":"i"}`,
+    ]);
+  });
+
   it("derives missing ids from content, not position", async () => {
     const unnamed = Array.from({ length: 20 }, (_, i) => ({ input: `q${i}`, target: `${i}` }));
     const shuffled = [...unnamed].reverse();
