@@ -21,8 +21,15 @@ describe("KeyList", () => {
     ]);
     const key = keys.at(1)!;
     expect(keys.sampleIndexOf(key)).toBe(0);
-    // An equal key it did not make is not one of its own.
+    // An equal key it did not make is not one of its own, nor one a list of other samples made.
     expect(keys.sampleIndexOf({ sampleId: "a", epoch: 3 })).toBeUndefined();
+    const other = new KeyList([...samples], 3);
+    other.push(0, 3);
+    expect(keys.sampleIndexOf(other.at(0)!)).toBeUndefined();
+    // What a spread or JSON makes of a key is the key alone.
+    expect(Object.keys(key)).toEqual(["sampleId", "epoch"]);
+    expect({ ...key }).toStrictEqual({ sampleId: "a", epoch: 3 });
+    expect(JSON.stringify(key)).toBe('{"sampleId":"a","epoch":3}');
     expect(keys.at(3)).toBeUndefined();
     expect(keys.at(-1)).toBeUndefined();
     expect(JSON.parse(JSON.stringify(keys))).toEqual([...keys]);

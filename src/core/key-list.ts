@@ -1,11 +1,37 @@
 import type { Key, SampleRecord } from "./types.js";
 
 /**
+ * A key a `KeyList` made: a key's two fields, and its sample's index in the list's samples (with
+ * the samples it indexes) in private fields, which no spread, `JSON.stringify` or `Object.keys`
+ * sees (a draft or a journal read made from it carries the key alone).
+ */
+class ListedKey implements Key {
+  readonly sampleId: string;
+  readonly epoch: number;
+  readonly #samples: readonly SampleRecord[];
+  readonly #sampleIndex: number;
+
+  constructor(samples: readonly SampleRecord[], sampleIndex: number, epoch: number) {
+    this.sampleId = samples[sampleIndex]!.sample.id;
+    this.epoch = epoch;
+    this.#samples = samples;
+    this.#sampleIndex = sampleIndex;
+  }
+
+  /** The index in `samples` a listed key of those samples carries; undefined for any other key. */
+  static sampleIndexOf(key: Key, samples: readonly SampleRecord[]): number | undefined {
+    if (!(#sampleIndex in key)) return undefined;
+    const listed = key as ListedKey;
+    return listed.#samples === samples ? listed.#sampleIndex : undefined;
+  }
+}
+
+/**
  * A plan's keys, compact: per key one number (its sample's index in the plan's samples times the
  * epochs, plus its epoch less one) instead of an object, 8 bytes a key where a `Key[]` held ~48,
  * so a large run's plan is not a second copy of its sample ids. A key is made when it is read
- * (`at`, iteration), and remembers which sample it is of (`sampleIndexOf`), so the engine finds
- * its record without a map of every sample id.
+ * (`at`, iteration), and carries which sample it is of (`sampleIndexOf`), so the engine finds
+ * its record without a map of every sample id (nor a weak map of the keys made: ~0.5 µs a key).
  *
  * @example
  * const keys = new KeyList(samples, 2);
@@ -17,8 +43,6 @@ export class KeyList implements Iterable<Key> {
   readonly #epochs: number;
   #slots: Float64Array;
   #length = 0;
-  // The keys made from this list, with their sample's index: a key lives as long as its holder.
-  readonly #made = new WeakMap<Key, number>();
 
   constructor(samples: readonly SampleRecord[], epochs: number, capacity = 16) {
     this.#samples = samples;
@@ -45,17 +69,15 @@ export class KeyList implements Iterable<Key> {
     if (i < 0 || i >= this.#length) return undefined;
     const slot = this.#slots[i]!;
     const sampleIndex = Math.floor(slot / this.#epochs);
-    const key = {
-      sampleId: this.#samples[sampleIndex]!.sample.id,
-      epoch: (slot % this.#epochs) + 1,
-    };
-    this.#made.set(key, sampleIndex);
-    return key;
+    return new ListedKey(this.#samples, sampleIndex, (slot % this.#epochs) + 1);
   }
 
-  /** The index in the plan's samples of a key this list made; undefined for any other object. */
+  /**
+   * The index in the plan's samples of a key a list of the same samples made (this one, or one
+   * it was filtered from); undefined for any other key.
+   */
   sampleIndexOf(key: Key): number | undefined {
-    return this.#made.get(key);
+    return ListedKey.sampleIndexOf(key, this.#samples);
   }
 
   /** The keys `keep` accepts, in order, as a new list. */
