@@ -113,7 +113,7 @@ describe("planRun", () => {
       inflight: [],
       rerunChanged: true,
     });
-    expect(rerun.toExecute).toEqual([{ sampleId: "b", epoch: 1 }]);
+    expect([...rerun.toExecute]).toEqual([{ sampleId: "b", epoch: 1 }]);
     expect(rerun).toMatchObject({ preserved: 2, changedKeys: 1 });
     expect(rerun.samples.find((r) => r.sample.id === "b")?.fingerprint).toBe("fp-b-new");
   });
@@ -152,12 +152,12 @@ describe("planRun", () => {
         numbered(1, "scored", "c"),
       ];
       const pending = planRun({ ...input, attempts: scored });
-      expect(pending.toExecute).toEqual([{ sampleId: "a", epoch: 1 }]);
+      expect([...pending.toExecute]).toEqual([{ sampleId: "a", epoch: 1 }]);
       expect(pending).toMatchObject({ rerun: 1, preserved: 2, neverStarted: 0 });
       expect([...pending.rerunAfter]).toEqual([["a\u00001", 1]]);
 
       const done = planRun({ ...input, attempts: [...scored, numbered(2, "scored")] });
-      expect(done.toExecute).toEqual([]);
+      expect([...done.toExecute]).toEqual([]);
       expect(done).toMatchObject({ rerun: 0, preserved: 3 });
     });
 
@@ -167,10 +167,11 @@ describe("planRun", () => {
       const input = { snapshot: [record("a")], epochs: 1, inflight: [], rerun, attempts };
       const retried = planRun(input);
       expect(retried).toMatchObject({ errored: 1, rerun: 0 });
-      expect(retried.toExecute).toEqual([{ sampleId: "a", epoch: 1 }]);
+      expect([...retried.toExecute]).toEqual([{ sampleId: "a", epoch: 1 }]);
       expect(retried.rerunAfter.get("a\u00001")).toBe(1);
       const kept = planRun({ ...input, rerunErrors: false });
-      expect(kept).toMatchObject({ preserved: 1, erroredKept: 0, toExecute: [] });
+      expect(kept).toMatchObject({ preserved: 1, erroredKept: 0 });
+      expect(kept.toExecute).toHaveLength(0);
     });
   });
 });

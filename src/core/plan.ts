@@ -1,3 +1,4 @@
+import { KeyList } from "./key-list.js";
 import { keyString } from "./keys.js";
 import type { AttemptErrorType, AttemptStatus, Key, RerunRequest, SampleRecord } from "./types.js";
 
@@ -48,8 +49,8 @@ export interface Plan {
   total: number;
   /** Keys with a scored attempt for the sample's effective fingerprint: never re-executed. */
   preserved: number;
-  /** Keys to execute, epoch by epoch, in dataset order. */
-  toExecute: Key[];
+  /** Keys to execute, epoch by epoch, in dataset order (compact: see KeyList). */
+  toExecute: KeyList;
   /**
    * Keys whose outcome is a scorer error (the solver succeeded): their stored output is scored
    * again, the solver is not called. Not in `errored`, which counts the keys re-executed.
@@ -124,7 +125,7 @@ export function planRun(input: PlanInput): Plan {
   const plan: Plan = {
     total: samples.length * epochs,
     preserved: 0,
-    toExecute: [],
+    toExecute: new KeyList(samples, epochs),
     toRescore: [],
     neverStarted: 0,
     interrupted: 0,
@@ -139,7 +140,8 @@ export function planRun(input: PlanInput): Plan {
     samples,
   };
   for (let epoch = 1; epoch <= epochs; epoch++) {
-    for (const { sample } of samples) {
+    for (let index = 0; index < samples.length; index++) {
+      const { sample } = samples[index]!;
       if (!isOpen(sample.id)) {
         plan.preserved++;
         continue;
@@ -175,7 +177,7 @@ export function planRun(input: PlanInput): Plan {
         }
         plan.errored++;
       } else plan.neverStarted++;
-      plan.toExecute.push(key);
+      plan.toExecute.push(index, epoch);
       if (status === "error" && outcome?.attempt !== undefined && !changedIds.has(sample.id)) {
         plan.replayFrom.set(k, outcome.attempt);
       }

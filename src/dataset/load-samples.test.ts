@@ -61,6 +61,22 @@ describe("loadSamples", () => {
     });
   });
 
+  it("gives every sample its fields in one order, id, input, target, metadata (the snapshot's JSON)", async () => {
+    const rows = [
+      { metadata: { k: 1 }, target: "t", input: "i", id: "a" },
+      { target: "t", input: "i", id: "b" },
+      { metadata: { k: 1 }, input: "i", id: "c" },
+      { input: "i" },
+    ];
+    const records = await loadSamples(rows, { baseDir: dir });
+    expect(records.map((r) => JSON.stringify(r.sample))).toEqual([
+      '{"id":"a","input":"i","target":"t","metadata":{"k":1}}',
+      '{"id":"b","input":"i","target":"t"}',
+      '{"id":"c","input":"i","metadata":{"k":1}}',
+      `{"id":"${records[3]!.sample.id}","input":"i"}`,
+    ]);
+  });
+
   it("derives missing ids from content, not position", async () => {
     const unnamed = Array.from({ length: 20 }, (_, i) => ({ input: `q${i}`, target: `${i}` }));
     const shuffled = [...unnamed].reverse();
@@ -86,6 +102,32 @@ describe("loadSamples", () => {
     await expect(loading).rejects.toMatchObject({
       code: "E_DUPLICATE_ID",
       message: `duplicate sample id "1": ${file}:1 and ${file}:3`,
+    });
+  });
+
+  it("names a duplicate's first row by its line or index in every format, blank lines and quoted line breaks counted", async () => {
+    const jsonl = await write(
+      "dup2.jsonl",
+      '\n{"id":"a","input":"x"}\n\n{"id":"b","input":"y"}\n{"id":"b","input":"z"}\n',
+    );
+    const csv = await write("dup.csv", 'id,input\na,"two\nlines"\nb,y\n\nb,z\n');
+    const json = await write(
+      "dup.json",
+      '[{"id":"a","input":"x"},\n {"id":"b","input":"y"},\n {"id":"b","input":"z"}]',
+    );
+    const mapped = [{ q: "a" }, { q: "b" }, { q: "b" }];
+    await expect(loadSamples(jsonl, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${jsonl}:4 and ${jsonl}:5`,
+    });
+    await expect(loadSamples(csv, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${csv}:4 and ${csv}:6`,
+    });
+    await expect(loadSamples(json, { baseDir: dir })).rejects.toMatchObject({
+      message: `duplicate sample id "b": ${json}[1] and ${json}[2]`,
+    });
+    const mapper = (row: { q: string }) => ({ id: row.q, input: row.q });
+    await expect(loadSamples(mapped, { baseDir: dir, mapper })).rejects.toMatchObject({
+      message: `duplicate sample id "b": dataset[1] and dataset[2]`,
     });
   });
 

@@ -224,8 +224,8 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
       ...(exec.solver.secrets?.() ?? []),
       ...exec.scorers.flatMap((scorer) => scorer.secrets?.() ?? []),
     ]),
-    committed: (attempt, final) => {
-      counts.attemptCommitted(attempt, final);
+    committed: (attempt, final, key) => {
+      counts.attemptCommitted(attempt, final, key);
       const verdict = misconfigured.observe(attempt);
       if (verdict && stops.reason === null) {
         misconfiguration = verdict;

@@ -42,8 +42,11 @@ export interface KeyRunnerParts {
   /** A stored attempt's trajectory, for the scorers that score it again (storedTrajectory). */
   trajectory?: (unit: RescoreUnit) => Promise<Trajectory>;
   redactor: Redactor;
-  /** An attempt is committed and counted (`final`: its key's outcome in this invocation). */
-  committed: (attempt: Attempt, final: boolean) => void;
+  /**
+   * An attempt is committed and counted (`final`: its key's outcome in this invocation); `key`:
+   * the key object it was executed for.
+   */
+  committed: (attempt: Attempt, final: boolean, key: Key) => void;
   emit: (event: RunEvent) => void;
 }
 
@@ -103,7 +106,7 @@ export class KeyRunner {
         // The retry's verdict below must see this attempt's cost: read once it is stored.
         if (gate && attempt.status !== "scored") await gate.look();
         const verdict = retryVerdict(attempt, i, retries, this.#halted);
-        this.#parts.committed(attempt, isFinal(verdict));
+        this.#parts.committed(attempt, isFinal(verdict), key);
         if (warning) this.#parts.emit({ type: "warning", code: "unpriced", message: warning });
         // A scorer that threw leaves the output standing: retries score it again, never re-solve.
         if (verdict === "rescore") {

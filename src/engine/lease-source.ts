@@ -23,11 +23,14 @@ export interface KeySource {
   open?(): number | undefined;
 }
 
-/** The plan's keys, in order: what a run owned by one process executes. */
-export function planSource(keys: readonly Key[]): KeySource {
+/**
+ * The plan's keys, in order: what a run owned by one process executes. Each key is read from the
+ * list as it is taken (a `KeyList` makes it then).
+ */
+export function planSource(keys: Pick<readonly Key[], "length" | "at">): KeySource {
   let next = 0;
   return {
-    next: (halted) => (next < keys.length && !halted() ? keys[next++] : undefined),
+    next: (halted) => (next < keys.length && !halted() ? keys.at(next++) : undefined),
     done: async () => {},
   };
 }

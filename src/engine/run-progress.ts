@@ -24,9 +24,11 @@ export class RunProgress {
   readonly #open: (() => number | undefined) | undefined;
   // Per key (sample index × epochs + epoch − 1), the first attempt number this invocation
   // committed: attempts are numbered in commit order, so "committed now" is "at least that".
-  // Typed arrays and an index, not a set of key strings: a large run's report needs no more.
-  readonly #indexOf: Map<string, number>;
+  // A typed array, not a set of key strings: a large run's report needs no more.
   readonly #firstNow: Int32Array;
+  // Sample ids to their index, made only when a key the plan's list did not make is asked about
+  // (a worker's leased keys, the report's stored attempts): a key of the plan knows its sample.
+  #indexOf: Map<string, number> | undefined;
   // The scorings committed now, by identity: the report sums their stored rows as spent now.
   readonly #scoredNow = new Set<string>();
   #waitingSince: number | undefined;
@@ -57,31 +59,34 @@ export class RunProgress {
       unpricedNow: 0,
       elapsedMs: 0,
     };
-    this.#indexOf = new Map(plan.samples.map((r, i) => [r.sample.id, i]));
     this.#firstNow = new Int32Array(plan.samples.length * epochs);
   }
 
   /** The plan's record of a key's sample. */
   recordOf(key: Key): Plan["samples"][number] {
-    return this.#plan.samples[this.#indexOf.get(key.sampleId)!]!;
+    return this.#plan.samples[this.#sampleIndex(key)!]!;
   }
 
   /** Whether this invocation committed the attempt. */
   readonly isNow = (a: Key & { attempt: number }): boolean => {
-    const first = this.#indexOf.has(a.sampleId) ? this.#firstNow[this.#slot(a)]! : 0;
+    const i = this.#sampleIndex(a);
+    const first = i === undefined ? 0 : this.#firstNow[i * this.#epochs + a.epoch - 1]!;
     return first > 0 && a.attempt >= first;
   };
 
   /** The plan's fingerprint of a sample (the ones the outcomes count under). */
   readonly fingerprintOf = (sampleId: string): string | undefined => {
-    const i = this.#indexOf.get(sampleId);
+    const i = this.#ids().get(sampleId);
     return i === undefined ? undefined : this.#plan.samples[i]!.fingerprint;
   };
 
-  /** An attempt is committed; `final` when it is its key's outcome in this invocation. */
-  attemptCommitted(attempt: Attempt, final: boolean): void {
+  /**
+   * An attempt is committed; `final` when it is its key's outcome in this invocation. `key`: the
+   * key object the attempt was executed for (the source's), which may know its sample's index.
+   */
+  attemptCommitted(attempt: Attempt, final: boolean, key: Key = attempt): void {
     const { progress } = this;
-    const slot = this.#slot(attempt);
+    const slot = this.#sampleIndex(key)! * this.#epochs + attempt.epoch - 1;
     if (this.#firstNow[slot] === 0) this.#firstNow[slot] = attempt.attempt;
     progress.executed++;
     addUsage(this.#spentNow, attempt.usage && boughtUsage(attempt.usage));
@@ -127,8 +132,13 @@ export class RunProgress {
     this.#emit({ type: "scoring-committed", scoring, progress: { ...progress } });
   }
 
-  #slot(key: Key): number {
-    return this.#indexOf.get(key.sampleId)! * this.#epochs + key.epoch - 1;
+  /** The index of a key's sample in the plan's samples; undefined for a sample not in it. */
+  #sampleIndex(key: Key): number | undefined {
+    return this.#plan.toExecute.sampleIndexOf(key) ?? this.#ids().get(key.sampleId);
+  }
+
+  #ids(): Map<string, number> {
+    return (this.#indexOf ??= new Map(this.#plan.samples.map((r, i) => [r.sample.id, i])));
   }
 
   /** A worker's view of the others' progress, from the run's open keys at its latest claim. */

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { StetError } from "../core/errors.js";
 import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
+import { KeyList } from "../core/key-list.js";
 import type { AttemptRef, Plan } from "../core/plan.js";
 import type {
   IdentityDifference,
@@ -310,7 +311,7 @@ function rescorePlan(planned: PlannedRescore): Plan {
   return {
     total: planned.count,
     preserved: 0,
-    toExecute: [],
+    toExecute: new KeyList(planned.samples, 1),
     toRescore: planned.refs,
     neverStarted: 0,
     interrupted: 0,

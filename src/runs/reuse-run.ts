@@ -2,8 +2,9 @@ import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import { planReuse, reusedDraft, type ReusePlan, type SourceAttempt } from "../core/reuse-plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Key, Run, RunIdentity, SampleRecord } from "../core/types.js";
+import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
 import { keyString } from "../core/keys.js";
+import type { KeyList } from "../core/key-list.js";
 import type { StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
 
@@ -241,7 +242,7 @@ export async function owedReuse(
   store: Store,
   run: Run,
   ev: Pick<EngineEval, "samples" | "scorers">,
-  untried: readonly Key[],
+  untried: Pick<KeyList, "length" | "map">,
 ): Promise<PlannedReuse | null> {
   const source = run.config.reuse?.source;
   const identity = run.config.identity;
@@ -252,7 +253,7 @@ export async function owedReuse(
     identity,
     model: run.config.model,
   });
-  const owed = new Set(untried.map(keyString));
+  const owed = new Set(untried.map((key) => keyString(key)));
   const origins = plan.origins.filter((o) => owed.has(keyString(o)));
   return origins.length === 0 ? null : { ...plan, origins };
 }

@@ -23,6 +23,9 @@ import { transaction } from "./driver.js";
 import { postgresLeases as leases } from "./lease-queries.js";
 import { postgresStatements as sql } from "./statements.js";
 
+/** Snapshot rows a statement of `create` inserts. */
+const SAMPLE_PAGE = 5_000;
+
 /** Run records and their ownership (`RunStore`) in PostgreSQL. */
 export function postgresRuns(c: PostgresContext): RunStore {
   return {
@@ -40,12 +43,17 @@ export function postgresRuns(c: PostgresContext): RunStore {
             ...ownerParams(owner),
           });
           if (inserted === 0) throw invalidInput(`a run with id "${id}" already exists`);
-          await sql.insertSamples.run(tx, {
-            runId: id,
-            ids: samples.map((r) => r.sample.id),
-            fingerprints: samples.map((r) => r.fingerprint),
-            samples: samples.map((r) => JSON.stringify(r.sample)),
-          });
+          // A page of rows a statement, in the run's one transaction: the statement's arrays
+          // (the samples as JSON) are a page's, never the whole snapshot's at once.
+          for (let at = 0; at < samples.length; at += SAMPLE_PAGE) {
+            const page = samples.slice(at, at + SAMPLE_PAGE);
+            await sql.insertSamples.run(tx, {
+              runId: id,
+              ids: page.map((r) => r.sample.id),
+              fingerprints: page.map((r) => r.fingerprint),
+              samples: page.map((r) => JSON.stringify(r.sample)),
+            });
+          }
           if (config.distributed) await leases.create(tx, id, config.epochs);
           await createFigures(tx, id, config.reducer);
         });
