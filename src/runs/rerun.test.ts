@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
@@ -135,9 +135,13 @@ describe.each(stores)("re-running chosen keys on %s", (name, open) => {
     const outcomes = await store.reads.listOutcomes(first.runId, { sampleId: "c" });
     expect(outcomes.entries.map((e) => e.outcome?.attempt)).toEqual([2, 2]);
 
-    // Nothing more, ever, without a new request.
+    // Nothing more, ever, without a new request; the done requests, still recorded, have the
+    // plan read their samples' attempts, not the run's.
     calls.clear();
+    const everyHead = vi.spyOn(store.reads, "listAttemptHeads");
     const again = await planResume({ store, runId: first.runId, eval: ev() });
+    expect(everyHead).not.toHaveBeenCalled();
+    everyHead.mockRestore();
     expect(again.ok).toBe(false);
     if (!again.ok) expect(again.refusal.reason).toBe("nothing-to-resume");
     await resumeRun({ store, runId: first.runId, eval: ev() });

@@ -17,10 +17,11 @@ export interface ResumeInputs {
 /**
  * Reads what a resume plans from. The snapshot is compared with the dataset a page of
  * fingerprints at a time, and its stored copies are parsed only for samples that changed or left
- * the dataset. With `sparse` (no re-run asked, nothing changed) the store says which samples still
- * have a key without a scored attempt (`reads.openSampleHeads`; none when the run's figures count
- * every key scored) and only their attempts are read: a complete run is planned without reading
- * one attempt row. Otherwise every attempt is read.
+ * the dataset. With `sparse` (no new re-run asked, nothing changed) the store says which samples
+ * still have a key without a scored attempt (`reads.openSampleHeads`; none when the run's figures
+ * count every key scored) and only their attempts are read, with those of `alsoRead` (the samples
+ * of re-run requests recorded earlier, whose keys have scored attempts): a complete run is planned
+ * without reading one attempt row. Otherwise every attempt is read.
  *
  * @example const inputs = await readResumeInputs(store, run, current, true);
  */
@@ -29,6 +30,7 @@ export async function readResumeInputs(
   run: Run,
   current: ReadonlyMap<string, SampleRecord>,
   sparse: boolean,
+  alsoRead: readonly string[] = [],
 ): Promise<ResumeInputs> {
   const runId = run.id;
   const [{ snapshot, changed }, inflight] = await Promise.all([
@@ -37,10 +39,19 @@ export async function readResumeInputs(
   ]);
   if (sparse && !changed) {
     const { sampleIds, heads } = await openSamples(store, run, snapshot.length);
+    const open = new Set(sampleIds);
+    for (const sampleId of alsoRead) {
+      if (open.has(sampleId)) continue;
+      for (const { output: _o, transcript: _t, ...head } of await store.reads.listAttempts(runId, {
+        sampleId,
+      })) {
+        heads.push(head);
+      }
+    }
     // A sample that is not open has every key scored; an open one may have scored attempts too.
     const scoredAny =
       sampleIds.length < snapshot.length || heads.some((a) => a.status === "scored");
-    return { snapshot, attempts: heads, inflight, open: new Set(sampleIds), scoredAny };
+    return { snapshot, attempts: heads, inflight, open, scoredAny };
   }
   const attempts = await store.reads.listAttemptHeads(runId);
   return { snapshot, attempts, inflight, scoredAny: attempts.some((a) => a.status === "scored") };

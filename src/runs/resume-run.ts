@@ -170,8 +170,12 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const ev: ResumeEval = options.eval ?? found!.eval;
   const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
   // A worker's report tells other workers' attempts from those its plan read: it reads them all.
-  const sparse = !options.asWorker && !asksRerun(run, options);
-  const inputs = await readResumeInputs(store, run, current, sparse);
+  // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
+  // a new one reads every attempt (--rerun-failed looks at every outcome).
+  const recorded = [...new Set((run.config.rerun ?? []).map((r) => r.sampleId))];
+  const sparse =
+    !options.asWorker && !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
+  const inputs = await readResumeInputs(store, run, current, sparse, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
@@ -395,10 +399,12 @@ function refuse(refusal: ResumeRefusal): ResumePlanning {
   return { ok: false, refusal };
 }
 
-/** Whether a resume asks for keys to execute again (recorded requests, `--rerun*`). */
-function asksRerun(run: Run, options: ResumeOptions): boolean {
+/** The most samples of recorded re-run requests a resume reads one by one instead of the run. */
+const RECORDED_RERUN_READS = 256;
+
+/** Whether a resume asks for keys to execute again (`--rerun*`). */
+function asksRerun(options: ResumeOptions): boolean {
   return (
-    (run.config.rerun?.length ?? 0) > 0 ||
     (options.rerun?.length ?? 0) > 0 ||
     options.rerunFailed === true ||
     options.rerunLimited === true
