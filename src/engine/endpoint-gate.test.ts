@@ -102,4 +102,29 @@ describe("EndpointGate", () => {
     (await slow.acquire(1))({ status: 200 });
     await expect(slow.acquire(1, stopped.signal)).rejects.toThrow();
   });
+
+  it("under a declared limit, keeps the headers' reset for a request that goes when the bucket had no chunk for the first one", async () => {
+    // The last answer said nothing is left until a reset. When the reset came, the first request
+    // asked the bucket for a chunk and got none; before, the reset counted as used by it all the
+    // same, with nothing in flight to answer: every request then waited for ever (a run at
+    // concurrency 64 hung with 64 waiting, 0 in flight, in test/rate-limits-ai-sdk.test.ts).
+    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
+    let skew = 0;
+    const grants = [1, 0, 1];
+    const take = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      return { granted: { requests: grants.shift() ?? 1, tokens: 1e9 }, retryInMs: 1 };
+    };
+    const g = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => performance.now() + skew,
+      () => {},
+    );
+    (await g.acquire(1))(answer(0, 1));
+    skew += 2000;
+    expect(await goesWithin(g, 500)).toBe(true);
+    expect(grants).toEqual([]);
+  });
 });

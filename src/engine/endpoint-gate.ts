@@ -129,6 +129,7 @@ export class EndpointGate {
     // Before the headers' budget, which marks a reset as used when it lets a request go.
     const paced = this.#pace.wait(t);
     if (paced > 0) return { go: false, ms: paced };
+    const reset: Left[] = [];
     for (const axis of ["requests", "tokens"] as const) {
       const left = this.#known[axis];
       const need = axis === "requests" ? 1 : tokens;
@@ -136,7 +137,7 @@ export class EndpointGate {
       // Spent as far as the last answer said: wait for the reset, or an answer that says more.
       if (t < left.resetAt) return { go: false, ms: Math.min(left.resetAt - t, 1000) };
       // The reset came: one request goes and its answer says what is left.
-      left.resetAt = Infinity;
+      reset.push(left);
     }
     if (this.spec) {
       const chunk = this.#chunk;
@@ -147,6 +148,9 @@ export class EndpointGate {
       else if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
       else return { go: false, refill: true };
     }
+    // Used only by a request that goes: marked before the chunk refused one, the reset was spent
+    // with nothing in flight to answer, and every request waited for ever (seen under load).
+    for (const left of reset) left.resetAt = Infinity;
     if (this.#known.requests) this.#known.requests.remaining--;
     if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
     this.#pace.spend(t);

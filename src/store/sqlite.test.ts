@@ -18,7 +18,9 @@ import {
 } from "./contract/fixtures.js";
 import { migrateSqlite } from "./sqlite/migrate.js";
 import { SQLITE_MIGRATIONS } from "./migrations/sqlite.js";
-import { openSqliteStore } from "./sqlite/index.js";
+import { createSqliteStore, openSqliteStore } from "./sqlite/index.js";
+import { openSqliteDatabase } from "./sqlite/open.js";
+import { bucketSpec } from "../core/rate-limits.js";
 import { processState, writeLockHolder } from "./sqlite/lock-holder.js";
 import type { SqliteDatabase } from "./sqlite/driver.js";
 import type { Store } from "./types.js";
@@ -250,6 +252,27 @@ describe("SQLite store", () => {
       code: "E_STORE",
       message: "corrupt transcript of attempt 1 of bad/s2#1: not JSON",
     });
+  });
+
+  it("commits a rate bucket's take without an fsync, and every other write with one", async () => {
+    // Under a loaded disk a take's fsync took up to 112 ms against a declared limit's 150 ms
+    // lease in the tests' 6 s windows, so its chunks came lapsed. The `synchronous` setting each
+    // COMMIT runs under (2 FULL, 1 NORMAL), read through the driver the store is given.
+    const db = openSqliteDatabase(path, { busyTimeoutMs: 1000 });
+    const commits: number[] = [];
+    const seen: SqliteDatabase = Object.assign(Object.create(db) as SqliteDatabase, {
+      exec(sql: string) {
+        if (sql === "COMMIT") commits.push(Number(db.pragma("synchronous", { simple: true })));
+        return db.exec(sql);
+      },
+    });
+    const store = track(createSqliteStore(seen, { location: path, fallbackDir: dir }));
+    const want = { requests: 1, tokens: 0, minTokens: 0 };
+    await store.rates.take("openai:m@http://x/v1", bucketSpec({ rpm: 600 }), want);
+    expect(commits).toEqual([1]);
+    await newRun(store);
+    expect(commits.length).toBeGreaterThan(1);
+    expect(new Set(commits.slice(1))).toEqual(new Set([2]));
   });
 
   it("wraps driver failures as E_STORE", async () => {

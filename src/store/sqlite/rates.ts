@@ -9,7 +9,7 @@ import {
 } from "../rate-rows.js";
 import type { RateBudgetStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
-import { immediate } from "./driver.js";
+import { immediate, unsynced } from "./driver.js";
 import { prepareTable, sql } from "./statements.js";
 
 /** The rate-limit statements (SQL shared with PostgreSQL). */
@@ -31,14 +31,18 @@ export function sqliteRates(c: SqliteContext): RateBudgetStore {
   const s = () => (prepared ??= prepareTable(c.db, SQLITE_RATE_STATEMENTS));
   return {
     async take(endpoint, spec, want) {
+      // Not fsynced: a level lost to a crash of the machine lets at most a bucket more through,
+      // and an fsync held every chunk for as long as the disk was loaded (see `unsynced`).
       return c.guard(() =>
-        immediate(c.db, () => {
-          const row = s().bucketGet.get({ endpoint });
-          const level = row && { requests: row.requests, tokens: row.tokens, atMs: row.at_ms };
-          const taken = takeFromBucket(level, spec, want, Date.now());
-          s().bucketPut.run({ endpoint, ...taken.level });
-          return { granted: taken.granted, retryInMs: taken.retryInMs };
-        }),
+        unsynced(c.db, () =>
+          immediate(c.db, () => {
+            const row = s().bucketGet.get({ endpoint });
+            const level = row && { requests: row.requests, tokens: row.tokens, atMs: row.at_ms };
+            const taken = takeFromBucket(level, spec, want, Date.now());
+            s().bucketPut.run({ endpoint, ...taken.level });
+            return { granted: taken.granted, retryInMs: taken.retryInMs };
+          }),
+        ),
       );
     },
     async sharePause(endpoint, forMs) {
