@@ -1,32 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { describe, expect, it } from "vitest";
+import { bothStores } from "../../test/helpers/both-stores.js";
 import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { Reducer, Sample } from "../core/types.js";
 import { figuresReport } from "../engine/figures-report.js";
 import { buildReport } from "../engine/report.js";
-import { openPostgresStore } from "../store/postgres/index.js";
-import type { Store } from "../store/types.js";
 import { runEval } from "./start-run.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-function sqlite(): Store {
-  const t = tempStore();
-  cleanups.push(t.cleanup);
-  return t.store;
-}
-
-function postgres(): Store {
-  const { schema, drop } = testSchema();
-  const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
-  cleanups.push(drop, () => store.close());
-  return store;
-}
+const stores = bothStores();
 
 function random(seed: number): () => number {
   let x = seed;
@@ -79,10 +60,7 @@ function randomEval(seed: number): EngineEval {
   };
 }
 
-describe.each([
-  ["sqlite", async () => sqlite(), false],
-  ["postgres", async () => postgres(), SKIP_POSTGRES],
-] as const)("a new run's report from its figures (%s)", (_name, open, skip) => {
+describe.each(stores)("a new run's report from its figures (%s)", (_name, open, skip) => {
   it.skipIf(skip).each([31, 32, 33, 34, 35])(
     "is deep-equal to the report folded from every attempt, each one made now (seed %i)",
     async (seed) => {

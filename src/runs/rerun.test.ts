@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
-import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
-import { openPostgresStore } from "../store/postgres/index.js";
-import { tempStore } from "../../test/helpers/temp-store.js";
+import { bothStores } from "../../test/helpers/both-stores.js";
 import type { Store } from "../store/types.js";
 import { figuresReport } from "../engine/figures-report.js";
 import { foldedReport, storedReport } from "../engine/report.js";
@@ -12,11 +10,6 @@ import { withFigures } from "./list-run-figures.js";
 import type { ListedRun } from "./read-run.js";
 import { planResume, resumeRun } from "./resume-run.js";
 import { runEval } from "./start-run.js";
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
 
 const samples: SampleRecord[] = ["a", "b", "c", "d", "e"].map((id) => {
   const sample = { id, input: id, target: id };
@@ -44,25 +37,7 @@ function ev(): EngineEval {
   };
 }
 
-const stores: [string, () => Promise<Store>][] = [
-  [
-    "sqlite",
-    async () => {
-      const t = tempStore();
-      cleanups.push(t.cleanup);
-      return t.store;
-    },
-  ],
-  [
-    "postgres",
-    async () => {
-      const { schema, drop } = testSchema();
-      const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
-      cleanups.push(drop, () => store.close());
-      return store;
-    },
-  ],
-];
+const stores = bothStores();
 
 /**
  * The run's report and listed figures read from the store's figures equal a fold of every
@@ -80,8 +55,8 @@ async function reportsAgree(store: Store, runId: string, fromFigures: boolean): 
   expect(listed!.spent).toEqual(folded.usage.totalSpent);
 }
 
-describe.each(stores)("re-running chosen keys on %s", (name, open) => {
-  if (name === "postgres" && SKIP_POSTGRES) return;
+describe.each(stores)("re-running chosen keys on %s", (_name, open, skip) => {
+  if (skip) return;
   it("finishes a killed re-run on the next plain resume, and never repeats a finished one", async () => {
     const store = await open();
     const first = await runEval({ store, eval: ev() });

@@ -1,37 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
+import { describe, expect, it } from "vitest";
+import { bothStores } from "../../test/helpers/both-stores.js";
 import { planRun } from "../core/plan.js";
 import type { RerunRequest, Run, SampleRecord } from "../core/types.js";
 import { life } from "../store/contract/figures.js";
-import { openPostgresStore } from "../store/postgres/index.js";
-import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { readResumeInputs } from "./resume-inputs.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-async function sqlite(): Promise<Store> {
-  const dir = await mkdtemp(join(tmpdir(), "stet-resume-inputs-"));
-  const store = openSqliteStore(join(dir, "stet.db"));
-  cleanups.push(
-    () => rm(dir, { recursive: true, force: true }),
-    () => store.close(),
-  );
-  return store;
-}
-
-function postgres(): Store {
-  const { schema, drop } = testSchema();
-  const store = openPostgresStore(TEST_POSTGRES_URL, { schema });
-  cleanups.push(drop, () => store.close());
-  return store;
-}
+const stores = bothStores();
 
 function random(seed: number): () => number {
   let x = seed;
@@ -77,10 +52,7 @@ async function fullPlan(
   return { plan, attempts, scoredAny: attempts.some((a) => a.status === "scored") };
 }
 
-describe.each([
-  ["sqlite", sqlite, false],
-  ["postgres", async () => postgres(), SKIP_POSTGRES],
-] as const)(
+describe.each(stores)(
   "a resume's plan from the samples the store says are open (%s)",
   (_name, open, skip) => {
     it.skipIf(skip).each([21, 22, 23, 24, 25, 26])(
