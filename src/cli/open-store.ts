@@ -3,6 +3,7 @@ import { StetError } from "../core/errors.js";
 import { DEFAULT_STALE_MS } from "../runs/stale-limit.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
+import { splitSchema as splitUrlSchema } from "../store/postgres/schema-url.js";
 import { isPostgresUrl, storeLocation } from "./store-location.js";
 
 export { isPostgresUrl, storeLocation } from "./store-location.js";
@@ -48,19 +49,14 @@ export function idleInTransactionLimit(staleMs: number): number {
 }
 
 /**
- * Takes stet's own `schema` parameter off a PostgreSQL URL; the rest goes to the driver.
+ * Takes stet's own `schema` parameter off a PostgreSQL URL; the rest goes to the driver. Refuses
+ * a text that is not a URL with `E_CONFIG`.
  *
  * @example splitSchema("postgres://db/evals?schema=stet") // { url: "postgres://db/evals", schema: "stet" }
  */
 export function splitSchema(location: string): { url: string; schema?: string } {
-  let parsed: URL;
-  try {
-    parsed = new URL(location);
-  } catch {
+  if (!URL.canParse(location)) {
     throw new StetError("E_CONFIG", "the --store URL is not a valid postgres:// URL");
   }
-  const schema = parsed.searchParams.get("schema") ?? undefined;
-  if (schema === undefined) return { url: location };
-  parsed.searchParams.delete("schema");
-  return { url: parsed.toString(), schema };
+  return splitUrlSchema(location);
 }

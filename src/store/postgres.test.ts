@@ -54,6 +54,24 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     return p;
   }
 
+  it("takes the schema from the URL's ?schema= as the CLI's --store does (the option wins)", async () => {
+    const inUrl = schema();
+    const store = openPostgresStore(`${TEST_POSTGRES_URL}?schema=${inUrl}`);
+    cleanups.push(() => store.close());
+    await store.reads.listRuns();
+    const tables = await pool(inUrl).query(
+      "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'runs'",
+      [inUrl],
+    );
+    expect(tables.rowCount).toBe(1);
+    expect(store.location).toContain(`(schema ${inUrl})`);
+    expect(store.location).not.toContain("?schema=");
+    const other = schema();
+    const named = openPostgresStore(`${TEST_POSTGRES_URL}?schema=${inUrl}`, { schema: other });
+    cleanups.push(() => named.close());
+    expect(named.location).toContain(`(schema ${other})`);
+  });
+
   it("numbers its migrations 1, 2, 3… with no gaps or repeats", () => {
     expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual(
       POSTGRES_MIGRATIONS.map((_, i) => i + 1),

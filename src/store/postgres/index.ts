@@ -8,6 +8,7 @@ import { postgresRates } from "./rates.js";
 import type { Store } from "../types.js";
 import { postgresAttempts } from "./attempts.js";
 import { PostgresContext } from "./context.js";
+import { splitSchema } from "./schema-url.js";
 import { redactPassword, urlSecrets } from "./driver.js";
 import { postgresJournal } from "./journal.js";
 import { postgresLeaseStore } from "./leases.js";
@@ -54,10 +55,13 @@ export const DEFAULT_IDLE_IN_TRANSACTION_MS = 10_000;
  * reached fails that call with `E_STORE` (and a later call tries again). One sub-port per file
  * over a shared context (`context.ts`: the pool, the session, `guard` and the fences).
  *
- * @example const store = openPostgresStore("postgres://stet@db.internal/evals");
+ * @example const store = openPostgresStore("postgres://stet@db.internal/evals?schema=stet");
  */
-export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Store {
-  const { schema } = options;
+export function openPostgresStore(location: string, options: PostgresStoreOptions = {}): Store {
+  // The URL may name the schema as the CLI's --store does (`?schema=name`): the option wins.
+  const fromUrl = splitSchema(location);
+  const url = fromUrl.url;
+  const schema = options.schema ?? fromUrl.schema;
   // Lower case only: the name is used unquoted in search_path, where PostgreSQL folds case.
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new StetError(
