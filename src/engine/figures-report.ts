@@ -1,4 +1,5 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
+import { assembleReport } from "./assemble-report.js";
 import { reviewedKeys, reviewedOutcomes, reviewFigures } from "../core/review-figures.js";
 import type { KeyFigures } from "../core/run-figures.js";
 import type { Key, Run } from "../core/types.js";
@@ -63,41 +64,17 @@ export async function figuresReport(
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
   const allNow = options.invocation && options.allNow === true;
   if (options.invocation && !allNow && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;
-  const rateLimits = await store.rates.listWaits(run.id);
-  return {
-    runId: run.id,
-    evalName: run.evalName,
-    status: run.status,
-    resumed: false,
-    ...(options.invocation ? {} : { stored: true as const }),
-    ...(config.reuse ? { reuse: config.reuse } : {}),
+  return assembleReport(run, figures, human, {
     plan,
-    counts: {
-      total,
-      scored: figures.scored,
-      errored: figures.errored,
-      remaining: total - figures.scored,
-      limited: figures.limited,
-    },
-    ...(figures.limited > 0 ? { limitedBy: figures.limitedBy } : {}),
-    // The human scorers (reviews) beside the judged ones, and how far they agree.
-    metrics: human ? [...figures.metrics, ...human.metrics] : figures.metrics,
-    ...(human ? { agreement: human.agreement } : {}),
-    distribution: figures.distribution,
-    errorsByType: figures.errorsByType,
-    errors: figures.errors,
-    ...(rateLimits.length > 0 ? { rateLimits } : {}),
-    usage: {
-      spentNow: allNow ? figures.totalSpent : figures.spentNow,
-      totalSpent: figures.totalSpent,
-      reused: figures.reused,
-    },
-    retries: figures.retries,
+    total,
+    resumed: false,
+    stored: !options.invocation,
+    rateLimits: await store.rates.listWaits(run.id),
+    spentNow: allNow ? figures.totalSpent : figures.spentNow,
     executed: allNow ? figures.totalSpent.attempts : 0,
     rescored: 0,
-    preserved: plan.preserved,
     wallMs: 0,
-  };
+  });
 }
 
 /**

@@ -3,6 +3,7 @@ import { OutcomeFold } from "../core/outcome-fold.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Key, Run, SampleRecord } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
+import { assembleReport } from "./assemble-report.js";
 import { figuresReport } from "./figures-report.js";
 import { storedReviewFigures } from "./review-report.js";
 
@@ -70,43 +71,18 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   }
   const figures = fold.finish();
   const reviewed = await storedReviewFigures(store, run, samples, input.heads);
-  const total = samples.length * run.config.epochs;
-  const rateLimits = await store.rates.listWaits(run.id);
-  return {
-    runId: run.id,
-    evalName: run.evalName,
-    status: run.status,
-    resumed: input.resumed,
-    ...(stored ? { stored: true as const } : {}),
-    ...(run.config.reuse ? { reuse: run.config.reuse } : {}),
+  return assembleReport(run, figures, reviewed, {
     plan: input.plan,
-    counts: {
-      total,
-      scored: figures.scored,
-      errored: figures.errored,
-      remaining: total - figures.scored,
-      limited: figures.limited,
-    },
-    ...(figures.limited > 0 ? { limitedBy: figures.limitedBy } : {}),
-    // The human scorers (reviews) beside the judged ones, and how far they agree.
-    metrics: reviewed ? [...figures.metrics, ...reviewed.metrics] : figures.metrics,
-    ...(reviewed ? { agreement: reviewed.agreement } : {}),
-    distribution: figures.distribution,
-    errorsByType: figures.errorsByType,
-    errors: figures.errors,
-    ...(rateLimits.length > 0 ? { rateLimits } : {}),
-    usage: {
-      spentNow: figures.spentNow,
-      totalSpent: figures.totalSpent,
-      reused: figures.reused,
-      ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
-    },
-    retries: figures.retries,
+    total: samples.length * run.config.epochs,
+    resumed: input.resumed,
+    stored,
+    rateLimits: await store.rates.listWaits(run.id),
+    spentNow: figures.spentNow,
+    ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
     executed: figures.executedNow,
     rescored: input.scorings?.committed ?? 0,
-    preserved: input.plan.preserved,
     wallMs: input.wallMs,
-  };
+  });
 }
 
 /** The plan without its lists, for events and reports. */
