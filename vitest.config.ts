@@ -10,7 +10,7 @@ export default defineConfig({
     // expiring, rate-limit windows, servers answering late): 10.4 min of CPU in a 26-min
     // single-worker run. Two test files at a time overlap one's waits with the other's work, and
     // one module graph per worker (no fresh import of it for every file) saves 1–2 s a file: 261
-    // files passed in 870 s this way (CI, 2026-12-05). Three at a time took 486–570 s, but the
+    // files passed in 621–870 s this way (CI, 2026-12-05). Three at a time took 486–570 s, but the
     // machine's added load made test/rate-limits-ai-sdk.test.ts's Anthropic-headers case refuse
     // 29 of 329 requests (its bound is 5 %) in one of four full runs: not yet, until that case is
     // understood. A test file that changes process-wide state (the environment, timers) restores
