@@ -6,9 +6,9 @@ import { validateJsonLines } from "./validate-json-lines.js";
 import { isObject } from "./validation-types.js";
 
 /**
- * An append-only Results JSONL file. Every `append` is one write of whole lines followed by
+ * An append-only Results JSONL file. Every `write` is one write of whole lines followed by
  * fsync, so a process killed at any moment leaves at worst a torn last line. Synchronous on
- * purpose: a line is durable before `append` returns. It holds no line in memory: the file is
+ * purpose: a line is durable before `write` returns. It holds no line in memory: the file is
  * written whole once (`createResultStream` writes its back-fill atomically) and then only
  * appended to, each key once by construction (an invocation commits a key's scored attempt once).
  */
@@ -33,7 +33,7 @@ export class ResultLog {
   write(results: readonly EvalPortResult[]): number {
     if (this.fd === undefined) throw new Error(`${this.path} is closed`);
     if (results.length === 0) return 0;
-    const bytes = Buffer.from(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    const bytes = Buffer.from(resultLines(results));
     for (let offset = 0; offset < bytes.length;) {
       offset += writeSync(this.fd, bytes, offset, bytes.length - offset);
     }
@@ -45,6 +45,11 @@ export class ResultLog {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
+}
+
+/** Results as the JSONL's lines: one JSON text each, each ended by a newline. */
+export function resultLines(results: readonly EvalPortResult[]): string {
+  return results.map((r) => `${JSON.stringify(r)}\n`).join("");
 }
 
 /** Bytes read from the file at a time, and so about the most lines validated at once. */

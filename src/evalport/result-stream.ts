@@ -5,7 +5,7 @@ import type { Attempt } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { prepareResultSet, writeResultSet } from "./write-result-set.js";
 import { toResult } from "./result-mapping.js";
-import { checkResultLog, ResultLog } from "./result-log.js";
+import { checkResultLog, ResultLog, resultLines } from "./result-log.js";
 import { outcomePages } from "./outcome-pages.js";
 import { writeStreamAtomic } from "../durable/write-file-atomic.js";
 
@@ -101,13 +101,13 @@ export function createResultStream(options: { store: Store; path: string }): Res
     const rerun = new Map((run.config.rerun ?? []).map((r) => [keyString(r), r.after]));
     const current = (a: Attempt) => {
       const after = rerun.get(keyString(a));
-      return a.status === "scored" && (after === undefined || a.attempt > after);
+      return after === undefined || a.attempt > after;
     };
     await writeStreamAtomic(paths.lines, async (write) => {
       for await (const page of outcomePages(store, id, "whole")) {
         const written = page.samples.flatMap((s) => lines(s.outcomes.filter(current)));
         if (written.length === 0) continue;
-        await write(written.map((r) => `${JSON.stringify(r)}\n`).join(""));
+        await write(resultLines(written));
         results += written.length;
       }
     });
