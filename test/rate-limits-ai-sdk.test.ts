@@ -142,9 +142,11 @@ export default defineEval({
     expect(shown.counts).toMatchObject({ scored: 300, errored: 0 });
     // Paced by what the answers say is left (less what is in flight), as stet's own requests are:
     // the 429s are counted, not the window (answers come back out of order on a loaded machine).
-    // Measured 0 to 9 of ~300 in four runs with Anthropic's headers (reset as a time, not a
-    // duration); unpaced, 128. Why more than OpenAI's headers allow (≤ 1 %) is not yet known.
-    expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 20);
+    // Unpaced, 128 of ~430 are refused. Anthropic's reset is a time, read past already when an
+    // answer comes late: each such answer used to let one request go over the window while newer
+    // answers were on their way (0 to 12 of ~300 refused at load 2-5, 29 of 329 once in CI);
+    // now the gate waits for them (0 of 300 in twelve runs at load 4-5).
+    expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
     expect(shown.rateLimits).toEqual([
       expect.objectContaining({
         endpoint: expect.stringMatching(

@@ -31,16 +31,30 @@ export function readRateHeaders(
     }
     const anthropic = count(headers.get(`anthropic-ratelimit-${axis}-remaining`));
     if (anthropic !== undefined) {
-      const at = Date.parse(headers.get(`anthropic-ratelimit-${axis}-reset`) ?? "");
       out[axis] = {
         remaining: anthropic,
-        resetMs: Number.isNaN(at) ? undefined : Math.max(0, at - now),
+        resetMs: untilTime(headers.get(`anthropic-ratelimit-${axis}-reset`), now),
       };
     }
   }
   const retryAfter = parseRetryAfter(headers, now);
   if (retryAfter !== undefined) out.retryAfterMs = retryAfter;
   return out;
+}
+
+/**
+ * Ms from `now` until an RFC 3339 time has surely passed. A time is written to some precision
+ * (whole seconds, or ms): the moment it names lies anywhere within that last unit (a server
+ * truncates its clock to write it), so the wait runs to the unit's end, never early.
+ *
+ * @example untilTime("1970-01-01T00:00:02Z", 1000) // 2000: any moment of that second
+ */
+function untilTime(value: string | null, now: number): number | undefined {
+  const at = Date.parse(value ?? "");
+  if (Number.isNaN(at)) return undefined;
+  const digits = /:\d\d\.(\d+)/.exec(value!)?.[1]?.length ?? 0;
+  const unit = 10 ** Math.max(0, 3 - digits);
+  return Math.max(0, at + unit - now);
 }
 
 function count(value: string | null): number | undefined {

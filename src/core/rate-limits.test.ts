@@ -28,7 +28,24 @@ describe("rate-limit headers", () => {
         "anthropic-ratelimit-requests-remaining": "0",
         "anthropic-ratelimit-requests-reset": "1970-01-01T00:00:02.000Z",
       },
-      { requests: { remaining: 0, resetMs: 1000 } },
+      // Any moment of that ms: the reset waits to its end.
+      { requests: { remaining: 0, resetMs: 1001 } },
+    ],
+    [
+      {
+        "anthropic-ratelimit-tokens-remaining": "5",
+        "anthropic-ratelimit-tokens-reset": "1970-01-01T00:00:02Z",
+      },
+      // Written to the second: any moment of that second.
+      { tokens: { remaining: 5, resetMs: 2000 } },
+    ],
+    [
+      {
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": "1970-01-01T00:00:01.000Z",
+      },
+      // A reset now (within the ms it names) is still 1 ms away.
+      { requests: { remaining: 0, resetMs: 1 } },
     ],
     [{ "retry-after": "2" }, { retryAfterMs: 2000 }],
     [{ "retry-after-ms": "150", "retry-after": "9" }, { retryAfterMs: 150 }],

@@ -68,6 +68,33 @@ describe("EndpointGate", () => {
     ).toBe(true);
   });
 
+  it("lets nothing go at a reset already past while a request sent after the answer is on its way, then one", async () => {
+    // The older request's answer says the window is spent and was read after its reset (a slow
+    // answer); the newer request, sent since, will say what is left. Before, each such answer let
+    // one request go over the window (a sliding window's reset frees one request, which the
+    // newer one may take): up to a tenth of the requests were refused under load.
+    const clock = { now: 1_000 };
+    const g = gate(clock);
+    const older = await g.acquire(1);
+    const newer = await g.acquire(1);
+    older(answer(0, 0));
+    expect(await goesWithin(g, 50)).toBe(false);
+    // Its answer is the news: spent too, and nothing newer on its way, so the reset lets one go.
+    newer(answer(0, 0));
+    expect(await goesWithin(g, 50)).toBe(true);
+  });
+
+  it("lets one request go at a reset over a second past though a newer request never answers", async () => {
+    const clock = { now: 1_000 };
+    const g = gate(clock);
+    const older = await g.acquire(1);
+    await g.acquire(1); // never answered
+    older(answer(0, 0));
+    expect(await goesWithin(g, 50)).toBe(false);
+    clock.now += 1_001;
+    expect(await goesWithin(g, 50)).toBe(true);
+  });
+
   it("lets requests go when the store answers slower than a chunk's lease", async () => {
     // A declared limit whose lease is 150 ms (600 per 6 s), and a store whose every take takes
     // 200 ms of the gate's clock: each chunk comes lapsed. Before, no request ever went (and an

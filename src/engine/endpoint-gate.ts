@@ -10,6 +10,8 @@ export type TakeChunk = (
 
 /** How long a reset the headers do not give is taken to be. */
 const FIRST_PAUSE_MS = 1000;
+/** How long past a reset a request waits for the answer of one sent since the budget was read. */
+const NEWS_PATIENCE_MS = 1000;
 
 type Hold = { go: true } | { go: false; ms: number } | { go: false; refill: true };
 
@@ -136,6 +138,12 @@ export class EndpointGate {
       if (!left || left.remaining >= need || left.remaining > 0) continue;
       // Spent as far as the last answer said: wait for the reset, or an answer that says more.
       if (t < left.resetAt) return { go: false, ms: Math.min(left.resetAt - t, 1000) };
+      // The reset came, but a request sent after the last answer's is on its way: its answer says
+      // what is left since, so none goes before it (an answer read late comes with its reset
+      // already past, and each such answer let one more request go over the window). Unless
+      // that news is over a second late: the reset then lets one go as below.
+      if (this.#sent > this.#learnedFrom && t < left.resetAt + NEWS_PATIENCE_MS)
+        return { go: false, ms: left.resetAt + NEWS_PATIENCE_MS - t };
       // The reset came: one request goes and its answer says what is left.
       reset.push(left);
     }
