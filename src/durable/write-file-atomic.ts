@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 
@@ -84,8 +94,55 @@ export function writeFileAtomicSync(path: string, text: string): void {
   syncDirectory(dirname(path));
 }
 
+/** How long a dead writer's temporary file is left before a later write of its target removes it. */
+export const STALE_TEMP_MS = 10 * 60_000;
+
+/**
+ * A temporary file's name beside `path`, naming the process writing it: a write killed before
+ * its rename (SIGKILL, a crash) leaves it, and a later write of the same target removes it once
+ * that process is gone (`removeStaleTemps`).
+ */
 function tempPath(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  removeStaleTemps(path);
+  const name = `.${basename(path)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`;
+  return join(dirname(path), name);
+}
+
+/**
+ * Removes the temporary files that writes of `path` killed before their rename left beside it:
+ * those whose process is no longer alive on this machine and that nobody wrote to for
+ * `STALE_TEMP_MS` (a process of the same number on another machine sharing the folder, still
+ * writing, keeps its file fresh). Best effort: a file it cannot read or remove stays.
+ */
+export function removeStaleTemps(path: string, now: number = Date.now()): void {
+  const dir = dirname(path);
+  const prefix = `.${basename(path)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => name.startsWith(prefix) && name.endsWith(".tmp"));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = /^(\d+)-[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length))?.[1];
+    if (pid === undefined || alive(Number(pid))) continue;
+    const temp = join(dir, name);
+    try {
+      if (now - statSync(temp).mtimeMs >= STALE_TEMP_MS) rmSync(temp, { force: true });
+    } catch {
+      // Gone already, or not ours to remove.
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, another user's.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
 }
 
 /**
