@@ -139,36 +139,73 @@ export async function pipelinedTransaction<T>(
     answer.catch(() => {}); // read (and thrown) when COMMIT's answer is
     deferred.push(answer);
   };
+  const out = new CorkedSocket(client);
   let begun = false;
-  const begin = client.query("BEGIN").then(() => {
-    begun = true;
-  });
+  const begin = out
+    .send(() => client.query("BEGIN"))
+    .then(() => {
+      begun = true;
+    });
   defer(begin);
   let committing = false;
   const query = (config: QueryConfig) => {
     if (committing) throw new Error(AFTER_COMMIT);
-    const answer = client.query(config);
+    const answer = out.send(() => client.query(config));
     // An answer to a statement sent with BEGIN is believed only once BEGIN's is.
     return begun ? answer : Promise.all([begin, answer]).then(([, result]) => result);
   };
   const tx = { query: query as Queryable["query"], defer };
   try {
-    const result = await fn(tx);
+    const running = fn(tx);
+    out.flush(); // BEGIN and what fn sent before its first await
+    const result = await running;
     committing = true;
-    const commit = client.query("COMMIT");
+    const commit = out.send(() => client.query("COMMIT"));
+    out.flush(); // the statements fn sent last, and COMMIT
     defer(commit);
     await Promise.all(deferred);
     const { command } = await commit;
     if (command !== "COMMIT") throw new Error(`COMMIT answered ${command}`);
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch((rollback: Error) => {
-      broken = rollback;
+    const rollback = out.send(() => client.query("ROLLBACK"));
+    out.flush();
+    await rollback.catch((failure: Error) => {
+      broken = failure;
     });
     throw error;
   } finally {
     client.off("error", onError);
     client.release(broken);
+  }
+}
+
+/**
+ * A connection's socket held corked while statements are sent, so that those sent together go
+ * out in one write (one system call, one wake-up of the server) rather than one each. `flush`
+ * sends them; an event-loop turn later they go out anyway, so nothing waits on a held statement.
+ */
+class CorkedSocket {
+  #corked = false;
+  readonly #socket: PoolClient["connection"]["stream"];
+
+  constructor(client: PoolClient) {
+    this.#socket = client.connection.stream;
+  }
+
+  send<T>(statement: () => T): T {
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      setImmediate(() => this.flush());
+    }
+    return statement();
+  }
+
+  flush(): void {
+    if (!this.#corked) return;
+    this.#corked = false;
+    this.#socket.uncork();
   }
 }
 
