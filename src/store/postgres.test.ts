@@ -1,12 +1,12 @@
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
 import { describeStoreContract } from "./contract.js";
 import { draft, newRun, owner, scoringOf } from "./contract/fixtures.js";
 import { migratePostgres } from "./postgres/migrate.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
-import { redactPassword } from "./postgres/driver.js";
+import { pipelinedTransaction, redactPassword } from "./postgres/driver.js";
 import { openPostgresStore } from "./postgres/index.js";
 import type { Store } from "./types.js";
 
@@ -116,6 +116,55 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(await store.reads.listScorings("r1")).toHaveLength(1);
   });
 
+  it("commits an owner's batch in two round trips: the fence and reads, then the writes with COMMIT", async () => {
+    const store = open(schema());
+    const { run, owner: o } = await newRun(store, { ids: ["a", "b", "c", "d"] });
+    const key = (sampleId: string) => ({ sampleId, epoch: 1 });
+    await store.attempts.record(run.id, o.token, [draft(key("a"))]);
+    const waits = countWaits();
+    const stored = await store.attempts.record(
+      run.id,
+      o.token,
+      [draft(key("b")), draft(key("c"))],
+      {
+        inflight: [key("d")],
+      },
+    );
+    // Each time a connection has no statement left unanswered, it waited a round trip.
+    expect(waits()).toBe(2);
+    expect(stored.map((a) => [a.sampleId, a.attempt])).toEqual([
+      ["b", 1],
+      ["c", 1],
+    ]);
+    expect(await store.runs.listInflight(run.id)).toEqual([key("d")]);
+  });
+
+  it("rolls a pipelined transaction back when a deferred statement fails, and throws its error", async () => {
+    const name = schema();
+    const p = pool(name);
+    const table = `"${name}".t`;
+    await p.query(`CREATE SCHEMA "${name}"; CREATE TABLE ${table} (id int PRIMARY KEY)`);
+    const pipelined = new pg.Pool({ connectionString: TEST_POSTGRES_URL, pipeline: true });
+    cleanups.push(() => pipelined.end());
+    const failing = pipelinedTransaction(pipelined, async (tx) => {
+      await tx.query(`SELECT count(*) FROM ${table}`);
+      tx.defer(tx.query(`INSERT INTO ${table} VALUES (1)`));
+      tx.defer(tx.query(`INSERT INTO ${table} VALUES (1)`));
+      tx.defer(tx.query(`INSERT INTO ${table} VALUES (2)`));
+    });
+    await expect(failing).rejects.toThrow(/duplicate key/);
+    expect((await p.query(`SELECT id FROM ${table}`)).rows).toEqual([]);
+    await pipelinedTransaction(pipelined, async (tx) => {
+      tx.defer(tx.query(`INSERT INTO ${table} VALUES (3)`));
+    });
+    // A deferred write sent only after an answer would follow COMMIT: thrown, never sent.
+    const late = pipelinedTransaction(pipelined, async (tx) => {
+      tx.defer(tx.query("SELECT 1").then(() => tx.query(`INSERT INTO ${table} VALUES (4)`)));
+    });
+    await expect(late).rejects.toThrow(/after its transaction's COMMIT/);
+    expect((await p.query(`SELECT id FROM ${table}`)).rows).toEqual([{ id: 3 }]);
+  });
+
   it("lets exactly one of eight connections racing for a dead owner's run claim it", async () => {
     const name = schema();
     const { owner: dead } = await newRun(open(name), { id: "race" });
@@ -208,3 +257,35 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(splitSchema("postgres://db/x")).toEqual({ url: "postgres://db/x" });
   });
 });
+
+/**
+ * Counts, from now to the end of the test, the times a connection saw the answer to every
+ * statement it had sent inside a transaction (BEGIN to COMMIT): its round trips.
+ */
+function countWaits(): () => number {
+  const query = pg.Client.prototype.query;
+  const inTransaction = new Set<pg.Client>();
+  const pending = new Map<pg.Client, number>();
+  let waits = 0;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const answer = (query as (...a: unknown[]) => unknown).apply(this, args);
+    const config = args[0] as { text?: string } | string | undefined;
+    const text = typeof config === "string" ? config : (config?.text ?? "");
+    if (text === "BEGIN") inTransaction.add(this);
+    if (inTransaction.has(this) && answer instanceof Promise) {
+      if (text === "COMMIT" || text === "ROLLBACK") inTransaction.delete(this);
+      pending.set(this, (pending.get(this) ?? 0) + 1);
+      const settled = () => {
+        const left = pending.get(this)! - 1;
+        pending.set(this, left);
+        if (left === 0) waits++;
+      };
+      answer.then(settled, settled);
+    }
+    return answer;
+  } as typeof query;
+  onTestFinished(() => {
+    pg.Client.prototype.query = query;
+  });
+  return () => waits;
+}

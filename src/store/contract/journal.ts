@@ -121,6 +121,26 @@ function entryCases(h: HarnessRef): void {
     expect(await h.store.journal.list(run.id, k21)).toEqual([]);
   });
 
+  it("refuses a former owner's batch through the store it committed with, writing nothing", async () => {
+    const { run, owner: old } = await newRun(h.store);
+    await h.store.attempts.record(run.id, old.token, [draft(k11)]);
+    expect(await h.store.runs.claim(run.id, owner("next"), old.token)).toBe(true);
+    const stored = async () => ({
+      attempts: await h.store.reads.listAttempts(run.id),
+      inflight: await h.store.runs.listInflight(run.id),
+      journal: await h.store.journal.list(run.id),
+    });
+    const before = await stored();
+    const extras = {
+      inflight: [{ sampleId: "s3", epoch: 1 }],
+      steps: { drafts: [step(k21, 0)], discard: [] },
+    };
+    await expect(
+      h.store.attempts.record(run.id, old.token, [errorDraft(k21)], extras),
+    ).rejects.toMatchObject({ code: "E_FENCED" });
+    expect(await stored()).toEqual(before);
+  });
+
   it("writes neither entries nor attempts of a batch that is refused", async () => {
     const { run, owner: old } = await newRun(h.store);
     expect(await h.store.runs.claim(run.id, owner("next"), old.token)).toBe(true);

@@ -10,9 +10,19 @@ import {
 } from "../scoring-rows.js";
 import type { AttemptBatchExtras, AttemptStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
-import { transaction, type Queryable } from "./driver.js";
-import { figuresAfterAttempts, figuresAfterRescore } from "./figures.js";
-import { insertAttempts } from "./insert-attempts.js";
+import { pipelinedTransaction, transaction, type PipelinedTx, type Queryable } from "./driver.js";
+import {
+  figuresAfterAttempts,
+  figuresAfterRescore,
+  readFiguresBefore,
+  writeFiguresAfter,
+} from "./figures.js";
+import {
+  insertAttempts,
+  insertNumbered,
+  numberAttempts,
+  readKeyStates,
+} from "./insert-attempts.js";
 import { writeSteps } from "./journal.js";
 import { postgresLeases as leases } from "./lease-queries.js";
 import { postgresJournalStatements as journal, postgresStatements as sql } from "./statements.js";
@@ -30,6 +40,14 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
       checkDrafts(drafts);
       if (steps) checkStepDrafts(steps.drafts);
       const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
+      if (c.ownedRun(runId)) {
+        const owned = await c.guard(() =>
+          pipelinedTransaction(c.pool, (tx) =>
+            recordOwned(c, tx, runId, token, drafts, inflight, steps),
+          ),
+        );
+        if (owned) return owned;
+      }
       return c.guard(() =>
         transaction(c.pool, async (tx) => {
           if (await c.fenceWorker(tx, runId, token, keys)) {
@@ -85,6 +103,37 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
       );
     },
   };
+}
+
+/**
+ * The commit of a run that is not distributed, by its owner, in two round trips: BEGIN, the
+ * fence (the run's row locked) and the reads go out together; once the fence has answered that
+ * `token` owns the run, the writes go out with COMMIT. The reads run after the lock, as in
+ * `record`'s other path. Undefined, nothing written, when `token` is not the run's owner: that
+ * path, which knows workers' leases and says what is missing, then answers.
+ */
+async function recordOwned(
+  c: PostgresContext,
+  tx: PipelinedTx,
+  runId: string,
+  token: string,
+  drafts: AttemptDraft[],
+  inflight: readonly Key[],
+  steps: AttemptBatchExtras["steps"],
+): Promise<Attempt[] | undefined> {
+  const [[owner], states, before] = await Promise.all([
+    sql.lockOwner.rows<{ owner_token: string | null }>(tx, { runId }),
+    readKeyStates(tx, runId, drafts),
+    readFiguresBefore(tx, runId, drafts),
+  ]);
+  if (owner?.owner_token !== token) return undefined;
+  const stored = drafts.length === 0 ? [] : numberAttempts(runId, drafts, states);
+  if (steps) tx.defer(writeSteps(tx, runId, steps.drafts, steps.discard));
+  tx.defer(c.mark(tx, runId, inflight));
+  tx.defer(insertNumbered(tx, runId, drafts, stored));
+  if (stored.length > 0) tx.defer(journal.bind.run(tx, bindColumns(runId, stored)));
+  tx.defer(writeFiguresAfter(c.lastFigures, tx, runId, before, stored));
+  return stored;
 }
 
 /**

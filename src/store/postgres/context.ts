@@ -49,6 +49,11 @@ export class PostgresContext {
     if (missing) throw notInSnapshot(runId, missing.sampleId);
   }
 
+  /** Whether this store has read that the run is not distributed: only an owner writes it. */
+  ownedRun(runId: string): boolean {
+    return this.distributed.get(runId) === false;
+  }
+
   /**
    * True when `token` is a worker of the run holding a live lease on each key (their lease rows
    * locked until the transaction ends); false when it is the run's owner (then `fence` locks

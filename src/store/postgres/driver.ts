@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Pool, PoolClient, QueryResultRow } from "pg";
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from "pg";
 import { declaredSecret, type Secret } from "../../core/secrets.js";
 
 /** Where a statement runs: the pool (one statement, auto-commit) or a transaction's client. */
@@ -87,6 +87,125 @@ export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise
   } finally {
     client.off("error", onError);
     client.release(broken);
+  }
+}
+
+/**
+ * A transaction's connection in pg's pipeline mode: a statement goes out at once, without waiting
+ * for the answers of those before it, so statements sent together cost one round trip.
+ */
+export interface PipelinedTx extends Queryable {
+  /**
+   * Keeps a statement's answer unread until COMMIT: the writes a transaction sends last go out
+   * with its COMMIT, and a failure among them rolls it back and is thrown, as an awaited one is.
+   */
+  defer(answer: Promise<unknown>): void;
+}
+
+/**
+ * A statement sent through a pipelined transaction after its COMMIT: a bug (a deferred function
+ * awaited an answer before sending it), thrown and never sent; the transaction's other
+ * statements may have committed without it.
+ */
+const AFTER_COMMIT =
+  "a statement after its transaction's COMMIT (a deferred write that awaited before sending it)";
+
+/**
+ * `transaction` in two round trips where `fn` waits for answers once: BEGIN goes out with `fn`'s
+ * first statements, and COMMIT right behind the statements `fn` deferred. The connection must be
+ * in pipeline mode (the pool's `pipeline` option). Every answer `fn` awaits implies that BEGIN
+ * succeeded; `fn` must read, not write, before its first await (were BEGIN to fail, statements
+ * sent with it would run outside a transaction). A COMMIT that the server turned into a
+ * ROLLBACK (a deferred statement failed) is thrown, never taken for a commit.
+ *
+ * @example
+ * await pipelinedTransaction(pool, async (tx) => {
+ *   const [row] = await lock.rows(tx, { runId });
+ *   tx.defer(insert.run(tx, row));
+ * });
+ */
+export async function pipelinedTransaction<T>(
+  pool: Pool,
+  fn: (tx: PipelinedTx) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
+  const deferred: Promise<unknown>[] = [];
+  const defer = (answer: Promise<unknown>) => {
+    answer.catch(() => {}); // read (and thrown) when COMMIT's answer is
+    deferred.push(answer);
+  };
+  const out = new CorkedSocket(client);
+  let begun = false;
+  const begin = out
+    .send(() => client.query("BEGIN"))
+    .then(() => {
+      begun = true;
+    });
+  defer(begin);
+  let committing = false;
+  const query = (config: QueryConfig) => {
+    if (committing) throw new Error(AFTER_COMMIT);
+    const answer = out.send(() => client.query(config));
+    // An answer to a statement sent with BEGIN is believed only once BEGIN's is.
+    return begun ? answer : Promise.all([begin, answer]).then(([, result]) => result);
+  };
+  const tx = { query: query as Queryable["query"], defer };
+  try {
+    const running = fn(tx);
+    out.flush(); // BEGIN and what fn sent before its first await
+    const result = await running;
+    committing = true;
+    const commit = out.send(() => client.query("COMMIT"));
+    out.flush(); // the statements fn sent last, and COMMIT
+    defer(commit);
+    await Promise.all(deferred);
+    const { command } = await commit;
+    if (command !== "COMMIT") throw new Error(`COMMIT answered ${command}`);
+    return result;
+  } catch (error) {
+    const rollback = out.send(() => client.query("ROLLBACK"));
+    out.flush();
+    await rollback.catch((failure: Error) => {
+      broken = failure;
+    });
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+/**
+ * A connection's socket held corked while statements are sent, so that those sent together go
+ * out in one write (one system call, one wake-up of the server) rather than one each. `flush`
+ * sends them; an event-loop turn later they go out anyway, so nothing waits on a held statement.
+ */
+class CorkedSocket {
+  #corked = false;
+  readonly #socket: PoolClient["connection"]["stream"];
+
+  constructor(client: PoolClient) {
+    this.#socket = client.connection.stream;
+  }
+
+  send<T>(statement: () => T): T {
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      setImmediate(() => this.flush());
+    }
+    return statement();
+  }
+
+  flush(): void {
+    if (!this.#corked) return;
+    this.#corked = false;
+    this.#socket.uncork();
   }
 }
 

@@ -90,7 +90,7 @@ function inSnapshot<R extends BeforeRow>(rows: R[]): (R & { fingerprint: string 
 
 /**
  * Inside a commit's transaction, under the run's row lock: the run's figures after its attempts,
- * from the drafts in hand (two reads and two writes whatever the batch's size). A run without
+ * from the drafts in hand (one read and one write whatever the batch's size). A run without
  * figures (stored before migration 16) is left to the first read that needs them.
  */
 export async function figuresAfterAttempts(
@@ -99,13 +99,36 @@ export async function figuresAfterAttempts(
   runId: string,
   attempts: readonly FoldedAttempt[],
 ): Promise<void> {
-  if (attempts.length === 0) return;
-  const rows = await figures.commitBefore.rows<BeforeRow & { run: string | null }>(tx, {
+  const before = await readFiguresBefore(tx, runId, attempts);
+  await writeFiguresAfter(held, tx, runId, before, attempts);
+}
+
+/** What `writeFiguresAfter` starts from: the run's figures and each touched sample's. */
+export type FiguresBefore = (BeforeRow & { run: string | null })[];
+
+/** A commit's one read of figures: the run's beside each touched sample's fingerprint and figures. */
+export async function readFiguresBefore(
+  tx: Queryable,
+  runId: string,
+  attempts: readonly { sampleId: string }[],
+): Promise<FiguresBefore> {
+  if (attempts.length === 0) return [];
+  return figures.commitBefore.rows<BeforeRow & { run: string | null }>(tx, {
     runId,
     sampleIds: [...new Set(attempts.map((a) => a.sampleId))],
   });
+}
+
+/** A commit's one write of figures: `before` (read under the run's row lock) after `attempts`. */
+export async function writeFiguresAfter(
+  held: HeldFigures,
+  tx: Queryable,
+  runId: string,
+  rows: FiguresBefore,
+  attempts: readonly FoldedAttempt[],
+): Promise<void> {
   const text = rows[0]?.run;
-  if (!text) return;
+  if (attempts.length === 0 || !text) return;
   const run = parseRun(held, runId, text);
   const before = new Map<string, SampleBefore>(
     inSnapshot(rows).map((r) => [
@@ -219,14 +242,16 @@ async function write(
 ): Promise<void> {
   const changed = [...samples];
   const text = JSON.stringify(run);
-  await figures.putAll.run(tx, {
+  const put = figures.putAll.run(tx, {
     runId,
     sampleIds: changed.map(([id]) => id),
     figures: changed.map(([, f]) => JSON.stringify(f)),
     errored: changed.map(([, f]) => erroredKeys(f)),
     run: text,
   });
+  // Held as sent: should the transaction roll back, the stored text is not this one.
   held.set(runId, { text, run });
+  await put;
 }
 
 /**

@@ -79,6 +79,9 @@ export function openPostgresStore(location: string, options: PostgresStoreOption
       // Session settings sent when each connection starts (a URL parameter of the same name wins).
       idle_in_transaction_session_timeout: idleMs,
       lock_timeout: lockMs,
+      // Statements go out without waiting for the answers before them (one round trip for
+      // several: `pipelinedTransaction`); a connection awaiting each answer works as before.
+      pipeline: true,
       ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
     }).on("error", () => {}); // An idle connection the server drops; the next query opens another.
   const pool = poolOf(options.maxConnections ?? 4);

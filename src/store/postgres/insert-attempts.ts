@@ -5,12 +5,16 @@ import type { Queryable } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
 import { attemptParams, storedAttempt } from "../rows.js";
 
+/** What numbering a draft needs to know of its key (`keyStates`), one row per draft. */
+export interface KeyState {
+  inSnapshot: boolean;
+  scored: boolean;
+  next: number;
+}
+
 /**
- * Numbers and inserts a batch in three round trips whatever its size. Runs inside the caller's
+ * Numbers and inserts a batch in two statements whatever its size (and `numberAttempts`). Runs inside the caller's
  * transaction after `fence`: the run's row lock keeps the states it read true until commit.
- * Within the batch, a key's later drafts number on from its earlier ones, and a second scored
- * attempt for a key and fingerprint is refused like one already stored. A re-run draft
- * (`rerunAfter`) is refused only by a scored attempt numbered after the one it follows.
  */
 export async function insertAttempts(
   tx: Queryable,
@@ -20,19 +24,42 @@ export async function insertAttempts(
   beforeInsert?: (stored: Attempt[]) => Promise<void>,
 ): Promise<Attempt[]> {
   if (drafts.length === 0) return [];
-  const states = await sql.keyStates.rows<{ inSnapshot: boolean; scored: boolean; next: number }>(
-    tx,
-    {
-      runId,
-      sampleIds: drafts.map((d) => d.sampleId),
-      epochs: drafts.map((d) => d.epoch),
-      fingerprints: drafts.map((d) => d.fingerprint),
-      afters: drafts.map((d) => d.rerunAfter ?? 0),
-    },
-  );
+  const stored = numberAttempts(runId, drafts, await readKeyStates(tx, runId, drafts));
+  await beforeInsert?.(stored);
+  await insertNumbered(tx, runId, drafts, stored);
+  return stored;
+}
+
+/** The stored state of each draft's key, in the drafts' order (none for no drafts). */
+export async function readKeyStates(
+  tx: Queryable,
+  runId: string,
+  drafts: readonly AttemptDraft[],
+): Promise<KeyState[]> {
+  if (drafts.length === 0) return [];
+  return sql.keyStates.rows<KeyState & Record<string, unknown>>(tx, {
+    runId,
+    sampleIds: drafts.map((d) => d.sampleId),
+    epochs: drafts.map((d) => d.epoch),
+    fingerprints: drafts.map((d) => d.fingerprint),
+    afters: drafts.map((d) => d.rerunAfter ?? 0),
+  });
+}
+
+/**
+ * The attempts as they will be stored, numbered from their keys' states. Within the batch, a
+ * key's later drafts number on from its earlier ones, and a second scored attempt for a key and
+ * fingerprint is refused like one already stored. A re-run draft (`rerunAfter`) is refused only
+ * by a scored attempt numbered after the one it follows.
+ */
+export function numberAttempts(
+  runId: string,
+  drafts: readonly AttemptDraft[],
+  states: readonly KeyState[],
+): Attempt[] {
   const next = new Map<string, number>();
   const scored = new Set<string>();
-  const stored = drafts.map((draft, i) => {
+  return drafts.map((draft, i) => {
     const state = states[i]!;
     const { sampleId, epoch } = draft;
     if (!state.inSnapshot) throw notInSnapshot(runId, sampleId);
@@ -44,12 +71,20 @@ export async function insertAttempts(
     next.set(key, attempt + 1);
     return storedAttempt(runId, attempt, draft);
   });
-  await beforeInsert?.(stored);
+}
+
+/** One INSERT of the numbered attempts (their keys' in-flight marks cleared with it). */
+export async function insertNumbered(
+  tx: Queryable,
+  runId: string,
+  drafts: readonly AttemptDraft[],
+  stored: readonly Attempt[],
+): Promise<void> {
+  if (stored.length === 0) return;
   await sql.insertAttempts.run(tx, {
     ...attemptColumns(stored.map((a, i) => attemptParams(runId, a.attempt, drafts[i]!))),
     runId,
   });
-  return stored;
 }
 
 /** Rows of named parameters turned into one array per name, for an `unnest` INSERT. */

@@ -63,26 +63,31 @@ export async function writeSteps(
   discard: readonly StepDiscard[],
 ): Promise<void> {
   // One statement each for the whole batch: the open entries each draft replaces (or, for a
-  // divergence or a discard, every one from its step on), then the new entries.
+  // divergence or a discard, every one from its step on), then the new entries. Both are sent
+  // before either answer is awaited (in a pipelined transaction, before its COMMIT).
   const dropped = [
     ...discard.map((d) => ({ ...d, step: d.fromStep, after: true })),
     ...drafts.map((d) => ({ ...d, after: d.truncate === true })),
   ];
+  const sent: Promise<number>[] = [];
   if (dropped.length > 0) {
-    await journal.dropOpen.run(tx, {
-      runId,
-      sampleIds: dropped.map((d) => d.sampleId),
-      epochs: dropped.map((d) => d.epoch),
-      steps: dropped.map((d) => d.step),
-      after: dropped.map((d) => d.after),
-    });
+    sent.push(
+      journal.dropOpen.run(tx, {
+        runId,
+        sampleIds: dropped.map((d) => d.sampleId),
+        epochs: dropped.map((d) => d.epoch),
+        steps: dropped.map((d) => d.step),
+        after: dropped.map((d) => d.after),
+      }),
+    );
   }
   // A later draft at the same step replaces an earlier one, as SQLite's one by one does.
   const last = new Map(drafts.map((d) => [`${d.sampleId}\u0000${d.epoch}\u0000${d.step}`, d]));
   if (last.size > 0) {
     const rows = [...last.values()].map((d) => stepParams(runId, d));
-    await journal.insertMany.run(tx, stepColumns(rows));
+    sent.push(journal.insertMany.run(tx, stepColumns(rows)));
   }
+  await Promise.all(sent);
 }
 
 /** Rows of step parameters as one array per column (the run id once), for an `unnest` INSERT. */

@@ -38,7 +38,8 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
             c.s.markInflight.run(runId, key.sampleId, key.epoch);
           }
           const before = new Map<string, SampleBefore>();
-          const stored = drafts.map((draft) => insertAttempt(c, runId, draft, before));
+          const left = leftOpen(c, runId);
+          const stored = drafts.map((draft) => insertAttempt(c, runId, draft, before, left));
           figuresAfterAttempts(c, runId, stored, before);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
@@ -78,6 +79,24 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
   };
 }
 
+/** What an attempt's commit may have to close: the run's in-flight marks, its open steps. */
+interface LeftOpen {
+  inflight: boolean;
+  steps: boolean;
+}
+
+/**
+ * Whether the run has any in-flight mark or open journal entry, read once per batch inside its
+ * IMMEDIATE transaction (nothing can add one before the commit): when it has none, an attempt's
+ * clearing and binding statements, which would change no row, are not run.
+ */
+function leftOpen(c: SqliteContext, runId: string): LeftOpen {
+  return {
+    inflight: c.s.anyInflight.get(runId) !== undefined,
+    steps: c.s.anyOpenStep.get(runId) !== undefined,
+  };
+}
+
 /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */
 function insertAttempt(
   c: SqliteContext,
@@ -85,6 +104,7 @@ function insertAttempt(
   draft: AttemptDraft,
   /** Filled with each sample's fingerprint and figures as the batch found them. */
   before: Map<string, SampleBefore>,
+  left: LeftOpen,
 ): Attempt {
   const { sampleId, epoch, fingerprint } = draft;
   const after = draft.rerunAfter ?? 0;
@@ -95,7 +115,7 @@ function insertAttempt(
   }
   if (state.scored) throw alreadyScored(runId, sampleId, epoch);
   c.s.insertAttempt.run(attemptParams(runId, state.next, draft));
-  c.s.clearInflight.run(runId, sampleId, epoch);
-  c.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
+  if (left.inflight) c.s.clearInflight.run(runId, sampleId, epoch);
+  if (left.steps) c.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
   return storedAttempt(runId, state.next, draft);
 }
