@@ -28,8 +28,38 @@ export const sha256Hex: Sha256Hex = (text) => bytesToHex(sha256(utf8ToBytes(text
  * @example fingerprintSample({ input: "2+2", target: "4" }) // "ac085f1f…" (64 hex characters)
  */
 export function fingerprintSample(sample: SampleContent, hash: Sha256Hex = sha256Hex): string {
+  return hash(canonicalContent(sample));
+}
+
+/**
+ * `canonicalJson({ input, target, metadata })`, written member by member: loading a million
+ * samples then builds no sorted copy of each one's content object. The members are in the order
+ * that call sorts them (input, metadata, target); each member's text is its own canonical JSON,
+ * as `JSON.stringify` writes a nested value; an undefined one is left out, as that call leaves
+ * it out. A member whose canonical JSON is no text (a function) goes that call's way, which
+ * defines the bytes.
+ */
+function canonicalContent(sample: SampleContent): string {
   const { input, target, metadata } = sample;
-  return hash(canonicalJson({ input, target, metadata }));
+  const members = [memberJson(input), memberJson(metadata), memberJson(target)] as const;
+  if (members.includes(null)) return canonicalJson({ input, target, metadata });
+  let text = "{";
+  let separator = "";
+  for (let at = 0; at < 3; at += 1) {
+    if (members[at] === undefined) continue;
+    text += `${separator}"${MEMBER_NAMES[at]}":${members[at]}`;
+    separator = ",";
+  }
+  return `${text}}`;
+}
+
+/** The content's members in the order `canonicalJson` sorts them. */
+const MEMBER_NAMES = ["input", "metadata", "target"] as const;
+
+/** A member's canonical JSON: undefined when the member is absent, null when it has none (a function). */
+function memberJson(value: unknown): string | undefined | null {
+  if (value === undefined) return undefined;
+  return (canonicalJson(value) as string | undefined) ?? null;
 }
 
 /**

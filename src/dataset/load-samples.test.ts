@@ -131,6 +131,67 @@ describe("loadSamples", () => {
     });
   });
 
+  it("reports a JSONL file's first bad row, a bad line after it on the same page or not", async () => {
+    // The rows are read a page (up to 512 rows) at a time: a later line that does not parse
+    // must not be reported before an earlier row that parses but is not a sample.
+    const good = (i: number) => `{"id":"s${i}","input":"q"}`;
+    const lines = Array.from({ length: 600 }, (_, i) => good(i));
+    lines[99] = '{"input":"q","answer":"a"}';
+    lines[100] = "{not json";
+    const early = await write("bad-early.jsonl", `${lines.join("\n")}\n`);
+    await expect(loadSamples(early, { baseDir: dir })).rejects.toThrow(
+      `${early}:100: unknown field "answer"`,
+    );
+    lines[99] = good(99);
+    lines[100] = good(100);
+    lines[519] = '{"id":"s519"}';
+    lines[520] = '{"input":"q","input":"r"}';
+    const late = await write("bad-late.jsonl", `${lines.join("\n")}\n`);
+    await expect(loadSamples(late, { baseDir: dir })).rejects.toThrow(
+      `${late}:520: input: required`,
+    );
+    // A `limit` stops before the bad lines: they are never reported.
+    expect(await loadSamples(late, { baseDir: dir, limit: 519 })).toHaveLength(519);
+  });
+
+  it("names a duplicate id's rows across pages of a JSONL file", async () => {
+    const lines = Array.from({ length: 1_500 }, (_, i) => `{"id":"s${i}","input":"q"}`);
+    lines[1_399] = '{"id":"s2","input":"again"}';
+    const file = await write("dup-far.jsonl", `${lines.join("\n")}\n`);
+    await expect(loadSamples(file, { baseDir: dir })).rejects.toMatchObject({
+      code: "E_DUPLICATE_ID",
+      message: `duplicate sample id "s2": ${file}:3 and ${file}:1400`,
+    });
+  });
+
+  it("builds the same samples whether the quick check or zod passes a row", async () => {
+    class Row {
+      input = "from a class";
+    }
+    const bare = Object.assign(Object.create(null) as object, { id: 1.5, input: "bare" });
+    const loaded = await loadSamples(
+      [
+        { id: -0, input: "x", target: null },
+        { id: "b", input: { z: [1, "2"], a: null }, target: undefined, metadata: { k: undefined } },
+        bare as DatasetRow,
+        new Row() as unknown as DatasetRow,
+        { id: "c", input: "y", "metadata.level": "easy", metadata: { tag: 1 } },
+      ],
+      { baseDir: dir },
+    );
+    expect(loaded.map((r) => r.sample)).toEqual([
+      { id: "0", input: "x", target: null },
+      { id: "b", input: { z: [1, "2"], a: null }, metadata: { k: undefined } },
+      { id: "1.5", input: "bare" },
+      { id: contentId({ input: "from a class" }), input: "from a class" },
+      { id: "c", input: "y", metadata: { tag: 1, level: "easy" } },
+    ]);
+    expect(Object.keys(loaded[1]!.sample)).toEqual(["id", "input", "metadata"]);
+    for (const { sample, fingerprint } of loaded) {
+      expect(fingerprint).toBe(fingerprintSample(sample));
+    }
+  });
+
   it("treats two id-less rows with the same content as duplicates", async () => {
     const same = [{ input: "x" }, { input: "y" }, { input: "x" }];
     await expect(loadSamples(same, { baseDir: dir })).rejects.toMatchObject({

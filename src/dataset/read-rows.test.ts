@@ -1,8 +1,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocatedRow } from "./dataset-file.js";
+import { LineSplitter } from "./read-jsonl.js";
 import { readRows } from "./read-rows.js";
 
 let dir: string;
@@ -276,5 +279,65 @@ describe("readRows: files", () => {
       code: "E_DATASET",
       message: `dataset file not found: ${join(dir, "missing.jsonl")}`,
     });
+  });
+});
+
+describe("readRows: JSONL lines, as node:readline splits them", () => {
+  /** The lines readline (crlfDelay: Infinity, as the reader used) makes of `chunks`. */
+  async function readlineLines(chunks: string[]): Promise<string[]> {
+    const lines: string[] = [];
+    const input = Readable.from(chunks, { objectMode: false });
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) lines.push(line);
+    return lines;
+  }
+
+  function splitterLines(chunks: string[]): string[] {
+    const splitter = new LineSplitter();
+    const lines = chunks.flatMap((chunk) => splitter.split(chunk));
+    const last = splitter.end();
+    return last === undefined ? lines : [...lines, last];
+  }
+
+  it("ends lines where readline does, whatever the chunks: \\n, \\r\\n, a lone \\r, a \\r\\n split", async () => {
+    const texts = [
+      "a\nb\r\nc\rd\n\ne",
+      "\r\n\r\n\n\r\r",
+      "x\r",
+      "\n",
+      "last line without a break",
+      '{"input":"a"}\r\n{"input":"b"}\r\n',
+    ];
+    let seed = 7;
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (const text of texts) {
+      // Every way of cutting it in two, and random cuts into many pieces.
+      const cuts = Array.from({ length: text.length + 1 }, (_, at) => [at]);
+      for (let i = 0; i < 20; i += 1) {
+        cuts.push([...new Set(Array.from({ length: 4 }, () => Math.floor(next() * text.length)))]);
+      }
+      for (const at of cuts) {
+        const points = [0, ...at.sort((a, b) => a - b), text.length];
+        const chunks = points.slice(1).map((end, i) => text.slice(points[i], end));
+        const pieces = chunks.filter((c) => c !== "");
+        expect(splitterLines(pieces), JSON.stringify(pieces)).toEqual(await readlineLines(pieces));
+      }
+    }
+  });
+
+  it("numbers the lines of a file past its first chunk as readline did, a \\r\\n across the chunk boundary", async () => {
+    // The reader reads 1 MiB at a time: put a `\r\n` across the first boundary, and a lone
+    // `\r` and CRLF lines after it.
+    const chunk = 1 << 20;
+    const head = '{"input":"a"}\r\n';
+    const padding = chunk - head.length - '{"input":""}'.length - 1;
+    const first = `${head}{"input":"${"x".repeat(padding)}"}\r\n`;
+    expect(first.length).toBe(chunk + 1);
+    const file = await write(
+      "boundary.jsonl",
+      `${first}{"input":"b"}\r{"input":"c"}\r\n\r\n{"input":"d"}`,
+    );
+    const rows = await collect(file);
+    expect(rows.map((r) => r.where)).toEqual([1, 2, 3, 4, 6].map((line) => `${file}:${line}`));
+    expect(rows.map((r) => (r.row.input as string).slice(0, 1))).toEqual(["a", "x", "b", "c", "d"]);
   });
 });

@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { LocatedRow } from "./dataset-file.js";
-import { readJsonl } from "./read-jsonl.js";
+import { readJsonl, readJsonlPages } from "./read-jsonl.js";
 
 // The CSV and JSON-array readers (and the parsers under them) load with their format only: a
 // JSONL dataset starts without them.
@@ -36,4 +36,21 @@ export function readRows(file: string): AsyncIterable<LocatedRow> {
     );
   }
   return reader(file);
+}
+
+/**
+ * `readRows`' rows a page at a time: a JSONL file's a chunk of the file at a time (see
+ * `readJsonlPages`), the other formats' one row a page.
+ *
+ * @example for await (const page of readRowPages("/data/qa.jsonl")) count += page.length;
+ */
+export function readRowPages(file: string): AsyncIterable<LocatedRow[]> {
+  const extension = extname(file).toLowerCase();
+  if (extension === ".jsonl" || extension === ".ndjson") return readJsonlPages(file);
+  return onePerPage(readRows(file));
+}
+
+/** Each row of `rows` as a page of its own. */
+export async function* onePerPage<T>(rows: AsyncIterable<T>): AsyncGenerator<T[]> {
+  for await (const row of rows) yield [row];
 }

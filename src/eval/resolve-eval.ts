@@ -1,6 +1,6 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
-import { loadSamples } from "../dataset/load-samples.js";
+import { loadSampleIndex } from "../dataset/load-samples.js";
 import { StetError } from "../core/errors.js";
 import { batchSettings, type BatchOptions } from "../core/batch.js";
 import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
@@ -44,13 +44,26 @@ export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retri
  * await runEval({ store, eval: resolved });
  */
 export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promise<EngineEval> {
+  return (await resolveEvalIndexed(ev, options)).eval;
+}
+
+/**
+ * `resolveEval`, with the map of its samples by id that loading them built (see
+ * `loadSampleIndex`): what a resume compares the run's snapshot with.
+ *
+ * @example const { eval: resolved, samplesById } = await resolveEvalIndexed(ev, { baseDir });
+ */
+export async function resolveEvalIndexed(
+  ev: Eval,
+  options: ResolveEvalOptions,
+): Promise<{ eval: EngineEval; samplesById: ReadonlyMap<string, SampleRecord> }> {
   const { limit } = options;
   // The shells checked their input already; a library caller's overrides meet the same bounds.
   for (const name of ["limit", "epochs", "concurrency", "timeoutMs", "maxCost"] as const) {
     const value: number | undefined = options[name];
     if (value !== undefined) checkBound(name, value, name, "E_CONFIG");
   }
-  const samples = await loadSamples(ev.dataset, {
+  const { records: samples, byId } = await loadSampleIndex(ev.dataset, {
     baseDir: options.baseDir,
     evalName: ev.name,
     ...(options.allowEmpty ? { allowEmpty: true } : {}),
@@ -59,7 +72,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
   });
   checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
-  return {
+  const resolved: EngineEval = {
     name: ev.name,
     samples,
     solver: ev.journal === false ? unjournaled(bound.solver) : bound.solver,
@@ -77,6 +90,7 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...batchPolicy(ev, bound.solver, options.batch),
   };
+  return { eval: resolved, samplesById: byId };
 }
 
 /**

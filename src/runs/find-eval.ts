@@ -2,9 +2,9 @@ import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
-import type { Run } from "../core/types.js";
+import type { Run, SampleRecord } from "../core/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
-import { resolveEval } from "../eval/resolve-eval.js";
+import { resolveEvalIndexed } from "../eval/resolve-eval.js";
 import { datasetEval } from "../eval/dataset-eval.js";
 import type { EvalProblem } from "./eval-registry.js";
 import { loadEvalSource } from "./load-eval-source.js";
@@ -53,15 +53,21 @@ export async function findEval(run: Run, options: FindEvalOptions = {}): Promise
   return (await findEvalSource(run, options)).eval;
 }
 
+/** An eval `findEvalSource` found, resolved. */
+export interface FoundEval {
+  eval: EngineEval;
+  /** The file it was loaded from (what a run's identity hashes); none for a dataset run. */
+  path: string | undefined;
+  /** Its samples by id, as loading them indexed them (see `loadSampleIndex`). */
+  samplesById: ReadonlyMap<string, SampleRecord>;
+}
+
 /**
  * `findEval`, with the file the eval was loaded from (what a run's identity hashes).
  *
  * @example const { eval: ev, path } = await findEvalSource(run, { evalFile: flags.eval });
  */
-export async function findEvalSource(
-  run: Run,
-  options: FindEvalOptions = {},
-): Promise<{ eval: EngineEval; path: string | undefined }> {
+export async function findEvalSource(run: Run, options: FindEvalOptions = {}): Promise<FoundEval> {
   if (options.onlyRegistered) {
     // Another eval altogether (a start request's, by name) is the identity check's to refuse
     // (`checkEval`), not a question of where its file is.
@@ -103,15 +109,15 @@ export async function findEvalSource(
 async function resolved(
   loaded: LoadedEvalFile,
   flags: { cache?: boolean | undefined; batch?: boolean | undefined },
-): Promise<{ eval: EngineEval; path: string }> {
+): Promise<FoundEval & { path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
-  const ev = await resolveEval(loaded.eval, {
+  const found = await resolveEvalIndexed(loaded.eval, {
     baseDir: loaded.baseDir,
     allowEmpty: true,
     ...definedFlags(flags),
   });
-  return { eval: ev, path: loaded.path };
+  return { ...found, path: loaded.path };
 }
 
 /**

@@ -31,8 +31,7 @@ export function rerunRequests(
   attempts: readonly AttemptHead[],
   options: RerunAsk,
 ): RerunPlanning {
-  const ids = new Set(snapshot.map((r) => r.sample.id));
-  const unknown = (options.rerun ?? []).filter((id) => !ids.has(id));
+  const unknown = unknownIds(snapshot, options.rerun ?? []);
   if (unknown.length > 0) {
     const error = new StetError(
       "E_USAGE",
@@ -84,4 +83,11 @@ function wantedNone(options: RerunAsk): boolean {
     options.rerunFailed !== true &&
     options.rerunLimited !== true
   );
+}
+
+/** The ids of `asked` no snapshot record has (the snapshot's ids are gathered only when asked). */
+function unknownIds(snapshot: readonly SampleRecord[], asked: readonly string[]): string[] {
+  if (asked.length === 0) return [];
+  const ids = new Set(snapshot.map((r) => r.sample.id));
+  return asked.filter((id) => !ids.has(id));
 }

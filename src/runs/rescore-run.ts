@@ -102,8 +102,10 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
   if (!run) return refuse("run-not-found", unknownRun(store, runId));
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse("run-active", active);
-  const found = options.eval ? undefined : await findEvalSource(run, options);
-  const ev: ResumeEval = options.eval ?? found!.eval;
+  // Only the eval and its file are kept: not `findEvalSource`'s map of the samples by id.
+  const { eval: ev, path: evalPath }: { eval: ResumeEval; path: string | undefined } = options.eval
+    ? { eval: options.eval, path: undefined }
+    : await findEvalSource(run, options);
 
   const evalNames = ev.scorers.map((s) => s.name);
   const unknown = (options.scorers ?? []).filter((name) => !evalNames.includes(name));
@@ -125,7 +127,7 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     run,
     // The identity the run records from now on: its scorers are the ones this rescore keeps.
     eval: { ...ev, scorers },
-    evalPath: found?.path,
+    evalPath,
     use: "rescore",
     scoredAny: (await store.reads.countKeys(runId)).scored > 0,
     allowEvalChange: options.allowEvalChange,

@@ -12,6 +12,11 @@ export interface ResumeInputs {
   open?: ReadonlySet<string>;
   /** Whether the run has any scored attempt (what `checkEval` asks). */
   scoredAny: boolean;
+  /**
+   * Every snapshot record is the dataset's own (its id and fingerprint found in `current`):
+   * no sample changed or left the dataset.
+   */
+  allCurrent: boolean;
 }
 
 /**
@@ -33,7 +38,7 @@ export async function readResumeInputs(
   alsoRead: readonly string[] = [],
 ): Promise<ResumeInputs> {
   const runId = run.id;
-  const [{ snapshot, changed }, inflight] = await Promise.all([
+  const [{ snapshot, changed, allCurrent }, inflight] = await Promise.all([
     snapshotRecords(store, runId, current),
     store.runs.listInflight(runId),
   ]);
@@ -51,10 +56,11 @@ export async function readResumeInputs(
     // A sample that is not open has every key scored; an open one may have scored attempts too.
     const scoredAny =
       sampleIds.length < snapshot.length || heads.some((a) => a.status === "scored");
-    return { snapshot, attempts: heads, inflight, open, scoredAny };
+    return { snapshot, attempts: heads, inflight, open, scoredAny, allCurrent };
   }
   const attempts = await store.reads.listAttemptHeads(runId);
-  return { snapshot, attempts, inflight, scoredAny: attempts.some((a) => a.status === "scored") };
+  const scoredAny = attempts.some((a) => a.status === "scored");
+  return { snapshot, attempts, inflight, scoredAny, allCurrent };
 }
 
 /**
@@ -72,13 +78,14 @@ async function openSamples(store: Store, run: Run, samples: number) {
  * The run's snapshot as records, in sample-id order. An entry whose fingerprint the current
  * dataset matches is the dataset's record (same sha256, same content); the stored copies are read
  * (a page at a time, keeping only those wanted) when some sample changed or left the dataset, so
- * planning a large unchanged run parses no sample JSON. `changed`: some sample's content changed.
+ * planning a large unchanged run parses no sample JSON. `changed`: some sample's content changed;
+ * `allCurrent`: every entry is the dataset's record.
  */
 async function snapshotRecords(
   store: Store,
   runId: string,
   current: ReadonlyMap<string, SampleRecord>,
-): Promise<{ snapshot: SampleRecord[]; changed: boolean }> {
+): Promise<{ snapshot: SampleRecord[]; changed: boolean; allCurrent: boolean }> {
   const snapshot: (SampleRecord | undefined)[] = [];
   const stale = new Map<string, number>();
   let changed = false;
@@ -104,5 +111,5 @@ async function snapshotRecords(
     }
   }
   // No hole is left: both reads page the same snapshot rows.
-  return { snapshot: snapshot as SampleRecord[], changed };
+  return { snapshot: snapshot as SampleRecord[], changed, allCurrent: stale.size === 0 };
 }

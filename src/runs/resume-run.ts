@@ -168,7 +168,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
 
   const found = options.eval ? undefined : await findEvalSource(run, options);
   const ev: ResumeEval = options.eval ?? found!.eval;
-  const current = new Map(ev.samples.map((r) => [r.sample.id, r]));
+  const current = found?.samplesById ?? new Map(ev.samples.map((r) => [r.sample.id, r]));
   // A worker's report tells other workers' attempts from those its plan read: it reads them all.
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
   // a new one reads every attempt (--rerun-failed looks at every outcome).
@@ -193,7 +193,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan = planRun({
     snapshot,
-    current,
+    // A snapshot made of the dataset's own records has nothing for planRun to compare.
+    ...(inputs.allCurrent ? {} : { current }),
     epochs: run.config.epochs,
     attempts,
     inflight,

