@@ -1,5 +1,5 @@
 import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../../core/types.js";
-import { checkDrafts } from "../checks.js";
+import { checkDrafts, notInSnapshot } from "../checks.js";
 import { checkStepDrafts } from "../journal-rows.js";
 import {
   checkScoringDrafts,
@@ -121,12 +121,21 @@ async function recordOwned(
   inflight: readonly Key[],
   steps: AttemptBatchExtras["steps"],
 ): Promise<Attempt[] | undefined> {
-  const [[owner], states, before] = await Promise.all([
+  const [[owner], states, before, [missing]] = await Promise.all([
     sql.lockOwner.rows<{ owner_token: string | null }>(tx, { runId }),
     readKeyStates(tx, runId, drafts),
     readFiguresBefore(tx, runId, drafts),
+    inflight.length === 0
+      ? Promise.resolve([])
+      : sql.missingSample.rows<{ sampleId: string }>(tx, {
+          runId,
+          sampleIds: inflight.map((k) => k.sampleId),
+        }),
   ]);
   if (owner?.owner_token !== token) return undefined;
+  // Refused here, before any write: the writes' own checks answer after COMMIT has gone out, so
+  // only a statement failing in the server (which turns COMMIT into ROLLBACK) may be left to them.
+  if (missing) throw notInSnapshot(runId, missing.sampleId);
   const stored = drafts.length === 0 ? [] : numberAttempts(runId, drafts, states);
   if (steps) tx.defer(writeSteps(tx, runId, steps.drafts, steps.discard));
   tx.defer(c.mark(tx, runId, inflight));

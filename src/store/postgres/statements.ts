@@ -149,6 +149,15 @@ const POSTGRES_SQL = {
      SELECT k.sample_id AS "sampleId" FROM k WHERE known IS NULL LIMIT 1`,
     { prepare: true },
   ),
+  // The first of `sampleIds` the run's snapshot does not have (a primary-key lookup each): what a
+  // pipelined commit reads before its writes, where markInflight's own answer comes after COMMIT.
+  missingSample: sql(
+    `SELECT k.sample_id AS "sampleId" FROM unnest(@sampleIds::text[]) AS k(sample_id)
+     WHERE (SELECT true FROM samples s
+            WHERE s.run_id = @runId AND s.sample_id = k.sample_id COLLATE "C") IS NULL
+     LIMIT 1`,
+    { prepare: true },
+  ),
   listInflight: sql(
     `SELECT sample_id, epoch FROM inflight WHERE run_id = @runId ORDER BY sample_id, epoch`,
   ),
