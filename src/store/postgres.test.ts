@@ -163,6 +163,19 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     });
     await expect(late).rejects.toThrow(/after its transaction's COMMIT/);
     expect((await p.query(`SELECT id FROM ${table}`)).rows).toEqual([{ id: 3 }]);
+    // A deferred write that throws before sending (a row it cannot encode): rolled back whole,
+    // not committed without it.
+    const unsendable = pipelinedTransaction(pipelined, async (tx) => {
+      await tx.query(`SELECT count(*) FROM ${table}`);
+      tx.defer(tx.query(`INSERT INTO ${table} VALUES (5)`));
+      tx.defer(
+        (async () => {
+          throw new Error("cannot encode the row");
+        })(),
+      );
+    });
+    await expect(unsendable).rejects.toThrow(/cannot encode the row/);
+    expect((await p.query(`SELECT id FROM ${table}`)).rows).toEqual([{ id: 3 }]);
   });
 
   it("lets exactly one of eight connections racing for a dead owner's run claim it", async () => {

@@ -135,8 +135,15 @@ export async function pipelinedTransaction<T>(
   };
   client.on("error", onError);
   const deferred: Promise<unknown>[] = [];
+  // A deferred write that failed before COMMIT goes out (it threw before sending its statement,
+  // or BEGIN failed): the transaction is rolled back instead of committed without it. Its
+  // handler has run by the time `fn`'s answer is awaited (queued before that await resumes).
+  let failedEarly: { error: unknown } | undefined;
   const defer = (answer: Promise<unknown>) => {
-    answer.catch(() => {}); // read (and thrown) when COMMIT's answer is
+    // Otherwise read (and thrown) when COMMIT's answer is.
+    answer.catch((error: unknown) => {
+      failedEarly ??= { error };
+    });
     deferred.push(answer);
   };
   const out = new CorkedSocket(client);
@@ -159,6 +166,7 @@ export async function pipelinedTransaction<T>(
     const running = fn(tx);
     out.flush(); // BEGIN and what fn sent before its first await
     const result = await running;
+    if (failedEarly) throw failedEarly.error;
     committing = true;
     const commit = out.send(() => client.query("COMMIT"));
     out.flush(); // the statements fn sent last, and COMMIT
