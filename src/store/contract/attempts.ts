@@ -240,20 +240,6 @@ function refusalAndCountCases(h: HarnessRef): void {
     expect(await h.store.reads.listAttempts(run.id)).toEqual([]);
   });
 
-  it("rejects an in-flight mark of a sample outside the snapshot and writes nothing of its batch", async () => {
-    const { run, owner: me } = await newRun(h.store);
-    // A first commit: PostgreSQL's later commits of an owned run take the pipelined path.
-    await h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
-    const inflight = [{ sampleId: "stranger", epoch: 1 }];
-    await expect(
-      h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s2", epoch: 1 })], {
-        inflight,
-      }),
-    ).rejects.toMatchObject({ code: "E_INVALID_INPUT", message: /"stranger"/ });
-    expect((await h.store.reads.listAttempts(run.id)).map((a) => a.sampleId)).toEqual(["s1"]);
-    expect(await h.store.runs.listInflight(run.id)).toEqual([]);
-  });
-
   it.each<[string, Partial<AttemptDraft>]>([
     ["a score outside [0, 1]", { scores: [{ scorer: "exact", value: 1.5 }] }],
     ["a NaN score", { scores: [{ scorer: "exact", value: Number.NaN }] }],

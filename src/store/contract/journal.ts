@@ -158,6 +158,20 @@ function entryCases(h: HarnessRef): void {
       expect(await h.store.reads.listAttempts(id)).toEqual([]);
     }
   });
+
+  it("rejects an in-flight mark of a sample outside the snapshot and writes nothing of its batch", async () => {
+    const { run, owner: me } = await newRun(h.store);
+    // A first commit: PostgreSQL's later commits of an owned run take the pipelined path.
+    await h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    const inflight = [{ sampleId: "stranger", epoch: 1 }];
+    await expect(
+      h.store.attempts.record(run.id, me.token, [draft({ sampleId: "s2", epoch: 1 })], {
+        inflight,
+      }),
+    ).rejects.toMatchObject({ code: "E_INVALID_INPUT", message: /"stranger"/ });
+    expect((await h.store.reads.listAttempts(run.id)).map((a) => a.sampleId)).toEqual(["s1"]);
+    expect(await h.store.runs.listInflight(run.id)).toEqual([]);
+  });
 }
 
 /** Discarding diverged entries, fencing, refusing malformed ones, pruning. */
