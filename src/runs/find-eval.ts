@@ -39,6 +39,8 @@ export interface FindEvalOptions {
   cache?: boolean | undefined;
   /** `--batch`: the provider batches on, whatever the eval says. */
   batch?: boolean | undefined;
+  /** Leave the eval's dataset unread (a rescore's: see `ResolveEvalOptions.withoutSamples`). */
+  withoutSamples?: boolean;
 }
 
 /**
@@ -102,7 +104,7 @@ export async function findEvalSource(
 
 async function resolved(
   loaded: LoadedEvalFile,
-  flags: { cache?: boolean | undefined; batch?: boolean | undefined },
+  flags: { cache?: boolean | undefined; batch?: boolean | undefined; withoutSamples?: boolean },
 ): Promise<{ eval: EngineEval; path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
@@ -110,6 +112,7 @@ async function resolved(
     baseDir: loaded.baseDir,
     allowEmpty: true,
     ...definedFlags(flags),
+    ...(flags.withoutSamples ? { withoutSamples: true } : {}),
   });
   return { eval: ev, path: loaded.path };
 }
