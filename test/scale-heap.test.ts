@@ -7,6 +7,7 @@ import {
   readFileSync,
   readSync,
   statSync,
+  writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -27,6 +28,8 @@ import { startServe } from "./helpers/serve.js";
 // after ~9,000 of its keys under this cap). The run and the resume write --output's Results JSONL
 // too: before it was written afresh a page at a time (2b17c27 read every outcome and snapshot
 // sample and kept a set of every key), the run ran out of a 128 MB heap before its first commit.
+// Last, `stet rescore` with a new scorer, SIGKILLed and gone on with, then `show`: every key is
+// scored once by it (main at f4bbec0 needed 288-384 MB of heap for that rescore; see below).
 const KEYS = 200_000;
 const HEAP_MB = 128;
 const RUN_HEAP_MB = 96;
@@ -78,12 +81,12 @@ function capped(cwd: string, args: string[], heapMb = HEAP_MB): Capped {
   return { child, done };
 }
 
-/** The run's committed attempts, read from the store file while the run writes it. */
-function committed(db: string): number {
+/** The run's committed attempts (or scorings), read from the store file while it is written. */
+function committed(db: string, table: "attempts" | "scorings" = "attempts"): number {
   if (!existsSync(db)) return 0;
   const store = new Database(db, { readonly: true, fileMustExist: true });
   try {
-    return (store.prepare("SELECT count(*) AS n FROM attempts").get() as { n: number }).n;
+    return (store.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
   } catch {
     return 0; // the run has not made its tables yet
   } finally {
@@ -92,14 +95,19 @@ function committed(db: string): number {
 }
 
 /**
- * Waits until the store holds more than `count` attempts; fails if the child writing them ended
- * first (out of memory under its cap), with what it said.
+ * Waits until the store holds more than `count` attempts (or scorings); fails if the child
+ * writing them ended first (out of memory under its cap), with what it said.
  */
-async function waitForCommitted(db: string, count: number, writer: Capped): Promise<number> {
+async function waitForCommitted(
+  db: string,
+  count: number,
+  writer: Capped,
+  table: "attempts" | "scorings" = "attempts",
+): Promise<number> {
   let ended: Awaited<Capped["done"]> | undefined;
   void writer.done.then((end) => (ended = end));
   for (;;) {
-    const n = committed(db);
+    const n = committed(db, table);
     if (n > count) return n;
     if (ended) throw new Error(`the run ended (${ended.signal ?? ended.code}): ${ended.stderr}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -157,7 +165,7 @@ function tail(path: string, bytes = 4_000): string {
 }
 
 describe("200,000 keys with the heap capped", () => {
-  it(`run (--max-old-space-size=${RUN_HEAP_MB}), SIGKILL, resume, show, export in every format and diff under --max-old-space-size=${HEAP_MB}`, async () => {
+  it(`run (--max-old-space-size=${RUN_HEAP_MB}), SIGKILL, resume, show, export in every format, diff, rescore, SIGKILL and rescore under --max-old-space-size=${HEAP_MB}`, async () => {
     const p = project({ "eval.mjs": EVAL, "data.jsonl": data(KEYS) });
 
     // --output streams the Results JSONL; the resume writes it afresh from the store, paged.
@@ -236,5 +244,33 @@ describe("200,000 keys with the heap capped", () => {
       onlyInB: [],
       changed: [],
     });
+
+    // A rescore with a scorer the eval did not have, SIGKILLed and gone on with, under the same
+    // cap: a page of samples at a time (main at f4bbec0 read the snapshot, every attempt to score
+    // and every scoring whole: bisected at 200,000 keys, it died under 288 MB, whole at 384).
+    const withIncludes = 'scorers.exact(), scorers.includes({ substring: "q" })';
+    writeFileSync(join(p.dir, "eval.mjs"), EVAL.replace("scorers.exact()", withIncludes));
+    const rescore = capped(p.dir, ["rescore", runId, "--scorer", "includes"]);
+    await waitForCommitted(p.db, KEYS / 4, rescore, "scorings");
+    rescore.child.kill("SIGKILL");
+    expect((await rescore.done).signal).toBe("SIGKILL");
+    const scored = committed(p.db, "scorings");
+    expect(scored).toBeLessThan(KEYS); // the kill interrupted the rescore
+    const rescored = await capped(p.dir, ["rescore", runId, "--scorer", "includes", "--json"]).done;
+    expect(rescored.code, rescored.stderr).toBe(0);
+    expect(rescored.stderr).toContain(`going on with the rescore: ${KEYS - scored} stored output`);
+    expect(JSON.parse(rescored.stdout)).toMatchObject({ rescored: KEYS - scored, executed: 0 });
+    expect(committed(p.db, "scorings")).toBe(KEYS); // each key scored once: none twice
+    const after = await capped(p.dir, ["show", runId, "--json"]).done;
+    expect(after.code, after.stderr).toBe(0);
+    const rescoredReport = JSON.parse(after.stdout) as {
+      counts: Record<string, number>;
+      metrics: { scorer: string; mean: number; samples: number }[];
+    };
+    expect(rescoredReport.counts).toMatchObject({ total: KEYS, scored: KEYS, remaining: 0 });
+    expect(rescoredReport.metrics.map((m) => [m.scorer, m.mean, m.samples])).toEqual([
+      ["exact", 1, KEYS],
+      ["includes", 1, KEYS],
+    ]);
   }, 900_000);
 });

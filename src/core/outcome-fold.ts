@@ -225,6 +225,14 @@ export class OutcomeFold<A extends FoldedAttempt = FoldedAttempt> {
     if (now) this.#spend.spentNow.addScoring(scoring.usage);
   }
 
+  /**
+   * Spend made now that the caller summed itself (an invocation's scorings, `UsageSum`): added
+   * to spent now only, the rows themselves being added to the total by `addScoring`.
+   */
+  addSpentNow(sum: UsageSum): void {
+    this.#spend.spentNow.addSum(sum);
+  }
+
   finish(): FoldResult {
     if (this.#held) this.#closeKey(this.#held);
     this.#held = undefined;

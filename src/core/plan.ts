@@ -45,7 +45,16 @@ export interface PlanInput {
   open?: ReadonlySet<string>;
 }
 
-export interface Plan {
+/** A list's length alone: what an execution needs of `Plan.toRescore`. */
+export interface Counted {
+  readonly length: number;
+}
+
+/**
+ * What a run still has to execute (`planRun`). `Rescore` is how its stored attempts to score
+ * again are held: listed (a resume's scorer errors), or counted only (`ExecutionPlan`).
+ */
+export interface Plan<Rescore extends Counted = AttemptRef[]> {
   total: number;
   /** Keys with a scored attempt for the sample's effective fingerprint: never re-executed. */
   preserved: number;
@@ -55,7 +64,7 @@ export interface Plan {
    * Keys whose outcome is a scorer error (the solver succeeded): their stored output is scored
    * again, the solver is not called. Not in `errored`, which counts the keys re-executed.
    */
-  toRescore: AttemptRef[];
+  toRescore: Rescore;
   neverStarted: number;
   interrupted: number;
   errored: number;
@@ -82,6 +91,12 @@ export interface Plan {
   /** The samples to execute with: the snapshot, with changed ones replaced when re-running them. */
   samples: SampleRecord[];
 }
+
+/**
+ * A plan as an execution takes it: its attempts to score again may be a count only (a rescore's,
+ * whose units are read from the store a page at a time as they are scored: never all listed).
+ */
+export type ExecutionPlan = Plan<Counted>;
 
 /**
  * Decides what a run still has to execute. Pure: the same inputs give the same plan whatever

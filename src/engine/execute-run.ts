@@ -1,7 +1,7 @@
 import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
-import type { Plan } from "../core/plan.js";
+import type { ExecutionPlan } from "../core/plan.js";
 import type { RateLimits } from "../core/rate-limits.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
@@ -19,7 +19,7 @@ import { KeyRunner } from "./key-runner.js";
 import { planSource, type KeySource } from "./lease-source.js";
 import { watchMisconfiguration } from "./misconfiguration.js";
 import { heartbeatInterval } from "./owner.js";
-import { summarizePlan, type ScoringKey } from "./report.js";
+import { summarizePlan, type ScoringsNow } from "./report.js";
 import { ReplyCache } from "./reply-cache.js";
 import { RunProgress } from "./run-progress.js";
 import { RateLimiter } from "./rate-limiter.js";
@@ -63,7 +63,7 @@ export interface ExecuteOptions {
 export interface Execution {
   run: Run;
   owner: OwnerIdentity;
-  plan: Plan;
+  plan: ExecutionPlan;
   resumed: boolean;
   /**
    * The run had no stored attempt or scoring when this execution began (a new run, unseeded):
@@ -116,8 +116,8 @@ export interface ExecutionEnd {
   fingerprintOf(sampleId: string): string | undefined;
   /** `performance.now()` when the execution began. */
   startedAt: number;
-  /** How many scorings this invocation committed, and whether it committed a stored one. */
-  scorings: { committed: number; isNow(scoring: ScoringKey): boolean };
+  /** How many scorings this invocation committed, and what they spent (see RunProgress). */
+  scorings: ScoringsNow;
   /**
    * The step journal in this invocation: steps replayed from earlier executions, executions
    * whose replay diverged, and the usage of replayed chat calls (reused: in no attempt's usage).

@@ -1,3 +1,4 @@
+import type { UsageTotal } from "../core/aggregate.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { assembleReport } from "./assemble-report.js";
 import { reviewedKeys, reviewedOutcomes, reviewFigures } from "../core/review-figures.js";
@@ -15,14 +16,15 @@ import type { Store } from "../store/types.js";
  * human scorers and their agreement need those keys' outcomes only. With `allNow`
  * (an invocation that committed every row the run has, none of them replaying spend: see
  * `Execution.fresh`), the report of that invocation: everything it spent is spent now, and what
- * it executed is every attempt; the caller gives its plan.
+ * it executed is every attempt; the caller gives its plan. With `rescore`, the report of a
+ * rescore that ended (`RescoreParts`): it committed scorings only, so the figures are the run's.
  *
  * @example const report = await figuresReport(store, run, { invocation: false });
  */
 export async function figuresReport(
   store: Store,
   run: Run,
-  options: { invocation: boolean; allNow?: boolean },
+  options: { invocation: boolean; allNow?: boolean; rescore?: RescoreParts },
 ): Promise<RunReport | undefined> {
   const { config } = run;
   const reruns = config.rerun ?? [];
@@ -61,6 +63,21 @@ export async function figuresReport(
         );
   const total = run.sampleCount * config.epochs;
   const plan = storedPlan(total, figures, inflight, read.keys, config.epochs);
+  const { rescore } = options;
+  if (rescore) {
+    const reused = rescore.reused ?? figures.reused;
+    return assembleReport(run, { ...figures, reused }, human, {
+      plan: rescore.plan,
+      total,
+      resumed: false,
+      stored: false,
+      rateLimits: await store.rates.listWaits(run.id),
+      spentNow: rescore.spentNow,
+      executed: 0,
+      rescored: rescore.rescored,
+      wallMs: 0,
+    });
+  }
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
   const allNow = options.invocation && options.allNow === true;
   if (options.invocation && !allNow && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;
@@ -75,6 +92,19 @@ export async function figuresReport(
     rescored: 0,
     wallMs: 0,
   });
+}
+
+/**
+ * A rescore's side of its end report (`runs/rescore-report.ts`): its plan, what its scorings
+ * spent now, how many it committed, and what it found stored (the outcomes' spend: a fold of
+ * them, which the figures do not keep; absent when it had nothing to score, then the imported
+ * outcomes' as for a stored report).
+ */
+export interface RescoreParts {
+  plan: PlanSummary;
+  spentNow: UsageTotal;
+  rescored: number;
+  reused?: UsageTotal;
 }
 
 /**

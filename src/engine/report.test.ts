@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
 import { planRun } from "../core/plan.js";
+import { UsageSum } from "../core/usage-sum.js";
 import { draft, errorDraft, newRun, scoringOf } from "../store/contract/fixtures.js";
 import { buildReport, storedReport, summarizePlan } from "./report.js";
 
@@ -43,7 +44,7 @@ describe("buildReport: figures from the stored rows alone", () => {
       plan: summarizePlan(plan),
       resumed: true,
       isNow,
-      scorings: { committed: 0, isNow: () => false },
+      scorings: { committed: 0, spentNow: new UsageSum() },
       wallMs: 42,
     });
     expect(report).toMatchObject({
@@ -68,10 +69,7 @@ describe("buildReport: figures from the stored rows alone", () => {
       plan: summarizePlan(plan),
       resumed: true,
       isNow,
-      scorings: {
-        committed: 1,
-        isNow: (k) => k.scoring === scoring.scoring && k.sampleId === "s1",
-      },
+      scorings: { committed: 1, spentNow: new UsageSum().addScoring(scoring.usage!) },
       wallMs: 0,
     });
     expect(withScoring.usage.spentNow.costUsd).toBe(1.25);

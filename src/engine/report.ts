@@ -1,14 +1,21 @@
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { OutcomeFold } from "../core/outcome-fold.js";
-import { planRun, type Plan } from "../core/plan.js";
-import type { Key, Run, SampleRecord } from "../core/types.js";
+import { planRun, type ExecutionPlan } from "../core/plan.js";
+import type { Run, SampleRecord } from "../core/types.js";
+import type { UsageSum } from "../core/usage-sum.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { assembleReport } from "./assemble-report.js";
 import { figuresReport } from "./figures-report.js";
 import { storedReviewFigures } from "./review-report.js";
 
-/** A stored scoring's identity: its attempt's key and number, and its own number. */
-export type ScoringKey = Key & { attempt: number; scoring: number };
+/**
+ * The scorings an invocation committed: how many, and what they spent, summed exactly
+ * (`UsageSum`) over the same rows a report reads back from the store.
+ */
+export interface ScoringsNow {
+  committed: number;
+  spentNow: UsageSum;
+}
 
 export interface ReportInput {
   store: Store;
@@ -25,8 +32,8 @@ export interface ReportInput {
   isNow?: (attempt: AttemptHead) => boolean;
   /** A distributed run's worker: whether another worker committed it meanwhile (`byOtherWorkers`). */
   isOthers?: (attempt: AttemptHead) => boolean;
-  /** How many scorings this invocation committed, and which stored ones (default: none). */
-  scorings?: { committed: number; isNow(scoring: ScoringKey): boolean };
+  /** How many scorings this invocation committed, and what they spent (default: none). */
+  scorings?: ScoringsNow;
   wallMs: number;
   /**
    * False for a report read from the store with no invocation behind it (`stet show`, the API,
@@ -38,8 +45,8 @@ export interface ReportInput {
 /**
  * A run's report, computed from the stored attempts and scorings alone: the same store state
  * always gives the same figures, however many interruptions led to it. Every spend figure is a
- * sum of stored rows: spent now is over the rows this invocation committed (`isNow`,
- * `scorings.isNow`), never a tally of what it saw. The attempts are folded page by page (or from
+ * sum of stored rows: spent now is over the rows this invocation committed (`isNow`, and the
+ * exact sum of its scorings, `scorings.spentNow`), never a rounded tally of what it saw. The attempts are folded page by page (or from
  * `heads` when the caller has them), so a large run's report holds no attempt list.
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
@@ -66,9 +73,8 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
       for (const head of page) fold.add(head);
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now; a
   // rescore's judges re-sent requests of their own: the run's, never the attempt's.
-  for (const scoring of await store.reads.listScorings(run.id)) {
-    fold.addScoring(scoring, input.scorings?.isNow(scoring) ?? false);
-  }
+  for (const scoring of await store.reads.listScorings(run.id)) fold.addScoring(scoring, false);
+  if (input.scorings) fold.addSpentNow(input.scorings.spentNow);
   const figures = fold.finish();
   const reviewed = await storedReviewFigures(store, run, samples, input.heads);
   return assembleReport(run, figures, reviewed, {
@@ -86,7 +92,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
 }
 
 /** The plan without its lists, for events and reports. */
-export function summarizePlan(plan: Plan): PlanSummary {
+export function summarizePlan(plan: ExecutionPlan): PlanSummary {
   const { toExecute, toRescore, samples: _s, rerunAfter: _r, replayFrom: _f, ...rest } = plan;
   return { ...rest, toExecute: toExecute.length, toRescore: toRescore.length };
 }

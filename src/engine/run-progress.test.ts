@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
 import type { RunEvent } from "../core/events.js";
 import { planRun } from "../core/plan.js";
+import { UsageSum } from "../core/usage-sum.js";
 import { draft, errorDraft, newRun, scoringOf } from "../store/contract/fixtures.js";
 import { RunProgress } from "./run-progress.js";
 
@@ -70,8 +71,10 @@ describe("RunProgress", () => {
     expect(counts.progress).toMatchObject({ done: 2, errored: 0, spentNowUsd: 1 });
     expect(events.map((e) => e.type)).toEqual(["scoring-committed"]);
     expect(counts.scorings.committed).toBe(2);
-    expect(counts.scorings.isNow(retry!)).toBe(true);
-    expect(counts.scorings.isNow({ ...last!, scoring: last!.scoring + 1 })).toBe(false);
+    // Both scorings' spend, summed as a report sums their stored rows.
+    expect(counts.scorings.spentNow.total()).toEqual(
+      new UsageSum().addScoring(retry!.usage!).addScoring(last!.usage!).total(),
+    );
   });
 
   it("a worker sees the others' progress from the open keys at its latest claim, never going back", async () => {

@@ -1,10 +1,9 @@
 import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { boughtUsage } from "../core/usage.js";
+import { UsageSum } from "../core/usage-sum.js";
 import type { Progress, RunEvent } from "../core/events.js";
-import { keyString } from "../core/keys.js";
-import type { Plan } from "../core/plan.js";
+import type { ExecutionPlan } from "../core/plan.js";
 import type { Attempt, Key, Scoring } from "../core/types.js";
-import type { ScoringKey } from "./report.js";
 
 /**
  * An execution's progress as it commits: the counts the events carry, what this invocation spent
@@ -18,7 +17,7 @@ export class RunProgress {
   /** `performance.now()` when the execution began. */
   readonly startedAt = performance.now();
   readonly #spentNow = emptyUsage();
-  readonly #plan: Plan;
+  readonly #plan: ExecutionPlan;
   readonly #epochs: number;
   readonly #emit: (event: RunEvent) => void;
   readonly #open: (() => number | undefined) | undefined;
@@ -29,18 +28,17 @@ export class RunProgress {
   // Sample ids to their index, made only when a key the plan's list did not make is asked about
   // (a worker's leased keys, the report's stored attempts): a key of the plan knows its sample.
   #indexOf: Map<string, number> | undefined;
-  // The scorings committed now, by identity: the report sums their stored rows as spent now.
-  readonly #scoredNow = new Set<string>();
   #waitingSince: number | undefined;
-  /** How many scorings this invocation committed, and whether it committed a stored one. */
-  readonly scorings = {
-    committed: 0,
-    isNow: (scoring: ScoringKey) => this.#scoredNow.has(scoringKey(scoring)),
-  };
+  /**
+   * How many scorings this invocation committed and what they spent (a judge's calls), summed
+   * exactly as a report sums the stored rows: no set of their identities, which would grow with
+   * a rescore of every key.
+   */
+  readonly scorings = { committed: 0, spentNow: new UsageSum() };
 
   /** `open`: a worker's count of the run's open keys at its latest claim (`KeySource.open`). */
   constructor(
-    plan: Plan,
+    plan: ExecutionPlan,
     epochs: number,
     emit: (event: RunEvent) => void,
     open?: () => number | undefined,
@@ -63,7 +61,7 @@ export class RunProgress {
   }
 
   /** The plan's record of a key's sample. */
-  recordOf(key: Key): Plan["samples"][number] {
+  recordOf(key: Key): ExecutionPlan["samples"][number] {
     return this.#plan.samples[this.#sampleIndex(key)!]!;
   }
 
@@ -115,8 +113,8 @@ export class RunProgress {
   /** A scoring's spend (a judge's) is this invocation's, whatever became of the key. */
   scoringCounted(scoring: Scoring): void {
     this.scorings.committed++;
-    this.#scoredNow.add(scoringKey(scoring));
     if (!scoring.usage) return;
+    this.scorings.spentNow.addScoring(scoring.usage);
     addScoringUsage(this.#spentNow, scoring.usage);
     this.progress.spentNowUsd = this.#spentNow.costUsd;
     this.progress.unpricedNow = this.#spentNow.unpriced;
@@ -149,8 +147,4 @@ export class RunProgress {
     const others = progress.total - open - progress.done - progress.errored;
     progress.others = Math.max(progress.others ?? 0, others);
   }
-}
-
-function scoringKey(scoring: ScoringKey): string {
-  return `${keyString(scoring)}#${scoring.attempt}#${scoring.scoring}`;
 }

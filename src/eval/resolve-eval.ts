@@ -29,6 +29,11 @@ export interface ResolveEvalOptions {
   batch?: boolean;
   /** Accept a dataset with no samples (a resume executes the run's own copy of them). */
   allowEmpty?: boolean;
+  /**
+   * Leave the dataset unread (`samples` empty): for a rescore, which scores the run's own copy
+   * of its samples, read from the store a page at a time, and executes none.
+   */
+  withoutSamples?: boolean;
 }
 
 export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
@@ -63,13 +68,15 @@ export async function resolveEvalIndexed(
     const value: number | undefined = options[name];
     if (value !== undefined) checkBound(name, value, name, "E_CONFIG");
   }
-  const { records: samples, byId } = await loadSampleIndex(ev.dataset, {
-    baseDir: options.baseDir,
-    evalName: ev.name,
-    ...(options.allowEmpty ? { allowEmpty: true } : {}),
-    ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
-    ...(limit === undefined ? {} : { limit }),
-  });
+  const { records: samples, byId } = options.withoutSamples
+    ? { records: [], byId: new Map<string, SampleRecord>() }
+    : await loadSampleIndex(ev.dataset, {
+        baseDir: options.baseDir,
+        evalName: ev.name,
+        ...(options.allowEmpty ? { allowEmpty: true } : {}),
+        ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
+        ...(limit === undefined ? {} : { limit }),
+      });
   checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   const resolved: EngineEval = {

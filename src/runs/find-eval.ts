@@ -39,6 +39,8 @@ export interface FindEvalOptions {
   cache?: boolean | undefined;
   /** `--batch`: the provider batches on, whatever the eval says. */
   batch?: boolean | undefined;
+  /** Leave the eval's dataset unread (a rescore's: see `ResolveEvalOptions.withoutSamples`). */
+  withoutSamples?: boolean;
 }
 
 /**
@@ -108,7 +110,7 @@ export async function findEvalSource(run: Run, options: FindEvalOptions = {}): P
 
 async function resolved(
   loaded: LoadedEvalFile,
-  flags: { cache?: boolean | undefined; batch?: boolean | undefined },
+  flags: { cache?: boolean | undefined; batch?: boolean | undefined; withoutSamples?: boolean },
 ): Promise<FoundEval & { path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
@@ -116,6 +118,7 @@ async function resolved(
     baseDir: loaded.baseDir,
     allowEmpty: true,
     ...definedFlags(flags),
+    ...(flags.withoutSamples ? { withoutSamples: true } : {}),
   });
   return { ...found, path: loaded.path };
 }

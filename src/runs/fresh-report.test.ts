@@ -4,7 +4,9 @@ import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
 import { fingerprintSample } from "../core/fingerprint.js";
 import type { Reducer, Sample } from "../core/types.js";
 import { figuresReport } from "../engine/figures-report.js";
+import { UsageSum } from "../core/usage-sum.js";
 import { buildReport } from "../engine/report.js";
+import type { Store } from "../store/types.js";
 import { runEval } from "./start-run.js";
 
 const stores = bothStores();
@@ -60,6 +62,13 @@ function randomEval(seed: number): EngineEval {
   };
 }
 
+/** Every stored scoring's spend, summed as an invocation sums those it committed. */
+async function scoringSpend(store: Store, runId: string): Promise<UsageSum> {
+  const sum = new UsageSum();
+  for (const s of await store.reads.listScorings(runId)) if (s.usage) sum.addScoring(s.usage);
+  return sum;
+}
+
 describe.each(stores)("a new run's report from its figures (%s)", (_name, open, skip) => {
   it.skipIf(skip).each([31, 32, 33, 34, 35])(
     "is deep-equal to the report folded from every attempt, each one made now (seed %i)",
@@ -74,7 +83,7 @@ describe.each(stores)("a new run's report from its figures (%s)", (_name, open, 
         resumed: false,
         isNow: () => true,
         // Scorings (scorer errors scored again by its retries) are this invocation's too.
-        scorings: { committed: report.rescored, isNow: () => true },
+        scorings: { committed: report.rescored, spentNow: await scoringSpend(store, run.id) },
         wallMs: report.wallMs,
       });
       expect(report).toEqual(folded);

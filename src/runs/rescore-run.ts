@@ -3,23 +3,18 @@ import { StetError } from "../core/errors.js";
 import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import { KeyList } from "../core/key-list.js";
-import type { AttemptRef, Plan } from "../core/plan.js";
-import type {
-  IdentityDifference,
-  PendingRescore,
-  Run,
-  RunConfig,
-  SampleRecord,
-} from "../core/types.js";
+import type { ExecutionPlan } from "../core/plan.js";
+import type { IdentityDifference, Key, PendingRescore, Run, RunConfig } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
-import { outcomePages } from "../evalport/outcome-pages.js";
+import { outcomePages, type OutcomePage } from "../evalport/outcome-pages.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { unknownRun } from "./require-run.js";
 import type { ResumeEval } from "./resume-run.js";
+import { rescoreReport } from "./rescore-report.js";
 import { runExecution } from "./run-execution.js";
 import { checkEval, withIdentity } from "./run-identity.js";
 import { runSecrets } from "./run-secrets.js";
@@ -57,8 +52,6 @@ export interface PlannedRescore {
    * takes them (their outputs are never all held at once); the same ones the plan counted.
    */
   units: () => AsyncIterable<RescoreUnit>;
-  /** The keys and attempts the plan counted, in key order (what the execution's plan lists). */
-  refs: AttemptRef[];
   /** The scorers whose scores count from now on, in the eval's order. */
   scorers: Scorer[];
   /** The rescore as the run records it until it is done (a new one, or the one it goes on with). */
@@ -75,7 +68,6 @@ export interface PlannedRescore {
    * when the scorers stay the run's. A resume then takes an eval with the new scorers only.
    */
   changes: IdentityDifference[];
-  samples: SampleRecord[];
   ev: ResumeEval;
 }
 
@@ -102,10 +94,11 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
   if (!run) return refuse("run-not-found", unknownRun(store, runId));
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse("run-active", active);
-  // Only the eval and its file are kept: not `findEvalSource`'s map of the samples by id.
+  // The run's snapshot is what is scored: the eval's dataset is not read. Only the eval and its
+  // file are kept.
   const { eval: ev, path: evalPath }: { eval: ResumeEval; path: string | undefined } = options.eval
     ? { eval: options.eval, path: undefined }
-    : await findEvalSource(run, options);
+    : await findEvalSource(run, { ...options, withoutSamples: true });
 
   const evalNames = ev.scorers.map((s) => s.name);
   const unknown = (options.scorers ?? []).filter((name) => !evalNames.includes(name));
@@ -144,18 +137,8 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     ? previous
     : { pass: newPassId(), ...request, startedAt: new Date().toISOString() };
 
-  const samples = await store.reads.getSamples(runId);
-  const pick = await unitPicker(store, run, samples, pending, continued, named);
-  const refs: AttemptRef[] = [];
-  for await (const page of outcomePages(store, runId, "heads")) {
-    for (const { outcomes } of page.samples) {
-      for (const outcome of outcomes) {
-        if (pick.wanted(outcome)) {
-          refs.push({ sampleId: outcome.sampleId, epoch: outcome.epoch, attempt: outcome.attempt });
-        }
-      }
-    }
-  }
+  const pick = unitPicker(store, run, pending, continued, named);
+  const count = await pick.count();
   const changes = check.differences.map(({ field, recorded, current }) => ({
     field,
     recorded,
@@ -169,15 +152,13 @@ export async function planRescore(options: RescoreOptions): Promise<RescorePlann
     ok: true,
     rescore: {
       run,
-      count: refs.length,
+      count,
       units: () => pick.units(),
-      refs,
       scorers,
       pending,
       continued,
       config,
       changes,
-      samples,
       ev,
     },
   };
@@ -246,6 +227,7 @@ export async function executeRescore(
 export function runRescore(exec: Execution, options: ExecuteOptions): Promise<RunReport> {
   return runExecution(exec, {
     ...options,
+    report: (run, end) => rescoreReport(options.store, run, exec, end),
     beforeRelease: async (end) => {
       if (end.stopped !== null) return;
       const { rescore: _done, ...config } = exec.run.config;
@@ -257,64 +239,83 @@ export function runRescore(exec: Execution, options: ExecuteOptions): Promise<Ru
 /**
  * Which outcomes a rescore scores, and those outcomes as units: each key's outcome (for its
  * snapshot fingerprint) that has an output to score, scored ones and scorer errors (only those
- * with `onlyErrors`), less those this rescore already scored when it is continued. `units()`
- * reads them a page of samples at a time (`outcomePages`), so a run's outputs are never all in
- * memory; the plan counts them first from the attempts' heads.
+ * with `onlyErrors`), less those this rescore already scored when it is continued (its pass's
+ * scorings, read for each page's range of sample ids). Both read the run a page of samples at a
+ * time (`outcomePages`): `count()` from the attempts' heads, what the plan says; `units()` with
+ * the outputs and the samples, as the pool takes them. Nothing of the run is held beyond a page.
  */
-async function unitPicker(
+function unitPicker(
   store: Store,
   run: Run,
-  samples: readonly SampleRecord[],
   pending: PendingRescore,
   continued: boolean,
   named: ReadonlySet<string> | undefined,
 ) {
-  const records = new Map(samples.map((r) => [r.sample.id, r]));
-  const done = new Set<string>();
-  if (continued) {
-    for (const s of await store.reads.listScorings(run.id)) {
-      if (s.pass === pending.pass) done.add(`${s.sampleId}\u0000${s.epoch}\u0000${s.attempt}`);
-    }
-  }
   // With --only-errors only what is missing runs, unless scorers were named; else every scorer
   // of the request runs again.
   const rerun = new Set(named ?? (pending.onlyErrors ? [] : pending.scorers));
-  const wanted = (outcome: AttemptHead): boolean => {
-    const scorerError = outcome.status === "error" && outcome.error?.type === "scorer";
-    if (outcome.status !== "scored" && !scorerError) return false;
-    if (pending.onlyErrors && !scorerError) return false;
-    if (done.has(`${outcome.sampleId}\u0000${outcome.epoch}\u0000${outcome.attempt}`)) return false;
-    return records.has(outcome.sampleId);
-  };
-  async function* units(): AsyncIterable<RescoreUnit> {
-    for await (const page of outcomePages(store, run.id, "whole")) {
-      for (const { outcomes } of page.samples) {
+  async function* picked<A extends AttemptHead>(pages: AsyncIterable<OutcomePage<A>>) {
+    for await (const page of pages) {
+      const done = await scoredInPass(page.samples);
+      for (const { sample, outcomes } of page.samples) {
         for (const outcome of outcomes) {
-          if (!wanted(outcome)) continue;
-          yield {
-            key: { sampleId: outcome.sampleId, epoch: outcome.epoch },
-            attempt: outcome.attempt,
-            record: records.get(outcome.sampleId)!,
-            output: outcome.output,
-            current: outcome.scores,
-            rerun,
-            usage: outcome.usage,
-            failed: outcome.status === "error",
-          };
+          const scorerError = outcome.status === "error" && outcome.error?.type === "scorer";
+          if (outcome.status !== "scored" && !scorerError) continue;
+          if (pending.onlyErrors && !scorerError) continue;
+          if (done.has(attemptString(outcome))) continue;
+          yield { outcome, sample };
         }
       }
     }
   }
-  return { wanted, units };
+  // A continued rescore skips what its pass scored before it stopped (a kill's last commit
+  // included): the page's scorings of that pass, read as the page is.
+  async function scoredInPass(samples: readonly { sample: { id: string } }[]) {
+    const done = new Set<string>();
+    if (!continued || samples.length === 0) return done;
+    const range = { fromSampleId: samples[0]!.sample.id, toSampleId: samples.at(-1)!.sample.id };
+    for (const s of await store.reads.listScorings(run.id, { ...range, pass: pending.pass })) {
+      done.add(attemptString(s));
+    }
+    return done;
+  }
+  async function count(): Promise<number> {
+    let n = 0;
+    for await (const _ of picked(outcomePages(store, run.id, "heads"))) n++;
+    return n;
+  }
+  async function* units(): AsyncIterable<RescoreUnit> {
+    const pages = outcomePages(store, run.id, "whole", { samples: "whole" });
+    for await (const { outcome, sample } of picked(pages)) {
+      yield {
+        key: { sampleId: outcome.sampleId, epoch: outcome.epoch },
+        attempt: outcome.attempt,
+        record: sample.record!,
+        output: outcome.output,
+        current: outcome.scores,
+        rerun,
+        usage: outcome.usage,
+        failed: outcome.status === "error",
+      };
+    }
+  }
+  return { count, units };
 }
 
-/** The plan of a rescore: its units are its keys, none executes. */
-function rescorePlan(planned: PlannedRescore): Plan {
+function attemptString(a: Key & { attempt: number }): string {
+  return `${a.sampleId}\u0000${a.epoch}\u0000${a.attempt}`;
+}
+
+/**
+ * The plan of a rescore: its units are its keys, none executes. They are counted, not listed
+ * (read from the store as they are scored), and it holds no sample: each unit brings its own.
+ */
+function rescorePlan(planned: PlannedRescore): ExecutionPlan {
   return {
     total: planned.count,
     preserved: 0,
-    toExecute: new KeyList(planned.samples, 1),
-    toRescore: planned.refs,
+    toExecute: new KeyList([], 1),
+    toRescore: { length: planned.count },
     neverStarted: 0,
     interrupted: 0,
     errored: 0,
@@ -325,7 +326,7 @@ function rescorePlan(planned: PlannedRescore): Plan {
     rerunAfter: new Map(),
     replayFrom: new Map(),
     missing: [],
-    samples: planned.samples,
+    samples: [],
   };
 }
 

@@ -4,7 +4,7 @@ import type { FallbackOutcome, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import { createSecretRedactor } from "../core/secrets.js";
 import { assertTransition } from "../core/run-status.js";
-import type { AttemptError } from "../core/types.js";
+import type { AttemptError, Run } from "../core/types.js";
 import {
   executeRun,
   type ExecuteOptions,
@@ -23,6 +23,11 @@ import { settledStatus } from "./run-status.js";
 export interface RunExecutionOptions extends ExecuteOptions {
   /** Work of the caller's while the run is still owned, after the execution drained. */
   beforeRelease?: (end: ExecutionEnd) => Promise<void>;
+  /**
+   * The report of the run as the execution left it, before its stop and journal are added:
+   * a rescore's (`rescoreReport`, whose plan lists no sample). Default: `executionReport`'s.
+   */
+  report?: (run: Run, end: ExecutionEnd) => Promise<RunReport>;
 }
 
 /**
@@ -63,15 +68,17 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
   if (end.stopped?.reason === "store-unwritable") {
     await store.runs.release(run.id, owner.token, "interrupted", end.stopped.note).catch(() => {});
     throw await withStoredSpend(end.stopped.error!, () =>
-      buildReport({
-        store,
-        run,
-        samples: plan.samples,
-        fingerprintOf: end.fingerprintOf,
-        plan: summarizePlan(plan),
-        resumed: exec.resumed,
-        wallMs: 0,
-      }),
+      options.report
+        ? options.report(run, end)
+        : buildReport({
+            store,
+            run,
+            samples: plan.samples,
+            fingerprintOf: end.fingerprintOf,
+            plan: summarizePlan(plan),
+            resumed: exec.resumed,
+            wallMs: 0,
+          }),
     );
   }
   await options.beforeRelease?.(end);
@@ -95,9 +102,10 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
     throw endpointError(run.id, misconfiguration, counts.remaining);
   }
   const finished = (await store.runs.get(run.id)) ?? { ...run, status };
-  const report = await executionReport(store, finished, exec, end, {
-    stopped: status === "interrupted" ? end.stopped : null,
-  });
+  const stopped = { stopped: status === "interrupted" ? end.stopped : null };
+  const report = options.report
+    ? withStop(withJournal(await options.report(finished, end), end), stopped.stopped, exec)
+    : await executionReport(store, finished, exec, end, stopped);
   options.onEvent?.({ type: "run-finished", report });
   return report;
 }

@@ -3,6 +3,7 @@ import { StetError } from "../core/errors.js";
 import { jsonSchema } from "../core/json.js";
 import { attemptErrorSchema, checkUsage, redactedSchema, retriesSchema } from "../core/schemas.js";
 import type { Scoring, ScoringDraft } from "../core/types.js";
+import type { ScoringFilter } from "./types/records.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
 import { parseColumn, toUsage, usageDetailText } from "./rows.js";
@@ -85,6 +86,18 @@ export function hasOutput(row: { status: string; error: string | null }): boolea
   if (row.status === "scored") return true;
   if (row.error === null) return false;
   return (JSON.parse(row.error) as { type?: string }).type === "scorer";
+}
+
+/** The parameters of both adapters' `listScorings` statement: the filter's, null when absent. */
+export function scoringFilterParams(runId: string, filter: ScoringFilter = {}) {
+  return {
+    runId,
+    sampleId: filter.sampleId ?? null,
+    epoch: filter.epoch ?? null,
+    fromSampleId: filter.fromSampleId ?? null,
+    toSampleId: filter.toSampleId ?? null,
+    pass: filter.pass ?? null,
+  };
 }
 
 /** Named parameters of the scoring INSERT. */

@@ -40,6 +40,7 @@ import type {
   RunFilter,
   RunListing,
   RunNote,
+  ScoringFilter,
   SpendCursor,
   StepDiscard,
   StepDraft,
@@ -196,8 +197,11 @@ export interface ReadModel {
   getSamples(runId: string): Promise<SampleRecord[]>;
   /** The snapshot's ids and fingerprints only, ordered by sample id: what a resume plan compares. */
   listSampleFingerprints(runId: string): Promise<{ sampleId: string; fingerprint: string }[]>;
-  /** The run's scorings (the history of its rescores), by sample id, epoch, attempt, scoring. */
-  listScorings(runId: string, filter?: AttemptFilter): Promise<Scoring[]>;
+  /**
+   * The run's scorings (the history of its rescores), by sample id, epoch, attempt, scoring; with
+   * a filter, those of a key, of a range of sample ids (a page's) or of one pass.
+   */
+  listScorings(runId: string, filter?: ScoringFilter): Promise<Scoring[]>;
   /**
    * The snapshot's ids and fingerprints a page at a time, by sample id in byte order (keyset, as
    * `attemptPages`): what a streamed export joins the attempts' pages with.

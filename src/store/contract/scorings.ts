@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AttemptDraft, ScoringDraft } from "../../core/types.js";
 import { draft, errorDraft, type HarnessRef, newRun, scoringOf } from "./fixtures.js";
+import type { ScoringFilter } from "../types.js";
 
 const k11 = { sampleId: "s1", epoch: 1 };
 const k21 = { sampleId: "s2", epoch: 1 };
@@ -111,6 +112,20 @@ export function describeScoringContract(h: HarnessRef): void {
         ["s2", 1, 1, "p1"],
       ]);
       expect(await h.store.reads.listScorings(run.id, { sampleId: "s2" })).toHaveLength(1);
+      // A page's range of sample ids, and one pass: what a continued rescore reads per page.
+      const of = async (filter: ScoringFilter) =>
+        (await h.store.reads.listScorings(run.id, filter)).map((s) => [s.sampleId, s.pass]);
+      expect(await of({ fromSampleId: "s2" })).toEqual([["s2", "p1"]]);
+      expect(await of({ toSampleId: "s1" })).toEqual([
+        ["s1", "p1"],
+        ["s1", "p2"],
+      ]);
+      expect(await of({ fromSampleId: "s1", toSampleId: "s2", pass: "p1" })).toEqual([
+        ["s1", "p1"],
+        ["s2", "p1"],
+      ]);
+      expect(await of({ pass: "p2" })).toEqual([["s1", "p2"]]);
+      expect(await of({ fromSampleId: "s3" })).toEqual([]);
       const [s1] = await h.store.reads.listAttempts(run.id, { sampleId: "s1" });
       expect(s1?.scores).toEqual([{ scorer: "exact", value: 0 }]);
     });

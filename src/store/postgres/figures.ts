@@ -14,7 +14,7 @@ import {
   type StoredFiguresRead,
 } from "../figures-rows.js";
 import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../rows.js";
-import { toScoring, type ScoringRow } from "../scoring-rows.js";
+import { scoringFilterParams, toScoring, type ScoringRow } from "../scoring-rows.js";
 import type { Pool } from "pg";
 import { statement, transaction, type Queryable } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
@@ -222,11 +222,7 @@ async function build(
   const fingerprints = new Map(rows.map((r) => [r.sample_id, r.fingerprint]));
   const head = attemptMapper(runId).head;
   const attempts = (await sql.listAttemptHeads.tuples<AttemptHeadRow>(tx, { runId })).map(head);
-  const scoringRows = await sql.listScorings.rows<ScoringRow>(tx, {
-    runId,
-    sampleId: null,
-    epoch: null,
-  });
+  const scoringRows = await sql.listScorings.rows<ScoringRow>(tx, scoringFilterParams(runId));
   const scorings = scoringRows.map((row) => toScoring(runId, row));
   const built = buildFigures(reducer, fingerprints, attempts, scorings);
   await write(held, tx, runId, built.run, built.samples);

@@ -18,11 +18,12 @@ import {
   type SampleRow,
 } from "../rows.js";
 import { labelsColumn, toRun } from "../run-rows.js";
-import { toScoring, type ScoringRow } from "../scoring-rows.js";
+import { scoringFilterParams, toScoring, type ScoringRow } from "../scoring-rows.js";
 import { SPEND_START } from "../spend-rows.js";
 import type {
   AttemptFeed,
   AttemptFilter,
+  ScoringFilter,
   AttemptHead,
   BenchmarkSummary,
   OutcomeFilter,
@@ -83,13 +84,12 @@ export function postgresReads(c: PostgresContext): ReadModel {
         return rows.map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
       });
     },
-    async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+    async listScorings(runId: string, filter: ScoringFilter = {}): Promise<Scoring[]> {
       return c.guard(async () => {
-        const rows = await sql.listScorings.rows<ScoringRow>(c.pool, {
-          runId,
-          sampleId: filter.sampleId ?? null,
-          epoch: filter.epoch ?? null,
-        });
+        const rows = await sql.listScorings.rows<ScoringRow>(
+          c.pool,
+          scoringFilterParams(runId, filter),
+        );
         return rows.map((row) => toScoring(runId, row));
       });
     },

@@ -219,6 +219,9 @@ const POSTGRES_SQL = {
     `SELECT ${SCORING_COLUMNS} FROM scorings
      WHERE run_id = @runId AND (@sampleId::text IS NULL OR sample_id = @sampleId)
        AND (@epoch::int IS NULL OR epoch = @epoch)
+       AND (@fromSampleId::text IS NULL OR sample_id >= @fromSampleId::text)
+       AND (@toSampleId::text IS NULL OR sample_id <= @toSampleId::text)
+       AND (@pass::text IS NULL OR pass = @pass::text)
      ORDER BY sample_id, epoch, attempt, scoring`,
   ),
   listAttempts: listAttempts("attempts_now"),

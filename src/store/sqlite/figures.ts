@@ -14,7 +14,7 @@ import {
   type StoredFiguresRead,
 } from "../figures-rows.js";
 import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../rows.js";
-import { toScoring } from "../scoring-rows.js";
+import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
 import { sql, type Prepared } from "./statements.js";
@@ -135,7 +135,7 @@ function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
   const head = attemptMapper(runId).head;
   const attempts = c.s.listAttemptHeads.all(runId).map(head);
   const scorings = c.s.listScorings
-    .all({ runId, sampleId: null, epoch: null })
+    .all(scoringFilterParams(runId))
     .map((row) => toScoring(runId, row));
   const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
   for (const [sampleId, figures] of samples) putSample(c, runId, sampleId, figures);

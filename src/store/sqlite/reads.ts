@@ -5,10 +5,11 @@ import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
 import { sampleMapper, snapshotPages, toFingerprintFromRaw } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
-import { toScoring } from "../scoring-rows.js";
+import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
   AttemptFeed,
   AttemptFilter,
+  ScoringFilter,
   AttemptHead,
   BenchmarkSummary,
   OutcomeFilter,
@@ -77,10 +78,10 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         sampleMapper(runId),
       );
     },
-    async listScorings(runId: string, filter: AttemptFilter = {}): Promise<Scoring[]> {
+    async listScorings(runId: string, filter: ScoringFilter = {}): Promise<Scoring[]> {
       return c.guard(() =>
         c.s.listScorings
-          .all({ runId, sampleId: filter.sampleId ?? null, epoch: filter.epoch ?? null })
+          .all(scoringFilterParams(runId, filter))
           .map((row) => toScoring(runId, row)),
       );
     },

@@ -172,6 +172,9 @@ export const SQLITE_STATEMENTS = {
     `SELECT ${SCORING_COLUMNS} FROM scorings
        WHERE run_id = @runId AND (@sampleId IS NULL OR sample_id = @sampleId)
          AND (@epoch IS NULL OR epoch = @epoch)
+         AND (@fromSampleId IS NULL OR sample_id >= @fromSampleId)
+         AND (@toSampleId IS NULL OR sample_id <= @toSampleId)
+         AND (@pass IS NULL OR pass = @pass)
        ORDER BY sample_id, epoch, attempt, scoring`,
   ),
   listAttempts: listAttempts("attempts_now"),

@@ -62,6 +62,18 @@ export interface AttemptFilter {
   asCommitted?: boolean;
 }
 
+/** Which of a run's scorings `reads.listScorings` gives. */
+export interface ScoringFilter {
+  sampleId?: string;
+  epoch?: number;
+  /** Sample ids from this one on (inclusive): with `toSampleId`, the keys of a page of samples. */
+  fromSampleId?: string;
+  /** Sample ids up to this one (inclusive). */
+  toSampleId?: string;
+  /** Only the scorings of this pass (a rescore's: what it already scored). */
+  pass?: string;
+}
+
 /** A key's current outcome: its scored or errored attempt, or `pending` while it has none. */
 export type OutcomeStatus = AttemptStatus | "pending";
 

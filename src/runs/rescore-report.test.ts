@@ -1,0 +1,126 @@
+import { describe, expect, it } from "vitest";
+import { bothStores } from "../../test/helpers/both-stores.js";
+import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import { fingerprintSample } from "../core/fingerprint.js";
+import type { Reducer, Sample, Scoring } from "../core/types.js";
+import { UsageSum } from "../core/usage-sum.js";
+import { buildReport } from "../engine/report.js";
+import type { Store } from "../store/types.js";
+import { rescoreRun } from "./rescore-run.js";
+import { runEval } from "./start-run.js";
+
+const stores = bothStores();
+
+function random(seed: number): () => number {
+  let x = seed;
+  return () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+}
+
+/**
+ * An eval whose keys end every way a key can (scored, a solver error, a scorer that throws, usage
+ * priced, unpriced or absent), and a judge that pays for its grades and throws now and then.
+ */
+function randomEval(seed: number): { ev: EngineEval; judge: Scorer } {
+  const rnd = random(seed);
+  const samples = Array.from({ length: 30 }, (_, i) => {
+    const sample: Sample = { id: `k${i}`, input: `${i}`, target: String(i % 3) };
+    return { sample, fingerprint: fingerprintSample(sample) };
+  });
+  const fate = new Map(samples.map((r) => [r.sample.id, rnd()]));
+  const solver: SolverFn = async (sample, ctx) => {
+    const roll = (fate.get(sample.id)! * 7 + ctx.epoch * 0.37) % 1;
+    if (roll < 0.12) throw new Error(`solver failed on ${sample.id}`);
+    const usage =
+      roll < 0.3
+        ? undefined
+        : roll < 0.4
+          ? { inputTokens: 7, outputTokens: 2 }
+          : { inputTokens: 10, outputTokens: 3, costUsd: Math.round(roll * 1e6) / 1e9 };
+    return { output: String(Math.floor(roll * 3)), ...(usage ? { usage } : {}) };
+  };
+  const exact: Scorer = { name: "exact", score: ({ sample, output }) => output === sample.target };
+  const graded: Scorer = {
+    name: "graded",
+    score: ({ output }) => {
+      if (output === "2" && rnd() < 0.3) throw new Error("graded threw");
+      return Math.round(rnd() * 4) / 4;
+    },
+  };
+  const judge: Scorer = {
+    name: "judge",
+    score: () => {
+      const roll = rnd();
+      if (roll < 0.2) throw new Error("judge threw");
+      const usage = roll < 0.5 ? { inputTokens: 50, outputTokens: 4 } : undefined;
+      return {
+        value: roll,
+        usage: usage ?? { inputTokens: 90, outputTokens: 6, costUsd: roll / 1e3 },
+      };
+    },
+  };
+  const reducers: Reducer[] = ["mean", "max", "pass@2", "mode"];
+  const ev: EngineEval = {
+    name: "rescored",
+    samples,
+    solver,
+    scorers: [exact, graded],
+    epochs: 1 + (seed % 3),
+    reducer: reducers[seed % reducers.length]!,
+    concurrency: 4,
+    retries: seed % 2,
+  };
+  return { ev, judge };
+}
+
+/** The stored scorings' identities, to tell the ones a rescore made from those before it. */
+async function scoringIds(store: Store, runId: string): Promise<Set<string>> {
+  return new Set((await store.reads.listScorings(runId)).map(scoringId));
+}
+
+function scoringId(s: Scoring): string {
+  return `${s.sampleId}/${s.epoch}/${s.attempt}/${s.scoring}`;
+}
+
+/** What the scorings stored since `before` spent, summed as the invocation that made them sums. */
+async function spentSince(store: Store, runId: string, before: Set<string>): Promise<UsageSum> {
+  const sum = new UsageSum();
+  for (const s of await store.reads.listScorings(runId)) {
+    if (!before.has(scoringId(s)) && s.usage) sum.addScoring(s.usage);
+  }
+  return sum;
+}
+
+describe.each(stores)("a rescore's end report (%s)", (_name, open, skip) => {
+  it.skipIf(skip).each([41, 42, 43, 44])(
+    "is deep-equal to the report folded from every attempt and scoring (seed %i)",
+    async (seed) => {
+      const store = await open();
+      const { ev, judge } = randomEval(seed);
+      const { runId } = await runEval({ store, eval: ev });
+      // A judge added to every output, then the scorer errors alone, then nothing to score.
+      const requests = [{}, { onlyErrors: true }, { onlyErrors: true, scorers: ["exact"] }];
+      for (const request of requests) {
+        const before = await scoringIds(store, runId);
+        const report = await rescoreRun({
+          store,
+          runId,
+          eval: { ...ev, scorers: [...ev.scorers, judge] },
+          ...request,
+        });
+        const run = (await store.runs.get(runId))!;
+        const folded = await buildReport({
+          store,
+          run,
+          plan: report.plan,
+          resumed: false,
+          scorings: {
+            committed: report.rescored,
+            spentNow: await spentSince(store, runId, before),
+          },
+          wallMs: report.wallMs,
+        });
+        expect(report).toEqual(folded);
+      }
+    },
+  );
+});
