@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
@@ -95,7 +95,10 @@ describe("stet rescore", () => {
       evalFile(`[scorers.exact(), scorers.regex(/answer \\d+/)]`),
     );
     mock.reset();
+    // The rescore scores the run's stored samples and never reads the dataset: here it is gone.
+    renameSync(join(p.dir, "data.jsonl"), join(p.dir, "data.moved"));
     const rescored = await runCli(["rescore", runId, "--json"], { cwd: p.dir });
+    renameSync(join(p.dir, "data.moved"), join(p.dir, "data.jsonl"));
     expect(rescored.code, rescored.stderr).toBe(0);
     expect(mock.requests).toHaveLength(0);
     expect(rescored.stderr).toContain("9 stored output(s) to score with exact, regex");
