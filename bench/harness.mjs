@@ -42,9 +42,10 @@ export function project(files) {
   return dir;
 }
 
-export function jsonl(n) {
+/** JSONL rows `from` to `n - 1` whose input is their target (the instant solver's echo scores 1). */
+export function jsonl(n, from = 0) {
   let out = "";
-  for (let i = 0; i < n; i++)
+  for (let i = from; i < n; i++)
     out += `{"id":"s${i}","input":"question ${i}","target":"question ${i}"}\n`;
   return out;
 }
