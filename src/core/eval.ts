@@ -394,6 +394,11 @@ export interface EngineEval {
   rateLimits?: RateLimits;
   /** Provider batches (`--batch`, the eval's `batch`; absent: every call is its own request). */
   batch?: Required<BatchOptions>;
+  /**
+   * The stamp of the dataset file its samples were read from (`datasetStamp`, when resolved with
+   * `stamp: true`), recorded with a new run so a resume can tell the file unchanged unread.
+   */
+  datasetStamp?: string;
 }
 
 /**

@@ -200,3 +200,31 @@ export function planRun(input: PlanInput): Plan {
   }
   return plan;
 }
+
+/**
+ * The plan of a run whose `total` keys all have a scored attempt of their sample's content, as
+ * the store's figures count them, and whose snapshot is every sample as the dataset has it (its
+ * file's stamp unchanged): every key preserved, nothing to execute, no sample read. Its `samples`
+ * are empty: such a plan only settles a run whose status already says it is complete.
+ *
+ * @example settledPlan(1_000_000).preserved; // 1000000
+ */
+export function settledPlan(total: number): Plan {
+  return {
+    total,
+    preserved: total,
+    toExecute: new KeyList([], 1),
+    toRescore: [],
+    neverStarted: 0,
+    interrupted: 0,
+    errored: 0,
+    erroredKept: 0,
+    changed: [],
+    changedKeys: 0,
+    rerun: 0,
+    rerunAfter: new Map(),
+    replayFrom: new Map(),
+    missing: [],
+    samples: [],
+  };
+}

@@ -169,6 +169,8 @@ export const runConfigSchema = z.object({
       notReused: z.array(z.object({ reason: z.string(), keys: z.number().int().nonnegative() })),
     })
     .optional(),
+  /** The stamp of the dataset file the snapshot was read from (see RunConfig.datasetStamp). */
+  datasetStamp: z.string().optional(),
   /** A dataset run's eval, rebuilt from this on resume (`stet run --dataset`). */
   datasetEval: z
     .object({

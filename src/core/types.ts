@@ -268,6 +268,12 @@ export interface RunConfig {
   datasetEval?: DatasetEvalConfig;
   /** Started with `--reuse`: which run its reused keys came from, how many, and why not the rest. */
   reuse?: ReuseSummary;
+  /**
+   * The stamp of the dataset file the snapshot was read from (see `datasetStamp`): a resume
+   * that finds the file's stamp unchanged knows every sample current without reading it. Dropped
+   * when a resume replaces samples of the snapshot (`--rerun-changed`).
+   */
+  datasetStamp?: string;
 }
 
 /** `stet run --dataset f --model m --scorer s [--system …]`: an eval with no module. */

@@ -1,6 +1,7 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { loadSampleIndex } from "../dataset/load-samples.js";
+import { datasetStamp } from "./dataset-stamp.js";
 import { StetError } from "../core/errors.js";
 import { batchSettings, type BatchOptions } from "../core/batch.js";
 import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
@@ -34,6 +35,14 @@ export interface ResolveEvalOptions {
    * of its samples, read from the store a page at a time, and executes none.
    */
   withoutSamples?: boolean;
+  /**
+   * Stamp the dataset file (`datasetStamp`). `true` (a new run): its stamp is computed before and
+   * after the samples are read and given as the eval's `datasetStamp` when the two are equal (a
+   * file changed while it was read has none). A recorded stamp (a resume's): a file whose stamp
+   * equals it is not read at all (`unchanged`, `samples` empty): the run's snapshot, read from
+   * the same bytes, is every sample as the file has it.
+   */
+  stamp?: true | string;
 }
 
 export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
@@ -61,22 +70,31 @@ export async function resolveEval(ev: Eval, options: ResolveEvalOptions): Promis
 export async function resolveEvalIndexed(
   ev: Eval,
   options: ResolveEvalOptions,
-): Promise<{ eval: EngineEval; samplesById: ReadonlyMap<string, SampleRecord> }> {
+): Promise<{
+  eval: EngineEval;
+  samplesById: ReadonlyMap<string, SampleRecord>;
+  /** The file's stamp is the recorded one (`options.stamp`): its samples were not read. */
+  unchanged?: true;
+}> {
   const { limit } = options;
   // The shells checked their input already; a library caller's overrides meet the same bounds.
   for (const name of ["limit", "epochs", "concurrency", "timeoutMs", "maxCost"] as const) {
     const value: number | undefined = options[name];
     if (value !== undefined) checkBound(name, value, name, "E_CONFIG");
   }
-  const { records: samples, byId } = options.withoutSamples
-    ? { records: [], byId: new Map<string, SampleRecord>() }
-    : await loadSampleIndex(ev.dataset, {
-        baseDir: options.baseDir,
-        evalName: ev.name,
-        ...(options.allowEmpty ? { allowEmpty: true } : {}),
-        ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
-        ...(limit === undefined ? {} : { limit }),
-      });
+  const stamp =
+    options.stamp && !options.withoutSamples ? await datasetStamp(ev, options.baseDir) : undefined;
+  const unchanged = stamp !== undefined && stamp === options.stamp;
+  const { records: samples, byId } =
+    options.withoutSamples || unchanged
+      ? { records: [], byId: new Map<string, SampleRecord>() }
+      : await loadSampleIndex(ev.dataset, {
+          baseDir: options.baseDir,
+          evalName: ev.name,
+          ...(options.allowEmpty ? { allowEmpty: true } : {}),
+          ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
+          ...(limit === undefined ? {} : { limit }),
+        });
   checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   const resolved: EngineEval = {
@@ -97,6 +115,11 @@ export async function resolveEvalIndexed(
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...batchPolicy(ev, bound.solver, options.batch),
   };
+  if (unchanged) return { eval: resolved, samplesById: byId, unchanged };
+  // The stamp vouches for the samples only if the file did not change while they were read.
+  if (stamp !== undefined && stamp === (await datasetStamp(ev, options.baseDir))) {
+    resolved.datasetStamp = stamp;
+  }
   return { eval: resolved, samplesById: byId };
 }
 

@@ -41,6 +41,11 @@ export interface FindEvalOptions {
   batch?: boolean | undefined;
   /** Leave the eval's dataset unread (a rescore's: see `ResolveEvalOptions.withoutSamples`). */
   withoutSamples?: boolean;
+  /**
+   * The run's recorded `datasetStamp`: a dataset file that still has it is not read (`unchanged`,
+   * see `ResolveEvalOptions.stamp`).
+   */
+  datasetStamp?: string;
 }
 
 /**
@@ -62,6 +67,11 @@ export interface FoundEval {
   path: string | undefined;
   /** Its samples by id, as loading them indexed them (see `loadSampleIndex`). */
   samplesById: ReadonlyMap<string, SampleRecord>;
+  /**
+   * The dataset file's stamp is `FindEvalOptions.datasetStamp`: its samples were not read
+   * (`samples` and `samplesById` empty), and the run's snapshot is every sample as it has it.
+   */
+  unchanged?: true;
 }
 
 /**
@@ -110,7 +120,7 @@ export async function findEvalSource(run: Run, options: FindEvalOptions = {}): P
 
 async function resolved(
   loaded: LoadedEvalFile,
-  flags: { cache?: boolean | undefined; batch?: boolean | undefined; withoutSamples?: boolean },
+  flags: Pick<FindEvalOptions, "cache" | "batch" | "withoutSamples" | "datasetStamp">,
 ): Promise<FoundEval & { path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
@@ -119,6 +129,7 @@ async function resolved(
     allowEmpty: true,
     ...definedFlags(flags),
     ...(flags.withoutSamples ? { withoutSamples: true } : {}),
+    ...(flags.datasetStamp === undefined ? {} : { stamp: flags.datasetStamp }),
   });
   return { ...found, path: loaded.path };
 }

@@ -10,6 +10,11 @@ export interface RerunAsk {
   rerunLimited?: boolean | undefined;
 }
 
+/** Whether a resume asks for keys to execute again (`--rerun*`). */
+export function asksRerun(ask: RerunAsk): boolean {
+  return (ask.rerun?.length ?? 0) > 0 || ask.rerunFailed === true || ask.rerunLimited === true;
+}
+
 /** Up to five ids, then how many more. */
 export function preview(ids: readonly string[]): string {
   return ids.length <= 5

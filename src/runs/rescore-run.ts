@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { StetError } from "../core/errors.js";
 import type { Scorer } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
-import { KeyList } from "../core/key-list.js";
-import type { ExecutionPlan } from "../core/plan.js";
+import { settledPlan, type ExecutionPlan } from "../core/plan.js";
 import type { IdentityDifference, Key, PendingRescore, Run, RunConfig } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
@@ -311,23 +310,8 @@ function attemptString(a: Key & { attempt: number }): string {
  * (read from the store as they are scored), and it holds no sample: each unit brings its own.
  */
 function rescorePlan(planned: PlannedRescore): ExecutionPlan {
-  return {
-    total: planned.count,
-    preserved: 0,
-    toExecute: new KeyList([], 1),
-    toRescore: { length: planned.count },
-    neverStarted: 0,
-    interrupted: 0,
-    errored: 0,
-    erroredKept: 0,
-    changed: [],
-    changedKeys: 0,
-    rerun: 0,
-    rerunAfter: new Map(),
-    replayFrom: new Map(),
-    missing: [],
-    samples: [],
-  };
+  const { count } = planned;
+  return { ...settledPlan(count), preserved: 0, toRescore: { length: count } };
 }
 
 function refuse(reason: RescoreRefusal, error: StetError) {

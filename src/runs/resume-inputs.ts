@@ -113,3 +113,34 @@ async function snapshotRecords(
   // No hole is left: both reads page the same snapshot rows.
   return { snapshot: snapshot as SampleRecord[], changed, allCurrent: stale.size === 0 };
 }
+
+/**
+ * The dataset stamp a resume may find the run settled by, without reading its dataset or its
+ * snapshot: the run recorded one (`RunConfig.datasetStamp`), its status says it is complete, it
+ * has no re-run request, and the figures the store keeps count every key scored. When the
+ * dataset file still has that stamp (`findEvalSource`'s `unchanged`), no sample changed and
+ * nothing is left: `settledInputs` and `settledPlan` plan it.
+ *
+ * @example const stamp = await settledStamp(store, run); // "1:9f86d0…" or undefined
+ */
+export async function settledStamp(store: Store, run: Run): Promise<string | undefined> {
+  const { datasetStamp, rerun, reducer, epochs } = run.config;
+  if (datasetStamp === undefined || run.status !== "completed" || (rerun?.length ?? 0) > 0) {
+    return undefined;
+  }
+  const { figures } = await store.reads.readFigures(run.id, reducer);
+  const settled = figures.reducer === reducer && figures.scored === run.sampleCount * epochs;
+  return settled ? datasetStamp : undefined;
+}
+
+/** What a run `settledStamp` vouches for plans from: no sample, attempt or mark read. */
+export function settledInputs(): ResumeInputs {
+  return {
+    snapshot: [],
+    attempts: [],
+    inflight: [],
+    open: new Set(),
+    scoredAny: true,
+    allCurrent: true,
+  };
+}

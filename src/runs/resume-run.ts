@@ -4,7 +4,7 @@ import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
-import { planRun, type AttemptRef, type Plan } from "../core/plan.js";
+import { planRun, settledPlan, type AttemptRef, type Plan } from "../core/plan.js";
 import type { RerunRequest, Run, RunConfig, SampleRecord } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { SpendCap } from "../engine/budget.js";
@@ -17,10 +17,10 @@ import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { checkEval, withIdentity } from "./run-identity.js";
-import { preview, rerunRequests } from "./rerun-requests.js";
+import { asksRerun, preview, rerunRequests } from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
-import { readResumeInputs } from "./resume-inputs.js";
+import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
 import { runExecution } from "./run-execution.js";
 import { resumeCap } from "./spend-cap.js";
 import { settledStatus } from "./run-status.js";
@@ -166,16 +166,22 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse({ reason: "run-active", error: active });
 
-  const found = options.eval ? undefined : await findEvalSource(run, options);
-  const ev: ResumeEval = options.eval ?? found!.eval;
-  const current = found?.samplesById ?? new Map(ev.samples.map((r) => [r.sample.id, r]));
   // A worker's report tells other workers' attempts from those its plan read: it reads them all.
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
   // a new one reads every attempt (--rerun-failed looks at every outcome).
   const recorded = [...new Set((run.config.rerun ?? []).map((r) => r.sampleId))];
   const sparse =
     !options.asWorker && !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
-  const inputs = await readResumeInputs(store, run, current, sparse, recorded);
+  // A complete run whose dataset file is unchanged is planned reading neither.
+  const stamp = sparse && !options.eval ? await settledStamp(store, run) : undefined;
+  const found = options.eval
+    ? undefined
+    : await findEvalSource(run, stamp ? { ...options, datasetStamp: stamp } : options);
+  const ev: ResumeEval = options.eval ?? found!.eval;
+  const current = found?.samplesById ?? new Map(ev.samples.map((r) => [r.sample.id, r]));
+  const inputs = found?.unchanged
+    ? settledInputs()
+    : await readResumeInputs(store, run, current, sparse, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
@@ -191,18 +197,20 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
   const rerun = rerunRequests(run, snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
-  const plan = planRun({
-    snapshot,
-    // A snapshot made of the dataset's own records has nothing for planRun to compare.
-    ...(inputs.allCurrent ? {} : { current }),
-    epochs: run.config.epochs,
-    attempts,
-    inflight,
-    ...(inputs.open ? { open: inputs.open } : {}),
-    ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
-    ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
-    ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
-  });
+  const plan = found?.unchanged
+    ? settledPlan(run.sampleCount * run.config.epochs)
+    : planRun({
+        snapshot,
+        // A snapshot made of the dataset's own records has nothing for planRun to compare.
+        ...(inputs.allCurrent ? {} : { current }),
+        epochs: run.config.epochs,
+        attempts,
+        inflight,
+        ...(inputs.open ? { open: inputs.open } : {}),
+        ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
+        ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
+        ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
+      });
   if (plan.changed.length > 0 && !options.rerunChanged) {
     const summary = summarizePlan(plan);
     const error = new StetError(
@@ -227,7 +235,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     run.config.identity && identity.differences.length === 0
       ? run.config
       : withIdentity(run.config, identity.identity, identity.differences);
-  const config = recordedChange(run.config, accepted, rerun.requests);
+  const config = recordedChange(run.config, accepted, rerun.requests, plan.changed.length > 0);
   const rateLimits = withFlagLimit(ev.rateLimits, options.rateLimit, run.config.model);
   const resume: PlannedResume = {
     run,
@@ -403,24 +411,18 @@ function refuse(refusal: ResumeRefusal): ResumePlanning {
 /** The most samples of recorded re-run requests a resume reads one by one instead of the run. */
 const RECORDED_RERUN_READS = 256;
 
-/** Whether a resume asks for keys to execute again (`--rerun*`). */
-function asksRerun(options: ResumeOptions): boolean {
-  return (
-    (options.rerun?.length ?? 0) > 0 ||
-    options.rerunFailed === true ||
-    options.rerunLimited === true
-  );
-}
-
 /** The config a claim records, or undefined when it is the one recorded. */
 function recordedChange(
   recorded: RunConfig,
   identity: RunConfig,
   rerun: readonly RerunRequest[],
+  changed: boolean,
 ): RunConfig | undefined {
   const next: RunConfig = { ...identity };
   if (rerun.length > 0) next.rerun = [...rerun];
   else delete next.rerun;
+  // The claim writes the changed samples' new content: no file's stamp vouches for it.
+  if (changed) delete next.datasetStamp;
   return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
 }
 

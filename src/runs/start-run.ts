@@ -273,6 +273,7 @@ export async function prepareStart(
     maxCost: request.maxCost,
     cache: request.cache,
     ...(request.batch === undefined ? {} : { batch: request.batch }),
+    stamp: true,
   });
   const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
   if (rateLimits) ev.rateLimits = rateLimits;
@@ -333,6 +334,7 @@ function runConfig(options: RunDefinition): RunConfig {
     ...(options.limit === undefined ? {} : { limit: options.limit }),
     ...(ev.maxCost === undefined ? {} : { maxCostUsd: ev.maxCost }),
     ...(ev.limits === undefined ? {} : { limits: ev.limits }),
+    ...(ev.datasetStamp === undefined ? {} : { datasetStamp: ev.datasetStamp }),
   };
 }
 
