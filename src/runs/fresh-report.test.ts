@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bothStores } from "../../test/helpers/both-stores.js";
-import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
-import { fingerprintSample } from "../core/fingerprint.js";
-import type { Reducer, Sample } from "../core/types.js";
+import { randomEval } from "../../test/helpers/random-eval.js";
 import { figuresReport } from "../engine/figures-report.js";
 import { UsageSum } from "../core/usage-sum.js";
 import { buildReport } from "../engine/report.js";
@@ -10,57 +8,6 @@ import type { Store } from "../store/types.js";
 import { runEval } from "./start-run.js";
 
 const stores = bothStores();
-
-function random(seed: number): () => number {
-  let x = seed;
-  return () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-}
-
-/**
- * An eval whose keys end every way a key can: scored with any value, errored (retried or not),
- * a scorer that throws, usage priced, unpriced or absent, a per-sample limit.
- */
-function randomEval(seed: number): EngineEval {
-  const rnd = random(seed);
-  const samples = Array.from({ length: 24 }, (_, i) => {
-    const sample: Sample = { id: `k${i}`, input: `${i}`, target: String(i % 3) };
-    return { sample, fingerprint: fingerprintSample(sample) };
-  });
-  const fate = new Map(samples.map((r) => [r.sample.id, rnd()]));
-  const solver: SolverFn = async (sample, ctx) => {
-    const roll = (fate.get(sample.id)! * 7 + ctx.epoch * 0.37 + Math.random() * 0.1) % 1;
-    if (roll < 0.12) throw new Error(`solver failed on ${sample.id}`);
-    const usage =
-      roll < 0.3
-        ? undefined
-        : roll < 0.4
-          ? { inputTokens: 7, outputTokens: 2 }
-          : { inputTokens: 10, outputTokens: 3, costUsd: Math.round(roll * 1e6) / 1e9 };
-    return { output: String(Math.floor(roll * 3)), ...(usage ? { usage } : {}) };
-  };
-  const exact: Scorer = {
-    name: "exact",
-    score: ({ sample, output }) => output === sample.target,
-  };
-  const graded: Scorer = {
-    name: "graded",
-    score: ({ output }) => {
-      if (output === "2" && rnd() < 0.3) throw new Error("graded threw");
-      return Math.round(rnd() * 4) / 4;
-    },
-  };
-  const reducers: Reducer[] = ["mean", "max", "pass@2", "mode"];
-  return {
-    name: "fresh",
-    samples,
-    solver,
-    scorers: [exact, graded],
-    epochs: 1 + (seed % 3),
-    reducer: reducers[seed % reducers.length]!,
-    concurrency: 4,
-    retries: seed % 2,
-  };
-}
 
 /** Every stored scoring's spend, summed as an invocation sums those it committed. */
 async function scoringSpend(store: Store, runId: string): Promise<UsageSum> {
@@ -74,7 +21,10 @@ describe.each(stores)("a new run's report from its figures (%s)", (_name, open, 
     "is deep-equal to the report folded from every attempt, each one made now (seed %i)",
     async (seed) => {
       const store = await open();
-      const report = await runEval({ store, eval: randomEval(seed) });
+      const report = await runEval({
+        store,
+        eval: randomEval(seed, { name: "fresh", samples: 24, jitter: true }).ev,
+      });
       const run = (await store.runs.get(report.runId))!;
       const folded = await buildReport({
         store,

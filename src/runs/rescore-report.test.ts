@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { bothStores } from "../../test/helpers/both-stores.js";
-import type { EngineEval, Scorer, SolverFn } from "../core/eval.js";
-import { fingerprintSample } from "../core/fingerprint.js";
-import type { Reducer, Sample, Scoring } from "../core/types.js";
+import { randomEval } from "../../test/helpers/random-eval.js";
+import type { EngineEval, Scorer } from "../core/eval.js";
+import type { Scoring } from "../core/types.js";
 import { UsageSum } from "../core/usage-sum.js";
 import { buildReport } from "../engine/report.js";
 import type { Store } from "../store/types.js";
@@ -11,41 +11,12 @@ import { runEval } from "./start-run.js";
 
 const stores = bothStores();
 
-function random(seed: number): () => number {
-  let x = seed;
-  return () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-}
-
 /**
- * An eval whose keys end every way a key can (scored, a solver error, a scorer that throws, usage
- * priced, unpriced or absent), and a judge that pays for its grades and throws now and then.
+ * An eval whose keys end every way a key can (`randomEval`), and a judge that pays for its grades
+ * and throws now and then.
  */
-function randomEval(seed: number): { ev: EngineEval; judge: Scorer } {
-  const rnd = random(seed);
-  const samples = Array.from({ length: 30 }, (_, i) => {
-    const sample: Sample = { id: `k${i}`, input: `${i}`, target: String(i % 3) };
-    return { sample, fingerprint: fingerprintSample(sample) };
-  });
-  const fate = new Map(samples.map((r) => [r.sample.id, rnd()]));
-  const solver: SolverFn = async (sample, ctx) => {
-    const roll = (fate.get(sample.id)! * 7 + ctx.epoch * 0.37) % 1;
-    if (roll < 0.12) throw new Error(`solver failed on ${sample.id}`);
-    const usage =
-      roll < 0.3
-        ? undefined
-        : roll < 0.4
-          ? { inputTokens: 7, outputTokens: 2 }
-          : { inputTokens: 10, outputTokens: 3, costUsd: Math.round(roll * 1e6) / 1e9 };
-    return { output: String(Math.floor(roll * 3)), ...(usage ? { usage } : {}) };
-  };
-  const exact: Scorer = { name: "exact", score: ({ sample, output }) => output === sample.target };
-  const graded: Scorer = {
-    name: "graded",
-    score: ({ output }) => {
-      if (output === "2" && rnd() < 0.3) throw new Error("graded threw");
-      return Math.round(rnd() * 4) / 4;
-    },
-  };
+function randomEvalWithJudge(seed: number): { ev: EngineEval; judge: Scorer } {
+  const { ev, rnd } = randomEval(seed, { name: "rescored", samples: 30 });
   const judge: Scorer = {
     name: "judge",
     score: () => {
@@ -57,17 +28,6 @@ function randomEval(seed: number): { ev: EngineEval; judge: Scorer } {
         usage: usage ?? { inputTokens: 90, outputTokens: 6, costUsd: roll / 1e3 },
       };
     },
-  };
-  const reducers: Reducer[] = ["mean", "max", "pass@2", "mode"];
-  const ev: EngineEval = {
-    name: "rescored",
-    samples,
-    solver,
-    scorers: [exact, graded],
-    epochs: 1 + (seed % 3),
-    reducer: reducers[seed % reducers.length]!,
-    concurrency: 4,
-    retries: seed % 2,
   };
   return { ev, judge };
 }
@@ -95,7 +55,7 @@ describe.each(stores)("a rescore's end report (%s)", (_name, open, skip) => {
     "is deep-equal to the report folded from every attempt and scoring (seed %i)",
     async (seed) => {
       const store = await open();
-      const { ev, judge } = randomEval(seed);
+      const { ev, judge } = randomEvalWithJudge(seed);
       const { runId } = await runEval({ store, eval: ev });
       // A judge added to every output, then the scorer errors alone, then nothing to score.
       const requests = [{}, { onlyErrors: true }, { onlyErrors: true, scorers: ["exact"] }];
