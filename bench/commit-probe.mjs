@@ -10,12 +10,12 @@
 // duration (log_min_duration_statement = 0 on the store's connections: a superuser's session
 // setting, read from the server's log). PostgreSQL: STET_BENCH_POSTGRES, else
 // postgres://postgres@127.0.0.1:5432/test, in schemas of its own that it drops afterwards.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
+import { measureWork } from "./measure-work.mjs";
 
 const [checkout, kind, nText, concurrencyText, profilePath] = process.argv.slice(2);
 const n = Number(nText);
@@ -55,8 +55,6 @@ if (process.env.STET_PROBE_LOG_DURATIONS) {
     });
   };
 }
-
-const threadCpuNs = () => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]);
 
 async function dropSchema(schema) {
   const client = new pg.Client({ connectionString: POSTGRES });
@@ -108,32 +106,13 @@ async function run(count, name, measured) {
 
 let commits = { count: 0, ms: 0 };
 let figures;
-/** Runs `work` measured (and profiled when asked). */
+/** Runs `work` measured (and profiled when asked), counting its commits and statements. */
 async function measure(work) {
-  let session;
-  if (profilePath) {
-    session = new Session();
-    session.connect();
-    await session.post("Profiler.enable");
-    await session.post("Profiler.setSamplingInterval", { interval: 200 });
-    await session.post("Profiler.start");
-  }
   statements.clear();
   commits = { count: 0, ms: 0 };
   counting = true;
-  const cpu0 = process.cpuUsage();
-  const thread0 = threadCpuNs();
-  const t0 = performance.now();
-  const result = await work();
-  const wallMs = performance.now() - t0;
+  const { result, wallMs, threadUs, cpu } = await measureWork(work, profilePath);
   counting = false;
-  const threadUs = (threadCpuNs() - thread0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  if (session) {
-    const { profile } = await session.post("Profiler.stop");
-    writeFileSync(profilePath, JSON.stringify(profile));
-    session.disconnect();
-  }
   figures = {
     checkout,
     kind,

@@ -9,12 +9,12 @@
 // and the wall are printed as one JSON line. With a profile
 // path, the measured run is also profiled (V8's sampling profiler, through node:inspector), which
 // inflates the figures: profile and measure in separate invocations.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
-import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { measureWork } from "./measure-work.mjs";
 
 const [checkout, mode, nText, concurrencyText, profilePath] = process.argv.slice(2);
 const n = Number(nText);
@@ -22,7 +22,6 @@ const concurrency = Number(concurrencyText);
 const mockUrl = process.env.MOCK_URL;
 
 /** Nanoseconds this thread has run on a CPU (Linux; the main thread's when called from it). */
-const threadCpuNs = () => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]);
 
 const stet = await import(pathToFileURL(join(checkout, "dist/index.js")).href);
 const dir = mkdtempSync(join(tmpdir(), "stet-cpu-"));
@@ -95,26 +94,7 @@ const run = (count, name, measured) =>
 
 /** Runs `work` measured: the main thread's CPU, the process's, the wall; profiled when asked. */
 async function measure(work) {
-  let session;
-  if (profilePath) {
-    session = new Session();
-    session.connect();
-    await session.post("Profiler.enable");
-    await session.post("Profiler.setSamplingInterval", { interval: 200 });
-    await session.post("Profiler.start");
-  }
-  const cpu0 = process.cpuUsage();
-  const thread0 = threadCpuNs();
-  const t0 = performance.now();
-  const result = await work();
-  const wallMs = performance.now() - t0;
-  const threadUs = (threadCpuNs() - thread0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  if (session) {
-    const { profile } = await session.post("Profiler.stop");
-    writeFileSync(profilePath, JSON.stringify(profile));
-    session.disconnect();
-  }
+  const { result, wallMs, threadUs, cpu } = await measureWork(work, profilePath);
   figures = {
     mode,
     n,
