@@ -47,6 +47,15 @@ export interface RatePermit {
    * against the call's retries; otherwise it is an ordinary retryable failure.
    */
   progressing(): boolean;
+  /**
+   * Whether the budget the request was let go on has lapsed since (its chunk of the shared bucket
+   * outlived its lease): a request not yet written then goes back (`withdraw`) for a new permit.
+   * The bucket's bound holds for what is written within a lease of being taken; a process on a
+   * loaded machine took up to a second to write a request on a new connection after its permit.
+   */
+  lapsed(): boolean;
+  /** Gives the permit back unused: the request was not sent. */
+  withdraw(): void;
 }
 
 /**

@@ -29,7 +29,7 @@ async function goesWithin(g: EndpointGate, ms: number): Promise<boolean> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), ms);
   try {
-    (await g.acquire(1, controller.signal))({ status: 200 });
+    (await g.acquire(1, controller.signal)).settle({ status: 200 });
     return true;
   } catch {
     return false;
@@ -45,7 +45,7 @@ async function goesWithin(g: EndpointGate, ms: number): Promise<boolean> {
 async function thirdGoesAfter(answers: [which: "older" | "newer", remaining: number][]) {
   const g = gate({ now: 1_000 });
   const sent = { older: await g.acquire(1), newer: await g.acquire(1) };
-  for (const [which, remaining] of answers) sent[which](answer(remaining, 5));
+  for (const [which, remaining] of answers) sent[which].settle(answer(remaining, 5));
   return goesWithin(g, 50);
 }
 
@@ -77,10 +77,10 @@ describe("EndpointGate", () => {
     const g = gate(clock);
     const older = await g.acquire(1);
     const newer = await g.acquire(1);
-    older(answer(0, 0));
+    older.settle(answer(0, 0));
     expect(await goesWithin(g, 50)).toBe(false);
     // Its answer is the news: spent too, and nothing newer on its way, so the reset lets one go.
-    newer(answer(0, 0));
+    newer.settle(answer(0, 0));
     expect(await goesWithin(g, 50)).toBe(true);
   });
 
@@ -89,10 +89,78 @@ describe("EndpointGate", () => {
     const g = gate(clock);
     const older = await g.acquire(1);
     await g.acquire(1); // never answered
-    older(answer(0, 0));
+    older.settle(answer(0, 0));
     expect(await goesWithin(g, 50)).toBe(false);
     clock.now += 1_001;
     expect(await goesWithin(g, 50)).toBe(true);
+  });
+
+  it("a permit lapses with its chunk's lease; given back unsent, it is no request and holds no place", async () => {
+    // 600 per 6 s: a chunk's lease is 150 ms from when the store was asked.
+    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
+    const clock = { now: 0 };
+    const take = () => Promise.resolve({ granted: { requests: 2, tokens: 1e9 }, retryInMs: 0 });
+    const g = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => clock.now,
+      () => {},
+    );
+    const permit = await g.acquire(1);
+    clock.now = 149;
+    expect(permit.lapsed()).toBe(false);
+    clock.now = 150;
+    expect(permit.lapsed()).toBe(true);
+    permit.withdraw();
+    expect(g.active).toBe(false);
+    expect(g.waits).toMatchObject({ requests: 0, throttled: 0 });
+    // A new chunk, and a permit of it within its lease, which an answer settles.
+    const next = await g.acquire(1);
+    expect(next.lapsed()).toBe(false);
+    next.settle({ status: 200 });
+    expect(next.lapsed()).toBe(false);
+    expect(g.waits).toMatchObject({ requests: 1, throttled: 1 });
+  });
+
+  it("a permit given back after it spent the headers' reset does not leave the gate waiting for its answer", async () => {
+    // The last answer said nothing is left, with the reset past: one request goes, and its answer
+    // was to say what is left. Given back unsent, it will never answer.
+    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
+    const clock = { now: 0 };
+    const take = () => Promise.resolve({ granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 });
+    const g = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => clock.now,
+      () => {},
+    );
+    (await g.acquire(1)).settle(answer(0, 0));
+    const spent = await g.acquire(1);
+    clock.now += 200;
+    expect(spent.lapsed()).toBe(true);
+    spent.withdraw();
+    expect(await goesWithin(g, 50)).toBe(true);
+  });
+
+  it("a permit a late chunk let go never lapses (it would wait for another late chunk for ever)", async () => {
+    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
+    const clock = { now: 0 };
+    const take = () => {
+      clock.now += 200;
+      return Promise.resolve({ granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 });
+    };
+    const g = new EndpointGate(
+      "e",
+      spec,
+      take,
+      () => clock.now,
+      () => {},
+    );
+    const permit = await g.acquire(1);
+    clock.now += 10_000;
+    expect(permit.lapsed()).toBe(false);
   });
 
   it("lets requests go when the store answers slower than a chunk's lease", async () => {
@@ -126,7 +194,7 @@ describe("EndpointGate", () => {
       () => clock.now,
       () => {},
     );
-    (await slow.acquire(1))({ status: 200 });
+    (await slow.acquire(1)).settle({ status: 200 });
     await expect(slow.acquire(1, stopped.signal)).rejects.toThrow();
   });
 
@@ -149,7 +217,7 @@ describe("EndpointGate", () => {
       () => performance.now() + skew,
       () => {},
     );
-    (await g.acquire(1))(answer(0, 1));
+    (await g.acquire(1)).settle(answer(0, 1));
     skew += 2000;
     expect(await goesWithin(g, 500)).toBe(true);
     expect(grants).toEqual([]);

@@ -13,7 +13,16 @@ const FIRST_PAUSE_MS = 1000;
 /** How long past a reset a request waits for the answer of one sent since the budget was read. */
 const NEWS_PATIENCE_MS = 1000;
 
-type Hold = { go: true } | { go: false; ms: number } | { go: false; refill: true };
+type Hold = { go: true; until: number } | { go: false; ms: number } | { go: false; refill: true };
+
+/** A request's place in the gate (see RatePermit): settled with its answer, or withdrawn unsent. */
+export interface GatePermit {
+  settle(answer: RateAnswer): void;
+  /** Whether the chunk the request was let go from has lapsed (its lease ran out) since. */
+  lapsed(): boolean;
+  /** Gives the place back: the request was not sent (its permit lapsed before it was written). */
+  withdraw(): void;
+}
 
 /**
  * One endpoint's budget in this process: the chunk it took of the declared limit's shared bucket
@@ -57,13 +66,17 @@ export class EndpointGate {
     this.waits = { endpoint: name, requests: 0, throttled: 0, rejected: 0, waitMs: 0 };
   }
 
-  /** Waits until a request of `tokens` may go; the returned function settles it. */
-  async acquire(tokens: number, signal?: AbortSignal): Promise<(answer: RateAnswer) => void> {
+  /** Waits until a request of `tokens` may go; the returned permit settles it. */
+  async acquire(tokens: number, signal?: AbortSignal): Promise<GatePermit> {
     const started = this.now();
     let waited = false;
+    let until = Infinity;
     for (;;) {
       const hold = this.#hold(tokens);
-      if (hold.go) break;
+      if (hold.go) {
+        until = hold.until;
+        break;
+      }
       if (!waited) {
         this.onWaiting(true);
         this.#waiting.requests++;
@@ -91,10 +104,21 @@ export class EndpointGate {
     const sentAt = this.now();
     const seq = ++this.#sent;
     let settled = false;
-    return (answer) => {
-      if (settled) return;
-      settled = true;
-      this.#settle(tokens, answer, sentAt, seq);
+    return {
+      settle: (answer) => {
+        if (settled) return;
+        settled = true;
+        this.#settle(tokens, answer, sentAt, seq);
+      },
+      lapsed: () => !settled && this.now() >= until,
+      withdraw: () => {
+        if (settled) return;
+        settled = true;
+        // Not sent: no request in the figures (the time it waited stays counted), nor in flight.
+        this.waits.requests--;
+        if (waited) this.waits.throttled--;
+        this.#withdraw();
+      },
     };
   }
 
@@ -147,13 +171,18 @@ export class EndpointGate {
       // The reset came: one request goes and its answer says what is left.
       reset.push(left);
     }
+    // Until when the request may be written: within its chunk's lease (see RatePermit.lapsed).
+    let until = Infinity;
     if (this.spec) {
       const chunk = this.#chunk;
       if (chunk.expiresAt > t && chunk.requests >= 1 && chunk.tokens >= tokens) {
         chunk.requests--;
         chunk.tokens -= tokens;
-      } else if (this.#late > 0) this.#late--;
-      else if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
+        until = chunk.expiresAt;
+      } else if (this.#late > 0) {
+        // Never lapses (`until` stays Infinity): taken back, it would wait for another late chunk.
+        this.#late--;
+      } else if (t < this.#nextTakeAt) return { go: false, ms: this.#nextTakeAt - t };
       else return { go: false, refill: true };
     }
     // Used only by a request that goes: marked before the chunk refused one, the reset was spent
@@ -162,7 +191,7 @@ export class EndpointGate {
     if (this.#known.requests) this.#known.requests.remaining--;
     if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
     this.#pace.spend(t);
-    return { go: true };
+    return { go: true, until };
   }
 
   /** Takes a new chunk (one request at a time asks the store); its retry time when none came. */
@@ -195,6 +224,16 @@ export class EndpointGate {
       }
     })();
     return this.#refilling;
+  }
+
+  #withdraw(): void {
+    this.#inflight--;
+    // A reset it spent (see #hold) waited for its answer as the news of what is left: none will
+    // come, so the budget the headers said is forgotten, as after an answer without headers.
+    for (const axis of ["requests", "tokens"] as const) {
+      if (this.#known[axis]?.resetAt === Infinity) delete this.#known[axis];
+    }
+    for (const wake of this.#wakers) wake();
   }
 
   #settle(estimate: number, answer: RateAnswer, sentAt: number, seq: number): void {

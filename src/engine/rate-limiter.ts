@@ -69,9 +69,9 @@ export class RateLimiter implements RateGate {
     const gate = this.#gate(endpoint, keyedEndpointName(endpointName(endpoint), keyHash));
     // An endpoint another process was refused by: the first requests here wait for its pause too.
     await this.#firstRead.get(gate);
-    const settle = await gate.acquire(tokens, signal);
+    const permit = await gate.acquire(tokens, signal);
     const sentAt = this.#now();
-    return { settle, progressing: () => gate.succeededSince(sentAt) };
+    return { ...permit, progressing: () => gate.succeededSince(sentAt) };
   }
 
   /** The figures of every endpoint this execution sent to, with the requests waiting on it now. */

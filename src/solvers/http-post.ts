@@ -11,6 +11,12 @@ export interface HttpResponse {
 /** How a caller ends a request in flight (its timeout, its abort): set while it is in flight. */
 export interface RequestHandle {
   end?: ((error: Error) => void) | undefined;
+  /**
+   * Called once the request has a connected socket, right before its bytes are written; a
+   * promise it returns holds the write until it resolves (rejected: the request fails with its
+   * error, unsent). Where a rate limit's permit is checked against the time of the write.
+   */
+  beforeWrite?: (() => Promise<void> | undefined) | undefined;
 }
 
 interface Client {
@@ -131,6 +137,29 @@ export function httpPost(
     );
     handle.end = (error) => req.destroy(error);
     req.on("error", fail);
-    req.end(body);
+    const { beforeWrite } = handle;
+    if (beforeWrite === undefined) {
+      req.end(body);
+      return;
+    }
+    // Asked once connected, and written in the same turn as its answer: end() on a socket still
+    // connecting only buffers the bytes until the connect is seen, a turn of the event loop later
+    // (up to a second on a loaded machine), after which the caller's check would be stale.
+    const write = (): void => {
+      const hold = beforeWrite();
+      if (hold === undefined) req.end(body);
+      else {
+        hold.then(
+          () => {
+            if (!req.destroyed) req.end(body);
+          },
+          (error: Error) => req.destroy(error),
+        );
+      }
+    };
+    req.once("socket", (socket) => {
+      if (socket.connecting) socket.once("connect", write);
+      else write();
+    });
   });
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RateGate } from "../core/rate-limits.js";
 import { defaultBackoff } from "./backoff.js";
 import { Failure, httpFailure, isRetryable, postWithRetries } from "./retrying-post.js";
 import type { ResolvedPost } from "./retrying-post.js";
@@ -76,6 +77,40 @@ describe("postWithRetries against a real server", () => {
     expect(requests).toBe(3);
     expect(retries).toEqual(["flaky", "flaky"]);
     expect(value).toContain("choices");
+  });
+
+  it("a request whose rate permit lapsed before it was written gives it back and is written on a new one", async () => {
+    // The first permit's chunk outlives its lease between the grant and the write (a process on a
+    // loaded machine took up to a second to write a request on a new connection). Before, the
+    // request was written on it all the same: over a window, more than the bucket's bound arrived.
+    const events: string[] = [];
+    const seen = () => `(server saw ${mock.counts().lapsing ?? 0})`;
+    let permits = 0;
+    const gate: RateGate = {
+      acquire: () => {
+        const id = ++permits;
+        events.push(`acquire ${id} ${seen()}`);
+        return Promise.resolve({
+          settle: (answer) => events.push(`settle ${id}: ${answer.status} ${seen()}`),
+          progressing: () => true,
+          lapsed: () => id === 1,
+          withdraw: () => events.push(`withdraw ${id} ${seen()}`),
+        });
+      },
+    };
+    const endpoint = { provider: "openai", model: "m", baseURL: mock.url };
+    const { requests } = await postWithRetries({
+      ...post("lapsing", []),
+      rate: { gate, endpoint, tokens: 1 },
+    });
+    expect(requests).toBe(1);
+    expect(mock.counts().lapsing).toBe(1);
+    expect(events).toEqual([
+      "acquire 1 (server saw 0)",
+      "withdraw 1 (server saw 0)",
+      "acquire 2 (server saw 0)",
+      "settle 2: 200 (server saw 1)",
+    ]);
   });
 
   it("fails a 404 at once as a configuration fault, the server's words with secrets blanked", async () => {

@@ -1,4 +1,4 @@
-import type { RateEndpoint, RateGate } from "../core/rate-limits.js";
+import type { RateEndpoint, RateGate, RatePermit } from "../core/rate-limits.js";
 import type { ConfigurationFault } from "../core/types.js";
 import { abortReason, parseRetryAfter, retryDelayMs, sleep } from "./backoff.js";
 import type { Backoff } from "./backoff.js";
@@ -83,11 +83,12 @@ export async function postWithRetries<T>(
   for (let sent = 0; ; sent++) {
     if (sent > 0) post.onRetry?.();
     const rate = post.rate;
-    const permit = rate && (await rate.gate.acquire(rate.endpoint, rate.tokens, post.signal));
-    const { result, headers } = await attempt(post).catch((error: unknown) => {
-      permit?.settle({ status: 0 });
+    const held = rate && (await heldPermit(rate, post.signal));
+    const { result, headers } = await attempt(post, held?.beforeWrite).catch((error: unknown) => {
+      held?.permit().settle({ status: 0 });
       throw error;
     });
+    const permit = held?.permit();
     const status = result instanceof Failure ? (result.status ?? 0) : 200;
     const tokens = result instanceof Failure ? undefined : rate?.tokensOf?.(result);
     permit?.settle({ status, headers, tokens });
@@ -115,6 +116,26 @@ export async function postWithRetries<T>(
     await sleep(retryDelayMs(retry, post.backoff, result.retryAfterMs), post.signal);
     retry++;
   }
+}
+
+/**
+ * A request's permit from its endpoint's gate, checked again right before the request is written
+ * (`beforeWrite`): one that lapsed meanwhile (RatePermit.lapsed: a new connection's write waits a
+ * turn of the event loop, which took up to a second on a loaded machine) is given back and the
+ * request waits for a new one, so that what reaches the provider was spent within its lease.
+ */
+async function heldPermit<T>(
+  rate: RatedPost<T>,
+  signal: AbortSignal | undefined,
+): Promise<{ permit: () => RatePermit; beforeWrite: () => Promise<void> | undefined }> {
+  let permit = await rate.gate.acquire(rate.endpoint, rate.tokens, signal);
+  const renew = async (): Promise<void> => {
+    while (permit.lapsed()) {
+      permit.withdraw();
+      permit = await rate.gate.acquire(rate.endpoint, rate.tokens, signal);
+    }
+  };
+  return { permit: () => permit, beforeWrite: () => (permit.lapsed() ? renew() : undefined) };
 }
 
 /**
@@ -150,6 +171,7 @@ export function httpFailure(
 
 async function attempt<T>(
   post: ResolvedPost<T>,
+  beforeWrite?: () => Promise<void> | undefined,
 ): Promise<{ result: T | Failure; headers?: Pick<Headers, "get"> }> {
   const { signal, timeoutMs } = post;
   if (signal?.aborted) throw abortReason(signal);
@@ -157,10 +179,24 @@ async function attempt<T>(
   // by a deadline in the queue of its duration and by the watchers of the caller's signal.
   const request: RequestHandle = {};
   let timedOut = false;
-  const timeout = deadline(timeoutMs, () => {
-    timedOut = true;
-    request.end?.(new Error(`no response within ${timeoutMs} ms`));
-  });
+  const start = () =>
+    deadline(timeoutMs, () => {
+      timedOut = true;
+      request.end?.(new Error(`no response within ${timeoutMs} ms`));
+    });
+  let timeout = start();
+  // A wait for a new permit before the write is the rate limit's, as the first one was: the
+  // request's time runs again from the write.
+  request.beforeWrite =
+    beforeWrite &&
+    (() => {
+      const hold = beforeWrite();
+      if (hold === undefined) return undefined;
+      timeout.cancel();
+      return hold.then(() => {
+        timeout = start();
+      });
+    });
   const unwatch = signal && watchAbort(signal, () => request.end?.(abortReason(signal)));
   const says = (text: string): string => serverSays(post.errorDetail(text), post.secrets);
   try {
