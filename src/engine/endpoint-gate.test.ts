@@ -14,6 +14,11 @@ function gate(clock: { now: number }): EndpointGate {
   );
 }
 
+/** A gate under a declared limit of 600 per 6 s (a chunk's lease: 150 ms), taking from `take`. */
+function limitedGate(take: ConstructorParameters<typeof EndpointGate>[2], now: () => number) {
+  return new EndpointGate("e", bucketSpec({ rpm: 6000, windowMs: 6000 }), take, now, () => {});
+}
+
 /** An answer whose headers say `remaining` requests are left until a reset `resetS` from now. */
 const answer = (remaining: number, resetS: number) => ({
   status: 200,
@@ -97,16 +102,9 @@ describe("EndpointGate", () => {
 
   it("a permit lapses with its chunk's lease; given back unsent, it is no request and holds no place", async () => {
     // 600 per 6 s: a chunk's lease is 150 ms from when the store was asked.
-    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
     const clock = { now: 0 };
     const take = () => Promise.resolve({ granted: { requests: 2, tokens: 1e9 }, retryInMs: 0 });
-    const g = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => clock.now,
-      () => {},
-    );
+    const g = limitedGate(take, () => clock.now);
     const permit = await g.acquire(1);
     clock.now = 149;
     expect(permit.lapsed()).toBe(false);
@@ -126,16 +124,9 @@ describe("EndpointGate", () => {
   it("a permit given back after it spent the headers' reset does not leave the gate waiting for its answer", async () => {
     // The last answer said nothing is left, with the reset past: one request goes, and its answer
     // was to say what is left. Given back unsent, it will never answer.
-    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
     const clock = { now: 0 };
     const take = () => Promise.resolve({ granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 });
-    const g = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => clock.now,
-      () => {},
-    );
+    const g = limitedGate(take, () => clock.now);
     (await g.acquire(1)).settle(answer(0, 0));
     const spent = await g.acquire(1);
     clock.now += 200;
@@ -145,19 +136,12 @@ describe("EndpointGate", () => {
   });
 
   it("a permit a late chunk let go never lapses (it would wait for another late chunk for ever)", async () => {
-    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
     const clock = { now: 0 };
     const take = () => {
       clock.now += 200;
       return Promise.resolve({ granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 });
     };
-    const g = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => clock.now,
-      () => {},
-    );
+    const g = limitedGate(take, () => clock.now);
     const permit = await g.acquire(1);
     clock.now += 10_000;
     expect(permit.lapsed()).toBe(false);
@@ -167,7 +151,6 @@ describe("EndpointGate", () => {
     // A declared limit whose lease is 150 ms (600 per 6 s), and a store whose every take takes
     // 200 ms of the gate's clock: each chunk comes lapsed. Before, no request ever went (and an
     // abort was not heard between takes); now one goes per late chunk.
-    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
     const clock = { now: 0 };
     let takes = 0;
     const take = async () => {
@@ -176,24 +159,12 @@ describe("EndpointGate", () => {
       clock.now += 200;
       return { granted: { requests: 5, tokens: 1e9 }, retryInMs: 0 };
     };
-    const g = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => clock.now,
-      () => {},
-    );
+    const g = limitedGate(take, () => clock.now);
     for (let i = 0; i < 3; i++) expect(await goesWithin(g, 1000)).toBe(true);
     expect(takes).toBe(3);
     const stopped = new AbortController();
     stopped.abort();
-    const slow = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => clock.now,
-      () => {},
-    );
+    const slow = limitedGate(take, () => clock.now);
     (await slow.acquire(1)).settle({ status: 200 });
     await expect(slow.acquire(1, stopped.signal)).rejects.toThrow();
   });
@@ -203,20 +174,13 @@ describe("EndpointGate", () => {
     // asked the bucket for a chunk and got none; before, the reset counted as used by it all the
     // same, with nothing in flight to answer: every request then waited for ever (a run at
     // concurrency 64 hung with 64 waiting, 0 in flight, in test/rate-limits-ai-sdk.test.ts).
-    const spec = bucketSpec({ rpm: 6000, windowMs: 6000 });
     let skew = 0;
     const grants = [1, 0, 1];
     const take = async () => {
       await new Promise((resolve) => setTimeout(resolve, 1));
       return { granted: { requests: grants.shift() ?? 1, tokens: 1e9 }, retryInMs: 1 };
     };
-    const g = new EndpointGate(
-      "e",
-      spec,
-      take,
-      () => performance.now() + skew,
-      () => {},
-    );
+    const g = limitedGate(take, () => performance.now() + skew);
     (await g.acquire(1)).settle(answer(0, 1));
     skew += 2000;
     expect(await goesWithin(g, 500)).toBe(true);
