@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { open } from "node:fs/promises";
+import { openDatasetFile } from "../dataset/dataset-file.js";
 import { resolve } from "node:path";
 import type { Eval } from "./types.js";
 
@@ -27,14 +27,10 @@ export async function datasetStamp(
   baseDir: string,
 ): Promise<string | undefined> {
   if (typeof ev.dataset !== "string" || ev.sample !== undefined) return undefined;
-  let handle;
+  // Not there, unreadable or not a file: the load says so (openDatasetFile's E_DATASET).
+  const handle = await openDatasetFile(resolve(baseDir, ev.dataset)).catch(() => undefined);
+  if (handle === undefined) return undefined;
   try {
-    handle = await open(resolve(baseDir, ev.dataset), "r");
-  } catch {
-    return undefined;
-  }
-  try {
-    if (!(await handle.stat()).isFile()) return undefined;
     const hash = createHash("sha256");
     const buffer = Buffer.allocUnsafe(CHUNK);
     for (;;) {

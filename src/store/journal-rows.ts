@@ -3,7 +3,7 @@ import { StetError } from "../core/errors.js";
 import { isJson, jsonSchema } from "../core/json.js";
 import { checkUsage, redactedSchema } from "../core/schemas.js";
 import { invalidInput } from "./checks.js";
-import { parseColumn, toUsage, usageDetailText } from "./rows.js";
+import { keyRangeParams, parseColumn, toUsage, usageDetailText } from "./rows.js";
 import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
 
 /**
@@ -139,10 +139,7 @@ export function stepParams(runId: string, d: StepDraft) {
 export function listParams(runId: string, filter: JournalFilter) {
   return {
     runId,
-    sampleId: filter.sampleId ?? null,
-    epoch: filter.epoch ?? null,
-    fromSampleId: filter.fromSampleId ?? null,
-    toSampleId: filter.toSampleId ?? null,
+    ...keyRangeParams(filter),
     open: filter.attempt === "open" ? 1 : 0,
     attempt: typeof filter.attempt === "number" ? filter.attempt : null,
   };

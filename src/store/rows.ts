@@ -394,6 +394,26 @@ export async function* headPages(
   }
 }
 
+/**
+ * The key range a listing is filtered by (a sample, an epoch, a range of sample ids: the keys of
+ * a page of attempts) as named parameters of either adapter's statement, null where absent.
+ *
+ * @example keyRangeParams({ fromSampleId: "a", toSampleId: "m" }).sampleId // null
+ */
+export function keyRangeParams(filter: {
+  sampleId?: string;
+  epoch?: number;
+  fromSampleId?: string;
+  toSampleId?: string;
+}) {
+  return {
+    sampleId: filter.sampleId ?? null,
+    epoch: filter.epoch ?? null,
+    fromSampleId: filter.fromSampleId ?? null,
+    toSampleId: filter.toSampleId ?? null,
+  };
+}
+
 /** The named parameters of either adapter's outcome query. */
 export function outcomeParams(runId: string, epochs: number, filter: OutcomeFilter) {
   return {

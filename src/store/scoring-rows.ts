@@ -6,7 +6,7 @@ import type { Scoring, ScoringDraft } from "../core/types.js";
 import type { ScoringFilter } from "./types/records.js";
 import { invalidInput } from "./checks.js";
 import { scoresSchema } from "./checks.js";
-import { parseColumn, toUsage, usageDetailText } from "./rows.js";
+import { keyRangeParams, parseColumn, toUsage, usageDetailText } from "./rows.js";
 
 /**
  * Scoring rows as both adapters select them, and the checks both apply before writing one:
@@ -90,14 +90,7 @@ export function hasOutput(row: { status: string; error: string | null }): boolea
 
 /** The parameters of both adapters' `listScorings` statement: the filter's, null when absent. */
 export function scoringFilterParams(runId: string, filter: ScoringFilter = {}) {
-  return {
-    runId,
-    sampleId: filter.sampleId ?? null,
-    epoch: filter.epoch ?? null,
-    fromSampleId: filter.fromSampleId ?? null,
-    toSampleId: filter.toSampleId ?? null,
-    pass: filter.pass ?? null,
-  };
+  return { runId, ...keyRangeParams(filter), pass: filter.pass ?? null };
 }
 
 /** Named parameters of the scoring INSERT. */
