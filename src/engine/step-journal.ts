@@ -1,11 +1,15 @@
 import { createHash } from "node:crypto";
 import type { Json } from "../core/json.js";
 import { canonicalJson } from "../core/json.js";
+import { conversationOf, startsWith } from "../core/chat-conversation.js";
 import { isStetError } from "../core/errors.js";
 import type { TrajectoryEntry } from "../core/trajectory.js";
 import { carriedUsage, figuresOf, reusedUsage } from "../core/usage.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
+
+/** How many of the last chat steps a new one's conversation is matched against. */
+const RECENT_CHATS = 4;
 
 /** Entries over this many bytes (input and result, as JSON) are refused. */
 export const DEFAULT_MAX_ENTRY_BYTES = 1_000_000;
@@ -85,6 +89,11 @@ export class StepJournal {
   /** Writes of `behind` steps still committing, and the first failure among them. */
   #behind: Promise<void>[] = [];
   #behindFailure: { error: unknown } | null = null;
+  /**
+   * The last chat steps replayed or written (a few: a simulated user's calls alternate with the
+   * solver's), whose conversations a new one may continue.
+   */
+  #chats: { step: number; conversation: readonly Json[] }[] = [];
 
   constructor(options: JournalOptions) {
     this.#options = options;
@@ -126,6 +135,7 @@ export class StepJournal {
       if (this.#toReopen) await this.#reopen();
       this.replayed++;
       this.trail.push(replay);
+      if (replay.kind === "chat" && !replay.error) this.#continued(index, replay.input);
       if (replay.error) throw new StepFailed(replay.error, true);
       if (!replay.usage) return { result: replay.result, replayed: true, ...NO_USAGE };
       const usage = figuresOf(replay.usage);
@@ -156,9 +166,10 @@ export class StepJournal {
     draft.durationMs = Math.round(performance.now() - started);
     this.#checkSize(draft, name, inputText.length);
     this.trail.push(draft);
-    if (options.last && !error) void this.#write(draft).catch(() => {});
-    else if (options.behind && !error) this.#writeBehind(draft);
-    else await this.#write(draft);
+    const written = kind === "chat" && !error ? this.#continuing(draft) : draft;
+    if (options.last && !error) void this.#write(written).catch(() => {});
+    else if (options.behind && !error) this.#writeBehind(written);
+    else await this.#write(written);
     if (kind === "chat") await this.#settleBehind();
     if (error) throw new StepFailed(error, false);
     return { result, replayed: false, usage, replayedUsage: null };
@@ -207,6 +218,29 @@ export class StepJournal {
       if (!isStetError(error, "E_STORE_UNWRITABLE")) throw error;
       this.#unwritable = true;
     }
+  }
+
+  /**
+   * A new chat step's draft as written: when its conversation continues the last chat step's, it
+   * names that step as its prefix and the store keeps only the messages it added.
+   */
+  #continuing(draft: StepDraft): StepDraft {
+    const prefix = this.#continued(draft.step, draft.input);
+    return prefix ? { ...draft, inputPrefix: prefix } : draft;
+  }
+
+  /**
+   * Notes chat step `step`'s conversation as one a later step may continue; returns the prefix it
+   * shares with the latest of the last chat steps whose whole conversation it continues (that
+   * step and its message count), if any.
+   */
+  #continued(step: number, input: Json): { step: number; count: number } | undefined {
+    const conversation = conversationOf(input);
+    if (!conversation) return undefined;
+    const earlier = this.#chats.findLast((c) => startsWith(conversation, c.conversation));
+    this.#chats.push({ step, conversation });
+    if (this.#chats.length > RECENT_CHATS) this.#chats.shift();
+    return earlier && { step: earlier.step, count: earlier.conversation.length };
   }
 
   /** Starts a `behind` step's write; its failure is rethrown by the next `#settleBehind`. */

@@ -7,6 +7,7 @@ import { describeCancelContract } from "./contract/cancel.js";
 import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeFiguresContract } from "./contract/figures.js";
 import { describeJournalContract } from "./contract/journal.js";
+import { describeJournalPrefixContract } from "./contract/journal-prefix.js";
 import { describeLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
@@ -68,7 +69,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       describeSpendContract(ref);
       describeFiguresContract(ref);
     });
-    describe("journal", () => describeJournalContract(ref));
+    describe("journal", () => {
+      describeJournalContract(ref);
+      describeJournalPrefixContract(ref);
+    });
     describe("leases", () => describeLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
     describe("reviews", () => describeReviewContract(ref));

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { StetError } from "../core/errors.js";
-import { isJson, jsonSchema } from "../core/json.js";
+import { conversationOf, withConversation } from "../core/chat-conversation.js";
+import { isJson, jsonSchema, type Json } from "../core/json.js";
 import { checkUsage, redactedSchema } from "../core/schemas.js";
 import { invalidInput } from "./checks.js";
 import { keyRangeParams, parseColumn, toUsage, usageDetailText } from "./rows.js";
@@ -13,7 +14,7 @@ import type { JournalEntry, JournalFilter, StepDraft } from "./types.js";
 
 export const JOURNAL_COLUMNS = `sample_id, epoch, attempt, step, name, kind, input_hash, input,
   result, error, input_tokens, output_tokens, cost_usd, recorded_at, duration_ms, redacted,
-  usage_detail`;
+  usage_detail, prefix_step, prefix_count`;
 
 export interface JournalRow {
   sample_id: string;
@@ -33,6 +34,9 @@ export interface JournalRow {
   duration_ms: number;
   redacted: string | null;
   usage_detail: string | null;
+  /** `StepDraft.inputPrefix` (migration 18 in SQLite, 17 in PostgreSQL): null for a whole input. */
+  prefix_step: number | null;
+  prefix_count: number | null;
 }
 
 /**
@@ -55,7 +59,7 @@ export const JOURNAL_SQL = {
   insert: `INSERT INTO journal (run_id, attempt, ${JOURNAL_COLUMNS.replace("attempt, ", "")})
     VALUES (@runId, NULL, @sampleId, @epoch, @step, @name, @kind, @inputHash, @input, @result,
       @error, @inputTokens, @outputTokens, @costUsd, @recordedAt, @durationMs, @redacted,
-      @usageDetail)`,
+      @usageDetail, @prefixStep, @prefixCount)`,
   /** What recordAttempts runs per stored attempt: the key's open entries become its trajectory. */
   bind: `UPDATE journal SET attempt = @attempt WHERE run_id = @runId AND sample_id = @sampleId
     AND epoch = @epoch AND attempt IS NULL`,
@@ -111,6 +115,21 @@ export function checkStepDrafts(drafts: readonly StepDraft[]): void {
         throw invalidInput(`${what}: ${field}: ${z.prettifyError(result.error)}`);
       }
     }
+    if (d.inputPrefix) checkPrefix(d, d.inputPrefix, what);
+  }
+}
+
+function checkPrefix(d: StepDraft, prefix: { step: number; count: number }, what: string): void {
+  const { step, count } = prefix;
+  const conversation = conversationOf(d.input);
+  if (d.kind !== "chat" || conversation === undefined) {
+    throw invalidInput(`${what}: an input prefix needs a chat step's conversation`);
+  }
+  if (!Number.isInteger(step) || step < 0 || step >= d.step) {
+    throw invalidInput(`${what}: its input prefix names step ${step}, not an earlier one`);
+  }
+  if (!Number.isInteger(count) || count < 1 || count > conversation.length) {
+    throw invalidInput(`${what}: its input prefix of ${count} messages is not within its own`);
   }
 }
 
@@ -123,7 +142,7 @@ export function stepParams(runId: string, d: StepDraft) {
     name: d.name,
     kind: d.kind,
     inputHash: d.inputHash,
-    input: JSON.stringify(d.input),
+    input: JSON.stringify(storedInput(d)),
     result: d.error === null ? JSON.stringify(d.result) : null,
     error: d.error === null ? null : JSON.stringify(d.error),
     inputTokens: d.usage?.inputTokens ?? null,
@@ -133,7 +152,15 @@ export function stepParams(runId: string, d: StepDraft) {
     durationMs: d.durationMs,
     redacted: d.redacted === undefined ? null : JSON.stringify(d.redacted),
     usageDetail: usageDetailText(d.usage),
+    prefixStep: d.inputPrefix?.step ?? null,
+    prefixCount: d.inputPrefix?.count ?? null,
   };
+}
+
+/** The input as stored: with an `inputPrefix`, its conversation without the prefix's messages. */
+function storedInput(d: StepDraft): Json {
+  if (!d.inputPrefix) return d.input;
+  return withConversation(d.input, conversationOf(d.input)!.slice(d.inputPrefix.count));
 }
 
 export function listParams(runId: string, filter: JournalFilter) {
@@ -143,6 +170,38 @@ export function listParams(runId: string, filter: JournalFilter) {
     open: filter.attempt === "open" ? 1 : 0,
     attempt: typeof filter.attempt === "number" ? filter.attempt : null,
   };
+}
+
+/**
+ * A list's rows as entries, in their order (key, then attempt, then step), each chat step's
+ * conversation put back together from its prefix (`StepDraft.inputPrefix`): the prefix's step is
+ * an earlier entry of the same key and execution, which a list always holds with it (it reads
+ * whole keys). A prefix whose step is not there is a corrupt journal (E_STORE).
+ */
+export function journalEntries(runId: string, rows: readonly JournalRow[]): JournalEntry[] {
+  let group = "";
+  let conversations = new Map<number, readonly Json[]>();
+  return rows.map((row) => {
+    const entry = toJournalEntry(runId, row);
+    const at = `${row.sample_id}\u0000${row.epoch}\u0000${row.attempt ?? "open"}`;
+    if (at !== group) [group, conversations] = [at, new Map()];
+    if (row.prefix_step !== null) {
+      const earlier = conversations.get(row.prefix_step);
+      const tail = conversationOf(entry.input);
+      const count = row.prefix_count ?? 0;
+      if (!earlier || !tail || earlier.length < count) {
+        const what = `journal step ${row.step} of ${runId}/${row.sample_id}#${row.epoch}`;
+        throw new StetError(
+          "E_STORE",
+          `corrupt ${what}: its input continues step ${row.prefix_step}'s conversation (${count} messages), which the journal does not hold`,
+        );
+      }
+      entry.input = withConversation(entry.input, [...earlier.slice(0, count), ...tail]);
+    }
+    const conversation = entry.kind === "chat" ? conversationOf(entry.input) : undefined;
+    if (conversation) conversations.set(row.step, conversation);
+    return entry;
+  });
 }
 
 export function toJournalEntry(runId: string, row: JournalRow): JournalEntry {

@@ -1,3 +1,4 @@
+import { journalPrefixMigration } from "./journal-prefix.js";
 import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
@@ -423,4 +424,5 @@ ALTER TABLE rate_waits ADD COLUMN waiting BIGINT NOT NULL DEFAULT 0,
 `,
   },
   runFiguresMigration(16, 'TEXT COLLATE "C"'),
+  journalPrefixMigration(17),
 ];

@@ -3,7 +3,7 @@ import {
   checkStepDrafts,
   listParams,
   stepParams,
-  toJournalEntry,
+  journalEntries,
   type JournalRow,
 } from "../journal-rows.js";
 import type {
@@ -37,7 +37,7 @@ export function postgresJournal(c: PostgresContext): JournalStore {
     async list(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {
       return c.guard(async () => {
         const rows = await journal.list.rows<JournalRow>(c.pool, listParams(runId, filter));
-        return rows.map((row) => toJournalEntry(runId, row));
+        return journalEntries(runId, rows);
       });
     },
     async keys(runId: string): Promise<Key[]> {

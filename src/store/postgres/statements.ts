@@ -287,7 +287,8 @@ const POSTGRES_JOURNAL_SQL = {
      SELECT @runId, NULL, * FROM unnest(@sampleId::text[], @epoch::int[], @step::int[],
        @name::text[], @kind::text[], @inputHash::text[], @input::text[], @result::text[],
        @error::text[], @inputTokens::float8[], @outputTokens::float8[], @costUsd::float8[],
-       @recordedAt::text[], @durationMs::float8[], @redacted::text[], @usageDetail::text[])`,
+       @recordedAt::text[], @durationMs::float8[], @redacted::text[], @usageDetail::text[],
+       @prefixStep::int[], @prefixCount::int[])`,
     { prepare: true },
   ),
   /** One statement per batch: a key's open entries become its stored attempt's. */

@@ -1,5 +1,5 @@
 import type { Key } from "../../core/types.js";
-import { checkStepDrafts, listParams, stepParams, toJournalEntry } from "../journal-rows.js";
+import { checkStepDrafts, journalEntries, listParams, stepParams } from "../journal-rows.js";
 import type {
   JournalEntry,
   JournalFilter,
@@ -29,9 +29,7 @@ export function sqliteJournal(c: SqliteContext): JournalStore {
       });
     },
     async list(runId: string, filter: JournalFilter = {}): Promise<JournalEntry[]> {
-      return c.guard(() =>
-        c.journal.list.all(listParams(runId, filter)).map((row) => toJournalEntry(runId, row)),
-      );
+      return c.guard(() => journalEntries(runId, c.journal.list.all(listParams(runId, filter))));
     },
     async keys(runId: string): Promise<Key[]> {
       return c.guard(() =>

@@ -181,6 +181,13 @@ export interface StepDraft extends Key {
    * execution) are discarded in the same transaction, before this one is written.
    */
   truncate?: boolean;
+  /**
+   * A chat step's conversation (`conversationOf` its input) begins with the whole conversation of
+   * the key's chat step `step` (of the same execution: open entries, or one attempt's), its
+   * `count` messages: only the messages after them are stored, and a read puts the conversation
+   * back together. So an agent's journal grows with its conversation, not with its square.
+   */
+  inputPrefix?: { step: number; count: number };
 }
 
 /** A key's open journal entries from `fromStep` on, to be dropped. */
@@ -196,7 +203,7 @@ export interface AttemptBatchExtras {
   steps?: { drafts: StepDraft[]; discard: readonly StepDiscard[] };
 }
 
-export interface JournalEntry extends Omit<StepDraft, "truncate"> {
+export interface JournalEntry extends Omit<StepDraft, "truncate" | "inputPrefix"> {
   runId: string;
   /** The attempt it belongs to; null while its execution is open (in flight or interrupted). */
   attempt: number | null;
