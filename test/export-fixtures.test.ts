@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,7 +19,8 @@ import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchemaPool } from "./helpers/post
 
 // `stet export` streams; test/fixtures/exports holds a store and what main's materialising export
 // wrote for its runs in every format (see its README). The streamed export must write the same
-// bytes, to stdout and to a file.
+// bytes, to stdout and to a file, but for what reports gained since: the run's retries
+// (`withRetries`).
 const FIXTURES = new URL("./fixtures/exports/", import.meta.url);
 const RUNS = ["r_z3ah5xpf0z", "r_p0aqohdky7", "r_w0w2yfwuvc"];
 const FORMATS = ["jsonl", "csv", "resultset", "junit", "html", "markdown"];
@@ -77,8 +79,106 @@ function storeCopy(name: string): string {
 }
 
 /** The fixture's text; the Markdown's resume command names the store it was exported from. */
-const expected = (file: string, store = "") =>
+const fixture = (file: string, store = "") =>
   readFileSync(new URL(file, FIXTURES), "utf8").replace("/tmp/stream-fx-copy.db", store);
+
+/** A run's retries as its stored rows give them, and each key's outcome's attempt and retries. */
+interface RowRetries {
+  total: number;
+  keysRetried: number;
+  unrecorded: number;
+  /** By `sampleId#epoch`: the key's last attempt, its outcome (no fixture run re-ran a key). */
+  outcomes: Map<string, { attempt: number; retries: number }>;
+}
+
+/** Read straight from the store's tables, not through stet's reads. */
+function rowRetries(store: string, runId: string): RowRetries {
+  const db = new Database(store, { readonly: true, fileMustExist: true });
+  try {
+    const attempts = db
+      .prepare(
+        `SELECT sample_id, epoch, attempt, retries, provenance_kind FROM attempts
+          WHERE run_id = ? ORDER BY sample_id, epoch, attempt`,
+      )
+      .all(runId) as {
+      sample_id: string;
+      epoch: number;
+      attempt: number;
+      retries: number | null;
+      provenance_kind: string;
+    }[];
+    const scorings = db.prepare(`SELECT retries FROM scorings WHERE run_id = ?`).all(runId) as {
+      retries: number | null;
+    }[];
+    const executed = attempts.filter((a) => a.provenance_kind === "executed");
+    const outcomes = new Map<string, { attempt: number; retries: number }>();
+    for (const a of attempts) {
+      outcomes.set(`${a.sample_id}#${a.epoch}`, { attempt: a.attempt, retries: a.retries ?? 0 });
+    }
+    return {
+      total: [...executed, ...scorings].reduce((sum, r) => sum + (r.retries ?? 0), 0),
+      keysRetried: [...outcomes.values()].filter((o) => o.attempt > 1).length,
+      unrecorded: executed.filter((a) => a.retries === null).length,
+      outcomes,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/**
+ * The old build's report with what reports gained since, at its place: the run's retries in the
+ * Markdown (after the spend, a paragraph of its own) and the HTML header (after the spend line);
+ * in JUnit the suite's `stet.retries` and `stet.keysRetried` (after `stet.limited`) and, on a test
+ * case whose outcome is not the key's first attempt or re-sent requests, `stet.attempt` and
+ * `stet.retries` (after a `stet.limit`, in a `<properties>` block of their own otherwise).
+ */
+function withRetries(format: string, text: string, r: RowRetries): string {
+  expect(r.unrecorded).toBe(0); // The fixture's build counted retries: the line has no third part.
+  const words =
+    `${plural(r.total, "request")} re-sent (all attempts) · ` +
+    `${plural(r.keysRetried, "key")} needed more than one attempt`;
+  if (format === "markdown")
+    return once(text, /^\*\*Spend:\*\* .*\n/m, `$&\n**Retries:** ${words}\n`);
+  if (format === "html") {
+    return once(
+      text,
+      /^<p class="meta">spend: .*<\/p>(?=<\/header>)/m,
+      `$&\n<p class="meta">retries: ${words}</p>`,
+    );
+  }
+  if (format !== "junit") return text;
+  const suite = once(
+    text,
+    /^ {6}<property name="stet\.limited" value="\d+"\/>\n/m,
+    `$&      <property name="stet.retries" value="${r.total}"/>\n` +
+      `      <property name="stet.keysRetried" value="${r.keysRetried}"/>\n`,
+  );
+  const caseOpen =
+    /^( {4}<testcase name="([^"]*)"[^>]*?)(\/?)>\n((?: {6}<properties>\n(?: {8}<property .*\n)*)?)/gm;
+  return suite.replace(caseOpen, (all, head: string, key: string, empty: string, block: string) => {
+    const o = r.outcomes.get(key);
+    const added =
+      (o && o.attempt > 1 ? `        <property name="stet.attempt" value="${o.attempt}"/>\n` : "") +
+      (o && o.retries > 0 ? `        <property name="stet.retries" value="${o.retries}"/>\n` : "");
+    if (added === "") return all;
+    if (block !== "") return `${head}>\n${block}${added}`;
+    const properties = `${head}>\n      <properties>\n${added}      </properties>\n`;
+    return empty ? `${properties}    </testcase>\n` : properties;
+  });
+}
+
+/** `text` with `pattern`'s one match replaced: a fixture without it fails here, not later. */
+function once(text: string, pattern: RegExp, replacement: string): string {
+  expect(text).toMatch(pattern);
+  return text.replace(pattern, replacement);
+}
+
+/** What the current build writes for a fixture run exported from the store copy `store`. */
+const expected = (store: string, run: string, format: string, variant = "") =>
+  withRetries(format, fixture(`${run}${variant}.${format}`, store), rowRetries(store, run));
 
 describe("stet export writes what the materialising export wrote", () => {
   it.each(RUNS.flatMap((run) => FORMATS.map((format) => [run, format] as const)))(
@@ -88,7 +188,7 @@ describe("stet export writes what the materialising export wrote", () => {
       const out = await runCli(["export", run, "--format", format, "--store", store]);
       expect(out.stderr).toBe("");
       expect(out.code).toBe(0);
-      expect(out.stdout).toBe(expected(`${run}.${format}`, store));
+      expect(out.stdout).toBe(expected(store, run, format));
       const file = join(dir, `${run}.${format}.out`);
       const written = await runCli([
         "export",
@@ -101,16 +201,39 @@ describe("stet export writes what the materialising export wrote", () => {
         store,
       ]);
       expect(written.code, written.stderr).toBe(0);
-      expect(readFileSync(file, "utf8")).toBe(expected(`${run}.${format}`, store));
+      expect(readFileSync(file, "utf8")).toBe(expected(store, run, format));
     },
   );
+
+  it("reads the runs' retries from their rows as the fixture's README says them", () => {
+    const store = storeCopy("retries");
+    const figures = RUNS.map((run) => {
+      const r = rowRetries(store, run);
+      const again = [...r.outcomes].filter(([, o]) => o.attempt > 1 || o.retries > 0);
+      return { run, total: r.total, keysRetried: r.keysRetried, unrecorded: r.unrecorded, again };
+    });
+    // `flaky` errors once then scores, `broken` errors twice (the eval's `retries: 1`); the
+    // solver makes no model request, so none was re-sent.
+    const second = { attempt: 2, retries: 0 };
+    expect(figures).toEqual([
+      {
+        run: RUNS[0],
+        total: 0,
+        keysRetried: 4,
+        unrecorded: 0,
+        again: ["broken#1", "broken#2", "flaky#1", "flaky#2"].map((key) => [key, second]),
+      },
+      { run: RUNS[1], total: 0, keysRetried: 0, unrecorded: 0, again: [] },
+      { run: RUNS[2], total: 0, keysRetried: 0, unrecorded: 0, again: [] },
+    ]);
+  });
 
   it.each(["junit", "html"])("%s with --pass-threshold 0.5", async (format) => {
     const store = storeCopy(`t05-${format}`);
     const args = ["export", RUNS[0]!, "--format", format, "--pass-threshold", "0.5"];
     const out = await runCli([...args, "--store", store]);
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toBe(expected(`${RUNS[0]}.t05.${format}`));
+    expect(out.stdout).toBe(expected(store, RUNS[0]!, format, ".t05"));
   });
 });
 
@@ -152,7 +275,7 @@ describe("outcomePages", () => {
         }
         // buildResultSet (the library's) gives the fixture's ResultSet too.
         const doc = await buildResultSet(store, RUNS[0]!);
-        expect(`${JSON.stringify(doc, null, 2)}\n`).toBe(expected(`${RUNS[0]}.resultset`));
+        expect(`${JSON.stringify(doc, null, 2)}\n`).toBe(fixture(`${RUNS[0]}.resultset`));
         // The API streams it compact and redacted: `c.json(redact(doc))`, byte for byte.
         const secret = "six é ✓";
         expect(JSON.stringify(doc)).toContain(secret);

@@ -51,10 +51,13 @@ describe("a small eval as a new user sees it", () => {
     const page = readFileSync(html, "utf8");
     expect(page).toContain("model gpt-4o-mini");
     expect(page).toContain(`spend: ${total} spent`);
+    const noRetries = "0 requests re-sent (all attempts) · 0 keys needed more than one attempt";
+    expect(page).toContain(`<p class="meta">retries: ${noRetries}</p>`);
 
     const md = await runCli(["export", runId, "--format", "markdown"], { cwd: p.dir });
     expect(md.stdout).toContain("model gpt\\-4o\\-mini"); // Markdown-escaped
     expect(md.stdout).toContain(total);
+    expect(md.stdout).toContain(`\n\n**Retries:** ${noRetries}\n`);
 
     const junit = await runCli(["export", runId, "--format", "junit"], { cwd: p.dir });
     expect(junit.stdout).toContain('<property name="stet.model" value="gpt-4o-mini"/>');

@@ -1,4 +1,7 @@
 import { parse } from "csv-parse/sync";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse as parseJunit, type Property, type TestCase, type TestSuites } from "junit2json";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/server/create-app.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
@@ -99,7 +102,11 @@ describe("retries counted per attempt and per run, and shown", () => {
     );
 
     // The resume executes the errored key again; the mock answers its 4th request at once.
-    const resumed = await runCli(["resume", runId], { cwd: p.dir, env });
+    const stepSummary = join(p.dir, "step-summary.md");
+    const resumed = await runCli(["resume", runId], {
+      cwd: p.dir,
+      env: { ...env, GITHUB_STEP_SUMMARY: stepSummary },
+    });
     expect(resumed.code, resumed.stderr).toBe(0);
     const rows = rawAttempts(p.db);
     expect(rows).toHaveLength(N + 1);
@@ -147,6 +154,42 @@ describe("retries counted per attempt and per run, and shown", () => {
     expect(new Map(doc.results.map((r) => [r.test_case_id, r.metadata.stet.retries]))).toEqual(
       outcome,
     );
+
+    // The reports: the run's line in the Markdown (the resume's step summary too) and the HTML.
+    const words = line.slice("retries  ".length);
+    expect(readFileSync(stepSummary, "utf8")).toContain(`\n\n**Retries:** ${words}\n`);
+    const markdown = await runCli(["export", runId, "--format", "markdown"], { cwd: p.dir });
+    expect(markdown.stdout).toContain(`\n\n**Retries:** ${words}\n`);
+    const html = await runCli(["export", runId, "--format", "html"], { cwd: p.dir });
+    expect(html.stdout).toContain(`\n<p class="meta">retries: ${words}</p></header>`);
+    // JUnit: the run's figures on the suite; each outcome's count when it re-sent any, and the
+    // doomed key's attempt number (its outcome is its second attempt).
+    const junit = await runCli(["export", runId, "--format", "junit"], { cwd: p.dir });
+    const suite = ((await parseJunit(junit.stdout)) as TestSuites).testsuite![0]!;
+    expect(suite.properties).toEqual(
+      expect.arrayContaining([
+        { name: "stet.retries", value: total },
+        { name: "stet.keysRetried", value: 1 },
+      ]),
+    );
+    const caseProperties = new Map(
+      // junit2json reads a test case's properties too, though its type does not say so.
+      (suite.testcase ?? []).map((c: TestCase & { properties?: Property[] }) => [
+        c.name,
+        (c.properties ?? []).map((prop) => `${prop.name}=${prop.value}`),
+      ]),
+    );
+    const expectedProperties = new Map(
+      [...outcome].map(([id, retries]) => [
+        `${id}#1`,
+        [
+          ...(id === doomed.sample_id ? ["stet.attempt=2"] : []),
+          ...(retries > 0 ? [`stet.retries=${retries}`] : []),
+        ],
+      ]),
+    );
+    expect(caseProperties).toEqual(expectedProperties);
+    expect([...expectedProperties.values()].filter((props) => props.length > 0).length).toBe(8);
 
     // The API: the run detail's totals, and each attempt's count on the sample.
     const store = openSqliteStore(p.db);

@@ -150,9 +150,7 @@ async function exportReport(
           : outcomePages(store, runId, "heads");
       for await (const page of read) yield page.samples;
     };
-    await toOutput(flags.output, (write) =>
-      writeJunit(run, report.status, pages, threshold, write),
-    );
+    await toOutput(flags.output, (write) => writeJunit(run, report, pages, threshold, write));
     return;
   }
   if (format === "html") {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatCost } from "./format.js";
-import { limitedNote, renderErrors, renderRetries } from "./summary.js";
+import { limitedNote, renderErrors, renderRetries, retriesText } from "./summary.js";
 
 describe("renderErrors", () => {
   it("quotes the examples with their keys and says how many more", () => {
@@ -59,6 +59,8 @@ describe("renderRetries", () => {
     ],
   ])("%j → %s", (retries, line) => {
     expect(renderRetries(retries)).toBe(line);
+    // The reports (Markdown, HTML) say the same words after their own label.
+    expect(`retries  ${retriesText(retries)}`).toBe(line);
   });
 });
 

@@ -114,16 +114,27 @@ export function renderSummary(report: RunReport): string {
 }
 
 /**
- * The run's retries line: requests re-sent over every stored attempt and scoring, keys that
- * needed another attempt, and attempts stored before retries were counted (unknown).
+ * The run's retries line: `retries  ` then `retriesText`.
  *
  * @example renderRetries({ total: 129, keysRetried: 3, unrecorded: 0 })
  * // "retries  129 requests re-sent (all attempts) · 3 keys needed more than one attempt"
  */
 export function renderRetries(retries: RetryTotals): string {
+  return `retries  ${retriesText(retries)}`;
+}
+
+/**
+ * The run's retries in words, as the summary, the Markdown and the HTML reports say them:
+ * requests re-sent over every stored attempt and scoring, keys that needed another attempt, and
+ * attempts stored before retries were counted (unknown).
+ *
+ * @example retriesText({ total: 1, keysRetried: 0, unrecorded: 2 })
+ * // "1 request re-sent (all attempts) · 0 keys needed more than one attempt · 2 attempts stored before retries were counted"
+ */
+export function retriesText(retries: RetryTotals): string {
   const { total, keysRetried, unrecorded } = retries;
   return (
-    `retries  ${formatCount(total)} request${total === 1 ? "" : "s"} re-sent (all attempts) · ` +
+    `${formatCount(total)} request${total === 1 ? "" : "s"} re-sent (all attempts) · ` +
     `${formatCount(keysRetried)} key${keysRetried === 1 ? "" : "s"} needed more than one attempt` +
     (unrecorded > 0
       ? ` · ${formatCount(unrecorded)} attempt${unrecorded === 1 ? "" : "s"} stored before retries were counted`

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { distributionChartSvg, escapeXml as esc } from "../../core/score-chart.js";
 import type { UsageTotal } from "../../core/aggregate.js";
 import { formatCost, formatCount } from "../render/format.js";
-import { limitedNote } from "../render/summary.js";
+import { limitedNote, retriesText } from "../render/summary.js";
 import { REPORT_CSS, REPORT_JS } from "./html-page.js";
 import type { HtmlData } from "./report-data.js";
 
@@ -20,7 +20,7 @@ const REPORT_CSP = `default-src 'none'; style-src ${cspHash(REPORT_CSS)}; script
 
 /**
  * The run as one self-contained HTML file: inline CSS and JS, no URL to anywhere (a Content
- * Security Policy forbids any load, and runs only the page's own script and style). The header (eval, model, status, spend), the metrics with
+ * Security Policy forbids any load, and runs only the page's own script and style). The header (eval, model, status, spend, retries), the metrics with
  * standard errors, the score-distribution chart (`scoreChartSvg`, as in the web UI) and the
  * samples table, whose rows travel as JSON and are drawn by the page's script. A run over
  * `HTML_ROW_LIMIT` keys is a summary: its table holds the worst keys only, and says so. Every
@@ -69,7 +69,8 @@ export function htmlReport(data: HtmlData, passThreshold: number): string {
 <header><h1>${esc(run.evalName)}</h1>
 <p class="meta">run <code id="run-id">${esc(run.id)}</code> · model ${esc(runModel(run.config) ?? "–")} · status <span class="badge" id="status">${esc(report.status)}</span> · created ${esc(run.createdAt)}</p>
 <p class="meta">${formatCount(report.counts.scored)} of ${formatCount(report.counts.total)} keys scored${esc(limitedNote(report))} · ${formatCount(report.counts.errored)} errored · ${formatCount(report.counts.remaining)} remaining${errors ? ` · errors: ${errors}` : ""}</p>
-<p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens${esc(tierNote(totalSpent))}</p></header>
+<p class="meta">spend: ${esc(formatCost(totalSpent, true))} spent${reused.attempts > 0 ? ` · ${esc(formatCost(reused))} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)` : ""} · ${formatCount(totalSpent.inputTokens)} input / ${formatCount(totalSpent.outputTokens)} output tokens${esc(tierNote(totalSpent))}</p>
+<p class="meta">retries: ${esc(retriesText(report.retries))}</p></header>
 <section><h2>Metrics</h2><table class="metrics"><thead><tr><th>scorer</th><th>mean</th><th>± stderr</th><th>samples</th></tr></thead><tbody>${metrics}</tbody></table></section>
 <section><h2>Score distribution</h2>${distributionChartSvg(data.distribution)}</section>
 <section><h2>Samples</h2>${summaryNote(data)}

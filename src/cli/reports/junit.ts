@@ -1,3 +1,4 @@
+import type { RunReport } from "../../core/events.js";
 import { runModel } from "../../core/run-model.js";
 import { escapeXml } from "../../core/score-chart.js";
 import type { Attempt, Run } from "../../core/types.js";
@@ -16,15 +17,19 @@ export type KeyPages = (
  * `<failure>` naming the scores; an error outcome an `<error>` of its type; a key without an
  * outcome yet is `<skipped>`. An outcome a per-sample limit ended is scored as any other (passed
  * or failed by its scores, never an error) and carries a `stet.limit` property naming the limit,
- * its value and what was used; the suite's `stet.limited` property counts them. The suite and the
- * document carry the totals, counted by a first pass over the outcomes' heads; the second writes
- * each page's test cases as it reads them.
+ * its value and what was used; the suite's `stet.limited` property counts them. An outcome that
+ * is not its key's first attempt carries `stet.attempt` (its number), and one whose model calls
+ * re-sent requests `stet.retries` (how many); the suite's `stet.retries` and `stet.keysRetried`
+ * are the run's (`RunReport.retries`: requests re-sent over every stored attempt and scoring, and
+ * keys that needed more than one attempt). The suite and the document carry the totals, counted
+ * by a first pass over the outcomes' heads; the second writes each page's test cases as it reads
+ * them.
  *
- * @example await writeJunit(run, "completed", (a) => outcomePages(store, run.id, a), 1, write);
+ * @example await writeJunit(run, report, (a) => outcomePages(store, run.id, a), 1, write);
  */
 export async function writeJunit(
   run: Run,
-  status: string,
+  report: Pick<RunReport, "status" | "retries">,
   pages: KeyPages,
   passThreshold: number,
   write: (text: string) => Promise<void>,
@@ -49,10 +54,12 @@ export async function writeJunit(
     `  <testsuite name="${name}" ${counts(totals)} timestamp="${attr(run.createdAt.slice(0, 19))}" hostname="stet">`,
     `    <properties>`,
     `      <property name="stet.runId" value="${attr(run.id)}"/>`,
-    `      <property name="stet.status" value="${attr(status)}"/>`,
+    `      <property name="stet.status" value="${attr(report.status)}"/>`,
     ...(model === undefined ? [] : [`      <property name="stet.model" value="${attr(model)}"/>`]),
     `      <property name="stet.passThreshold" value="${passThreshold}"/>`,
     `      <property name="stet.limited" value="${limited}"/>`,
+    `      <property name="stet.retries" value="${report.retries.total}"/>`,
+    `      <property name="stet.keysRetried" value="${report.retries.keysRetried}"/>`,
     `    </properties>`,
   ];
   await write(`${head.join("\n")}\n`);
@@ -112,13 +119,14 @@ function testcase(
   threshold: number,
 ): string {
   const head = `    <testcase name="${attr(`${sampleId}#${epoch}`)}" classname="${attr(evalName)}" time="${seconds(a?.durationMs ?? 0)}"`;
-  const limit = a?.limit;
-  const open = limit
-    ? `${head}>\n      <properties>\n        <property name="stet.limit" value="${attr(`${limit.limit} ${limit.value} (used ${limit.used})`)}"/>\n      </properties`
-    : head;
+  const properties = caseProperties(a);
+  const open =
+    properties.length > 0
+      ? `${head}>\n      <properties>\n${properties.map((p) => `        ${p}\n`).join("")}      </properties`
+      : head;
   switch (kind) {
     case "passed":
-      return limit ? `${open}>\n    </testcase>` : `${open}/>`;
+      return properties.length > 0 ? `${open}>\n    </testcase>` : `${open}/>`;
     case "skipped":
       return `${open}>\n      <skipped message="not finished yet"/>\n    </testcase>`;
     case "error": {
@@ -135,6 +143,16 @@ function testcase(
       return `${open}>\n      <failure message="${attr(low)}" type="score">${text(body)}</failure>\n    </testcase>`;
     }
   }
+}
+
+/** A test case's properties: the limit that ended it, its attempt number and retries, if any. */
+function caseProperties(a: Attempt | AttemptHead | undefined): string[] {
+  const properties: [name: string, value: string][] = [];
+  const limit = a?.limit;
+  if (limit) properties.push(["stet.limit", `${limit.limit} ${limit.value} (used ${limit.used})`]);
+  if (a !== undefined && a.attempt > 1) properties.push(["stet.attempt", `${a.attempt}`]);
+  if (a?.retries) properties.push(["stet.retries", `${a.retries}`]);
+  return properties.map(([name, value]) => `<property name="${name}" value="${attr(value)}"/>`);
 }
 
 const seconds = (ms: number) => (ms / 1000).toFixed(3);

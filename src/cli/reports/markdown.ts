@@ -1,6 +1,6 @@
 import type { RunReport } from "../../core/events.js";
 import { formatCost, formatCount } from "../render/format.js";
-import { limitedNote } from "../render/summary.js";
+import { limitedNote, retriesText } from "../render/summary.js";
 
 export interface MarkdownOptions {
   model?: string;
@@ -14,9 +14,9 @@ export interface MarkdownOptions {
 
 /**
  * A run's report as GitHub-flavoured Markdown: status and counts, a table per scorer (mean,
- * standard error, samples), the errors by type, the spend, and the resume command when the run
- * is incomplete. What `stet export --format markdown` prints and `stet run`/`resume` append to
- * `$GITHUB_STEP_SUMMARY`. Every user-supplied text is escaped.
+ * standard error, samples), the errors by type, the spend, the retries (`retriesText`), and the
+ * resume command when the run is incomplete. What `stet export --format markdown` prints and
+ * `stet run`/`resume` append to `$GITHUB_STEP_SUMMARY`. Every user-supplied text is escaped.
  *
  * @example markdownSummary(report, { resumeCommand: "stet resume r_1" }).startsWith("### stet run") // true
  */
@@ -71,6 +71,8 @@ export function markdownSummary(report: RunReport, options: MarkdownOptions = {}
           ? ` · ${formatCost(reused)} imported (${formatCount(reused.attempts)} outcomes paid elsewhere)`
           : ""
         : ` · ${formatCost(reused)} reused (${formatCount(reused.attempts)} outcomes not paid again)`),
+    "",
+    `**Retries:** ${retriesText(report.retries)}`,
   );
   const incomplete = counts.remaining > 0 || options.incomplete === true;
   if (incomplete && options.resumeCommand !== undefined) {
