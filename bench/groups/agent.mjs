@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineEval, openSqliteStore, resolveEval, runEval, scorers, solvers } from "../stet.mjs";
@@ -64,8 +65,11 @@ function agentModel(turns) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** `n` samples of solvers.agent with the one tool, whose execution takes `stepMs`. */
-function agentEval({ n, stepMs, concurrency, journal, url }) {
+/**
+ * `n` samples of solvers.agent with the one tool, whose execution takes `stepMs` and returns
+ * `resultBytes` of text (else its step number).
+ */
+function agentEval({ n, stepMs, concurrency, journal, url, resultBytes = 0 }) {
   const dataset = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, input: `task ${i}` }));
   const ev = defineEval({
     name: "bench-agent-loop",
@@ -80,7 +84,7 @@ function agentEval({ n, stepMs, concurrency, journal, url }) {
           parameters: TOOL.parameters,
           execute: async ({ i }) => {
             if (stepMs > 0) await sleep(stepMs);
-            return i;
+            return resultBytes > 0 ? `${i} ${"x".repeat(resultBytes)}` : i;
           },
         },
       },
@@ -155,6 +159,33 @@ async function withModel(turns, fn) {
   }
 }
 
+/**
+ * What the journal stores for an agent whose conversation grows: the bytes of its entries'
+ * inputs (each call's input is the whole conversation so far) over the bytes of the attempts'
+ * transcripts (each sample's final conversation), one run on a fresh SQLite store.
+ */
+async function journalGrowth(ev) {
+  const dir = mkdtempSync(join(tmpdir(), "stet-bench-"));
+  const path = join(dir, "stet.db");
+  const store = openSqliteStore(path);
+  try {
+    await runEval({ store, eval: ev });
+  } finally {
+    await store.close();
+  }
+  const db = new Database(path, { readonly: true });
+  try {
+    const { input } = db.prepare("SELECT SUM(length(input)) AS input FROM journal").get();
+    const { transcripts } = db
+      .prepare("SELECT SUM(length(transcript)) AS transcripts FROM attempts")
+      .get();
+    return { input, transcripts };
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const pct = (x) => `${(x * 100).toFixed(1)} %`;
 const ms = (x) => `${x.toFixed(2)} ms`;
 
@@ -178,6 +209,27 @@ export default async function agentGroup() {
       `${spread(added, pct)} (${spread(ons)} against ${spread(offs)}; load average ${loadavg()[0].toFixed(1)})`,
       "≤ 5 % (quiet machine)",
       median(added) <= 0.05,
+    );
+  });
+
+  // A conversation that grows by 1.5 KB a turn for 30 turns: stored once, not once a turn.
+  const [gn, gturns] = [20, 30];
+  await withModel(gturns, async (url) => {
+    const ev = await agentEval({
+      n: gn,
+      stepMs: 0,
+      concurrency: 8,
+      journal: true,
+      url,
+      resultBytes: 1500,
+    });
+    const { input, transcripts } = await journalGrowth(ev);
+    const mbs = (bytes) => `${(bytes / 1e6).toFixed(2)} MB`;
+    report(
+      `solvers.agent, ${gn} samples × ${gturns} turns whose tool results are 1.5 KB: the journal's stored inputs ÷ the transcripts (the final conversations)`,
+      `${(input / transcripts).toFixed(2)} × (${mbs(input)} for ${mbs(transcripts)})`,
+      "≤ 2 × (linear in the conversation)",
+      input <= 2 * transcripts,
     );
   });
 
