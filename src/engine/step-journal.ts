@@ -8,8 +8,11 @@ import { carriedUsage, figuresOf, reusedUsage } from "../core/usage.js";
 import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, StepDiscard, StepDraft, StepError } from "../store/types.js";
 
-/** How many of the last chat steps a new one's conversation is matched against. */
-const RECENT_CHATS = 4;
+/**
+ * How many of the last chat steps a new one's conversation is matched against: a simulated
+ * user's calls alternate with the solver's, which may make several (tool calls) in between.
+ */
+const RECENT_CHATS = 8;
 
 /** Entries over this many bytes (input and result, as JSON) are refused. */
 export const DEFAULT_MAX_ENTRY_BYTES = 1_000_000;
