@@ -108,13 +108,13 @@ function insertAttempt(
 ): Attempt {
   const { sampleId, epoch, fingerprint } = draft;
   const after = draft.rerunAfter ?? 0;
-  const state = c.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
+  const state = c.s.keyState.get(runId, sampleId, epoch, fingerprint, after);
   if (state?.current == null) throw notInSnapshot(runId, sampleId);
   if (!before.has(sampleId)) {
     before.set(sampleId, { fingerprint: state.current, figures: sampleFigures(state.figures) });
   }
   if (state.scored) throw alreadyScored(runId, sampleId, epoch);
-  c.s.insertAttempt.run(attemptParams(runId, state.next, draft));
+  c.s.insertAttempt.run(...Object.values(attemptParams(runId, state.next, draft)));
   if (left.inflight) c.s.clearInflight.run(runId, sampleId, epoch);
   if (left.steps) c.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
   return storedAttempt(runId, state.next, draft);
