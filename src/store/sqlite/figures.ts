@@ -19,6 +19,19 @@ import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
 import { sql, type Prepared } from "./statements.js";
 
+/** How many samples' figures one statement of a commit writes (`putSamples`). */
+const SAMPLE_ROWS = 16;
+
+/** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
+function putSamples(rows: number) {
+  return sql(
+    `INSERT INTO sample_figures (run_id, sample_id, figures, errored)
+       VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?)").join(", ")}
+       ON CONFLICT (run_id, sample_id) DO UPDATE
+       SET figures = excluded.figures, errored = excluded.errored`,
+  );
+}
+
 /** The statements of the per-run figures (migration 17), prepared on first use. */
 export const SQLITE_FIGURES_STATEMENTS = {
   runFigures: sql<{ figures: string }>(`SELECT figures FROM run_figures WHERE run_id = ?`),
@@ -31,11 +44,10 @@ export const SQLITE_FIGURES_STATEMENTS = {
        LEFT JOIN sample_figures f ON f.run_id = s.run_id AND f.sample_id = s.sample_id
        WHERE s.run_id = ? AND s.sample_id = ?`,
   ),
-  putSample: sql(
-    `INSERT INTO sample_figures (run_id, sample_id, figures, errored) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id, sample_id) DO UPDATE
-       SET figures = excluded.figures, errored = excluded.errored`,
-  ),
+  putSample: putSamples(1),
+  // A commit's samples written SAMPLE_ROWS to a statement: one call per sample cost more than
+  // the row it wrote.
+  putSampleRows: putSamples(SAMPLE_ROWS),
   sampleAttempts: {
     ...sql<AttemptHeadRow>(
       `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ? AND sample_id = ?
@@ -68,9 +80,7 @@ export function figuresAfterAttempts(
   if (attempts.length === 0) return;
   const run = runFigures(c, runId);
   if (!run) return;
-  for (const [sampleId, figures] of applyAttempts(run, before, attempts)) {
-    putSample(c, runId, sampleId, figures);
-  }
+  writeSamples(c, runId, applyAttempts(run, before, attempts));
   putRun(c, runId, run);
 }
 
@@ -138,7 +148,7 @@ function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
     .all(scoringFilterParams(runId))
     .map((row) => toScoring(runId, row));
   const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
-  for (const [sampleId, figures] of samples) putSample(c, runId, sampleId, figures);
+  writeSamples(c, runId, samples);
   putRun(c, runId, run);
   return run;
 }
@@ -180,4 +190,21 @@ export function sampleFigures(text: string | null): SampleFigures | undefined {
 
 function putSample(c: SqliteContext, runId: string, sampleId: string, figures: SampleFigures) {
   c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+}
+
+/** Samples' figures written SAMPLE_ROWS to a statement, the rest one by one. */
+function writeSamples(
+  c: SqliteContext,
+  runId: string,
+  samples: ReadonlyMap<string, SampleFigures>,
+) {
+  let params: unknown[] = [];
+  for (const [sampleId, figures] of samples) {
+    params.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+    if (params.length === SAMPLE_ROWS * 4) {
+      c.figures.putSampleRows.run(...params);
+      params = [];
+    }
+  }
+  for (let i = 0; i < params.length; i += 4) c.figures.putSample.run(...params.slice(i, i + 4));
 }
