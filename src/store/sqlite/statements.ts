@@ -151,7 +151,7 @@ export const SQLITE_STATEMENTS = {
   ),
 
   // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
-  // attempts numbered after `after`: 0, or a re-run draft's `rerunAfter`.
+  // attempts numbered after `after_attempt`: 0, or a re-run draft's `rerunAfter`.
   // The sample's current fingerprint (NULL: not in the snapshot) and its figures (migration 17)
   // come with the key's state, for the commit's figures, in the same statement.
   // Parameters by position (run, sample, epoch, fingerprint, after), named once in `k`: it runs
@@ -162,7 +162,7 @@ export const SQLITE_STATEMENTS = {
     scored: number;
     next: number;
   }>(
-    `WITH k (run_id, sample_id, epoch, fingerprint, after) AS (VALUES (?, ?, ?, ?, ?))
+    `WITH k (run_id, sample_id, epoch, fingerprint, after_attempt) AS (VALUES (?, ?, ?, ?, ?))
      SELECT
          (SELECT s.fingerprint FROM samples s
            WHERE s.run_id = k.run_id AND s.sample_id = k.sample_id) AS current,
@@ -170,7 +170,7 @@ export const SQLITE_STATEMENTS = {
            WHERE f.run_id = k.run_id AND f.sample_id = k.sample_id) AS figures,
          EXISTS (SELECT 1 FROM attempts_now a WHERE a.run_id = k.run_id
            AND a.sample_id = k.sample_id AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint
-           AND a.status = 'scored' AND a.attempt > k.after) AS scored,
+           AND a.status = 'scored' AND a.attempt > k.after_attempt) AS scored,
          (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
            WHERE a.run_id = k.run_id AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
        FROM k`,
