@@ -17,16 +17,12 @@ import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../row
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
-import { sql, type Prepared } from "./statements.js";
-
-/** How many samples' figures one statement of a commit writes (`putSamples`). */
-const SAMPLE_ROWS = 16;
+import { ROWS_PER_STATEMENT, sql, valuesRows, writeRows, type Prepared } from "./statements.js";
 
 /** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
 function putSamples(rows: number) {
   return sql(
-    `INSERT INTO sample_figures (run_id, sample_id, figures, errored)
-       VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?)").join(", ")}
+    `INSERT INTO sample_figures (run_id, sample_id, figures, errored) VALUES ${valuesRows(4, rows)}
        ON CONFLICT (run_id, sample_id) DO UPDATE
        SET figures = excluded.figures, errored = excluded.errored`,
   );
@@ -45,9 +41,8 @@ export const SQLITE_FIGURES_STATEMENTS = {
        WHERE s.run_id = ? AND s.sample_id = ?`,
   ),
   putSample: putSamples(1),
-  // A commit's samples written SAMPLE_ROWS to a statement: one call per sample cost more than
-  // the row it wrote.
-  putSampleRows: putSamples(SAMPLE_ROWS),
+  // A commit's samples, ROWS_PER_STATEMENT a statement (`writeRows`).
+  putSampleRows: putSamples(ROWS_PER_STATEMENT),
   sampleAttempts: {
     ...sql<AttemptHeadRow>(
       `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ? AND sample_id = ?
@@ -192,19 +187,15 @@ function putSample(c: SqliteContext, runId: string, sampleId: string, figures: S
   c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
 }
 
-/** Samples' figures written SAMPLE_ROWS to a statement, the rest one by one. */
+/** Samples' figures, written ROWS_PER_STATEMENT to a statement (`writeRows`). */
 function writeSamples(
   c: SqliteContext,
   runId: string,
   samples: ReadonlyMap<string, SampleFigures>,
-) {
-  let params: unknown[] = [];
+): void {
+  const values: unknown[] = [];
   for (const [sampleId, figures] of samples) {
-    params.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
-    if (params.length === SAMPLE_ROWS * 4) {
-      c.figures.putSampleRows.run(...params);
-      params = [];
-    }
+    values.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
   }
-  for (let i = 0; i < params.length; i += 4) c.figures.putSample.run(...params.slice(i, i + 4));
+  writeRows(c.figures.putSample, c.figures.putSampleRows, 4, values);
 }

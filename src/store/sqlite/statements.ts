@@ -24,6 +24,31 @@ export function sql<Row = unknown>(text: string): Sql<Row> {
   return { text, raw: false };
 }
 
+/** How many rows one multi-row INSERT writes (`valuesRows`, `writeRows`). */
+export const ROWS_PER_STATEMENT = 16;
+
+/** The VALUES of `rows` rows of `width` parameters each: `(?, ?), (?, ?)`. */
+export function valuesRows(width: number, rows: number): string {
+  const row = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+  return Array.from({ length: rows }, () => row).join(", ");
+}
+
+/**
+ * Writes rows of `width` values each (`values`, flat) ROWS_PER_STATEMENT to a call of `many`,
+ * and those left one by one with `one`: a call per row cost about as much as the row it wrote.
+ */
+export function writeRows(
+  one: SqliteStatement<unknown>,
+  many: SqliteStatement<unknown>,
+  width: number,
+  values: readonly unknown[],
+): void {
+  const chunk = ROWS_PER_STATEMENT * width;
+  let at = 0;
+  for (; at + chunk <= values.length; at += chunk) many.run(...values.slice(at, at + chunk));
+  for (; at < values.length; at += width) one.run(...values.slice(at, at + width));
+}
+
 /** Rows as arrays in SELECT order (`Row` is the matching tuple): what large listings read. */
 function rawSql<Row>(text: string): Sql<Row> {
   return { text, raw: true };
@@ -77,7 +102,12 @@ export const SQLITE_STATEMENTS = {
          @host, @pid, @token, @nowMs, NULL, @labels)`,
   ),
   insertSample: sql(
-    `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES (?, ?, ?, ?)`,
+    `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES ${valuesRows(4, 1)}`,
+  ),
+  // A new run's snapshot, ROWS_PER_STATEMENT samples a statement (`writeRows`).
+  insertSampleRows: sql(
+    `INSERT INTO samples (run_id, sample_id, fingerprint, sample)
+       VALUES ${valuesRows(4, ROWS_PER_STATEMENT)}`,
   ),
   getRun: sql<RunRow>(`SELECT * FROM runs WHERE id = ?`),
   ownerToken: sql<{ owner_token: string | null }>(`SELECT owner_token FROM runs WHERE id = ?`),
