@@ -23,8 +23,6 @@ import { openSqliteDatabase } from "./sqlite/open.js";
 import { bucketSpec } from "../core/rate-limits.js";
 import { processState, writeLockHolder } from "./sqlite/lock-holder.js";
 import type { SqliteDatabase } from "./sqlite/driver.js";
-import { ATTEMPT_PARAM_COLUMNS } from "./sqlite/statements.js";
-import { attemptParams } from "./rows.js";
 import type { Store } from "./types.js";
 
 describeStoreContract("sqlite", async () => {
@@ -69,14 +67,6 @@ describe("SQLite store", () => {
     expect(existsSync(`${path}-wal`)).toBe(true);
     const raw = track(new Database(path));
     expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-  });
-
-  it("binds the attempt INSERT's columns in the order of attemptParams' fields", () => {
-    // The INSERT binds the values by position (statements.ts): a field out of order would store
-    // one column's value in another.
-    const fields = Object.keys(attemptParams("r", 1, draft({ sampleId: "s1", epoch: 1 })));
-    const columns = fields.map((f) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
-    expect(columns).toEqual(ATTEMPT_PARAM_COLUMNS);
   });
 
   it("keeps its data across reopening the file", async () => {
