@@ -17,7 +17,7 @@ import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../row
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
-import { ROWS_PER_STATEMENT, sql, valuesRows, writeRows, type Prepared } from "./statements.js";
+import { ROWS_PER_STATEMENT, rowWriter, sql, valuesRows, type Prepared } from "./statements.js";
 
 /** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
 function putSamples(rows: number) {
@@ -41,7 +41,7 @@ export const SQLITE_FIGURES_STATEMENTS = {
        WHERE s.run_id = ? AND s.sample_id = ?`,
   ),
   putSample: putSamples(1),
-  // A commit's samples, ROWS_PER_STATEMENT a statement (`writeRows`).
+  // A commit's samples, ROWS_PER_STATEMENT a statement (`rowWriter`).
   putSampleRows: putSamples(ROWS_PER_STATEMENT),
   sampleAttempts: {
     ...sql<AttemptHeadRow>(
@@ -187,15 +187,15 @@ function putSample(c: SqliteContext, runId: string, sampleId: string, figures: S
   c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
 }
 
-/** Samples' figures, written ROWS_PER_STATEMENT to a statement (`writeRows`). */
+/** Samples' figures, written ROWS_PER_STATEMENT to a statement (`rowWriter`). */
 function writeSamples(
   c: SqliteContext,
   runId: string,
   samples: ReadonlyMap<string, SampleFigures>,
 ): void {
-  const values: unknown[] = [];
+  const rows = rowWriter(c.figures.putSample, c.figures.putSampleRows, 4);
   for (const [sampleId, figures] of samples) {
-    values.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+    rows.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
   }
-  writeRows(c.figures.putSample, c.figures.putSampleRows, 4, values);
+  rows.end();
 }

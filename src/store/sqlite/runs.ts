@@ -20,7 +20,7 @@ import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { createFigures, figuresAfterRescore } from "./figures.js";
 import { immediate } from "./driver.js";
-import { writeRows } from "./statements.js";
+import { rowWriter } from "./statements.js";
 
 /** Run records and their ownership (`RunStore`) in SQLite. */
 export function sqliteRuns(c: SqliteContext): RunStore {
@@ -42,11 +42,11 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             nowMs,
             ...ownerParams(owner),
           });
-          const values: unknown[] = [];
+          const rows = rowWriter(c.s.insertSample, c.s.insertSampleRows, 4);
           for (const { sample, fingerprint } of samples) {
-            values.push(id, sample.id, fingerprint, JSON.stringify(sample));
+            rows.push(id, sample.id, fingerprint, JSON.stringify(sample));
           }
-          writeRows(c.s.insertSample, c.s.insertSampleRows, 4, values);
+          rows.end();
           if (config.distributed) c.leases.create(id, config.epochs);
           createFigures(c, id, config.reducer);
         });

@@ -25,7 +25,7 @@ export function sql<Row = unknown>(text: string): Sql<Row> {
   return { text, raw: false };
 }
 
-/** How many rows one multi-row INSERT writes (`valuesRows`, `writeRows`). */
+/** How many rows one multi-row INSERT writes (`valuesRows`, `rowWriter`). */
 export const ROWS_PER_STATEMENT = 16;
 
 /** The VALUES of `rows` rows of `width` parameters each: `(?, ?), (?, ?)`. */
@@ -35,19 +35,31 @@ export function valuesRows(width: number, rows: number): string {
 }
 
 /**
- * Writes rows of `width` values each (`values`, flat) ROWS_PER_STATEMENT to a call of `many`,
- * and those left one by one with `one`: a call per row cost about as much as the row it wrote.
+ * Writes rows of `width` values as they come, ROWS_PER_STATEMENT to a call of `many` (a call per
+ * row cost about as much as the row it wrote), and at `end` those left one by one with `one`.
+ * Holds one statement's rows at most: a snapshot of a million samples is never held whole.
+ *
+ * @example const rows = rowWriter(s.insertSample, s.insertSampleRows, 4); rows.push(a, b, c, d); rows.end();
  */
-export function writeRows(
+export function rowWriter(
   one: SqliteStatement<unknown>,
   many: SqliteStatement<unknown>,
   width: number,
-  values: readonly unknown[],
-): void {
+): { push(...row: unknown[]): void; end(): void } {
   const chunk = ROWS_PER_STATEMENT * width;
-  let at = 0;
-  for (; at + chunk <= values.length; at += chunk) many.run(...values.slice(at, at + chunk));
-  for (; at < values.length; at += width) one.run(...values.slice(at, at + width));
+  let values: unknown[] = [];
+  return {
+    push(...row) {
+      values.push(...row);
+      if (values.length < chunk) return;
+      many.run(...values);
+      values = [];
+    },
+    end() {
+      for (let at = 0; at < values.length; at += width) one.run(...values.slice(at, at + width));
+      values = [];
+    },
+  };
 }
 
 /** Rows as arrays in SELECT order (`Row` is the matching tuple): what large listings read. */
@@ -79,7 +91,7 @@ export const SQLITE_STATEMENTS = {
   insertSample: sql(
     `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES ${valuesRows(4, 1)}`,
   ),
-  // A new run's snapshot, ROWS_PER_STATEMENT samples a statement (`writeRows`).
+  // A new run's snapshot, ROWS_PER_STATEMENT samples a statement (`rowWriter`).
   insertSampleRows: sql(
     `INSERT INTO samples (run_id, sample_id, fingerprint, sample)
        VALUES ${valuesRows(4, ROWS_PER_STATEMENT)}`,
