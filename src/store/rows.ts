@@ -245,39 +245,8 @@ function toProvenance(
   throw new StetError("E_STORE", `corrupt ${where(runId, row, "provenance")}: ${kind}`);
 }
 
-/** Named parameters of the attempt INSERT. JSON null transcripts are stored as SQL NULL. */
-export function attemptParams(runId: string, attempt: number, draft: AttemptDraft) {
-  return {
-    runId,
-    sampleId: draft.sampleId,
-    epoch: draft.epoch,
-    attempt,
-    status: draft.status,
-    fingerprint: draft.fingerprint,
-    output: jsonText(draft.output),
-    scores: JSON.stringify(draft.scores),
-    inputTokens: draft.usage?.inputTokens ?? null,
-    outputTokens: draft.usage?.outputTokens ?? null,
-    costUsd: draft.usage?.costUsd ?? null,
-    usageDetail: usageDetailText(draft.usage),
-    transcript:
-      draft.transcript === null || draft.transcript === undefined
-        ? null
-        : jsonText(draft.transcript),
-    error: draft.error === null ? null : JSON.stringify(draft.error),
-    startedAt: draft.startedAt,
-    completedAt: draft.completedAt,
-    durationMs: draft.durationMs,
-    provenanceKind: draft.provenance.kind,
-    provenanceSource: draft.provenance.kind === "imported" ? draft.provenance.source : null,
-    redacted: draft.redacted === undefined ? null : JSON.stringify(draft.redacted),
-    retries: draft.retries ?? null,
-    limitHit: draft.limit === undefined ? null : JSON.stringify(draft.limit),
-  };
-}
-
 /** `undefined` (a solver that returned nothing) is stored as JSON null. */
-function jsonText(value: Json | undefined): string {
+export function jsonText(value: Json | undefined): string {
   return JSON.stringify(value ?? null);
 }
 

@@ -3,7 +3,8 @@ import type { Attempt, AttemptDraft } from "../../core/types.js";
 import { alreadyScored, notInSnapshot } from "../checks.js";
 import type { Queryable } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
-import { attemptParams, storedAttempt } from "../rows.js";
+import { ATTEMPT_INSERT_COLUMNS, attemptValues } from "../attempt-values.js";
+import { storedAttempt } from "../rows.js";
 
 /** What numbering a draft needs to know of its key (`keyStates`), one row per draft. */
 export interface KeyState {
@@ -82,16 +83,20 @@ export async function insertNumbered(
 ): Promise<void> {
   if (stored.length === 0) return;
   await sql.insertAttempts.run(tx, {
-    ...attemptColumns(stored.map((a, i) => attemptParams(runId, a.attempt, drafts[i]!))),
+    ...attemptColumns(stored.map((a, i) => attemptValues(runId, a.attempt, drafts[i]!))),
     runId,
   });
 }
 
-/** Rows of named parameters turned into one array per name, for an `unnest` INSERT. */
-function attemptColumns(rows: ReturnType<typeof attemptParams>[]): Record<string, unknown[]> {
+/**
+ * Rows of values turned into one array per column, for an `unnest` INSERT, each named as the
+ * statement names it: the column in camel case (`input_tokens`: `inputTokens`).
+ */
+function attemptColumns(rows: unknown[][]): Record<string, unknown[]> {
   const columns: Record<string, unknown[]> = {};
-  for (const row of rows) {
-    for (const [name, value] of Object.entries(row)) (columns[name] ??= []).push(value);
-  }
+  ATTEMPT_INSERT_COLUMNS.forEach((column, i) => {
+    const name = column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    columns[name] = rows.map((row) => row[i]);
+  });
   return columns;
 }

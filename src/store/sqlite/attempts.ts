@@ -1,7 +1,8 @@
 import type { Attempt, AttemptDraft, Scoring, ScoringDraft } from "../../core/types.js";
 import { alreadyScored, checkDrafts, notInSnapshot } from "../checks.js";
 import { checkStepDrafts } from "../journal-rows.js";
-import { attemptParams, storedAttempt } from "../rows.js";
+import { attemptValues } from "../attempt-values.js";
+import { storedAttempt } from "../rows.js";
 import {
   checkScoringDrafts,
   hasOutput,
@@ -108,13 +109,13 @@ function insertAttempt(
 ): Attempt {
   const { sampleId, epoch, fingerprint } = draft;
   const after = draft.rerunAfter ?? 0;
-  const state = c.s.keyState.get({ runId, sampleId, epoch, fingerprint, after });
+  const state = c.s.keyState.get(runId, sampleId, epoch, fingerprint, after);
   if (state?.current == null) throw notInSnapshot(runId, sampleId);
   if (!before.has(sampleId)) {
     before.set(sampleId, { fingerprint: state.current, figures: sampleFigures(state.figures) });
   }
   if (state.scored) throw alreadyScored(runId, sampleId, epoch);
-  c.s.insertAttempt.run(attemptParams(runId, state.next, draft));
+  c.s.insertAttempt.run(...attemptValues(runId, state.next, draft));
   if (left.inflight) c.s.clearInflight.run(runId, sampleId, epoch);
   if (left.steps) c.journal.bind.run({ runId, sampleId, epoch, attempt: state.next });
   return storedAttempt(runId, state.next, draft);

@@ -17,7 +17,16 @@ import { ATTEMPT_HEAD_COLUMNS, attemptMapper, type AttemptHeadRow } from "../row
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
-import { sql, type Prepared } from "./statements.js";
+import { ROWS_PER_STATEMENT, rowWriter, sql, valuesRows, type Prepared } from "./statements.js";
+
+/** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
+function putSamples(rows: number) {
+  return sql(
+    `INSERT INTO sample_figures (run_id, sample_id, figures, errored) VALUES ${valuesRows(4, rows)}
+       ON CONFLICT (run_id, sample_id) DO UPDATE
+       SET figures = excluded.figures, errored = excluded.errored`,
+  );
+}
 
 /** The statements of the per-run figures (migration 17), prepared on first use. */
 export const SQLITE_FIGURES_STATEMENTS = {
@@ -31,11 +40,9 @@ export const SQLITE_FIGURES_STATEMENTS = {
        LEFT JOIN sample_figures f ON f.run_id = s.run_id AND f.sample_id = s.sample_id
        WHERE s.run_id = ? AND s.sample_id = ?`,
   ),
-  putSample: sql(
-    `INSERT INTO sample_figures (run_id, sample_id, figures, errored) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id, sample_id) DO UPDATE
-       SET figures = excluded.figures, errored = excluded.errored`,
-  ),
+  putSample: putSamples(1),
+  // A commit's samples, ROWS_PER_STATEMENT a statement (`rowWriter`).
+  putSampleRows: putSamples(ROWS_PER_STATEMENT),
   sampleAttempts: {
     ...sql<AttemptHeadRow>(
       `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now WHERE run_id = ? AND sample_id = ?
@@ -68,9 +75,7 @@ export function figuresAfterAttempts(
   if (attempts.length === 0) return;
   const run = runFigures(c, runId);
   if (!run) return;
-  for (const [sampleId, figures] of applyAttempts(run, before, attempts)) {
-    putSample(c, runId, sampleId, figures);
-  }
+  writeSamples(c, runId, applyAttempts(run, before, attempts));
   putRun(c, runId, run);
 }
 
@@ -138,7 +143,7 @@ function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
     .all(scoringFilterParams(runId))
     .map((row) => toScoring(runId, row));
   const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
-  for (const [sampleId, figures] of samples) putSample(c, runId, sampleId, figures);
+  writeSamples(c, runId, samples);
   putRun(c, runId, run);
   return run;
 }
@@ -180,4 +185,17 @@ export function sampleFigures(text: string | null): SampleFigures | undefined {
 
 function putSample(c: SqliteContext, runId: string, sampleId: string, figures: SampleFigures) {
   c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+}
+
+/** Samples' figures, written ROWS_PER_STATEMENT to a statement (`rowWriter`). */
+function writeSamples(
+  c: SqliteContext,
+  runId: string,
+  samples: ReadonlyMap<string, SampleFigures>,
+): void {
+  const rows = rowWriter(c.figures.putSample, c.figures.putSampleRows, 4);
+  for (const [sampleId, figures] of samples) {
+    rows.push(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
+  }
+  rows.end();
 }

@@ -20,6 +20,7 @@ import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { createFigures, figuresAfterRescore } from "./figures.js";
 import { immediate } from "./driver.js";
+import { rowWriter } from "./statements.js";
 
 /** Run records and their ownership (`RunStore`) in SQLite. */
 export function sqliteRuns(c: SqliteContext): RunStore {
@@ -41,9 +42,11 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             nowMs,
             ...ownerParams(owner),
           });
+          const rows = rowWriter(c.s.insertSample, c.s.insertSampleRows, 4);
           for (const { sample, fingerprint } of samples) {
-            c.s.insertSample.run(id, sample.id, fingerprint, JSON.stringify(sample));
+            rows.push(id, sample.id, fingerprint, JSON.stringify(sample));
           }
+          rows.end();
           if (config.distributed) c.leases.create(id, config.epochs);
           createFigures(c, id, config.reducer);
         });

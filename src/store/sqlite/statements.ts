@@ -1,4 +1,5 @@
 import type { SqliteDatabase, SqliteStatement } from "./driver.js";
+import { ATTEMPT_INSERT_COLUMNS } from "../attempt-values.js";
 import { JOURNAL_SQL, type JournalRow } from "../journal-rows.js";
 import {
   ATTEMPT_COLUMNS,
@@ -22,6 +23,43 @@ export interface Sql<Row> {
 
 export function sql<Row = unknown>(text: string): Sql<Row> {
   return { text, raw: false };
+}
+
+/** How many rows one multi-row INSERT writes (`valuesRows`, `rowWriter`). */
+export const ROWS_PER_STATEMENT = 16;
+
+/** The VALUES of `rows` rows of `width` parameters each: `(?, ?), (?, ?)`. */
+export function valuesRows(width: number, rows: number): string {
+  const row = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+  return Array.from({ length: rows }, () => row).join(", ");
+}
+
+/**
+ * Writes rows of `width` values as they come, ROWS_PER_STATEMENT to a call of `many` (a call per
+ * row cost about as much as the row it wrote), and at `end` those left one by one with `one`.
+ * Holds one statement's rows at most: a snapshot of a million samples is never held whole.
+ *
+ * @example const rows = rowWriter(s.insertSample, s.insertSampleRows, 4); rows.push(a, b, c, d); rows.end();
+ */
+export function rowWriter(
+  one: SqliteStatement<unknown>,
+  many: SqliteStatement<unknown>,
+  width: number,
+): { push(...row: unknown[]): void; end(): void } {
+  const chunk = ROWS_PER_STATEMENT * width;
+  let values: unknown[] = [];
+  return {
+    push(...row) {
+      values.push(...row);
+      if (values.length < chunk) return;
+      many.run(...values);
+      values = [];
+    },
+    end() {
+      for (let at = 0; at < values.length; at += width) one.run(...values.slice(at, at + width));
+      values = [];
+    },
+  };
 }
 
 /** Rows as arrays in SELECT order (`Row` is the matching tuple): what large listings read. */
@@ -51,7 +89,12 @@ export const SQLITE_STATEMENTS = {
          @host, @pid, @token, @nowMs, NULL, @labels)`,
   ),
   insertSample: sql(
-    `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES (?, ?, ?, ?)`,
+    `INSERT INTO samples (run_id, sample_id, fingerprint, sample) VALUES ${valuesRows(4, 1)}`,
+  ),
+  // A new run's snapshot, ROWS_PER_STATEMENT samples a statement (`rowWriter`).
+  insertSampleRows: sql(
+    `INSERT INTO samples (run_id, sample_id, fingerprint, sample)
+       VALUES ${valuesRows(4, ROWS_PER_STATEMENT)}`,
   ),
   getRun: sql<RunRow>(`SELECT * FROM runs WHERE id = ?`),
   ownerToken: sql<{ owner_token: string | null }>(`SELECT owner_token FROM runs WHERE id = ?`),
@@ -125,33 +168,34 @@ export const SQLITE_STATEMENTS = {
   ),
 
   // Everything recordAttempts checks about one key, in one round trip. `scored` counts only
-  // attempts numbered after @after: 0, or a re-run draft's `rerunAfter`.
+  // attempts numbered after `after_attempt`: 0, or a re-run draft's `rerunAfter`.
   // The sample's current fingerprint (NULL: not in the snapshot) and its figures (migration 17)
   // come with the key's state, for the commit's figures, in the same statement.
+  // Parameters by position (run, sample, epoch, fingerprint, after), named once in `k`: it runs
+  // for every attempt, and better-sqlite3 binds an array faster than an object's names.
   keyState: sql<{
     current: string | null;
     figures: string | null;
     scored: number;
     next: number;
   }>(
-    `SELECT
-         (SELECT fingerprint FROM samples WHERE run_id = @runId AND sample_id = @sampleId) AS current,
-         (SELECT figures FROM sample_figures WHERE run_id = @runId AND sample_id = @sampleId)
-           AS figures,
-         EXISTS (SELECT 1 FROM attempts_now WHERE run_id = @runId AND sample_id = @sampleId
-           AND epoch = @epoch AND fingerprint = @fingerprint AND status = 'scored'
-           AND attempt > @after) AS scored,
-         (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts
-           WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch) AS next`,
+    `WITH k (run_id, sample_id, epoch, fingerprint, after_attempt) AS (VALUES (?, ?, ?, ?, ?))
+     SELECT
+         (SELECT s.fingerprint FROM samples s
+           WHERE s.run_id = k.run_id AND s.sample_id = k.sample_id) AS current,
+         (SELECT f.figures FROM sample_figures f
+           WHERE f.run_id = k.run_id AND f.sample_id = k.sample_id) AS figures,
+         EXISTS (SELECT 1 FROM attempts_now a WHERE a.run_id = k.run_id
+           AND a.sample_id = k.sample_id AND a.epoch = k.epoch AND a.fingerprint = k.fingerprint
+           AND a.status = 'scored' AND a.attempt > k.after_attempt) AS scored,
+         (SELECT COALESCE(MAX(a.attempt), 0) + 1 FROM attempts a
+           WHERE a.run_id = k.run_id AND a.sample_id = k.sample_id AND a.epoch = k.epoch) AS next
+       FROM k`,
   ),
+  // Bound by position from `attemptValues`: binding 22 names cost twice as much per attempt.
   insertAttempt: sql(
-    `INSERT INTO attempts (run_id, sample_id, epoch, attempt, status, fingerprint, output, scores,
-         input_tokens, output_tokens, cost_usd, transcript, error, started_at, completed_at,
-         duration_ms, provenance_kind, provenance_source, redacted, retries, usage_detail, limit_hit)
-       VALUES (@runId, @sampleId, @epoch, @attempt, @status, @fingerprint, @output, @scores,
-         @inputTokens, @outputTokens, @costUsd, @transcript, @error, @startedAt, @completedAt,
-         @durationMs, @provenanceKind, @provenanceSource, @redacted, @retries, @usageDetail,
-         @limitHit)`,
+    `INSERT INTO attempts (${ATTEMPT_INSERT_COLUMNS.join(", ")})
+       VALUES ${valuesRows(ATTEMPT_INSERT_COLUMNS.length, 1)}`,
   ),
   scorableAttempt: sql<{ status: string; error: string | null; next: number }>(
     `SELECT a.status, a.error, (SELECT COALESCE(MAX(scoring), 0) + 1 FROM scorings c
