@@ -51,6 +51,16 @@ async function runAndShow(dir: string, env: Record<string, string>): Promise<Sho
   return JSON.parse(show.stdout) as ShowJson;
 }
 
+/** `show`'s figures name one budget, at `endpoint` and a key's hash, counting every request. */
+function expectOneBudget(shown: ShowJson, endpoint: string, counts: { requests: number }): void {
+  expect(shown.rateLimits).toEqual([
+    expect.objectContaining({
+      endpoint: expect.stringMatching(new RegExp(`^${endpoint} key:[0-9a-f]{16}$`)) as string,
+      requests: counts.requests,
+    }),
+  ]);
+}
+
 const dataset = (n: number) =>
   `Array.from({ length: ${n} }, (_, i) => ({ id: "q" + i, input: "question " + i, target: "ok" }))`;
 
@@ -116,15 +126,8 @@ export default defineEval({
     expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
     expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(perWindow * 1.01);
     // Its figures, under the endpoint the provider package is configured with, and its key.
-    expect(shown.rateLimits).toEqual([
-      expect.objectContaining({
-        endpoint: expect.stringMatching(
-          new RegExp(`^openai:gpt-test@${mock.url} key:[0-9a-f]{16}$`),
-        ) as string,
-        requests: counts.requests,
-        rejected: counts.rejected,
-      }),
-    ]);
+    expectOneBudget(shown, `openai:gpt-test@${mock.url}`, counts);
+    expect(shown.rateLimits![0]!.rejected).toBe(counts.rejected);
     expect(shown.rateLimits![0]!.throttled).toBeGreaterThan(0);
   }, 180_000);
 
@@ -147,16 +150,51 @@ export default defineEval({
     // answers were on their way (0 to 12 of ~300 refused at load 2-5, 29 of 329 once in CI);
     // now the gate waits for them (0 of 300 in twelve runs at load 4-5).
     expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
-    expect(shown.rateLimits).toEqual([
-      expect.objectContaining({
-        endpoint: expect.stringMatching(
-          new RegExp(`^anthropic:claude-test@${mock.anthropicUrl}/v1 key:[0-9a-f]{16}$`),
-        ) as string,
-        requests: counts.requests,
-        rejected: counts.rejected,
-      }),
-    ]);
+    // Without the package's `/v1`: the endpoint as stet's own Anthropic provider names it.
+    expectOneBudget(shown, `anthropic:claude-test@${mock.anthropicUrl}`, counts);
+    expect(shown.rateLimits![0]!.rejected).toBe(counts.rejected);
     expect(shown.rateLimits![0]!.throttled).toBeGreaterThan(0);
+  }, 180_000);
+
+  it("an AI SDK model and stet's own provider sending one key share its declared budget", async () => {
+    // Each sample calls the endpoint twice with the same key: once through @ai-sdk/openai, once
+    // through ctx.chat. Before, they were two budgets (two endpoints in `show`), each allowed the
+    // whole limit.
+    const perWindow = 150;
+    const mock = await server({ rpm: perWindow, windowMs: WINDOW_MS });
+    const dir = aiProject({
+      "e.mjs": `import { createOpenAI } from "@ai-sdk/openai";
+import { generateText } from "ai";
+import { defineEval, scorers } from "stet";
+const openai = createOpenAI({ baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY });
+export default defineEval({
+  name: "ai-sdk-and-own-one-key",
+  dataset: ${dataset(150)},
+  solver: async (sample, ctx) => {
+    await generateText({
+      model: ctx.languageModel(openai.chat("gpt-test")),
+      prompt: sample.input,
+      maxOutputTokens: 5,
+      maxRetries: 0,
+    });
+    const messages = [{ role: "user", content: sample.input }];
+    const reply = await ctx.chat({ model: "gpt-test", baseURL: process.env.MOCK_URL, apiKey: process.env.AI_KEY, messages, maxTokens: 5 });
+    return reply.content;
+  },
+  scorers: [scorers.exact()],
+  concurrency: 64,
+  rateLimits: { "openai:gpt-test": { rpm: ${(perWindow * 60_000) / WINDOW_MS}, windowMs: ${WINDOW_MS} } },
+});
+`,
+    }).dir;
+    const shown = await runAndShow(dir, { MOCK_URL: mock.url, AI_KEY: KEY });
+    const counts = mock.counts();
+    console.log(JSON.stringify({ ...counts, admittedAt: undefined }), JSON.stringify(shown));
+    expect(shown.counts).toMatchObject({ scored: 150, errored: 0 });
+    // One budget, named once, counting both clients' requests.
+    expectOneBudget(shown, `openai:gpt-test@${mock.url}`, counts);
+    expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(perWindow * 1.01);
+    expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
   }, 180_000);
 
   it("ctx.languageModel over @ai-sdk/openai, no declared limit and no rate-limit headers: the 429s pause the endpoint and teach it a rate, and fail no sample", async () => {

@@ -2,6 +2,9 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { describe, expect, it } from "vitest";
 import { languageModelEndpoint } from "./ai-sdk-endpoint.js";
+import { anthropic } from "./anthropic-provider.js";
+import { headersCredential } from "./headers-credential.js";
+import { openai } from "./openai-provider.js";
 
 describe("an AI SDK model's endpoint for the rate limits", () => {
   it("reads the provider package's base URL and credential; another key is another credential", async () => {
@@ -17,11 +20,31 @@ describe("an AI SDK model's endpoint for the rate limits", () => {
     expect((await languageModelEndpoint(model("sk-a"))).credential).toBe(a.credential);
     expect((await languageModelEndpoint(model("sk-b"))).credential).not.toBe(a.credential);
     const claude = createAnthropic({ baseURL: "http://127.0.0.1:9/v1", apiKey: "sk-c" })("c");
+    // Without the package's `/v1`, as stet's own Anthropic provider names the endpoint.
     expect(await languageModelEndpoint(claude)).toMatchObject({
       provider: "anthropic",
       model: "c",
-      baseURL: "http://127.0.0.1:9/v1",
+      baseURL: "http://127.0.0.1:9",
+      credential: headersCredential({ "x-api-key": "sk-c" }),
     });
+  });
+
+  it("names the credential as stet's own providers do: the same key is one budget", async () => {
+    const openaiModel = createOpenAI({
+      baseURL: "http://127.0.0.1:9/v1",
+      apiKey: "sk-a",
+      organization: "org-1",
+    }).chat("m");
+    expect((await languageModelEndpoint(openaiModel)).credential).toBe(
+      headersCredential({
+        ...openai.headers("sk-a"),
+        "OpenAI-Organization": "org-1",
+      }),
+    );
+    const claude = createAnthropic({ baseURL: "http://127.0.0.1:9/v1", apiKey: "sk-c" })("c");
+    expect((await languageModelEndpoint(claude)).credential).toBe(
+      headersCredential(anthropic.headers("sk-c")),
+    );
   });
 
   it("is the provider and model id alone for a model without a provider config, or without a key", async () => {

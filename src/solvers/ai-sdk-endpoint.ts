@@ -1,5 +1,6 @@
 import type { LanguageModelLike } from "../core/language-model.js";
 import type { RateEndpoint } from "../core/rate-limits.js";
+import { headersCredential } from "./headers-credential.js";
 import { redactUrl } from "./retrying-post.js";
 
 /** What an AI SDK provider package keeps on its models (`@ai-sdk/*`: `model.config`). */
@@ -17,8 +18,9 @@ const endpoints = new WeakMap<object, Promise<RateEndpoint>>();
  * `provider` string: `openai.chat` is `openai`, so a limit declared for `openai:gpt-4o-mini`
  * applies), its model id, and, from the provider package's config (every `@ai-sdk/*` package
  * keeps one on its models, with `baseURL` or `url()` and `headers()`), the base URL and the
- * credential the package sends (its headers, as text the gate only hashes). A model without such
- * a config is one budget per provider and model id.
+ * credential the package sends (`headersCredential` of its headers, as stet's own providers read
+ * theirs: the same key is the same budget either way). A model without such a config is one
+ * budget per provider and model id.
  *
  * @example await languageModelEndpoint(createOpenAI({ apiKey }).chat("gpt-4o-mini")) // { provider: "openai", model: "gpt-4o-mini", baseURL: "https://api.openai.com/v1", credential: "…" }
  */
@@ -46,13 +48,14 @@ async function readEndpoint(model: LanguageModelLike): Promise<RateEndpoint> {
   } catch {
     // No base URL to tell endpoints apart by: the provider and model id still do.
   }
+  // Anthropic's package takes the base URL with its `/v1` (it posts to `/messages`), stet's own
+  // provider without it (`/v1/messages`): the same endpoint, one budget.
+  if (provider === "anthropic") endpoint.baseURL = endpoint.baseURL.replace(/\/v1\/*$/, "");
   try {
     const sent: unknown = await (typeof headers === "function" ? headers() : headers);
     if (typeof sent === "object" && sent !== null) {
-      const values = Object.entries(sent as Record<string, unknown>)
-        .filter(([name, value]) => typeof value === "string" && name.toLowerCase() !== "user-agent")
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      if (values.length > 0) endpoint.credential = JSON.stringify(values);
+      const credential = headersCredential(sent as Record<string, unknown>);
+      if (credential !== undefined) endpoint.credential = credential;
     }
   } catch {
     // No key the package could load (it fails the call itself): no credential to key by.

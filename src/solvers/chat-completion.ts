@@ -17,6 +17,7 @@ import { bareModel, providerOf } from "./model-name.js";
 import { openai } from "./openai-provider.js";
 import type { ChatMessage, Provider } from "./provider.js";
 import { httpTarget } from "./http-post.js";
+import { headersCredential } from "./headers-credential.js";
 import { Failure, postWithRetries, redactUrl } from "./retrying-post.js";
 import { SolverError } from "./solver-error.js";
 
@@ -222,10 +223,9 @@ export async function postToEndpoint<T>(
         provider: provider.name,
         model: endpoint.rateModel ?? String(body.model ?? ""),
         baseURL: redactUrl(baseURL),
-        // A provider limits each key (or organisation header) on its own.
-        ...(apiKey === undefined && endpoint.headers === undefined
-          ? {}
-          : { credential: credentialText(apiKey, endpoint.headers) }),
+        // A provider limits each key (or organisation header) on its own: the credential is
+        // read from the headers sent, as an AI SDK model's is (one key, one budget).
+        credential: headersCredential(headers),
       },
       tokens: estimatedTokens(text, endpoint.maxTokens),
       tokensOf: (value) => usedTokens(value),
