@@ -224,8 +224,9 @@ export class StepJournal {
   }
 
   /**
-   * A new chat step's draft as written: when its conversation continues the last chat step's, it
-   * names that step as its prefix and the store keeps only the messages it added.
+   * A new chat step's draft as written: when its conversation continues one of the last
+   * RECENT_CHATS chat steps' (the latest that it continues whole), it names that step as its
+   * prefix and the store keeps only the messages it added.
    */
   #continuing(draft: StepDraft): StepDraft {
     const prefix = this.#continued(draft.step, draft.input);
