@@ -1,10 +1,10 @@
-import { existsSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createOpenAI } from "@ai-sdk/openai";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startCli } from "./helpers/cli.js";
-import { perTest, rawAttempts } from "./helpers/eval-project.js";
+import { perTest, rawAttempts, withAiSdk } from "./helpers/eval-project.js";
 import { recordLoads } from "./helpers/loaded-modules.js";
 import { startMockOpenAI, type MockAction, type MockOpenAI } from "./helpers/mock-openai.js";
 import { chatCompletion } from "../src/solvers/chat-completion.js";
@@ -12,7 +12,6 @@ import { isSolverError, type SolverError } from "../src/solvers/solver-error.js"
 import { until } from "./helpers/wait.js";
 
 const N = 6;
-const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
 
 /** An eval over `@ai-sdk/openai`'s chat model pointed at the mock, through solvers.chat. */
 const CHAT_EVAL = `
@@ -124,13 +123,8 @@ beforeAll(async () => {
 afterAll(() => mock.close());
 
 const { project, track } = perTest();
-/** A user project that installed the AI SDK (linked to this repo's devDependencies). */
-function aiProject(files: Record<string, string>) {
-  const p = project(files);
-  symlinkSync(join(REPO_MODULES, "ai"), join(p.dir, "node_modules/ai"), "dir");
-  symlinkSync(join(REPO_MODULES, "@ai-sdk"), join(p.dir, "node_modules/@ai-sdk"), "dir");
-  return p;
-}
+/** A user project that installed the AI SDK. */
+const aiProject = (files: Record<string, string>) => withAiSdk(project(files));
 const lines = (path: string) =>
   existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
 const perRound = () => {

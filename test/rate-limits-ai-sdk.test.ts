@@ -1,8 +1,6 @@
-import { symlinkSync } from "node:fs";
-import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
-import { perTest } from "./helpers/eval-project.js";
+import { perTest, withAiSdk } from "./helpers/eval-project.js";
 import {
   startRateLimitedServer,
   type RateLimitedOptions,
@@ -14,18 +12,12 @@ import {
 // server enforces its limit per API key in OpenAI's chat-completions and Anthropic's Messages
 // formats (6 s windows: "RPM" ten times faster); only counts are asserted.
 
-const REPO_MODULES = resolve(import.meta.dirname, "../node_modules");
 const KEY = "sk-ai-sdk-rate-0123456789abcdef";
 const WINDOW_MS = 6000;
 
 const { project } = perTest();
-/** A user project that installed the AI SDK (linked to this repo's devDependencies). */
-function aiProject(files: Record<string, string>) {
-  const p = project(files);
-  symlinkSync(join(REPO_MODULES, "ai"), join(p.dir, "node_modules/ai"), "dir");
-  symlinkSync(join(REPO_MODULES, "@ai-sdk"), join(p.dir, "node_modules/@ai-sdk"), "dir");
-  return p;
-}
+/** A user project that installed the AI SDK. */
+const aiProject = (files: Record<string, string>) => withAiSdk(project(files));
 
 const servers: RateLimitedServer[] = [];
 afterEach(async () => {

@@ -1,8 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
-import { perTest } from "./helpers/eval-project.js";
+import { expectNoKeysInStore, perTest } from "./helpers/eval-project.js";
 import { startMockOpenAI, type MockOpenAI } from "./helpers/mock-openai.js";
 
 // The reply cache across runs: a call made before, to the same endpoint with the same key, model,
@@ -81,14 +79,7 @@ describe("the reply cache", () => {
     expect(mock.requests).toHaveLength(5 * N);
 
     // No key, in any form, in the store's files.
-    const stetDir = join(dir, ".stet");
-    for (const file of readdirSync(stetDir)) {
-      const bytes = readFileSync(join(stetDir, file)).toString("latin1");
-      for (const key of [KEY_A, KEY_B]) {
-        expect(bytes.includes(key), `${file} holds the key`).toBe(false);
-        expect(bytes.includes(Buffer.from(key).toString("base64"))).toBe(false);
-      }
-    }
+    expectNoKeysInStore(dir, [KEY_A, KEY_B]);
   });
 
   it("caches ctx.chat calls too, keyed by the call's own key, which the store never holds", async () => {
@@ -123,10 +114,7 @@ export default defineEval({
     expect(second.usage.spentNow.inputTokens).toBe(10);
     await run(dir, "c.mjs", env);
     expect(mock.requests).toHaveLength(5);
-    const stetDir = join(dir, ".stet");
-    for (const file of readdirSync(stetDir)) {
-      expect(readFileSync(join(stetDir, file)).toString("latin1").includes(own), file).toBe(false);
-    }
+    expectNoKeysInStore(dir, [own]);
   });
 
   it("samples each epoch on its own by default, and shares one reply with perEpoch: false", async () => {

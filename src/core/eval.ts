@@ -72,7 +72,7 @@ export interface SolverContext {
     send: () => Promise<SentReply>,
     options?: {
       last?: boolean;
-      target?: CallTarget | undefined;
+      target?: TargetOf | undefined;
       /**
        * False: the call is no step of the attempt's trajectory (a judge's): it is not journaled,
        * only served from, and stored in, the run's reply cache (`replayed`: served from it).
@@ -199,8 +199,11 @@ export interface ModelCaller {
    * price (0 when unknown).
    */
   worstCase?: (call: ModelCall, model: string | undefined) => CallWorstCase;
-  /** Where a call would go and with what credential (undefined: not cacheable), see CallTarget. */
-  target?: (call: ModelCall, model: string | undefined) => CallTarget | undefined;
+  /**
+   * Where a call would go and with what credential (undefined: not cacheable), see CallTarget;
+   * an AI SDK model's is read from its provider package, so it may come later.
+   */
+  target?: (call: ModelCall, model: string | undefined) => TargetOf | undefined;
 }
 
 /** What one model call may use at most (ModelCaller.worstCase). */
@@ -220,6 +223,12 @@ export interface CallTarget {
   baseURL: string;
   credential: string;
 }
+
+/**
+ * A call's target as a caller has it: known, or still being read (an AI SDK model's provider
+ * package may load its key asynchronously); a promise of undefined is a call not cached.
+ */
+export type TargetOf = CallTarget | Promise<CallTarget | undefined>;
 
 /**
  * The reply cache of an eval (`cache`): a successful reply is stored keyed by the call (its
@@ -247,6 +256,8 @@ export interface LanguageModelGenerator {
     options: LanguageModelCallOptions,
     context: LanguageModelCallContext,
   ): Promise<{ result: Json; usage?: Usage }>;
+  /** Where the model's calls go and with what credential, for the reply cache (see TargetOf). */
+  target?(model: LanguageModelLike): TargetOf;
 }
 
 /** What a wrapped model's call is told: the signal, the retry counter, the price, the rate limits. */

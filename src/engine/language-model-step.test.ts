@@ -1,11 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
 import type { LanguageModelCallOptions } from "../core/language-model.js";
 import type { Usage } from "../core/types.js";
 import { reusedUsage } from "../core/usage.js";
 import type { JournalEntry, StepDraft, StepDiscard } from "../store/types.js";
 import { generateLanguageModel } from "../solvers/ai-sdk-model.js";
 import { isSolverError } from "../solvers/solver-error.js";
-import { wrapLanguageModel } from "./language-model-step.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
+import { wrapLanguageModel, type WrapContext } from "./language-model-step.js";
+import { ReplyCache } from "./reply-cache.js";
 import { StepJournal } from "./step-journal.js";
 
 const key = { sampleId: "s1", epoch: 1 };
@@ -79,6 +84,7 @@ function wrap(
   model: ReturnType<typeof fakeModel>,
   journal: StepJournal | undefined,
   signal = new AbortController().signal,
+  cache?: WrapContext["cache"],
 ) {
   const spent: Usage[] = [];
   let retries = 0;
@@ -88,6 +94,7 @@ function wrap(
     onRetry: () => void retries++,
     spend: (u) => void spent.push(u),
     journal,
+    cache,
   });
   return { wrapped, spent, retries: () => retries };
 }
@@ -153,6 +160,40 @@ describe("ctx.languageModel's wrapper", () => {
     };
     expect(await read(replayed.stream)).toEqual(parts);
     expect(model.calls).toHaveLength(1);
+  });
+
+  it("serves doGenerate and doStream from the reply cache: the model not called, the usage reused, journaled as if sent", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stet-lm-cache-"));
+    const store = openSqliteStore(join(dir, "stet.db"));
+    onTestFinished(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const replies = new ReplyCache(store.cache, { perEpoch: true });
+    const target = { provider: "fake.chat", baseURL: "http://h/v1", credential: '["k",[]]' };
+    const cache: WrapContext["cache"] = (name, input) => replies.result(name, input, target, 1);
+    const model = fakeModel();
+    const first = wrap(model, journalOf([], []), undefined, cache);
+    const live = await first.wrapped.doGenerate({ prompt });
+    const streamed = await read(
+      ((await first.wrapped.doStream({ prompt })) as { stream: ReadableStream<unknown> }).stream,
+    );
+    expect(model.calls).toHaveLength(2);
+
+    const written: StepDraft[] = [];
+    const second = wrap(model, journalOf([], written), undefined, cache);
+    expect(await second.wrapped.doGenerate({ prompt })).toEqual(live);
+    const again = (await second.wrapped.doStream({ prompt })) as {
+      stream: ReadableStream<unknown>;
+    };
+    expect(await read(again.stream)).toEqual(streamed);
+    expect(model.calls).toHaveLength(2);
+    // Bought by the first calls: reused, no spend now; journaled, so a resume replays them.
+    expect(second.spent).toEqual(first.spent.map((u) => reusedUsage(u)));
+    expect(written.map((w) => w.name)).toEqual(["ai-sdk.generate", "ai-sdk.stream"]);
+    // Another call (another prompt) is sent.
+    await second.wrapped.doGenerate({ prompt: [{ role: "user", content: [] }] });
+    expect(model.calls).toHaveLength(3);
   });
 
   it("aborts the model's request with the attempt (and with the caller's own signal)", async () => {

@@ -8,6 +8,8 @@ import {
 import type { LanguageModelCallOptions, LanguageModelLike } from "../core/language-model.js";
 import type { RateGate } from "../core/rate-limits.js";
 import type { Price, Usage } from "../core/types.js";
+import { reusedUsage } from "../core/usage.js";
+import type { CachedResult } from "./reply-cache.js";
 import type { StepJournal } from "./step-journal.js";
 
 /** What a wrapped model needs from its attempt. */
@@ -25,6 +27,8 @@ export interface WrapContext {
   beforeCall?: (() => void) | undefined;
   /** The run's rate limits: each call waits for its endpoint's budget. */
   rateGate?: RateGate | undefined;
+  /** A call's place in the run's reply cache (absent, or undefined: not cached). */
+  cache?: ((name: string, input: Json) => CachedResult | undefined) | undefined;
 }
 
 /**
@@ -83,15 +87,24 @@ async function journaled(
     options.abortSignal === undefined
       ? context.signal
       : AbortSignal.any([context.signal, options.abortSignal]);
+  const { journal } = context;
+  const input =
+    journal || context.cache ? languageModelCallIdentity(model, options) : (null as Json);
+  const cache = context.cache?.(name, input);
   const send = async (): Promise<{ result: Json; usage?: Usage }> => {
+    const found = await cache?.get();
+    if (found) {
+      // Bought by an earlier call: reused, no spend now (journaled as if sent, as ctx.chat's).
+      if (found.usage) context.spend(reusedUsage(found.usage));
+      return found;
+    }
     const { onRetry, prices, rateGate } = context;
     const done = await call({ signal, onRetry, prices, rateGate });
     if (done.usage) context.spend(done.usage);
+    await cache?.put(done);
     return done;
   };
-  const { journal } = context;
   if (!journal) return (await send()).result;
-  const input = languageModelCallIdentity(model, options);
   // A failed call is not journaled (as ctx.chat's): a resume asks again.
   const done = await journal.step("chat", name, input, send, () => null);
   // A replayed call is still the attempt's trajectory: its usage counts, marked reused (the

@@ -110,6 +110,49 @@ describe("ReplyCache", () => {
     expect(resumed.reply.content).toBe("4");
     expect(resumed.usage?.reused).toEqual(REPLY.usage);
   });
+
+  it("keeps an AI SDK call's result apart: its step, call and target; never a chat reply's", async () => {
+    const cache = new ReplyCache(store.cache, { perEpoch: true });
+    const result: Json = { content: [{ type: "text", text: "4" }], finishReason: "stop" };
+    const usage = { inputTokens: 7, outputTokens: 1, costUsd: 0.5 };
+    await cache.result("ai-sdk.generate", CALL, TARGET, 1).put({ result, usage });
+    // Its target may come later (an AI SDK provider package's headers are read asynchronously).
+    expect(await cache.result("ai-sdk.generate", CALL, Promise.resolve(TARGET), 1).get()).toEqual({
+      result,
+      usage,
+    });
+    expect(await cache.result("ai-sdk.stream", CALL, TARGET, 1).get()).toBeUndefined();
+    const otherKey = { ...TARGET, credential: "k2" };
+    expect(await cache.result("ai-sdk.generate", CALL, otherKey, 1).get()).toBeUndefined();
+    // The same call identity asked as a chat call: not the result's entry, and the reverse.
+    expect(await cache.call(CALL, TARGET, 1).get()).toBeUndefined();
+    await cache.call(CALL, TARGET, 2).put(withParts(REPLY));
+    expect(await cache.result("ai-sdk.generate", CALL, TARGET, 2).get()).toBeUndefined();
+    expect((await store.cache.stats()).entries).toBe(2);
+  });
+
+  it("stores no filtered or failed AI SDK result, and nothing for a target that came to nothing", async () => {
+    const cache = new ReplyCache(store.cache, { perEpoch: true });
+    const filtered: Json[] = [
+      { content: [], finishReason: "content-filter" },
+      { content: [], finishReason: { unified: "content-filter", raw: "safety" } },
+      {
+        parts: [
+          { type: "text-delta", delta: "a" },
+          { type: "error", error: "boom" },
+        ],
+      },
+      { parts: [{ type: "finish", finishReason: { unified: "error", raw: "x" } }] },
+    ];
+    for (const result of filtered) {
+      await cache.result("ai-sdk.generate", CALL, TARGET, 1).put({ result });
+    }
+    const nowhere = Promise.resolve(undefined);
+    await cache.result("ai-sdk.generate", CALL, nowhere, 1).put({ result: { content: [] } });
+    await cache.call(CALL, nowhere, 1).put(withParts(REPLY));
+    expect(await cache.call(CALL, nowhere, 1).get()).toBeUndefined();
+    expect((await store.cache.stats()).entries).toBe(0);
+  });
 });
 
 async function rows() {

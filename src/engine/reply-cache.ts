@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import * as z from "zod";
-import type { CachePolicy, CallTarget, ModelReply } from "../core/eval.js";
+import type { CachePolicy, ModelReply, TargetOf } from "../core/eval.js";
 import { canonicalJson, jsonSchema, type Json } from "../core/json.js";
 import { withoutCredentials } from "../core/model-call-identity.js";
 import type { ModelMessage } from "../core/model-types.js";
 import { usageSchema } from "../core/schemas.js";
+import type { Usage } from "../core/types.js";
 import { figuresOf } from "../core/usage.js";
 import type { ReplyCacheStore } from "../store/types.js";
 import { credentialHash } from "./credential-hash.js";
@@ -15,8 +16,22 @@ export interface CachedCall {
   put(reply: ModelReply): Promise<void>;
 }
 
+/** A call's place in the store, once its target is known; undefined: the call is not cached. */
+type Place = Promise<{ request: string; callHash: string; credential: string } | undefined>;
+
+/** One AI SDK model call's place in the reply cache (see ReplyCache.result). */
+export interface CachedResult {
+  get(): Promise<{ result: Json; usage?: Usage } | undefined>;
+  put(done: { result: Json; usage?: Usage | undefined }): Promise<void>;
+}
+
 /** Replies that are never stored: a refusal or a filtered reply may not repeat when asked again. */
 const NOT_CACHED = new Set<string>(["refusal", "content_filter"]);
+
+/** An AI SDK call's finish reasons that are never stored (its stream's error parts neither). */
+const NOT_CACHED_RESULTS = new Set<string>(["content-filter", "error"]);
+
+const cachedResultSchema = z.strictObject({ result: jsonSchema, usage: usageSchema.optional() });
 
 const DAY_MS = 86_400_000;
 
@@ -50,39 +65,98 @@ export class ReplyCache {
     this.#now = now;
   }
 
-  /** The cache's view of one call: `input` is the call's journal identity (no endpoint). */
-  call(input: Json, target: CallTarget, epoch: number): CachedCall {
+  /**
+   * The cache's view of one call: `input` is the call's journal identity (no endpoint); a
+   * target that comes to nothing (an AI SDK model whose endpoint or key stet cannot read) is a
+   * call never served nor stored.
+   */
+  call(input: Json, target: TargetOf, epoch: number): CachedCall {
+    const place = this.#place({ call: input }, target, epoch);
+    return {
+      get: () =>
+        this.#read(place, (stored) => {
+          const parsed = cachedReplySchema.safeParse(stored);
+          return parsed.success ? toReply(parsed.data) : undefined;
+        }),
+      put: async (reply) => {
+        if (NOT_CACHED.has(reply.finishReason)) return;
+        await this.#write(place, reply.usage ? { ...reply, usage: figuresOf(reply.usage) } : reply);
+      },
+    };
+  }
+
+  /**
+   * The cache's view of one call of an AI SDK model (`ctx.languageModel`): `name` is its journal
+   * step's (`ai-sdk.generate`, `ai-sdk.stream`), `input` its identity, and what is stored is the
+   * result the journal records (a generate call's result, a stream's parts) with its usage. A
+   * result filtered or ended in error (its finish reason, a stream's error part) is not stored.
+   */
+  result(name: string, input: Json, target: TargetOf, epoch: number): CachedResult {
+    const place = this.#place({ call: input, step: name }, target, epoch);
+    return {
+      get: () =>
+        this.#read(place, (stored) => {
+          const parsed = cachedResultSchema.safeParse(stored);
+          if (!parsed.success) return undefined;
+          const { result, usage } = parsed.data;
+          return usage === undefined ? { result } : { result, usage };
+        }),
+      put: async ({ result, usage }) => {
+        if (finishReasons(result).some((reason) => NOT_CACHED_RESULTS.has(reason))) return;
+        await this.#write(
+          place,
+          usage === undefined ? { result } : { result, usage: figuresOf(usage) },
+        );
+      },
+    };
+  }
+
+  /** The reply stored at `place` for the same request text, as `read` takes it; a failure is a miss. */
+  async #read<T>(place: Place, read: (stored: Json) => T | undefined): Promise<T | undefined> {
+    try {
+      const at = await place;
+      if (!at) return undefined;
+      const found = await this.#store.get(at.callHash, at.credential, this.#since());
+      return found && found.request === at.request ? read(found.reply) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stores `reply` at `place`; one not stored is a later miss, the call itself succeeded. */
+  async #write(place: Place, reply: object): Promise<void> {
+    try {
+      const at = await place;
+      if (!at) return;
+      const createdAt = new Date(this.#now()).toISOString();
+      await this.#store.put({ ...at, reply: reply as unknown as Json, createdAt });
+    } catch {
+      // Not stored: asked again next time.
+    }
+  }
+
+  /**
+   * Where a call's reply is stored: its request text and hash, and the credential's keyed hash.
+   * Read by #read and #write, which take its failure as a miss: never an unhandled rejection.
+   */
+  #place(call: Record<string, Json>, target: TargetOf, epoch: number): Place {
+    const place = this.#placeOf(call, target, epoch);
+    place.catch(() => {});
+    return place;
+  }
+
+  async #placeOf(call: Record<string, Json>, target: TargetOf, epoch: number) {
+    const known = await target;
+    if (!known) return undefined;
     const request = canonicalJson({
-      call: input,
-      provider: target.provider,
-      endpoint: withoutCredentials(target.baseURL),
+      ...call,
+      provider: known.provider,
+      endpoint: withoutCredentials(known.baseURL),
       ...(this.#policy.perEpoch ? { epoch } : {}),
     });
     const callHash = createHash("sha256").update(request).digest("hex");
-    const credential = async () => credentialHash(await this.#storeSalt(), target.credential);
-    return {
-      get: async () => {
-        try {
-          const found = await this.#store.get(callHash, await credential(), this.#since());
-          if (!found || found.request !== request) return undefined;
-          const parsed = cachedReplySchema.safeParse(found.reply);
-          return parsed.success ? toReply(parsed.data) : undefined;
-        } catch {
-          return undefined;
-        }
-      },
-      put: async (reply) => {
-        if (NOT_CACHED.has(reply.finishReason)) return;
-        const stored = reply.usage ? { ...reply, usage: figuresOf(reply.usage) } : reply;
-        const entry = { callHash, request, reply: stored as unknown as Json };
-        try {
-          const createdAt = new Date(this.#now()).toISOString();
-          await this.#store.put({ ...entry, credential: await credential(), createdAt });
-        } catch {
-          // A reply not stored is a later miss; the call itself succeeded.
-        }
-      },
-    };
+    const credential = credentialHash(await this.#storeSalt(), known.credential);
+    return { request, callHash, credential };
   }
 
   #storeSalt(): Promise<string> {
@@ -109,4 +183,30 @@ function toReply(parsed: z.infer<typeof cachedReplySchema>): ModelReply {
     ...(reasoning === undefined ? {} : { reasoning }),
     ...(usage === undefined ? {} : { usage }),
   };
+}
+
+/**
+ * An AI SDK call's finish reasons as the journal records its result: a generate call's
+ * `finishReason`, a stream's `finish` parts', and `error` for a stream's error part (a reason
+ * given as `{ unified }`, as newer specifications do, is read by it).
+ */
+function finishReasons(result: Json): string[] {
+  const reasons: string[] = [];
+  const read = (reason: unknown) => {
+    const text =
+      typeof reason === "object" && reason !== null
+        ? (reason as { unified?: unknown }).unified
+        : reason;
+    if (typeof text === "string") reasons.push(text);
+  };
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return reasons;
+  read(result.finishReason);
+  if (Array.isArray(result.parts)) {
+    for (const part of result.parts) {
+      if (typeof part !== "object" || part === null || Array.isArray(part)) continue;
+      if (part.type === "error") reasons.push("error");
+      if (part.type === "finish") read(part.finishReason);
+    }
+  }
+  return reasons;
 }

@@ -1,19 +1,14 @@
-import type {
-  CallTarget,
-  ModelCall,
-  ModelCaller,
-  ModelReply,
-  SolverContext,
-} from "../core/eval.js";
+import type { TargetOf, ModelCall, ModelCaller, ModelReply, SolverContext } from "../core/eval.js";
 import type { BatchChannel } from "../core/batch.js";
 import type { Json } from "../core/json.js";
+import type { LanguageModelLike } from "../core/language-model.js";
 import { declaredSecret, type Secret } from "../core/secrets.js";
 import type { RateGate } from "../core/rate-limits.js";
 import type { Key, Usage } from "../core/types.js";
 import type { StepError } from "../store/types.js";
 import { reusedUsage } from "../core/usage.js";
 import { cachedSend, chatInput, journaledChat, withParts } from "./chat-step.js";
-import type { CachedCall, ReplyCache } from "./reply-cache.js";
+import type { CachedCall, CachedResult, ReplyCache } from "./reply-cache.js";
 import type { AttemptRedaction } from "./attempt-redaction.js";
 import { wrapLanguageModel } from "./language-model-step.js";
 import type { SampleBudget } from "./sample-budget.js";
@@ -78,7 +73,7 @@ export function context(
     return withParts(sent);
   };
   // A call's place in the run's reply cache; none for a call whose target is unknown.
-  const cached = (input: Json, target: CallTarget | undefined): CachedCall | undefined => {
+  const cached = (input: Json, target: TargetOf | undefined): CachedCall | undefined => {
     const entry = task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
     if (!entry || !redaction) return entry;
     // A call or reply that holds a known secret (an endpoint echoing the key) is not stored:
@@ -88,6 +83,24 @@ export function context(
       get: entry.get,
       put: async (reply) => {
         if (!holds(input) && !holds(reply as unknown as Json)) await entry.put(reply);
+      },
+    };
+  };
+  // An AI SDK model call's place in the cache, kept from a known secret as a chat call's is.
+  const cachedResult = (
+    name: string,
+    input: Json,
+    languageModel: LanguageModelLike,
+  ): CachedResult | undefined => {
+    const target = callModel?.languageModel?.target?.(languageModel);
+    const entry =
+      task.cache && target ? task.cache.result(name, input, target, task.key.epoch) : undefined;
+    if (!entry || !redaction) return entry;
+    const holds = (value: Json) => redaction.entry(value).found.length > 0;
+    return {
+      get: entry.get,
+      put: async (done) => {
+        if (!holds(input) && !holds(done.result)) await entry.put(done);
       },
     };
   };
@@ -143,6 +156,7 @@ export function context(
         spend: (usage) => void spent.usage.push(usage),
         beforeCall: budget && (() => budget.beforeCall()),
         rateGate,
+        cache: (name, input) => cachedResult(name, input, languageModel),
       }),
     async step<T>(
       name: string,

@@ -1,4 +1,4 @@
-import type { CallTarget, ModelReply, Scorer, SolverContext } from "../core/eval.js";
+import type { ModelReply, Scorer, SolverContext, TargetOf } from "../core/eval.js";
 import type { Json } from "../core/json.js";
 import { modelCallIdentity } from "../core/model-call-identity.js";
 import { reusedUsage } from "../core/usage.js";
@@ -12,6 +12,7 @@ import {
   redactUrl,
   resolveEndpoint,
 } from "../solvers/chat-completion.js";
+import { aiSdkTarget } from "../solvers/model-call.js";
 import type { ChatCompletion, ChatEndpoint, ChatMessage } from "../solvers/chat-completion.js";
 import { bareModel, providerOf } from "../solvers/model-name.js";
 import { batchedCall, batchPrice } from "../solvers/batch-call.js";
@@ -143,20 +144,17 @@ export function modelGraded(options: ModelGradedOptions): Scorer {
       const call = { model, messages, temperature, maxTokens };
       const { reply, cached } = batch
         ? { reply: await batchedJudge(batch, provider!, options, call, ctx.signal), cached: false }
-        : await judgeReply(
-            send,
-            ctx,
-            provider && {
-              input: modelCallIdentity({
-                model: judge as string,
-                messages,
-                temperature,
-                maxTokens,
-                provider: provider.name,
-              }),
-              target: callTarget(options, provider),
-            },
-          );
+        : await judgeReply(send, ctx, {
+            input: modelCallIdentity({
+              model: isLanguageModel(judge) ? judge.modelId : judge,
+              messages,
+              temperature,
+              maxTokens,
+              provider: isLanguageModel(judge) ? judge.provider : provider!.name,
+            }),
+            // An AI SDK judge's endpoint and key, as its provider package says.
+            target: isLanguageModel(judge) ? aiSdkTarget(judge) : callTarget(options, provider!),
+          });
       const paid = paidFor(reply);
       // A reply from the run's reply cache was bought by an earlier call: reused, no spend now.
       const usage = cached && paid ? reusedUsage(paid) : paid;
@@ -200,9 +198,9 @@ async function batchedJudge(
 async function judgeReply(
   send: () => Promise<ChatCompletion>,
   ctx: SolverContext,
-  call: { input: Json; target: CallTarget } | undefined,
+  call: { input: Json; target: TargetOf },
 ): Promise<{ reply: ModelReply; cached: boolean }> {
-  if (!call || !ctx.chatStep) return { reply: await send(), cached: false };
+  if (!ctx.chatStep) return { reply: await send(), cached: false };
   const { reply, replayed } = await ctx.chatStep(call.input, send, {
     target: call.target,
     journal: false,

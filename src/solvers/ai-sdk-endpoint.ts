@@ -1,3 +1,4 @@
+import type { CallTarget } from "../core/eval.js";
 import type { LanguageModelLike } from "../core/language-model.js";
 import type { RateEndpoint } from "../core/rate-limits.js";
 import { headersCredential } from "./headers-credential.js";
@@ -61,4 +62,21 @@ async function readEndpoint(model: LanguageModelLike): Promise<RateEndpoint> {
     // No key the package could load (it fails the call itself): no credential to key by.
   }
   return endpoint;
+}
+
+/**
+ * Where an AI SDK model's calls go and with what credential, for the reply cache: its provider
+ * string (`openai.chat`, so another API of one package is another call), and the base URL and
+ * credential its provider package's config gives (`languageModelEndpoint`). Undefined, no call
+ * cached, for a model whose config says neither: stet could not tell its endpoint or key apart
+ * from another's.
+ *
+ * @example await languageModelTarget(createOpenAI({ apiKey }).chat("gpt-4o-mini")) // { provider: "openai.chat", baseURL: "https://api.openai.com/v1", credential: "…" }
+ */
+export async function languageModelTarget(
+  model: LanguageModelLike,
+): Promise<CallTarget | undefined> {
+  const { baseURL, credential } = await languageModelEndpoint(model);
+  if (baseURL === "" || credential === undefined) return undefined;
+  return { provider: model.provider, baseURL, credential };
 }

@@ -14,6 +14,7 @@ import {
   resolveEndpoint,
 } from "./chat-completion.js";
 import type { ChatEndpoint, ChatMessage } from "./chat-completion.js";
+import { aiSdkTarget } from "./model-call.js";
 import { prepareClient } from "./http-post.js";
 import { bareModel, providerOf } from "./model-name.js";
 import type { BatchChannel } from "../core/batch.js";
@@ -127,9 +128,10 @@ function chatTurn(
       const reply = await send();
       return reply.usage === undefined ? { reply } : { reply, used: reply.usage };
     }
-    // The reply cache keys the call by its endpoint and credential too (none for an AI SDK model).
+    // The reply cache keys the call by its endpoint and credential too (an AI SDK model's, as its
+    // provider package says).
     const target = isLanguageModel(requested)
-      ? undefined
+      ? aiSdkTarget(requested)
       : callTarget(options, providerOf(requested, options.provider));
     // The call's usage as the attempt counts it: a replayed call's marked reused or carried.
     const { reply, usage } = await ctx.chatStep(input, send, { last, target });

@@ -1,5 +1,5 @@
-import type { ModelCaller, ModelReply } from "../core/eval.js";
-import { isLanguageModel } from "../core/language-model.js";
+import type { CallTarget, ModelCaller, ModelReply } from "../core/eval.js";
+import { isLanguageModel, type LanguageModelLike } from "../core/language-model.js";
 import { callTarget, chatCompletion } from "./chat-completion.js";
 import { providerOf } from "./model-name.js";
 import { costUsd } from "./prices.js";
@@ -39,10 +39,21 @@ export const callModel: ModelCaller = async (call, context) => {
   }
   return result;
 };
-// Where a ctx.chat call goes, for the reply cache: an AI SDK model's endpoint is its own (unknown).
+/**
+ * Where an AI SDK model's calls go, for the reply cache (`languageModelTarget`), its module loaded
+ * on the first such call: an eval that uses no AI SDK model loads none of it (start-up).
+ *
+ * @example await aiSdkTarget(openai.chat("gpt-4o-mini")) // { provider: "openai.chat", baseURL, credential }
+ */
+export async function aiSdkTarget(model: LanguageModelLike): Promise<CallTarget | undefined> {
+  return (await import("./ai-sdk-endpoint.js")).languageModelTarget(model);
+}
+
+// Where a ctx.chat call goes, for the reply cache: an AI SDK model's, as its package says.
 callModel.target = (call, model) => {
   const requested = model ?? call.model;
-  if (requested === undefined || isLanguageModel(requested)) return undefined;
+  if (requested === undefined) return undefined;
+  if (isLanguageModel(requested)) return aiSdkTarget(requested);
   return callTarget(call, providerOf(requested, call.provider));
 };
 // What ctx.languageModel's wrapped models call: doGenerate/doStream with stet's retries, priced;
@@ -51,6 +62,7 @@ const aiSdk = () => import("./ai-sdk-model.js");
 callModel.languageModel = {
   generate: async (...call) => (await aiSdk()).generateLanguageModel.generate(...call),
   stream: async (...call) => (await aiSdk()).generateLanguageModel.stream(...call),
+  target: aiSdkTarget,
 };
 
 /**

@@ -1,9 +1,17 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { afterEach } from "vitest";
+import { afterEach, expect } from "vitest";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -29,6 +37,35 @@ export function evalProject(files: Record<string, string>): {
     db: join(dir, ".stet/stet.db"),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * Asserts that no file of a project's store (`.stet/`) holds any of `keys`, as text or base64.
+ *
+ * @example expectNoKeysInStore(dir, ["sk-…"]);
+ */
+export function expectNoKeysInStore(dir: string, keys: readonly string[]): void {
+  const stetDir = join(dir, ".stet");
+  for (const file of readdirSync(stetDir)) {
+    const bytes = readFileSync(join(stetDir, file)).toString("latin1");
+    for (const key of keys) {
+      expect(bytes.includes(key), `${file} holds the key`).toBe(false);
+      expect(bytes.includes(Buffer.from(key).toString("base64")), `${file}: base64`).toBe(false);
+    }
+  }
+}
+
+/**
+ * A project that installed the AI SDK: `ai` and the `@ai-sdk/*` packages linked to this repo's
+ * devDependencies.
+ *
+ * @example const { dir } = withAiSdk(project({ "e.mjs": text }));
+ */
+export function withAiSdk<P extends { dir: string }>(p: P): P {
+  for (const name of ["ai", "@ai-sdk"]) {
+    symlinkSync(join(REPO, "node_modules", name), join(p.dir, "node_modules", name), "dir");
+  }
+  return p;
 }
 
 /**
