@@ -264,8 +264,15 @@ describe("stet run --run-id", () => {
     expect(dumpDb(p.db)).toBe(before);
   });
 
-  it("looks an existing id up before the eval loads: --detach and another --reuse are refused naming the run, a broken dataset unread, nothing written", async () => {
+  it("looks an id up before the eval loads, creating no store: for an existing run --detach and another --reuse are refused naming it, a broken dataset unread, nothing written", async () => {
     const { p, stet } = setup();
+    writeFileSync(join(p.dir, "data.jsonl"), "not json\n");
+    // No store yet: the lookup makes none, and the eval's dataset refuses as for any new run.
+    const fresh = await stet("run", "eval.mjs", "--run-id", "nightly-7");
+    expect(fresh.code).toBe(1);
+    expect(fresh.stderr).toContain("data.jsonl:1");
+    expect(existsSync(p.db)).toBe(false);
+    writeFileSync(join(p.dir, "data.jsonl"), DATA);
     expect((await stet("run", "eval.mjs", "--run-id", "nightly-7")).code).toBe(0);
     writeFileSync(join(p.dir, "data.jsonl"), "not json\n");
     mock.reset();
