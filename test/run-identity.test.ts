@@ -287,6 +287,8 @@ describe("stet run --run-id", () => {
     expect(reuse.stderr).toContain(
       "--run-id nightly-7 names an existing run that was started without --reuse",
     );
+    const label = await stet("run", "eval.mjs", "--run-id", "nightly-7", "--label", "no value");
+    expect(label.code).toBe(2);
     expect(`${detach.stderr}${reuse.stderr}`).not.toContain("data.jsonl");
     expect(requests()).toBe(0);
     expect(dumpDb(p.db)).toBe(before);

@@ -151,6 +151,7 @@ async function runOnce(
   const again = (store: Store) =>
     resumeExisting(store, runId!, { ...flags, eval: evalFile(source) });
   if (runId !== undefined) {
+    parseLabels(flags.label ?? [], "--label"); // a malformed --label refuses whatever the id names
     started.runId = runId;
     // A run of this id exists: the resume way, before the eval and its dataset load for a new
     // run (the resume loads them itself, and reads no dataset for a complete run of an unchanged
