@@ -1,4 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { runCli, startCli, STET_BIN } from "./helpers/cli.js";
 import { evalProject, questions } from "./helpers/eval-project.js";
@@ -217,6 +219,36 @@ describe.skipIf(SKIP_POSTGRES)(
         for (const row of stored) expect(byKey.get(`${row.sample_id}#${row.attempt}`)).toEqual(row);
       },
     );
+
+    it("--run-id: a fresh schema gets no table from the lookup, and an existing run is looked up before the eval loads", async () => {
+      const store = sharedStore();
+      const opts = { cwd: store.dir, env: store.env };
+      const tables = async () =>
+        (
+          await store.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM information_schema.tables
+              WHERE table_schema = current_schema()`,
+          )
+        ).rows[0]?.n ?? 0;
+      const data = join(store.dir, "data.jsonl");
+      writeFileSync(data, "not json\n");
+      const broken = await runCli(["run", "eval.mjs", "--run-id", "pg-1"], opts);
+      expect(broken.code).toBe(1);
+      expect(broken.stderr).toContain("data.jsonl:1");
+      expect(await tables()).toBe(0);
+
+      writeFileSync(data, questions(N));
+      expect((await runCli(["run", "eval.mjs", "--run-id", "pg-1"], opts)).code).toBe(0);
+      writeFileSync(data, "not json\n");
+      const before = await store.attempts();
+      const detach = await runCli(
+        ["run", "eval.mjs", "--run-id", "pg-1", "--batch", "--detach"],
+        opts,
+      );
+      expect(detach.code).toBe(2);
+      expect(detach.stderr).toContain("--detach starts a new run, and run pg-1 exists");
+      expect(await store.attempts()).toEqual(before);
+    });
 
     it("fails with exit 1 and names the database, without its password, when it is unreachable", async () => {
       const project = evalProject({ "eval.mjs": EVAL, "data.jsonl": questions(3) });

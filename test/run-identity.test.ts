@@ -264,6 +264,59 @@ describe("stet run --run-id", () => {
     expect(dumpDb(p.db)).toBe(before);
   });
 
+  it("looks an id up before the eval loads, creating no store: for an existing run --detach and another --reuse are refused naming it, a broken dataset unread, nothing written", async () => {
+    const { p, stet } = setup();
+    writeFileSync(join(p.dir, "data.jsonl"), "not json\n");
+    // No store yet: the lookup makes none, and the eval's dataset refuses as for any new run.
+    const fresh = await stet("run", "eval.mjs", "--run-id", "nightly-7");
+    expect(fresh.code).toBe(1);
+    expect(fresh.stderr).toContain("data.jsonl:1");
+    expect(existsSync(p.db)).toBe(false);
+    writeFileSync(join(p.dir, "data.jsonl"), DATA);
+    expect((await stet("run", "eval.mjs", "--run-id", "nightly-7")).code).toBe(0);
+    writeFileSync(join(p.dir, "data.jsonl"), "not json\n");
+    mock.reset();
+    const before = dumpDb(p.db);
+    const detach = await stet("run", "eval.mjs", "--run-id", "nightly-7", "--batch", "--detach");
+    expect(detach.code).toBe(2);
+    expect(detach.stderr).toContain(
+      "--detach starts a new run, and run nightly-7 exists: collect it with `stet resume nightly-7`, or give a new --run-id",
+    );
+    const reuse = await stet("run", "eval.mjs", "--run-id", "nightly-7", "--reuse", "latest");
+    expect(reuse.code).toBe(2);
+    expect(reuse.stderr).toContain(
+      "--run-id nightly-7 names an existing run that was started without --reuse",
+    );
+    const label = await stet("run", "eval.mjs", "--run-id", "nightly-7", "--label", "no value");
+    expect(label.code).toBe(2);
+    expect(`${detach.stderr}${reuse.stderr}`).not.toContain("data.jsonl");
+    expect(requests()).toBe(0);
+    expect(dumpDb(p.db)).toBe(before);
+  });
+
+  it("reads an existing run's dataset once (the resume's), not first as for a new run", async () => {
+    const rows = DATA.split("\n").join(",\n");
+    const counted = evalFile().replace(
+      'dataset: "./data.jsonl",',
+      `dataset: { *[Symbol.iterator]() { appendFileSync(new URL("./reads.log", import.meta.url), "read\\n"); yield* [${rows}]; } },`,
+    );
+    const { p, stet } = setup({
+      "eval.mjs": `import { appendFileSync } from "node:fs";\n${counted}`,
+    });
+    const reads = () => readFileSync(join(p.dir, "reads.log"), "utf8").split("\n").length - 1;
+    expect((await stet("run", "eval.mjs", "--run-id", "nightly-7")).code).toBe(0);
+    expect(reads()).toBe(1);
+    mock.reset();
+    const again = await stet("run", "eval.mjs", "--run-id", "nightly-7");
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("run nightly-7 is complete: nothing to execute");
+    expect(reads()).toBe(2);
+    const distributed = await stet("run", "eval.mjs", "--run-id", "nightly-7", "--distributed");
+    expect(distributed.code).toBe(0);
+    expect(reads()).toBe(3);
+    expect(requests()).toBe(0);
+  });
+
   it("refuses a malformed id before creating a store", async () => {
     const { p, stet } = setup();
     const refused = await stet("run", "eval.mjs", "--run-id", "no!");

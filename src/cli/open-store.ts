@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { StetError } from "../core/errors.js";
+import { isStetError, StetError } from "../core/errors.js";
 import { DEFAULT_STALE_MS } from "../runs/stale-limit.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
@@ -35,6 +35,40 @@ export async function openStore(
   }
   // The adapter's errors name the file (resolved, so it can be found whatever the cwd).
   return openSqliteStore(resolve(location), { create });
+}
+
+/**
+ * The store, open, when it exists and holds run `runId`; else `undefined`, with nothing created
+ * or left open: a missing or empty SQLite file, or a database without stet's tables, holds no
+ * run. `stet run --run-id` looks the id up with it before the eval and its dataset load (a run
+ * that exists goes the resume way, which loads them itself). The caller closes the store it gets.
+ *
+ * @example const store = await openStoreWithRun(flags.store, "nightly-7", { staleMs: 30_000 });
+ */
+export async function openStoreWithRun(
+  flag: string | undefined,
+  runId: string,
+  options: { staleMs?: number } = {},
+): Promise<Store | undefined> {
+  let store: Store | undefined;
+  try {
+    store = await openStore(flag, { ...options, create: false });
+    // PostgreSQL connects (and finds no tables) on the first read.
+    if (await store.runs.get(runId)) return store;
+  } catch (error) {
+    if (!isNoStoreYet(error)) {
+      await store?.close();
+      throw error;
+    }
+  }
+  await store?.close();
+  return undefined;
+}
+
+/** The refusal of a read-only open where no store was made yet (`notAStore`, or no tables). */
+function isNoStoreYet(error: unknown): boolean {
+  const state = isStetError(error, "E_STORE") ? error.details?.state : undefined;
+  return state === "missing" || state === "empty";
 }
 
 /**

@@ -5,6 +5,7 @@ import { runEval } from "../runs/start-run.js";
 import { scorers } from "../scorers/index.js";
 import { additionEval, setupTestApp as setup } from "../../test/helpers/server-app.js";
 import { collectSse } from "../../test/helpers/sse.js";
+import type { DatasetRow } from "../eval/types.js";
 
 describe("POST /api/runs with runId", () => {
   it("starts once; the same request again answers 200 complete and executes nothing", async () => {
@@ -19,6 +20,24 @@ describe("POST /api/runs with runId", () => {
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ runId: "nightly-7", status: "completed", complete: true });
     expect(add.calls).toEqual(calls);
+  });
+
+  it("reads an existing run's dataset once (the resume's), not first as for a new run", async () => {
+    const add = additionEval();
+    const rows = [...(add.ev.dataset as Iterable<DatasetRow>)];
+    let reads = 0;
+    const dataset = {
+      *[Symbol.iterator]() {
+        reads++;
+        yield* rows;
+      },
+    };
+    const t = setup([{ ...add.ev, dataset }]);
+    await collectSse(await t.post("/api/runs", { eval: "addition", runId: "nightly-7" }));
+    expect(reads).toBe(1);
+    const again = await t.post("/api/runs", { eval: "addition", runId: "nightly-7" });
+    expect(await again.json()).toEqual({ runId: "nightly-7", status: "completed", complete: true });
+    expect(reads).toBe(2);
   });
 
   it("refuses a malformed runId (400) and one naming a run of another eval (409)", async () => {

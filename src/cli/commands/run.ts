@@ -14,19 +14,20 @@ import {
   type StartRequest,
 } from "../../runs/start-run.js";
 import { leaseTime, workerStaleLimit } from "../../runs/work-run.js";
-import { staleLimit } from "../../runs/stale-limit.js";
 import type { Store } from "../../store/types.js";
+import { staleLimit } from "../../runs/stale-limit.js";
 import { createIo } from "../io.js";
 import { EXIT } from "../exit-codes.js";
 import { parseBaselineSelector } from "../../runs/baseline.js";
 import { diffCommand } from "./diff.js";
-import { openStore, storeLocation } from "../open-store.js";
+import { openStore, openStoreWithRun, storeLocation } from "../open-store.js";
 import { prepareRunOutput, withRunOutput } from "../run-output.js";
 import { resumeHint } from "../resume-hint.js";
 import { runManyWithUi } from "../run-many.js";
 import { runWithUi, uiOptions } from "../run-ui.js";
 import { watchRuns } from "../watch.js";
-import { resumeCommand, resumeInStore } from "./resume.js";
+import { resumeCommand } from "./resume.js";
+import { resumeExisting } from "./run-existing.js";
 
 export interface RunFlags {
   /** One model, or several (`--model a --model b`): then one run per model, as a benchmark. */
@@ -145,6 +146,25 @@ async function runOnce(
   const io = createIo(flags.json ?? false);
   const stale = staleLimit();
   storeLocation(flags.store); // a bad --store or STET_STORE refuses before the eval loads
+  const storeOptions = flags.distributed ? workerStaleLimit(stale, leaseTime()) : stale;
+  const runId = flags.runId;
+  const again = (store: Store) =>
+    resumeExisting(store, runId!, { ...flags, eval: evalFile(source) });
+  if (runId !== undefined) {
+    parseLabels(flags.label ?? [], "--label"); // a malformed --label refuses whatever the id names
+    started.runId = runId;
+    // A run of this id exists: the resume way, before the eval and its dataset load for a new
+    // run (the resume loads them itself, and reads no dataset for a complete run of an unchanged
+    // file); a refusal that needs only the run (`--detach`, another `--reuse`) comes first.
+    const existing = await openStoreWithRun(flags.store, runId, storeOptions);
+    if (existing) {
+      try {
+        return await again(existing);
+      } finally {
+        await existing.close();
+      }
+    }
+  }
   const labels = await runLabels(flags);
   // Loaded and checked before the store opens: a bad eval, seed or --output refuses without a run.
   const prepared = await prepareStart(startRequest(flags, source, flags.model, labels));
@@ -157,25 +177,8 @@ async function runOnce(
   if (flags.distributed) checkDistributable(prepared.eval);
   started.runId = prepared.runId;
   await prepareRunOutput(flags.output, "--output");
-  const store = await openStore(
-    flags.store,
-    flags.distributed ? workerStaleLimit(stale, leaseTime()) : stale,
-  );
+  const store = await openStore(flags.store, storeOptions);
   try {
-    // The resume way, whose identity check (`checkEval`) refuses a run of another eval.
-    const again = async () => {
-      await checkReuseOfExisting(store, prepared.runId, flags.reuse);
-      return resumeInStore(store, prepared.runId, { ...flags, eval: evalFile(source) });
-    };
-    if (flags.runId !== undefined && (await store.runs.get(flags.runId))) {
-      if (flags.detach) {
-        throw new StetError(
-          "E_USAGE",
-          `--detach starts a new run, and run ${flags.runId} exists: collect it with \`stet resume ${flags.runId}\``,
-        );
-      }
-      return await again();
-    }
     const start = flags.distributed ? startDistributed : runEval;
     const detach = flags.detach ? { detach: true } : {};
     try {
@@ -195,11 +198,11 @@ async function runOnce(
       // Another `stet run --run-id` created it meanwhile: the store's create is atomic, so exactly
       // one of them executes; this one goes the resume way (E_RUN_ACTIVE while that one lives).
       if (
-        flags.runId !== undefined &&
+        runId !== undefined &&
         isStetError(error, "E_INVALID_INPUT") &&
-        (await store.runs.get(flags.runId))
+        (await store.runs.get(runId))
       ) {
-        return await again();
+        return await again(store);
       }
       throw error;
     }
@@ -265,31 +268,6 @@ async function watchCommand(
   } finally {
     await store.close();
   }
-}
-
-/**
- * `--run-id <existing> --reuse <x>`: the same command again goes on with the run it started
- * (its reused keys are stored in it, so the resume executes only the rest). A run that was
- * started without `--reuse`, or with another one, is refused (`E_USAGE`) rather than resumed
- * with the flag ignored.
- */
-async function checkReuseOfExisting(
-  store: Store,
-  runId: string,
-  reuse: string | undefined,
-): Promise<void> {
-  if (reuse === undefined) return;
-  const run = await store.runs.get(runId);
-  const recorded = run?.config.reuse?.requested;
-  if (recorded === reuse) return;
-  const started =
-    recorded === undefined ? "was started without --reuse" : `was started with --reuse ${recorded}`;
-  throw new StetError(
-    "E_USAGE",
-    `--run-id ${runId} names an existing run that ${started}; --reuse ${reuse} only applies to a new run: ` +
-      `drop --reuse to resume it, or give a new --run-id`,
-    { details: { runId } },
-  );
 }
 
 /**

@@ -56,10 +56,9 @@ export function runsStartRoutes(deps: AppDeps): Hono {
     }
     // The body's limits are the eval's for this run: its identity, and a resume of it, has them.
     const loaded = limits ? { ...registered, eval: { ...registered.eval, limits } } : registered;
-    // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
-    const prepared = await prepareStart({ eval: loaded, ...overrides });
-    // The resume way, with the eval asked for: its identity check refuses a run of another eval.
-    const again = () => {
+    // A run of this id exists: the resume way, with the eval asked for (its identity check
+    // refuses a run of another eval), before the dataset is read for a new run.
+    if (overrides.runId !== undefined && (await deps.store.runs.get(overrides.runId))) {
       const ask = {
         ...(overrides.model === undefined ? {} : { model: overrides.model }),
         ...(allowEvalChange === undefined ? {} : { allowEvalChange }),
@@ -67,11 +66,10 @@ export function runsStartRoutes(deps: AppDeps): Hono {
         ...(overrides.cache === undefined ? {} : { cache: overrides.cache }),
         ...(overrides.batch === undefined ? {} : { batch: overrides.batch }),
       };
-      return resumeResponse(c, deps, prepared.runId, ask, true, loaded);
-    };
-    if (overrides.runId !== undefined && (await deps.store.runs.get(overrides.runId))) {
-      return again();
+      return resumeResponse(c, deps, overrides.runId, ask, true, loaded);
     }
+    // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
+    const prepared = await prepareStart({ eval: loaded, ...overrides });
     // The stream's slot is taken before the run starts: at the cap, nothing starts.
     const release = deps.streams.take();
     return streamExecution(

@@ -154,6 +154,7 @@ export class PostgresContext {
           "E_STORE",
           `no stet store at ${this.location}: it has no stet tables, and a command that only ` +
             "reads does not create them",
+          { details: { state: "empty" } },
         );
       }
     }

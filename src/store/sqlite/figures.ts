@@ -41,7 +41,7 @@ export const SQLITE_FIGURES_STATEMENTS = {
        WHERE s.run_id = ? AND s.sample_id = ?`,
   ),
   putSample: putSamples(1),
-  // A commit's samples, ROWS_PER_STATEMENT a statement (`rowWriter`).
+  // Samples' figures, ROWS_PER_STATEMENT a statement (`rowWriter`; the rest one by one).
   putSampleRows: putSamples(ROWS_PER_STATEMENT),
   sampleAttempts: {
     ...sql<AttemptHeadRow>(
@@ -93,13 +93,17 @@ export function figuresAfterRescore(
   if (!run) return;
   for (const scoring of scorings) run.addScoring(scoring);
   const head = attemptMapper(runId).head;
+  const after = new Map<string, SampleFigures>();
   for (const sampleId of new Set(sampleIds)) {
     const row = c.figures.sampleBefore.get(runId, sampleId);
     if (!row) continue;
     const attempts = c.figures.sampleAttempts.all(runId, sampleId).map(head);
-    const after = recomputeSample(run, sampleFigures(row.figures), attempts, row.fingerprint);
-    putSample(c, runId, sampleId, after);
+    after.set(
+      sampleId,
+      recomputeSample(run, sampleFigures(row.figures), attempts, row.fingerprint),
+    );
   }
+  writeSamples(c, runId, after);
   putRun(c, runId, run);
 }
 
@@ -183,11 +187,10 @@ export function sampleFigures(text: string | null): SampleFigures | undefined {
   return text === null ? undefined : parseSampleFigures(text);
 }
 
-function putSample(c: SqliteContext, runId: string, sampleId: string, figures: SampleFigures) {
-  c.figures.putSample.run(runId, sampleId, JSON.stringify(figures), erroredKeys(figures));
-}
-
-/** Samples' figures, written ROWS_PER_STATEMENT to a statement (`rowWriter`). */
+/**
+ * Samples' figures, written ROWS_PER_STATEMENT to a statement (`rowWriter`): the one place a
+ * `sample_figures` row is built, for a commit, a rescore and a build alike.
+ */
 function writeSamples(
   c: SqliteContext,
   runId: string,

@@ -1,0 +1,58 @@
+import { StetError } from "../../core/errors.js";
+import type { Store } from "../../store/types.js";
+import { resumeInStore, type ResumeFlags } from "./resume.js";
+
+/** What `stet run` asks of a run that exists: its resume flags, and those only a new run takes. */
+export interface ExistingRunFlags extends ResumeFlags {
+  /** `--reuse`: goes on only with a run started with the same one. */
+  reuse?: string;
+}
+
+/**
+ * `stet run --run-id <id>` when run `id` exists: the resume way, whose identity check
+ * (`checkEval`) refuses a run of another eval. `--detach`, which starts a new run, is refused
+ * (`E_USAGE`), and so is a `--reuse` the run was not started with (`checkReuseOfExisting`),
+ * before the eval loads.
+ *
+ * @example return await resumeExisting(store, "nightly-7", { ...flags, eval: "evals/qa.ts" });
+ */
+export async function resumeExisting(
+  store: Store,
+  runId: string,
+  flags: ExistingRunFlags,
+): Promise<number> {
+  if (flags.detach) {
+    throw new StetError(
+      "E_USAGE",
+      `--detach starts a new run, and run ${runId} exists: collect it with \`stet resume ${runId}\`, or give a new --run-id`,
+      { details: { runId } },
+    );
+  }
+  await checkReuseOfExisting(store, runId, flags.reuse);
+  return resumeInStore(store, runId, flags);
+}
+
+/**
+ * `--run-id <existing> --reuse <x>`: the same command again goes on with the run it started
+ * (its reused keys are stored in it, so the resume executes only the rest). A run that was
+ * started without `--reuse`, or with another one, is refused (`E_USAGE`) rather than resumed
+ * with the flag ignored.
+ */
+async function checkReuseOfExisting(
+  store: Store,
+  runId: string,
+  reuse: string | undefined,
+): Promise<void> {
+  if (reuse === undefined) return;
+  const run = await store.runs.get(runId);
+  const recorded = run?.config.reuse?.requested;
+  if (recorded === reuse) return;
+  const started =
+    recorded === undefined ? "was started without --reuse" : `was started with --reuse ${recorded}`;
+  throw new StetError(
+    "E_USAGE",
+    `--run-id ${runId} names an existing run that ${started}; --reuse ${reuse} only applies to a new run: ` +
+      `drop --reuse to resume it, or give a new --run-id`,
+    { details: { runId } },
+  );
+}
