@@ -106,6 +106,7 @@ describe("writeJunit", () => {
       '      <property name="stet.limited" value="1"/>\n' +
         '      <property name="stet.retries" value="129"/>\n' +
         '      <property name="stet.keysRetried" value="3"/>\n' +
+        '      <property name="stet.retriesUnrecorded" value="1"/>\n' +
         "    </properties>\n",
     );
     const props = (...lines: string[]) =>

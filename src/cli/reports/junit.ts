@@ -21,7 +21,8 @@ export type KeyPages = (
  * is not its key's first attempt carries `stet.attempt` (its number), and one whose model calls
  * re-sent requests `stet.retries` (how many); the suite's `stet.retries` and `stet.keysRetried`
  * are the run's (`RunReport.retries`: requests re-sent over every stored attempt and scoring, and
- * keys that needed more than one attempt). The suite and the document carry the totals, counted
+ * keys that needed more than one attempt), with `stet.retriesUnrecorded` when some attempts were
+ * stored before retries were counted. The suite and the document carry the totals, counted
  * by a first pass over the outcomes' heads; the second writes each page's test cases as it reads
  * them.
  *
@@ -60,6 +61,10 @@ export async function writeJunit(
     `      <property name="stet.limited" value="${limited}"/>`,
     `      <property name="stet.retries" value="${report.retries.total}"/>`,
     `      <property name="stet.keysRetried" value="${report.retries.keysRetried}"/>`,
+    // Attempts stored before retries were counted: `stet.retries` cannot include theirs.
+    ...(report.retries.unrecorded > 0
+      ? [`      <property name="stet.retriesUnrecorded" value="${report.retries.unrecorded}"/>`]
+      : []),
     `    </properties>`,
   ];
   await write(`${head.join("\n")}\n`);
