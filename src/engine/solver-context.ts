@@ -92,9 +92,9 @@ export function context(
     input: Json,
     languageModel: LanguageModelLike,
   ): CachedResult | undefined => {
+    if (!task.cache) return undefined;
     const target = callModel?.languageModel?.target?.(languageModel);
-    const entry =
-      task.cache && target ? task.cache.result(name, input, target, task.key.epoch) : undefined;
+    const entry = target ? task.cache.result(name, input, target, task.key.epoch) : undefined;
     if (!entry || !redaction) return entry;
     const holds = (value: Json) => redaction.entry(value).found.length > 0;
     return {
@@ -156,7 +156,7 @@ export function context(
         spend: (usage) => void spent.usage.push(usage),
         beforeCall: budget && (() => budget.beforeCall()),
         rateGate,
-        cache: (name, input) => cachedResult(name, input, languageModel),
+        cache: task.cache && ((name, input) => cachedResult(name, input, languageModel)),
       }),
     async step<T>(
       name: string,

@@ -46,7 +46,11 @@ export const callModel: ModelCaller = async (call, context) => {
  * @example await aiSdkTarget(openai.chat("gpt-4o-mini")) // { provider: "openai.chat", baseURL, credential }
  */
 export async function aiSdkTarget(model: LanguageModelLike): Promise<CallTarget | undefined> {
-  return (await import("./ai-sdk-endpoint.js")).languageModelTarget(model);
+  try {
+    return await (await import("./ai-sdk-endpoint.js")).languageModelTarget(model);
+  } catch {
+    return undefined; // unreadable: the call is not cached (never a rejection nobody awaits)
+  }
 }
 
 // Where a ctx.chat call goes, for the reply cache: an AI SDK model's, as its package says.
