@@ -56,6 +56,9 @@ async function killThenResume(
   let held = false;
   const mock = await startMockBatch({
     delayMs: 200,
+    // A first poll later than the batch's 200 ms (a loaded machine) would otherwise find it
+    // ended: the run then never reached "poll", and the test waited for it until its timeout.
+    ...(kill.point === "poll" ? { minRunningPolls: 1 } : {}),
     hold: async (point) => {
       if (held || point !== kill.point) return;
       held = true;
@@ -73,7 +76,10 @@ async function killThenResume(
   };
   const child = startCli(["run", "eval.mjs", "--run-id", runId], { cwd: dir, env });
   if (kill.point) {
-    await atPoint;
+    const ended = child.done.then(() => {
+      throw new Error(`the run ended before the server reached "${kill.point}"`);
+    });
+    await Promise.race([atPoint, ended]);
     child.child.kill("SIGKILL");
   }
   const killed = await child.done;

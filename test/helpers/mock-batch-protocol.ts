@@ -22,6 +22,8 @@ export interface BatchState {
   inputFileId?: string;
   window?: string;
   items: BatchItem[];
+  /** Polls answered while it was still in progress. */
+  runningPolls: number;
 }
 
 export interface ProtocolParts {
@@ -68,7 +70,7 @@ export function batchRoutes(p: ProtocolParts) {
         return { status: 200, body: { ...openaiBatch(state), status: "cancelling" } };
       }
       p.settle(state);
-      await p.hold(state.status === "running" ? "poll" : "poll-ended", state.id);
+      await p.hold(pollPoint(state), state.id);
       return { status: 200, body: openaiBatch(state) };
     }
     if ((m = pathname.match(/^\/v1\/files\/file-(out|err)-(.+)\/content$/))) {
@@ -94,7 +96,7 @@ export function batchRoutes(p: ProtocolParts) {
         await p.hold("download", state.id);
         return { status: 200, body: anthropicLines(p, state) };
       }
-      await p.hold(state.status === "running" ? "poll" : "poll-ended", state.id);
+      await p.hold(pollPoint(state), state.id);
       return { status: 200, body: anthropicBatch(state) };
     }
     return undefined;
@@ -327,4 +329,11 @@ function anthropicLines(p: ProtocolParts, s: BatchState): string {
     })
     .map((l) => JSON.stringify(l) + "\n")
     .join("");
+}
+
+/** A poll's point: `poll` while the batch is in progress (counted), else `poll-ended`. */
+function pollPoint(state: BatchState): "poll" | "poll-ended" {
+  if (state.status !== "running") return "poll-ended";
+  state.runningPolls++;
+  return "poll";
 }

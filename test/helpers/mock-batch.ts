@@ -11,6 +11,11 @@ export type BatchPoint = "upload" | "create" | "poll" | "poll-ended" | "download
 export interface MockBatchOptions {
   /** Milliseconds from a batch's creation until it ends. Default 0. */
   delayMs?: number;
+  /**
+   * Polls a batch answers as in progress before it may end, however late they come (default 0):
+   * a test holding the `poll` point reaches it on a loaded machine too.
+   */
+  minRunningPolls?: number;
   /** The assistant's text for a request (its key: the last user message). Default: "answer: <key>". */
   reply?: (key: string) => string;
   /** Default { prompt_tokens: 10, completion_tokens: 5 }. */
@@ -70,6 +75,7 @@ export async function startMockBatch(options: MockBatchOptions = {}): Promise<Mo
       createdAt: Date.now(),
       endsAt: Date.now() + (options.delayMs ?? 0),
       status: "running",
+      runningPolls: 0,
       metadata: {},
       items: items.map((item): BatchItem => {
         const key = keyOf(messagesOf(protocol, item.body));
@@ -90,6 +96,7 @@ export async function startMockBatch(options: MockBatchOptions = {}): Promise<Mo
   /** Ends a batch whose time came: its processed requests are billed, once. */
   const settle = (state: BatchState): void => {
     if (state.status !== "running" || Date.now() < state.endsAt) return;
+    if (state.runningPolls < (options.minRunningPolls ?? 0)) return;
     state.status = state.items.some((i) => i.outcome === "expired") ? "expired" : "completed";
     for (const item of state.items) {
       if (item.outcome !== "expired") billed[item.key] = (billed[item.key] ?? 0) + 1;
