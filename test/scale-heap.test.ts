@@ -33,6 +33,7 @@ import { startServe } from "./helpers/serve.js";
 const KEYS = 200_000;
 const HEAP_MB = 128;
 const RUN_HEAP_MB = 96;
+const REVIEW_HEAP_MB = 48;
 const BIN = fileURLToPath(new URL("../dist/cli/bin.js", import.meta.url));
 
 const { project } = perTest();
@@ -271,6 +272,27 @@ describe("200,000 keys with the heap capped", () => {
     expect(rescoredReport.metrics.map((m) => [m.scorer, m.mean, m.samples])).toEqual([
       ["exact", 1, KEYS],
       ["includes", 1, KEYS],
+    ]);
+
+    // Two reviews, recorded and listed under a 48 MB heap: the reviewed keys' outcomes are read,
+    // not every sample and attempt (main at a28672a died under 96 MB recording them).
+    const csv = "sample_id,epoch,verdict\ns5,1,pass\ns99999,1,fail\n";
+    writeFileSync(join(p.dir, "reviews.csv"), csv);
+    const review = ["review", runId, "--import", "reviews.csv", "--reviewer", "ada"];
+    const reviewed = await capped(p.dir, review, REVIEW_HEAP_MB).done;
+    expect(reviewed.code, reviewed.stderr).toBe(0);
+    expect(reviewed.stdout).toContain(`stored 2 review(s) of run ${runId}`);
+    const listed = await capped(p.dir, ["review", runId, "--export"], REVIEW_HEAP_MB).done;
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(
+      listed.stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.split(",").slice(0, 6)),
+    ).toEqual([
+      ["sample_id", "epoch", "attempt", "scorer", "reviewer", "verdict"],
+      ["s5", "1", "1", "human", "ada", "pass"],
+      ["s99999", "1", "1", "human", "ada", "fail"],
     ]);
   }, 900_000);
 });

@@ -1,7 +1,7 @@
-import { selectOutcomes } from "../core/outcomes.js";
 import { currentReviews, keyId, type Review } from "../core/reviews.js";
 import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
+import { reviewedOutcomes } from "./reviewed-outcomes.js";
 
 /** A stored review and whether it counts now (its reviewer's latest, of the current attempt). */
 export type ListedReview = Review & { current: boolean };
@@ -16,14 +16,10 @@ export async function listReviews(store: Store, runId: string): Promise<ListedRe
   await requireRun(store, runId);
   const reviews = await store.reviews.list(runId);
   if (reviews.length === 0) return [];
-  const [samples, heads] = await Promise.all([
-    store.reads.getSamples(runId),
-    store.reads.listAttemptHeads(runId),
-  ]);
-  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
-  const outcomes = new Map(selectOutcomes(heads, fingerprints).map((o) => [keyId(o), o.attempt]));
+  // The outcomes of the keys reviewed only, not every key of the run.
+  const { attempts } = await reviewedOutcomes(store, runId, reviews);
   const counting = new Set(
-    currentReviews(reviews, (k) => outcomes.get(keyId(k))).map((r) => r.seq),
+    currentReviews(reviews, (k) => attempts.get(keyId(k))).map((r) => r.seq),
   );
   return reviews.map((r) => ({ ...r, current: counting.has(r.seq) }));
 }

@@ -1,9 +1,9 @@
 import { StetError } from "../core/errors.js";
-import { selectOutcomes } from "../core/outcomes.js";
 import { reviewValue, type ReviewInput } from "../core/review-input.js";
 import { keyId, type Review, type ReviewDraft } from "../core/reviews.js";
 import type { Store } from "../store/types.js";
 import { requireRun } from "./require-run.js";
+import { reviewedOutcomes } from "./reviewed-outcomes.js";
 
 export interface RecordReviewsOptions {
   store: Store;
@@ -28,26 +28,21 @@ export async function recordReviews(options: RecordReviewsOptions): Promise<Revi
   const { store, runId } = options;
   const where = options.where ?? ((i: number) => `review ${i + 1}`);
   const run = await requireRun(store, runId);
-  const [samples, heads] = await Promise.all([
-    store.reads.getSamples(runId),
-    store.reads.listAttemptHeads(runId),
-  ]);
-  const fingerprints = new Map(samples.map((r) => [r.sample.id, r.fingerprint]));
-  const outcomes = new Map(selectOutcomes(heads, fingerprints).map((o) => [keyId(o), o]));
+  const { samples, attempts } = await reviewedOutcomes(store, runId, options.reviews);
   const createdAt = (options.now?.() ?? new Date()).toISOString();
   const drafts = options.reviews.map((input, index): ReviewDraft => {
     const refuse = (why: string) =>
       new StetError("E_INVALID_INPUT", `${where(index)}: ${why}`, { details: { runId } });
-    if (!fingerprints.has(input.sampleId))
+    if (!samples.has(input.sampleId))
       throw refuse(`run ${runId} has no sample "${input.sampleId}"`);
     if (input.epoch > run.config.epochs)
       throw refuse(`epoch ${input.epoch} is beyond the run's ${run.config.epochs}`);
-    const outcome = outcomes.get(keyId(input));
-    if (!outcome)
+    const attempt = attempts.get(keyId(input));
+    if (attempt === undefined)
       throw refuse(`sample "${input.sampleId}" epoch ${input.epoch} has no attempt to review`);
-    if (input.attempt !== undefined && input.attempt !== outcome.attempt)
+    if (input.attempt !== undefined && input.attempt !== attempt)
       throw refuse(
-        `attempt ${input.attempt} is not the current attempt (${outcome.attempt}) of ` +
+        `attempt ${input.attempt} is not the current attempt (${attempt}) of ` +
           `sample "${input.sampleId}" epoch ${input.epoch}`,
       );
     const reviewer = input.reviewer ?? options.reviewer;
@@ -55,7 +50,7 @@ export async function recordReviews(options: RecordReviewsOptions): Promise<Revi
     return {
       sampleId: input.sampleId,
       epoch: input.epoch,
-      attempt: outcome.attempt,
+      attempt,
       scorer: input.scorer,
       reviewer,
       value: reviewValue(input),
