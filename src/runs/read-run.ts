@@ -57,6 +57,15 @@ export async function readRun(
   return { run, owner, orphaned, report, ...(workers ? { workers } : {}) };
 }
 
+/**
+ * A run's report as `stet show` reads it: from the figures the store keeps (no attempt read).
+ *
+ * @example (await runReport(store, run)).metrics
+ */
+export function runReport(store: Store, run: Run): Promise<RunReport> {
+  return storedReport(store, run);
+}
+
 /** A run as `runAsRead` gives it. */
 export interface RunAsRead {
   run: Run;
