@@ -1,10 +1,11 @@
 // The scale group (issue 34): a run of 1,000,000 keys (STET_BENCH_SCALE sets another count, e.g.
 // 10000000) through the CLI, and what each read of it costs: wall and peak RSS of the run, the
 // resume plan of the complete run, `stet show`, `stet export --format jsonl`, `stet diff` of the
-// run with itself, beside the floor the read paths are held against: the store's raw scan (a
+// run with itself and `stet review` of two keys, beside the floor the read paths are held
+// against: the store's raw scan (a
 // SELECT of every attempt row). One repetition each (minutes at this size); run only when named:
 // `npm run bench -- scale`.
-import { appendFileSync, rmSync } from "node:fs";
+import { appendFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { cli, fmt, jsonl, project, report } from "../harness.mjs";
@@ -87,6 +88,18 @@ export default async function scale() {
       `${fmt(diff.wallMs)}, ${mb(diff.rssKb)}`,
       "≤ 300 MB",
       diff.rssKb / 1024 <= 300,
+    );
+    // Last (reviews change the run's figures): two reviews, which read those keys' outcomes only.
+    writeFileSync(join(dir, "reviews.csv"), "sample_id,epoch,verdict\ns0,1,pass\ns1,1,fail\n");
+    const reviewed = await cli(
+      ["review", runId, "--import", "reviews.csv", "--reviewer", "bench"],
+      dir,
+    );
+    report(
+      `\`stet review --import\` of 2 keys of the ${n}-key run: wall, peak RSS`,
+      `${fmt(reviewed.wallMs)}, ${mb(reviewed.rssKb)}`,
+      "≤ 300 MB",
+      reviewed.rssKb / 1024 <= 300,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
