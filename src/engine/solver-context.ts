@@ -72,21 +72,26 @@ export function context(
     });
     return withParts(sent);
   };
+  // A call or reply that holds a known secret (an endpoint echoing the key) is not stored: the
+  // cache, unlike the journal, cannot redact what it serves again.
+  const withoutSecrets = <Stored, Entry extends { put(stored: Stored): Promise<void> }>(
+    entry: Entry | undefined,
+    input: Json,
+    stored: (value: Stored) => Json,
+  ): Entry | undefined => {
+    if (!entry || !redaction) return entry;
+    const holds = (value: Json) => redaction.entry(value).found.length > 0;
+    const put = async (value: Stored) => {
+      if (!holds(input) && !holds(stored(value))) await entry.put(value);
+    };
+    return { ...entry, put };
+  };
   // A call's place in the run's reply cache; none for a call whose target is unknown.
   const cached = (input: Json, target: TargetOf | undefined): CachedCall | undefined => {
     const entry = task.cache && target ? task.cache.call(input, target, task.key.epoch) : undefined;
-    if (!entry || !redaction) return entry;
-    // A call or reply that holds a known secret (an endpoint echoing the key) is not stored:
-    // the cache, unlike the journal, cannot redact what it serves again.
-    const holds = (value: Json) => redaction.entry(value).found.length > 0;
-    return {
-      get: entry.get,
-      put: async (reply) => {
-        if (!holds(input) && !holds(reply as unknown as Json)) await entry.put(reply);
-      },
-    };
+    return withoutSecrets(entry, input, (reply: ModelReply) => reply as unknown as Json);
   };
-  // An AI SDK model call's place in the cache, kept from a known secret as a chat call's is.
+  // An AI SDK model call's place in the cache.
   const cachedResult = (
     name: string,
     input: Json,
@@ -95,14 +100,7 @@ export function context(
     if (!task.cache) return undefined;
     const target = callModel?.languageModel?.target?.(languageModel);
     const entry = target ? task.cache.result(name, input, target, task.key.epoch) : undefined;
-    if (!entry || !redaction) return entry;
-    const holds = (value: Json) => redaction.entry(value).found.length > 0;
-    return {
-      get: entry.get,
-      put: async (done) => {
-        if (!holds(input) && !holds(done.result)) await entry.put(done);
-      },
-    };
+    return withoutSecrets(entry, input, (done: { result: Json }) => done.result);
   };
   return {
     runId: task.runId,

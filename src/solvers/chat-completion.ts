@@ -124,7 +124,11 @@ export function callTarget(endpoint: ChatEndpoint, provider: Provider<string>): 
   return { provider: provider.name, baseURL, credential: credentialText(apiKey, endpoint.headers) };
 }
 
-/** A call's credential as text (its key and header values), for the engine to hash. */
+/**
+ * A call's credential as text (its key and header values), for the engine to hash: the reply
+ * cache's. Not `headersCredential` (the rate limits'): stored cache entries are keyed by this
+ * text's hash, and another text would miss every one of them.
+ */
 function credentialText(
   apiKey: string | undefined,
   headers: Record<string, string> | undefined,
