@@ -61,8 +61,19 @@ function runCreationCases(h: HarnessRef): void {
   it("refuses a snapshot with duplicate sample ids and creates nothing", async () => {
     await expect(newRun(h.store, { id: "twice", ids: ["a", "b", "a"] })).rejects.toMatchObject({
       code: "E_DUPLICATE_ID",
+      message: 'two samples have the id "a"',
     });
     expect(await h.store.runs.get("twice")).toBeUndefined();
+    // The repeat in another statement (SQLite: 16 rows a statement; PostgreSQL: 5,000).
+    const ids = Array.from({ length: 5_001 }, (_, i) => `s${i}`);
+    await expect(newRun(h.store, { id: "far", ids: [...ids, "s2"] })).rejects.toMatchObject({
+      code: "E_DUPLICATE_ID",
+      message: 'two samples have the id "s2"',
+    });
+    expect(await h.store.runs.get("far")).toBeUndefined();
+    expect(await h.store.reads.getSamples("far").catch((e: { code: string }) => e.code)).toBe(
+      "E_RUN_NOT_FOUND",
+    );
   });
 }
 

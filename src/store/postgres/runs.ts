@@ -47,12 +47,18 @@ export function postgresRuns(c: PostgresContext): RunStore {
           // (the samples as JSON) are a page's, never the whole snapshot's at once.
           for (let at = 0; at < samples.length; at += SAMPLE_PAGE) {
             const page = samples.slice(at, at + SAMPLE_PAGE);
-            await sql.insertSamples.run(tx, {
-              runId: id,
-              ids: page.map((r) => r.sample.id),
-              fingerprints: page.map((r) => r.fingerprint),
-              samples: page.map((r) => JSON.stringify(r.sample)),
-            });
+            await sql.insertSamples
+              .run(tx, {
+                runId: id,
+                ids: page.map((r) => r.sample.id),
+                fingerprints: page.map((r) => r.fingerprint),
+                samples: page.map((r) => JSON.stringify(r.sample)),
+              })
+              .catch((error: unknown) => {
+                // The snapshot's key refused a repeated sample id: name it (E_DUPLICATE_ID).
+                if (isSnapshotKeyViolation(error)) checkUniqueSampleIds(samples);
+                throw error;
+              });
           }
           if (config.distributed) await leases.create(tx, id, config.epochs);
           await createFigures(tx, id, config.reducer);
@@ -155,4 +161,9 @@ export function postgresRuns(c: PostgresContext): RunStore {
       });
     },
   };
+}
+
+function isSnapshotKeyViolation(error: unknown): boolean {
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  return code === "23505" && constraint === "samples_pkey";
 }

@@ -43,10 +43,16 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             ...ownerParams(owner),
           });
           const rows = rowWriter(c.s.insertSample, c.s.insertSampleRows, 4);
-          for (const { sample, fingerprint } of samples) {
-            rows.push(id, sample.id, fingerprint, JSON.stringify(sample));
+          try {
+            for (const { sample, fingerprint } of samples) {
+              rows.push(id, sample.id, fingerprint, JSON.stringify(sample));
+            }
+            rows.end();
+          } catch (error) {
+            // The snapshot's key refused a repeated sample id: name it (E_DUPLICATE_ID).
+            if (isPrimaryKeyViolation(error)) checkUniqueSampleIds(samples);
+            throw error;
           }
-          rows.end();
           if (config.distributed) c.leases.create(id, config.epochs);
           createFigures(c, id, config.reducer);
         });
@@ -150,4 +156,8 @@ export function sqliteRuns(c: SqliteContext): RunStore {
       );
     },
   };
+}
+
+function isPrimaryKeyViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "SQLITE_CONSTRAINT_PRIMARYKEY";
 }
