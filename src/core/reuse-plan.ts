@@ -1,5 +1,4 @@
 import { canonicalJson } from "./json.js";
-import { keyString } from "./keys.js";
 import type { AttemptRef } from "./plan.js";
 import type { Attempt, AttemptDraft, AttemptStatus, SampleRecord } from "./types.js";
 
@@ -44,7 +43,7 @@ export interface ReuseScorers {
   rescore: readonly string[];
 }
 
-export interface ReusePlanInput<A extends SourceAttempt = SourceAttempt> extends ReuseScorers {
+export interface ReusePlanInput extends ReuseScorers {
   requested: string;
   /**
    * Why nothing of the source can be reused (its eval or model differ, there is none), each as
@@ -56,18 +55,73 @@ export interface ReusePlanInput<A extends SourceAttempt = SourceAttempt> extends
   epochs: number;
   /** The source run's snapshot: tells a changed sample from a new one. */
   sourceSamples: readonly SampleRecord[];
-  /** The source run's attempts (current scores; outputs not needed), any order. */
-  sourceAttempts: readonly A[];
+  /** The source run's attempts, folded over the new run's keys (see `ReuseOutcomes`). */
+  outcomes: ReuseOutcomes;
 }
 
-export interface ReusePlan<A extends SourceAttempt = SourceAttempt> extends ReuseSummary {
+export interface ReusePlan extends ReuseSummary {
   /**
-   * The source attempts to record in the new run before it is planned, each as `reusedDraft`
-   * makes it, in the new run's key order (epoch, then dataset order).
+   * The source attempts to record in the new run before it is planned (each as `reusedDraft`
+   * makes it), in the new run's key order (epoch, then dataset order): the key, its number.
    */
-  picks: A[];
-  /** Per pick, in the same order, the source attempt it copies (the same key, its number). */
   origins: AttemptRef[];
+}
+
+/** What planning reads of a source attempt: its key, its number, its status, its sample's fingerprint. */
+export type SourceFacts = Pick<
+  SourceAttempt,
+  "sampleId" | "epoch" | "attempt" | "status" | "fingerprint"
+>;
+
+/**
+ * The source's outcome of each key of a new run, folded a page of source attempts at a time: per
+ * key, its latest reusable attempt of the new sample's fingerprint, else its latest. Only the
+ * attempt's number and whether it is reusable are kept, in two arrays over the new run's keys:
+ * the source's attempts are never held (at 100,000 keys, heads held whole took ~60 MB).
+ *
+ * @example const outcomes = new ReuseOutcomes(samples, 1); outcomes.add(page);
+ */
+export class ReuseOutcomes {
+  private readonly position = new Map<string, number>();
+  /** Per key (epoch-major, then dataset order), its outcome's attempt number; 0: none. */
+  private readonly numbers: Int32Array;
+  private readonly reusable: Uint8Array;
+
+  constructor(
+    private readonly samples: readonly SampleRecord[],
+    private readonly epochs: number,
+  ) {
+    samples.forEach((r, i) => this.position.set(r.sample.id, i));
+    this.numbers = new Int32Array(samples.length * epochs);
+    this.reusable = new Uint8Array(samples.length * epochs);
+  }
+
+  /** Folds attempts in: one of another sample, epoch or fingerprint decides no key. */
+  add(attempts: Iterable<SourceFacts>): void {
+    for (const attempt of attempts) {
+      const index = this.position.get(attempt.sampleId);
+      if (index === undefined || attempt.epoch < 1 || attempt.epoch > this.epochs) continue;
+      if (this.samples[index]!.fingerprint !== attempt.fingerprint) continue;
+      const slot = (attempt.epoch - 1) * this.samples.length + index;
+      const held = this.numbers[slot]!;
+      const heldReusable = this.reusable[slot] === 1;
+      const reusable = reusableStatus(attempt.status);
+      const better =
+        held === 0 ||
+        (reusable && !heldReusable) ||
+        (reusable === heldReusable && attempt.attempt > held);
+      if (!better) continue;
+      this.numbers[slot] = attempt.attempt;
+      this.reusable[slot] = reusable ? 1 : 0;
+    }
+  }
+
+  /** The outcome of the key of the sample at `index` and `epoch`; undefined when it has none. */
+  of(index: number, epoch: number): { attempt: number; reusable: boolean } | undefined {
+    const slot = (epoch - 1) * this.samples.length + index;
+    const attempt = this.numbers[slot]!;
+    return attempt === 0 ? undefined : { attempt, reusable: this.reusable[slot] === 1 };
+  }
 }
 
 /**
@@ -78,29 +132,21 @@ export interface ReusePlan<A extends SourceAttempt = SourceAttempt> extends Reus
  *
  * @example planReuse({ source: "r_a", requested: "latest", blockers: [], ... }).reused // 174
  */
-export function planReuse<A extends SourceAttempt>(input: ReusePlanInput<A>): ReusePlan<A> {
+export function planReuse(input: ReusePlanInput): ReusePlan {
   const reasons = new Map<string, number>();
   const skip = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
-  const outcomes = sourceOutcomes(input.sourceAttempts);
   const before = new Map(input.sourceSamples.map((r) => [r.sample.id, r]));
-  const picks: A[] = [];
   const origins: AttemptRef[] = [];
   const blocked = input.blockers.join("; ");
   for (let epoch = 1; epoch <= input.epochs; epoch++) {
-    for (const record of input.samples) {
-      if (blocked) {
-        skip(blocked);
-        continue;
-      }
-      const found = outcomes.get(
-        `${keyString({ sampleId: record.sample.id, epoch })}\u0000${record.fingerprint}`,
-      );
-      if (found && reusableStatus(found.status)) {
-        picks.push(found);
-        origins.push({ sampleId: found.sampleId, epoch: found.epoch, attempt: found.attempt });
+    input.samples.forEach((record, index) => {
+      if (blocked) return void skip(blocked);
+      const found = input.outcomes.of(index, epoch);
+      if (found?.reusable) {
+        origins.push({ sampleId: record.sample.id, epoch, attempt: found.attempt });
       } else if (found) skip("source outcome is an error");
       else skip(missingReason(record, before.get(record.sample.id)));
-    }
+    });
   }
   const notReused = [...reasons]
     .map(([reason, keys]) => ({ reason, keys }))
@@ -108,28 +154,11 @@ export function planReuse<A extends SourceAttempt>(input: ReusePlanInput<A>): Re
   return {
     source: input.source,
     requested: input.requested,
-    reused: picks.length,
-    rescored: input.rescore.length > 0 ? picks.length : 0,
+    reused: origins.length,
+    rescored: input.rescore.length > 0 ? origins.length : 0,
     notReused,
-    picks,
     origins,
   };
-}
-
-/** Per key and fingerprint, the source's outcome: its latest reusable attempt, else its latest. */
-function sourceOutcomes<A extends SourceAttempt>(attempts: readonly A[]): Map<string, A> {
-  const outcomes = new Map<string, A>();
-  for (const attempt of attempts) {
-    const k = `${keyString(attempt)}\u0000${attempt.fingerprint}`;
-    const held = outcomes.get(k);
-    const better =
-      !held ||
-      (reusableStatus(attempt.status) && !reusableStatus(held.status)) ||
-      (reusableStatus(attempt.status) === reusableStatus(held.status) &&
-        attempt.attempt > held.attempt);
-    if (better) outcomes.set(k, attempt);
-  }
-  return outcomes;
 }
 
 function missingReason(now: SampleRecord, was: SampleRecord | undefined): string {

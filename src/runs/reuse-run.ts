@@ -1,11 +1,17 @@
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
-import { planReuse, reusedDraft, type ReusePlan, type SourceAttempt } from "../core/reuse-plan.js";
+import {
+  planReuse,
+  ReuseOutcomes,
+  reusedDraft,
+  type ReusePlan,
+  type SourceAttempt,
+} from "../core/reuse-plan.js";
 import { runModel } from "../core/run-model.js";
 import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { KeyList } from "../core/key-list.js";
-import type { StepDraft, Store } from "../store/types.js";
+import type { AttemptFact, StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
 
 /** What `--reuse` (or `reuse` in `defineEval`, or the API's body) asks: a run id, or `latest`. */
@@ -24,13 +30,13 @@ export interface ReuseRequest {
  * (`latest`: the newest run of the eval's name whose eval and model match, complete or not),
  * compares its identity with the new run's (a changed solver or model, a changed helper module,
  * reuses nothing; changed scorers reuse the outputs and score them again) and reads its
- * snapshot's fingerprints and its attempts' heads, a page at a time: no output, transcript or
- * journal is read until `seedReused` copies them. A run id that does not exist is refused
+ * snapshot's fingerprints and its attempts' facts (`attemptFactPages`), folding a page at a time:
+ * no score, output, transcript or journal is read until `seedReused` copies them. A run id that does not exist is refused
  * (`E_RUN_NOT_FOUND`).
  *
  * @example const plan = await planReuseFrom(store, { from: "latest", eval: ev, identity });
  */
-export interface PlannedReuse extends Omit<ReusePlan, "picks"> {
+export interface PlannedReuse extends ReusePlan {
   /** The new run's scorers and those to score again: what `reusedDraft` is told. */
   scorers: string[];
   rescore: string[];
@@ -49,38 +55,39 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
     epochs: request.eval.epochs,
     scorers: request.eval.scorers.map((s) => s.name),
   };
+  const outcomes = new ReuseOutcomes(request.eval.samples, request.eval.epochs);
   if (!source.run) {
     const plan = planReuse({
       ...base,
       source: null,
       blockers: [source.why],
       sourceSamples: [],
-      sourceAttempts: [],
+      outcomes,
       rescore: [],
     });
-    const { picks: _none, ...rest } = plan;
-    return { ...rest, scorers: base.scorers, rescore: [], meanCostUsd: null };
+    return { ...plan, scorers: base.scorers, rescore: [], meanCostUsd: null };
   }
   const blockers = identityBlockers(source.run, request);
   const recorded = source.run.config.identity;
   const rescore = recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [];
   const blocked = blockers.length > 0;
-  const sourceAttempts: SourceAttempt[] = [];
+  const cost = new MeanCost();
   if (!blocked) {
-    for await (const page of store.reads.attemptHeadPages(source.run.id))
-      sourceAttempts.push(...page);
+    // Each page is folded and let go: the source's attempts are never held all at once.
+    for await (const page of store.reads.attemptFactPages(source.run.id)) {
+      outcomes.add(page);
+      cost.add(page);
+    }
   }
   const plan = planReuse({
     ...base,
     source: source.run.id,
     blockers,
     sourceSamples: blocked ? [] : await sourceSnapshot(store, source.run.id, request.eval.samples),
-    sourceAttempts,
+    outcomes,
     rescore,
   });
-  // The picks are the source's heads: only their keys (`origins`) go on, so the heads can go.
-  const { picks: _picks, ...rest } = plan;
-  return { ...rest, scorers: base.scorers, rescore, meanCostUsd: meanCost(sourceAttempts) };
+  return { ...plan, scorers: base.scorers, rescore, meanCostUsd: cost.mean() };
 }
 
 /**
@@ -106,15 +113,28 @@ async function sourceSnapshot(
   }));
 }
 
-function meanCost(attempts: readonly SourceAttempt[]): number | null {
-  const keys = new Set<string>();
-  let total = 0;
-  for (const a of attempts) {
-    if (a.provenance.kind !== "executed" || a.usage?.costUsd === undefined) continue;
-    total += a.usage.costUsd;
-    keys.add(keyString(a));
+/**
+ * What a key cost the source run, on average: its executed attempts' known cost over the keys
+ * they ran, folded over its attempts in key order (a key's attempts come one after another).
+ */
+class MeanCost {
+  private total = 0;
+  private keys = 0;
+  private last = "";
+
+  add(attempts: readonly AttemptFact[]): void {
+    for (const a of attempts) {
+      if (!a.executed || a.costUsd === null) continue;
+      this.total += a.costUsd;
+      const key = keyString(a);
+      if (key !== this.last) this.keys++;
+      this.last = key;
+    }
   }
-  return keys.size === 0 ? null : total / keys.size;
+
+  mean(): number | null {
+    return this.keys === 0 ? null : this.total / this.keys;
+  }
 }
 
 /**
