@@ -3,7 +3,7 @@ import { fingerprintSample } from "./fingerprint.js";
 import {
   planReuse,
   reusableStatus,
-  ReuseOutcomes,
+  ReuseSource,
   reusedDraft,
   type ReusePlan,
   type ReusePlanInput,
@@ -41,13 +41,18 @@ function attempt(r: SampleRecord, epoch: number, n: number, status: Attempt["sta
 }
 
 const [a, b, c] = [q("a"), q("b"), q("c")];
-type Input = Omit<ReusePlanInput, "outcomes"> & { sourceAttempts: Attempt[] };
+type Input = Omit<ReusePlanInput, "folded"> & {
+  sourceSamples: SampleRecord[];
+  sourceAttempts: Attempt[];
+};
 
-/** The plan of `input`, its source attempts folded one page each, as a store's pages would be. */
+/** The plan of `input`, its source folded one attempt and one sample a page, as pages would be. */
 function planOf(input: Input): ReusePlan {
-  const outcomes = new ReuseOutcomes(input.samples, input.epochs);
-  for (const a of input.sourceAttempts) outcomes.add([a]);
-  return planReuse({ ...input, outcomes });
+  const folded = new ReuseSource(input.samples, input.epochs);
+  for (const a of input.sourceAttempts) folded.addAttempts([a]);
+  for (const r of input.sourceSamples) folded.addSnapshot([{ ...r, sampleId: r.sample.id }]);
+  if (folded.anyChanged()) for (const r of input.sourceSamples) folded.addChanged([r]);
+  return planReuse({ ...input, folded });
 }
 
 /** The drafts a plan's origins are recorded as: the source attempts they name, per `input`. */

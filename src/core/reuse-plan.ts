@@ -53,10 +53,8 @@ export interface ReusePlanInput extends ReuseScorers {
   /** The new run's samples and epochs. */
   samples: readonly SampleRecord[];
   epochs: number;
-  /** The source run's snapshot: tells a changed sample from a new one. */
-  sourceSamples: readonly SampleRecord[];
-  /** The source run's attempts, folded over the new run's keys (see `ReuseOutcomes`). */
-  outcomes: ReuseOutcomes;
+  /** The source run's snapshot and attempts, folded over the new run's keys (`ReuseSource`). */
+  folded: ReuseSource;
 }
 
 export interface ReusePlan extends ReuseSummary {
@@ -74,18 +72,23 @@ export type SourceFacts = Pick<
 >;
 
 /**
- * The source's outcome of each key of a new run, folded a page of source attempts at a time: per
- * key, its latest reusable attempt of the new sample's fingerprint, else its latest. Only the
- * attempt's number and whether it is reusable are kept, in two arrays over the new run's keys:
- * the source's attempts are never held (at 100,000 keys, heads held whole took ~60 MB).
+ * The source run as a plan of a new run's keys reads it, folded a page at a time: per key, its
+ * latest reusable attempt of the new sample's fingerprint, else its latest (`addAttempts`); per
+ * sample, whether the source's snapshot has it, and as it is (`addSnapshot`), with the source's
+ * record of a changed one (`addChanged`). Held in arrays over the new run's keys and samples,
+ * not as the source's attempts and snapshot (at 100,000 keys, those took ~90 MB held whole).
  *
- * @example const outcomes = new ReuseOutcomes(samples, 1); outcomes.add(page);
+ * @example const source = new ReuseSource(samples, 1); source.addAttempts(page);
  */
-export class ReuseOutcomes {
+export class ReuseSource {
   private readonly position = new Map<string, number>();
   /** Per key (epoch-major, then dataset order), its outcome's attempt number; 0: none. */
   private readonly numbers: Int32Array;
   private readonly reusable: Uint8Array;
+  /** Per sample: 0 not in the source's snapshot, 1 the same there, 2 changed since. */
+  private readonly was: Uint8Array;
+  /** The source's records of the changed samples, by position, once `addChanged` read them. */
+  private readonly changed = new Map<number, SampleRecord>();
 
   constructor(
     private readonly samples: readonly SampleRecord[],
@@ -94,10 +97,33 @@ export class ReuseOutcomes {
     samples.forEach((r, i) => this.position.set(r.sample.id, i));
     this.numbers = new Int32Array(samples.length * epochs);
     this.reusable = new Uint8Array(samples.length * epochs);
+    this.was = new Uint8Array(samples.length);
+  }
+
+  /** Folds in ids and fingerprints of the source's snapshot; one of another sample says nothing. */
+  addSnapshot(prints: Iterable<{ sampleId: string; fingerprint: string }>): void {
+    for (const { sampleId, fingerprint } of prints) {
+      const index = this.position.get(sampleId);
+      if (index === undefined) continue;
+      this.was[index] = this.samples[index]!.fingerprint === fingerprint ? 1 : 2;
+    }
+  }
+
+  /** Whether a sample changed since the source: then `addChanged` is owed its records. */
+  anyChanged(): boolean {
+    return this.was.includes(2);
+  }
+
+  /** Keeps the source's records of the changed samples among `records` (what reasons name). */
+  addChanged(records: Iterable<SampleRecord>): void {
+    for (const record of records) {
+      const index = this.position.get(record.sample.id);
+      if (index !== undefined && this.was[index] === 2) this.changed.set(index, record);
+    }
   }
 
   /** Folds attempts in: one of another sample, epoch or fingerprint decides no key. */
-  add(attempts: Iterable<SourceFacts>): void {
+  addAttempts(attempts: Iterable<SourceFacts>): void {
     for (const attempt of attempts) {
       const index = this.position.get(attempt.sampleId);
       if (index === undefined || attempt.epoch < 1 || attempt.epoch > this.epochs) continue;
@@ -122,6 +148,18 @@ export class ReuseOutcomes {
     const attempt = this.numbers[slot]!;
     return attempt === 0 ? undefined : { attempt, reusable: this.reusable[slot] === 1 };
   }
+
+  /** Why the source has no outcome for the sample at `index`: new, changed (which fields), or not run. */
+  missingReason(index: number): string {
+    if (this.was[index] === 0) return "new sample";
+    if (this.was[index] === 1) return "not executed in the source";
+    const [was, now] = [this.changed.get(index)!, this.samples[index]!];
+    const fields = (["input", "target", "metadata"] as const).filter(
+      (field) =>
+        canonicalJson(was.sample[field] ?? null) !== canonicalJson(now.sample[field] ?? null),
+    );
+    return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
+  }
 }
 
 /**
@@ -135,17 +173,16 @@ export class ReuseOutcomes {
 export function planReuse(input: ReusePlanInput): ReusePlan {
   const reasons = new Map<string, number>();
   const skip = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
-  const before = new Map(input.sourceSamples.map((r) => [r.sample.id, r]));
   const origins: AttemptRef[] = [];
   const blocked = input.blockers.join("; ");
   for (let epoch = 1; epoch <= input.epochs; epoch++) {
     input.samples.forEach((record, index) => {
       if (blocked) return void skip(blocked);
-      const found = input.outcomes.of(index, epoch);
+      const found = input.folded.of(index, epoch);
       if (found?.reusable) {
         origins.push({ sampleId: record.sample.id, epoch, attempt: found.attempt });
       } else if (found) skip("source outcome is an error");
-      else skip(missingReason(record, before.get(record.sample.id)));
+      else skip(input.folded.missingReason(index));
     });
   }
   const notReused = [...reasons]
@@ -159,16 +196,6 @@ export function planReuse(input: ReusePlanInput): ReusePlan {
     notReused,
     origins,
   };
-}
-
-function missingReason(now: SampleRecord, was: SampleRecord | undefined): string {
-  if (!was) return "new sample";
-  if (was.fingerprint === now.fingerprint) return "not executed in the source";
-  const fields = (["input", "target", "metadata"] as const).filter(
-    (field) =>
-      canonicalJson(was.sample[field] ?? null) !== canonicalJson(now.sample[field] ?? null),
-  );
-  return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
 }
 
 /**

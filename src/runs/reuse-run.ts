@@ -1,14 +1,9 @@
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
-import {
-  planReuse,
-  ReuseOutcomes,
-  reusedDraft,
-  type ReusePlan,
-  type SourceAttempt,
-} from "../core/reuse-plan.js";
+import { planReuse, ReuseSource, reusedDraft, type ReusePlan } from "../core/reuse-plan.js";
+import type { AttemptFacts } from "../core/plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
+import type { Attempt, Run, RunIdentity } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { KeyList } from "../core/key-list.js";
 import type { AttemptFact, StepDraft, Store } from "../store/types.js";
@@ -55,14 +50,13 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
     epochs: request.eval.epochs,
     scorers: request.eval.scorers.map((s) => s.name),
   };
-  const outcomes = new ReuseOutcomes(request.eval.samples, request.eval.epochs);
+  const folded = new ReuseSource(request.eval.samples, request.eval.epochs);
   if (!source.run) {
     const plan = planReuse({
       ...base,
       source: null,
       blockers: [source.why],
-      sourceSamples: [],
-      outcomes,
+      folded,
       rescore: [],
     });
     return { ...plan, scorers: base.scorers, rescore: [], meanCostUsd: null };
@@ -75,42 +69,24 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
   if (!blocked) {
     // Each page is folded and let go: the source's attempts are never held all at once.
     for await (const page of store.reads.attemptFactPages(source.run.id)) {
-      outcomes.add(page);
+      folded.addAttempts(page);
       cost.add(page);
     }
+    await foldSnapshot(store, source.run.id, folded);
   }
-  const plan = planReuse({
-    ...base,
-    source: source.run.id,
-    blockers,
-    sourceSamples: blocked ? [] : await sourceSnapshot(store, source.run.id, request.eval.samples),
-    outcomes,
-    rescore,
-  });
+  const plan = planReuse({ ...base, source: source.run.id, blockers, folded, rescore });
   return { ...plan, scorers: base.scorers, rescore, meanCostUsd: cost.mean() };
 }
 
 /**
- * The source's snapshot as the plan needs it: every sample's fingerprint, and the sample itself
- * only when some sample of the new run changed (the reason names the fields that did). Without
- * a changed sample the plan reads no sample's content, so only ids and fingerprints are read.
+ * Folds the source's snapshot into `folded`, a page at a time: every sample's fingerprint, and
+ * the samples themselves only when some sample of the new run changed (the reason names the
+ * fields that did). Without a changed sample no sample's content is read.
  */
-async function sourceSnapshot(
-  store: Store,
-  runId: string,
-  samples: readonly SampleRecord[],
-): Promise<SampleRecord[]> {
-  const prints = await store.reads.listSampleFingerprints(runId);
-  const was = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
-  const changed = samples.some((r) => {
-    const before = was.get(r.sample.id);
-    return before !== undefined && before !== r.fingerprint;
-  });
-  if (changed) return store.reads.getSamples(runId);
-  return prints.map((p) => ({
-    sample: { id: p.sampleId, input: null },
-    fingerprint: p.fingerprint,
-  }));
+async function foldSnapshot(store: Store, runId: string, folded: ReuseSource): Promise<void> {
+  for await (const page of store.reads.sampleFingerprintPages(runId)) folded.addSnapshot(page);
+  if (!folded.anyChanged()) return;
+  for await (const page of store.reads.samplePages(runId)) folded.addChanged(page);
 }
 
 /**
@@ -141,30 +117,27 @@ class MeanCost {
  * Records the attempts a plan reuses in the new run, with their step journals, a page of the
  * source's attempts at a time (each page, its attempts and their journal entries, in one
  * transaction): the source's outputs, transcripts and journal are never held whole. Returns the
- * recorded attempts' heads, what the new run's plan is made from.
+ * recorded attempts' facts, what the new run's plan is made from: not their heads, which at
+ * 100,000 reused keys held ~40 MB for the whole run.
  */
 export async function seedReused(
   store: Store,
   runId: string,
   token: string,
   plan: PlannedReuse,
-): Promise<SourceAttempt[]> {
+): Promise<AttemptFacts[]> {
   if (plan.source === null || plan.origins.length === 0) return [];
   const wanted = new Set(plan.origins.map((o) => `${keyString(o)}#${o.attempt}`));
-  const seeded: SourceAttempt[] = [];
+  const seeded: AttemptFacts[] = [];
   for await (const page of store.reads.attemptPages(plan.source)) {
     const picked = page.filter((a) => wanted.has(`${keyString(a)}#${a.attempt}`));
     if (picked.length === 0) continue;
     const drafts = picked.map((a) => reusedDraft(a, plan));
     const steps = await reusedSteps(store, plan.source, picked, wanted);
     const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
-    for (const { output: _o, transcript: _t, ...head } of await store.attempts.record(
-      runId,
-      token,
-      drafts,
-      extras,
-    )) {
-      seeded.push(head);
+    for (const a of await store.attempts.record(runId, token, drafts, extras)) {
+      const { sampleId, epoch, attempt, status, fingerprint, error } = a;
+      seeded.push({ sampleId, epoch, attempt, status, fingerprint, error });
     }
   }
   return seeded;
