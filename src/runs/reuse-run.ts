@@ -26,8 +26,8 @@ export interface ReuseRequest {
  * compares its identity with the new run's (a changed solver or model, a changed helper module,
  * reuses nothing; changed scorers reuse the outputs and score them again) and reads its
  * snapshot's fingerprints and its attempts' facts (`attemptFactPages`), folding a page at a time:
- * no score, output, transcript or journal is read until `seedReused` copies them. A run id that does not exist is refused
- * (`E_RUN_NOT_FOUND`).
+ * no score, output, transcript or journal is read until `seedReused` copies them. A run id that
+ * does not exist is refused (`E_RUN_NOT_FOUND`).
  *
  * @example const plan = await planReuseFrom(store, { from: "latest", eval: ev, identity });
  */
