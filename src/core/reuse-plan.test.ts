@@ -3,6 +3,7 @@ import { fingerprintSample } from "./fingerprint.js";
 import {
   planReuse,
   reusableStatus,
+  ReuseSource,
   reusedDraft,
   type ReusePlan,
   type ReusePlanInput,
@@ -40,11 +41,32 @@ function attempt(r: SampleRecord, epoch: number, n: number, status: Attempt["sta
 }
 
 const [a, b, c] = [q("a"), q("b"), q("c")];
-/** The drafts a plan's picks are recorded as. */
-const draftsOf = (plan: ReusePlan<Attempt>, input: Omit<ReusePlanInput, "sourceAttempts">) =>
-  plan.picks.map((pick) => reusedDraft(pick, input));
+type Input = Omit<ReusePlanInput, "folded"> & {
+  sourceSamples: SampleRecord[];
+  sourceAttempts: Attempt[];
+};
 
-const base: ReusePlanInput<Attempt> = {
+/** The plan of `input`, its source folded one attempt and one sample a page, as pages would be. */
+function planOf(input: Input): ReusePlan {
+  const folded = new ReuseSource(input.samples, input.epochs);
+  for (const a of input.sourceAttempts) folded.addAttempts([a]);
+  for (const r of input.sourceSamples) folded.addSnapshot([{ ...r, sampleId: r.sample.id }]);
+  if (folded.anyChanged()) for (const r of input.sourceSamples) folded.addChanged([r]);
+  return planReuse({ ...input, folded });
+}
+
+/** The drafts a plan's origins are recorded as: the source attempts they name, per `input`. */
+const draftsOf = (planned: ReusePlan, input: Input) =>
+  planned.origins.map((o) =>
+    reusedDraft(
+      input.sourceAttempts.find(
+        (a) => a.sampleId === o.sampleId && a.epoch === o.epoch && a.attempt === o.attempt,
+      )!,
+      input,
+    ),
+  );
+
+const base: Input = {
   source: "r_a",
   requested: "latest",
   blockers: [],
@@ -59,7 +81,7 @@ const base: ReusePlanInput<Attempt> = {
 describe("planReuse", () => {
   it("reuses scored outcomes only: errors, changed, new and never-run keys execute, each counted under why", () => {
     const changed = q("b", "question b, edited");
-    const plan = planReuse({
+    const input: Input = {
       ...base,
       samples: [a, changed, c, q("d")],
       sourceAttempts: [
@@ -69,9 +91,10 @@ describe("planReuse", () => {
         attempt(b, 1, 1, "scored"),
         attempt(c, 1, 1, "error"),
       ],
-    });
+    };
+    const plan = planOf(input);
     expect(plan.reused).toBe(2);
-    expect(draftsOf(plan, base).map((d) => [d.sampleId, d.epoch, d.provenance])).toEqual([
+    expect(draftsOf(plan, input).map((d) => [d.sampleId, d.epoch, d.provenance])).toEqual([
       ["a", 1, { kind: "imported", source: "run:r_a#2" }],
       ["a", 2, { kind: "imported", source: "run:r_a#1" }],
     ]);
@@ -80,7 +103,7 @@ describe("planReuse", () => {
       { sampleId: "a", epoch: 2, attempt: 1 },
     ]);
     // The removed scorer's score is left out; the rest of the attempt is the source's.
-    expect(draftsOf(plan, base)[0]).toMatchObject({
+    expect(draftsOf(plan, input)[0]).toMatchObject({
       status: "scored",
       scores: [{ scorer: "includes", value: 1 }],
       error: null,
@@ -96,31 +119,30 @@ describe("planReuse", () => {
   });
 
   it("reuses nothing when the identity differs, every key under the blockers", () => {
-    const plan = planReuse({
+    const plan = planOf({
       ...base,
       blockers: ['solver.model: "m1" → "m2"'],
       sourceAttempts: [attempt(a, 1, 1, "scored")],
     });
     expect(plan).toMatchObject({
       reused: 0,
-      picks: [],
+      origins: [],
       notReused: [{ reason: 'solver.model: "m1" → "m2"', keys: 6 }],
     });
   });
 
   it("records an output whose scorers changed as awaiting them: a scorer error the run scores", () => {
-    const plan = planReuse({
+    const input: Input = {
       ...base,
       epochs: 1,
       samples: [a],
       scorers: ["includes", "exact"],
       rescore: ["exact"],
       sourceAttempts: [attempt(a, 1, 1, "scored")],
-    });
+    };
+    const plan = planOf(input);
     expect(plan).toMatchObject({ reused: 1, rescored: 1 });
-    expect(
-      draftsOf(plan, { ...base, scorers: ["includes", "exact"], rescore: ["exact"] })[0],
-    ).toMatchObject({
+    expect(draftsOf(plan, input)[0]).toMatchObject({
       status: "error",
       scores: [{ scorer: "includes", value: 1 }],
       error: {
@@ -136,8 +158,8 @@ describe("planReuse", () => {
       ...attempt(a, 1, 1, "scored"),
       limit: { limit: "turns" as const, value: 3, used: 3 },
     };
-    const plan = planReuse({ ...base, epochs: 1, samples: [a], sourceAttempts: [limited] });
-    expect(draftsOf(plan, base)[0]?.limit).toEqual({ limit: "turns", value: 3, used: 3 });
+    const input: Input = { ...base, epochs: 1, samples: [a], sourceAttempts: [limited] };
+    expect(draftsOf(planOf(input), input)[0]?.limit).toEqual({ limit: "turns", value: 3, used: 3 });
   });
 
   it("holds the reuse rule in one place: scored outcomes, never errors", () => {

@@ -1,5 +1,4 @@
 import { canonicalJson } from "./json.js";
-import { keyString } from "./keys.js";
 import type { AttemptRef } from "./plan.js";
 import type { Attempt, AttemptDraft, AttemptStatus, SampleRecord } from "./types.js";
 
@@ -44,7 +43,7 @@ export interface ReuseScorers {
   rescore: readonly string[];
 }
 
-export interface ReusePlanInput<A extends SourceAttempt = SourceAttempt> extends ReuseScorers {
+export interface ReusePlanInput extends ReuseScorers {
   requested: string;
   /**
    * Why nothing of the source can be reused (its eval or model differ, there is none), each as
@@ -54,20 +53,114 @@ export interface ReusePlanInput<A extends SourceAttempt = SourceAttempt> extends
   /** The new run's samples and epochs. */
   samples: readonly SampleRecord[];
   epochs: number;
-  /** The source run's snapshot: tells a changed sample from a new one. */
-  sourceSamples: readonly SampleRecord[];
-  /** The source run's attempts (current scores; outputs not needed), any order. */
-  sourceAttempts: readonly A[];
+  /** The source run's snapshot and attempts, folded over the new run's keys (`ReuseSource`). */
+  folded: ReuseSource;
 }
 
-export interface ReusePlan<A extends SourceAttempt = SourceAttempt> extends ReuseSummary {
+export interface ReusePlan extends ReuseSummary {
   /**
-   * The source attempts to record in the new run before it is planned, each as `reusedDraft`
-   * makes it, in the new run's key order (epoch, then dataset order).
+   * The source attempts to record in the new run before it is planned (each as `reusedDraft`
+   * makes it), in the new run's key order (epoch, then dataset order): the key, its number.
    */
-  picks: A[];
-  /** Per pick, in the same order, the source attempt it copies (the same key, its number). */
   origins: AttemptRef[];
+}
+
+/** What planning reads of a source attempt: key, number, status, its sample's fingerprint. */
+export type SourceFacts = Pick<
+  SourceAttempt,
+  "sampleId" | "epoch" | "attempt" | "status" | "fingerprint"
+>;
+
+/**
+ * The source run as a plan of a new run's keys reads it, folded a page at a time: per key, its
+ * latest reusable attempt of the new sample's fingerprint, else its latest (`addAttempts`); per
+ * sample, whether the source's snapshot has it, and as it is (`addSnapshot`), with the source's
+ * record of a changed one (`addChanged`). Held in arrays over the new run's keys and samples,
+ * not as the source's attempts and snapshot (at 100,000 keys, held whole with the maps built
+ * over them, they put ~125 MB on the peak RSS of `stet plan --reuse`).
+ *
+ * @example const source = new ReuseSource(samples, 1); source.addAttempts(page);
+ */
+export class ReuseSource {
+  private readonly position = new Map<string, number>();
+  /** Per key (epoch-major, then dataset order), its outcome's attempt number; 0: none. */
+  private readonly numbers: Int32Array;
+  private readonly reusable: Uint8Array;
+  /** Per sample: 0 not in the source's snapshot, 1 the same there, 2 changed since. */
+  private readonly was: Uint8Array;
+  /** The source's records of the changed samples, by position, once `addChanged` read them. */
+  private readonly changed = new Map<number, SampleRecord>();
+
+  constructor(
+    private readonly samples: readonly SampleRecord[],
+    private readonly epochs: number,
+  ) {
+    samples.forEach((r, i) => this.position.set(r.sample.id, i));
+    this.numbers = new Int32Array(samples.length * epochs);
+    this.reusable = new Uint8Array(samples.length * epochs);
+    this.was = new Uint8Array(samples.length);
+  }
+
+  /** Folds in ids and fingerprints of the source's snapshot; one of another sample says nothing. */
+  addSnapshot(prints: Iterable<{ sampleId: string; fingerprint: string }>): void {
+    for (const { sampleId, fingerprint } of prints) {
+      const index = this.position.get(sampleId);
+      if (index === undefined) continue;
+      this.was[index] = this.samples[index]!.fingerprint === fingerprint ? 1 : 2;
+    }
+  }
+
+  /** Whether a sample changed since the source: then `addChanged` is owed its records. */
+  anyChanged(): boolean {
+    return this.was.includes(2);
+  }
+
+  /** Keeps the source's records of the changed samples among `records` (what reasons name). */
+  addChanged(records: Iterable<SampleRecord>): void {
+    for (const record of records) {
+      const index = this.position.get(record.sample.id);
+      if (index !== undefined && this.was[index] === 2) this.changed.set(index, record);
+    }
+  }
+
+  /** Folds attempts in: one of another sample, epoch or fingerprint decides no key. */
+  addAttempts(attempts: Iterable<SourceFacts>): void {
+    for (const attempt of attempts) {
+      const index = this.position.get(attempt.sampleId);
+      if (index === undefined || attempt.epoch < 1 || attempt.epoch > this.epochs) continue;
+      if (this.samples[index]!.fingerprint !== attempt.fingerprint) continue;
+      const slot = (attempt.epoch - 1) * this.samples.length + index;
+      const held = this.numbers[slot]!;
+      const heldReusable = this.reusable[slot] === 1;
+      const reusable = reusableStatus(attempt.status);
+      const better =
+        held === 0 ||
+        (reusable && !heldReusable) ||
+        (reusable === heldReusable && attempt.attempt > held);
+      if (!better) continue;
+      this.numbers[slot] = attempt.attempt;
+      this.reusable[slot] = reusable ? 1 : 0;
+    }
+  }
+
+  /** The outcome of the key of the sample at `index` and `epoch`; undefined when it has none. */
+  of(index: number, epoch: number): { attempt: number; reusable: boolean } | undefined {
+    const slot = (epoch - 1) * this.samples.length + index;
+    const attempt = this.numbers[slot]!;
+    return attempt === 0 ? undefined : { attempt, reusable: this.reusable[slot] === 1 };
+  }
+
+  /** Why the source has no outcome for the sample at `index`: new, changed (its fields), unrun. */
+  missingReason(index: number): string {
+    if (this.was[index] === 0) return "new sample";
+    if (this.was[index] === 1) return "not executed in the source";
+    const [was, now] = [this.changed.get(index)!, this.samples[index]!];
+    const fields = (["input", "target", "metadata"] as const).filter(
+      (field) =>
+        canonicalJson(was.sample[field] ?? null) !== canonicalJson(now.sample[field] ?? null),
+    );
+    return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
+  }
 }
 
 /**
@@ -78,29 +171,20 @@ export interface ReusePlan<A extends SourceAttempt = SourceAttempt> extends Reus
  *
  * @example planReuse({ source: "r_a", requested: "latest", blockers: [], ... }).reused // 174
  */
-export function planReuse<A extends SourceAttempt>(input: ReusePlanInput<A>): ReusePlan<A> {
+export function planReuse(input: ReusePlanInput): ReusePlan {
   const reasons = new Map<string, number>();
   const skip = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
-  const outcomes = sourceOutcomes(input.sourceAttempts);
-  const before = new Map(input.sourceSamples.map((r) => [r.sample.id, r]));
-  const picks: A[] = [];
   const origins: AttemptRef[] = [];
   const blocked = input.blockers.join("; ");
   for (let epoch = 1; epoch <= input.epochs; epoch++) {
-    for (const record of input.samples) {
-      if (blocked) {
-        skip(blocked);
-        continue;
-      }
-      const found = outcomes.get(
-        `${keyString({ sampleId: record.sample.id, epoch })}\u0000${record.fingerprint}`,
-      );
-      if (found && reusableStatus(found.status)) {
-        picks.push(found);
-        origins.push({ sampleId: found.sampleId, epoch: found.epoch, attempt: found.attempt });
+    input.samples.forEach((record, index) => {
+      if (blocked) return void skip(blocked);
+      const found = input.folded.of(index, epoch);
+      if (found?.reusable) {
+        origins.push({ sampleId: record.sample.id, epoch, attempt: found.attempt });
       } else if (found) skip("source outcome is an error");
-      else skip(missingReason(record, before.get(record.sample.id)));
-    }
+      else skip(input.folded.missingReason(index));
+    });
   }
   const notReused = [...reasons]
     .map(([reason, keys]) => ({ reason, keys }))
@@ -108,38 +192,11 @@ export function planReuse<A extends SourceAttempt>(input: ReusePlanInput<A>): Re
   return {
     source: input.source,
     requested: input.requested,
-    reused: picks.length,
-    rescored: input.rescore.length > 0 ? picks.length : 0,
+    reused: origins.length,
+    rescored: input.rescore.length > 0 ? origins.length : 0,
     notReused,
-    picks,
     origins,
   };
-}
-
-/** Per key and fingerprint, the source's outcome: its latest reusable attempt, else its latest. */
-function sourceOutcomes<A extends SourceAttempt>(attempts: readonly A[]): Map<string, A> {
-  const outcomes = new Map<string, A>();
-  for (const attempt of attempts) {
-    const k = `${keyString(attempt)}\u0000${attempt.fingerprint}`;
-    const held = outcomes.get(k);
-    const better =
-      !held ||
-      (reusableStatus(attempt.status) && !reusableStatus(held.status)) ||
-      (reusableStatus(attempt.status) === reusableStatus(held.status) &&
-        attempt.attempt > held.attempt);
-    if (better) outcomes.set(k, attempt);
-  }
-  return outcomes;
-}
-
-function missingReason(now: SampleRecord, was: SampleRecord | undefined): string {
-  if (!was) return "new sample";
-  if (was.fingerprint === now.fingerprint) return "not executed in the source";
-  const fields = (["input", "target", "metadata"] as const).filter(
-    (field) =>
-      canonicalJson(was.sample[field] ?? null) !== canonicalJson(now.sample[field] ?? null),
-  );
-  return `sample changed: ${fields.length > 0 ? fields.join(", ") : "content"}`;
 }
 
 /**

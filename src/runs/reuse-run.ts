@@ -1,11 +1,12 @@
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
-import { planReuse, reusedDraft, type ReusePlan, type SourceAttempt } from "../core/reuse-plan.js";
+import { planReuse, ReuseSource, reusedDraft, type ReusePlan } from "../core/reuse-plan.js";
+import type { AttemptFacts } from "../core/plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Run, RunIdentity, SampleRecord } from "../core/types.js";
+import type { Attempt, Run, RunIdentity } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { KeyList } from "../core/key-list.js";
-import type { StepDraft, Store } from "../store/types.js";
+import type { AttemptFact, StepDraft, Store } from "../store/types.js";
 import { changedScorers, compareIdentity, describeDifference } from "./run-identity.js";
 
 /** What `--reuse` (or `reuse` in `defineEval`, or the API's body) asks: a run id, or `latest`. */
@@ -24,13 +25,13 @@ export interface ReuseRequest {
  * (`latest`: the newest run of the eval's name whose eval and model match, complete or not),
  * compares its identity with the new run's (a changed solver or model, a changed helper module,
  * reuses nothing; changed scorers reuse the outputs and score them again) and reads its
- * snapshot's fingerprints and its attempts' heads, a page at a time: no output, transcript or
- * journal is read until `seedReused` copies them. A run id that does not exist is refused
- * (`E_RUN_NOT_FOUND`).
+ * snapshot's fingerprints and its attempts' facts (`attemptFactPages`), folding a page at a time:
+ * no score, output, transcript or journal is read until `seedReused` copies them. A run id that
+ * does not exist is refused (`E_RUN_NOT_FOUND`).
  *
  * @example const plan = await planReuseFrom(store, { from: "latest", eval: ev, identity });
  */
-export interface PlannedReuse extends Omit<ReusePlan, "picks"> {
+export interface PlannedReuse extends ReusePlan {
   /** The new run's scorers and those to score again: what `reusedDraft` is told. */
   scorers: string[];
   rescore: string[];
@@ -49,102 +50,94 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
     epochs: request.eval.epochs,
     scorers: request.eval.scorers.map((s) => s.name),
   };
+  const folded = new ReuseSource(request.eval.samples, request.eval.epochs);
   if (!source.run) {
     const plan = planReuse({
       ...base,
       source: null,
       blockers: [source.why],
-      sourceSamples: [],
-      sourceAttempts: [],
+      folded,
       rescore: [],
     });
-    const { picks: _none, ...rest } = plan;
-    return { ...rest, scorers: base.scorers, rescore: [], meanCostUsd: null };
+    return { ...plan, scorers: base.scorers, rescore: [], meanCostUsd: null };
   }
   const blockers = identityBlockers(source.run, request);
   const recorded = source.run.config.identity;
   const rescore = recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [];
   const blocked = blockers.length > 0;
-  const sourceAttempts: SourceAttempt[] = [];
+  const cost = new MeanCost();
   if (!blocked) {
-    for await (const page of store.reads.attemptHeadPages(source.run.id))
-      sourceAttempts.push(...page);
+    // Each page is folded and let go: the source's attempts are never held all at once.
+    for await (const page of store.reads.attemptFactPages(source.run.id)) {
+      folded.addAttempts(page);
+      cost.add(page);
+    }
+    await foldSnapshot(store, source.run.id, folded);
   }
-  const plan = planReuse({
-    ...base,
-    source: source.run.id,
-    blockers,
-    sourceSamples: blocked ? [] : await sourceSnapshot(store, source.run.id, request.eval.samples),
-    sourceAttempts,
-    rescore,
-  });
-  // The picks are the source's heads: only their keys (`origins`) go on, so the heads can go.
-  const { picks: _picks, ...rest } = plan;
-  return { ...rest, scorers: base.scorers, rescore, meanCostUsd: meanCost(sourceAttempts) };
+  const plan = planReuse({ ...base, source: source.run.id, blockers, folded, rescore });
+  return { ...plan, scorers: base.scorers, rescore, meanCostUsd: cost.mean() };
 }
 
 /**
- * The source's snapshot as the plan needs it: every sample's fingerprint, and the sample itself
- * only when some sample of the new run changed (the reason names the fields that did). Without
- * a changed sample the plan reads no sample's content, so only ids and fingerprints are read.
+ * Folds the source's snapshot into `folded`, a page at a time: every sample's fingerprint, and
+ * the samples themselves only when some sample of the new run changed (the reason names the
+ * fields that did). Without a changed sample no sample's content is read.
  */
-async function sourceSnapshot(
-  store: Store,
-  runId: string,
-  samples: readonly SampleRecord[],
-): Promise<SampleRecord[]> {
-  const prints = await store.reads.listSampleFingerprints(runId);
-  const was = new Map(prints.map((p) => [p.sampleId, p.fingerprint]));
-  const changed = samples.some((r) => {
-    const before = was.get(r.sample.id);
-    return before !== undefined && before !== r.fingerprint;
-  });
-  if (changed) return store.reads.getSamples(runId);
-  return prints.map((p) => ({
-    sample: { id: p.sampleId, input: null },
-    fingerprint: p.fingerprint,
-  }));
+async function foldSnapshot(store: Store, runId: string, folded: ReuseSource): Promise<void> {
+  for await (const page of store.reads.sampleFingerprintPages(runId)) folded.addSnapshot(page);
+  if (!folded.anyChanged()) return;
+  for await (const page of store.reads.samplePages(runId)) folded.addChanged(page);
 }
 
-function meanCost(attempts: readonly SourceAttempt[]): number | null {
-  const keys = new Set<string>();
-  let total = 0;
-  for (const a of attempts) {
-    if (a.provenance.kind !== "executed" || a.usage?.costUsd === undefined) continue;
-    total += a.usage.costUsd;
-    keys.add(keyString(a));
+/**
+ * What a key cost the source run, on average: its executed attempts' known cost over the keys
+ * they ran, folded over its attempts in key order (a key's attempts come one after another).
+ */
+class MeanCost {
+  private total = 0;
+  private keys = 0;
+  private last = "";
+
+  add(attempts: readonly AttemptFact[]): void {
+    for (const a of attempts) {
+      if (!a.executed || a.costUsd === null) continue;
+      this.total += a.costUsd;
+      const key = keyString(a);
+      if (key !== this.last) this.keys++;
+      this.last = key;
+    }
   }
-  return keys.size === 0 ? null : total / keys.size;
+
+  mean(): number | null {
+    return this.keys === 0 ? null : this.total / this.keys;
+  }
 }
 
 /**
  * Records the attempts a plan reuses in the new run, with their step journals, a page of the
  * source's attempts at a time (each page, its attempts and their journal entries, in one
  * transaction): the source's outputs, transcripts and journal are never held whole. Returns the
- * recorded attempts' heads, what the new run's plan is made from.
+ * recorded attempts' facts, what the new run's plan is made from: not their heads, which at
+ * 100,000 reused keys held ~40 MB for the whole run.
  */
 export async function seedReused(
   store: Store,
   runId: string,
   token: string,
   plan: PlannedReuse,
-): Promise<SourceAttempt[]> {
+): Promise<AttemptFacts[]> {
   if (plan.source === null || plan.origins.length === 0) return [];
   const wanted = new Set(plan.origins.map((o) => `${keyString(o)}#${o.attempt}`));
-  const seeded: SourceAttempt[] = [];
+  const seeded: AttemptFacts[] = [];
   for await (const page of store.reads.attemptPages(plan.source)) {
     const picked = page.filter((a) => wanted.has(`${keyString(a)}#${a.attempt}`));
     if (picked.length === 0) continue;
     const drafts = picked.map((a) => reusedDraft(a, plan));
     const steps = await reusedSteps(store, plan.source, picked, wanted);
     const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
-    for (const { output: _o, transcript: _t, ...head } of await store.attempts.record(
-      runId,
-      token,
-      drafts,
-      extras,
-    )) {
-      seeded.push(head);
+    for (const a of await store.attempts.record(runId, token, drafts, extras)) {
+      const { sampleId, epoch, attempt, status, fingerprint, error } = a;
+      seeded.push({ sampleId, epoch, attempt, status, fingerprint, error });
     }
   }
   return seeded;

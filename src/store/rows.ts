@@ -21,7 +21,14 @@ import type {
 import { USAGE_TIERS } from "../core/usage.js";
 import { attemptLimitSchema } from "../core/limits.js";
 import { scoresSchema } from "./checks.js";
-import type { AttemptFeed, AttemptHead, OutcomeEntry, OutcomeFilter, RunCounts } from "./types.js";
+import type {
+  AttemptFact,
+  AttemptFeed,
+  AttemptHead,
+  OutcomeEntry,
+  OutcomeFilter,
+  RunCounts,
+} from "./types.js";
 
 /** Rows as both adapters select them (the same columns); mapped to domain objects here only. */
 export interface SampleRow {
@@ -183,7 +190,7 @@ export function attemptMapper(runId: string) {
 type AnyAttemptRow = AttemptHeadRow | AttemptRow;
 
 /** Names a corrupt column; built only on failure, since a label per row costs more than mapping it. */
-function where(runId: string, [sampleId, epoch, attempt]: AnyAttemptRow, column: string): string {
+function where(runId: string, [sampleId, epoch, attempt]: AttemptKeyRow, column: string): string {
   return `${column} of attempt ${attempt} of ${runId}/${sampleId}#${epoch}`;
 }
 
@@ -333,34 +340,33 @@ export function ownerParams(owner: OwnerIdentity): { host: string; pid: number; 
 /** The position after which the next page of attempt heads starts: (sample id, epoch, attempt). */
 export type HeadCursor = Pick<AttemptHead, "sampleId" | "epoch" | "attempt">;
 
+/** A row of attempts that starts with its key and number. */
+export type AttemptKeyRow = [sampleId: string, epoch: number, attempt: number, ...rest: unknown[]];
+
+/** What `attemptFactPages` reads of a row of `attempts_now`, in ATTEMPT_FACT_COLUMNS' order. */
+export type AttemptFactRow = [
+  sampleId: string,
+  epoch: number,
+  attempt: number,
+  status: string,
+  fingerprint: string,
+  provenanceKind: string,
+  costUsd: number | null,
+];
+
+export const ATTEMPT_FACT_COLUMNS = `sample_id, epoch, attempt, status, fingerprint,
+  provenance_kind, cost_usd`;
+
 /**
- * Folds keyset pages of attempt heads in key order: `fetch` reads up to `limit` rows after the
- * cursor, and a short or empty page ends it. Pages are read one by one, not from one open
- * cursor, so other statements (and other processes' commits) may come between them: `newest`,
- * read once before the first page, is the run's last committed attempt in commit order, and every
- * page holds only attempts up to it. The pages are then one prefix of the commit order, as a
- * single statement would have seen it, however many attempts other workers commit meanwhile.
- *
- * @example yield* headPages(runId, 1_000, newest, (after, limit, upTo) => page.all(...));
+ * An attempt's facts from its row (see `attemptFactPages`), with no parse: a status that is not
+ * one is a corrupt store, named as `head` names it.
  */
-export async function* headPages(
-  runId: string,
-  pageSize: number,
-  newest: () => Promise<number>,
-  fetch: (after: HeadCursor, limit: number, upTo: number) => Promise<AttemptHeadRow[]>,
-): AsyncIterable<AttemptHead[]> {
-  const head = attemptMapper(runId).head;
-  const upTo = await newest();
-  let after: HeadCursor = { sampleId: "", epoch: 0, attempt: 0 };
-  for (;;) {
-    const rows = await fetch(after, pageSize, upTo);
-    if (rows.length === 0) return;
-    const page = rows.map(head);
-    const last = page[page.length - 1]!;
-    after = { sampleId: last.sampleId, epoch: last.epoch, attempt: last.attempt };
-    yield page;
-    if (rows.length < pageSize) return;
+export function toAttemptFact(runId: string, row: AttemptFactRow): AttemptFact {
+  const [sampleId, epoch, attempt, status, fingerprint, kind, costUsd] = row;
+  if (status !== "scored" && status !== "error") {
+    throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
   }
+  return { sampleId, epoch, attempt, status, fingerprint, executed: kind === "executed", costUsd };
 }
 
 /**

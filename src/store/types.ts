@@ -18,6 +18,7 @@ import type { Review, ReviewDraft } from "../core/reviews.js";
 import type { StoredFiguresRead } from "./figures-rows.js";
 import type {
   AttemptBatchExtras,
+  AttemptFact,
   AttemptFeed,
   AttemptFilter,
   AttemptHead,
@@ -222,6 +223,11 @@ export interface ReadModel {
    * cursor, so other statements may run between them.
    */
   attemptHeadPages(runId: string, pageSize?: number): AsyncIterable<AttemptHead[]>;
+  /**
+   * The same attempts, in the same order, a page at a time, as the few columns planning a reuse
+   * reads (`AttemptFact`): no score, error or usage is parsed, no head built.
+   */
+  attemptFactPages(runId: string, pageSize?: number): AsyncIterable<AttemptFact[]>;
   /**
    * What a resume plans from when it need not read every attempt (`core/plan.ts`'s `open`): the
    * ids of the snapshot's samples with a key (epoch 1 to `epochs`) that has no scored attempt of

@@ -8,6 +8,7 @@ import {
   newRun,
   sampleRecords,
 } from "./fixtures.js";
+import { describeAttemptListing } from "./attempt-listing.js";
 
 export function describeAttemptContract(h: HarnessRef): void {
   describe("attempts", () => {
@@ -15,7 +16,7 @@ export function describeAttemptContract(h: HarnessRef): void {
     rerunAndRetriesCases(h);
     refusalAndCountCases(h);
     inflightCases(h);
-    listingCases(h);
+    describeAttemptListing(h);
   });
 }
 
@@ -343,103 +344,5 @@ function inflightCases(h: HarnessRef): void {
       }),
     ).rejects.toMatchObject({ code: "E_FENCED" });
     expect(await h.store.runs.listInflight(run.id)).toEqual([{ sampleId: "s2", epoch: 1 }]);
-  });
-}
-
-/** Listing attempts. */
-function listingCases(h: HarnessRef): void {
-  describe("listing", () => {
-    const ids = ["b", "a9", "B", "a10", "é"];
-    async function recordedRun() {
-      const { run, owner: me } = await newRun(h.store, { ids });
-      const drafts = [...ids]
-        .reverse()
-        .flatMap((sampleId) => [
-          errorDraft({ sampleId, epoch: 2 }),
-          draft({ sampleId, epoch: 1 }),
-          draft({ sampleId, epoch: 2 }),
-        ]);
-      await h.store.attempts.record(run.id, me.token, drafts);
-      return run.id;
-    }
-
-    it("orders by sample id (binary), epoch, attempt", async () => {
-      const runId = await recordedRun();
-      const order = (await h.store.reads.listAttempts(runId)).map(
-        (a) => `${a.sampleId}#${a.epoch}.${a.attempt}`,
-      );
-      expect(order).toEqual(
-        ["B", "a10", "a9", "b", "é"].flatMap((id) => [`${id}#1.1`, `${id}#2.1`, `${id}#2.2`]),
-      );
-    });
-
-    it.each([1, 2, 4, 1_000])(
-      "pages the attempt heads, and whole attempts, in the same order, %i at a time",
-      async (pageSize) => {
-        const runId = await recordedRun();
-        const pages: number[] = [];
-        const heads = [];
-        for await (const page of h.store.reads.attemptHeadPages(runId, pageSize)) {
-          pages.push(page.length);
-          heads.push(...page);
-        }
-        expect(heads).toEqual(await h.store.reads.listAttemptHeads(runId));
-        const whole = [];
-        for await (const page of h.store.reads.attemptPages(runId, pageSize)) {
-          pages.push(page.length);
-          whole.push(...page);
-        }
-        expect(whole).toEqual(await h.store.reads.listAttempts(runId));
-        expect(Math.max(...pages)).toBeLessThanOrEqual(pageSize);
-      },
-    );
-
-    it("keeps a paged read to the attempts committed before its first page", async () => {
-      const { run, owner: me } = await newRun(h.store, { ids: ["a", "b", "c", "d"] });
-      const key = (sampleId: string) => ({ sampleId, epoch: 1 });
-      await h.store.attempts.record(run.id, me.token, [draft(key("a")), draft(key("c"))]);
-      const before = await h.store.reads.listAttemptHeads(run.id);
-      const seen: string[] = [];
-      for await (const page of h.store.reads.attemptHeadPages(run.id, 1)) {
-        seen.push(...page.map((head) => head.sampleId));
-        // Another worker commits while the pages are read, after and between the read's keys.
-        if (seen.length === 1) {
-          await h.store.attempts.record(run.id, me.token, [draft(key("b")), draft(key("d"))]);
-        }
-      }
-      expect(seen).toEqual(before.map((head) => head.sampleId));
-    });
-
-    it.each([
-      [{ sampleId: "a9" }, ["a9#1.1", "a9#2.1", "a9#2.2"]],
-      [{ epoch: 1 }, ["B#1.1", "a10#1.1", "a9#1.1", "b#1.1", "é#1.1"]],
-      [{ sampleId: "b", epoch: 2 }, ["b#2.1", "b#2.2"]],
-      [{ sampleId: "nobody" }, []],
-    ])("filters by %o", async (filter, expected) => {
-      const runId = await recordedRun();
-      const listed = await h.store.reads.listAttempts(runId, filter);
-      expect(listed.map((a) => `${a.sampleId}#${a.epoch}.${a.attempt}`)).toEqual(expected);
-    });
-
-    it("lists heads: the same attempts without output and transcript", async () => {
-      const runId = await recordedRun();
-      const heads = await h.store.reads.listAttemptHeads(runId);
-      const full = await h.store.reads.listAttempts(runId);
-      expect(heads).toEqual(full.map(({ output: _o, transcript: _t, ...head }) => head));
-      expect(heads[0]).not.toHaveProperty("output");
-    });
-
-    it("reads stored attempts back identically after later writes to the run", async () => {
-      const runId = await recordedRun();
-      const before = JSON.stringify(await h.store.reads.listAttempts(runId));
-      const token = (await h.store.runs.get(runId))?.owner?.token ?? "";
-      await h.store.runs.updateSamples(runId, token, sampleRecords(["b"], 2));
-      await h.store.attempts.record(runId, token, [
-        draft({ sampleId: "b", epoch: 1 }, { fingerprint: fingerprintOf("b", 2), output: "new" }),
-      ]);
-      const after = await h.store.reads.listAttempts(runId);
-      expect(after).toHaveLength(JSON.parse(before).length + 1);
-      expect(JSON.stringify(after.filter((a) => a.output !== "new"))).toBe(before);
-    });
   });
 }

@@ -1,7 +1,7 @@
 import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
 import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
-import { attemptPages } from "../attempt-pages.js";
+import { attemptPages, factPages, headPages } from "../attempt-pages.js";
 import {
   sampleMapper,
   snapshotPages,
@@ -11,8 +11,8 @@ import {
 } from "../sample-pages.js";
 import {
   attemptMapper,
-  headPages,
   toSampleRecord,
+  type AttemptFactRow,
   type AttemptHeadRow,
   type AttemptRow,
   type SampleRow,
@@ -21,6 +21,7 @@ import { labelsColumn, toRun } from "../run-rows.js";
 import { scoringFilterParams, toScoring, type ScoringRow } from "../scoring-rows.js";
 import { SPEND_START } from "../spend-rows.js";
 import type {
+  AttemptFact,
   AttemptFeed,
   AttemptFilter,
   ScoringFilter,
@@ -174,7 +175,14 @@ export function postgresReads(c: PostgresContext): ReadModel {
 /** The reads a page at a time: the snapshot's, and the attempts' (whole, or their heads). */
 function pagedReads(
   c: PostgresContext,
-): Pick<ReadModel, "sampleFingerprintPages" | "samplePages" | "attemptHeadPages" | "attemptPages"> {
+): Pick<
+  ReadModel,
+  | "sampleFingerprintPages"
+  | "samplePages"
+  | "attemptHeadPages"
+  | "attemptFactPages"
+  | "attemptPages"
+> {
   // Where the attempts' pages stop: the run's last commit when the read began.
   const lastCommit = (runId: string) =>
     c.guard(
@@ -205,6 +213,17 @@ function pagedReads(
         (after, limit, upTo) =>
           c.guard(() =>
             sql.attemptHeadPage.tuples<AttemptHeadRow>(c.pool, { runId, ...after, limit, upTo }),
+          ),
+      );
+    },
+    attemptFactPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptFact[]> {
+      return factPages(
+        runId,
+        pageSize,
+        () => lastCommit(runId),
+        (after, limit, upTo) =>
+          c.guard(() =>
+            sql.attemptFactPage.tuples<AttemptFactRow>(c.pool, { runId, ...after, limit, upTo }),
           ),
       );
     },

@@ -1,5 +1,5 @@
 import { DB_NOW_ISO, DB_NOW_MS, statement, type Statement } from "./driver.js";
-import { ATTEMPT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../rows.js";
+import { ATTEMPT_COLUMNS, ATTEMPT_FACT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../rows.js";
 import { SCORING_COLUMNS } from "../scoring-rows.js";
 import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
 import { SAMPLE_PAGE_SQL } from "../sample-pages.js";
@@ -226,20 +226,11 @@ const POSTGRES_SQL = {
   ),
   listAttempts: listAttempts("attempts_now"),
   listAttemptsAsCommitted: listAttempts("attempts"),
-  attemptHeadPage: sql(
-    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
-     WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
-       AND seq <= @upTo::bigint
-     ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
-  ),
+  attemptHeadPage: sql(attemptsPage(ATTEMPT_HEAD_COLUMNS)),
+  attemptFactPage: sql(attemptsPage(ATTEMPT_FACT_COLUMNS)),
   fingerprintPage: sql(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql(SAMPLE_PAGE_SQL.whole),
-  attemptPage: sql(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
-     WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
-       AND seq <= @upTo::bigint
-     ORDER BY sample_id, epoch, attempt LIMIT @limit::int`,
-  ),
+  attemptPage: sql(attemptsPage(ATTEMPT_COLUMNS)),
   // Several runs at once: a listing's figures in three reads, not three per run.
   reportFingerprints: sql(
     `SELECT run_id, sample_id, fingerprint FROM samples WHERE run_id = ANY(@runIds::text[])`,
@@ -304,6 +295,17 @@ const POSTGRES_JOURNAL_SQL = {
   prune: sql(JOURNAL_SQL.prune),
   pruneScored: sql(JOURNAL_SQL.pruneScored),
 };
+
+/**
+ * A keyset page of a run's attempts as they stand now (`columns` of `attempts_now`): after the
+ * cursor (sample id, epoch, attempt), up to the commit `upTo`, in key order.
+ */
+function attemptsPage(columns: string): string {
+  return `SELECT ${columns} FROM attempts_now
+     WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
+       AND seq <= @upTo::bigint
+     ORDER BY sample_id, epoch, attempt LIMIT @limit::int`;
+}
 
 export const postgresStatements = compileTable(POSTGRES_SQL);
 export const postgresJournalStatements = compileTable(POSTGRES_JOURNAL_SQL);

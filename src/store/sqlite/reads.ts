@@ -1,12 +1,13 @@
 import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
 import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs } from "../report-inputs.js";
-import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
-import { attemptPages } from "../attempt-pages.js";
+import { attemptMapper, toSampleRecord } from "../rows.js";
+import { attemptPages, factPages, headPages } from "../attempt-pages.js";
 import { sampleMapper, snapshotPages, toFingerprintFromRaw } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
+  AttemptFact,
   AttemptFeed,
   AttemptFilter,
   ScoringFilter,
@@ -47,6 +48,7 @@ export function sqliteReads(c: SqliteContext): ReadModel {
     async countKeys(runId: string): Promise<RunCounts> {
       return c.guard(() => c.counts(c.requireRun(runId)));
     },
+    ...pagedReads(c),
     async getSamples(runId: string): Promise<SampleRecord[]> {
       return c.guard(() => {
         c.requireRun(runId);
@@ -62,21 +64,6 @@ export function sqliteReads(c: SqliteContext): ReadModel {
           .all(runId)
           .map((row) => ({ sampleId: row.sample_id, fingerprint: row.fingerprint }));
       });
-    },
-    sampleFingerprintPages(runId: string, pageSize = 1_000) {
-      return snapshotPages(
-        pageSize,
-        async (after, limit) => c.guard(() => c.s.fingerprintPage.all({ runId, after, limit })),
-        toFingerprintFromRaw,
-        ([sampleId]) => sampleId,
-      );
-    },
-    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
-      return snapshotPages(
-        pageSize,
-        async (after, limit) => c.guard(() => c.s.samplePage.all({ runId, after, limit })),
-        sampleMapper(runId),
-      );
     },
     async listScorings(runId: string, filter: ScoringFilter = {}): Promise<Scoring[]> {
       return c.guard(() =>
@@ -113,26 +100,6 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         }
         return { sampleIds, heads };
       });
-    },
-    // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
-    // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
-    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
-      return headPages(
-        runId,
-        pageSize,
-        async () => c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor),
-        async (after, limit, upTo) =>
-          c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit, upTo })),
-      );
-    },
-    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
-      return attemptPages(
-        runId,
-        pageSize,
-        async () => c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor),
-        async (after, limit, upTo) =>
-          c.guard(() => c.s.attemptPage.all({ runId, ...after, limit, upTo })),
-      );
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
       return c.guard(() => {
@@ -172,6 +139,68 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         c.requireRun(runId);
         return readFigures(c, runId, reducer, keys);
       });
+    },
+  };
+}
+
+/** The reads a page at a time: the snapshot's, and the attempts' (whole, as heads, as facts). */
+function pagedReads(
+  c: SqliteContext,
+): Pick<
+  ReadModel,
+  | "sampleFingerprintPages"
+  | "samplePages"
+  | "attemptHeadPages"
+  | "attemptFactPages"
+  | "attemptPages"
+> {
+  // Where the attempts' pages stop: the run's last commit when the read began.
+  const lastCommit = async (runId: string) =>
+    c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor);
+  return {
+    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+      return snapshotPages(
+        pageSize,
+        async (after, limit) => c.guard(() => c.s.fingerprintPage.all({ runId, after, limit })),
+        toFingerprintFromRaw,
+        ([sampleId]) => sampleId,
+      );
+    },
+    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+      return snapshotPages(
+        pageSize,
+        async (after, limit) => c.guard(() => c.s.samplePage.all({ runId, after, limit })),
+        sampleMapper(runId),
+      );
+    },
+    // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
+    // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
+    attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
+      return headPages(
+        runId,
+        pageSize,
+        () => lastCommit(runId),
+        async (after, limit, upTo) =>
+          c.guard(() => c.s.attemptHeadPage.all({ runId, ...after, limit, upTo })),
+      );
+    },
+    attemptFactPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptFact[]> {
+      return factPages(
+        runId,
+        pageSize,
+        () => lastCommit(runId),
+        async (after, limit, upTo) =>
+          c.guard(() => c.s.attemptFactPage.all({ runId, ...after, limit, upTo })),
+      );
+    },
+    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+      return attemptPages(
+        runId,
+        pageSize,
+        () => lastCommit(runId),
+        async (after, limit, upTo) =>
+          c.guard(() => c.s.attemptPage.all({ runId, ...after, limit, upTo })),
+      );
     },
   };
 }

@@ -3,7 +3,9 @@ import { ATTEMPT_INSERT_COLUMNS } from "../attempt-values.js";
 import { JOURNAL_SQL, type JournalRow } from "../journal-rows.js";
 import {
   ATTEMPT_COLUMNS,
+  ATTEMPT_FACT_COLUMNS,
   ATTEMPT_HEAD_COLUMNS,
+  type AttemptFactRow,
   type AttemptHeadRow,
   type AttemptRow,
   type SampleRow,
@@ -14,6 +16,18 @@ import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
 
 /** One entry of a statement table: its SQL, the row it selects, and whether rows come as arrays. */
+/**
+ * A keyset page of a run's attempts as they stand now (`columns` of `attempts_now`): after the
+ * cursor (sample id, epoch, attempt), up to the commit `upTo`, in key order.
+ */
+function attemptsPage(columns: string): string {
+  return `SELECT ${columns} FROM attempts_now
+         WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
+           AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
+           AND seq <= @upTo
+         ORDER BY sample_id, epoch, attempt LIMIT @limit`;
+}
+
 export interface Sql<Row> {
   text: string;
   raw: boolean;
@@ -223,22 +237,11 @@ export const SQLITE_STATEMENTS = {
   ),
   listAttempts: listAttempts("attempts_now"),
   listAttemptsAsCommitted: listAttempts("attempts"),
-  attemptHeadPage: rawSql<AttemptHeadRow>(
-    `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
-         WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
-           AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
-           AND seq <= @upTo
-         ORDER BY sample_id, epoch, attempt LIMIT @limit`,
-  ),
+  attemptHeadPage: rawSql<AttemptHeadRow>(attemptsPage(ATTEMPT_HEAD_COLUMNS)),
+  attemptFactPage: rawSql<AttemptFactRow>(attemptsPage(ATTEMPT_FACT_COLUMNS)),
   fingerprintPage: rawSql<RawFingerprintRow>(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql<SamplePageRow>(SAMPLE_PAGE_SQL.whole),
-  attemptPage: rawSql<AttemptRow>(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts_now
-         WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
-           AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
-           AND seq <= @upTo
-         ORDER BY sample_id, epoch, attempt LIMIT @limit`,
-  ),
+  attemptPage: rawSql<AttemptRow>(attemptsPage(ATTEMPT_COLUMNS)),
   // Several runs at once (`?` is a JSON array of run ids): a listing's figures in three reads.
   reportFingerprints: sql<{ run_id: string; sample_id: string; fingerprint: string }>(
     `SELECT run_id, sample_id, fingerprint FROM samples

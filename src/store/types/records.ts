@@ -17,6 +17,19 @@ import type {
 /** An attempt without its (possibly large) output and transcript: enough to plan and aggregate. */
 export type AttemptHead = Omit<Attempt, "output" | "transcript">;
 
+/**
+ * What planning a reuse reads of an attempt (`attemptFactPages`): its key and number, its status
+ * now (after any scoring), its sample's fingerprint, whether it executed here (not imported), and
+ * its cost (null: none known).
+ */
+export interface AttemptFact extends Key {
+  attempt: number;
+  status: AttemptStatus;
+  fingerprint: string;
+  executed: boolean;
+  costUsd: number | null;
+}
+
 /** Key counts computed from the stored attempts, never from a cached copy. */
 export interface RunCounts {
   /** samples × epochs */
