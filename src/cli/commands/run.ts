@@ -133,6 +133,13 @@ async function runOnce(
       "--output streams one process's results; a distributed run's are in the store: `stet export <id>` once it is complete",
     );
   }
+  if (flags.distributed && flags.batch) {
+    // Before the eval and its dataset load (an eval's own `batch` is refused once it has loaded).
+    throw new StetError(
+      "E_USAGE",
+      "--batch sends the calls through provider batches, which one process executes: distributed workers do not batch (docs/batch.md). Run it without --distributed, or without --batch",
+    );
+  }
   if (flags.resume && flags.reuse !== undefined) {
     throw new StetError(
       "E_USAGE",
