@@ -3,7 +3,13 @@ import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, headPages, toSampleRecord } from "../rows.js";
 import { attemptPages } from "../attempt-pages.js";
-import { sampleMapper, snapshotPages, toFingerprintFromRaw } from "../sample-pages.js";
+import {
+  distinctIds,
+  idPages,
+  sampleMapper,
+  snapshotPages,
+  toFingerprintFromRaw,
+} from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
@@ -28,6 +34,7 @@ import { readFigures } from "./figures.js";
 /** Every read of the SQLite store (`ReadModel`): listings, attempts, outcomes, spend. */
 export function sqliteReads(c: SqliteContext): ReadModel {
   return {
+    ...sampleHeadReads(c),
     async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
       return c.guard(() => {
         const rows = c.s.listRuns.all({
@@ -102,18 +109,6 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         return heads;
       });
     },
-    async openSampleHeads(runId: string, epochs: number) {
-      return c.guard(() => {
-        const sampleIds = c.s.openSamples.all({ runId, epochs }).map((row) => row.sample_id);
-        const head = attemptMapper(runId).head;
-        const heads: AttemptHead[] = [];
-        for (let i = 0; i < sampleIds.length; i += 1_000) {
-          const ids = JSON.stringify(sampleIds.slice(i, i + 1_000));
-          for (const row of c.s.sampleHeads.iterate({ runId, ids })) heads.push(head(row));
-        }
-        return { sampleIds, heads };
-      });
-    },
     // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
     // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
     attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
@@ -171,6 +166,37 @@ export function sqliteReads(c: SqliteContext): ReadModel {
       return c.guard(() => {
         c.requireRun(runId);
         return readFigures(c, runId, reducer, keys);
+      });
+    },
+  };
+}
+
+/** The reads of some samples' attempt heads: a resume's (its open samples), an import's. */
+function sampleHeadReads(c: SqliteContext): Pick<ReadModel, "openSampleHeads" | "sampleHeads"> {
+  // In one synchronous block each: no commit lands between the pages.
+  const headsOf = (runId: string, sampleIds: readonly string[]) => {
+    const head = attemptMapper(runId).head;
+    const heads: AttemptHead[] = [];
+    for (const ids of idPages(sampleIds)) {
+      for (const row of c.s.sampleHeads.iterate({ runId, ids: JSON.stringify(ids) }))
+        heads.push(head(row));
+    }
+    return heads;
+  };
+  return {
+    async openSampleHeads(runId: string, epochs: number) {
+      return c.guard(() => {
+        const sampleIds = c.s.openSamples.all({ runId, epochs }).map((row) => row.sample_id);
+        return { sampleIds, heads: headsOf(runId, sampleIds) };
+      });
+    },
+    async sampleHeads(runId: string, sampleIds: Iterable<string>) {
+      return c.guard(() => {
+        const fingerprints = idPages(distinctIds(sampleIds)).flatMap((ids) =>
+          c.s.fingerprintsOf.all({ runId, ids: JSON.stringify(ids) }).map(toFingerprintFromRaw),
+        );
+        const known = fingerprints.map((f) => f.sampleId);
+        return { fingerprints, heads: headsOf(runId, known) };
       });
     },
   };
