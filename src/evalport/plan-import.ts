@@ -2,15 +2,18 @@ import { StetError } from "../core/errors.js";
 import { canonicalJson } from "../core/json.js";
 import { compareKeys, keyString } from "../core/keys.js";
 import type { AttemptFacts } from "../core/plan.js";
-import type { AttemptDraft, Key, SampleRecord } from "../core/types.js";
+import type { AttemptDraft, Key } from "../core/types.js";
 import type { ImportRecord } from "./read-import-file.js";
 
 export interface ImportPlanInput {
   records: readonly ImportRecord[];
-  /** The run's samples and epochs: every record must map to one of its keys. */
-  snapshot: readonly SampleRecord[];
+  /**
+   * The ids and fingerprints of the run's samples (those the records name suffice), and its
+   * epochs: every record must map to one of its keys.
+   */
+  snapshot: readonly { sampleId: string; fingerprint: string }[];
   epochs: number;
-  /** The attempts the run already has. */
+  /** The attempts the run already has (those of the records' samples suffice). */
   stored: readonly AttemptFacts[];
   /** Provenance source of the inserted attempts: `sha256:<hex of the file>`. */
   source: string;
@@ -43,7 +46,7 @@ export interface ImportPlan {
  * @example const { drafts, alreadyScored } = planImport({ records, snapshot, epochs: 1, stored: heads, source, file });
  */
 export function planImport(input: ImportPlanInput): ImportPlan {
-  const fingerprints = new Map(input.snapshot.map((r) => [r.sample.id, r.fingerprint]));
+  const fingerprints = new Map(input.snapshot.map((r) => [r.sampleId, r.fingerprint]));
   checkRecords(input, fingerprints);
   // Per key, the number of its newest scored attempt: what a draft must follow to be new (a
   // re-run's own attempt, `rerunAfter`, follows an older one).

@@ -28,7 +28,7 @@ export async function readSeed(
   const file = await readImportFile(path, options);
   const plan = planImport({
     records: file.records,
-    snapshot: ev.samples,
+    snapshot: ev.samples.map((r) => ({ sampleId: r.sample.id, fingerprint: r.fingerprint })),
     epochs: ev.epochs,
     stored: [],
     source: `sha256:${file.sha256}`,

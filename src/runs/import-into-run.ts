@@ -99,16 +99,21 @@ export async function importResults(options: ImportOptions): Promise<ImportRepor
   return report(file, run, inserted, inserted.drafts, status, counts);
 }
 
+/**
+ * Plans against what the run stores of the file's samples only (their fingerprints and attempt
+ * heads): a fallback file's few dozen attempts are imported into a run of a million keys without
+ * reading its whole snapshot and every attempt (1-2 GB and many seconds).
+ */
 async function plan(store: Store, run: Run, file: ImportFile): Promise<ImportPlan> {
-  const [snapshot, stored] = await Promise.all([
-    store.reads.getSamples(run.id),
-    store.reads.listAttemptHeads(run.id),
-  ]);
+  const { fingerprints, heads } = await store.reads.sampleHeads(
+    run.id,
+    file.records.map((r) => r.attempt.sampleId),
+  );
   return planImport({
     records: file.records,
-    snapshot,
+    snapshot: fingerprints,
     epochs: run.config.epochs,
-    stored,
+    stored: heads,
     source: `sha256:${file.sha256}`,
     file: file.path,
     ownAttempts: file.format === "fallback-jsonl",

@@ -1,3 +1,4 @@
+import { byteOrder } from "../core/keys.js";
 import type { SampleRecord } from "../core/types.js";
 import { toSampleRecord, type SampleRow } from "./rows.js";
 
@@ -73,3 +74,20 @@ export const toFingerprintFromRaw = ([sampleId, fingerprint]: RawFingerprintRow)
   sampleId,
   fingerprint,
 });
+
+/**
+ * Sample ids as the lists a read by ids binds (SQLite's `json_each`, PostgreSQL's arrays),
+ * `size` at a time: no statement binds an unbounded list. Given in byte order, each once
+ * (`distinctIds`), the pages' rows come out in the stores' id order.
+ *
+ * @example for (const ids of idPages(distinctIds(["b", "a", "b"]))) ids; // ["a", "b"]
+ */
+export function idPages(sampleIds: readonly string[], size = 1_000): string[][] {
+  const pages: string[][] = [];
+  for (let i = 0; i < sampleIds.length; i += size) pages.push(sampleIds.slice(i, i + size));
+  return pages;
+}
+
+/** Sample ids each once, in byte order (the stores' id order). */
+export const distinctIds = (sampleIds: Iterable<string>): string[] =>
+  [...new Set(sampleIds)].sort(byteOrder);

@@ -238,6 +238,16 @@ export interface ReadModel {
     runId: string,
     epochs: number,
   ): Promise<{ sampleIds: string[]; heads: AttemptHead[] }>;
+  /**
+   * What an import plans from (`evalport/plan-import.ts`): of the samples `sampleIds` names
+   * (repeats and ids the snapshot lacks allowed), the snapshot's ids and fingerprints, in
+   * sample-id (byte) order, and every attempt head of those samples, in `listAttemptHeads`' order;
+   * read 1,000 ids at a time, nothing of the run's other samples. Of an unknown run: none.
+   */
+  sampleHeads(
+    runId: string,
+    sampleIds: Iterable<string>,
+  ): Promise<{ fingerprints: { sampleId: string; fingerprint: string }[]; heads: AttemptHead[] }>;
   /** Whole attempts (outputs, transcripts) in the same order and pages: what copying a run reads. */
   attemptPages(runId: string, pageSize?: number): AsyncIterable<Attempt[]>;
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */

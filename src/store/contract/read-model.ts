@@ -42,6 +42,7 @@ export function describeReadModelContract(h: HarnessRef): void {
   describe("read model", () => {
     describeSnapshotPages(h);
     describeOpenSamples(h);
+    describeSampleHeads(h);
     it("reads several runs' report inputs at once, each as its own listings give them", async () => {
       const { run } = await scoredRun(h);
       const { run: other, owner: me } = await newRun(h.store, { id: "other" });
@@ -230,5 +231,43 @@ function describeOpenSamples(h: HarnessRef): void {
     ]);
     expect(await h.store.reads.openSampleHeads(run.id, 1)).toEqual({ sampleIds: [], heads: [] });
     expect(await h.store.reads.openSampleHeads("nope", 1)).toEqual({ sampleIds: [], heads: [] });
+  });
+}
+
+/** What an import plans from: the snapshot and attempts of the samples its records name only. */
+function describeSampleHeads(h: HarnessRef): void {
+  it("reads the fingerprints and attempt heads of the samples named, a page of ids at a time", async () => {
+    const ids = ["b", "a", "\u{1F600}", "é", "z"];
+    const { run, owner: me } = await newRun(h.store, { ids });
+    await h.store.attempts.record(run.id, me.token, [
+      errorDraft(k("a", 1)),
+      draft(k("b", 2)),
+      draft(k("\u{1F600}", 1)),
+      draft(k("z", 1)),
+    ]);
+    await h.store.attempts.record(run.id, me.token, [draft(k("a", 1)), errorDraft(k("é", 1))]);
+    // The named samples' attempts of an old fingerprint are theirs too.
+    await h.store.runs.updateSamples(run.id, me.token, sampleRecords(["é"], 2));
+    const named = ["b", "a", "é", "\u{1F600}"];
+    const expected = {
+      fingerprints: (await h.store.reads.listSampleFingerprints(run.id)).filter((f) =>
+        named.includes(f.sampleId),
+      ),
+      heads: (await h.store.reads.listAttemptHeads(run.id)).filter((a) =>
+        named.includes(a.sampleId),
+      ),
+    };
+    expect(expected.fingerprints.map((f) => f.sampleId)).toEqual(["a", "b", "é", "\u{1F600}"]);
+    expect(expected.heads).toHaveLength(5);
+    // Named twice, or not a sample of the run: once, or not at all. 2,500 ids make three pages,
+    // the named samples on the first and the last.
+    const unknown = Array.from({ length: 2_500 }, (_, i) => `m${String(i).padStart(4, "0")}`);
+    const asked = ["é", "b", ...unknown, "a", "\u{1F600}", "b"];
+    expect(await h.store.reads.sampleHeads(run.id, asked)).toEqual(expected);
+    expect(await h.store.reads.sampleHeads(run.id, [])).toEqual({ fingerprints: [], heads: [] });
+    expect(await h.store.reads.sampleHeads("nope", ["a"])).toEqual({
+      fingerprints: [],
+      heads: [],
+    });
   });
 }

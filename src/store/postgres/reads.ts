@@ -3,6 +3,8 @@ import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
 import { attemptPages, factPages, headPages } from "../attempt-pages.js";
 import {
+  distinctIds,
+  idPages,
   sampleMapper,
   snapshotPages,
   toFingerprint,
@@ -46,6 +48,7 @@ import { postgresStatements as sql } from "./statements.js";
 export function postgresReads(c: PostgresContext): ReadModel {
   return {
     ...pagedReads(c),
+    ...sampleHeadReads(c),
     async listRuns(filter: RunFilter = {}): Promise<RunListing[]> {
       return c.guard(async () => {
         const rows = await sql.listRuns.rows<DbRun>(c.pool, {
@@ -109,20 +112,6 @@ export function postgresReads(c: PostgresContext): ReadModel {
       return c.guard(async () => {
         const rows = await sql.listAttemptHeads.tuples<AttemptHeadRow>(c.pool, { runId });
         return rows.map(attemptMapper(runId).head);
-      });
-    },
-    async openSampleHeads(runId: string, epochs: number) {
-      return c.guard(async () => {
-        const rows = await sql.openSamples.rows<{ sample_id: string }>(c.pool, { runId, epochs });
-        const sampleIds = rows.map((row) => row.sample_id);
-        const head = attemptMapper(runId).head;
-        const heads: AttemptHead[] = [];
-        for (let i = 0; i < sampleIds.length; i += 1_000) {
-          const ids = sampleIds.slice(i, i + 1_000);
-          for (const row of await sql.sampleHeads.tuples<AttemptHeadRow>(c.pool, { runId, ids }))
-            heads.push(head(row));
-        }
-        return { sampleIds, heads };
       });
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
@@ -237,6 +226,39 @@ function pagedReads(
             sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
           ),
       );
+    },
+  };
+}
+
+/** The reads of some samples' attempt heads: a resume's (its open samples), an import's. */
+function sampleHeadReads(c: PostgresContext): Pick<ReadModel, "openSampleHeads" | "sampleHeads"> {
+  const headsOf = async (runId: string, sampleIds: readonly string[]) => {
+    const head = attemptMapper(runId).head;
+    const heads: AttemptHead[] = [];
+    for (const ids of idPages(sampleIds)) {
+      for (const row of await sql.sampleHeads.tuples<AttemptHeadRow>(c.pool, { runId, ids }))
+        heads.push(head(row));
+    }
+    return heads;
+  };
+  return {
+    async openSampleHeads(runId: string, epochs: number) {
+      return c.guard(async () => {
+        const rows = await sql.openSamples.rows<{ sample_id: string }>(c.pool, { runId, epochs });
+        const sampleIds = rows.map((row) => row.sample_id);
+        return { sampleIds, heads: await headsOf(runId, sampleIds) };
+      });
+    },
+    async sampleHeads(runId: string, sampleIds: Iterable<string>) {
+      return c.guard(async () => {
+        const fingerprints: { sampleId: string; fingerprint: string }[] = [];
+        for (const ids of idPages(distinctIds(sampleIds))) {
+          const rows = await sql.fingerprintsOf.rows<FingerprintRow>(c.pool, { runId, ids });
+          fingerprints.push(...rows.map(toFingerprint));
+        }
+        const known = fingerprints.map((f) => f.sampleId);
+        return { fingerprints, heads: await headsOf(runId, known) };
+      });
     },
   };
 }

@@ -256,6 +256,12 @@ const POSTGRES_SQL = {
            AND a.status = 'scored' AND a.epoch <= @epochs::int) < @epochs::int
        ORDER BY s.sample_id`,
   ),
+  // Some samples' ids and fingerprints (an import's).
+  fingerprintsOf: sql(
+    `SELECT sample_id, fingerprint FROM samples
+     WHERE run_id = @runId AND sample_id = ANY(@ids::text[])
+     ORDER BY sample_id`,
+  ),
   sampleHeads: sql(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND sample_id = ANY(@ids::text[])

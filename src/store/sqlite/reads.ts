@@ -3,7 +3,13 @@ import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs } from "../report-inputs.js";
 import { attemptMapper, toSampleRecord } from "../rows.js";
 import { attemptPages, factPages, headPages } from "../attempt-pages.js";
-import { sampleMapper, snapshotPages, toFingerprintFromRaw } from "../sample-pages.js";
+import {
+  distinctIds,
+  idPages,
+  sampleMapper,
+  snapshotPages,
+  toFingerprintFromRaw,
+} from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
@@ -49,6 +55,7 @@ export function sqliteReads(c: SqliteContext): ReadModel {
       return c.guard(() => c.counts(c.requireRun(runId)));
     },
     ...pagedReads(c),
+    ...sampleHeadReads(c),
     async getSamples(runId: string): Promise<SampleRecord[]> {
       return c.guard(() => {
         c.requireRun(runId);
@@ -87,18 +94,6 @@ export function sqliteReads(c: SqliteContext): ReadModel {
         const heads: AttemptHead[] = [];
         for (const row of c.s.listAttemptHeads.iterate(runId)) heads.push(head(row));
         return heads;
-      });
-    },
-    async openSampleHeads(runId: string, epochs: number) {
-      return c.guard(() => {
-        const sampleIds = c.s.openSamples.all({ runId, epochs }).map((row) => row.sample_id);
-        const head = attemptMapper(runId).head;
-        const heads: AttemptHead[] = [];
-        for (let i = 0; i < sampleIds.length; i += 1_000) {
-          const ids = JSON.stringify(sampleIds.slice(i, i + 1_000));
-          for (const row of c.s.sampleHeads.iterate({ runId, ids })) heads.push(head(row));
-        }
-        return { sampleIds, heads };
       });
     },
     async listOutcomes(runId: string, filter: OutcomeFilter = {}): Promise<OutcomePage> {
@@ -201,6 +196,37 @@ function pagedReads(
         async (after, limit, upTo) =>
           c.guard(() => c.s.attemptPage.all({ runId, ...after, limit, upTo })),
       );
+    },
+  };
+}
+
+/** The reads of some samples' attempt heads: a resume's (its open samples), an import's. */
+function sampleHeadReads(c: SqliteContext): Pick<ReadModel, "openSampleHeads" | "sampleHeads"> {
+  // In one synchronous block each: no commit lands between the pages.
+  const headsOf = (runId: string, sampleIds: readonly string[]) => {
+    const head = attemptMapper(runId).head;
+    const heads: AttemptHead[] = [];
+    for (const ids of idPages(sampleIds)) {
+      for (const row of c.s.sampleHeads.iterate({ runId, ids: JSON.stringify(ids) }))
+        heads.push(head(row));
+    }
+    return heads;
+  };
+  return {
+    async openSampleHeads(runId: string, epochs: number) {
+      return c.guard(() => {
+        const sampleIds = c.s.openSamples.all({ runId, epochs }).map((row) => row.sample_id);
+        return { sampleIds, heads: headsOf(runId, sampleIds) };
+      });
+    },
+    async sampleHeads(runId: string, sampleIds: Iterable<string>) {
+      return c.guard(() => {
+        const fingerprints = idPages(distinctIds(sampleIds)).flatMap((ids) =>
+          c.s.fingerprintsOf.all({ runId, ids: JSON.stringify(ids) }).map(toFingerprintFromRaw),
+        );
+        const known = fingerprints.map((f) => f.sampleId);
+        return { fingerprints, heads: headsOf(runId, known) };
+      });
     },
   };
 }

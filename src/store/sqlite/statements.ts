@@ -270,6 +270,12 @@ export const SQLITE_STATEMENTS = {
            AND a.status = 'scored' AND a.epoch <= @epochs) < @epochs
        ORDER BY s.sample_id`,
   ),
+  // Some samples' ids and fingerprints (an import's), `@ids` a JSON array of sample ids.
+  fingerprintsOf: rawSql<RawFingerprintRow>(
+    `SELECT sample_id, fingerprint FROM samples
+         WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
+         ORDER BY sample_id`,
+  ),
   sampleHeads: rawSql<AttemptHeadRow>(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
          WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
