@@ -24,6 +24,18 @@ const VALUED_SCORES = `SELECT 1 FROM json_each(o.scores) j
     AND json_extract(j.value, '$.value') IS NOT NULL`;
 
 /**
+ * The outcome attempt's columns as `attempts_now` gives them (its latest scoring's status, scores
+ * and error over the attempt's own), from `attempts a` and `scorings c` joined by their keys. Not
+ * a join with the view itself: SQLite cannot push the join's terms into it, and with a LIMIT it
+ * scanned the whole view for each key (a filtered page of a 20,000-key run took 50 s).
+ */
+const OUTCOME_ATTEMPT = `a.sample_id, a.epoch, a.attempt, COALESCE(c.status, a.status) AS status,
+  a.fingerprint, a.output, COALESCE(c.scores, a.scores) AS scores, a.input_tokens,
+  a.output_tokens, a.cost_usd, CASE WHEN c.seq IS NULL THEN a.error ELSE c.error END AS error,
+  a.started_at, a.completed_at, a.duration_ms, a.provenance_kind, a.provenance_source,
+  a.redacted, a.retries, a.usage_detail, a.limit_hit`;
+
+/**
  * Every key of a run (snapshot × epochs) with its outcome attempt: the latest scored attempt for
  * the sample's fingerprint, else the latest error for it (as selectOutcomes in core decides).
  */
@@ -43,9 +55,13 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
     WHERE s.run_id = @runId AND %SAMPLE%
   ),
   o AS (
-    SELECT k.*, COALESCE(a.status, 'pending') AS k_status, a.*
-    FROM keyed k LEFT JOIN attempts_now a ON a.run_id = @runId AND %JOINED% a.sample_id = k.k_sample_id
+    SELECT k.*, COALESCE(c.status, a.status, 'pending') AS k_status, ${OUTCOME_ATTEMPT}
+    FROM keyed k LEFT JOIN attempts a ON a.run_id = @runId AND a.sample_id = k.k_sample_id
       AND a.epoch = k.k_epoch AND a.attempt = k.k_outcome
+    LEFT JOIN scorings c ON c.run_id = a.run_id AND c.sample_id = a.sample_id
+      AND c.epoch = a.epoch AND c.attempt = a.attempt
+      AND c.scoring = (SELECT MAX(m.scoring) FROM scorings m WHERE m.run_id = a.run_id
+        AND m.sample_id = a.sample_id AND m.epoch = a.epoch AND m.attempt = a.attempt)
   )
   SELECT %COLUMNS% FROM o
   WHERE (@status IS NULL OR o.k_status = @status)
@@ -58,6 +74,21 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
       lower(o.k_sample_id || char(10) || o.k_sample || char(10) || COALESCE(o.output, '')),
       lower(@search)) > 0)`;
 
+/** The outcomes of `sample` (a condition on the snapshot's `s`) as `columns`. */
+const outcomes = (columns: string, sample: string) =>
+  OUTCOMES.replace("%COLUMNS%", columns).replace("%SAMPLE%", sample);
+
+/**
+ * A page of outcomes (`@limit` from `@offset`) of the samples `sample` selects, in key order.
+ *
+ * @example db.prepare(outcomePageSql("s.sample_id = @sampleId"))
+ */
+export function outcomePageSql(sample: string): string {
+  const columns = `o.k_sample_id, o.k_epoch, o.k_fingerprint, o.k_sample, o.k_attempts,
+    ${ATTEMPT_HEAD_COLUMNS}, output`;
+  return `${outcomes(columns, sample)} ORDER BY o.k_sample_id, o.k_epoch LIMIT @limit OFFSET @offset`;
+}
+
 /**
  * The SQLite side of the store's read model for the API and UI: paged outcomes with filters, an
  * attempt feed in commit order, and benchmark summaries.
@@ -67,24 +98,9 @@ const OUTCOMES = `WITH RECURSIVE epochs(epoch) AS (
 export function prepareReadModel(db: SqliteDatabase) {
   const EVERY = "(@sampleId IS NULL OR s.sample_id = @sampleId)";
   const ONE = "s.sample_id = @sampleId";
-  // Of one sample, or of every one. SQLite materializes attempts_now for the join with only the
-  // constant terms of its ON clause: without the sample's, every attempt of the run (0.36 s for
-  // one sample of 200,000); and it uses the snapshot's key only when no `@sampleId IS NULL OR …`
-  // hides `sample_id = @sampleId` (1.3 ms with both).
-  const outcomes = (columns: string, sample: string) =>
-    OUTCOMES.replace("%COLUMNS%", columns)
-      .replace("%SAMPLE%", sample)
-      .replace("%JOINED%", sample === ONE ? "a.sample_id = @sampleId AND " : "");
-  const pageOf = (sample: string) =>
-    db
-      .prepare<OutcomeRow>(
-        outcomes(
-          `o.k_sample_id, o.k_epoch, o.k_fingerprint, o.k_sample, o.k_attempts,
-           ${ATTEMPT_HEAD_COLUMNS}, output`,
-          sample,
-        ) + ` ORDER BY o.k_sample_id, o.k_epoch LIMIT @limit OFFSET @offset`,
-      )
-      .raw();
+  // Of one sample, or of every one: SQLite uses the snapshot's key only when no
+  // `@sampleId IS NULL OR …` hides `sample_id = @sampleId` (one sample of 200,000 in 1.3 ms).
+  const pageOf = (sample: string) => db.prepare<OutcomeRow>(outcomePageSql(sample)).raw();
   const countOf = (sample: string) => db.prepare<{ n: number }>(outcomes("COUNT(*) AS n", sample));
   const page = { every: pageOf(EVERY), one: pageOf(ONE) };
   const count = { every: countOf(EVERY), one: countOf(ONE) };
