@@ -51,8 +51,10 @@ describe.skipIf(SKIP_BROWSER)("web UI: rate limits (real server, real Chromium)"
     cleanups.push(close);
     const poll = { timeout: 30_000, interval: 100 };
     const note = page.locator(".summary .progress .rate-waiting");
+    // The run waits on the pause until the mock's minute ends (its retry-after): up to 60 s for
+    // the note, which a full suite on a loaded machine needed more than 30 s to show once.
     await expect
-      .poll(() => note.textContent(), poll)
+      .poll(() => note.textContent(), { ...poll, timeout: 60_000 })
       .toMatch(/^ · waiting on a rate limit \(\d+ requests?\)$/);
     await expect(page.locator(".summary .badge").textContent()).resolves.toBe("running");
 
@@ -77,7 +79,7 @@ describe.skipIf(SKIP_BROWSER)("web UI: rate limits (real server, real Chromium)"
     expect(await page.content()).not.toContain(KEY);
     expect(errors).toEqual([]);
     // Its waits add up past the suite's default 60 s on a loaded machine (Chromium's start, up to
-    // 30 s for the note, the run's 10 s grace after SIGINT, up to 30 s for the badge): it took
+    // 60 s for the note, the run's 10 s grace after SIGINT, up to 30 s for the badge): it took
     // 13-14 s alone and timed out once at 60 s late in a full suite run (2026-12-06).
-  }, 150_000);
+  }, 180_000);
 });
