@@ -11,6 +11,7 @@ import type {
   Attempt,
   AttemptDraft,
   AttemptError,
+  AttemptStatus,
   OwnerIdentity,
   Provenance,
   Run,
@@ -140,15 +141,12 @@ export function attemptMapper(runId: string) {
     const [sampleId, epoch, attempt, status, fingerprint, scores, inputTokens, outputTokens] = row;
     const [, , , , , , , , costUsd, error, startedAt, completedAt, durationMs, kind, source] = row;
     const [, , , , , , , , , , , , , , , redacted, retries, usageDetail, limitHit] = row;
-    if (status !== "scored" && status !== "error") {
-      throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
-    }
     const mapped: AttemptHead = {
       runId,
       sampleId,
       epoch,
       attempt,
-      status,
+      status: statusOf(status, runId, row),
       fingerprint,
       scores: cached(scoresCache, scoresSchema, scores, row, "scores"),
       usage: toUsage(inputTokens, outputTokens, costUsd, usageDetail, () =>
@@ -359,14 +357,26 @@ export const ATTEMPT_FACT_COLUMNS = `sample_id, epoch, attempt, status, fingerpr
 
 /**
  * An attempt's facts from its row (see `attemptFactPages`), with no parse: a status that is not
- * one is a corrupt store, named as `head` names it.
+ * one is a corrupt store, as for `head`.
  */
 export function toAttemptFact(runId: string, row: AttemptFactRow): AttemptFact {
   const [sampleId, epoch, attempt, status, fingerprint, kind, costUsd] = row;
-  if (status !== "scored" && status !== "error") {
-    throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
-  }
-  return { sampleId, epoch, attempt, status, fingerprint, executed: kind === "executed", costUsd };
+  const executed = kind === "executed";
+  return {
+    sampleId,
+    epoch,
+    attempt,
+    status: statusOf(status, runId, row),
+    fingerprint,
+    executed,
+    costUsd,
+  };
+}
+
+/** A row's status as stored; anything else is a corrupt store, named by the row. */
+function statusOf(status: string, runId: string, row: AttemptKeyRow): AttemptStatus {
+  if (status === "scored" || status === "error") return status;
+  throw new StetError("E_STORE", `corrupt ${where(runId, row, "status")}: ${status}`);
 }
 
 /**

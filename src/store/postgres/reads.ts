@@ -161,7 +161,7 @@ export function postgresReads(c: PostgresContext): ReadModel {
   };
 }
 
-/** The reads a page at a time: the snapshot's, and the attempts' (whole, or their heads). */
+/** The reads a page at a time: the snapshot's, and the attempts' (whole, as heads, as facts). */
 function pagedReads(
   c: PostgresContext,
 ): Pick<
