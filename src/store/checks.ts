@@ -53,7 +53,7 @@ export function checkRunConfig(config: unknown): void {
  *
  * @example checkUniqueSampleIds(records); // throws E_DUPLICATE_ID naming the id
  */
-export function checkUniqueSampleIds(records: SampleRecord[]): void {
+export function checkUniqueSampleIds(records: readonly SampleRecord[]): void {
   const seen = new Set<string>();
   for (const { sample } of records) {
     if (seen.has(sample.id)) {
@@ -133,6 +133,10 @@ export function arePlainScores(scores: unknown): boolean {
 
 export function invalidInput(message: string): StetError {
   return new StetError("E_INVALID_INPUT", message);
+}
+
+export function runExists(runId: string): StetError {
+  return invalidInput(`a run with id "${runId}" already exists`);
 }
 
 export function runNotFound(runId: string): StetError {

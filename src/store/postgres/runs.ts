@@ -1,4 +1,5 @@
-import { createFigures, figuresAfterRescore } from "./figures.js";
+import { createRun } from "./create-run.js";
+import { figuresAfterRescore } from "./figures.js";
 import type {
   Key,
   OwnerIdentity,
@@ -7,64 +8,19 @@ import type {
   RunStatus,
   SampleRecord,
 } from "../../core/types.js";
-import {
-  checkNewRun,
-  checkRunConfig,
-  checkUniqueSampleIds,
-  illegalRelease,
-  invalidInput,
-  notInSnapshot,
-} from "../checks.js";
+import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
-import { labelsColumn } from "../run-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { transaction } from "./driver.js";
 import { postgresLeases as leases } from "./lease-queries.js";
 import { postgresStatements as sql } from "./statements.js";
 
-/** Snapshot rows a statement of `create` inserts. */
-const SAMPLE_PAGE = 5_000;
-
 /** Run records and their ownership (`RunStore`) in PostgreSQL. */
 export function postgresRuns(c: PostgresContext): RunStore {
   return {
     async create(input: NewRun): Promise<Run> {
-      const { id, config, samples, owner } = input;
-      checkNewRun(input);
-      return c.guard(async () => {
-        await transaction(c.pool, async (tx) => {
-          const inserted = await sql.insertRun.run(tx, {
-            id,
-            evalName: config.evalName,
-            config: JSON.stringify(config),
-            sampleCount: samples.length,
-            labels: labelsColumn(input.labels),
-            ...ownerParams(owner),
-          });
-          if (inserted === 0) throw invalidInput(`a run with id "${id}" already exists`);
-          // A page of rows a statement, in the run's one transaction: the statement's arrays
-          // (the samples as JSON) are a page's, never the whole snapshot's at once.
-          for (let at = 0; at < samples.length; at += SAMPLE_PAGE) {
-            const page = samples.slice(at, at + SAMPLE_PAGE);
-            await sql.insertSamples
-              .run(tx, {
-                runId: id,
-                ids: page.map((r) => r.sample.id),
-                fingerprints: page.map((r) => r.fingerprint),
-                samples: page.map((r) => JSON.stringify(r.sample)),
-              })
-              .catch((error: unknown) => {
-                // The snapshot's key refused a repeated sample id: name it (E_DUPLICATE_ID).
-                if (isSnapshotKeyViolation(error)) checkUniqueSampleIds(samples);
-                throw error;
-              });
-          }
-          if (config.distributed) await leases.create(tx, id, config.epochs);
-          await createFigures(tx, id, config.reducer);
-        });
-        return c.requireRun(c.pool, id);
-      });
+      return createRun(c, input);
     },
     async get(runId: string): Promise<Run | undefined> {
       return c.guard(() => c.readRun(c.pool, runId));
@@ -161,9 +117,4 @@ export function postgresRuns(c: PostgresContext): RunStore {
       });
     },
   };
-}
-
-function isSnapshotKeyViolation(error: unknown): boolean {
-  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
-  return code === "23505" && constraint === "samples_pkey";
 }

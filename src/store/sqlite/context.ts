@@ -34,6 +34,8 @@ export class SqliteContext {
   private figuresStatements: FiguresStatements | undefined;
   /** The run figures this connection wrote last, parsed, by run (see figures.ts `runFigures`). */
   readonly lastFigures = new Map<string, { text: string; run: RunFigures }>();
+  /** How many paged snapshots this connection has staged: each stage's table is named by it. */
+  private stages = 0;
 
   constructor(
     readonly db: SqliteDatabase,
@@ -72,6 +74,11 @@ export class SqliteContext {
     // A worker's token: a live lease on each key written (see the port).
     if (keys && this.leases.fence(runId, token, keys)) return "worker";
     throw fenced(runId);
+  }
+
+  /** A name for a paged snapshot's stage table, unique on the connection (see `openStage`). */
+  stageName(): string {
+    return `stet_snapshot_stage_${++this.stages}`;
   }
 
   requireSample(runId: string, sampleId: string): void {

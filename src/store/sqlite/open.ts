@@ -76,4 +76,8 @@ function configure(db: SqliteDatabase, inMemory: boolean): void {
   // attempts into group commits, so the fsync per commit is not per attempt.
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
+  // TEMP tables in a file, not in memory: a paged snapshot is staged in one (snapshot-stage.ts),
+  // and a million samples must not be held in RAM. Set before any TEMP table exists: changing it
+  // drops them. (better-sqlite3 is built with SQLITE_TEMP_STORE=1, where this pragma decides.)
+  db.pragma("temp_store = FILE");
 }

@@ -6,58 +6,19 @@ import type {
   RunStatus,
   SampleRecord,
 } from "../../core/types.js";
-import {
-  checkNewRun,
-  checkRunConfig,
-  checkUniqueSampleIds,
-  illegalRelease,
-  invalidInput,
-  notInSnapshot,
-} from "../checks.js";
+import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
-import { labelsColumn } from "../run-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
-import { createFigures, figuresAfterRescore } from "./figures.js";
+import { createRun } from "./create-run.js";
+import { figuresAfterRescore } from "./figures.js";
 import { immediate } from "./driver.js";
-import { rowWriter } from "./statements.js";
 
 /** Run records and their ownership (`RunStore`) in SQLite. */
 export function sqliteRuns(c: SqliteContext): RunStore {
   return {
     async create(input: NewRun): Promise<Run> {
-      const { id, config, samples, owner } = input;
-      return c.guard(() => {
-        checkNewRun(input);
-        const nowMs = c.now();
-        immediate(c.db, () => {
-          if (c.s.getRun.get(id)) throw invalidInput(`a run with id "${id}" already exists`);
-          c.s.insertRun.run({
-            id,
-            evalName: config.evalName,
-            config: JSON.stringify(config),
-            sampleCount: samples.length,
-            labels: labelsColumn(input.labels),
-            now: new Date(nowMs).toISOString(),
-            nowMs,
-            ...ownerParams(owner),
-          });
-          const rows = rowWriter(c.s.insertSample, c.s.insertSampleRows, 4);
-          try {
-            for (const { sample, fingerprint } of samples) {
-              rows.push(id, sample.id, fingerprint, JSON.stringify(sample));
-            }
-            rows.end();
-          } catch (error) {
-            // The snapshot's key refused a repeated sample id: name it (E_DUPLICATE_ID).
-            if (isPrimaryKeyViolation(error)) checkUniqueSampleIds(samples);
-            throw error;
-          }
-          if (config.distributed) c.leases.create(id, config.epochs);
-          createFigures(c, id, config.reducer);
-        });
-        return c.requireRun(id);
-      });
+      return createRun(c, input);
     },
     async get(runId: string): Promise<Run | undefined> {
       return c.guard(() => c.readRun(runId));
@@ -156,8 +117,4 @@ export function sqliteRuns(c: SqliteContext): RunStore {
       );
     },
   };
-}
-
-function isPrimaryKeyViolation(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === "SQLITE_CONSTRAINT_PRIMARYKEY";
 }

@@ -59,7 +59,11 @@ export interface RunFilter {
 export interface NewRun {
   id: string;
   config: RunConfig;
-  samples: SampleRecord[];
+  /**
+   * The run's snapshot: whole, or in pages as they are read (a million samples need never be
+   * held at once). Either way the run is created with all of it or not at all.
+   */
+  samples: readonly SampleRecord[] | AsyncIterable<readonly SampleRecord[]>;
   owner: OwnerIdentity;
   /** The run's labels (already redacted); none when absent. */
   labels?: RunLabels;
