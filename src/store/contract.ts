@@ -11,6 +11,7 @@ import { describeJournalPrefixContract } from "./contract/journal-prefix.js";
 import { describeLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
+import { describePagedRunContract } from "./contract/paged-runs.js";
 import { describeRatesContract } from "./contract/rates.js";
 import { describeReadModelContract } from "./contract/read-model.js";
 import { describeRunContract } from "./contract/runs.js";
@@ -55,6 +56,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     // One section per sub-port of the Store (types.ts); a new sub-port brings its own.
     describe("runs", () => {
       describeRunContract(ref);
+      describePagedRunContract(ref);
       describeOwnershipContract(ref);
       describeCancelContract(ref);
     });

@@ -13,6 +13,7 @@ import {
   fingerprintOf,
   newRun,
   owner,
+  runConfig,
   sampleRecords,
   scoringOf,
 } from "./contract/fixtures.js";
@@ -162,6 +163,42 @@ describe("SQLite store", () => {
     ]);
     await store.runs.release(run.id, next.token, "completed");
     expect(bytes()).toEqual(before);
+  });
+
+  it("commits other writes made while a paged creation awaits a page, and keeps them when it fails", async () => {
+    const db = openSqliteDatabase(path, { busyTimeoutMs: 1_000 });
+    const store = track(createSqliteStore(db, { location: path, fallbackDir: dir }));
+    let staged!: () => void;
+    let resume!: () => void;
+    const firstStaged = new Promise<void>((resolve) => (staged = resolve));
+    const paused = new Promise<void>((resolve) => (resume = resolve));
+    async function* pages() {
+      yield sampleRecords(["p1", "p2"]);
+      // The first page is staged: the creation now awaits its next one.
+      staged();
+      await paused;
+      throw new Error("the dataset went away");
+    }
+    const paged = store.runs.create({
+      id: "paged",
+      config: runConfig(),
+      samples: pages(),
+      owner: owner(),
+    });
+    await firstStaged;
+    expect(db.inTransaction).toBe(false);
+    const { owner: me } = await newRun(store, { id: "other" });
+    await store.attempts.record("other", me.token, [draft({ sampleId: "s1", epoch: 1 })]);
+    resume();
+    await expect(paged).rejects.toThrow("the dataset went away");
+    // Read through another connection: what this one committed, and nothing of the paged run.
+    const reader = track(openSqliteStore(path));
+    expect(await reader.runs.get("paged")).toBeUndefined();
+    expect(await reader.reads.getSamples("other")).toHaveLength(3);
+    expect(await reader.reads.listAttempts("other")).toHaveLength(1);
+    // The stage went with the failure, and was in a file (temp_store FILE), not in memory.
+    expect(db.prepare("SELECT name FROM sqlite_temp_master").all()).toEqual([]);
+    expect(db.pragma("temp_store", { simple: true })).toBe(1);
   });
 
   it("works in memory", async () => {

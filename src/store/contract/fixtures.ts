@@ -103,6 +103,17 @@ export async function newRun(
   return { run, owner: me, samples };
 }
 
+/** `records` as a paged snapshot (`NewRun.samples`), `size` to a page, each after a turn of the event loop. */
+export async function* inPages(
+  records: readonly SampleRecord[],
+  size: number,
+): AsyncGenerator<SampleRecord[]> {
+  for (let at = 0; at < records.length; at += size) {
+    await sleep(0);
+    yield records.slice(at, at + size);
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
