@@ -383,7 +383,13 @@ export type {
  */
 export interface EngineEval {
   name: string;
+  /** The dataset's samples, in dataset order; empty when they are read a page at a time (`pages`). */
   samples: readonly SampleRecord[];
+  /**
+   * A large dataset file left unread (`resolveEval`'s `paged`): a new run writes its snapshot
+   * from these pages and executes from the snapshot, so no process holds the whole dataset.
+   */
+  pages?: PagedSamples;
   solver: SolverFn;
   scorers: readonly Scorer[];
   epochs: number;
@@ -410,6 +416,19 @@ export interface EngineEval {
    * `stamp: true`), recorded with a new run so a resume can tell the file unchanged unread.
    */
   datasetStamp?: string;
+}
+
+/** A dataset file read a page at a time, never held whole (see `EngineEval.pages`). */
+export interface PagedSamples {
+  /** The file's path. */
+  file: string;
+  /**
+   * Its samples a page at a time, each checked as loading checks them (the rows, the solver's
+   * input check; the file unchanged from start to end): what is wrong throws when met.
+   */
+  read(): AsyncIterable<SampleRecord[]>;
+  /** Where the `n`th sample (from 0) was read (`file:line`): what names a repeated id's rows. */
+  whereOf(n: number): Promise<string>;
 }
 
 /**

@@ -96,7 +96,30 @@ export interface Plan<Rescore extends Counted = AttemptRef[]> {
  * A plan as an execution takes it: its attempts to score again may be a count only (a rescore's,
  * whose units are read from the store a page at a time as they are scored: never all listed).
  */
-export type ExecutionPlan = Plan<Counted>;
+export type ExecutionPlan = Omit<Plan<Counted>, "toExecute"> & {
+  /**
+   * Listed (the keys the execution takes), or counted only: a new run executing from its
+   * snapshot's pages (`Execution.keys`), whose plan holds neither keys nor samples.
+   */
+  toExecute: KeyList | Counted;
+};
+
+/**
+ * The plan of a new run of `samples` samples (none executed yet) that executes from its stored
+ * snapshot a page at a time: counts only, no key or sample listed.
+ *
+ * @example const plan = snapshotPlan(1_000_000, 1); plan.toExecute.length; // 1000000
+ */
+export function snapshotPlan(samples: number, epochs: number): ExecutionPlan {
+  const total = samples * epochs;
+  return {
+    total,
+    preserved: 0,
+    toExecute: { length: total },
+    neverStarted: total,
+    ...noneListed(),
+  };
+}
 
 /**
  * Decides what a run still has to execute. Pure: the same inputs give the same plan whatever
@@ -210,20 +233,22 @@ export function planRun(input: PlanInput): Plan {
  * @example settledPlan(1_000_000).preserved; // 1000000
  */
 export function settledPlan(total: number): Plan {
+  const toExecute = new KeyList([], 1);
+  return { total, preserved: total, toExecute, neverStarted: 0, ...noneListed() };
+}
+
+/** What a plan of counts alone lists: no sample, no key to score again, change or re-run. */
+function noneListed() {
   return {
-    total,
-    preserved: total,
-    toExecute: new KeyList([], 1),
     toRescore: [],
-    neverStarted: 0,
     interrupted: 0,
     errored: 0,
     erroredKept: 0,
     changed: [],
     changedKeys: 0,
     rerun: 0,
-    rerunAfter: new Map(),
-    replayFrom: new Map(),
+    rerunAfter: new Map<string, number>(),
+    replayFrom: new Map<string, number>(),
     missing: [],
     samples: [],
   };

@@ -107,11 +107,43 @@ export async function loadSampleIndex<Row = DatasetRow>(
 }
 
 /**
+ * A dataset file's samples a page at a time, checked row by row as `loadSamples` checks them
+ * (ids, fingerprints, the mapper; `limit`; no samples at all is E_DATASET), but holding no
+ * page after it is taken and no map of ids: a repeated id is left to the consumer (the store's
+ * snapshot key refuses it; `whereOfRow` names the rows). What a run of a large file is created
+ * from without the whole dataset in memory.
+ *
+ * @example for await (const page of sampleRecordPages("qa.jsonl", { baseDir })) write(page);
+ */
+export async function* sampleRecordPages(
+  source: string,
+  options: LoadSamplesOptions<DatasetRow>,
+): AsyncGenerator<SampleRecord[]> {
+  const { mapper, limit = Infinity } = options;
+  const mapped = { mapped: mapper !== undefined };
+  let count = 0;
+  if (limit > 0) {
+    for await (const page of readRowPages(resolve(options.baseDir, source))) {
+      const records: SampleRecord[] = [];
+      for (const { row, where } of page) {
+        records.push(toSampleRecord(mapper ? mapRow(mapper, row, where) : row, where, mapped));
+        if (++count >= limit) break;
+      }
+      yield records;
+      if (count >= limit) break;
+    }
+  }
+  if (count === 0 && !options.allowEmpty) {
+    throw new StetError("E_DATASET", `no samples in ${resolve(options.baseDir, source)}`);
+  }
+}
+
+/**
  * Where the `n`th row (from 0) of the source is: a file's is read again up to it (only a
  * duplicate id's error asks); an inline dataset's is its index, as `indexed` names it (an
  * iterable may not be iterable twice).
  */
-async function whereOfRow<Row>(
+export async function whereOfRow<Row>(
   source: DatasetSource<Row>,
   options: { baseDir: string; evalName?: string },
   n: number,

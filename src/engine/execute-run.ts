@@ -1,6 +1,7 @@
 import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
+import { KeyList } from "../core/key-list.js";
 import type { ExecutionPlan } from "../core/plan.js";
 import type { RateLimits } from "../core/rate-limits.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
@@ -147,7 +148,13 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   const { store } = options;
   const { run, owner, plan } = exec;
   const emit = options.onEvent ?? (() => {});
-  const counts = new RunProgress(plan, run.config.epochs, emit, exec.keys?.open?.bind(exec.keys));
+  const counts = new RunProgress(
+    plan,
+    run.config.epochs,
+    emit,
+    exec.keys?.open?.bind(exec.keys),
+    exec.fresh === true && !(plan.toExecute instanceof KeyList),
+  );
   const { progress } = counts;
   const stops = new StopControl({
     emit,
@@ -236,7 +243,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     emit,
   });
   const pool = new WorkerPool<RescoreUnit>({
-    keys: exec.keys ?? planSource(plan.toExecute),
+    keys: exec.keys ?? planSource(listedKeys(plan)),
     // Batched keys wait on their batch, not on a slot: all of them are dispatched at once.
     concurrency: batches
       ? Math.max(run.config.concurrency, plan.toExecute.length)
@@ -283,6 +290,12 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     };
   }
   return { ...end, stopped: stopCause(stops, misconfiguration, gate) };
+}
+
+/** The keys a plan lists: an execution whose plan only counts them takes them from `keys`. */
+function listedKeys(plan: ExecutionPlan): KeyList {
+  if (plan.toExecute instanceof KeyList) return plan.toExecute;
+  throw new Error("a plan that only counts its keys executes from Execution.keys");
 }
 
 /** The stop of an execution whose store stayed writable: null when its plan was done. */

@@ -2,8 +2,10 @@ import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { boughtUsage } from "../core/usage.js";
 import { UsageSum } from "../core/usage-sum.js";
 import type { Progress, RunEvent } from "../core/events.js";
+import { KeyList } from "../core/key-list.js";
 import type { ExecutionPlan } from "../core/plan.js";
 import type { Attempt, Key, Scoring } from "../core/types.js";
+import { snapshotRecordOf } from "./snapshot-keys.js";
 
 /**
  * An execution's progress as it commits: the counts the events carry, what this invocation spent
@@ -36,14 +38,22 @@ export class RunProgress {
    */
   readonly scorings = { committed: 0, spentNow: new UsageSum() };
 
-  /** `open`: a worker's count of the run's open keys at its latest claim (`KeySource.open`). */
+  readonly #allNow: boolean;
+
+  /**
+   * `open`: a worker's count of the run's open keys at its latest claim (`KeySource.open`).
+   * `allNow`: every stored attempt of the run is this invocation's (a new run executing from its
+   * snapshot's pages, whose plan lists no sample to index its keys by).
+   */
   constructor(
     plan: ExecutionPlan,
     epochs: number,
     emit: (event: RunEvent) => void,
     open?: () => number | undefined,
+    allNow = false,
   ) {
     this.#plan = plan;
+    this.#allNow = allNow;
     this.#epochs = epochs;
     this.#emit = emit;
     this.#open = open;
@@ -57,16 +67,17 @@ export class RunProgress {
       unpricedNow: 0,
       elapsedMs: 0,
     };
-    this.#firstNow = new Int32Array(plan.samples.length * epochs);
+    this.#firstNow = new Int32Array(allNow ? 0 : plan.samples.length * epochs);
   }
 
-  /** The plan's record of a key's sample. */
+  /** The record of a key's sample: the one it carries (`snapshotRecordOf`), or the plan's. */
   recordOf(key: Key): ExecutionPlan["samples"][number] {
-    return this.#plan.samples[this.#sampleIndex(key)!]!;
+    return snapshotRecordOf(key) ?? this.#plan.samples[this.#sampleIndex(key)!]!;
   }
 
   /** Whether this invocation committed the attempt. */
   readonly isNow = (a: Key & { attempt: number }): boolean => {
+    if (this.#allNow) return true;
     const i = this.#sampleIndex(a);
     const first = i === undefined ? 0 : this.#firstNow[i * this.#epochs + a.epoch - 1]!;
     return first > 0 && a.attempt >= first;
@@ -84,8 +95,10 @@ export class RunProgress {
    */
   attemptCommitted(attempt: Attempt, final: boolean, key: Key = attempt): void {
     const { progress } = this;
-    const slot = this.#sampleIndex(key)! * this.#epochs + attempt.epoch - 1;
-    if (this.#firstNow[slot] === 0) this.#firstNow[slot] = attempt.attempt;
+    if (!this.#allNow) {
+      const slot = this.#sampleIndex(key)! * this.#epochs + attempt.epoch - 1;
+      if (this.#firstNow[slot] === 0) this.#firstNow[slot] = attempt.attempt;
+    }
     progress.executed++;
     addUsage(this.#spentNow, attempt.usage && boughtUsage(attempt.usage));
     progress.spentNowUsd = this.#spentNow.costUsd;
@@ -132,7 +145,9 @@ export class RunProgress {
 
   /** The index of a key's sample in the plan's samples; undefined for a sample not in it. */
   #sampleIndex(key: Key): number | undefined {
-    return this.#plan.toExecute.sampleIndexOf(key) ?? this.#ids().get(key.sampleId);
+    const { toExecute } = this.#plan;
+    const listed = toExecute instanceof KeyList ? toExecute.sampleIndexOf(key) : undefined;
+    return listed ?? this.#ids().get(key.sampleId);
   }
 
   #ids(): Map<string, number> {

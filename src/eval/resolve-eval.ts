@@ -1,10 +1,12 @@
 import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
-import { loadSampleIndex } from "../dataset/load-samples.js";
+import { stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import { loadSampleIndex, sampleRecordPages, whereOfRow } from "../dataset/load-samples.js";
 import { datasetStamp } from "./dataset-stamp.js";
 import { StetError } from "../core/errors.js";
 import { batchSettings, type BatchOptions } from "../core/batch.js";
-import type { CachePolicy, EngineEval, Scorer, SolverFn } from "../core/eval.js";
+import type { CachePolicy, EngineEval, PagedSamples, Scorer, SolverFn } from "../core/eval.js";
 import type { SampleRecord } from "../core/types.js";
 import { createSandbox, usesSandbox, USES_SANDBOX, type Sandbox } from "../sandbox/index.js";
 import { toScorer } from "../scorers/normalize.js";
@@ -43,6 +45,12 @@ export interface ResolveEvalOptions {
    * the same bytes, is every sample as the file has it.
    */
   stamp?: true | string;
+  /**
+   * A new run's dataset file of at least `minBytes` is left unread, as `pages` (see
+   * `EngineEval.pages`), when nothing needs it whole before the run exists: an eval without a
+   * reply cache or provider batches (whose reports and plans fold the samples).
+   */
+  paged?: { minBytes: number };
 }
 
 export const EVAL_DEFAULTS = { epochs: 1, reducer: "mean", concurrency: 8, retries: 0 } as const;
@@ -85,8 +93,9 @@ export async function resolveEvalIndexed(
   const stamp =
     options.stamp && !options.withoutSamples ? await datasetStamp(ev, options.baseDir) : undefined;
   const unchanged = stamp !== undefined && stamp === options.stamp;
+  const pages = await pagedSamples(ev, options, stamp);
   const { records: samples, byId } =
-    options.withoutSamples || unchanged
+    options.withoutSamples || unchanged || pages
       ? { records: [], byId: new Map<string, SampleRecord>() }
       : await loadSampleIndex(ev.dataset, {
           baseDir: options.baseDir,
@@ -100,6 +109,7 @@ export async function resolveEvalIndexed(
   const resolved: EngineEval = {
     name: ev.name,
     samples,
+    ...(pages ? { pages: checkedPages(pages, bound.solver) } : {}),
     solver: ev.journal === false ? unjournaled(bound.solver) : bound.solver,
     scorers: bound.scorers,
     callModel,
@@ -116,11 +126,65 @@ export async function resolveEvalIndexed(
     ...batchPolicy(ev, bound.solver, options.batch),
   };
   if (unchanged) return { eval: resolved, samplesById: byId, unchanged };
+  // Pages check the file's stamp once they are read (a changed file refuses the run).
+  if (pages && stamp !== undefined) resolved.datasetStamp = stamp;
   // The stamp vouches for the samples only if the file did not change while they were read.
-  if (stamp !== undefined && stamp === (await datasetStamp(ev, options.baseDir))) {
+  else if (stamp !== undefined && stamp === (await datasetStamp(ev, options.baseDir))) {
     resolved.datasetStamp = stamp;
   }
   return { eval: resolved, samplesById: byId };
+}
+
+/**
+ * The eval's dataset as pages (`options.paged`), when it is a file of at least `minBytes` and
+ * the eval neither caches replies nor batches its calls; undefined otherwise (it loads whole).
+ * The pages end by checking that the file still has the stamp it had before it was read.
+ */
+async function pagedSamples(
+  ev: Eval,
+  options: ResolveEvalOptions,
+  stamp: string | undefined,
+): Promise<PagedSamples | undefined> {
+  const { paged, baseDir } = options;
+  if (!paged || options.withoutSamples || typeof ev.dataset !== "string") return undefined;
+  if (options.cache ?? (ev.cache !== undefined && ev.cache !== false)) return undefined;
+  if (options.batch === true || (ev.batch !== undefined && ev.batch !== false)) return undefined;
+  const file = resolve(baseDir, ev.dataset);
+  const size = await stat(file).then(
+    (s) => (s.isFile() ? s.size : -1),
+    () => -1,
+  );
+  if (size < paged.minBytes) return undefined;
+  const loading = {
+    baseDir,
+    evalName: ev.name,
+    ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+  };
+  return {
+    file,
+    async *read() {
+      yield* sampleRecordPages(file, loading);
+      if (stamp !== undefined && stamp !== (await datasetStamp(ev, baseDir))) {
+        throw new StetError("E_DATASET", `${file} changed while it was read: start the run again`);
+      }
+    },
+    whereOf: (n) => whereOfRow(file, loading, n),
+  };
+}
+
+/** Pages whose every sample's input the solver takes (see `checkInputs`). */
+function checkedPages(pages: PagedSamples, solver: SolverFn): PagedSamples {
+  if (!solver.checkInput) return pages;
+  return {
+    ...pages,
+    async *read() {
+      for await (const page of pages.read()) {
+        checkInputs(solver, page);
+        yield page;
+      }
+    },
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunReport } from "../core/events.js";
+import { KeyList } from "../core/key-list.js";
 import { keyString } from "../core/keys.js";
 import { createSecretRedactor } from "../core/secrets.js";
 import { assertTransition } from "../core/run-status.js";
@@ -73,8 +74,7 @@ async function executeAndSettle(exec: Execution, options: RunExecutionOptions): 
         : buildReport({
             store,
             run,
-            samples: plan.samples,
-            fingerprintOf: end.fingerprintOf,
+            ...heldSamples(plan, end),
             plan: summarizePlan(plan),
             resumed: exec.resumed,
             wallMs: 0,
@@ -126,8 +126,7 @@ export async function executionReport(
     (await buildReport({
       store,
       run,
-      samples: exec.plan.samples,
-      fingerprintOf: end.fingerprintOf,
+      ...heldSamples(exec.plan, end),
       plan: summarizePlan(exec.plan),
       resumed: exec.resumed,
       isNow: end.isNow,
@@ -158,6 +157,15 @@ async function freshReport(
   const { plan } = exec;
   const wallMs = performance.now() - end.startedAt;
   return { ...report, plan: summarizePlan(plan), preserved: plan.preserved, wallMs };
+}
+
+/**
+ * The samples a report of the execution folds with: the plan's, or none when it holds none (a
+ * new run executing from its snapshot's pages), so that the report reads them from the store.
+ */
+function heldSamples(plan: Execution["plan"], end: ExecutionEnd) {
+  if (!(plan.toExecute instanceof KeyList)) return {};
+  return { samples: plan.samples, fingerprintOf: end.fingerprintOf };
 }
 
 /** Keys of the plan's re-run requests without a scored attempt after the one they follow. */

@@ -5,10 +5,12 @@ import { resolve } from "node:path";
 import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
-import { planRun } from "../core/plan.js";
+import { planRun, snapshotPlan } from "../core/plan.js";
 import type { AttemptDraft, DatasetEvalConfig, RunConfig, RunIdentity } from "../core/types.js";
 import { datasetEval } from "../eval/dataset-eval.js";
-import type { ExecuteOptions } from "../engine/execute-run.js";
+import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
+import { SnapshotKeys } from "../engine/snapshot-keys.js";
+import { wholeEval, withDuplicateRows } from "./paged-eval.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
@@ -76,8 +78,18 @@ export interface RunEvalOptions extends ExecuteOptions, RunDefinition {
  * report.metrics; // [{ scorer: "exact", mean: 0.82, stderr: 0.03, samples: 100 }]
  */
 export async function runEval(options: RunEvalOptions): Promise<RunReport> {
+  // Seeds and reuse are planned against the dataset's samples: a paged one is loaded whole.
+  if (options.eval.pages && (options.seed?.length || options.reuse !== undefined)) {
+    return runEval({ ...options, eval: await wholeEval(options.eval) });
+  }
   const { eval: ev } = options;
   const { run, owner, seeded } = await createRecordedRun(options);
+  if (ev.pages) {
+    // Created from the dataset's pages: executed from the snapshot's, holding neither.
+    const plan = snapshotPlan(run.sampleCount, ev.epochs);
+    const keys = new SnapshotKeys(options.store, run.id, ev.epochs);
+    return runExecution(execution(options, { run, owner, plan, fresh: true, keys }), options);
+  }
   const plan = planRun({ snapshot: ev.samples, epochs: ev.epochs, attempts: seeded, inflight: [] });
   // Reused outputs the source's scorers did not score as the eval's do now: scored first.
   const rescore =
@@ -90,15 +102,21 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
             journalKeep: ev.journalKeep,
           },
         };
-  const exec = {
-    run,
-    owner,
-    plan,
+  const fresh = seeded.length === 0 ? { fresh: true } : {};
+  return runExecution(execution(options, { run, owner, plan, ...fresh, ...rescore }), options);
+}
+
+/** A new run's execution of `ev`: what it executes (`parts`) and how, from the eval. */
+function execution(
+  options: RunEvalOptions,
+  parts: Pick<Execution, "run" | "owner" | "plan" | "fresh" | "keys" | "rescore">,
+): Execution {
+  const { eval: ev } = options;
+  return {
+    ...parts,
     resumed: false,
-    ...(seeded.length === 0 ? { fresh: true } : {}),
     solver: ev.solver,
     scorers: ev.scorers,
-    ...rescore,
     // Seeded attempts are imported, paid for elsewhere: the cap counts none of them.
     ...(ev.maxCost === undefined ? {} : { cap: { maxCostUsd: ev.maxCost } }),
     ...(ev.journalKeep ? { journalKeep: ev.journalKeep } : {}),
@@ -106,8 +124,8 @@ export async function runEval(options: RunEvalOptions): Promise<RunReport> {
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...(ev.batch ? { batch: ev.batch } : {}),
     ...(ev.batch && options.detach ? { detach: true } : {}),
+    ...(ev.callModel ? { callModel: ev.callModel } : {}),
   };
-  return runExecution(ev.callModel ? { ...exec, callModel: ev.callModel } : exec, options);
 }
 
 export interface DistributedRunOptions extends RunEvalOptions {
@@ -139,6 +157,8 @@ export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
   checkDistributable(options.eval);
+  // Its workers plan against the dataset's samples: a paged one is loaded whole.
+  if (options.eval.pages) options = { ...options, eval: await wholeEval(options.eval) };
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
   const { run, owner } = await createRecordedRun(options, true);
@@ -161,18 +181,23 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     runSecrets(store, options.secrets),
   );
   const reuse = await planReuse(options, identity, distributed);
-  const run = await store.runs.create({
-    id: options.runId ?? newRunId(),
-    config: {
-      ...recordedConfig(options),
-      identity,
-      ...(distributed ? { distributed } : {}),
-      ...(reuse ? { reuse: reuse.summary } : {}),
-    },
-    samples: [...ev.samples],
-    owner,
-    ...(options.labels === undefined ? {} : { labels: recordedLabels(options, options.labels) }),
-  });
+  const run = await store.runs
+    .create({
+      id: options.runId ?? newRunId(),
+      config: {
+        ...recordedConfig(options),
+        identity,
+        ...(distributed ? { distributed } : {}),
+        ...(reuse ? { reuse: reuse.summary } : {}),
+      },
+      // A paged dataset goes to the snapshot a page at a time, checked as it is read.
+      samples: ev.pages ? ev.pages.read() : [...ev.samples],
+      owner,
+      ...(options.labels === undefined ? {} : { labels: recordedLabels(options, options.labels) }),
+    })
+    .catch(async (error: unknown) => {
+      throw await withDuplicateRows(error, ev.pages);
+    });
   const seeded = await seedRun(store, run.id, owner.token, () =>
     reuse
       ? seedReused(store, run.id, owner.token, reuse.plan)
@@ -239,7 +264,20 @@ export interface StartRequest {
   fresh?: boolean;
   /** The run's labels (checked by `checkLabels`). */
   labels?: RunLabels;
+  /**
+   * A dataset file of at least `minBytes` is not loaded: the run is created from its pages and
+   * executes from its snapshot's (`EngineEval.pages`), in sample id order. Not with a seed or
+   * reuse, which plan against the samples. `stet run` asks it for files of `PAGED_DATASET_BYTES`.
+   */
+  paged?: { minBytes: number };
 }
+
+/**
+ * The size of a dataset file from which `stet run` creates and executes a run a page at a time
+ * (`StartRequest.paged`): some 100,000 samples of a few short fields. Smaller datasets load
+ * whole and execute in dataset order.
+ */
+export const PAGED_DATASET_BYTES = 8 << 20;
 
 /**
  * The first half of starting a run: loads and resolves the eval, reads and checks the seed, and
@@ -274,6 +312,9 @@ export async function prepareStart(
     cache: request.cache,
     ...(request.batch === undefined ? {} : { batch: request.batch }),
     stamp: true,
+    ...(request.paged && request.resumeFrom === undefined && request.reuse === undefined
+      ? { paged: request.paged }
+      : {}),
   });
   const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
   if (rateLimits) ev.rateLimits = rateLimits;

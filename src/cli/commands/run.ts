@@ -8,6 +8,7 @@ import {
   checkDistributable,
   checkRunId,
   datasetEvalSpec,
+  PAGED_DATASET_BYTES,
   prepareStart,
   runEval,
   startDistributed,
@@ -340,6 +341,7 @@ function startRequest(
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     ...(flags.reuse === undefined ? {} : { reuse: flags.reuse }),
+    paged: { minBytes: PAGED_DATASET_BYTES },
   };
 }
 
