@@ -2,7 +2,15 @@ import pg from "pg";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
 import { describeStoreContract } from "./contract.js";
-import { draft, newRun, owner, scoringOf } from "./contract/fixtures.js";
+import {
+  draft,
+  newRun,
+  owner,
+  runConfig,
+  sampleRecords,
+  scoringOf,
+  sleep,
+} from "./contract/fixtures.js";
 import { migratePostgres } from "./postgres/migrate.js";
 import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
@@ -213,6 +221,32 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     });
     await tx.query("ROLLBACK");
     expect(await store.runs.claim("locked", owner("taker"), dead.token)).toBe(true);
+  });
+
+  it("creates a run from pages whose source pauses longer than the idle-in-transaction limit", async () => {
+    // A slow `sample` mapper between two pages: no transaction may stay open across the wait,
+    // or the server ends the session (idle_in_transaction_session_timeout) and the creation fails.
+    const store = openPostgresStore(TEST_POSTGRES_URL, {
+      schema: schema(),
+      idleInTransactionTimeoutMs: 300,
+    });
+    cleanups.push(() => store.close());
+    const records = sampleRecords(Array.from({ length: 30 }, (_, i) => `s${i}`));
+    async function* slowPages() {
+      yield records.slice(0, 20);
+      await sleep(1_000);
+      yield records.slice(20);
+    }
+    const run = await store.runs.create({
+      id: "slow",
+      config: runConfig(),
+      samples: slowPages(),
+      owner: owner(),
+    });
+    expect(run.sampleCount).toBe(30);
+    const stored = await store.reads.getSamples("slow");
+    expect(stored).toHaveLength(30);
+    expect(stored).toEqual(expect.arrayContaining(records));
   });
 
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {

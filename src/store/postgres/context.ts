@@ -26,6 +26,8 @@ export class PostgresContext {
   /** Whether a run is distributed, by id, as read by a write (it never changes). */
   private readonly distributed = new Map<string, boolean>();
   private ready: Promise<void> | undefined;
+  /** Paged snapshots staged so far, to name each stage (see `stageName`). */
+  private stages = 0;
 
   /** The run figures this store wrote last, parsed (see figures.ts `HeldFigures`). */
   readonly lastFigures: HeldFigures = new Map();
@@ -96,6 +98,11 @@ export class PostgresContext {
     if (row.owner_token === token) return "owner";
     if (keys && (await leases.fence(tx, runId, token, keys))) return "worker";
     throw fenced(runId);
+  }
+
+  /** A name for a paged snapshot's stage table, unique on every connection (see `openStage`). */
+  stageName(): string {
+    return `stet_snapshot_stage_${++this.stages}`;
   }
 
   async readRun(db: Queryable, runId: string): Promise<Run | undefined> {

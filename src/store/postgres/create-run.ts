@@ -3,12 +3,13 @@ import type { Run, SampleRecord } from "../../core/types.js";
 import { checkNewRun, checkUniqueSampleIds, runExists } from "../checks.js";
 import { ownerParams } from "../rows.js";
 import { labelsColumn } from "../run-rows.js";
-import { firstRepeat, isSamplePages, type SamplePages } from "../snapshot-pages.js";
+import { isSamplePages, type SamplePages } from "../snapshot-pages.js";
 import type { NewRun } from "../types.js";
 import type { PostgresContext } from "./context.js";
-import { transaction } from "./driver.js";
+import { checkOut, transaction, transactionOn } from "./driver.js";
 import { createFigures } from "./figures.js";
 import { postgresLeases as leases } from "./lease-queries.js";
+import { openStage } from "./snapshot-stage.js";
 import { postgresStatements as sql } from "./statements.js";
 
 /** Snapshot rows a statement of `create` inserts. */
@@ -45,9 +46,10 @@ export async function createRun(c: PostgresContext, input: NewRun): Promise<Run>
 }
 
 /**
- * A paged snapshot is written as its pages come, SAMPLE_PAGE rows a statement, in the run's one
- * transaction (held open while the caller reads its next page); the run's sample count is set
- * once all are written. The page source's own failure is thrown as it is, not as the store's.
+ * A paged snapshot is staged on one connection, checked out for the whole creation, outside any
+ * transaction (`openStage`); then the run is written from the stage in one short transaction on
+ * it. The page source's own failure is thrown as it is; whatever fails, the stage is dropped and
+ * no run was written.
  */
 async function createFromPages(
   c: PostgresContext,
@@ -55,44 +57,35 @@ async function createFromPages(
   pages: SamplePages,
 ): Promise<Run> {
   checkNewRun(input);
-  const source = watched(pages);
+  const session = await c.guard(() => checkOut(c.pool));
   try {
-    return await c.guard(async () => {
-      await transaction(c.pool, async (tx) => {
-        await insertRun(tx, input, 0);
-        await sql.createPositions.run(tx);
-        let count = 0;
-        for await (const statement of statements(source.pages, SAMPLE_PAGE)) {
-          await insertAt(tx, input.id, statement, count);
-          count += statement.length;
-        }
-        await sql.setSampleCount.run(tx, { runId: input.id, sampleCount: count });
-        await finishRun(tx, input);
-      });
-      return c.requireRun(c.pool, input.id);
+    const { client } = session;
+    // Refused before staging what could be a million samples; checked again as it is written.
+    await c.guard(async () => {
+      if (await c.readRun(client, input.id)) throw runExists(input.id);
     });
-  } catch (error) {
-    throw source.failure ? source.failure.error : error;
+    const stage = await c.guard(() => openStage(client, c.stageName()));
+    try {
+      // The pages are read outside `guard`: their own failure is not the store's.
+      for await (const group of statements(pages, SAMPLE_PAGE)) {
+        await c.guard(() => stage.add(group));
+      }
+      return await c.guard(async () => {
+        await transactionOn(session, async (tx) => {
+          await insertRun(tx, input, stage.count);
+          await stage.copyInto(tx, input.id);
+          await finishRun(tx, input);
+        });
+        // On this connection: another from the pool could be waited for by every creation.
+        return c.requireRun(client, input.id);
+      });
+    } finally {
+      // A stage that would not drop goes with its connection, which the pool then closes.
+      await stage.drop().catch((error: Error) => session.discard(error));
+    }
+  } finally {
+    session.release();
   }
-}
-
-/** Writes the samples of one statement from position `start`; E_DUPLICATE_ID on a repeated id. */
-async function insertAt(
-  tx: PoolClient,
-  runId: string,
-  records: readonly SampleRecord[],
-  start: number,
-): Promise<void> {
-  const written = await sql.insertSamplesAt.run(tx, { runId, start, ...columns(records) });
-  if (written === records.length) return;
-  const ids = records.map((r) => r.sample.id);
-  const rows = await sql.earlierPositions.rows<{ sample_id: string; seq: number }>(tx, {
-    start,
-    ids,
-  });
-  const earlier = new Map(rows.map((row) => [row.sample_id, row.seq]));
-  const repeat = firstRepeat(records, start, (id) => earlier.get(id));
-  throw repeat ?? new Error(`wrote ${written} of ${records.length} samples, and none repeats`);
 }
 
 async function insertRun(tx: PoolClient, input: NewRun, sampleCount: number): Promise<void> {
@@ -134,20 +127,6 @@ async function* statements(pages: SamplePages, size: number): AsyncGenerator<Sam
     }
   }
   if (group.length > 0) yield group;
-}
-
-/** `pages`, remembering a failure of their own: the store's guard would call it a store failure. */
-function watched(pages: SamplePages) {
-  const source: { pages: SamplePages; failure?: { error: unknown } } = { pages };
-  source.pages = (async function* () {
-    try {
-      yield* pages;
-    } catch (error) {
-      source.failure = { error };
-      throw error;
-    }
-  })();
-  return source;
 }
 
 function isSnapshotKeyViolation(error: unknown): boolean {

@@ -66,6 +66,31 @@ export function statement(sql: string, options: { prepare?: boolean } = {}): Sta
  * @example await transaction(pool, async (tx) => insert.run(tx, row));
  */
 export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  const session = await checkOut(pool);
+  try {
+    return await transactionOn(session, fn);
+  } finally {
+    session.release();
+  }
+}
+
+/** A pooled connection checked out for several statements and transactions (`checkOut`). */
+export interface Session {
+  readonly client: PoolClient;
+  /** Marks the connection unfit for reuse: `release` has the pool discard it. */
+  discard(error: Error): void;
+  /** Returns the connection to the pool, or has it discarded if it failed. */
+  release(): void;
+}
+
+/**
+ * Checks a connection out of the pool for as long as the caller needs it (a session's TEMP
+ * tables are its own): release it in a `finally`. A connection that failed meanwhile (its
+ * "error" event, or one the caller `discard`s) is closed by the pool rather than reused.
+ *
+ * @example const session = await checkOut(pool); try { … } finally { session.release(); }
+ */
+export async function checkOut(pool: Pool): Promise<Session> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A connection that drops between two statements emits "error" on the checked-out client;
@@ -74,19 +99,37 @@ export async function transaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise
     broken = error;
   };
   client.on("error", onError);
+  return {
+    client,
+    discard(error) {
+      broken = error;
+    },
+    release() {
+      client.off("error", onError);
+      client.release(broken);
+    },
+  };
+}
+
+/**
+ * `transaction` on a connection already checked out: commits when `fn` returns, rolls back
+ * when it throws (a rollback that fails discards the connection).
+ *
+ * @example await transactionOn(session, async (tx) => insert.run(tx, row));
+ */
+export async function transactionOn<T>(
+  session: Session,
+  fn: (tx: PoolClient) => Promise<T>,
+): Promise<T> {
+  const { client } = session;
   try {
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch((rollback: Error) => {
-      broken = rollback;
-    });
+    await client.query("ROLLBACK").catch((rollback: Error) => session.discard(rollback));
     throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
   }
 }
 
@@ -128,12 +171,8 @@ export async function pipelinedTransaction<T>(
   pool: Pool,
   fn: (tx: PipelinedTx) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on("error", onError);
+  const session = await checkOut(pool);
+  const { client } = session;
   const deferred: Promise<unknown>[] = [];
   // A deferred write that failed before COMMIT goes out (it threw before sending its statement,
   // or BEGIN failed): the transaction is rolled back instead of committed without it. Its
@@ -178,13 +217,10 @@ export async function pipelinedTransaction<T>(
   } catch (error) {
     const rollback = out.send(() => client.query("ROLLBACK"));
     out.flush();
-    await rollback.catch((failure: Error) => {
-      broken = failure;
-    });
+    await rollback.catch((failure: Error) => session.discard(failure));
     throw error;
   } finally {
-    client.off("error", onError);
-    client.release(broken);
+    session.release();
   }
 }
 

@@ -66,33 +66,6 @@ const POSTGRES_SQL = {
      FROM unnest(@ids::text[], @fingerprints::text[], @samples::text[])
        AS u(sample_id, fingerprint, sample)`,
   ),
-  // A paged snapshot (create-run.ts): the ids of each of its statements and the position in the
-  // stream of the first (a row a statement, not a sample), kept until the transaction ends only
-  // to name both places of a repeated id.
-  createPositions: sql(
-    `CREATE TEMP TABLE stet_snapshot_positions (start bigint NOT NULL, ids text[] NOT NULL)
-       ON COMMIT DROP`,
-  ),
-  // A statement of a paged snapshot, from position @start on. A repeated id is skipped, not an
-  // error (which would abort the transaction before the repeat could be named): the count of
-  // rows written says there was one.
-  insertSamplesAt: sql(
-    `WITH positions AS (
-       INSERT INTO pg_temp.stet_snapshot_positions (start, ids) VALUES (@start, @ids::text[])
-     )
-     INSERT INTO samples (run_id, sample_id, fingerprint, sample)
-     SELECT @runId::text, u.sample_id, u.fingerprint, u.sample
-     FROM unnest(@ids::text[], @fingerprints::text[], @samples::text[])
-       AS u(sample_id, fingerprint, sample)
-     ON CONFLICT (run_id, sample_id) DO NOTHING`,
-  ),
-  // Where ids of a statement stood before it (@start), when it skipped a repeat.
-  earlierPositions: sql(
-    `SELECT u.id AS sample_id, (p.start + u.n - 1)::float8 AS seq
-       FROM pg_temp.stet_snapshot_positions AS p, unnest(p.ids) WITH ORDINALITY AS u(id, n)
-       WHERE p.start < @start AND u.id = ANY(@ids::text[])`,
-  ),
-  setSampleCount: sql(`UPDATE runs SET sample_count = @sampleCount WHERE id = @runId`),
   getRun: sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = @runId`),
   // The fence. The run's row stays locked until the transaction ends, so the owner it read cannot
   // change before the writes that depend on it commit, and the run's writers commit one after
