@@ -8,7 +8,7 @@ import { SKIP_POSTGRES, testSchemaPool } from "./helpers/postgres.js";
 import { until } from "./helpers/wait.js";
 
 // `stet run` of a dataset file of 8 MiB and up writes the run's snapshot from the file's pages
-// (SQLite: staged in a TEMP table of the connection; PostgreSQL: in the run's one transaction):
+// (staged in a TEMP table of one connection, SQLite's or PostgreSQL's, then copied in one transaction):
 // a SIGKILL while they are written leaves no run and nothing of one, and the same run id then
 // starts afresh. The eval's `sample` mapper stops the reading at a row far into the file (it
 // marks the moment in a file and sleeps), so the kill lands while the snapshot is being written.
@@ -88,14 +88,13 @@ describe("a SIGKILL while a paged run's snapshot is written", () => {
   });
 
   it.skipIf(SKIP_POSTGRES)(
-    "PostgreSQL: the run's transaction is gone with its rows, and the run id starts afresh",
+    "PostgreSQL: the session's stage is gone with it, no run or sample was written, and the run id starts afresh",
     async () => {
       const p = project({ "eval.mjs": EVAL, "data.jsonl": data(KEYS) });
       const { url, db } = testSchemaPool();
       const env = { STET_STORE: url };
       await killedWhileCreating(p.dir, env);
-      // Nothing of the killed client's transaction is seen (nor ever committed: the server rolls
-      // it back as the connection drops, and the run id's row with it).
+      // The stage was the killed session's TEMP table: nothing of it was ever in `samples`.
       const count = async (table: string) =>
         (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
       expect(await count("runs")).toBe(0);
