@@ -427,6 +427,8 @@ export interface PagedSamples {
    * input check; the file unchanged from start to end): what is wrong throws when met.
    */
   read(): AsyncIterable<SampleRecord[]>;
+  /** All of them, loaded and checked as a dataset that is not paged is (a repeated id refused). */
+  whole(): Promise<SampleRecord[]>;
   /** Where the `n`th sample (from 0) was read (`file:line`): what names a repeated id's rows. */
   whereOf(n: number): Promise<string>;
 }

@@ -105,6 +105,14 @@ export type ExecutionPlan = Omit<Plan<Counted>, "toExecute"> & {
 };
 
 /**
+ * The keys a plan lists; undefined for one that only counts them (`snapshotPlan`), whose
+ * execution takes its keys, and their samples, from its `Execution.keys`.
+ */
+export function listedKeys(plan: ExecutionPlan): KeyList | undefined {
+  return plan.toExecute instanceof KeyList ? plan.toExecute : undefined;
+}
+
+/**
  * The plan of a new run of `samples` samples (none executed yet) that executes from its stored
  * snapshot a page at a time: counts only, no key or sample listed.
  *

@@ -1,8 +1,8 @@
 import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
-import { KeyList } from "../core/key-list.js";
-import type { ExecutionPlan } from "../core/plan.js";
+import type { KeyList } from "../core/key-list.js";
+import { listedKeys, type ExecutionPlan } from "../core/plan.js";
 import type { RateLimits } from "../core/rate-limits.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
 import type { Key, OwnerIdentity, Run, Usage } from "../core/types.js";
@@ -153,7 +153,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     run.config.epochs,
     emit,
     exec.keys?.open?.bind(exec.keys),
-    exec.fresh === true && !(plan.toExecute instanceof KeyList),
+    exec.fresh === true && listedKeys(plan) === undefined,
   );
   const { progress } = counts;
   const stops = new StopControl({
@@ -243,7 +243,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     emit,
   });
   const pool = new WorkerPool<RescoreUnit>({
-    keys: exec.keys ?? planSource(listedKeys(plan)),
+    keys: exec.keys ?? planSource(keysOf(plan)),
     // Batched keys wait on their batch, not on a slot: all of them are dispatched at once.
     concurrency: batches
       ? Math.max(run.config.concurrency, plan.toExecute.length)
@@ -293,8 +293,9 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
 }
 
 /** The keys a plan lists: an execution whose plan only counts them takes them from `keys`. */
-function listedKeys(plan: ExecutionPlan): KeyList {
-  if (plan.toExecute instanceof KeyList) return plan.toExecute;
+function keysOf(plan: ExecutionPlan): KeyList {
+  const keys = listedKeys(plan);
+  if (keys) return keys;
   throw new Error("a plan that only counts its keys executes from Execution.keys");
 }
 

@@ -2,8 +2,7 @@ import { addScoringUsage, addUsage, emptyUsage } from "../core/aggregate.js";
 import { boughtUsage } from "../core/usage.js";
 import { UsageSum } from "../core/usage-sum.js";
 import type { Progress, RunEvent } from "../core/events.js";
-import { KeyList } from "../core/key-list.js";
-import type { ExecutionPlan } from "../core/plan.js";
+import { listedKeys, type ExecutionPlan } from "../core/plan.js";
 import type { Attempt, Key, Scoring } from "../core/types.js";
 import { snapshotRecordOf } from "./snapshot-keys.js";
 
@@ -145,9 +144,7 @@ export class RunProgress {
 
   /** The index of a key's sample in the plan's samples; undefined for a sample not in it. */
   #sampleIndex(key: Key): number | undefined {
-    const { toExecute } = this.#plan;
-    const listed = toExecute instanceof KeyList ? toExecute.sampleIndexOf(key) : undefined;
-    return listed ?? this.#ids().get(key.sampleId);
+    return listedKeys(this.#plan)?.sampleIndexOf(key) ?? this.#ids().get(key.sampleId);
   }
 
   #ids(): Map<string, number> {

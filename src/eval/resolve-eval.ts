@@ -2,7 +2,12 @@ import { callModel } from "../solvers/model-call.js";
 import { checkBound } from "../core/bounds.js";
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
-import { loadSampleIndex, sampleRecordPages, whereOfRow } from "../dataset/load-samples.js";
+import {
+  loadSampleIndex,
+  sampleRecordPages,
+  whereOfRow,
+  type LoadSamplesOptions,
+} from "../dataset/load-samples.js";
 import { datasetStamp } from "./dataset-stamp.js";
 import { StetError } from "../core/errors.js";
 import { batchSettings, type BatchOptions } from "../core/batch.js";
@@ -84,7 +89,6 @@ export async function resolveEvalIndexed(
   /** The file's stamp is the recorded one (`options.stamp`): its samples were not read. */
   unchanged?: true;
 }> {
-  const { limit } = options;
   // The shells checked their input already; a library caller's overrides meet the same bounds.
   for (const name of ["limit", "epochs", "concurrency", "timeoutMs", "maxCost"] as const) {
     const value: number | undefined = options[name];
@@ -97,19 +101,13 @@ export async function resolveEvalIndexed(
   const { records: samples, byId } =
     options.withoutSamples || unchanged || pages
       ? { records: [], byId: new Map<string, SampleRecord>() }
-      : await loadSampleIndex(ev.dataset, {
-          baseDir: options.baseDir,
-          evalName: ev.name,
-          ...(options.allowEmpty ? { allowEmpty: true } : {}),
-          ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
-          ...(limit === undefined ? {} : { limit }),
-        });
+      : await loadSampleIndex(ev.dataset, loadOptions(ev, options));
   checkInputs(ev.solver, samples);
   const bound = await withSandbox(ev, ev.scorers.map(toScorer));
   const resolved: EngineEval = {
     name: ev.name,
     samples,
-    ...(pages ? { pages: checkedPages(pages, bound.solver) } : {}),
+    ...(pages ? { pages } : {}),
     solver: ev.journal === false ? unjournaled(bound.solver) : bound.solver,
     scorers: bound.scorers,
     callModel,
@@ -135,10 +133,22 @@ export async function resolveEvalIndexed(
   return { eval: resolved, samplesById: byId };
 }
 
+/** How the eval's dataset is loaded (`loadSampleIndex`), whole or a page at a time. */
+function loadOptions(ev: Eval, options: ResolveEvalOptions): LoadSamplesOptions {
+  return {
+    baseDir: options.baseDir,
+    evalName: ev.name,
+    ...(options.allowEmpty ? { allowEmpty: true } : {}),
+    ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+  };
+}
+
 /**
  * The eval's dataset as pages (`options.paged`), when it is a file of at least `minBytes` and
  * the eval neither caches replies nor batches its calls; undefined otherwise (it loads whole).
- * The pages end by checking that the file still has the stamp it had before it was read.
+ * Either way of reading it checks every input with the solver (`checkInputs`) and ends by
+ * checking that the file still has the stamp it had before it was read.
  */
 async function pagedSamples(
   ev: Eval,
@@ -155,35 +165,28 @@ async function pagedSamples(
     () => -1,
   );
   if (size < paged.minBytes) return undefined;
-  const loading = {
-    baseDir,
-    evalName: ev.name,
-    ...(ev.sample === undefined ? {} : { mapper: ev.sample }),
-    ...(options.limit === undefined ? {} : { limit: options.limit }),
+  const loading = loadOptions(ev, options);
+  const unchangedFile = async () => {
+    if (stamp !== undefined && stamp !== (await datasetStamp(ev, baseDir))) {
+      throw new StetError("E_DATASET", `${file} changed while it was read: start the run again`);
+    }
   };
   return {
     file,
     async *read() {
-      yield* sampleRecordPages(file, loading);
-      if (stamp !== undefined && stamp !== (await datasetStamp(ev, baseDir))) {
-        throw new StetError("E_DATASET", `${file} changed while it was read: start the run again`);
-      }
-    },
-    whereOf: (n) => whereOfRow(file, loading, n),
-  };
-}
-
-/** Pages whose every sample's input the solver takes (see `checkInputs`). */
-function checkedPages(pages: PagedSamples, solver: SolverFn): PagedSamples {
-  if (!solver.checkInput) return pages;
-  return {
-    ...pages,
-    async *read() {
-      for await (const page of pages.read()) {
-        checkInputs(solver, page);
+      for await (const page of sampleRecordPages(file, loading)) {
+        checkInputs(ev.solver, page);
         yield page;
       }
+      await unchangedFile();
     },
+    async whole() {
+      const { records } = await loadSampleIndex(file, loading);
+      checkInputs(ev.solver, records);
+      await unchangedFile();
+      return records;
+    },
+    whereOf: (n) => whereOfRow(file, loading, n),
   };
 }
 

@@ -1,27 +1,14 @@
 import type { EngineEval, PagedSamples } from "../core/eval.js";
 import { isStetError, StetError } from "../core/errors.js";
-import type { SampleRecord } from "../core/types.js";
 
 /**
- * A paged eval (`EngineEval.pages`) with its samples loaded whole, for what plans against them
- * (a seed, reuse, a distributed run's workers); a repeated id refused as loading refuses it.
+ * A paged eval (`EngineEval.pages`) with its samples loaded whole (`PagedSamples.whole`, as a
+ * dataset that is not paged loads), for what plans against them: a seed, reuse, a distributed
+ * run's workers.
  */
 export async function wholeEval(ev: EngineEval): Promise<EngineEval> {
   const { pages, ...rest } = ev;
-  if (!pages) return ev;
-  const samples: SampleRecord[] = [];
-  const seen = new Map<string, number>();
-  for await (const page of pages.read()) {
-    for (const record of page) {
-      const first = seen.get(record.sample.id);
-      if (first !== undefined) {
-        throw await duplicateRows(pages, record.sample.id, first, samples.length);
-      }
-      seen.set(record.sample.id, samples.length);
-      samples.push(record);
-    }
-  }
-  return { ...rest, samples };
+  return pages ? { ...rest, samples: await pages.whole() } : ev;
 }
 
 /** E_DUPLICATE_ID naming the rows of a paged dataset where `id` is at `first` and `second`. */

@@ -1,8 +1,8 @@
 import { addUsage, emptyUsage } from "../core/aggregate.js";
 import { StetError } from "../core/errors.js";
 import type { FallbackOutcome, RunReport } from "../core/events.js";
-import { KeyList } from "../core/key-list.js";
 import { keyString } from "../core/keys.js";
+import { listedKeys } from "../core/plan.js";
 import { createSecretRedactor } from "../core/secrets.js";
 import { assertTransition } from "../core/run-status.js";
 import type { AttemptError, Run } from "../core/types.js";
@@ -164,7 +164,7 @@ async function freshReport(
  * new run executing from its snapshot's pages), so that the report reads them from the store.
  */
 function heldSamples(plan: Execution["plan"], end: ExecutionEnd) {
-  if (!(plan.toExecute instanceof KeyList)) return {};
+  if (listedKeys(plan) === undefined) return {};
   return { samples: plan.samples, fingerprintOf: end.fingerprintOf };
 }
 
