@@ -2,13 +2,14 @@
 // 10000000) through the CLI, and what each read of it costs: wall and peak RSS of the run, the
 // resume plan of the complete run, `stet show`, `stet export --format jsonl`, `stet diff` of the
 // run with itself and `stet review` of two keys, beside the floor the read paths are held
-// against: the store's raw scan (a
-// SELECT of every attempt row). One repetition each (minutes at this size); run only when named:
+// against: the store's raw scan (a SELECT of every attempt row); then a second run SIGKILLed a
+// quarter of the way and its `stet resume`, which executes the rest from the snapshot's pages. One repetition each (minutes at this size); run only when named:
 // `npm run bench -- scale`.
+import { spawn } from "node:child_process";
 import { appendFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { cli, fmt, jsonl, project, report } from "../harness.mjs";
+import { BIN, cli, fmt, jsonl, project, report } from "../harness.mjs";
 
 const N = Number(process.env.STET_BENCH_SCALE ?? 1_000_000);
 
@@ -39,6 +40,37 @@ function rawScan(db, runId) {
   } finally {
     store.close();
   }
+}
+
+/** The run's stored attempts, read while it is written (0 before its tables exist). */
+function attemptsOf(db, runId) {
+  try {
+    const store = new Database(db, { readonly: true, fileMustExist: true });
+    try {
+      return store.prepare("SELECT count(*) AS n FROM attempts WHERE run_id = ?").get(runId).n;
+    } finally {
+      store.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+/** `stet run --run-id <runId>` SIGKILLed once more than `at` attempts are stored; their count. */
+async function killedRun(dir, runId, at) {
+  const child = spawn(process.execPath, [BIN, "run", "eval.mjs", "--run-id", runId], {
+    cwd: dir,
+    stdio: "ignore",
+  });
+  const ended = new Promise((resolve) => child.on("close", resolve));
+  const db = join(dir, ".stet/stet.db");
+  while (attemptsOf(db, runId) <= at) {
+    if (child.exitCode !== null) throw new Error(`the run to kill ended (${child.exitCode})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  await ended;
+  return attemptsOf(db, runId);
 }
 
 export default async function scale() {
@@ -100,6 +132,15 @@ export default async function scale() {
       `${fmt(reviewed.wallMs)}, ${mb(reviewed.rssKb)}`,
       "≤ 300 MB",
       reviewed.rssKb / 1024 <= 300,
+    );
+    // An interrupted run's resume: the dataset file is unchanged, so the snapshot is paged.
+    const stored = await killedRun(dir, "interrupted", N / 4);
+    const resumed = await cli(["resume", "interrupted"], dir);
+    report(
+      `\`stet resume\` of a ${n}-key run SIGKILLed at ${stored.toLocaleString()} attempts: wall, peak RSS`,
+      `${fmt(resumed.wallMs)}, ${mb(resumed.rssKb)}`,
+      "≤ 300 MB",
+      resumed.rssKb / 1024 <= 300,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

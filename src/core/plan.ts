@@ -105,6 +105,12 @@ export type ExecutionPlan = Omit<Plan<Counted>, "toExecute"> & {
 };
 
 /**
+ * A resume's plan: its keys listed (`planRun`'s), or counted only (`countedPlan`: a resume that
+ * executes from the snapshot's pages); its attempts to score again always listed.
+ */
+export type ResumePlan = Omit<Plan, "toExecute"> & { toExecute: KeyList | Counted };
+
+/**
  * The keys a plan lists; undefined for one that only counts them (`snapshotPlan`), whose
  * execution takes its keys, and their samples, from its `Execution.keys`.
  */
@@ -127,6 +133,36 @@ export function snapshotPlan(samples: number, epochs: number): ExecutionPlan {
     neverStarted: total,
     ...noneListed(),
   };
+}
+
+/**
+ * The plan of a resume that executes from the run's snapshot a page at a time (`SnapshotKeys`
+ * with its `resume`), from its counts alone (`countedResume`): no key, sample or attempt to score
+ * again listed, nothing changed or re-run.
+ *
+ * @example const plan = countedPlan(left.plan); plan.toExecute.length; // the keys left
+ */
+export function countedPlan(counts: CountedResume): ResumePlan {
+  const { total, preserved, toExecute, neverStarted, interrupted, errored } = counts;
+  return {
+    total,
+    preserved,
+    toExecute: { length: toExecute },
+    ...noneListed(),
+    neverStarted,
+    interrupted,
+    errored,
+  };
+}
+
+/** The counts a plan of a resume from the snapshot's pages is made of (see countedPlan). */
+export interface CountedResume {
+  total: number;
+  preserved: number;
+  toExecute: number;
+  neverStarted: number;
+  interrupted: number;
+  errored: number;
 }
 
 /**

@@ -113,6 +113,8 @@ export interface ExecutionEnd {
   stopped: StopCause | null;
   /** Whether this invocation committed the attempt. */
   isNow(attempt: Key & { attempt: number }): boolean;
+  /** The same, its sample's place given (see RunProgress.isNowAt): a paged report's question. */
+  isNowAt(index: number | undefined, attempt: Key & { attempt: number }): boolean;
   /** The plan's fingerprint of a sample (the ones the outcomes count under). */
   fingerprintOf(sampleId: string): string | undefined;
   /** `performance.now()` when the execution began. */
@@ -277,6 +279,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
   if (stops.reason === "ownership-lost") throw await takenOver(store, run.id);
   const end = {
     isNow: counts.isNow,
+    isNowAt: counts.isNowAt,
     fingerprintOf: counts.fingerprintOf,
     startedAt: counts.startedAt,
     scorings: counts.scorings,

@@ -95,6 +95,28 @@ export async function figuresReport(
 }
 
 /**
+ * What a resume of the run has left, counted without reading an attempt or a sample: the plan
+ * `planRun` makes of a run whose snapshot is its dataset as it is now (no sample changed) and
+ * that has no re-run request, from the figures the store keeps and the outcomes of its in-flight
+ * keys (`storedPlan`); with those keys, which a resume planning a page at a time needs. Undefined
+ * when the figures were kept with another reducer.
+ *
+ * @example const left = await countedResume(store, run); left?.plan.toExecute;
+ */
+export async function countedResume(
+  store: Store,
+  run: Run,
+): Promise<{ plan: PlanSummary; inflight: Key[] } | undefined> {
+  const { reducer, scorers, epochs } = run.config;
+  const inflight = await store.runs.listInflight(run.id);
+  const read = await store.reads.readFigures(run.id, reducer, inflight);
+  if (read.figures.reducer !== reducer) return undefined;
+  const figures = read.figures.report(scorers, read.examples);
+  const plan = storedPlan(run.sampleCount * epochs, figures, inflight, read.keys, epochs);
+  return { plan, inflight };
+}
+
+/**
  * A rescore's side of its end report (`runs/rescore-report.ts`): its plan, what its scorings
  * spent now, how many it committed, and what it found stored (the outcomes' spend: a fold of
  * them, which the figures do not keep; absent when it had nothing to score, then the imported

@@ -4,6 +4,7 @@ import type { Key, Usage } from "../core/types.js";
 import type { JournalEntry, Store } from "../store/types.js";
 import type { AttemptWriter } from "./attempt-writer.js";
 import type { KeyTask } from "./execute-key.js";
+import { snapshotReplayOf } from "./snapshot-keys.js";
 
 /**
  * The step journal's wiring for an execution's keys: which keys have open entries of an
@@ -57,7 +58,9 @@ export class KeyJournals {
       if (stale && !changed) entries = await this.#list(key, "open");
       discardOpen = stale && changed;
       // An interrupted execution's open entries come after the key's latest attempt: they win.
-      if (entries.length === 0 && !changed) from = plan.replayFrom.get(keyString(key));
+      if (entries.length === 0 && !changed) {
+        from = snapshotReplayOf(key) ?? plan.replayFrom.get(keyString(key));
+      }
     }
     const reopen = from !== undefined;
     if (from !== undefined) entries = replayable(await this.#list(key, from));

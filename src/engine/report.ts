@@ -7,6 +7,7 @@ import type { AttemptHead, Store } from "../store/types.js";
 import { assembleReport } from "./assemble-report.js";
 import { figuresReport } from "./figures-report.js";
 import { storedReviewFigures } from "./review-report.js";
+import { SnapshotWindow } from "./snapshot-window.js";
 
 /**
  * The scorings an invocation committed: how many, and what they spent, summed exactly
@@ -30,6 +31,11 @@ export interface ReportInput {
   resumed: boolean;
   /** Whether this invocation committed the attempt (default: none did). */
   isNow?: (attempt: AttemptHead) => boolean;
+  /**
+   * The same, its sample's place in the snapshot (sample-id order) given: what a report without
+   * `samples` asks (`ExecutionEnd.isNowAt`), whose samples are the snapshot's pages.
+   */
+  isNowAt?: (index: number | undefined, attempt: AttemptHead) => boolean;
   /** A distributed run's worker: whether another worker committed it meanwhile (`byOtherWorkers`). */
   isOthers?: (attempt: AttemptHead) => boolean;
   /** How many scorings this invocation committed, and what they spent (default: none). */
@@ -50,15 +56,21 @@ export interface ReportInput {
  * `heads` when the caller has them), so a large run's report holds no attempt list.
  */
 export async function buildReport(input: ReportInput): Promise<RunReport> {
-  const { store, run } = input;
-  const samples = input.samples ?? (await store.reads.getSamples(run.id));
-  const fingerprintOf = input.fingerprintOf ?? indexFingerprints(samples);
+  const { store, run, samples } = input;
+  // Without the samples, their fingerprints are read a page at a time beside the attempts'.
+  const window = samples ? undefined : new SnapshotWindow(store, run.id);
+  const fingerprintOf = input.fingerprintOf ?? window?.fingerprintOf ?? indexFingerprints(samples!);
+  const { isNowAt } = input;
+  const isNow =
+    window && isNowAt
+      ? (a: AttemptHead) => isNowAt(window.indexOf(a.sampleId), a)
+      : (input.isNow ?? (() => false));
   const stored = input.invocation === false;
   const fold = new OutcomeFold<AttemptHead>({
     fingerprintOf,
     scorers: run.config.scorers,
     reducer: run.config.reducer,
-    isNow: input.isNow ?? (() => false),
+    isNow,
     ...(input.isOthers ? { isOthers: input.isOthers } : {}),
     // What the run has, seen from no invocation or from one with nothing to do, is not reuse:
     // only imported outcomes (paid elsewhere) are.
@@ -67,10 +79,15 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
         ? "imported"
         : "preserved",
   });
-  if (input.heads) for (const head of input.heads) fold.add(head);
-  else
-    for await (const page of store.reads.attemptHeadPages(run.id))
+  if (input.heads) {
+    await window?.hold(input.heads);
+    for (const head of input.heads) fold.add(head);
+  } else
+    for await (const page of store.reads.attemptHeadPages(run.id)) {
+      await window?.hold(page);
       for (const head of page) fold.add(head);
+      window?.release(page);
+    }
   // Scorings are spend of their own (a judge's): on the run's total, and now if made now; a
   // rescore's judges re-sent requests of their own: the run's, never the attempt's.
   for (const scoring of await store.reads.listScorings(run.id)) fold.addScoring(scoring, false);
@@ -79,7 +96,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
   const reviewed = await storedReviewFigures(store, run, samples, input.heads);
   return assembleReport(run, figures, reviewed, {
     plan: input.plan,
-    total: samples.length * run.config.epochs,
+    total: (samples?.length ?? run.sampleCount) * run.config.epochs,
     resumed: input.resumed,
     stored,
     rateLimits: await store.rates.listWaits(run.id),

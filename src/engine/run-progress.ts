@@ -4,7 +4,7 @@ import { UsageSum } from "../core/usage-sum.js";
 import type { Progress, RunEvent } from "../core/events.js";
 import { listedKeys, type ExecutionPlan } from "../core/plan.js";
 import type { Attempt, Key, Scoring } from "../core/types.js";
-import { snapshotRecordOf } from "./snapshot-keys.js";
+import { snapshotIndexOf, snapshotRecordOf } from "./snapshot-keys.js";
 
 /**
  * An execution's progress as it commits: the counts the events carry, what this invocation spent
@@ -66,7 +66,9 @@ export class RunProgress {
       unpricedNow: 0,
       elapsedMs: 0,
     };
-    this.#firstNow = new Int32Array(allNow ? 0 : plan.samples.length * epochs);
+    // A plan that lists no sample (its keys read from the snapshot) has one a place of it.
+    const samples = listedKeys(plan) ? plan.samples.length : plan.total / epochs;
+    this.#firstNow = new Int32Array(allNow ? 0 : samples * epochs);
   }
 
   /** The record of a key's sample: the one it carries (`snapshotRecordOf`), or the plan's. */
@@ -75,10 +77,16 @@ export class RunProgress {
   }
 
   /** Whether this invocation committed the attempt. */
-  readonly isNow = (a: Key & { attempt: number }): boolean => {
+  readonly isNow = (a: Key & { attempt: number }): boolean => this.isNowAt(this.#sampleIndex(a), a);
+
+  /**
+   * Whether this invocation committed the attempt, its sample's place (in the plan's samples, or
+   * in the snapshot when the plan lists none) given: what a report that reads the snapshot's
+   * pages beside the attempts' asks.
+   */
+  readonly isNowAt = (index: number | undefined, a: Key & { attempt: number }): boolean => {
     if (this.#allNow) return true;
-    const i = this.#sampleIndex(a);
-    const first = i === undefined ? 0 : this.#firstNow[i * this.#epochs + a.epoch - 1]!;
+    const first = index === undefined ? 0 : this.#firstNow[index * this.#epochs + a.epoch - 1]!;
     return first > 0 && a.attempt >= first;
   };
 
@@ -144,7 +152,11 @@ export class RunProgress {
 
   /** The index of a key's sample in the plan's samples; undefined for a sample not in it. */
   #sampleIndex(key: Key): number | undefined {
-    return listedKeys(this.#plan)?.sampleIndexOf(key) ?? this.#ids().get(key.sampleId);
+    return (
+      snapshotIndexOf(key) ??
+      listedKeys(this.#plan)?.sampleIndexOf(key) ??
+      this.#ids().get(key.sampleId)
+    );
   }
 
   #ids(): Map<string, number> {

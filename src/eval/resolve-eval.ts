@@ -53,7 +53,8 @@ export interface ResolveEvalOptions {
   /**
    * A new run's dataset file of at least `minBytes` is left unread, as `pages` (see
    * `EngineEval.pages`), when nothing needs it whole before the run exists: an eval without a
-   * reply cache or provider batches (whose reports and plans fold the samples).
+   * reply cache or provider batches (whose reports and plans fold the samples). With a recorded
+   * `stamp` (a resume's), the file counts `unchanged` only when it is paged: a smaller one loads.
    */
   paged?: { minBytes: number };
 }
@@ -96,8 +97,10 @@ export async function resolveEvalIndexed(
   }
   const stamp =
     options.stamp && !options.withoutSamples ? await datasetStamp(ev, options.baseDir) : undefined;
-  const unchanged = stamp !== undefined && stamp === options.stamp;
   const pages = await pagedSamples(ev, options, stamp);
+  // Asked for pages, a file is left unread as unchanged only when it is paged (large enough).
+  const unchanged =
+    stamp !== undefined && stamp === options.stamp && (!options.paged || pages !== undefined);
   const { records: samples, byId } =
     options.withoutSamples || unchanged || pages
       ? { records: [], byId: new Map<string, SampleRecord>() }

@@ -46,6 +46,11 @@ export interface FindEvalOptions {
    * see `ResolveEvalOptions.stamp`).
    */
   datasetStamp?: string;
+  /**
+   * A dataset file of at least `minBytes` is left unread, as pages (`ResolveEvalOptions.paged`):
+   * a resume whose file still has the run's stamp executes from the snapshot instead.
+   */
+  paged?: { minBytes: number };
 }
 
 /**
@@ -120,7 +125,7 @@ export async function findEvalSource(run: Run, options: FindEvalOptions = {}): P
 
 async function resolved(
   loaded: LoadedEvalFile,
-  flags: Pick<FindEvalOptions, "cache" | "batch" | "withoutSamples" | "datasetStamp">,
+  flags: Pick<FindEvalOptions, "cache" | "batch" | "withoutSamples" | "datasetStamp" | "paged">,
 ): Promise<FoundEval & { path: string }> {
   // A dataset emptied since the run started is not a refusal: the run's copy of every sample
   // is executed, as for any row no longer in the dataset.
@@ -130,6 +135,7 @@ async function resolved(
     ...definedFlags(flags),
     ...(flags.withoutSamples ? { withoutSamples: true } : {}),
     ...(flags.datasetStamp === undefined ? {} : { stamp: flags.datasetStamp }),
+    ...(flags.paged ? { paged: flags.paged } : {}),
   });
   return { ...found, path: loaded.path };
 }

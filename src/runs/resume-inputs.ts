@@ -133,14 +133,11 @@ export async function settledStamp(store: Store, run: Run): Promise<string | und
   return settled ? datasetStamp : undefined;
 }
 
-/** What a run `settledStamp` vouches for plans from: no sample, attempt or mark read. */
-export function settledInputs(): ResumeInputs {
-  return {
-    snapshot: [],
-    attempts: [],
-    inflight: [],
-    open: new Set(),
-    scoredAny: true,
-    allCurrent: true,
-  };
+/**
+ * What a run `settledStamp` vouches for plans from: no sample, attempt or mark read. A resume
+ * from the snapshot's pages (`pagedResume`) plans from the same, with its in-flight keys and
+ * whether it has a scored attempt (its figures count one).
+ */
+export function settledInputs(inflight: Key[] = [], scoredAny = true): ResumeInputs {
+  return { snapshot: [], attempts: [], inflight, open: new Set(), scoredAny, allCurrent: true };
 }

@@ -1,17 +1,16 @@
 import { withFlagLimit, type RateLimit } from "../core/rate-limits.js";
-import { batchSettings, type BatchOptions } from "../core/batch.js";
 import { StetError } from "../core/errors.js";
 import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
-import { planRun, settledPlan, type AttemptRef, type Plan } from "../core/plan.js";
-import type { RerunRequest, Run, RunConfig, SampleRecord } from "../core/types.js";
+import { listedKeys, planRun, settledPlan, type ResumePlan } from "../core/plan.js";
+import type { RerunRequest, Run, RunConfig } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
-import type { RescoreUnit } from "../engine/execute-scoring.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { figuresReport } from "../engine/figures-report.js";
+import { SnapshotKeys, type SnapshotResume } from "../engine/snapshot-keys.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
@@ -22,7 +21,11 @@ import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
 import { runExecution } from "./run-execution.js";
+import { rescoreUnits } from "./rescore-units.js";
+import { resumeBatch } from "./run-batches.js";
 import { resumeCap } from "./spend-cap.js";
+import { wholeEval } from "./paged-eval.js";
+import { pagedResume, pagedResumeStamp } from "./paged-resume.js";
 import { settledStatus } from "./run-status.js";
 import { owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
 
@@ -88,12 +91,19 @@ export interface ResumeOptions extends ExecuteOptions {
    * ownership; without it a distributed run is refused (`distributed`).
    */
   asWorker?: boolean;
+  /**
+   * A dataset file of at least `minBytes` that still has the run's stamp is not read: the resume
+   * executes from the run's snapshot a page at a time (`pagedResume`), holding no list of keys or
+   * samples. `stet resume` asks it for files of `PAGED_DATASET_BYTES`.
+   */
+  paged?: { minBytes: number };
 }
 
 /** A resume planned against the run as it was read, before claiming it. */
 export interface PlannedResume {
   run: Run;
-  plan: Plan;
+  /** Listed, or (a resume from the snapshot's pages, with `keys`) counted only. */
+  plan: ResumePlan;
   /**
    * The attempts the plan was made from: every attempt of the run, or (a sparse plan, `plan.ts`'s
    * `open`) those of the samples that had a key to settle.
@@ -115,6 +125,11 @@ export interface PlannedResume {
   changedScorers?: string[];
   /** Reused keys a kill kept the run's start from seeding (`owedReuse`): seeded by the claim. */
   reuse?: PlannedReuse;
+  /**
+   * A resume from the snapshot's pages (`pagedResume`; its plan counts its keys only): what
+   * `SnapshotKeys` plans each page with.
+   */
+  keys?: SnapshotResume;
   /**
    * `stet resume --detach`: once every key executed waits on a provider batch, the execution
    * stops and leaves the run waiting (see `Execution.detach`). Only with batches (`resumeBatch`).
@@ -172,16 +187,27 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const recorded = [...new Set((run.config.rerun ?? []).map((r) => r.sampleId))];
   const sparse =
     !options.asWorker && !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
-  // A complete run whose dataset file is unchanged is planned reading neither.
+  // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
+  // one whose large file is unchanged executes from its snapshot, a page at a time.
   const stamp = sparse && !options.eval ? await settledStamp(store, run) : undefined;
+  const pagedStamp =
+    stamp === undefined && !options.eval ? pagedResumeStamp(run, options, sparse) : undefined;
   const found = options.eval
     ? undefined
-    : await findEvalSource(run, stamp ? { ...options, datasetStamp: stamp } : options);
-  const ev: ResumeEval = options.eval ?? found!.eval;
-  const current = found?.samplesById ?? new Map(ev.samples.map((r) => [r.sample.id, r]));
-  const inputs = found?.unchanged
-    ? settledInputs()
-    : await readResumeInputs(store, run, current, sparse, recorded);
+    : await findEvalSource(run, stampOptions(options, stamp, pagedStamp));
+  const settled = stamp !== undefined && found?.unchanged === true;
+  const paged = pagedStamp && found?.unchanged ? await pagedResume(store, run) : undefined;
+  // Pages not planned a page at a time are loaded whole, as a smaller file is.
+  const ev: ResumeEval =
+    options.eval ?? (found!.eval.pages && !paged ? await wholeEval(found!.eval) : found!.eval);
+  const current =
+    found && !found.eval.pages
+      ? found.samplesById
+      : new Map(ev.samples.map((r) => [r.sample.id, r]));
+  const inputs =
+    settled || paged
+      ? settledInputs(paged?.inflight, paged ? paged.plan.preserved > 0 : true)
+      : await readResumeInputs(store, run, current, sparse, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
@@ -197,20 +223,22 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
   const rerun = rerunRequests(run, snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
-  const plan = found?.unchanged
-    ? settledPlan(run.sampleCount * run.config.epochs)
-    : planRun({
-        snapshot,
-        // A snapshot made of the dataset's own records has nothing for planRun to compare.
-        ...(inputs.allCurrent ? {} : { current }),
-        epochs: run.config.epochs,
-        attempts,
-        inflight,
-        ...(inputs.open ? { open: inputs.open } : {}),
-        ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
-        ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
-        ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
-      });
+  const plan: ResumePlan = paged
+    ? paged.plan
+    : settled
+      ? settledPlan(run.sampleCount * run.config.epochs)
+      : planRun({
+          snapshot,
+          // A snapshot made of the dataset's own records has nothing for planRun to compare.
+          ...(inputs.allCurrent ? {} : { current }),
+          epochs: run.config.epochs,
+          attempts,
+          inflight,
+          ...(inputs.open ? { open: inputs.open } : {}),
+          ...(rerun.requests.length === 0 ? {} : { rerun: rerun.requests }),
+          ...(options.rerunErrors === undefined ? {} : { rerunErrors: options.rerunErrors }),
+          ...(options.rerunChanged === undefined ? {} : { rerunChanged: options.rerunChanged }),
+        });
   if (plan.changed.length > 0 && !options.rerunChanged) {
     const summary = summarizePlan(plan);
     const error = new StetError(
@@ -223,12 +251,14 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   }
   // A run started with --reuse whose seeding a kill cut short: its untried keys the source covers
   // are seeded by the claim, not executed.
+  // (A paged resume is never one: see pagedResumeStamp.)
+  const listed = listedKeys(plan);
   const tried = new Set(attempts.map(keyString));
-  const untried = plan.toExecute.filter((k) => !tried.has(keyString(k)));
-  const reuse = await owedReuse(store, run, ev, untried);
-  if (reuse) {
+  const untried = listed?.filter((k) => !tried.has(keyString(k)));
+  const reuse = untried && (await owedReuse(store, run, ev, untried));
+  if (reuse && listed) {
     const owed = new Set(reuse.origins.map(keyString));
-    plan.toExecute = plan.toExecute.filter((k) => !owed.has(keyString(k)));
+    plan.toExecute = listed.filter((k) => !owed.has(keyString(k)));
   }
   const cap = resumeCap(run, options.maxCost);
   const accepted =
@@ -246,6 +276,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     ...(config ? { config } : {}),
     ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
     ...(reuse ? { reuse } : {}),
+    ...(paged ? { keys: { inflight: paged.inflight } } : {}),
   };
   if (plan.toExecute.length === 0 && plan.toRescore.length === 0 && !reuse) {
     const error = new StetError(
@@ -293,6 +324,9 @@ export async function claimResume(
     ...(ev.cache ? { cache: ev.cache } : {}),
     ...(ev.rateLimits ? { rateLimits: ev.rateLimits } : {}),
     ...(await resumeBatch(store, run.id, ev)),
+    ...(resume.keys
+      ? { keys: new SnapshotKeys(store, run.id, run.config.epochs, { resume: resume.keys }) }
+      : {}),
   };
   if (resume.detach && exec.batch) exec.detach = true;
   if (plan.toRescore.length > 0) {
@@ -355,41 +389,6 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
 }
 
 /**
- * The stored attempts behind `refs`, as units to score again: their outputs, their current
- * scores and the sample they executed. Every scorer that has no score (it threw, or never ran)
- * runs, and those in `rerun`; the others are carried.
- */
-export async function rescoreUnits(
-  store: Store,
-  runId: string,
-  refs: readonly AttemptRef[],
-  samples: readonly SampleRecord[],
-  rerun: ReadonlySet<string> = new Set(),
-): Promise<RescoreUnit[]> {
-  const records = new Map(samples.map((r) => [r.sample.id, r]));
-  const wanted = new Set(refs.map((r) => `${keyString(r)}#${r.attempt}`));
-  const bySample = new Map<string, AttemptRef[]>();
-  for (const ref of refs) bySample.set(ref.sampleId, [...(bySample.get(ref.sampleId) ?? []), ref]);
-  const units: RescoreUnit[] = [];
-  for (const sampleId of bySample.keys()) {
-    for (const attempt of await store.reads.listAttempts(runId, { sampleId })) {
-      if (!wanted.has(`${keyString(attempt)}#${attempt.attempt}`)) continue;
-      units.push({
-        key: { sampleId, epoch: attempt.epoch },
-        attempt: attempt.attempt,
-        record: records.get(sampleId)!,
-        output: attempt.output,
-        current: attempt.scores,
-        rerun,
-        usage: attempt.usage,
-        failed: attempt.status === "error",
-      });
-    }
-  }
-  return units;
-}
-
-/**
  * The report of a resume with nothing to execute: from the run's figures where they give it
  * exactly (`figuresReport`; not when samples changed, whose fingerprints the plan's records
  * define), else folded from the stored attempts a page at a time.
@@ -400,8 +399,23 @@ async function settledReport(resume: PlannedResume, store: Store): Promise<RunRe
   const figures =
     plan.changed.length === 0 ? await figuresReport(store, run, { invocation: true }) : undefined;
   if (figures) return { ...figures, resumed: true, plan: summary, preserved: plan.preserved };
-  const input = { store, run, samples: plan.samples, plan: summary, resumed: true, wallMs: 0 };
+  // A plan that counts its keys only holds no samples: the report reads the snapshot's pages.
+  const samples = listedKeys(plan) ? { samples: plan.samples } : {};
+  const input = { store, run, ...samples, plan: summary, resumed: true, wallMs: 0 };
   return buildReport(input);
+}
+
+/** What `findEvalSource` is asked for: the settled stamp, else the paged one with `paged`. */
+function stampOptions(
+  options: ResumeOptions,
+  settled: string | undefined,
+  paged: string | undefined,
+): ResumeOptions & { datasetStamp?: string } {
+  const { paged: pages, ...rest } = options;
+  if (settled !== undefined) return { ...rest, datasetStamp: settled };
+  return paged === undefined
+    ? rest
+    : { ...rest, datasetStamp: paged, ...(pages ? { paged: pages } : {}) };
 }
 
 function refuse(refusal: ResumeRefusal): ResumePlanning {
@@ -424,20 +438,4 @@ function recordedChange(
   // The claim writes the changed samples' new content: no file's stamp vouches for it.
   if (changed) delete next.datasetStamp;
   return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
-}
-
-/**
- * A resume's batches: the eval's (or `--batch`), and always those of a run that has submissions
- * (an execution before this one batched): its keys adopt them instead of being bought again.
- *
- * @example if (!(await resumeBatch(store, run.id, resume.eval)).batch) refuseDetach();
- */
-export async function resumeBatch(
-  store: Store,
-  runId: string,
-  ev: ResumeEval,
-): Promise<{ batch?: Required<BatchOptions> }> {
-  if (ev.batch) return { batch: ev.batch };
-  const submitted = (await store.batches.list(runId)).length > 0;
-  return submitted && ev.solver.batchable ? { batch: batchSettings(true) } : {};
 }

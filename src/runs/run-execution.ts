@@ -160,11 +160,12 @@ async function freshReport(
 }
 
 /**
- * The samples a report of the execution folds with: the plan's, or none when it holds none (a
- * new run executing from its snapshot's pages), so that the report reads them from the store.
+ * The samples a report of the execution folds with: the plan's, or none when it holds none (an
+ * execution from the snapshot's pages, a new run's or a resume's), so that the report reads them
+ * from the store a page at a time, and asks which attempts are now by their sample's place.
  */
 function heldSamples(plan: Execution["plan"], end: ExecutionEnd) {
-  if (listedKeys(plan) === undefined) return {};
+  if (listedKeys(plan) === undefined) return { isNowAt: end.isNowAt };
   return { samples: plan.samples, fingerprintOf: end.fingerprintOf };
 }
 

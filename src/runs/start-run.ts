@@ -23,7 +23,7 @@ import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 import { planReuseFrom, seedReused } from "./reuse-run.js";
-import { rescoreUnits } from "./resume-run.js";
+import { rescoreUnits } from "./rescore-units.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
 

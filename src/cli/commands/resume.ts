@@ -2,11 +2,12 @@ import { rateLimitFlag } from "../flag-values.js";
 import {
   executeResume,
   planResume,
-  resumeBatch,
   settleResume,
   type PlannedResume,
 } from "../../runs/resume-run.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import { resumeBatch } from "../../runs/run-batches.js";
+import { PAGED_DATASET_BYTES } from "../../runs/start-run.js";
 import type { Store } from "../../store/types.js";
 import { StetError } from "../../core/errors.js";
 import { runModel } from "../../core/run-model.js";
@@ -84,6 +85,8 @@ function planOptions(flags: ResumeFlags) {
     ...rateLimitFlag(flags),
     ...(flags.batch ? { batch: true } : {}),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+    // A large dataset file still as the run read it is not read: the resume pages the snapshot.
+    paged: { minBytes: PAGED_DATASET_BYTES },
   };
 }
 

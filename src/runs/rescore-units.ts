@@ -1,0 +1,40 @@
+import { keyString } from "../core/keys.js";
+import type { AttemptRef } from "../core/plan.js";
+import type { SampleRecord } from "../core/types.js";
+import type { RescoreUnit } from "../engine/execute-scoring.js";
+import type { Store } from "../store/types.js";
+
+/**
+ * The stored attempts behind `refs`, as units to score again: their outputs, their current
+ * scores and the sample they executed. Every scorer that has no score (it threw, or never ran)
+ * runs, and those in `rerun`; the others are carried.
+ */
+export async function rescoreUnits(
+  store: Store,
+  runId: string,
+  refs: readonly AttemptRef[],
+  samples: readonly SampleRecord[],
+  rerun: ReadonlySet<string> = new Set(),
+): Promise<RescoreUnit[]> {
+  const records = new Map(samples.map((r) => [r.sample.id, r]));
+  const wanted = new Set(refs.map((r) => `${keyString(r)}#${r.attempt}`));
+  const bySample = new Map<string, AttemptRef[]>();
+  for (const ref of refs) bySample.set(ref.sampleId, [...(bySample.get(ref.sampleId) ?? []), ref]);
+  const units: RescoreUnit[] = [];
+  for (const sampleId of bySample.keys()) {
+    for (const attempt of await store.reads.listAttempts(runId, { sampleId })) {
+      if (!wanted.has(`${keyString(attempt)}#${attempt.attempt}`)) continue;
+      units.push({
+        key: { sampleId, epoch: attempt.epoch },
+        attempt: attempt.attempt,
+        record: records.get(sampleId)!,
+        output: attempt.output,
+        current: attempt.scores,
+        rerun,
+        usage: attempt.usage,
+        failed: attempt.status === "error",
+      });
+    }
+  }
+  return units;
+}

@@ -1,0 +1,184 @@
+import { unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { isStetError } from "../src/core/errors.js";
+import { foldedReport } from "../src/engine/report.js";
+import { resumeRun } from "../src/runs/resume-run.js";
+import { prepareStart, runEval } from "../src/runs/start-run.js";
+import type { Store } from "../src/store/types.js";
+import { bothStores } from "./helpers/both-stores.js";
+import { perTest } from "./helpers/eval-project.js";
+
+// The resume of an interrupted run whose large dataset file still has the stamp the run recorded
+// executes from the run's snapshot a page at a time (issue 34: resume in flat memory): the file is
+// not read, no list of keys, samples or attempts is held; each page of the snapshot is planned
+// with its own attempts. `resumeRun`'s `paged` asks for it (`stet resume` does for files of
+// 8 MiB and up); `minBytes: 0` here makes a small file take that way. What it executes, stores
+// and reports must be what the stored attempts say; which of the store's reads it makes (none of
+// those that read every sample or attempt of the run) is how a test tells it from the resume
+// that loads the file.
+
+const N = 1_300; // more than two of the snapshot's pages (512 samples)
+
+const row = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: String(i * 2) });
+const rows = (n: number) => Array.from({ length: n }, (_, i) => row(i)).join("\n") + "\n";
+
+// Every 13th sample fails (after a journaled step) while the file `fail` is there.
+const EVAL = `import { existsSync } from "node:fs";
+import { defineEval, scorers } from "stet";
+const fail = new URL("./fail", import.meta.url);
+export default defineEval({
+  name: "paged-resume",
+  dataset: "./data.jsonl",
+  solver: async (sample, ctx) => {
+    const doubled = await ctx.step("double", { n: sample.input }, () => sample.input * 2);
+    if (sample.input % 13 === 0 && existsSync(fail)) throw new Error("not yet");
+    return { output: String(doubled), usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.001 } };
+  },
+  scorers: [scorers.exact()],
+  epochs: 2,
+  retries: 0,
+  concurrency: 1,
+});
+`;
+
+const { project } = perTest();
+const stores = bothStores();
+
+/** Reads that hold every sample or attempt of a run (or every open sample's). */
+const WHOLE_READS = ["getSamples", "listAttemptHeads", "openSampleHeads", "listAttempts"];
+
+/** The store, with the names of the `reads` it is asked for recorded in `calls`. */
+function watched(store: Store): { store: Store; calls: string[] } {
+  const calls: string[] = [];
+  const reads = new Proxy(store.reads, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls.push(String(name));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: Object.assign(Object.create(store) as Store, { reads }), calls };
+}
+
+/** Starts the eval paged and stops it gracefully once `stopAt` attempts are committed. */
+async function interrupted(store: Store, dir: string, stopAt: number) {
+  const prepared = await prepareStart({ eval: join(dir, "eval.mjs"), paged: { minBytes: 0 } });
+  expect(prepared.eval.datasetStamp).toBeDefined();
+  const stop = new AbortController();
+  let committed = 0;
+  const first = await runEval({
+    store,
+    ...prepared,
+    signal: stop.signal,
+    onEvent: (e) => {
+      if (e.type === "attempt-committed" && ++committed === stopAt) stop.abort();
+    },
+  });
+  expect(first.status).toBe("interrupted");
+  return first.runId;
+}
+
+describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, skip) => {
+  it.skipIf(skip)(
+    "executes only what was left, in sample id order, replays errored keys' journals, and reports what the stored attempts say",
+    async () => {
+      const store = await open();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+      const runId = await interrupted(store, p.dir, 1_500);
+      const before = await store.reads.listAttempts(runId);
+      const errored = before.filter((a) => a.status === "error");
+      expect(errored.length).toBeGreaterThan(0);
+      const scored = before.filter((a) => a.status === "scored").length;
+      unlinkSync(join(p.dir, "fail"));
+
+      const order: string[] = [];
+      const watch = watched(store);
+      const report = await resumeRun({
+        store: watch.store,
+        runId,
+        paged: { minBytes: 0 },
+        onEvent: (e) => {
+          if (e.type === "attempt-committed")
+            order.push(`${e.attempt.epoch}:${e.attempt.sampleId}`);
+        },
+      });
+      expect(report.status).toBe("completed");
+      // Nothing read whole: the snapshot's pages, each page's attempts, the figures.
+      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      expect(watch.calls).toContain("sampleHeads");
+      expect(report.plan).toMatchObject({
+        total: 2 * N,
+        preserved: scored,
+        toExecute: 2 * N - scored,
+        errored: errored.length,
+        neverStarted: 2 * N - before.length,
+      });
+
+      // What was stored stands byte for byte; each key now has one scored attempt, after its
+      // errored one where it had one.
+      const after = await store.reads.listAttempts(runId);
+      const key = (a: { sampleId: string; epoch: number; attempt: number }) =>
+        `${a.sampleId}#${a.epoch}#${a.attempt}`;
+      const byKey = new Map(after.map((a) => [key(a), a]));
+      for (const a of before) expect(byKey.get(key(a))).toEqual(a);
+      expect(after).toHaveLength(before.length + (2 * N - scored));
+      expect(after.filter((a) => a.status === "scored")).toHaveLength(2 * N);
+
+      // Epoch by epoch, in the snapshot's order, only the keys without a scored attempt.
+      const done = new Set(
+        before.filter((a) => a.status === "scored").map((a) => `${a.epoch}:${a.sampleId}`),
+      );
+      const ids = Array.from({ length: N }, (_, i) => `s${i}`).sort();
+      const expected = [1, 2]
+        .flatMap((e) => ids.map((id) => `${e}:${id}`))
+        .filter((k) => !done.has(k));
+      expect(order).toEqual(expected);
+
+      // Each errored key's new attempt replayed its journaled step instead of running it again.
+      expect(report.journal?.replayed).toBe(errored.length);
+
+      // The report is the stored attempts' (what a fold of every attempt gives), with now's share.
+      const folded = await foldedReport(store, (await store.runs.get(runId))!);
+      expect(report.metrics).toEqual(folded.metrics);
+      expect(report.counts).toEqual(folded.counts);
+      expect(report.usage.totalSpent).toEqual(folded.usage.totalSpent);
+      expect(report.executed).toBe(2 * N - scored);
+      expect(report.usage.spentNow.costUsd).toBeCloseTo(0.001 * (2 * N - scored), 9);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a file changed since the run started is compared with the snapshot as before: a changed sample refuses",
+    async () => {
+      const store = await open();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N) });
+      const runId = await interrupted(store, p.dir, 300);
+      const text = rows(N).replace(row(5), JSON.stringify({ id: "s5", input: 5, target: "11" }));
+      writeFileSync(join(p.dir, "data.jsonl"), text);
+      const error = await resumeRun({ store, runId, paged: { minBytes: 0 } }).catch(
+        (e: unknown) => e,
+      );
+      expect(isStetError(error, "E_CHANGED_SAMPLES")).toBe(true);
+      expect((error as Error).message).toContain("s5");
+    },
+  );
+
+  it.skipIf(skip)(
+    "a file under minBytes is loaded and compared with the run's attempts as before",
+    async () => {
+      const store = await open();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(40) });
+      const runId = await interrupted(store, p.dir, 10);
+      const watch = watched(store);
+      const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 1 << 30 } });
+      expect(report.status).toBe("completed");
+      expect(watch.calls).toContain("openSampleHeads");
+      expect(watch.calls).not.toContain("sampleHeads");
+      expect(await store.reads.listAttempts(runId)).toHaveLength(80);
+    },
+  );
+});
