@@ -8,6 +8,7 @@ import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { perTest } from "./helpers/eval-project.js";
+import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
 // The resume of an interrupted run whose large dataset file still has the stamp the run recorded
 // executes from the run's snapshot a page at a time (issue 34: resume in flat memory): the file is
@@ -45,25 +46,6 @@ export default defineEval({
 const { project } = perTest();
 const stores = bothStores();
 
-/** Reads that hold every sample or attempt of a run (or every open sample's). */
-const WHOLE_READS = ["getSamples", "listAttemptHeads", "openSampleHeads", "listAttempts"];
-
-/** The store, with the names of the `reads` it is asked for recorded in `calls`. */
-function watched(store: Store): { store: Store; calls: string[] } {
-  const calls: string[] = [];
-  const reads = new Proxy(store.reads, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        calls.push(String(name));
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { store: Object.assign(Object.create(store) as Store, { reads }), calls };
-}
-
 /** Starts the eval paged and stops it gracefully once `stopAt` attempts are committed. */
 async function interrupted(store: Store, dir: string, stopAt: number) {
   const prepared = await prepareStart({ eval: join(dir, "eval.mjs"), paged: { minBytes: 0 } });
@@ -96,7 +78,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       unlinkSync(join(p.dir, "fail"));
 
       const order: string[] = [];
-      const watch = watched(store);
+      const watch = watchedReads(store);
       const report = await resumeRun({
         store: watch.store,
         runId,
@@ -173,7 +155,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       const store = await open();
       const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(40) });
       const runId = await interrupted(store, p.dir, 10);
-      const watch = watched(store);
+      const watch = watchedReads(store);
       const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 1 << 30 } });
       expect(report.status).toBe("completed");
       expect(watch.calls).toContain("openSampleHeads");

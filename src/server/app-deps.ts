@@ -13,8 +13,17 @@ export interface AppDeps {
   streams: StreamSlots;
   /** Strips known secrets from anything sent or logged. */
   redact: <T>(value: T) => T;
-  /** Engine settings for the runs this server executes (`secrets`: redacted from their attempts). */
-  engine: { staleMs?: number; heartbeatMs?: number; graceMs?: number; secrets?: Secret[] };
+  /**
+   * Engine settings for the runs this server executes (`secrets`: redacted from their attempts;
+   * `paged`: the dataset files its starts and resumes read a page at a time, see AppOptions).
+   */
+  engine: {
+    staleMs?: number;
+    heartbeatMs?: number;
+    graceMs?: number;
+    secrets?: Secret[];
+    paged: { minBytes: number };
+  };
   /** How often store-backed event streams look for news. */
   pollMs: number;
   log: (line: string) => void;

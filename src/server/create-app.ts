@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Store } from "../store/types.js";
+import { PAGED_DATASET_BYTES } from "../runs/start-run.js";
 import { hostGuard, type AllowedHosts } from "./allowed-hosts.js";
 import { ApiError, toApiError } from "./api-error.js";
 import type { AppDeps } from "./app-deps.js";
@@ -54,6 +55,12 @@ export interface AppOptions {
   streams?: StreamSlots;
   /** Who a review that names no reviewer is by (`STET_REVIEWER`); without it, such a review is refused. */
   reviewer?: string;
+  /**
+   * A registered eval's dataset file of at least this many bytes is never held whole: a run
+   * started here is created and executed from its pages, and a resume of a run whose file still
+   * has its stamp executes from the snapshot's (default `PAGED_DATASET_BYTES`, 8 MiB, as the CLI).
+   */
+  pagedDatasetBytes?: number;
 }
 
 /** `AppOptions.maxBodyBytes` by default. */
@@ -86,6 +93,7 @@ export function createApp(options: AppOptions): Hono {
       ...(options.staleMs === undefined ? {} : { staleMs: options.staleMs }),
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      paged: { minBytes: options.pagedDatasetBytes ?? PAGED_DATASET_BYTES },
       secrets: [
         ...(options.secrets ?? []).map((value) => ({ name: "a server secret", value })),
         ...(options.token ? [{ name: "STET_TOKEN", value: options.token }] : []),

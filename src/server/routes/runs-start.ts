@@ -69,7 +69,7 @@ export function runsStartRoutes(deps: AppDeps): Hono {
       return resumeResponse(c, deps, overrides.runId, ask, true, loaded);
     }
     // Loaded before answering, so a broken dataset is a JSON error rather than a stream event.
-    const prepared = await prepareStart({ eval: loaded, ...overrides });
+    const prepared = await prepareStart({ eval: loaded, ...overrides, paged: deps.engine.paged });
     // The stream's slot is taken before the run starts: at the cap, nothing starts.
     const release = deps.streams.take();
     return streamExecution(
