@@ -134,6 +134,66 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
   );
 
   it.skipIf(skip)(
+    "scores stored scorer errors again a page at a time, calling no solver",
+    async () => {
+      const store = await open();
+      const judged = EVAL.replace(
+        "scorers: [scorers.exact()],",
+        `scorers: [scorers.exact(), { name: "judge", score: ({ sample }) => {
+          if (sample.input % 11 === 0 && existsSync(new URL("./judge-down", import.meta.url))) throw new Error("judge down");
+          return 1;
+        } }],`,
+      );
+      const p = project({ "eval.mjs": judged, "data.jsonl": rows(N), "judge-down": "" });
+      const runId = await interrupted(store, p.dir, 1_500);
+      const before = await store.reads.listAttempts(runId);
+      const scorerErrors = before.filter((a) => a.error?.type === "scorer").length;
+      expect(scorerErrors).toBeGreaterThan(0);
+      unlinkSync(join(p.dir, "judge-down"));
+
+      const watch = watchedReads(store);
+      const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 0 } });
+      expect(report.status).toBe("completed");
+      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      expect(report.plan.toRescore).toBe(scorerErrors);
+      expect(report.rescored).toBe(scorerErrors);
+      // Scored again, not solved again: one attempt more per key that had none scored or errored.
+      const after = await store.reads.listAttempts(runId);
+      const solved = before.filter((a) => a.status === "scored" || a.error?.type === "scorer");
+      expect(after).toHaveLength(before.length + (2 * N - solved.length));
+      expect((await store.reads.countKeys(runId)).remaining).toBe(0);
+      const folded = await foldedReport(store, (await store.runs.get(runId))!);
+      expect(report.metrics).toEqual(folded.metrics);
+    },
+  );
+
+  it.skipIf(skip)("with rerunErrors false (--no-rerun-errors) keeps the errored keys", async () => {
+    const store = await open();
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+    const runId = await interrupted(store, p.dir, 1_500);
+    const before = await store.reads.listAttempts(runId);
+    const errored = before.filter((a) => a.status === "error").length;
+    unlinkSync(join(p.dir, "fail"));
+    const watch = watchedReads(store);
+    const report = await resumeRun({
+      store: watch.store,
+      runId,
+      paged: { minBytes: 0 },
+      rerunErrors: false,
+    });
+    expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+    expect(report.status).toBe("errored");
+    expect(report.plan).toMatchObject({
+      erroredKept: errored,
+      errored: 0,
+      toExecute: 2 * N - before.length,
+    });
+    const after = await store.reads.listAttempts(runId);
+    expect(after).toHaveLength(2 * N); // the errored keys were not executed again
+    expect(after.filter((a) => a.status === "error")).toHaveLength(errored);
+  });
+
+  it.skipIf(skip)(
     "a file changed since the run started is compared with the snapshot as before: a changed sample refuses",
     async () => {
       const store = await open();

@@ -105,10 +105,13 @@ export type ExecutionPlan = Omit<Plan<Counted>, "toExecute"> & {
 };
 
 /**
- * A resume's plan: its keys listed (`planRun`'s), or counted only (`countedPlan`: a resume that
- * executes from the snapshot's pages); its attempts to score again always listed.
+ * A resume's plan: its keys and attempts to score again listed (`planRun`'s), or counted only
+ * (`countedPlan`: a resume that executes from the snapshot's pages).
  */
-export type ResumePlan = Omit<Plan, "toExecute"> & { toExecute: KeyList | Counted };
+export type ResumePlan = Omit<Plan, "toExecute" | "toRescore"> & {
+  toExecute: KeyList | Counted;
+  toRescore: AttemptRef[] | Counted;
+};
 
 /**
  * The keys a plan lists; undefined for one that only counts them (`snapshotPlan`), whose
@@ -137,21 +140,18 @@ export function snapshotPlan(samples: number, epochs: number): ExecutionPlan {
 
 /**
  * The plan of a resume that executes from the run's snapshot a page at a time (`SnapshotKeys`
- * with its `resume`), from its counts alone (`countedResume`): no key, sample or attempt to score
- * again listed, nothing changed or re-run.
+ * with its `resume`, `pagedRescoreUnits`), from its counts alone (`countedResume`): no key,
+ * sample or attempt to score again listed, nothing changed or re-run.
  *
  * @example const plan = countedPlan(left.plan); plan.toExecute.length; // the keys left
  */
 export function countedPlan(counts: CountedResume): ResumePlan {
-  const { total, preserved, toExecute, neverStarted, interrupted, errored } = counts;
+  const { toExecute, toRescore, ...rest } = counts;
   return {
-    total,
-    preserved,
-    toExecute: { length: toExecute },
     ...noneListed(),
-    neverStarted,
-    interrupted,
-    errored,
+    ...rest,
+    toExecute: { length: toExecute },
+    toRescore: { length: toRescore },
   };
 }
 
@@ -160,9 +160,11 @@ export interface CountedResume {
   total: number;
   preserved: number;
   toExecute: number;
+  toRescore: number;
   neverStarted: number;
   interrupted: number;
   errored: number;
+  erroredKept: number;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { keyString } from "../core/keys.js";
-import { planRun } from "../core/plan.js";
+import { planRun, type Plan } from "../core/plan.js";
 import type { Key, SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import type { KeySource } from "./lease-source.js";
@@ -56,6 +56,29 @@ export function snapshotReplayOf(key: Key): number | undefined {
  */
 export interface SnapshotResume {
   inflight: readonly Key[];
+  /** Re-run keys whose latest attempt is an error (`PlanInput.rerunErrors`, default true). */
+  rerunErrors?: boolean;
+}
+
+/**
+ * A page of the run's snapshot planned as a resume plans the whole run (`planRun`), with the
+ * page's samples' attempts (`reads.sampleHeads`, nothing of the other samples) and in-flight keys:
+ * what `SnapshotKeys` executes of it, and its scorer errors to score again (`toRescore`).
+ *
+ * @example const plan = await planPage(store, run.id, records, 2, { inflight: [] });
+ */
+export async function planPage(
+  store: Store,
+  runId: string,
+  records: SampleRecord[],
+  epochs: number,
+  resume: SnapshotResume,
+): Promise<Plan> {
+  const ids = new Set(records.map((r) => r.sample.id));
+  const { heads } = await store.reads.sampleHeads(runId, ids);
+  const inflight = resume.inflight.filter((k) => ids.has(k.sampleId));
+  const rerunErrors = resume.rerunErrors ?? true;
+  return planRun({ snapshot: records, epochs, attempts: heads, inflight, rerunErrors });
 }
 
 /**
@@ -156,14 +179,7 @@ export class SnapshotKeys implements KeySource {
   async #entries(records: SampleRecord[], offset: number): Promise<SnapshotEntry[]> {
     const epoch = this.#epoch;
     if (!this.#resume) return records.map((record, i) => ({ record, index: offset + i, epoch }));
-    const ids = new Set(records.map((r) => r.sample.id));
-    const { heads } = await this.#store.reads.sampleHeads(this.#runId, ids);
-    const plan = planRun({
-      snapshot: records,
-      epochs: this.#epochs,
-      attempts: heads,
-      inflight: this.#resume.inflight.filter((k) => ids.has(k.sampleId)),
-    });
+    const plan = await planPage(this.#store, this.#runId, records, this.#epochs, this.#resume);
     const entries: SnapshotEntry[] = [];
     for (const key of plan.toExecute) {
       if (key.epoch !== epoch) continue;

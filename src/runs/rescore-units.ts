@@ -1,7 +1,8 @@
 import { keyString } from "../core/keys.js";
 import type { AttemptRef } from "../core/plan.js";
-import type { SampleRecord } from "../core/types.js";
+import type { Run, SampleRecord } from "../core/types.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
+import { planPage, type SnapshotResume } from "../engine/snapshot-keys.js";
 import type { Store } from "../store/types.js";
 
 /**
@@ -37,4 +38,25 @@ export async function rescoreUnits(
     }
   }
   return units;
+}
+
+/**
+ * The scorer errors a resume from the snapshot's pages scores again (`pagedResume`), as
+ * `rescoreUnits` makes them, found a page of the snapshot at a time (`planPage`'s `toRescore`, the
+ * plan of the whole run's for those samples) as the pool takes them: no list of them, their
+ * samples or the run's attempts is held.
+ *
+ * @example exec.rescore = { units: pagedRescoreUnits(store, run, { inflight }), pass };
+ */
+export async function* pagedRescoreUnits(
+  store: Store,
+  run: Run,
+  resume: SnapshotResume,
+  rerun: ReadonlySet<string> = new Set(),
+): AsyncIterable<RescoreUnit> {
+  for await (const records of store.reads.samplePages(run.id, 512)) {
+    const plan = await planPage(store, run.id, records, run.config.epochs, resume);
+    if (plan.toRescore.length === 0) continue;
+    yield* await rescoreUnits(store, run.id, plan.toRescore, records, rerun);
+  }
 }

@@ -7,7 +7,7 @@ export interface ResumeInputs {
   snapshot: SampleRecord[];
   /** Every attempt of the run, or (sparse) every attempt of the `open` samples. */
   attempts: AttemptHead[];
-  inflight: Key[];
+  inflight: readonly Key[];
   /** The samples with a key still to settle, when the store answered it (`planRun`'s `open`). */
   open?: ReadonlySet<string>;
   /** Whether the run has any scored attempt (what `checkEval` asks). */
@@ -138,6 +138,6 @@ export async function settledStamp(store: Store, run: Run): Promise<string | und
  * from the snapshot's pages (`pagedResume`) plans from the same, with its in-flight keys and
  * whether it has a scored attempt (its figures count one).
  */
-export function settledInputs(inflight: Key[] = [], scoredAny = true): ResumeInputs {
+export function settledInputs(inflight: readonly Key[] = [], scoredAny = true): ResumeInputs {
   return { snapshot: [], attempts: [], inflight, open: new Set(), scoredAny, allCurrent: true };
 }

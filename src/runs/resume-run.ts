@@ -21,7 +21,7 @@ import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
 import { runExecution } from "./run-execution.js";
-import { rescoreUnits } from "./rescore-units.js";
+import { pagedRescoreUnits, rescoreUnits } from "./rescore-units.js";
 import { resumeBatch } from "./run-batches.js";
 import { resumeCap } from "./spend-cap.js";
 import { wholeEval } from "./paged-eval.js";
@@ -196,7 +196,10 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     ? undefined
     : await findEvalSource(run, stampOptions(options, stamp, pagedStamp));
   const settled = stamp !== undefined && found?.unchanged === true;
-  const paged = pagedStamp && found?.unchanged ? await pagedResume(store, run) : undefined;
+  const paged =
+    pagedStamp && found?.unchanged
+      ? await pagedResume(store, run, options.rerunErrors ?? true)
+      : undefined;
   // Pages not planned a page at a time are loaded whole, as a smaller file is.
   const ev: ResumeEval =
     options.eval ?? (found!.eval.pages && !paged ? await wholeEval(found!.eval) : found!.eval);
@@ -206,7 +209,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
       : new Map(ev.samples.map((r) => [r.sample.id, r]));
   const inputs =
     settled || paged
-      ? settledInputs(paged?.inflight, paged ? paged.plan.preserved > 0 : true)
+      ? settledInputs(paged?.resume.inflight, paged ? paged.plan.preserved > 0 : true)
       : await readResumeInputs(store, run, current, sparse, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
@@ -276,7 +279,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     ...(config ? { config } : {}),
     ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
     ...(reuse ? { reuse } : {}),
-    ...(paged ? { keys: { inflight: paged.inflight } } : {}),
+    ...(paged ? { keys: paged.resume } : {}),
   };
   if (plan.toExecute.length === 0 && plan.toRescore.length === 0 && !reuse) {
     const error = new StetError(
@@ -331,7 +334,9 @@ export async function claimResume(
   if (resume.detach && exec.batch) exec.detach = true;
   if (plan.toRescore.length > 0) {
     const rerun = new Set(resume.changedScorers);
-    const units = await rescoreUnits(store, run.id, plan.toRescore, plan.samples, rerun);
+    const units = Array.isArray(plan.toRescore)
+      ? await rescoreUnits(store, run.id, plan.toRescore, plan.samples, rerun)
+      : pagedRescoreUnits(store, run, resume.keys!, rerun);
     exec.rescore = { units, pass: `resume-${owner.token.slice(0, 12)}` };
   }
   return ev.callModel ? { ...exec, callModel: ev.callModel } : exec;

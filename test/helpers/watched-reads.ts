@@ -5,7 +5,8 @@ export const WHOLE_READS = ["getSamples", "listAttemptHeads", "openSampleHeads",
 
 /**
  * The store, with the name of every `reads` method it is asked for recorded in `calls`, in
- * order: how a test tells which reads a path made (the real store answers each).
+ * order (`listAttempts(sample)` for one sample's attempts): how a test tells which reads a path
+ * made (the real store answers each).
  *
  * @example const watch = watchedReads(store); await resumeRun({ store: watch.store, … }); watch.calls;
  */
@@ -16,7 +17,9 @@ export function watchedReads(store: Store): { store: Store; calls: string[] } {
       const value: unknown = Reflect.get(target, name, receiver);
       if (typeof value !== "function") return value;
       return (...args: unknown[]) => {
-        calls.push(String(name));
+        // One sample's attempts (`listAttempts(run, { sampleId })`) is not a read of the run's.
+        const one = name === "listAttempts" && (args[1] as { sampleId?: string })?.sampleId;
+        calls.push(one ? "listAttempts(sample)" : String(name));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
