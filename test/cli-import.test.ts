@@ -228,6 +228,30 @@ describe("stet run --resume-from", () => {
     expect(readFileSync(calls, "utf8").trim().split("\n").sort()).toEqual(["q6", "q7", "q8", "q9"]);
   });
 
+  it("with --run-id of an existing run: goes on with the run the file seeded, refuses one it did not", async () => {
+    const store = join(dir, "seeded-id.db");
+    const calls = join(dir, "calls-id.log");
+    const args = ["run", evalFile, "--resume-from", partial, "--store", store, "--json"];
+    // The same command again: the run the file seeded is complete, nothing is executed.
+    expect((await cli([...args, "--run-id", "seeded"], { CALLS: calls })).code).toBe(0);
+    const again = await cli([...args, "--run-id", "seeded"], { CALLS: calls });
+    expect(again.code, again.stderr).toBe(0);
+    expect(readFileSync(calls, "utf8").trim().split("\n")).toHaveLength(4);
+
+    // A run started without it: resuming it would buy again what the file holds.
+    const plain = await cli(["run", evalFile, "--store", store, "--run-id", "plain", "--json"], {
+      FAIL: "q1,q2",
+    });
+    expect(plain.code, plain.stderr).toBe(3);
+    const refused = await cli([...args, "--run-id", "plain"], { CALLS: calls });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "--run-id plain names an existing run that was not seeded from",
+    );
+    expect(refused.stderr).toContain(`stet import ${partial} --into plain`);
+    expect(readFileSync(calls, "utf8").trim().split("\n")).toHaveLength(4); // nothing executed
+  });
+
   it("refuses a malformed file before creating a run", async () => {
     const store = join(dir, "never.db");
     const bad = join(dir, "bad-partial.json");

@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
 import type { Store } from "../../store/types.js";
 import { resumeInStore, type ResumeFlags } from "./resume.js";
@@ -6,13 +9,15 @@ import { resumeInStore, type ResumeFlags } from "./resume.js";
 export interface ExistingRunFlags extends ResumeFlags {
   /** `--reuse`: goes on only with a run started with the same one. */
   reuse?: string;
+  /** `--resume-from`: goes on only with a run seeded from the same file's bytes. */
+  resumeFrom?: string;
 }
 
 /**
  * `stet run --run-id <id>` when run `id` exists: the resume way, whose identity check
  * (`checkEval`) refuses a run of another eval. `--detach`, which starts a new run, is refused
- * (`E_USAGE`), and so is a `--reuse` the run was not started with (`checkReuseOfExisting`),
- * before the eval loads.
+ * (`E_USAGE`), and so are a `--reuse` the run was not started with (`checkReuseOfExisting`) and
+ * a `--resume-from` file it was not seeded from (`checkSeedOfExisting`), before the eval loads.
  *
  * @example return await resumeExisting(store, "nightly-7", { ...flags, eval: "evals/qa.ts" });
  */
@@ -29,6 +34,7 @@ export async function resumeExisting(
     );
   }
   await checkReuseOfExisting(store, runId, flags.reuse);
+  await checkSeedOfExisting(store, runId, flags.resumeFrom);
   return resumeInStore(store, runId, flags);
 }
 
@@ -54,5 +60,36 @@ async function checkReuseOfExisting(
     `--run-id ${runId} names an existing run that ${started}; --reuse ${reuse} only applies to a new run: ` +
       `drop --reuse to resume it, or give a new --run-id`,
     { details: { runId } },
+  );
+}
+
+/**
+ * `--run-id <existing> --resume-from <file>`: the same command again goes on with the run the
+ * file seeded (it holds attempts imported from those bytes, provenance `sha256:<hex>`). A run
+ * with none of them is refused (`E_USAGE`) rather than resumed with the file ignored, which
+ * would buy again every result the file holds: `stet import` adds them to an existing run.
+ */
+async function checkSeedOfExisting(
+  store: Store,
+  runId: string,
+  resumeFrom: string | undefined,
+): Promise<void> {
+  if (resumeFrom === undefined) return;
+  const path = resolve(resumeFrom);
+  const bytes = await readFile(path).catch((cause: unknown) => {
+    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
+    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
+  });
+  const source = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+  for await (const page of store.reads.attemptHeadPages(runId)) {
+    if (page.some((a) => a.provenance.kind === "imported" && a.provenance.source === source)) {
+      return;
+    }
+  }
+  throw new StetError(
+    "E_USAGE",
+    `--run-id ${runId} names an existing run that was not seeded from ${path}; --resume-from only applies to a new run: ` +
+      `drop --resume-from to resume it, or add the file's results to it with \`stet import ${resumeFrom} --into ${runId}\``,
+    { details: { runId, file: path } },
   );
 }
