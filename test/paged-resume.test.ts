@@ -2,6 +2,7 @@ import { unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isStetError } from "../src/core/errors.js";
+import type { RunReport } from "../src/core/events.js";
 import { foldedReport } from "../src/engine/report.js";
 import { resumeRun } from "../src/runs/resume-run.js";
 import { prepareStart, runEval } from "../src/runs/start-run.js";
@@ -194,18 +195,53 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
   });
 
   it.skipIf(skip)(
-    "a file changed since the run started is compared with the snapshot as before: a changed sample refuses",
+    "a changed file is compared with the snapshot a page at a time: it refuses and re-runs the changed samples as loading it whole does",
     async () => {
-      const store = await open();
-      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N) });
-      const runId = await interrupted(store, p.dir, 300);
-      const text = rows(N).replace(row(5), JSON.stringify({ id: "s5", input: 5, target: "11" }));
-      writeFileSync(join(p.dir, "data.jsonl"), text);
-      const error = await resumeRun({ store, runId, paged: { minBytes: 0 } }).catch(
-        (e: unknown) => e,
+      // The same run in two stores: one resumed from pages, one loading the file whole.
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+      const [a, b] = [await open(), await open()];
+      const runIds = [await interrupted(a, p.dir, 1_500), await interrupted(b, p.dir, 1_500)];
+      // Three samples changed (one that errored, s13), one row added, and the order changed.
+      const edited = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: "changed" });
+      const lines = Array.from({ length: N }, (_, i) =>
+        [5, 13, 700].includes(i) ? edited(i) : row(i),
       );
-      expect(isStetError(error, "E_CHANGED_SAMPLES")).toBe(true);
-      expect((error as Error).message).toContain("s5");
+      lines.reverse().push(JSON.stringify({ id: "new", input: 1, target: "2" }));
+      writeFileSync(join(p.dir, "data.jsonl"), lines.join("\n") + "\n");
+      unlinkSync(join(p.dir, "fail"));
+      const resume = (store: Store, runId: string, minBytes: number, rerunChanged = false) =>
+        resumeRun({ store, runId, paged: { minBytes }, rerunChanged });
+
+      const watch = watchedReads(a);
+      const refused = await resume(watch.store, runIds[0]!, 0).catch((e: unknown) => e);
+      const whole = await resume(b, runIds[1]!, 1 << 30).catch((e: unknown) => e);
+      expect(isStetError(refused, "E_CHANGED_SAMPLES")).toBe(true);
+      expect((refused as Error).message).toContain("3 sample(s) changed");
+      expect((refused as { details?: unknown }).details).toEqual(
+        (whole as { details?: unknown }).details,
+      );
+
+      const paged = await resume(watch.store, runIds[0]!, 0, true);
+      const loaded = await resume(b, runIds[1]!, 1 << 30, true);
+      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      const figures = (r: RunReport) => ({
+        ...r,
+        runId: "",
+        wallMs: 0,
+        startedAt: "",
+        config: null,
+      });
+      expect(figures(paged)).toEqual(figures(loaded));
+      expect(paged.plan).toMatchObject({ changed: ["s13", "s5", "s700"], changedKeys: 6 });
+      const stored = async (store: Store, runId: string) =>
+        (await store.reads.listAttempts(runId)).map((x) => ({
+          key: `${x.sampleId}#${x.epoch}#${x.attempt}`,
+          status: x.status,
+          output: x.output,
+          fingerprint: x.fingerprint,
+        }));
+      expect(await stored(a, runIds[0]!)).toEqual(await stored(b, runIds[1]!));
+      expect(await a.reads.getSamples(runIds[0]!)).toEqual(await b.reads.getSamples(runIds[1]!));
     },
   );
 

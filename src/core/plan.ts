@@ -141,15 +141,28 @@ export function snapshotPlan(samples: number, epochs: number): ExecutionPlan {
 /**
  * The plan of a resume that executes from the run's snapshot a page at a time (`SnapshotKeys`
  * with its `resume`, `pagedRescoreUnits`), from its counts alone (`countedResume`): no key,
- * sample or attempt to score again listed, nothing changed or re-run.
+ * sample or attempt to score again listed, nothing re-run. Its `changed` are the ids of
+ * `changed`, the samples whose content the dataset changed, and its `samples` their new records
+ * (what a claim with `rerunChanged` writes into the snapshot), not the run's samples.
  *
  * @example const plan = countedPlan(left.plan); plan.toExecute.length; // the keys left
  */
-export function countedPlan(counts: CountedResume): ResumePlan {
-  const { toExecute, toRescore, ...rest } = counts;
+export function countedPlan(
+  counts: CountedResume,
+  changed: readonly SampleRecord[] = [],
+): ResumePlan {
+  const { total, preserved, toExecute, toRescore, neverStarted, interrupted, errored } = counts;
   return {
     ...noneListed(),
-    ...rest,
+    total,
+    preserved,
+    neverStarted,
+    interrupted,
+    errored,
+    erroredKept: counts.erroredKept,
+    changedKeys: counts.changedKeys,
+    changed: changed.map((r) => r.sample.id),
+    samples: [...changed],
     toExecute: { length: toExecute },
     toRescore: { length: toRescore },
   };
@@ -165,6 +178,7 @@ export interface CountedResume {
   interrupted: number;
   errored: number;
   erroredKept: number;
+  changedKeys: number;
 }
 
 /**

@@ -1,51 +1,68 @@
-import { countedPlan, type ResumePlan } from "../core/plan.js";
-import type { Run } from "../core/types.js";
+import type { PagedSamples } from "../core/eval.js";
+import { countedPlan, planRun, type CountedResume, type ResumePlan } from "../core/plan.js";
+import type { Key, Run, SampleRecord } from "../core/types.js";
 import { countedResume } from "../engine/figures-report.js";
 import type { SnapshotResume } from "../engine/snapshot-keys.js";
 import type { Store } from "../store/types.js";
 
 /**
- * The stamp a resume asks the run's dataset file for to execute from the run's snapshot a page
- * at a time (`pagedResume`) instead of loading the file: the one the run recorded, when the
- * resume asked for pages (`stet resume` does, for files of `PAGED_DATASET_BYTES`), plans sparse
- * (no re-run asked or recorded, not a worker), and the run was not started with `--reuse`
- * (whose owed seeding plans against listed keys).
+ * Whether a resume may plan from the run's snapshot a page at a time (`pagedResume`) instead of
+ * loading its dataset file: it asked for pages (`stet resume` does, for files of
+ * `PAGED_DATASET_BYTES`), plans sparse (no re-run asked or recorded, not a worker), and the run
+ * was not started with `--reuse` (whose owed seeding plans against listed keys). With the stamp
+ * the run recorded, if any: a file that still has it is not read.
  *
- * @example const stamp = pagedResumeStamp(run, { paged: { minBytes: 8 << 20 } }, true);
+ * @example const ask = pagedResumeAsk(run, { paged: { minBytes: 8 << 20 } }, true); // { stamp }
  */
-export function pagedResumeStamp(
+export function pagedResumeAsk(
   run: Run,
   options: { paged?: { minBytes: number } },
   sparse: boolean,
-): string | undefined {
+): { stamp?: string } | undefined {
   const { datasetStamp, rerun, reuse } = run.config;
   if (!options.paged || !sparse) return undefined;
   if ((rerun?.length ?? 0) > 0 || reuse !== undefined) return undefined;
-  return datasetStamp;
+  return datasetStamp === undefined ? {} : { stamp: datasetStamp };
+}
+
+/** What a paged resume asks of a changed file's samples (see `pagedResume`). */
+export interface PagedResumeOptions {
+  /** Re-run keys whose latest attempt is an error (default true; `--no-rerun-errors`). */
+  rerunErrors?: boolean;
+  /** Re-run the keys of samples whose content changed (`--rerun-changed`). */
+  rerunChanged?: boolean;
 }
 
 /**
- * The plan of a resume whose dataset file still has the run's stamp, so that its snapshot is
- * every sample as the file has it: counted from the figures the store keeps (`countedResume`),
- * its keys then read from the snapshot a page at a time and each page planned with its own
- * attempts (`SnapshotKeys`' `resume`, with the in-flight keys returned here). Nothing of the
- * dataset, no list of keys, samples or attempts is held; stored scorer errors are scored again
- * as they are found a page at a time (`pagedRescoreUnits`). Undefined when the figures cannot
- * count it (kept with another reducer): the resume then loads the dataset whole. With
- * `rerunErrors: false` (`--no-rerun-errors`) the errored keys are kept, scorer errors too, as
- * `planRun` keeps them.
+ * The plan of a resume from the run's snapshot a page at a time: counted from the figures the
+ * store keeps (`countedResume`), its keys then read from the snapshot a page at a time and each
+ * page planned with its own attempts (`SnapshotKeys`' `resume`, with the in-flight keys returned
+ * here), stored scorer errors scored again as they are found (`pagedRescoreUnits`). Nothing of the
+ * dataset, no list of keys, samples or attempts is held. With `rerunErrors: false` the errored
+ * keys are kept, scorer errors too, as `planRun` keeps them.
  *
- * @example const paged = await pagedResume(store, run, true); // { plan, resume } or undefined
+ * A dataset file that still has the run's stamp (`unchanged`) is not read. Another is read a page
+ * at a time and compared with the snapshot (`pagedChanges`): the samples whose content changed
+ * are listed (the plan's `changed`, their new records its `samples`, what a claim with
+ * `rerunChanged` writes) and their keys counted as `planRun` counts them. Undefined when the
+ * figures cannot count the run (kept with another reducer) or the file is not the snapshot's
+ * samples (one gone or repeated, too many changed): the resume then loads the dataset whole.
+ *
+ * @example const paged = await pagedResume(store, run, { unchanged: true, pages });
  */
 export async function pagedResume(
   store: Store,
   run: Run,
-  rerunErrors = true,
+  file: { unchanged: boolean; pages: PagedSamples },
+  options: PagedResumeOptions = {},
 ): Promise<{ plan: ResumePlan; resume: SnapshotResume } | undefined> {
+  let changed = file.unchanged ? [] : await pagedChanges(store, run, file.pages);
+  if (!changed) return undefined;
   const left = await countedResume(store, run);
   if (!left) return undefined;
   const { plan, inflight } = left;
-  const counts = rerunErrors
+  const rerunErrors = options.rerunErrors ?? true;
+  let counts: CountedResume = rerunErrors
     ? plan
     : {
         ...plan,
@@ -54,5 +71,102 @@ export async function pagedResume(
         errored: 0,
         erroredKept: plan.errored + plan.toRescore,
       };
-  return { plan: countedPlan(counts), resume: { inflight, rerunErrors } };
+  if (changed.length > 0) {
+    const moved = await changedDelta(store, run, changed, inflight, {
+      rerunErrors,
+      rerunChanged: options.rerunChanged ?? false,
+    });
+    counts = moved.delta(counts);
+    changed = moved.changed;
+  }
+  return { plan: countedPlan(counts, changed), resume: { inflight, rerunErrors } };
+}
+
+/** The most changed samples a paged resume lists; a file with more loads whole. */
+const MAX_LISTED_CHANGES = 10_000;
+
+/**
+ * The samples of the run whose content the file changed, as the file has them: the file read a
+ * page at a time (each row checked as a load checks it), each page's samples looked up in the
+ * snapshot (`reads.sampleHeads`), rows of samples the run does not have passed over (a resume
+ * executes the run's samples only). Undefined when the file is not the snapshot's samples: one of
+ * them is gone, or an id is there twice (more rows than samples matched), or more than
+ * `MAX_LISTED_CHANGES` changed; loading the file whole then says what it says of it.
+ */
+async function pagedChanges(
+  store: Store,
+  run: Run,
+  pages: PagedSamples,
+): Promise<SampleRecord[] | undefined> {
+  const changed: SampleRecord[] = [];
+  let matched = 0;
+  for await (const page of pages.read()) {
+    const ids = page.map((r) => r.sample.id);
+    const { fingerprints } = await store.reads.sampleHeads(run.id, ids);
+    const stored = new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint]));
+    for (const record of page) {
+      const fingerprint = stored.get(record.sample.id);
+      if (fingerprint === undefined) continue;
+      matched++;
+      if (fingerprint !== record.fingerprint) changed.push(record);
+    }
+    if (changed.length > MAX_LISTED_CHANGES) return undefined;
+  }
+  return matched === run.sampleCount ? changed : undefined;
+}
+
+/**
+ * How the changed samples move a plan's counts: their keys as the counts have them (planned
+ * with the snapshot's fingerprints, as the figures count them) taken out, and put back as
+ * `planRun` plans them against the file (`changedKeys`, or preserved where a scored attempt
+ * stands and they are not re-run). With the changed samples in the snapshot's order (sample ids
+ * in the store's byte order), as a plan of the whole run lists them.
+ */
+async function changedDelta(
+  store: Store,
+  run: Run,
+  changed: readonly SampleRecord[],
+  inflight: readonly Key[],
+  options: Required<PagedResumeOptions>,
+): Promise<{ delta: (counts: CountedResume) => CountedResume; changed: SampleRecord[] }> {
+  const byId = new Map(changed.map((r) => [r.sample.id, r]));
+  const { fingerprints, heads } = await store.reads.sampleHeads(run.id, byId.keys());
+  const ordered = fingerprints.map((f) => byId.get(f.sampleId)!);
+  const ids = new Set(byId.keys());
+  // The snapshot's samples as far as planning reads them: their ids and stored fingerprints.
+  const snapshot = fingerprints.map((f) => ({
+    ...byId.get(f.sampleId)!,
+    fingerprint: f.fingerprint,
+  }));
+  const common = {
+    snapshot,
+    epochs: run.config.epochs,
+    attempts: heads,
+    inflight: inflight.filter((k) => ids.has(k.sampleId)),
+    rerunErrors: options.rerunErrors,
+  };
+  const was = planRun(common);
+  const now = planRun({ ...common, current: byId, rerunChanged: options.rerunChanged });
+  const delta = (counts: CountedResume) => {
+    const moved = { ...counts };
+    for (const name of COUNTS) moved[name] += count(now, name) - count(was, name);
+    return moved;
+  };
+  return { delta, changed: ordered };
+}
+
+const COUNTS = [
+  "preserved",
+  "toExecute",
+  "toRescore",
+  "neverStarted",
+  "interrupted",
+  "errored",
+  "erroredKept",
+  "changedKeys",
+] as const;
+
+function count(plan: ReturnType<typeof planRun>, name: (typeof COUNTS)[number]): number {
+  const value = plan[name];
+  return typeof value === "number" ? value : value.length;
 }

@@ -25,7 +25,7 @@ import { pagedRescoreUnits, rescoreUnits } from "./rescore-units.js";
 import { resumeBatch } from "./run-batches.js";
 import { resumeCap } from "./spend-cap.js";
 import { wholeEval } from "./paged-eval.js";
-import { pagedResume, pagedResumeStamp } from "./paged-resume.js";
+import { pagedResume, pagedResumeAsk } from "./paged-resume.js";
 import { settledStatus } from "./run-status.js";
 import { owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
 
@@ -188,18 +188,19 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const sparse =
     !options.asWorker && !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
   // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
-  // one whose large file is unchanged executes from its snapshot, a page at a time.
+  // one of a large file executes from its snapshot, a page at a time (the file, unless it is
+  // unchanged, compared with the snapshot a page at a time too).
   const stamp = sparse && !options.eval ? await settledStamp(store, run) : undefined;
-  const pagedStamp =
-    stamp === undefined && !options.eval ? pagedResumeStamp(run, options, sparse) : undefined;
+  const pagedAsk =
+    stamp === undefined && !options.eval ? pagedResumeAsk(run, options, sparse) : undefined;
   const found = options.eval
     ? undefined
-    : await findEvalSource(run, stampOptions(options, stamp, pagedStamp));
+    : await findEvalSource(run, stampOptions(options, stamp, pagedAsk));
   const settled = stamp !== undefined && found?.unchanged === true;
-  const paged =
-    pagedStamp && found?.unchanged
-      ? await pagedResume(store, run, options.rerunErrors ?? true)
-      : undefined;
+  const pages = pagedAsk && found?.eval.pages;
+  const paged = pages
+    ? await pagedResume(store, run, { unchanged: found?.unchanged === true, pages }, options)
+    : undefined;
   // Pages not planned a page at a time are loaded whole, as a smaller file is.
   const ev: ResumeEval =
     options.eval ?? (found!.eval.pages && !paged ? await wholeEval(found!.eval) : found!.eval);
@@ -254,7 +255,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   }
   // A run started with --reuse whose seeding a kill cut short: its untried keys the source covers
   // are seeded by the claim, not executed.
-  // (A paged resume is never one: see pagedResumeStamp.)
+  // (A paged resume is never one: see pagedResumeAsk.)
   const listed = listedKeys(plan);
   const tried = new Set(attempts.map(keyString));
   const untried = listed?.filter((k) => !tried.has(keyString(k)));
@@ -410,17 +411,20 @@ async function settledReport(resume: PlannedResume, store: Store): Promise<RunRe
   return buildReport(input);
 }
 
-/** What `findEvalSource` is asked for: the settled stamp, else the paged one with `paged`. */
+/** What `findEvalSource` is asked for: the settled stamp, else pages (and the run's stamp). */
 function stampOptions(
   options: ResumeOptions,
   settled: string | undefined,
-  paged: string | undefined,
+  paged: { stamp?: string } | undefined,
 ): ResumeOptions & { datasetStamp?: string } {
   const { paged: pages, ...rest } = options;
   if (settled !== undefined) return { ...rest, datasetStamp: settled };
-  return paged === undefined
-    ? rest
-    : { ...rest, datasetStamp: paged, ...(pages ? { paged: pages } : {}) };
+  if (paged === undefined || !pages) return rest;
+  return {
+    ...rest,
+    paged: pages,
+    ...(paged.stamp === undefined ? {} : { datasetStamp: paged.stamp }),
+  };
 }
 
 function refuse(refusal: ResumeRefusal): ResumePlanning {
