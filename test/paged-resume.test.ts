@@ -92,7 +92,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       expect(report.status).toBe("completed");
       // Nothing read whole: the snapshot's pages, each page's attempts, the figures.
       expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
-      expect(watch.calls).toContain("sampleHeads");
+      expect(watch.calls).toContain("samplePages");
       expect(report.plan).toMatchObject({
         total: 2 * N,
         preserved: scored,
@@ -255,7 +255,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 1 << 30 } });
       expect(report.status).toBe("completed");
       expect(watch.calls).toContain("openSampleHeads");
-      expect(watch.calls).not.toContain("sampleHeads");
+      expect(watch.calls).not.toContain("samplePages");
       expect(await store.reads.listAttempts(runId)).toHaveLength(80);
     },
   );

@@ -65,7 +65,7 @@ describe("the API with a registered eval's large dataset file", () => {
     expect(finished?.status).toBe("completed");
     expect(finished?.plan).toMatchObject({ preserved: N - errored, errored });
     expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
-    expect(watch.calls).toContain("sampleHeads");
+    expect(watch.calls).toContain("samplePages");
     const attempts = await own.store.reads.listAttempts(runId);
     expect(attempts).toHaveLength(N + errored);
     expect(attempts.filter((a) => a.status === "scored")).toHaveLength(N);

@@ -1,7 +1,7 @@
 import { keyString } from "../core/keys.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Key, SampleRecord } from "../core/types.js";
-import type { Store } from "../store/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
 import type { KeySource } from "./lease-source.js";
 
 /** A key of the snapshot to execute: its sample's record and place, and what it replays. */
@@ -76,7 +76,7 @@ export async function planPage(
 ): Promise<Plan> {
   const ids = new Set(records.map((r) => r.sample.id));
   const { heads } = await store.reads.sampleHeads(runId, ids);
-  const inflight = resume.inflight.filter((k) => ids.has(k.sampleId));
+  const inflight = pageInflight(records, resume);
   const rerunErrors = resume.rerunErrors ?? true;
   return planRun({ snapshot: records, epochs, attempts: heads, inflight, rerunErrors });
 }
@@ -85,14 +85,15 @@ export async function planPage(
  * Every key of a new run, read from its snapshot in the store a page at a time
  * (`reads.samplePages`, by sample id), epoch by epoch: what a run created from a dataset's
  * pages executes, so that no list of its keys or samples is held. Each key carries its sample's
- * record (`snapshotRecordOf`) and place (`snapshotIndexOf`). A page is read when the last one is
- * used up; slots asking meanwhile wait for that one read.
+ * record (`snapshotRecordOf`) and place (`snapshotIndexOf`). The next page is read while one is
+ * executed; slots that use a page up before the next is in wait for that one read.
  *
  * With `resume`, the keys a resume of the run executes: each page's samples are planned with
- * their stored attempts (`reads.sampleHeads`, the page's only) by `planRun`, as a resume plans
- * the whole run, and only the keys it would execute are given, each with the attempt it replays
- * (`snapshotReplayOf`). Planning a page reads the store as it is then: the resumer owns the run,
- * so what it finds is what the claim found, but for its own commits, of other keys.
+ * their stored attempts (read beside the pages in the same order, `reads.attemptHeadPages`) by
+ * `planRun`, as a resume plans the whole run, and only the keys it would execute are given, each
+ * with the attempt it replays (`snapshotReplayOf`). Planning a page reads the store as it is
+ * then: the resumer owns the run, so what it finds is what the claim found, but for its own
+ * commits, of other keys (an earlier epoch's: planning a key looks at its own attempts only).
  *
  * @example const keys = new SnapshotKeys(store, run.id, 3); // then executeRun({ ..., keys })
  */
@@ -101,13 +102,12 @@ export class SnapshotKeys implements KeySource {
   readonly #runId: string;
   readonly #epochs: number;
   readonly #pageSize: number;
-  #epoch = 1;
-  #pages: AsyncIterator<SampleRecord[]> | undefined;
   readonly #resume: SnapshotResume | undefined;
+  readonly #pages: AsyncIterator<SnapshotEntry[]>;
+  /** The next page, read while the one in hand is executed. */
+  #ahead: Promise<IteratorResult<SnapshotEntry[]>> | undefined;
   #page: SnapshotEntry[] = [];
   #at = 0;
-  /** The place of the next page's first sample in the snapshot. */
-  #offset = 0;
   #reading: Promise<boolean> | null = null;
   #ended = false;
 
@@ -122,6 +122,7 @@ export class SnapshotKeys implements KeySource {
     this.#epochs = epochs;
     this.#pageSize = options.pageSize ?? 512;
     this.#resume = options.resume;
+    this.#pages = this.#entryPages();
   }
 
   next(halted: () => boolean): Key | undefined | Promise<Key | undefined> {
@@ -145,41 +146,57 @@ export class SnapshotKeys implements KeySource {
     }
   }
 
-  #epochPages(): AsyncIterator<SampleRecord[]> {
-    const pages = this.#store.reads.samplePages(this.#runId, this.#pageSize);
-    return pages[Symbol.asyncIterator]();
-  }
-
-  /** Reads the next page (of this epoch, or the first of the next); false once none is left. */
+  /** Takes the next page of keys (read ahead), and reads the one after; false once none is left. */
   async #read(): Promise<boolean> {
     // Another slot's read may have filled the page already.
     if (this.#at < this.#page.length) return true;
-    for (;;) {
-      this.#pages ??= this.#epochPages();
-      const next = await this.#pages.next();
-      if (!next.done) {
-        const offset = this.#offset;
-        this.#offset += next.value.length;
-        this.#page = await this.#entries(next.value, offset);
-        this.#at = 0;
-        if (this.#page.length === 0) continue;
-        return true;
+    const next = await (this.#ahead ?? this.#pages.next());
+    this.#ahead = undefined;
+    if (next.done) {
+      this.#ended = true;
+      return false;
+    }
+    this.#page = next.value;
+    this.#at = 0;
+    // Read while this page executes; a failure is met by the read that awaits it.
+    const ahead = this.#pages.next();
+    ahead.catch(() => {});
+    this.#ahead = ahead;
+    return true;
+  }
+
+  /** Every page of keys to execute, epoch by epoch, each a page of the snapshot's (none empty). */
+  async *#entryPages(): AsyncGenerator<SnapshotEntry[]> {
+    for (let epoch = 1; epoch <= this.#epochs; epoch++) {
+      // A resume's pages are planned with the run's attempts, read beside them in the same order.
+      const heads = this.#resume ? new HeadCursor(this.#store, this.#runId) : undefined;
+      let offset = 0;
+      for await (const records of this.#store.reads.samplePages(this.#runId, this.#pageSize)) {
+        const entries = await this.#entries(records, offset, epoch, heads);
+        offset += records.length;
+        if (entries.length > 0) yield entries;
       }
-      this.#pages = undefined;
-      this.#offset = 0;
-      if (this.#epoch === this.#epochs) {
-        this.#ended = true;
-        return false;
-      }
-      this.#epoch++;
     }
   }
 
-  /** The page's keys of this epoch to execute: all of them for a new run, a resume's plan's. */
-  async #entries(records: SampleRecord[], offset: number): Promise<SnapshotEntry[]> {
-    const epoch = this.#epoch;
-    if (!this.#resume) return records.map((record, i) => ({ record, index: offset + i, epoch }));
-    const plan = await planPage(this.#store, this.#runId, records, this.#epochs, this.#resume);
+  /** The page's keys of `epoch` to execute: all of them for a new run, a resume's plan's. */
+  async #entries(
+    records: SampleRecord[],
+    offset: number,
+    epoch: number,
+    heads: HeadCursor | undefined,
+  ): Promise<SnapshotEntry[]> {
+    if (!this.#resume || !heads) {
+      return records.map((record, i) => ({ record, index: offset + i, epoch }));
+    }
+    const attempts = await heads.take(new Set(records.map((r) => r.sample.id)));
+    const plan = planRun({
+      snapshot: records,
+      epochs: this.#epochs,
+      attempts,
+      inflight: pageInflight(records, this.#resume),
+      rerunErrors: this.#resume.rerunErrors ?? true,
+    });
     const entries: SnapshotEntry[] = [];
     for (const key of plan.toExecute) {
       if (key.epoch !== epoch) continue;
@@ -194,4 +211,50 @@ export class SnapshotKeys implements KeySource {
     }
     return entries;
   }
+}
+
+/**
+ * The run's attempt heads in the snapshot's order (`reads.attemptHeadPages`: sample id, epoch,
+ * attempt), handed out a page of samples at a time: one read of them all in order, where looking
+ * each page's samples up (`reads.sampleHeads`) cost a query a page (75 ms a page of 512 on
+ * PostgreSQL). No ids are compared: the next attempts are a page's while their sample is one of
+ * its samples (every attempt's sample is in the snapshot, and the pages come in the same order).
+ */
+class HeadCursor {
+  readonly #pages: AsyncIterator<AttemptHead[]>;
+  #buffer: AttemptHead[] = [];
+  #at = 0;
+  #ended = false;
+
+  constructor(store: Store, runId: string) {
+    this.#pages = store.reads.attemptHeadPages(runId)[Symbol.asyncIterator]();
+  }
+
+  /** The attempts of the samples `ids` names, the page next in the snapshot's order. */
+  async take(ids: ReadonlySet<string>): Promise<AttemptHead[]> {
+    const taken: AttemptHead[] = [];
+    for (;;) {
+      if (this.#at === this.#buffer.length) {
+        if (this.#ended) return taken;
+        const next = await this.#pages.next();
+        if (next.done) {
+          this.#ended = true;
+          return taken;
+        }
+        this.#buffer = next.value;
+        this.#at = 0;
+        continue;
+      }
+      const head = this.#buffer[this.#at]!;
+      if (!ids.has(head.sampleId)) return taken;
+      taken.push(head);
+      this.#at++;
+    }
+  }
+}
+
+/** The resume's in-flight keys of a page's samples. */
+function pageInflight(records: readonly SampleRecord[], resume: SnapshotResume): Key[] {
+  const ids = new Set(records.map((r) => r.sample.id));
+  return resume.inflight.filter((k) => ids.has(k.sampleId));
 }
