@@ -249,6 +249,28 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(stored).toEqual(expect.arrayContaining(records));
   });
 
+  it("refreshes the samples' planner statistics after a large paged snapshot, so its keyset pages read by the primary key", async () => {
+    const name = schema();
+    const store = open(name);
+    const records = sampleRecords(Array.from({ length: 12_000 }, (_, i) => `s${i}`));
+    async function* pages() {
+      for (let at = 0; at < records.length; at += 5_000) yield records.slice(at, at + 5_000);
+    }
+    await store.runs.create({ id: "big", config: runConfig(), samples: pages(), owner: owner() });
+    const p = pool(name);
+    const analyzed = await p.query<{ n: string }>(
+      `SELECT n_live_tup AS n FROM pg_stat_user_tables
+       WHERE schemaname = current_schema() AND relname = 'samples' AND last_analyze IS NOT NULL`,
+    );
+    expect(analyzed.rows).toHaveLength(1);
+    // The keyset page of the snapshot walks the primary key instead of sorting every sample.
+    const plan = await p.query<{ "QUERY PLAN": string }>(
+      `EXPLAIN SELECT sample_id, sample, fingerprint FROM samples
+       WHERE run_id = 'big' AND sample_id > 's1' ORDER BY sample_id LIMIT 512`,
+    );
+    expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).not.toMatch(/Sort/);
+  });
+
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {
     const name = schema();
     const store = open(name);
