@@ -121,8 +121,10 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
         .filter((k) => !done.has(k));
       expect(order).toEqual(expected);
 
-      // Each errored key's new attempt replayed its journaled step instead of running it again.
+      // Each errored key's new attempt replayed its journaled step instead of running it again,
+      // and only those keys' journals were read (one read a key on PostgreSQL is a round trip).
       expect(report.journal?.replayed).toBe(errored.length);
+      expect(watch.calls.filter((c) => c === "journal.list")).toHaveLength(errored.length);
 
       // The report is the stored attempts' (what a fold of every attempt gives), with now's share.
       const folded = await foldedReport(store, (await store.runs.get(runId))!);

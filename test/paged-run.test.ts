@@ -6,6 +6,7 @@ import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { perTest } from "./helpers/eval-project.js";
+import { watchedReads } from "./helpers/watched-reads.js";
 
 // A new run of a large dataset file is created from the file's pages and executes from its
 // snapshot's pages (issue 34: `stet run` in flat memory): no process holds the dataset or a list
@@ -77,8 +78,9 @@ describe.each(stores)("a run created and executed a page at a time (%s)", (_name
       const [a, b] = [await open(), await open()];
       const order: string[] = [];
       const events: RunEvent[] = [];
+      const watch = watchedReads(a);
       const pagedReport = await runEval({
-        store: a,
+        store: watch.store,
         ...paged,
         onEvent: (e) => {
           events.push(e);
@@ -89,6 +91,8 @@ describe.each(stores)("a run created and executed a page at a time (%s)", (_name
       const wholeReport = await runEval({ store: b, ...whole });
 
       expect(await stored(a, pagedReport.runId)).toEqual(await stored(b, wholeReport.runId));
+      // No key's journal is read: nobody else can have begun a key of a new run.
+      expect(watch.calls.filter((c) => c.startsWith("journal."))).toEqual([]);
       const figures = (r: typeof pagedReport) => ({ ...r, runId: "", wallMs: 0, startedAt: "" });
       expect(figures(pagedReport)).toEqual(figures(wholeReport));
       expect(pagedReport.plan).toMatchObject({ total: 2 * N, preserved: 0, toExecute: 2 * N });

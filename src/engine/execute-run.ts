@@ -195,7 +195,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     writer,
     journaled: exec.solver.journal !== false,
     resumed: exec.resumed,
-    leased: exec.keys !== undefined,
+    leased: exec.keys?.shared === true,
   });
   const gate = exec.cap ? new SpendGate(store, run.id, exec.cap, stops) : undefined;
   const { limiter, rateWaits } = rateLimiting(exec, store, counts);

@@ -21,6 +21,12 @@ export interface KeySource {
   done(key: Key, end: "scored" | "errored" | "abandoned"): Promise<void>;
   /** Keys of the run without an outcome, whoever holds them, as last seen; undefined: unknown. */
   open?(): number | undefined;
+  /**
+   * Its keys are shared with other processes (a distributed run's leases): any of them may have
+   * been begun by another, so each key's open journal entries are read as it is taken. Absent:
+   * the run's own keys (a plan's, or its snapshot's pages), whose open entries a resume reads once.
+   */
+  readonly shared?: boolean;
 }
 
 /**
@@ -59,6 +65,7 @@ export interface LeaseSourceOptions {
  * @example const source = new LeaseSource({ store, runId, token, batch: 8, pollMs: 500 });
  */
 export class LeaseSource implements KeySource {
+  readonly shared = true;
   #buffer: Key[] = [];
   /** Keys leased to this worker whose execution has not ended. */
   #held = 0;

@@ -5,8 +5,8 @@ export const WHOLE_READS = ["getSamples", "listAttemptHeads", "openSampleHeads",
 
 /**
  * The store, with the name of every `reads` method it is asked for recorded in `calls`, in
- * order (`listAttempts(sample)` for one sample's attempts): how a test tells which reads a path
- * made (the real store answers each).
+ * order (`listAttempts(sample)` for one sample's attempts), and of every `journal` one
+ * (`journal.list`): how a test tells which reads a path made (the real store answers each).
  *
  * @example const watch = watchedReads(store); await resumeRun({ store: watch.store, … }); watch.calls;
  */
@@ -24,5 +24,15 @@ export function watchedReads(store: Store): { store: Store; calls: string[] } {
       };
     },
   });
-  return { store: Object.assign(Object.create(store) as Store, { reads }), calls };
+  const journal = new Proxy(store.journal, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls.push(`journal.${String(name)}`);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: Object.assign(Object.create(store) as Store, { reads, journal }), calls };
 }
