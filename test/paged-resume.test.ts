@@ -5,9 +5,9 @@ import { isStetError } from "../src/core/errors.js";
 import type { RunReport } from "../src/core/events.js";
 import { foldedReport } from "../src/engine/report.js";
 import { resumeRun } from "../src/runs/resume-run.js";
-import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
+import { interruptedPagedRun } from "./helpers/paged-runs.js";
 import { perTest } from "./helpers/eval-project.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
@@ -47,31 +47,13 @@ export default defineEval({
 const { project } = perTest();
 const stores = bothStores();
 
-/** Starts the eval paged and stops it gracefully once `stopAt` attempts are committed. */
-async function interrupted(store: Store, dir: string, stopAt: number) {
-  const prepared = await prepareStart({ eval: join(dir, "eval.mjs"), paged: { minBytes: 0 } });
-  expect(prepared.eval.datasetStamp).toBeDefined();
-  const stop = new AbortController();
-  let committed = 0;
-  const first = await runEval({
-    store,
-    ...prepared,
-    signal: stop.signal,
-    onEvent: (e) => {
-      if (e.type === "attempt-committed" && ++committed === stopAt) stop.abort();
-    },
-  });
-  expect(first.status).toBe("interrupted");
-  return first.runId;
-}
-
 describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, skip) => {
   it.skipIf(skip)(
     "executes only what was left, in sample id order, replays errored keys' journals, and reports what the stored attempts say",
     async () => {
       const store = await open();
       const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
-      const runId = await interrupted(store, p.dir, 1_500);
+      const runId = await interruptedPagedRun(store, p.dir, 1_500);
       const before = await store.reads.listAttempts(runId);
       const errored = before.filter((a) => a.status === "error");
       expect(errored.length).toBeGreaterThan(0);
@@ -148,7 +130,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
         } }],`,
       );
       const p = project({ "eval.mjs": judged, "data.jsonl": rows(N), "judge-down": "" });
-      const runId = await interrupted(store, p.dir, 1_500);
+      const runId = await interruptedPagedRun(store, p.dir, 1_500);
       const before = await store.reads.listAttempts(runId);
       const scorerErrors = before.filter((a) => a.error?.type === "scorer").length;
       expect(scorerErrors).toBeGreaterThan(0);
@@ -173,7 +155,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
   it.skipIf(skip)("with rerunErrors false (--no-rerun-errors) keeps the errored keys", async () => {
     const store = await open();
     const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
-    const runId = await interrupted(store, p.dir, 1_500);
+    const runId = await interruptedPagedRun(store, p.dir, 1_500);
     const before = await store.reads.listAttempts(runId);
     const errored = before.filter((a) => a.status === "error").length;
     unlinkSync(join(p.dir, "fail"));
@@ -202,7 +184,10 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       // The same run in two stores: one resumed from pages, one loading the file whole.
       const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
       const [a, b] = [await open(), await open()];
-      const runIds = [await interrupted(a, p.dir, 1_500), await interrupted(b, p.dir, 1_500)];
+      const runIds = [
+        await interruptedPagedRun(a, p.dir, 1_500),
+        await interruptedPagedRun(b, p.dir, 1_500),
+      ];
       // Three samples changed (one that errored, s13), one row added, and the order changed.
       const edited = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: "changed" });
       const lines = Array.from({ length: N }, (_, i) =>
@@ -252,7 +237,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     async () => {
       const store = await open();
       const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(40) });
-      const runId = await interrupted(store, p.dir, 10);
+      const runId = await interruptedPagedRun(store, p.dir, 10);
       const watch = watchedReads(store);
       const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 1 << 30 } });
       expect(report.status).toBe("completed");

@@ -5,6 +5,7 @@ import { resumeRun } from "../src/runs/resume-run.js";
 import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
+import { interruptedPagedRun } from "./helpers/paged-runs.js";
 import { perTest } from "./helpers/eval-project.js";
 import { watchedReads } from "./helpers/watched-reads.js";
 
@@ -110,29 +111,15 @@ describe.each(stores)("a run created and executed a page at a time (%s)", (_name
     async () => {
       const store = await open();
       const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N) });
-      const prepared = await prepareStart({
-        eval: join(p.dir, "eval.mjs"),
-        paged: { minBytes: 0 },
-      });
-      const stop = new AbortController();
-      let committed = 0;
-      const first = await runEval({
-        store,
-        ...prepared,
-        signal: stop.signal,
-        onEvent: (e) => {
-          if (e.type === "attempt-committed" && ++committed === 700) stop.abort();
-        },
-      });
-      expect(first.status).toBe("interrupted");
-      const before = (await store.reads.listAttempts(first.runId)).length;
+      const runId = await interruptedPagedRun(store, p.dir, 700);
+      const before = (await store.reads.listAttempts(runId)).length;
       expect(before).toBeGreaterThanOrEqual(700);
       expect(before).toBeLessThan(2 * N);
 
-      const resumed = await resumeRun({ store, runId: first.runId });
+      const resumed = await resumeRun({ store, runId });
       expect(resumed.status).toBe("completed");
       expect(resumed.plan.preserved).toBe(before);
-      const attempts = await store.reads.listAttempts(first.runId);
+      const attempts = await store.reads.listAttempts(runId);
       expect(attempts).toHaveLength(2 * N); // no key executed twice
       expect(new Set(attempts.map((a) => `${a.sampleId}#${a.epoch}`)).size).toBe(2 * N);
     },

@@ -60,25 +60,47 @@ export interface SnapshotResume {
   rerunErrors?: boolean;
 }
 
+/** A page of the run's snapshot, its first sample's place, and the page's plan (`plannedPages`). */
+export interface PlannedPage {
+  records: SampleRecord[];
+  /** The place of `records[0]` in the snapshot (sample-id order, 0-based). */
+  offset: number;
+  plan: Plan;
+}
+
+/** A page of the snapshot as `SnapshotKeys` reads it: planned for a resume, not for a new run. */
+type SnapshotPage = Omit<PlannedPage, "plan"> & { plan?: Plan };
+
 /**
- * A page of the run's snapshot planned as a resume plans the whole run (`planRun`), with the
- * page's samples' attempts (`reads.sampleHeads`, nothing of the other samples) and in-flight keys:
- * what `SnapshotKeys` executes of it, and its scorer errors to score again (`toRescore`).
+ * The run's snapshot a page at a time, each page planned as a resume plans the whole run
+ * (`planRun`): with its samples' attempts, read beside the pages in the same order
+ * (`HeadCursor`), and its in-flight keys. What `SnapshotKeys` executes of a page, and its scorer
+ * errors to score again (`toRescore`, `pagedRescoreUnits`).
  *
- * @example const plan = await planPage(store, run.id, records, 2, { inflight: [] });
+ * @example for await (const { plan } of plannedPages(store, run.id, 2, { inflight: [] })) plan.toRescore;
  */
-export async function planPage(
+export async function* plannedPages(
   store: Store,
   runId: string,
-  records: SampleRecord[],
   epochs: number,
   resume: SnapshotResume,
-): Promise<Plan> {
-  const ids = new Set(records.map((r) => r.sample.id));
-  const { heads } = await store.reads.sampleHeads(runId, ids);
-  const inflight = pageInflight(records, resume);
+  pageSize = 512,
+): AsyncGenerator<PlannedPage> {
+  const heads = new HeadCursor(store, runId);
   const rerunErrors = resume.rerunErrors ?? true;
-  return planRun({ snapshot: records, epochs, attempts: heads, inflight, rerunErrors });
+  let offset = 0;
+  for await (const records of store.reads.samplePages(runId, pageSize)) {
+    const ids = new Set(records.map((r) => r.sample.id));
+    const plan = planRun({
+      snapshot: records,
+      epochs,
+      attempts: await heads.take(ids),
+      inflight: resume.inflight.filter((k) => ids.has(k.sampleId)),
+      rerunErrors,
+    });
+    yield { records, offset, plan };
+    offset += records.length;
+  }
 }
 
 /**
@@ -168,49 +190,47 @@ export class SnapshotKeys implements KeySource {
   /** Every page of keys to execute, epoch by epoch, each a page of the snapshot's (none empty). */
   async *#entryPages(): AsyncGenerator<SnapshotEntry[]> {
     for (let epoch = 1; epoch <= this.#epochs; epoch++) {
-      // A resume's pages are planned with the run's attempts, read beside them in the same order.
-      const heads = this.#resume ? new HeadCursor(this.#store, this.#runId) : undefined;
-      let offset = 0;
-      for await (const records of this.#store.reads.samplePages(this.#runId, this.#pageSize)) {
-        const entries = await this.#entries(records, offset, epoch, heads);
-        offset += records.length;
+      for await (const page of this.#epochPages()) {
+        const entries = epochEntries(page, epoch);
         if (entries.length > 0) yield entries;
       }
     }
   }
 
-  /** The page's keys of `epoch` to execute: all of them for a new run, a resume's plan's. */
-  async #entries(
-    records: SampleRecord[],
-    offset: number,
-    epoch: number,
-    heads: HeadCursor | undefined,
-  ): Promise<SnapshotEntry[]> {
-    if (!this.#resume || !heads) {
-      return records.map((record, i) => ({ record, index: offset + i, epoch }));
+  /** The snapshot's pages, a resume's each planned with its own attempts (`plannedPages`). */
+  async *#epochPages(): AsyncGenerator<SnapshotPage> {
+    const { reads } = this.#store;
+    if (this.#resume) {
+      yield* plannedPages(this.#store, this.#runId, this.#epochs, this.#resume, this.#pageSize);
+      return;
     }
-    const attempts = await heads.take(new Set(records.map((r) => r.sample.id)));
-    const plan = planRun({
-      snapshot: records,
-      epochs: this.#epochs,
-      attempts,
-      inflight: pageInflight(records, this.#resume),
-      rerunErrors: this.#resume.rerunErrors ?? true,
-    });
-    const entries: SnapshotEntry[] = [];
-    for (const key of plan.toExecute) {
-      if (key.epoch !== epoch) continue;
-      const index = plan.toExecute.sampleIndexOf(key)!;
-      const replayFrom = plan.replayFrom.get(keyString(key));
-      entries.push({
-        record: records[index]!,
-        index: offset + index,
-        epoch,
-        ...(replayFrom === undefined ? {} : { replayFrom }),
-      });
+    let offset = 0;
+    for await (const records of reads.samplePages(this.#runId, this.#pageSize)) {
+      yield { records, offset };
+      offset += records.length;
     }
-    return entries;
   }
+}
+
+/**
+ * The keys of `epoch` a page executes, with their records, places and replays: every sample's
+ * of a new run's page, those its plan lists of a resume's.
+ */
+function epochEntries({ records, offset, plan }: SnapshotPage, epoch: number): SnapshotEntry[] {
+  if (!plan) return records.map((record, i) => ({ record, index: offset + i, epoch }));
+  const entries: SnapshotEntry[] = [];
+  for (const key of plan.toExecute) {
+    if (key.epoch !== epoch) continue;
+    const index = plan.toExecute.sampleIndexOf(key)!;
+    const replayFrom = plan.replayFrom.get(keyString(key));
+    entries.push({
+      record: records[index]!,
+      index: offset + index,
+      epoch,
+      ...(replayFrom === undefined ? {} : { replayFrom }),
+    });
+  }
+  return entries;
 }
 
 /**
@@ -251,10 +271,4 @@ class HeadCursor {
       this.#at++;
     }
   }
-}
-
-/** The resume's in-flight keys of a page's samples. */
-function pageInflight(records: readonly SampleRecord[], resume: SnapshotResume): Key[] {
-  const ids = new Set(records.map((r) => r.sample.id));
-  return resume.inflight.filter((k) => ids.has(k.sampleId));
 }

@@ -49,12 +49,7 @@ export async function readImportFile(
   file: string,
   options: { sha256?: string } = {},
 ): Promise<ImportFile> {
-  const path = resolve(file);
-  const bytes = await readFile(path).catch((cause: unknown) => {
-    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
-    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
-  });
-  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const { path, bytes, sha256 } = await readHashed(file);
   if (options.sha256 !== undefined && normalizeHex(options.sha256) !== sha256) {
     throw new StetError(
       "E_INVALID_INPUT",
@@ -70,6 +65,23 @@ export async function readImportFile(
     ...base,
     ...(isFallback(text) ? readFallback(path, text) : readResultLines(path, text)),
   };
+}
+
+/**
+ * A file's bytes and their sha256 (what an import's provenance names it by, `sha256:<hex>`);
+ * `E_INVALID_INPUT` naming the file when it cannot be read.
+ *
+ * @example const { sha256 } = await readHashed("partial.json");
+ */
+export async function readHashed(
+  file: string,
+): Promise<{ path: string; bytes: Buffer; sha256: string }> {
+  const path = resolve(file);
+  const bytes = await readFile(path).catch((cause: unknown) => {
+    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
+    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
+  });
+  return { path, bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
 }
 
 /**

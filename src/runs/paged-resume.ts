@@ -55,7 +55,7 @@ export async function pagedResume(
   run: Run,
   file: { unchanged: boolean; pages: PagedSamples },
   options: PagedResumeOptions = {},
-): Promise<{ plan: ResumePlan; resume: SnapshotResume } | undefined> {
+): Promise<{ plan: ResumePlan; resume: SnapshotResume; scoredAny: boolean } | undefined> {
   let changed = file.unchanged ? [] : await pagedChanges(store, run, file.pages);
   if (!changed) return undefined;
   const left = await countedResume(store, run);
@@ -79,7 +79,9 @@ export async function pagedResume(
     counts = moved.delta(counts);
     changed = moved.changed;
   }
-  return { plan: countedPlan(counts, changed), resume: { inflight, rerunErrors } };
+  // Any key scored for the snapshot's content (what `checkEval` asks), a changed sample's too.
+  const scoredAny = plan.preserved > 0;
+  return { plan: countedPlan(counts, changed), resume: { inflight, rerunErrors }, scoredAny };
 }
 
 /** The most changed samples a paged resume lists; a file with more loads whole. */

@@ -2,7 +2,7 @@ import { keyString } from "../core/keys.js";
 import type { AttemptRef } from "../core/plan.js";
 import type { Run, SampleRecord } from "../core/types.js";
 import type { RescoreUnit } from "../engine/execute-scoring.js";
-import { planPage, type SnapshotResume } from "../engine/snapshot-keys.js";
+import { plannedPages, type SnapshotResume } from "../engine/snapshot-keys.js";
 import type { Store } from "../store/types.js";
 
 /**
@@ -42,8 +42,8 @@ export async function rescoreUnits(
 
 /**
  * The scorer errors a resume from the snapshot's pages scores again (`pagedResume`), as
- * `rescoreUnits` makes them, found a page of the snapshot at a time (`planPage`'s `toRescore`, the
- * plan of the whole run's for those samples) as the pool takes them: no list of them, their
+ * `rescoreUnits` makes them, found a page of the snapshot at a time (`plannedPages`' `toRescore`,
+ * the plan of the whole run's for those samples) as the pool takes them: no list of them, their
  * samples or the run's attempts is held.
  *
  * @example exec.rescore = { units: pagedRescoreUnits(store, run, { inflight }), pass };
@@ -54,8 +54,7 @@ export async function* pagedRescoreUnits(
   resume: SnapshotResume,
   rerun: ReadonlySet<string> = new Set(),
 ): AsyncIterable<RescoreUnit> {
-  for await (const records of store.reads.samplePages(run.id, 512)) {
-    const plan = await planPage(store, run.id, records, run.config.epochs, resume);
+  for await (const { records, plan } of plannedPages(store, run.id, run.config.epochs, resume)) {
     if (plan.toRescore.length === 0) continue;
     yield* await rescoreUnits(store, run.id, plan.toRescore, records, rerun);
   }

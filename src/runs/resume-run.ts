@@ -210,7 +210,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
       : new Map(ev.samples.map((r) => [r.sample.id, r]));
   const inputs =
     settled || paged
-      ? settledInputs(paged?.resume.inflight, paged ? paged.plan.preserved > 0 : true)
+      ? settledInputs(paged?.resume.inflight, paged?.scoredAny ?? true)
       : await readResumeInputs(store, run, current, sparse, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({

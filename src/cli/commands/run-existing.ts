@@ -1,6 +1,3 @@
-import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import { StetError } from "../../core/errors.js";
 import type { Store } from "../../store/types.js";
 import { resumeInStore, type ResumeFlags } from "./resume.js";
@@ -75,12 +72,10 @@ async function checkSeedOfExisting(
   resumeFrom: string | undefined,
 ): Promise<void> {
   if (resumeFrom === undefined) return;
-  const path = resolve(resumeFrom);
-  const bytes = await readFile(path).catch((cause: unknown) => {
-    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
-    throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
-  });
-  const source = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+  // EvalPort's reading loads only for --resume-from.
+  const { readHashed } = await import("../../evalport/read-import-file.js");
+  const { path, sha256 } = await readHashed(resumeFrom);
+  const source = `sha256:${sha256}`;
   for await (const page of store.reads.attemptHeadPages(runId)) {
     if (page.some((a) => a.provenance.kind === "imported" && a.provenance.source === source)) {
       return;
