@@ -49,7 +49,7 @@ export async function readImportFile(
   file: string,
   options: { sha256?: string } = {},
 ): Promise<ImportFile> {
-  const { path, bytes, sha256 } = await readHashed(file);
+  const { path, text: raw, sha256 } = await readHashed(file);
   if (options.sha256 !== undefined && normalizeHex(options.sha256) !== sha256) {
     throw new StetError(
       "E_INVALID_INPUT",
@@ -57,8 +57,7 @@ export async function readImportFile(
       { details: { expected: options.sha256, actual: sha256 } },
     );
   }
-  let text = bytes.toString("utf8");
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   const base = { path, sha256 };
   if (!/\.(jsonl|ndjson)$/i.test(path)) return { ...base, ...readResultSet(path, text) };
   return {
@@ -68,20 +67,21 @@ export async function readImportFile(
 }
 
 /**
- * A file's bytes and their sha256 (what an import's provenance names it by, `sha256:<hex>`);
- * `E_INVALID_INPUT` naming the file when it cannot be read.
+ * A file's text (UTF-8) and the sha256 of its bytes (what an import's provenance names it by,
+ * `sha256:<hex>`); `E_INVALID_INPUT` naming the file when it cannot be read.
  *
  * @example const { sha256 } = await readHashed("partial.json");
  */
 export async function readHashed(
   file: string,
-): Promise<{ path: string; bytes: Buffer; sha256: string }> {
+): Promise<{ path: string; text: string; sha256: string }> {
   const path = resolve(file);
   const bytes = await readFile(path).catch((cause: unknown) => {
     const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
     throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
   });
-  return { path, bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  return { path, text: bytes.toString("utf8"), sha256 };
 }
 
 /**
