@@ -271,6 +271,57 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).not.toMatch(/Sort/);
   });
 
+  it("refreshes the attempts' planner statistics before a paged read of a large run they undercount, and not for a small one", async () => {
+    const name = schema();
+    const store = open(name);
+    const p = pool(name);
+    const analyzed = async () =>
+      (
+        await p.query<{ at: Date | null }>(
+          `SELECT last_analyze AS at FROM pg_stat_user_tables
+           WHERE schemaname = current_schema() AND relname = 'attempts'`,
+        )
+      ).rows[0]?.at ?? null;
+    const headsOf = async (runId: string) => {
+      let n = 0;
+      for await (const page of store.reads.attemptHeadPages(runId, 500)) n += page.length;
+      return n;
+    };
+    const pagePlan = async () =>
+      (
+        await p.query<{ "QUERY PLAN": string }>(
+          `EXPLAIN SELECT seq, sample_id, epoch, attempt, status FROM attempts_now
+           WHERE run_id = 'big' AND (sample_id, epoch, attempt) > ('s1', 0, 0) AND seq <= 1000000
+           ORDER BY sample_id, epoch, attempt LIMIT 500`,
+        )
+      ).rows
+        .map((r) => r["QUERY PLAN"])
+        .join("\n");
+    const small = await newRun(store, { id: "small", ids: ["a", "b", "c"] });
+    await store.attempts.record("small", small.owner.token, [
+      draft({ sampleId: "a", epoch: 1 }),
+      draft({ sampleId: "b", epoch: 1 }),
+    ]);
+    expect(await headsOf("small")).toBe(2);
+    expect(await analyzed()).toBeNull();
+
+    const ids = Array.from({ length: 12_000 }, (_, i) => `s${i}`);
+    const { owner: o } = await newRun(store, { id: "big", ids });
+    for (let at = 0; at < ids.length; at += 2_000) {
+      const drafts = ids.slice(at, at + 2_000).map((sampleId) => draft({ sampleId, epoch: 1 }));
+      await store.attempts.record("big", o.token, drafts);
+    }
+    // As committed: a page is planned as a sort of every attempt of the run.
+    const sortsAttempts = /Sort Key: a\.sample_id/;
+    expect(await analyzed()).toBeNull();
+    expect(await pagePlan()).toMatch(sortsAttempts);
+    expect(await headsOf("big")).toBe(12_000);
+    expect(await analyzed()).not.toBeNull();
+    const plan = await pagePlan();
+    expect(plan).not.toMatch(sortsAttempts);
+    expect(plan).toMatch(/Index Scan using attempts_pkey/);
+  });
+
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {
     const name = schema();
     const store = open(name);

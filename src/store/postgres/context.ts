@@ -10,6 +10,7 @@ import type { RunCounts } from "../types.js";
 import type { Queryable } from "./driver.js";
 import { postgresLeases as leases } from "./lease-queries.js";
 import { migratePostgres } from "./migrate.js";
+import { PlannerStats } from "./planner-stats.js";
 import { postgresStatements as sql } from "./statements.js";
 
 /** A run row with the database clock beside it. */
@@ -31,6 +32,9 @@ export class PostgresContext {
 
   /** The run figures this store wrote last, parsed (see figures.ts `HeldFigures`). */
   readonly lastFigures: HeldFigures = new Map();
+
+  /** The planner's statistics of a run's tables, checked before a paged read of it. */
+  readonly plannerStats = new PlannerStats();
 
   constructor(
     readonly pool: Pool,

@@ -172,17 +172,23 @@ function pagedReads(
   | "attemptFactPages"
   | "attemptPages"
 > {
-  // Where the attempts' pages stop: the run's last commit when the read began.
+  // Where the attempts' pages stop: the run's last commit when the read began; the planner's
+  // statistics of the attempts refreshed first if they would plan each page as a sort.
   const lastCommit = (runId: string) =>
-    c.guard(
-      async () => (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor,
-    );
+    c.guard(async () => {
+      await c.plannerStats.check(c.pool, "attempts", runId);
+      return (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor;
+    });
+  const checkedSamples = (runId: string) => c.plannerStats.check(c.pool, "samples", runId);
   return {
     sampleFingerprintPages(runId: string, pageSize = 1_000) {
       return snapshotPages(
         pageSize,
         (after, limit) =>
-          c.guard(() => sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit })),
+          c.guard(async () => {
+            if (after === "") await checkedSamples(runId);
+            return sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit });
+          }),
         toFingerprint,
       );
     },
@@ -190,7 +196,10 @@ function pagedReads(
       return snapshotPages(
         pageSize,
         (after, limit) =>
-          c.guard(() => sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit })),
+          c.guard(async () => {
+            if (after === "") await checkedSamples(runId);
+            return sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit });
+          }),
         sampleMapper(runId),
       );
     },
