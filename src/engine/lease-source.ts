@@ -73,6 +73,8 @@ export class LeaseSource implements KeySource {
   #exhausted = false;
   #claimed = false;
   #open: number | undefined;
+  /** When the open keys were last counted (`performance.now()`). */
+  #countedAt = -Infinity;
   readonly #options: LeaseSourceOptions;
 
   constructor(options: LeaseSourceOptions) {
@@ -134,17 +136,25 @@ export class LeaseSource implements KeySource {
     const { store, runId, token, batch } = this.#options;
     const t0 = performance.now();
     const limit = Math.max(1, batch - this.#buffer.length);
-    const claim = await withRetries(() => requireLeases(store).claim(runId, token, limit));
+    // The open keys are counted for the progress line at most once a second (a count reads every
+    // open lease); a claim that comes back short counts them anyway (see LeaseStore.claim).
+    const count = t0 - this.#countedAt >= COUNT_EVERY_MS;
+    const claim = await withRetries(() =>
+      requireLeases(store).claim(runId, token, limit, { count }),
+    );
     if (!this.#claimed) {
       this.#claimed = true;
       this.#options.onFirstClaim?.(performance.now() - t0, claim.keys.length);
     }
-    this.#open = claim.open;
+    if (claim.open !== undefined) {
+      this.#open = claim.open;
+      this.#countedAt = t0;
+    }
     this.#held += claim.keys.length;
     this.#buffer.push(...claim.keys);
     if (claim.keys.length > 0 || ahead) return;
     // Nothing claimable. Every open key is this worker's own (executing): none left for it.
-    if (claim.open - this.#held <= 0) {
+    if ((claim.open ?? 0) - this.#held <= 0) {
       this.#exhausted = true;
       return;
     }
@@ -155,6 +165,8 @@ export class LeaseSource implements KeySource {
 }
 
 const CLAIM_RETRY_DELAYS_MS = [100, 300, 1_000, 2_000];
+/** How often a worker claiming full batches counts the run's open keys. */
+const COUNT_EVERY_MS = 1_000;
 
 /** A claim that failed in the store (a dropped connection, a busy lock) is tried again. */
 async function withRetries<T>(claim: () => Promise<T>): Promise<T> {

@@ -16,7 +16,7 @@ import { POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import { isPostgresUrl, splitSchema } from "../cli/open-store.js";
 import { pipelinedTransaction, redactPassword } from "./postgres/driver.js";
 import { openPostgresStore } from "./postgres/index.js";
-import type { Store } from "./types.js";
+import { requireLeases, type Store } from "./types.js";
 
 describe.skipIf(SKIP_POSTGRES)("postgres", () => {
   describeStoreContract("postgres", async () => {
@@ -52,6 +52,15 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const s = testSchema();
     cleanups.push(s.drop);
     return s.schema;
+  }
+  /** When the table was last analyzed, by the pool's schema; null: never. */
+  async function lastAnalyzed(p: pg.Pool, table: string): Promise<Date | null> {
+    const { rows } = await p.query<{ at: Date | null }>(
+      `SELECT last_analyze AS at FROM pg_stat_user_tables
+       WHERE schemaname = current_schema() AND relname = $1`,
+      [table],
+    );
+    return rows[0]?.at ?? null;
   }
   function pool(name: string): pg.Pool {
     const p = new pg.Pool({
@@ -275,13 +284,7 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const name = schema();
     const store = open(name);
     const p = pool(name);
-    const analyzed = async () =>
-      (
-        await p.query<{ at: Date | null }>(
-          `SELECT last_analyze AS at FROM pg_stat_user_tables
-           WHERE schemaname = current_schema() AND relname = 'attempts'`,
-        )
-      ).rows[0]?.at ?? null;
+    const analyzed = () => lastAnalyzed(p, "attempts");
     const headsOf = async (runId: string) => {
       let n = 0;
       for await (const page of store.reads.attemptHeadPages(runId, 500)) n += page.length;
@@ -307,9 +310,11 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
 
     const ids = Array.from({ length: 12_000 }, (_, i) => `s${i}`);
     const { owner: o } = await newRun(store, { id: "big", ids });
-    for (let at = 0; at < ids.length; at += 2_000) {
-      const drafts = ids.slice(at, at + 2_000).map((sampleId) => draft({ sampleId, epoch: 1 }));
-      await store.attempts.record("big", o.token, drafts);
+    // Committed by stores that each commit fewer than the 2,000 after which a store looks at the
+    // statistics itself (see the next test): as by several processes.
+    for (let at = 0; at < ids.length; at += 1_500) {
+      const drafts = ids.slice(at, at + 1_500).map((sampleId) => draft({ sampleId, epoch: 1 }));
+      await open(name).attempts.record("big", o.token, drafts);
     }
     // As committed: a page is planned as a sort of every attempt of the run.
     const sortsAttempts = /Sort Key: a\.sample_id/;
@@ -320,6 +325,73 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     const plan = await pagePlan();
     expect(plan).not.toMatch(sortsAttempts);
     expect(plan).toMatch(/Index Scan using attempts_pkey/);
+  });
+
+  it("analyzes the attempts once a process has committed 2,000 of a run on a table analyzed when nearly empty", async () => {
+    const name = schema();
+    const store = open(name);
+    const p = pool(name);
+    const analyzed = () => lastAnalyzed(p, "attempts");
+    const ids = Array.from({ length: 2_500 }, (_, i) => `s${i}`);
+    const { owner: o } = await newRun(store, { id: "r", ids });
+    const commit = (from: number, to: number) =>
+      store.attempts.record(
+        "r",
+        o.token,
+        ids.slice(from, to).map((sampleId) => draft({ sampleId, epoch: 1 })),
+      );
+    await commit(0, 1_000);
+    await commit(1_000, 1_999);
+    expect(await analyzed()).toBeNull();
+    await commit(1_999, 2_000);
+    expect(await analyzed()).not.toBeNull();
+    const { rows } = await p.query<{ n: number }>(
+      `SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'attempts'::regclass`,
+    );
+    expect(rows[0]!.n).toBe(2_000);
+  });
+
+  it("extends a worker's leases without waiting on those a commit of its holds locked", async () => {
+    const name = schema();
+    const store = open(name);
+    const ids = ["a", "b", "c"];
+    const run = await store.runs.create({
+      id: "d",
+      config: runConfig({ distributed: true, epochs: 1 }),
+      samples: sampleRecords(ids),
+      owner: owner("creator"),
+    });
+    await store.runs.release("d", run.owner!.token, "interrupted");
+    const leases = requireLeases(store);
+    await leases.reopen("d");
+    const worker = { ...owner("w"), concurrency: 4, leaseMs: 30_000 };
+    await leases.register("d", worker);
+    expect((await leases.claim("d", worker.token, 3)).keys).toHaveLength(3);
+    // A commit of the worker's, mid-transaction, holding one lease row locked (as its fence does).
+    const holder = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query(`SET search_path = ${name}`);
+    await holder.query("BEGIN");
+    await holder.query("SELECT 1 FROM leases WHERE run_id = 'd' AND sample_id = 'b' FOR UPDATE");
+    const expiresAt = async () =>
+      (
+        await pool(name).query<{ sample_id: string; expires_at: number }>(
+          "SELECT sample_id, expires_at FROM leases WHERE run_id = 'd' ORDER BY sample_id",
+        )
+      ).rows;
+    const before = await expiresAt();
+    await sleep(5);
+    // The beat answers while the row is still locked: it skips it instead of waiting on it.
+    const beat = store.runs.heartbeat("d", worker.token);
+    const answered = await Promise.race([beat.then(() => true), sleep(20_000).then(() => false)]);
+    await holder.query("COMMIT");
+    expect(answered).toBe(true);
+    expect(await beat).toMatchObject({ owned: true });
+    const after = await expiresAt();
+    expect(after[0]!.expires_at).toBeGreaterThan(before[0]!.expires_at);
+    expect(after[1]!.expires_at).toBe(before[1]!.expires_at);
+    expect(after[2]!.expires_at).toBeGreaterThan(before[2]!.expires_at);
   });
 
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {

@@ -363,8 +363,18 @@ export interface LeaseStore {
    * epoch then sample order, in one statement (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite:
    * `BEGIN IMMEDIATE`): concurrent claimants never get the same key. A worker whose expired
    * lease is taken is marked lost. None for a worker that is not active.
+   *
+   * The run's open keys are counted (`open`, `leasedElsewhere`) unless `count` is false, and
+   * always when the claim got fewer than `limit` keys (what tells a worker that none is left for
+   * it): a count reads every open lease of the run (33 ms at 200,000 on PostgreSQL), which a
+   * claim of every batch made quadratic in the run's size.
    */
-  claim(runId: string, token: string, limit: number): Promise<LeaseClaim>;
+  claim(
+    runId: string,
+    token: string,
+    limit: number,
+    options?: { count?: boolean },
+  ): Promise<LeaseClaim>;
   /** Ends the worker's leases of `keys` with their outcome (a final error): done, counted on it. */
   settle(runId: string, token: string, keys: readonly Key[]): Promise<void>;
   /** The worker leaves: its unfinished leases are claimable at once, its state becomes `state`. */

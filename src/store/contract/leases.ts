@@ -46,6 +46,26 @@ export function describeLeaseContract(h: HarnessRef): void {
       expect(workers.find((w) => w.token === b.token)).toMatchObject({ rejected: 1 });
     });
 
+    it("counts the open keys when asked, and always when a claim comes back short", async () => {
+      await distributedRun("lc", 6);
+      const a = await join("lc", "a");
+      const b = await join("lc", "b");
+      const leases = requireLeases(h.store);
+      expect(await leases.claim("lc", a.token, 2)).toMatchObject({ open: 6, leasedElsewhere: 0 });
+      const full = await leases.claim("lc", b.token, 2, { count: false });
+      expect(full.keys).toHaveLength(2);
+      expect(full.open).toBeUndefined();
+      expect(full.leasedElsewhere).toBeUndefined();
+      // Three asked for, two left: counted whatever was asked (what tells a worker it is done).
+      const short = await leases.claim("lc", a.token, 3, { count: false });
+      expect(short.keys).toHaveLength(2);
+      expect(short).toMatchObject({ open: 6, leasedElsewhere: 2 });
+      expect(await leases.claim("lc", a.token, 1, { count: false })).toMatchObject({
+        keys: [],
+        open: 6,
+      });
+    });
+
     it("expires a lease without heartbeat: taken over, the late commit rejected", async () => {
       await distributedRun("l2", 2);
       const slow = await join("l2", "slow", 200);

@@ -1,4 +1,5 @@
 import { journalPrefixMigration } from "./journal-prefix.js";
+import { openLeasesMigration } from "./open-leases.js";
 import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
@@ -425,4 +426,5 @@ ALTER TABLE rate_waits ADD COLUMN waiting BIGINT NOT NULL DEFAULT 0,
   },
   runFiguresMigration(16, 'TEXT COLLATE "C"'),
   journalPrefixMigration(17),
+  openLeasesMigration(18),
 ];

@@ -40,38 +40,9 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
       checkDrafts(drafts);
       if (steps) checkStepDrafts(steps.drafts);
       const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
-      if (c.ownedRun(runId)) {
-        const owned = await c.guard(() =>
-          pipelinedTransaction(c.pool, (tx) =>
-            recordOwned(c, tx, runId, token, drafts, inflight, steps),
-          ),
-        );
-        if (owned) return owned;
-      }
-      return c.guard(() =>
-        transaction(c.pool, async (tx) => {
-          if (await c.fenceWorker(tx, runId, token, keys)) {
-            if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
-            return recordWorkerAttempts(c, tx, runId, token, drafts, inflight);
-          }
-          const fence = await c.fence(tx, runId, token, keys);
-          if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
-          await c.mark(tx, runId, inflight);
-          const stored = await insertAttempts(tx, runId, drafts);
-          if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
-          await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
-          // A worker's scored key has its outcome: its lease ends with the commit that gave it.
-          if (fence === "worker") {
-            await leases.finish(
-              tx,
-              runId,
-              token,
-              stored.filter((a) => a.status === "scored"),
-            );
-          }
-          return stored;
-        }),
-      );
+      const stored = await recordBatch(c, runId, token, drafts, inflight, steps, keys);
+      await c.plannerStats.grew(c.pool, runId, stored.length);
+      return stored;
     },
     async recordScorings(runId: string, token: string, drafts: ScoringDraft[]): Promise<Scoring[]> {
       checkScoringDrafts(drafts);
@@ -143,6 +114,50 @@ async function recordOwned(
   if (stored.length > 0) tx.defer(journal.bind.run(tx, bindColumns(runId, stored)));
   tx.defer(writeFiguresAfter(c.lastFigures, tx, runId, before, stored));
   return stored;
+}
+
+/** One batch's transaction: an owned run's pipelined commit, else a fenced one (a worker's too). */
+async function recordBatch(
+  c: PostgresContext,
+  runId: string,
+  token: string,
+  drafts: AttemptDraft[],
+  inflight: readonly Key[],
+  steps: AttemptBatchExtras["steps"],
+  keys: readonly Key[],
+): Promise<Attempt[]> {
+  if (c.ownedRun(runId)) {
+    const owned = await c.guard(() =>
+      pipelinedTransaction(c.pool, (tx) =>
+        recordOwned(c, tx, runId, token, drafts, inflight, steps),
+      ),
+    );
+    if (owned) return owned;
+  }
+  return c.guard(() =>
+    transaction(c.pool, async (tx) => {
+      if (await c.fenceWorker(tx, runId, token, keys)) {
+        if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
+        return recordWorkerAttempts(c, tx, runId, token, drafts, inflight);
+      }
+      const fence = await c.fence(tx, runId, token, keys);
+      if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
+      await c.mark(tx, runId, inflight);
+      const stored = await insertAttempts(tx, runId, drafts);
+      if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
+      await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
+      // A worker's scored key has its outcome: its lease ends with the commit that gave it.
+      if (fence === "worker") {
+        await leases.finish(
+          tx,
+          runId,
+          token,
+          stored.filter((a) => a.status === "scored"),
+        );
+      }
+      return stored;
+    }),
+  );
 }
 
 /**

@@ -73,9 +73,18 @@ const sql = {
          AND w.state = 'active' AND NOT EXISTS (
            SELECT 1 FROM leases l WHERE l.run_id = @runId AND l.token = @token AND l.done = 0
              AND l.expires_at <= ${DB_NOW_MS})),
+     -- The leases a commit or a settle of this worker holds locked are skipped, not waited for:
+     -- the beat waited on them while they waited on the rows it had locked (a deadlock, each a
+     -- second's stall, at every beat of a busy worker); a skipped lease is done, or extended by
+     -- the next beat, well within its lease time.
+     open AS (
+       SELECT sample_id, epoch FROM leases
+       WHERE run_id = @runId AND token = @token AND done = 0 AND EXISTS (SELECT 1 FROM me)
+       FOR UPDATE SKIP LOCKED),
      extended AS (
-       UPDATE leases SET expires_at = ${DB_NOW_MS} + (SELECT lease_ms FROM workers WHERE token = @token)
-       WHERE run_id = @runId AND token = @token AND done = 0 AND EXISTS (SELECT 1 FROM me)),
+       UPDATE leases l SET expires_at = ${DB_NOW_MS} + (SELECT lease_ms FROM workers WHERE token = @token)
+       FROM open WHERE l.run_id = @runId AND l.sample_id = open.sample_id
+         AND l.epoch = open.epoch),
      beat AS (
        UPDATE workers SET heartbeat_at = ${DB_NOW_MS} WHERE token IN (SELECT token FROM me))
      SELECT r.cancel_requested FROM runs r WHERE r.id = @runId AND EXISTS (SELECT 1 FROM me)`,
@@ -140,14 +149,22 @@ export const postgresLeases = {
     await sql.registerWorker.run(db, { runId, token, host, pid, concurrency, leaseMs });
   },
 
-  async claim(db: Queryable, runId: string, token: string, limit: number): Promise<LeaseClaim> {
+  async claim(
+    db: Queryable,
+    runId: string,
+    token: string,
+    limit: number,
+    count = true,
+  ): Promise<LeaseClaim> {
     const rows = await sql.claim.rows<Row>(db, { runId, token, limit });
+    const keys = rows.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch }));
+    if (!count && keys.length === limit) return { keys };
     const [counts] = await sql.openCounts.rows<{ open: number; elsewhere: number }>(db, {
       runId,
       token,
     });
     return {
-      keys: rows.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch })),
+      keys,
       open: counts?.open ?? 0,
       leasedElsewhere: counts?.elsewhere ?? 0,
     };

@@ -4,6 +4,7 @@ import type { Queryable } from "./driver.js";
 const ANALYZED = {
   attempts: "attempts, scorings",
   samples: "samples",
+  leases: "leases",
 } as const;
 
 /** How many of a run's rows are counted, at most, to tell whether the planner undercounts it. */
@@ -12,6 +13,8 @@ const COUNT_CAP = 20_000;
 const STALE_AT = 10_000;
 /** How long a run's check stands, so a read of a small run costs one round trip, not two. */
 const CHECK_MS = 30_000;
+/** Attempts of a run this process commits before it looks at the attempts' statistics once. */
+const GROWN = 2_000;
 
 /**
  * Keeps the planner's statistics of the tables a run's keyset pages read fresh enough to read
@@ -28,6 +31,37 @@ const CHECK_MS = 30_000;
 export class PlannerStats {
   /** When each (table, run) was last checked, by `Date.now()`. */
   private readonly checked = new Map<string, number>();
+  /** Attempts this process committed of each run, until `grew` looked (then -1). */
+  private readonly committed = new Map<string, number>();
+
+  /**
+   * After a commit of `n` attempts of a run. Once this process has committed 2,000 of them, if
+   * the attempts' statistics were made on a table of fewer than 1,000 rows (or never), they are
+   * made again. The plans a connection caches for its prepared statements (a commit's key
+   * states) were made with them: on a fresh schema, a plan made on the empty table read each
+   * key's attempts by walking every attempt of the run on `attempts_by_seq` (550 ms a commit at
+   * 95,000 attempts; a 200,000-key distributed run did not finish in 15 minutes). An `ANALYZE`
+   * invalidates those plans in every session; autovacuum, where it is on, does the same later.
+   * A failure here fails no commit.
+   */
+  async grew(db: Queryable, runId: string, n: number): Promise<void> {
+    const before = this.committed.get(runId) ?? 0;
+    if (before < 0) return;
+    if (before + n < GROWN) {
+      this.committed.set(runId, before + n);
+      return;
+    }
+    this.committed.set(runId, -1);
+    try {
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'attempts'::regclass`,
+      );
+      if ((rows[0]?.n ?? -1) < GROWN / 2)
+        await db.query(`ANALYZE (SKIP_LOCKED) attempts, scorings`);
+    } catch {
+      // Statistics are the planner's business: the commit stands either way.
+    }
+  }
 
   async check(db: Queryable, table: keyof typeof ANALYZED, runId: string): Promise<void> {
     const key = `${table}\u0000${runId}`;

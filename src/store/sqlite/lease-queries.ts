@@ -25,7 +25,7 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
       s.register.run({ runId, token, host, pid, concurrency, leaseMs, now: at, nowMs });
     },
     /** Inside BEGIN IMMEDIATE. */
-    claim(runId: string, token: string, limit: number): LeaseClaim {
+    claim(runId: string, token: string, limit: number, count = true): LeaseClaim {
       const nowMs = now();
       const me = s.worker.get({ runId, token });
       const keys: Key[] = [];
@@ -38,6 +38,7 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
           keys.push({ sampleId: row.sample_id, epoch: row.epoch });
         }
       }
+      if (!count && keys.length === limit) return { keys };
       const counts = s.openCounts.get({ runId, token, nowMs });
       return { keys, open: counts?.open ?? 0, leasedElsewhere: counts?.elsewhere ?? 0 };
     },

@@ -21,8 +21,14 @@ export function sqliteLeases(c: SqliteContext): LeaseStore {
         c.leases.register(runId, worker);
       });
     },
-    async claim(runId: string, token: string, limit: number): Promise<LeaseClaim> {
-      return c.guard(() => immediate(c.db, () => c.leases.claim(runId, token, limit)));
+    async claim(
+      runId: string,
+      token: string,
+      limit: number,
+      options?: { count?: boolean },
+    ): Promise<LeaseClaim> {
+      const count = options?.count !== false;
+      return c.guard(() => immediate(c.db, () => c.leases.claim(runId, token, limit, count)));
     },
     async settle(runId: string, token: string, keys: readonly Key[]): Promise<void> {
       return c.guard(() =>

@@ -284,13 +284,16 @@ export interface WorkerRecord {
   state: WorkerState;
 }
 
-/** What one claim got: the keys now leased to the caller, and what is left for anyone. */
+/**
+ * What one claim got: the keys now leased to the caller, and what is left for anyone (counted
+ * only when the claim was asked to count, or got fewer keys than it asked for: see `claim`).
+ */
 export interface LeaseClaim {
   keys: Key[];
   /** Keys of the run without an outcome (claimed now, leased elsewhere, or claimable). */
-  open: number;
+  open?: number;
   /** Of those, leased to another worker whose lease is still live. */
-  leasedElsewhere: number;
+  leasedElsewhere?: number;
 }
 
 /** A benchmark is the runs of one eval: membership is the run's eval name, never a list. */
