@@ -233,6 +233,33 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
   );
 
   it.skipIf(skip)(
+    "a file that repeats an id, one of the run's or a new row's, is refused as loading it whole refuses it",
+    async () => {
+      const store = await open();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N) });
+      const runId = await interruptedPagedRun(store, p.dir, 1_500);
+      const lines = Array.from({ length: N }, (_, i) => row(i));
+      const attempts = (await store.reads.listAttempts(runId)).length;
+      const refusals = async (data: string[]) => {
+        writeFileSync(join(p.dir, "data.jsonl"), data.join("\n") + "\n");
+        const resume = (minBytes: number) =>
+          resumeRun({ store, runId, paged: { minBytes } }).catch((e: unknown) => e);
+        return [await resume(0), await resume(1 << 30)] as Error[];
+      };
+      // s1 twice, s900 gone: as many of the run's samples as it has (a count would not tell).
+      const swapped = lines.map((line, i) => (i === 900 ? row(1) : line));
+      // A row the run does not have, twice.
+      const extra = JSON.stringify({ id: "new", input: 1, target: "2" });
+      for (const data of [swapped, [...lines, extra, extra]]) {
+        const [paged, whole] = await refusals(data);
+        expect(isStetError(paged, "E_DUPLICATE_ID")).toBe(true);
+        expect(paged!.message).toBe(whole!.message);
+      }
+      expect(await store.reads.listAttempts(runId)).toHaveLength(attempts);
+    },
+  );
+
+  it.skipIf(skip)(
     "a file under minBytes is loaded and compared with the run's attempts as before",
     async () => {
       const store = await open();

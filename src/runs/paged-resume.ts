@@ -1,5 +1,6 @@
 import type { PagedSamples } from "../core/eval.js";
 import { countedPlan, planRun, type CountedResume, type ResumePlan } from "../core/plan.js";
+import { SeenIds } from "../core/seen-ids.js";
 import type { Key, Run, SampleRecord } from "../core/types.js";
 import { countedResume } from "../engine/figures-report.js";
 import type { SnapshotResume } from "../engine/snapshot-keys.js";
@@ -92,8 +93,9 @@ const MAX_LISTED_CHANGES = 10_000;
  * page at a time (each row checked as a load checks it), each page's samples looked up in the
  * snapshot (`reads.sampleHeads`), rows of samples the run does not have passed over (a resume
  * executes the run's samples only). Undefined when the file is not the snapshot's samples: one of
- * them is gone, or an id is there twice (more rows than samples matched), or more than
- * `MAX_LISTED_CHANGES` changed; loading the file whole then says what it says of it.
+ * them is gone, or an id may be there twice (any row's, the run's or not: `SeenIds`, which may
+ * also say so of a few ids that are not), or more than `MAX_LISTED_CHANGES` changed; loading the
+ * file whole then says what it says of it (a repeated id refused, naming both rows).
  */
 async function pagedChanges(
   store: Store,
@@ -101,9 +103,11 @@ async function pagedChanges(
   pages: PagedSamples,
 ): Promise<SampleRecord[] | undefined> {
   const changed: SampleRecord[] = [];
+  const seen = new SeenIds(run.sampleCount);
   let matched = 0;
   for await (const page of pages.read()) {
     const ids = page.map((r) => r.sample.id);
+    if (ids.some((id) => seen.add(id))) return undefined;
     const { fingerprints } = await store.reads.sampleHeads(run.id, ids);
     const stored = new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint]));
     for (const record of page) {
