@@ -39,8 +39,7 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
       const { inflight = [], steps } = extras;
       checkDrafts(drafts);
       if (steps) checkStepDrafts(steps.drafts);
-      const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
-      const stored = await recordBatch(c, runId, token, drafts, inflight, steps, keys);
+      const stored = await recordBatch(c, runId, token, drafts, inflight, steps);
       await c.plannerStats.grew(c.pool, runId, stored.length);
       return stored;
     },
@@ -124,7 +123,6 @@ async function recordBatch(
   drafts: AttemptDraft[],
   inflight: readonly Key[],
   steps: AttemptBatchExtras["steps"],
-  keys: readonly Key[],
 ): Promise<Attempt[]> {
   if (c.ownedRun(runId)) {
     const owned = await c.guard(() =>
@@ -134,6 +132,7 @@ async function recordBatch(
     );
     if (owned) return owned;
   }
+  const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
   return c.guard(() =>
     transaction(c.pool, async (tx) => {
       if (await c.fenceWorker(tx, runId, token, keys)) {

@@ -33,7 +33,10 @@ export class PostgresContext {
   /** The run figures this store wrote last, parsed (see figures.ts `HeldFigures`). */
   readonly lastFigures: HeldFigures = new Map();
 
-  /** The planner's statistics of a run's tables, checked before a paged read of it. */
+  /**
+   * The planner's statistics of a run's tables: checked after a paged snapshot is written,
+   * before a paged read and a claim, and once a run's commits have grown the attempts.
+   */
   readonly plannerStats = new PlannerStats();
 
   constructor(

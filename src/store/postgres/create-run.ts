@@ -15,9 +15,6 @@ import { postgresStatements as sql } from "./statements.js";
 /** Snapshot rows a statement of `create` inserts. */
 const SAMPLE_PAGE = 5_000;
 
-/** A paged snapshot of this many samples or more has the samples' statistics refreshed. */
-const ANALYZE_AFTER = 10_000;
-
 /**
  * Creates a run with its snapshot, given whole or in pages (`RunStore.create`): the run row, the
  * snapshot, the leases of a distributed run and its first figures, in one transaction.
@@ -82,7 +79,7 @@ async function createFromPages(
         // The planner's statistics of the samples, which a large snapshot just outdated: without
         // them a keyset page of the snapshot (the run's keys are read from it) scanned and sorted
         // every sample of the run, 66 ms a page at 200,000 (autovacuum, if on, comes later).
-        if (stage.count >= ANALYZE_AFTER) await client.query("ANALYZE samples");
+        await c.plannerStats.check(client, "samples", input.id);
         // On this connection: another from the pool could be waited for by every creation.
         return c.requireRun(client, input.id);
       });

@@ -42,6 +42,8 @@ import type {
 import type { DbRun, PostgresContext } from "./context.js";
 import { readFigures } from "./figures.js";
 import { postgresReadModel } from "./read-queries.js";
+import type { QueryResultRow } from "pg";
+import type { Statement } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
 
 /** Every read of the PostgreSQL store (`ReadModel`): listings, attempts, outcomes, spend. */
@@ -179,27 +181,26 @@ function pagedReads(
       await c.plannerStats.check(c.pool, "attempts", runId);
       return (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor;
     });
-  const checkedSamples = (runId: string) => c.plannerStats.check(c.pool, "samples", runId);
+  // A keyset page of the snapshot, the samples' statistics checked before the first.
+  const snapshotPage =
+    <Row extends QueryResultRow>(statement: Statement, runId: string) =>
+    (after: string, limit: number) =>
+      c.guard(async () => {
+        if (after === "") await c.plannerStats.check(c.pool, "samples", runId);
+        return statement.rows<Row>(c.pool, { runId, after, limit });
+      });
   return {
     sampleFingerprintPages(runId: string, pageSize = 1_000) {
       return snapshotPages(
         pageSize,
-        (after, limit) =>
-          c.guard(async () => {
-            if (after === "") await checkedSamples(runId);
-            return sql.fingerprintPage.rows<FingerprintRow>(c.pool, { runId, after, limit });
-          }),
+        snapshotPage<FingerprintRow>(sql.fingerprintPage, runId),
         toFingerprint,
       );
     },
     samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
       return snapshotPages(
         pageSize,
-        (after, limit) =>
-          c.guard(async () => {
-            if (after === "") await checkedSamples(runId);
-            return sql.samplePage.rows<SamplePageRow>(c.pool, { runId, after, limit });
-          }),
+        snapshotPage<SamplePageRow>(sql.samplePage, runId),
         sampleMapper(runId),
       );
     },
