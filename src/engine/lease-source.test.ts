@@ -1,8 +1,16 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
+import { StetError } from "../core/errors.js";
 import type { Key } from "../core/types.js";
-import { draft, errorDraft, owner, runConfig, sampleRecords } from "../store/contract/fixtures.js";
+import {
+  draft,
+  errorDraft,
+  owner,
+  runConfig,
+  sampleRecords,
+  sleep,
+} from "../store/contract/fixtures.js";
 import { requireLeases, type Store } from "../store/types.js";
 import { LeaseSource, planSource } from "./lease-source.js";
 import { hostId } from "./owner.js";
@@ -82,6 +90,42 @@ describe("LeaseSource (a real SQLite store)", () => {
     await requireLeases(s).leave(runId, me.token, "stopped");
     expect((await requireLeases(s).claim(runId, other.token, 5)).keys).toEqual([second]);
   });
+
+  it("an errored key whose lease the store would not settle is not waited for: none is left once the rest are done", async () => {
+    const s = store();
+    const runId = await distributed(s, 3);
+    const me = await worker(s, runId, "alpha");
+    let settles = 0;
+    const leases = new Proxy(requireLeases(s), {
+      get(target, name, receiver) {
+        if (name !== "settle") return Reflect.get(target, name, receiver) as unknown;
+        return async () => {
+          settles++;
+          throw new StetError("E_STORE", "deadlock detected");
+        };
+      },
+    });
+    const failing = Object.assign(Object.create(s) as Store, { leases });
+    const source = new LeaseSource({ store: failing, runId, token: me.token, batch: 3, pollMs: 5 });
+    const ended = takeAll(source, async (key) => {
+      if (key.sampleId !== "s2") {
+        await s.attempts.record(runId, me.token, [draft(key)]);
+        return source.done(key, "scored");
+      }
+      await s.attempts.record(runId, me.token, [errorDraft(key)]);
+      await expect(source.done(key, "errored")).rejects.toMatchObject({ code: "E_STORE" });
+    });
+    // Before, the open lease it could not settle looked like another worker's: it waited for good.
+    const taken = await Promise.race([ended, sleep(20_000).then(() => "still waiting")]);
+    expect(taken).toEqual(["s1#1", "s2#1", "s3#1"]);
+    expect(settles).toBe(5); // tried again as a claim is, then given up
+    // The lease stays the worker's until it leaves; then another may claim the key.
+    const other = await worker(s, runId, "beta");
+    await requireLeases(s).leave(runId, me.token, "finished");
+    expect((await requireLeases(s).claim(runId, other.token, 5)).keys).toEqual([
+      { sampleId: "s2", epoch: 1 },
+    ]);
+  }, 30_000);
 
   it("waits for keys another live worker holds, and says none left once they have their outcome", async () => {
     const real = store();

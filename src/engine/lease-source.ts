@@ -69,6 +69,8 @@ export class LeaseSource implements KeySource {
   #buffer: Key[] = [];
   /** Keys leased to this worker whose execution has not ended. */
   #held = 0;
+  /** Keys whose execution ended in an error whose lease could not be settled (see `done`). */
+  #unsettled = 0;
   #claiming: Promise<void> | null = null;
   #exhausted = false;
   #claimed = false;
@@ -108,10 +110,15 @@ export class LeaseSource implements KeySource {
 
   async done(key: Key, end: "scored" | "errored" | "abandoned"): Promise<void> {
     this.#held--;
-    if (end === "errored") {
-      await requireLeases(this.#options.store).settle(this.#options.runId, this.#options.token, [
-        key,
-      ]);
+    if (end !== "errored") return;
+    const { store, runId, token } = this.#options;
+    try {
+      await withRetries(() => requireLeases(store).settle(runId, token, [key]));
+    } catch (error) {
+      // The lease stays open, this worker's until it leaves (then claimable again): no other
+      // worker holds it, so it is not waited for.
+      this.#unsettled++;
+      throw error;
     }
   }
 
@@ -142,6 +149,7 @@ export class LeaseSource implements KeySource {
     const claim = await withRetries(() =>
       requireLeases(store).claim(runId, token, limit, { count }),
     );
+    const { keys } = claim;
     if (!this.#claimed) {
       this.#claimed = true;
       this.#options.onFirstClaim?.(performance.now() - t0, claim.keys.length);
@@ -150,11 +158,12 @@ export class LeaseSource implements KeySource {
       this.#open = claim.open;
       this.#countedAt = t0;
     }
-    this.#held += claim.keys.length;
-    this.#buffer.push(...claim.keys);
+    this.#held += keys.length;
+    this.#buffer.push(...keys);
     if (claim.keys.length > 0 || ahead) return;
-    // Nothing claimable. Every open key is this worker's own (executing): none left for it.
-    if ((claim.open ?? 0) - this.#held <= 0) {
+    // Nothing claimable. Every open key is this worker's own (executing, or unsettled): none
+    // left for it.
+    if ((claim.open ?? 0) - this.#held - this.#unsettled <= 0) {
       this.#exhausted = true;
       return;
     }

@@ -4,6 +4,7 @@ import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers
 import { describeStoreContract } from "./contract.js";
 import {
   draft,
+  errorDraft,
   newRun,
   owner,
   runConfig,
@@ -392,6 +393,47 @@ describe.skipIf(SKIP_POSTGRES)("PostgreSQL store", () => {
     expect(after[0]!.expires_at).toBeGreaterThan(before[0]!.expires_at);
     expect(after[1]!.expires_at).toBe(before[1]!.expires_at);
     expect(after[2]!.expires_at).toBeGreaterThan(before[2]!.expires_at);
+  });
+
+  it("a worker's settle of an errored key does not wait on the run's row, which a commit takes last", async () => {
+    // A commit of a worker locks its keys' leases, then its own worker row (`finish`), then the
+    // run's row; a settle took the run's row first (its fence), then the worker row: each waited
+    // on the other (PostgreSQL ended one as a deadlock, and a settle so refused left its lease
+    // open for good: the worker waited on it). The settle is fenced by the key's lease alone now.
+    const name = schema();
+    const store = open(name);
+    const run = await store.runs.create({
+      id: "d",
+      config: runConfig({ distributed: true, epochs: 1 }),
+      samples: sampleRecords(["a", "b"]),
+      owner: owner("creator"),
+    });
+    await store.runs.release("d", run.owner!.token, "interrupted");
+    const leases = requireLeases(store);
+    await leases.reopen("d");
+    const worker = { ...owner("w"), concurrency: 2, leaseMs: 30_000 };
+    await leases.register("d", worker);
+    expect((await leases.claim("d", worker.token, 2)).keys).toHaveLength(2);
+    await store.attempts.record("d", worker.token, [errorDraft({ sampleId: "a", epoch: 1 })]);
+    // Another commit, mid-transaction, holding the run's row (as a commit does at its end).
+    const holder = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query(`SET search_path = ${name}`);
+    await holder.query("BEGIN");
+    await holder.query("SELECT 1 FROM runs WHERE id = 'd' FOR NO KEY UPDATE");
+    const settle = leases.settle("d", worker.token, [{ sampleId: "a", epoch: 1 }]);
+    const answered = await Promise.race([settle.then(() => true), sleep(20_000).then(() => false)]);
+    await holder.query("COMMIT");
+    expect(answered).toBe(true);
+    await settle;
+    const { rows } = await pool(name).query<{ sample_id: string; done: number }>(
+      "SELECT sample_id, done FROM leases WHERE run_id = 'd' ORDER BY sample_id",
+    );
+    expect(rows).toEqual([
+      { sample_id: "a", done: 1 },
+      { sample_id: "b", done: 0 },
+    ]);
   });
 
   it("stores JSON as text, so an attempt reads back byte for byte", async () => {

@@ -42,7 +42,11 @@ export function postgresLeaseStore(c: PostgresContext): LeaseStore {
     async settle(runId: string, token: string, keys: readonly Key[]): Promise<void> {
       return c.guard(() =>
         transaction(c.pool, async (tx) => {
-          await c.fence(tx, runId, token, keys);
+          // Fenced by the keys' leases alone, as a worker's commit is first (the lease rows, then
+          // the worker's row in `finish`), never the run's row: a commit takes that last, so a
+          // settle that held it waited on the commit's worker row while the commit waited on it
+          // (a deadlock, the settle refused and its lease left open).
+          if (!(await c.fenceWorker(tx, runId, token, keys))) await c.fence(tx, runId, token, keys);
           await leases.finish(tx, runId, token, keys);
         }),
       );
