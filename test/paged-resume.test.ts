@@ -7,7 +7,7 @@ import { foldedReport } from "../src/engine/report.js";
 import { resumeRun } from "../src/runs/resume-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
-import { interruptedPagedRun } from "./helpers/paged-runs.js";
+import { failingEval, interruptedPagedRun, pagedRow, pagedRows } from "./helpers/paged-runs.js";
 import { perTest } from "./helpers/eval-project.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
@@ -22,27 +22,8 @@ import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
 const N = 1_300; // more than two of the snapshot's pages (512 samples)
 
-const row = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: String(i * 2) });
-const rows = (n: number) => Array.from({ length: n }, (_, i) => row(i)).join("\n") + "\n";
-
 // Every 13th sample fails (after a journaled step) while the file `fail` is there.
-const EVAL = `import { existsSync } from "node:fs";
-import { defineEval, scorers } from "stet";
-const fail = new URL("./fail", import.meta.url);
-export default defineEval({
-  name: "paged-resume",
-  dataset: "./data.jsonl",
-  solver: async (sample, ctx) => {
-    const doubled = await ctx.step("double", { n: sample.input }, () => sample.input * 2);
-    if (sample.input % 13 === 0 && existsSync(fail)) throw new Error("not yet");
-    return { output: String(doubled), usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.001 } };
-  },
-  scorers: [scorers.exact()],
-  epochs: 2,
-  retries: 0,
-  concurrency: 1,
-});
-`;
+const EVAL = failingEval("paged-resume");
 
 const { project } = perTest();
 const stores = bothStores();
@@ -52,7 +33,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     "executes only what was left, in sample id order, replays errored keys' journals, and reports what the stored attempts say",
     async () => {
       const store = await open();
-      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N), fail: "" });
       const runId = await interruptedPagedRun(store, p.dir, 1_500);
       const before = await store.reads.listAttempts(runId);
       const errored = before.filter((a) => a.status === "error");
@@ -129,7 +110,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
           return 1;
         } }],`,
       );
-      const p = project({ "eval.mjs": judged, "data.jsonl": rows(N), "judge-down": "" });
+      const p = project({ "eval.mjs": judged, "data.jsonl": pagedRows(N), "judge-down": "" });
       const runId = await interruptedPagedRun(store, p.dir, 1_500);
       const before = await store.reads.listAttempts(runId);
       const scorerErrors = before.filter((a) => a.error?.type === "scorer").length;
@@ -154,7 +135,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
 
   it.skipIf(skip)("with rerunErrors false (--no-rerun-errors) keeps the errored keys", async () => {
     const store = await open();
-    const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+    const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N), fail: "" });
     const runId = await interruptedPagedRun(store, p.dir, 1_500);
     const before = await store.reads.listAttempts(runId);
     const errored = before.filter((a) => a.status === "error").length;
@@ -182,7 +163,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     "a changed file is compared with the snapshot a page at a time: it refuses and re-runs the changed samples as loading it whole does",
     async () => {
       // The same run in two stores: one resumed from pages, one loading the file whole.
-      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N), fail: "" });
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N), fail: "" });
       const [a, b] = [await open(), await open()];
       const runIds = [
         await interruptedPagedRun(a, p.dir, 1_500),
@@ -191,7 +172,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       // Three samples changed (one that errored, s13), one row added, and the order changed.
       const edited = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: "changed" });
       const lines = Array.from({ length: N }, (_, i) =>
-        [5, 13, 700].includes(i) ? edited(i) : row(i),
+        [5, 13, 700].includes(i) ? edited(i) : pagedRow(i),
       );
       lines.reverse().push(JSON.stringify({ id: "new", input: 1, target: "2" }));
       writeFileSync(join(p.dir, "data.jsonl"), lines.join("\n") + "\n");
@@ -236,9 +217,9 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     "a file that repeats an id, one of the run's or a new row's, is refused as loading it whole refuses it",
     async () => {
       const store = await open();
-      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(N) });
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
       const runId = await interruptedPagedRun(store, p.dir, 1_500);
-      const lines = Array.from({ length: N }, (_, i) => row(i));
+      const lines = Array.from({ length: N }, (_, i) => pagedRow(i));
       const attempts = (await store.reads.listAttempts(runId)).length;
       const refusals = async (data: string[]) => {
         writeFileSync(join(p.dir, "data.jsonl"), data.join("\n") + "\n");
@@ -247,7 +228,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
         return [await resume(0), await resume(1 << 30)] as Error[];
       };
       // s1 twice, s900 gone: as many of the run's samples as it has (a count would not tell).
-      const swapped = lines.map((line, i) => (i === 900 ? row(1) : line));
+      const swapped = lines.map((line, i) => (i === 900 ? pagedRow(1) : line));
       // A row the run does not have, twice.
       const extra = JSON.stringify({ id: "new", input: 1, target: "2" });
       for (const data of [swapped, [...lines, extra, extra]]) {
@@ -263,7 +244,7 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     "a file under minBytes is loaded and compared with the run's attempts as before",
     async () => {
       const store = await open();
-      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows(40) });
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(40) });
       const runId = await interruptedPagedRun(store, p.dir, 10);
       const watch = watchedReads(store);
       const report = await resumeRun({ store: watch.store, runId, paged: { minBytes: 1 << 30 } });

@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import {
   closeSync,
   createReadStream,
-  existsSync,
   openSync,
   readFileSync,
   readSync,
@@ -11,9 +9,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import Database from "better-sqlite3";
+import { capped, committed, data, waitForCommitted } from "./helpers/capped-cli.js";
 import { perTest } from "./helpers/eval-project.js";
 import { startServe } from "./helpers/serve.js";
 
@@ -40,7 +37,6 @@ const KEYS = 200_000;
 const HEAP_MB = 128;
 const RUN_HEAP_MB = 48;
 const REVIEW_HEAP_MB = 48;
-const BIN = fileURLToPath(new URL("../dist/cli/bin.js", import.meta.url));
 
 const { project } = perTest();
 
@@ -54,72 +50,6 @@ export default defineEval({
   concurrency: 64,
 });
 `;
-
-function data(n: number): string {
-  let out = "";
-  for (let i = 0; i < n; i++) out += `{"id":"s${i}","input":"q ${i}","target":"q ${i}"}\n`;
-  return out;
-}
-
-interface Capped {
-  child: ChildProcess;
-  done: Promise<{
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }>;
-}
-
-/** `stet <args>` with the heap capped at `heapMb`, as a real child process. */
-function capped(cwd: string, args: string[], heapMb = HEAP_MB): Capped {
-  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, BIN, ...args], {
-    cwd,
-    env: { ...process.env, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  const done = new Promise<Awaited<Capped["done"]>>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  return { child, done };
-}
-
-/** The run's committed attempts (or scorings), read from the store file while it is written. */
-function committed(db: string, table: "attempts" | "scorings" = "attempts"): number {
-  if (!existsSync(db)) return 0;
-  const store = new Database(db, { readonly: true, fileMustExist: true });
-  try {
-    return (store.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-  } catch {
-    return 0; // the run has not made its tables yet
-  } finally {
-    store.close();
-  }
-}
-
-/**
- * Waits until the store holds more than `count` attempts (or scorings); fails if the child
- * writing them ended first (out of memory under its cap), with what it said.
- */
-async function waitForCommitted(
-  db: string,
-  count: number,
-  writer: Capped,
-  table: "attempts" | "scorings" = "attempts",
-): Promise<number> {
-  let ended: Awaited<Capped["done"]> | undefined;
-  void writer.done.then((end) => (ended = end));
-  for (;;) {
-    const n = committed(db, table);
-    if (n > count) return n;
-    if (ended) throw new Error(`the run ended (${ended.signal ?? ended.code}): ${ended.stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function countLines(path: string): Promise<number> {
   let n = 0;

@@ -52,6 +52,11 @@ export interface LeaseSourceOptions {
   pollMs: number;
   /** Called after the first claim with how long it took and how many keys it got. */
   onFirstClaim?: (ms: number, keys: number) => void;
+  /**
+   * Makes each claimed batch the keys the worker executes (in the same order): a worker whose
+   * plan lists no sample gives them their records and places (`LeasedSnapshot.locate`).
+   */
+  locate?: (keys: readonly Key[]) => Promise<Key[]>;
 }
 
 /**
@@ -149,10 +154,11 @@ export class LeaseSource implements KeySource {
     const claim = await withRetries(() =>
       requireLeases(store).claim(runId, token, limit, { count }),
     );
-    const { keys } = claim;
+    const { locate } = this.#options;
+    const keys = locate ? await withRetries(() => locate(claim.keys)) : claim.keys;
     if (!this.#claimed) {
       this.#claimed = true;
-      this.#options.onFirstClaim?.(performance.now() - t0, claim.keys.length);
+      this.#options.onFirstClaim?.(performance.now() - t0, keys.length);
     }
     if (claim.open !== undefined) {
       this.#open = claim.open;
@@ -160,7 +166,7 @@ export class LeaseSource implements KeySource {
     }
     this.#held += keys.length;
     this.#buffer.push(...keys);
-    if (claim.keys.length > 0 || ahead) return;
+    if (keys.length > 0 || ahead) return;
     // Nothing claimable. Every open key is this worker's own (executing, or unsettled): none
     // left for it.
     if ((claim.open ?? 0) - this.#held - this.#unsettled <= 0) {

@@ -38,6 +38,8 @@ export interface ReportInput {
   isNowAt?: (index: number | undefined, attempt: AttemptHead) => boolean;
   /** A distributed run's worker: whether another worker committed it meanwhile (`byOtherWorkers`). */
   isOthers?: (attempt: AttemptHead) => boolean;
+  /** The same, its sample's place in the snapshot given: a report without `samples` asks it. */
+  isOthersAt?: (index: number | undefined, attempt: AttemptHead) => boolean;
   /** How many scorings this invocation committed, and what they spent (default: none). */
   scorings?: ScoringsNow;
   wallMs: number;
@@ -65,13 +67,18 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     window && isNowAt
       ? (a: AttemptHead) => isNowAt(window.indexOf(a.sampleId), a)
       : (input.isNow ?? (() => false));
+  const { isOthersAt } = input;
+  const isOthers =
+    window && isOthersAt
+      ? (a: AttemptHead) => isOthersAt(window.indexOf(a.sampleId), a)
+      : input.isOthers;
   const stored = input.invocation === false;
   const fold = new OutcomeFold<AttemptHead>({
     fingerprintOf,
     scorers: run.config.scorers,
     reducer: run.config.reducer,
     isNow,
-    ...(input.isOthers ? { isOthers: input.isOthers } : {}),
+    ...(isOthers ? { isOthers } : {}),
     // What the run has, seen from no invocation or from one with nothing to do, is not reuse:
     // only imported outcomes (paid elsewhere) are.
     reused:
@@ -101,7 +108,7 @@ export async function buildReport(input: ReportInput): Promise<RunReport> {
     stored,
     rateLimits: await store.rates.listWaits(run.id),
     spentNow: figures.spentNow,
-    ...(input.isOthers ? { byOtherWorkers: figures.byOthers } : {}),
+    ...(isOthers ? { byOtherWorkers: figures.byOthers } : {}),
     executed: figures.executedNow,
     rescored: input.scorings?.committed ?? 0,
     wallMs: input.wallMs,

@@ -5,7 +5,7 @@ import type { AttemptHead, Store } from "../store/types.js";
 import type { KeySource } from "./lease-source.js";
 
 /** A key of the snapshot to execute: its sample's record and place, and what it replays. */
-interface SnapshotEntry {
+export interface SnapshotEntry {
   record: SampleRecord;
   /** The sample's place in the snapshot, in sample-id order (0-based). */
   index: number;
@@ -33,6 +33,11 @@ class SnapshotKey implements Key {
   static entryOf(key: Key): SnapshotEntry | undefined {
     return #entry in key ? (key as SnapshotKey).#entry : undefined;
   }
+}
+
+/** A key that carries its sample's record, place and replay (as `SnapshotKeys`' do). */
+export function snapshotKey(entry: SnapshotEntry): Key {
+  return new SnapshotKey(entry);
 }
 
 /** The record a key of `SnapshotKeys` carries; undefined for any other key. */

@@ -9,7 +9,7 @@ import type { Store } from "../store/types.js";
 /**
  * Whether a resume may plan from the run's snapshot a page at a time (`pagedResume`) instead of
  * loading its dataset file: it asked for pages (`stet resume` does, for files of
- * `PAGED_DATASET_BYTES`), plans sparse (no re-run asked or recorded, not a worker), and the run
+ * `PAGED_DATASET_BYTES`), plans sparse (no re-run asked or recorded), and the run
  * was not started with `--reuse` (whose owed seeding plans against listed keys). With the stamp
  * the run recorded, if any: a file that still has it is not read.
  *

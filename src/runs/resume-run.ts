@@ -181,16 +181,16 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const active = await takeoverRefusal(store, run, options);
   if (active) return refuse({ reason: "run-active", error: active });
 
-  // A worker's report tells other workers' attempts from those its plan read: it reads them all.
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
-  // a new one reads every attempt (--rerun-failed looks at every outcome).
+  // a new one reads every attempt (--rerun-failed looks at every outcome). A worker's report
+  // tells other workers' attempts from those its plan read: unless paged, it reads them all.
   const recorded = [...new Set((run.config.rerun ?? []).map((r) => r.sampleId))];
-  const sparse =
-    !options.asWorker && !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
+  const sparse = !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
   // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
   // one of a large file executes from its snapshot, a page at a time (the file, unless it is
   // unchanged, compared with the snapshot a page at a time too).
-  const stamp = sparse && !options.eval ? await settledStamp(store, run) : undefined;
+  const stamp =
+    sparse && !options.asWorker && !options.eval ? await settledStamp(store, run) : undefined;
   const pagedAsk =
     stamp === undefined && !options.eval ? pagedResumeAsk(run, options, sparse) : undefined;
   const found = options.eval
@@ -211,7 +211,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const inputs =
     settled || paged
       ? settledInputs(paged?.resume.inflight, paged?.scoredAny ?? true)
-      : await readResumeInputs(store, run, current, sparse, recorded);
+      : await readResumeInputs(store, run, current, sparse && !options.asWorker, recorded);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,

@@ -119,7 +119,12 @@ export async function executionReport(
   run: Execution["run"],
   exec: Execution,
   end: ExecutionEnd,
-  extra: { stopped: StopCause | null; isOthers?: (attempt: AttemptHead) => boolean },
+  extra: {
+    stopped: StopCause | null;
+    isOthers?: (attempt: AttemptHead) => boolean;
+    /** A worker whose plan lists no sample: the same, by the sample's place (see ReportInput). */
+    isOthersAt?: (index: number | undefined, attempt: AttemptHead) => boolean;
+  },
 ): Promise<RunReport> {
   const built =
     (await freshReport(store, run, exec, end)) ??
@@ -131,6 +136,7 @@ export async function executionReport(
       resumed: exec.resumed,
       isNow: end.isNow,
       ...(extra.isOthers ? { isOthers: extra.isOthers } : {}),
+      ...(extra.isOthersAt ? { isOthersAt: extra.isOthersAt } : {}),
       scorings: end.scorings,
       wallMs: performance.now() - end.startedAt,
     }));

@@ -157,15 +157,19 @@ export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
   checkDistributable(options.eval);
-  // Its workers plan against the dataset's samples: a paged one is loaded whole.
-  if (options.eval.pages) options = { ...options, eval: await wholeEval(options.eval) };
+  // A seed is planned against the dataset's samples: a paged one is then loaded whole. Otherwise
+  // the run is created from its pages, and its workers execute from the snapshot's (`workRun`).
+  if (options.eval.pages && options.seed?.length) {
+    options = { ...options, eval: await wholeEval(options.eval) };
+  }
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
   const { run, owner } = await createRecordedRun(options, true);
   // The creator lets go at once: a distributed run has no owner; its workers hold leases.
   await store.runs.release(run.id, owner.token, "interrupted", "opening to workers");
   await leases.reopen(run.id);
-  return workRun({ ...options, runId: run.id, created: true });
+  const fromPages = options.eval.pages !== undefined;
+  return workRun({ ...options, runId: run.id, created: true, ...(fromPages ? { fromPages } : {}) });
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { RateLimit } from "../core/rate-limits.js";
+import { withFlagLimit, type RateLimit } from "../core/rate-limits.js";
+import { countedPlan, listedKeys } from "../core/plan.js";
 import { describeBound, parseBounded } from "../core/bounds.js";
 import { StetError } from "../core/errors.js";
 import type { RunReport } from "../core/events.js";
@@ -6,7 +7,10 @@ import type { Run, RunStatus } from "../core/types.js";
 import type { Execution, ExecuteOptions, ExecutionEnd } from "../engine/execute-run.js";
 import { executeRun } from "../engine/execute-run.js";
 import { budgetNote } from "../engine/budget.js";
+import { countedResume } from "../engine/figures-report.js";
 import { LeaseSource } from "../engine/lease-source.js";
+import { LeasedSnapshot } from "../engine/leased-snapshot.js";
+import { SnapshotWindow } from "../engine/snapshot-window.js";
 import { DEFAULT_STALE_MS, heartbeatInterval, newOwnerIdentity } from "../engine/owner.js";
 import { buildReport, storedReport, summarizePlan } from "../engine/report.js";
 import { keyString } from "../core/keys.js";
@@ -21,7 +25,13 @@ import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import type { EvalLookup } from "./find-eval.js";
 import { liveWorkers, workerId } from "./run-workers.js";
 import { requireRun } from "./require-run.js";
-import { planResume, type ResumeEval } from "./resume-run.js";
+import {
+  planResume,
+  type PlannedResume,
+  type ResumeEval,
+  type ResumePlanning,
+} from "./resume-run.js";
+import { resumeCap } from "./spend-cap.js";
 import { executionReport, withStoredSpend } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 import { settledStatus } from "./run-status.js";
@@ -82,6 +92,12 @@ export interface WorkOptions extends ExecuteOptions {
   cache?: boolean;
   /** `--rpm` / `--tpm`: the main model's rate limit for this worker (see withFlagLimit). */
   rateLimit?: RateLimit;
+  /**
+   * A dataset file of at least `minBytes` is not loaded: the worker plans from the run's figures,
+   * the file (unless it still has the run's stamp) compared with the snapshot a page at a time,
+   * and finds its leased keys in the snapshot (see `planResume`'s `paged`).
+   */
+  paged?: { minBytes: number };
   /** Default `leaseTime()`. */
   leaseMs?: number;
   /**
@@ -91,6 +107,11 @@ export interface WorkOptions extends ExecuteOptions {
   reopen?: boolean;
   /** Set by `startDistributed`: the worker that created the run (its plan is not a resume's). */
   created?: boolean;
+  /**
+   * Set by `startDistributed` with `eval`: the run was created from its dataset's pages, which
+   * `eval` does not hold (its samples are empty): the plan counts its keys from the figures.
+   */
+  fromPages?: boolean;
   /** Called once the worker has registered and made its first claim. */
   onJoined?: (joined: JoinedWorker) => void;
 }
@@ -127,7 +148,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   if (found.status === "completed") return storedReport(store, found, { invocation: true });
   // Planned (its eval checked against the run's identity) before the run is reopened: a
   // refused worker leaves the run as it was.
-  const planning = await planResume({ ...options, asWorker: true });
+  const planning = await workPlanning(found, options);
   if (!planning.ok) {
     const { refusal } = planning;
     if (refusal.reason !== "nothing-to-resume") throw refusal.error;
@@ -138,6 +159,10 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   }
   const run = await reopened(store, found);
   const { plan, eval: ev, cap } = planning.resume;
+  // A plan that lists no sample (a large dataset's): the leased keys are found in the snapshot,
+  // and other workers' attempts told from the highest stored of each key before this one began.
+  const paged = listedKeys(plan) === undefined;
+  const stored = paged ? await storedAttempts(store, run) : undefined;
   const leaseMs = options.leaseMs ?? leaseTime();
   const concurrency = options.concurrency ?? run.config.concurrency;
   const worker: WorkerIdentity = { ...newOwnerIdentity(), concurrency, leaseMs };
@@ -148,6 +173,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     token: worker.token,
     batch: concurrency,
     pollMs: Math.min(1_000, Math.max(50, Math.floor(leaseMs / 4))),
+    ...(paged ? { locate: new LeasedSnapshot(store, runId, run.config.epochs).locate } : {}),
     onFirstClaim: (ms, keys) =>
       options.onJoined?.({
         runId,
@@ -202,7 +228,9 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
   await settle(store, runId, stopped !== null, note);
   const report = await executionReport(store, await requireRun(store, runId), exec, end, {
     stopped,
-    isOthers: otherWorkers(planning.resume.attempts, end.isNow),
+    ...(stored
+      ? { isOthersAt: otherWorkersAt(stored, run.config.epochs, end.isNowAt) }
+      : { isOthers: otherWorkers(planning.resume.attempts, end.isNow) }),
   });
   options.onEvent?.({ type: "run-finished", report });
   return report;
@@ -260,6 +288,58 @@ async function settle(
 }
 
 /**
+ * How a worker plans: as a resume (`planResume`, paged for a large dataset), or, the worker that
+ * created the run from a dataset's pages (`startDistributed`), from the run's figures as a paged
+ * resume counts, with the eval the run was just made from.
+ */
+async function workPlanning(run: Run, options: WorkOptions): Promise<ResumePlanning> {
+  const ev = options.eval;
+  if (!options.fromPages || !ev) return planResume({ ...options, asWorker: true });
+  const left = await countedResume(options.store, run);
+  // A run just created has the figures of its reducer: a paged run is always counted.
+  if (!left) throw new Error(`run ${run.id}'s figures do not count its keys`);
+  const cap = resumeCap(run, options.maxCost);
+  const rateLimits = withFlagLimit(ev.rateLimits, options.rateLimit, run.config.model);
+  const resume: PlannedResume = {
+    run,
+    plan: countedPlan(left.plan),
+    attempts: [],
+    eval: rateLimits ? { ...ev, rateLimits } : ev,
+    ...(cap ? { cap } : {}),
+    keys: { inflight: left.inflight },
+  };
+  return { ok: true, resume };
+}
+
+/**
+ * The highest attempt number stored of each key of the run (its sample's place × epochs + epoch
+ * − 1; 0: none), read a page at a time beside the snapshot's: what a worker whose plan lists no
+ * sample tells other workers' attempts by (`otherWorkersAt`).
+ */
+async function storedAttempts(store: Store, run: Run): Promise<Int32Array> {
+  const { epochs } = run.config;
+  const highest = new Int32Array(run.sampleCount * epochs);
+  const window = new SnapshotWindow(store, run.id);
+  for await (const page of store.reads.attemptHeadPages(run.id)) {
+    await window.hold(page);
+    for (const head of page) {
+      const index = window.indexOf(head.sampleId);
+      if (index === undefined) continue;
+      const slot = index * epochs + head.epoch - 1;
+      if (head.attempt > highest[slot]!) highest[slot] = head.attempt;
+    }
+    window.release(page);
+  }
+  return highest;
+}
+
+/** `otherWorkers` by the sample's place: an attempt above the highest stored before, not now. */
+function otherWorkersAt(stored: Int32Array, epochs: number, isNowAt: ExecutionEnd["isNowAt"]) {
+  return (index: number | undefined, a: AttemptHead) =>
+    index !== undefined && !isNowAt(index, a) && a.attempt > stored[index * epochs + a.epoch - 1]!;
+}
+
+/**
  * An outcome committed by another worker while this one worked: neither this invocation's nor
  * among the attempts its plan read.
  */
@@ -277,7 +357,8 @@ async function finalReport(
   return buildReport({
     store,
     run: await requireRun(store, runId),
-    samples: plan.samples,
+    // A plan that lists no sample holds none: the report reads the snapshot's pages.
+    ...(listedKeys(plan) ? { samples: plan.samples } : {}),
     plan: summarizePlan(plan),
     resumed,
     wallMs: 0,

@@ -30,3 +30,39 @@ export async function interruptedPagedRun(
   expect(first.status).toBe("interrupted");
   return first.runId;
 }
+
+/** Row `i` of a paged test's dataset: sample `s<i>`, input `i`, target `2i` (as text). */
+export const pagedRow = (i: number) =>
+  JSON.stringify({ id: `s${i}`, input: i, target: String(i * 2) });
+
+/** The first `n` rows (`pagedRow`) as a JSONL file's text. */
+export const pagedRows = (n: number) =>
+  Array.from({ length: n }, (_, i) => pagedRow(i)).join("\n") + "\n";
+
+/**
+ * An eval of a paged test's dataset (`data.jsonl`) whose solver doubles its input in a journaled
+ * step, waits `delayMs` (when given), and fails every 13th sample while the file `fail` is there.
+ */
+export function failingEval(name: string, concurrency = 1, delayMs?: number): string {
+  const wait =
+    delayMs === undefined
+      ? ""
+      : `\n    await new Promise((resolve) => setTimeout(resolve, ${delayMs}));`;
+  return `import { existsSync } from "node:fs";
+import { defineEval, scorers } from "stet";
+const fail = new URL("./fail", import.meta.url);
+export default defineEval({
+  name: "${name}",
+  dataset: "./data.jsonl",
+  solver: async (sample, ctx) => {
+    const doubled = await ctx.step("double", { n: sample.input }, () => sample.input * 2);${wait}
+    if (sample.input % 13 === 0 && existsSync(fail)) throw new Error("not yet");
+    return { output: String(doubled), usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.001 } };
+  },
+  scorers: [scorers.exact()],
+  epochs: 2,
+  retries: 0,
+  concurrency: ${concurrency},
+});
+`;
+}

@@ -196,8 +196,8 @@ async function resumeDistributed(
       ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
       ...(flags.cache === undefined ? {} : { cache: flags.cache }),
       ...rateLimitFlag(flags),
-      ...rateLimitFlag(flags),
       ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+      paged: { minBytes: PAGED_DATASET_BYTES },
     }),
   );
 }

@@ -3,6 +3,7 @@ import { isStetError } from "../../core/errors.js";
 import { loadEvalRegistry } from "../../runs/eval-registry.js";
 import { openDistributedRuns } from "../../runs/open-distributed-runs.js";
 import { staleLimit } from "../../runs/stale-limit.js";
+import { PAGED_DATASET_BYTES } from "../../runs/start-run.js";
 import {
   leaseTime,
   workerStaleLimit,
@@ -68,6 +69,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
         ...(flags.maxCost === undefined ? {} : { maxCost: flags.maxCost }),
         ...rateLimitFlag(flags),
         ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
+        paged: { minBytes: PAGED_DATASET_BYTES },
       });
     };
     if (flags.run !== undefined) return await work(flags.run);
