@@ -3,7 +3,9 @@
 // resume plan of the complete run, `stet show`, `stet export --format jsonl`, `stet diff` of the
 // run with itself and `stet review` of two keys, beside the floor the read paths are held
 // against: the store's raw scan (a SELECT of every attempt row); then a second run SIGKILLed a
-// quarter of the way and its `stet resume`, which executes the rest from the snapshot's pages. One repetition each (minutes at this size); run only when named:
+// quarter of the way and its `stet resume`, which executes the rest from the snapshot's pages, and
+// a distributed run of the same file (its creator the one worker). One repetition each (minutes
+// at this size); run only when named:
 // `npm run bench -- scale`.
 import { spawn } from "node:child_process";
 import { appendFileSync, rmSync, writeFileSync } from "node:fs";
@@ -141,6 +143,18 @@ export default async function scale() {
       `${fmt(resumed.wallMs)}, ${mb(resumed.rssKb)}`,
       "≤ 300 MB",
       resumed.rssKb / 1024 <= 300,
+    );
+    // A distributed run of the same file, its creator its only worker: created from the file's
+    // pages, planned from the run's figures, its leased keys found in the snapshot a page at a time.
+    const distributed = await cli(
+      ["run", "eval.mjs", "--distributed", "--run-id", "distributed"],
+      dir,
+    );
+    report(
+      `\`stet run --distributed\` of ${n} keys, one worker (SQLite): wall, peak RSS`,
+      `${fmt(distributed.wallMs)} (${perSecond(N, distributed.wallMs).replace("rows", "keys")}), ${mb(distributed.rssKb)}`,
+      "≤ 300 MB",
+      distributed.rssKb / 1024 <= 300,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
