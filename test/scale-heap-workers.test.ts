@@ -7,7 +7,7 @@ import { perTest } from "./helpers/eval-project.js";
 // and up creates the run from the file's pages, and each worker (the creator, and `stet worker`
 // joining it) plans from the run's figures and finds the keys leased to it in the snapshot, a
 // page at a time. 120,000 keys of a 13 MB file here, each process's heap capped at 32 MB: main at
-// 2aa860e (which loaded the file, and whose workers read every sample and attempt of the run) ran
+// dae6ff6 (which loaded the file, and whose workers read every sample and attempt of the run) ran
 // the creator out of heap under 32 and 48 MB (at 200,000 keys of 9 MB it needed 65-80 MB, and a
 // joining worker ran out of 64). The creator is SIGKILLed once the worker has joined: the worker
 // takes its leases over (a dead pid on this host) and finishes the run. Not timed: it asserts that
