@@ -1,4 +1,4 @@
-import { unlinkSync } from "node:fs";
+import { unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RunReport } from "../src/core/events.js";
@@ -58,10 +58,14 @@ describe.each(bothStores())("distributed workers of a paged run (%s)", (_name, o
         onEvent: (e) => {
           // A second worker joins once 300 keys are in.
           if (e.type !== "attempt-committed" || ++committed !== 300) return;
+          // The creator's next keys wait until the joining worker has its first keys: it has
+          // some to execute however slow its start is.
+          writeFileSync(join(p.dir, "hold"), "");
           joining = workRun({
             store: second.store,
             runId: e.attempt.runId,
             paged: { minBytes: 0 },
+            onJoined: () => unlinkSync(join(p.dir, "hold")),
           });
         },
       });

@@ -183,7 +183,10 @@ const CLAIM_RETRY_DELAYS_MS = [100, 300, 1_000, 2_000];
 /** How often a worker claiming full batches counts the run's open keys. */
 const COUNT_EVERY_MS = 1_000;
 
-/** A claim that failed in the store (a dropped connection, a busy lock) is tried again. */
+/**
+ * A claim, a settle or a `locate` that failed in the store (a dropped connection, a busy lock) is
+ * tried again.
+ */
 async function withRetries<T>(claim: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
     try {

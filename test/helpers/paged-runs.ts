@@ -41,13 +41,15 @@ export const pagedRows = (n: number) =>
 
 /**
  * An eval of a paged test's dataset (`data.jsonl`) whose solver doubles its input in a journaled
- * step, waits `delayMs` (when given), and fails every 13th sample while the file `fail` is there.
+ * step, waits `delayMs` (when given; then also while the file `hold` is there), and fails every
+ * 13th sample while the file `fail` is there.
  */
 export function failingEval(name: string, concurrency = 1, delayMs?: number): string {
   const wait =
     delayMs === undefined
       ? ""
-      : `\n    await new Promise((resolve) => setTimeout(resolve, ${delayMs}));`;
+      : `\n    do await new Promise((resolve) => setTimeout(resolve, ${delayMs}));` +
+        `\n    while (existsSync(new URL("./hold", import.meta.url)));`;
   return `import { existsSync } from "node:fs";
 import { defineEval, scorers } from "stet";
 const fail = new URL("./fail", import.meta.url);
