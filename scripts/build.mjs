@@ -28,6 +28,8 @@ await build({
     "src/server/index.ts",
     "src/postgres.ts",
     "src/cli/bin.ts",
+    // A parallel export's reader thread (src/cli/parallel-export.ts starts it from dist/cli/).
+    "src/cli/export-worker.ts",
   ],
   outbase: "src",
   outdir: "dist",

@@ -130,6 +130,7 @@ describe("docs/cli.md", () => {
     maxStreams: "`--max-streams`",
     staleMs: "`STET_STALE_MS`",
     leaseMs: "`STET_LEASE_MS`",
+    exportThreads: "`stet export --threads`",
     pageLimit: "API `limit`",
     pageOffset: "API `limit`",
   };

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { exportRow } from "../src/cli/commands/export.js";
+import { exportRow } from "../src/cli/export-rows.js";
 import { foldedReport, storedReport } from "../src/engine/report.js";
 import { toGraderResults } from "../src/evalport/grader-mapping.js";
 import { toResult } from "../src/evalport/result-mapping.js";

@@ -154,6 +154,12 @@ export const BOUNDS = {
     unit: "ms",
     why: "STET_LEASE_MS: a dead worker's keys wait this long before another takes them",
   },
+  exportThreads: {
+    min: 1,
+    max: 64,
+    integer: true,
+    why: "reader threads of one export, each with its own store connection; past the cores, none helps",
+  },
   pageLimit: {
     min: 1,
     max: 500,

@@ -2,7 +2,7 @@ import type { Json } from "../core/json.js";
 import { byteOrder } from "../core/keys.js";
 import { selectOutcomes } from "../core/outcomes.js";
 import type { Attempt, SampleRecord } from "../core/types.js";
-import type { AttemptHead, Store } from "../store/types.js";
+import type { AttemptHead, RunPart, Store } from "../store/types.js";
 import { applyReviews } from "./review-grades.js";
 import { loadTrajectories } from "./trajectory.js";
 
@@ -38,6 +38,8 @@ export interface OutcomePagesOptions {
   reviews?: boolean;
   /** Samples (and their attempts) per page; 1,000 by default. */
   pageSize?: number;
+  /** Only this part of the run (`RunPart`): what one of a parallel export's readers reads. */
+  part?: RunPart;
 }
 
 /**
@@ -69,12 +71,16 @@ export async function* outcomePages(
   options: OutcomePagesOptions = {},
 ): AsyncIterable<OutcomePage<Attempt | AttemptHead>> {
   const pageSize = options.pageSize ?? 1_000;
+  const { part } = options;
+  if (part !== undefined && attempts !== "whole") {
+    throw new Error("outcomePages reads a part of a run's whole attempts only");
+  }
   const attemptPages =
     attempts === "whole"
-      ? store.reads.attemptPages(runId, pageSize)
+      ? store.reads.attemptPages(runId, pageSize, part)
       : store.reads.attemptHeadPages(runId, pageSize);
   const pages = withAttempts<PagedSample, Attempt | AttemptHead>(
-    snapshotPages(store, runId, options.samples, pageSize),
+    snapshotPages(store, runId, options.samples, pageSize, part),
     (s) => s.id,
     attemptPages,
   );
@@ -131,26 +137,43 @@ export async function* withAttempts<S, A extends { sampleId: string }>(
   }
 }
 
-/** The snapshot's pages, whole or ids and fingerprints only, as `PagedSample`s. */
+/**
+ * The snapshot's pages, whole or ids and fingerprints only, as `PagedSample`s; of a `part`, its
+ * samples only (the pages cut at its last sample, none read after the page that holds it).
+ */
 async function* snapshotPages(
   store: Store,
   runId: string,
   what: OutcomePagesOptions["samples"],
   pageSize: number,
+  part: RunPart | undefined,
 ): AsyncIterable<PagedSample[]> {
-  if (what === "whole") {
-    for await (const page of store.reads.samplePages(runId, pageSize)) {
-      yield page.map((record) => ({
-        id: record.sample.id,
-        fingerprint: record.fingerprint,
-        record,
-      }));
+  const pages =
+    what === "whole"
+      ? mapPages(store.reads.samplePages(runId, pageSize, part), (record) => ({
+          id: record.sample.id,
+          fingerprint: record.fingerprint,
+          record,
+        }))
+      : mapPages(store.reads.sampleFingerprintPages(runId, pageSize, part), (f) => ({
+          id: f.sampleId,
+          fingerprint: f.fingerprint,
+        }));
+  const last = part?.lastSampleId;
+  for await (const page of pages) {
+    if (last === undefined) {
+      yield page;
+      continue;
     }
-    return;
+    let end = 0;
+    while (end < page.length && byteOrder(page[end]!.id, last) <= 0) end++;
+    if (end > 0) yield end === page.length ? page : page.slice(0, end);
+    if (end < page.length || page[end - 1]?.id === last) return;
   }
-  for await (const page of store.reads.sampleFingerprintPages(runId, pageSize)) {
-    yield page.map((f) => ({ id: f.sampleId, fingerprint: f.fingerprint }));
-  }
+}
+
+async function* mapPages<T, U>(pages: AsyncIterable<T[]>, map: (row: T) => U): AsyncIterable<U[]> {
+  for await (const page of pages) yield page.map(map);
 }
 
 /** The outcomes (in key order) given to their samples (in the same order). */

@@ -1,6 +1,7 @@
 import { byteOrder } from "../core/keys.js";
 import type { SampleRecord } from "../core/types.js";
 import { toSampleRecord, type SampleRow } from "./rows.js";
+import type { RunPart } from "./types.js";
 
 /** A snapshot row as a page of ids and fingerprints reads it. */
 export interface FingerprintRow {
@@ -25,6 +26,10 @@ export const SAMPLE_PAGE_SQL = {
   whole: `SELECT sample_id, sample, fingerprint FROM samples
     WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)
     ORDER BY sample_id LIMIT CAST(@limit AS INTEGER)`,
+  // The `count`-th sample id after `after`: where a part of a parallel read ends.
+  mark: `SELECT sample_id FROM samples
+    WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)
+    ORDER BY sample_id LIMIT 1 OFFSET CAST(@skip AS INTEGER)`,
 } as const;
 
 /** A fingerprint row as SQLite reads it: an array in SELECT order, no object per row. */
@@ -32,8 +37,8 @@ export type RawFingerprintRow = [sample_id: string, fingerprint: string];
 
 /**
  * Keyset pages of a run's snapshot rows in sample-id order: `fetch` reads up to `limit` rows
- * after the last sample id read (`idOf` a row; by default its `sample_id` column), and a short or
- * empty page ends it.
+ * after the last sample id read (`idOf` a row; by default its `sample_id` column), from the first
+ * row or after `start.afterSampleId`, and a short or empty page ends it.
  *
  * @example yield* snapshotPages(1_000, (after, limit) => page.all({ runId, after, limit }), toRecord);
  */
@@ -42,8 +47,9 @@ export async function* snapshotPages<Row, T>(
   fetch: (after: string, limit: number) => Promise<Row[]>,
   map: (row: Row) => T,
   idOf: (row: Row) => string = (row) => (row as { sample_id: string }).sample_id,
+  start?: RunPart,
 ): AsyncIterable<T[]> {
-  let after = "";
+  let after = start?.afterSampleId ?? "";
   for (;;) {
     const rows = await fetch(after, pageSize);
     if (rows.length === 0) return;

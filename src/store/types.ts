@@ -41,6 +41,7 @@ import type {
   RunFilter,
   RunListing,
   RunNote,
+  RunPart,
   ScoringFilter,
   SpendCursor,
   StepDiscard,
@@ -210,9 +211,12 @@ export interface ReadModel {
   sampleFingerprintPages(
     runId: string,
     pageSize?: number,
+    start?: RunPart,
   ): AsyncIterable<{ sampleId: string; fingerprint: string }[]>;
   /** The whole snapshot (`getSamples`' records) in the same order and pages. */
-  samplePages(runId: string, pageSize?: number): AsyncIterable<SampleRecord[]>;
+  samplePages(runId: string, pageSize?: number, start?: RunPart): AsyncIterable<SampleRecord[]>;
+  /** The `count`-th sample id after `afterSampleId` ("": the first's) in byte order: a `RunPart`'s end. */
+  sampleIdMark(runId: string, afterSampleId: string, count: number): Promise<string | undefined>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
@@ -249,7 +253,7 @@ export interface ReadModel {
     sampleIds: Iterable<string>,
   ): Promise<{ fingerprints: { sampleId: string; fingerprint: string }[]; heads: AttemptHead[] }>;
   /** Whole attempts (outputs, transcripts) in the same order and pages: what copying a run reads. */
-  attemptPages(runId: string, pageSize?: number): AsyncIterable<Attempt[]>;
+  attemptPages(runId: string, pageSize?: number, start?: RunPart): AsyncIterable<Attempt[]>;
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */
   listOutcomes(runId: string, filter?: OutcomeFilter): Promise<OutcomePage>;
   /**

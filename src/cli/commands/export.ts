@@ -1,14 +1,14 @@
 import { runModel } from "../../core/run-model.js";
-import type { Json } from "../../core/json.js";
-import { stringify } from "csv-stringify/sync";
 import { StetError } from "../../core/errors.js";
-import type { Attempt, Run, Usage, UsageFigures } from "../../core/types.js";
+import type { Json } from "../../core/json.js";
+import type { Run } from "../../core/types.js";
 import { outcomePages } from "../../evalport/outcome-pages.js";
 import { prepareResultSet, writeResultSet } from "../../evalport/write-result-set.js";
-import { csvColumns, csvRow, type CsvColumn } from "../export-csv.js";
-import { reviewCells, reviewColumns, reviewScorers } from "../export-reviews.js";
-import { toOutput, type Write } from "../export-output.js";
+import { reviewScorers } from "../export-reviews.js";
+import { toOutput } from "../export-output.js";
+import type { RowFormat } from "../export-rows.js";
 import { openStore } from "../open-store.js";
+import { exportThreads, writeRows } from "../parallel-export.js";
 import { htmlReport } from "../reports/html.js";
 import { writeJunit } from "../reports/junit.js";
 import { markdownSummary } from "../reports/markdown.js";
@@ -16,7 +16,6 @@ import { gatherHtml } from "../reports/report-data.js";
 import { resumeHint } from "../resume-hint.js";
 import { readRun } from "../../runs/read-run.js";
 import type { Store } from "../../store/types.js";
-import { trajectoryUsage } from "../../core/usage.js";
 
 export interface ExportFlags {
   store?: string;
@@ -24,6 +23,8 @@ export interface ExportFlags {
   output?: string;
   /** junit/html: a score below this fails (default 1). */
   passThreshold?: number;
+  /** jsonl/csv: reader threads (`exportThreads`' default when absent). */
+  threads?: number;
 }
 
 const FORMATS = ["jsonl", "csv", "resultset", "junit", "html", "markdown"];
@@ -39,7 +40,8 @@ const REPORTS = ["junit", "html", "markdown"];
  * run's outcomes, journals and reviews are read a page at a time in key order
  * (`outcomePages`) and written as they come, so memory does not grow with the run (an HTML
  * report over `HTML_ROW_LIMIT` keys is a summary of its worst ones).
- * `-o` replaces the file atomically (temp + rename), creating its folder when missing.
+ * `-o` replaces the file atomically (temp + rename), creating its folder when missing. JSON lines
+ * and CSV of a large run are read by several threads (`writeRows`), written in the same order.
  */
 export async function exportCommand(runId: string, flags: ExportFlags): Promise<number> {
   const format = flags.format ?? "jsonl";
@@ -64,30 +66,19 @@ export async function exportCommand(runId: string, flags: ExportFlags): Promise<
       // The first pass refuses a run without outcomes before any file is touched.
       const coverage = await prepareResultSet(store, run);
       await toOutput(output, (write) => writeResultSet(store, coverage, write));
-    } else if (format === "jsonl") {
-      await toOutput(output, (write) => writeJsonl(store, run, write));
     } else {
-      const humans = await reviewedScorers(store, run);
-      await toOutput(output, (write) => writeCsv(store, run, humans, write));
+      const rows: RowFormat =
+        format === "jsonl"
+          ? { name: "jsonl" }
+          : { name: "csv", scorers: run.config.scorers, humans: await reviewedScorers(store, run) };
+      const threads = exportThreads(run, flags.threads);
+      await toOutput(output, (write) =>
+        writeRows(store, run, rows, write, { threads, storeFlag: flags.store }),
+      );
     }
     return 0;
   } finally {
     await store.close();
-  }
-}
-
-/** One line per key's outcome, with its journal and current reviews, a page at a time. */
-async function writeJsonl(store: Store, run: Run, write: Write): Promise<void> {
-  const pages = outcomePages(store, run.id, "whole", { journal: true, reviews: true });
-  for await (const page of pages) {
-    let text = "";
-    for (const { outcomes } of page.samples) {
-      for (const a of outcomes) {
-        const row = exportRow(a, page.journalOf(a), page.reviewsOf(a));
-        text += `${JSON.stringify(row)}\n`;
-      }
-    }
-    if (text !== "") await write(text);
   }
 }
 
@@ -109,28 +100,6 @@ async function reviewedScorers(store: Store, run: Run): Promise<string[]> {
     for (const name of reviewScorers(rows.splice(0))) names.add(name);
   }
   return [...names].sort();
-}
-
-/** The CSV export: its header, then each page's rows (`csvRow`, and the review cells). */
-async function writeCsv(store: Store, run: Run, humans: string[], write: Write): Promise<void> {
-  const { scorers } = run.config;
-  const columns: CsvColumn[] = [...csvColumns(scorers), ...reviewColumns(humans)];
-  await write(stringify([], { header: true, columns }));
-  const pages = outcomePages(store, run.id, "whole", { samples: "whole", reviews: true });
-  for await (const page of pages) {
-    const byId = new Map(
-      page.samples.flatMap((s) =>
-        s.sample.record ? ([[s.sample.id, s.sample.record]] as const) : [],
-      ),
-    );
-    const rows = page.samples.flatMap(({ outcomes }) =>
-      outcomes.map((a) => ({
-        ...csvRow(a, byId, scorers),
-        ...reviewCells(humans, page.reviewsOf(a)),
-      })),
-    );
-    if (rows.length > 0) await write(stringify(rows, { header: false, columns }));
-  }
 }
 
 /** A human-facing export of the run: JUnit XML, a self-contained HTML page, or Markdown. */
@@ -169,66 +138,4 @@ async function exportReport(
     resumeCommand: resumeHint(runId, flags.store).command,
   });
   await toOutput(flags.output, (write) => write(text));
-}
-
-/**
- * The export form of an outcome: stable field order, no store internals. A member that does not
- * apply is undefined, which leaves it out of the JSON line (`JSON.stringify`) without a spread
- * per optional member.
- */
-export function exportRow(a: Attempt, journal?: Json[], reviews?: Json[]) {
-  return {
-    runId: a.runId,
-    sampleId: a.sampleId,
-    epoch: a.epoch,
-    attempt: a.attempt,
-    status: a.status,
-    output: a.output,
-    scores: a.scores,
-    usage: exportUsage(a.usage),
-    // Absent when unknown (stored before retries were counted): an old run exports as before.
-    retries: a.retries,
-    // Only on an attempt a per-sample limit ended: which limit, its value and what was used.
-    limit: a.limit,
-    startedAt: a.startedAt,
-    completedAt: a.completedAt,
-    durationMs: a.durationMs,
-    error: a.error,
-    provenance: a.provenance.kind,
-    // Where an imported or reused outcome came from (`run:<id>#<attempt>` for a reused one).
-    source: a.provenance.kind === "imported" ? a.provenance.source : undefined,
-    redacted: a.redacted,
-    // The attempt's step journal (ctx.step / ctx.chat): its trajectory, when it has one.
-    journal,
-    // Its current reviews, when it has any.
-    reviews,
-  };
-}
-
-/**
- * An attempt's usage as exported: a cost that was never known is `costUsd: null`, not absent; the
- * cached, cache-write and reasoning tokens (of the input and output) when the provider reported
- * them; `reused`, the part replayed from the journal, when the attempt replayed any.
- */
-function exportUsage(usage: Usage | null) {
-  if (usage === null) return null;
-  // The whole trajectory: the calls carried from an errored attempt count as replayed.
-  const { reused, carried: _carried, ...figures } = trajectoryUsage(usage);
-  return {
-    ...exportFigures(figures),
-    ...(reused === undefined ? {} : { reused: exportFigures(reused) }),
-  };
-}
-
-function exportFigures(usage: UsageFigures) {
-  return {
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
-    ...(usage.cachedInputTokens === undefined
-      ? {}
-      : { cachedInputTokens: usage.cachedInputTokens }),
-    ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: usage.cacheWriteTokens }),
-    ...(usage.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
-    costUsd: usage.costUsd ?? null,
-  };
 }

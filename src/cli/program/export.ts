@@ -18,6 +18,11 @@ export function registerExport(program: Command): void {
       "junit/html: a score below this fails its test case (default 1)",
       bounded("passThreshold"),
     )
+    .option(
+      "--threads <n>",
+      "jsonl/csv: threads reading the run (default: one per core up to 4 for 50,000 keys or more; 1 reads in this one)",
+      bounded("exportThreads"),
+    )
     .option("-o, --output <file>", "write to a file (replaced atomically) instead of stdout")
     .addOption(storeOption())
     .action(async (runId: string, flags) => {

@@ -200,6 +200,37 @@ function describeSnapshotPages(h: HarnessRef): void {
       }
     },
   );
+
+  it("pages a part of the snapshot, and marks the n-th sample id after one to split it", async () => {
+    const { run } = await newRun(h.store, { ids: ["b", "a10", "é", "B", "a9", "\u{1F600}"] });
+    // Byte order: B, a10, a9, b, é, 😀.
+    const mark = (after: string, count: number) => h.store.reads.sampleIdMark(run.id, after, count);
+    expect(await mark("", 2)).toBe("a10");
+    expect(await mark("a10", 2)).toBe("b");
+    expect(await mark("b", 2)).toBe("\u{1F600}");
+    expect(await mark("\u{1F600}", 2)).toBeUndefined();
+    expect(await mark("", 1)).toBe("B");
+    expect(await mark("a9", 3)).toBe("\u{1F600}");
+    expect(await mark("a9", 4)).toBeUndefined();
+    expect(await h.store.reads.sampleIdMark("r_none", "", 1)).toBeUndefined();
+    const ids = async (afterSampleId: string) => {
+      const read: string[][] = [];
+      for await (const page of h.store.reads.sampleFingerprintPages(run.id, 2, { afterSampleId })) {
+        read.push(page.map((f) => f.sampleId));
+      }
+      for await (const page of h.store.reads.samplePages(run.id, 2, { afterSampleId })) {
+        read.push(page.map((r) => r.sample.id));
+      }
+      return read;
+    };
+    expect(await ids("a10")).toEqual([
+      ["a9", "b"],
+      ["é", "\u{1F600}"],
+      ["a9", "b"],
+      ["é", "\u{1F600}"],
+    ]);
+    expect(await ids("\u{1F600}")).toEqual([]);
+  });
 }
 
 /** What a resume plans from when the store says which samples still have work. */

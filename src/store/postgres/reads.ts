@@ -31,6 +31,7 @@ import type {
   BenchmarkSummary,
   OutcomeFilter,
   OutcomePage,
+  RunPart,
   ReadModel,
   ReportInputs,
   RunCounts,
@@ -170,6 +171,7 @@ function pagedReads(
   ReadModel,
   | "sampleFingerprintPages"
   | "samplePages"
+  | "sampleIdMark"
   | "attemptHeadPages"
   | "attemptFactPages"
   | "attemptPages"
@@ -182,27 +184,44 @@ function pagedReads(
       return (await postgresReadModel.listAttemptsAfter(c.pool, runId, undefined, 0)).cursor;
     });
   // A keyset page of the snapshot, the samples' statistics checked before the first.
-  const snapshotPage =
-    <Row extends QueryResultRow>(statement: Statement, runId: string) =>
-    (after: string, limit: number) =>
+  const snapshotPage = <Row extends QueryResultRow>(statement: Statement, runId: string) => {
+    let first = true;
+    return (after: string, limit: number) =>
       c.guard(async () => {
-        if (after === "") await c.plannerStats.check(c.pool, "samples", runId);
+        if (first) await c.plannerStats.check(c.pool, "samples", runId);
+        first = false;
         return statement.rows<Row>(c.pool, { runId, after, limit });
       });
+  };
   return {
-    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+    sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,
         snapshotPage<FingerprintRow>(sql.fingerprintPage, runId),
         toFingerprint,
+        undefined,
+        start,
       );
     },
-    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+    samplePages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,
         snapshotPage<SamplePageRow>(sql.samplePage, runId),
         sampleMapper(runId),
+        undefined,
+        start,
       );
+    },
+    async sampleIdMark(runId: string, after: string, count: number) {
+      return c.guard(async () => {
+        const skip = count - 1;
+        const rows = await sql.sampleIdMark.rows<{ sample_id: string }>(c.pool, {
+          runId,
+          after,
+          skip,
+        });
+        return rows[0]?.sample_id;
+      });
     },
     attemptHeadPages(runId: string, pageSize = 1_000): AsyncIterable<AttemptHead[]> {
       return headPages(
@@ -226,15 +245,25 @@ function pagedReads(
           ),
       );
     },
-    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+    attemptPages(runId: string, pageSize = 1_000, start?: RunPart): AsyncIterable<Attempt[]> {
       return attemptPages(
         runId,
         pageSize,
         () => lastCommit(runId),
         (after, limit, upTo) =>
-          c.guard(() =>
-            sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo }),
-          ),
+          c.guard(() => {
+            const last = start?.lastSampleId;
+            return last === undefined
+              ? sql.attemptPage.tuples<AttemptRow>(c.pool, { runId, ...after, limit, upTo })
+              : sql.attemptPartPage.tuples<AttemptRow>(c.pool, {
+                  runId,
+                  ...after,
+                  limit,
+                  upTo,
+                  last,
+                });
+          }),
+        start,
       );
     },
   };

@@ -230,7 +230,10 @@ const POSTGRES_SQL = {
   attemptFactPage: sql(attemptsPage(ATTEMPT_FACT_COLUMNS)),
   fingerprintPage: sql(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql(SAMPLE_PAGE_SQL.whole),
+  sampleIdMark: sql(SAMPLE_PAGE_SQL.mark),
   attemptPage: sql(attemptsPage(ATTEMPT_COLUMNS)),
+  // A part of the run's attempts (`RunPart`), up to its last sample id.
+  attemptPartPage: sql(attemptsPage(ATTEMPT_COLUMNS, true)),
   // Several runs at once: a listing's figures in three reads, not three per run.
   reportFingerprints: sql(
     `SELECT run_id, sample_id, fingerprint FROM samples WHERE run_id = ANY(@runIds::text[])`,
@@ -306,10 +309,10 @@ const POSTGRES_JOURNAL_SQL = {
  * A keyset page of a run's attempts as they stand now (`columns` of `attempts_now`): after the
  * cursor (sample id, epoch, attempt), up to the commit `upTo`, in key order.
  */
-function attemptsPage(columns: string): string {
+function attemptsPage(columns: string, bounded = false): string {
   return `SELECT ${columns} FROM attempts_now
      WHERE run_id = @runId AND (sample_id, epoch, attempt) > (@sampleId::text, @epoch::int, @attempt::int)
-       AND seq <= @upTo::bigint
+       AND seq <= @upTo::bigint${bounded ? " AND sample_id <= @last::text" : ""}
      ORDER BY sample_id, epoch, attempt LIMIT @limit::int`;
 }
 

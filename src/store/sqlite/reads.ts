@@ -21,6 +21,7 @@ import type {
   BenchmarkSummary,
   OutcomeFilter,
   OutcomePage,
+  RunPart,
   ReadModel,
   ReportInputs,
   RunCounts,
@@ -145,6 +146,7 @@ function pagedReads(
   ReadModel,
   | "sampleFingerprintPages"
   | "samplePages"
+  | "sampleIdMark"
   | "attemptHeadPages"
   | "attemptFactPages"
   | "attemptPages"
@@ -153,20 +155,26 @@ function pagedReads(
   const lastCommit = async (runId: string) =>
     c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor);
   return {
-    sampleFingerprintPages(runId: string, pageSize = 1_000) {
+    sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,
         async (after, limit) => c.guard(() => c.s.fingerprintPage.all({ runId, after, limit })),
         toFingerprintFromRaw,
         ([sampleId]) => sampleId,
+        start,
       );
     },
-    samplePages(runId: string, pageSize = 1_000): AsyncIterable<SampleRecord[]> {
+    samplePages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,
         async (after, limit) => c.guard(() => c.s.samplePage.all({ runId, after, limit })),
         sampleMapper(runId),
+        undefined,
+        start,
       );
+    },
+    async sampleIdMark(runId: string, after: string, count: number) {
+      return c.guard(() => c.s.sampleIdMark.get({ runId, after, skip: count - 1 })?.[0]);
     },
     // Pages of 1,000: a larger page outlives young-generation GCs while it is folded and is
     // promoted as a whole; at 5,000 a 100,000-attempt report added ~50 MB of old-generation garbage.
@@ -188,13 +196,19 @@ function pagedReads(
           c.guard(() => c.s.attemptFactPage.all({ runId, ...after, limit, upTo })),
       );
     },
-    attemptPages(runId: string, pageSize = 1_000): AsyncIterable<Attempt[]> {
+    attemptPages(runId: string, pageSize = 1_000, start?: RunPart): AsyncIterable<Attempt[]> {
       return attemptPages(
         runId,
         pageSize,
         () => lastCommit(runId),
         async (after, limit, upTo) =>
-          c.guard(() => c.s.attemptPage.all({ runId, ...after, limit, upTo })),
+          c.guard(() => {
+            const last = start?.lastSampleId;
+            return last === undefined
+              ? c.s.attemptPage.all({ runId, ...after, limit, upTo })
+              : c.s.attemptPartPage.all({ runId, ...after, limit, upTo, last });
+          }),
+        start,
       );
     },
   };

@@ -20,11 +20,11 @@ import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
  * A keyset page of a run's attempts as they stand now (`columns` of `attempts_now`): after the
  * cursor (sample id, epoch, attempt), up to the commit `upTo`, in key order.
  */
-function attemptsPage(columns: string): string {
+function attemptsPage(columns: string, bounded = false): string {
   return `SELECT ${columns} FROM attempts_now
          WHERE run_id = @runId AND (sample_id > @sampleId OR (sample_id = @sampleId
            AND (epoch > @epoch OR (epoch = @epoch AND attempt > @attempt))))
-           AND seq <= @upTo
+           AND seq <= @upTo${bounded ? " AND sample_id <= @last" : ""}
          ORDER BY sample_id, epoch, attempt LIMIT @limit`;
 }
 
@@ -241,7 +241,10 @@ export const SQLITE_STATEMENTS = {
   attemptFactPage: rawSql<AttemptFactRow>(attemptsPage(ATTEMPT_FACT_COLUMNS)),
   fingerprintPage: rawSql<RawFingerprintRow>(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql<SamplePageRow>(SAMPLE_PAGE_SQL.whole),
+  sampleIdMark: rawSql<[sample_id: string]>(SAMPLE_PAGE_SQL.mark),
   attemptPage: rawSql<AttemptRow>(attemptsPage(ATTEMPT_COLUMNS)),
+  // A part of the run's attempts (`RunPart`), up to its last sample id.
+  attemptPartPage: rawSql<AttemptRow>(attemptsPage(ATTEMPT_COLUMNS, true)),
   // Several runs at once (`?` is a JSON array of run ids): a listing's figures in three reads.
   reportFingerprints: sql<{ run_id: string; sample_id: string; fingerprint: string }>(
     `SELECT run_id, sample_id, fingerprint FROM samples

@@ -362,3 +362,18 @@ export interface BatchSubmission {
   createdAt: string;
   updatedAt: string;
 }
+
+/**
+ * A part of a run for a paged read, one of several read in parallel (`sampleIdMark` splits the
+ * run): the samples after `afterSampleId` ("" from the first) up to and including `lastSampleId`
+ * (to the last without it), in byte order, with their attempts up to the commit `upTo` (a
+ * `listAttemptsAfter` cursor), so that every part reads the same prefix of the commit order
+ * however many attempts are committed meanwhile. Without `upTo`, the run's newest commit when the
+ * read begins (what a read of the whole run has). The snapshot's pages read past `lastSampleId`
+ * by at most a page (the reader stops there); the attempts' never do.
+ */
+export interface RunPart {
+  afterSampleId: string;
+  lastSampleId?: string;
+  upTo?: number;
+}
