@@ -12,6 +12,7 @@ import { foldedReport } from "../src/engine/report.js";
 import { prepareStart, startDistributed } from "../src/runs/start-run.js";
 import { workRun } from "../src/runs/work-run.js";
 import { errorDraft, owner, runConfig, sampleRecords } from "../src/store/contract/fixtures.js";
+import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { perTest } from "./helpers/eval-project.js";
 import { failingEval, pagedRows } from "./helpers/paged-runs.js";
@@ -143,7 +144,21 @@ describe.each(bothStores())("distributed workers of a paged run (%s)", (_name, o
       });
       // k0003's first epoch errored once: its next attempt replays that attempt's journal.
       await store.attempts.record(run.id, me.token, [errorDraft({ sampleId: "k0003", epoch: 1 })]);
-      const located = new LeasedSnapshot(store, run.id, 2, 100);
+      // The snapshot's records read through its pages, counted.
+      let read = 0;
+      const counting = {
+        ...store,
+        reads: {
+          ...store.reads,
+          samplePages: async function* (...args: Parameters<Store["reads"]["samplePages"]>) {
+            for await (const page of store.reads.samplePages(...args)) {
+              read += page.length;
+              yield page;
+            }
+          },
+        },
+      } as Store;
+      const located = new LeasedSnapshot(counting, run.id, 2, 100);
       const forward = await located.locate([
         { sampleId: "k0700", epoch: 1 },
         { sampleId: "k0701", epoch: 1 },
@@ -151,8 +166,15 @@ describe.each(bothStores())("distributed workers of a paged run (%s)", (_name, o
       ]);
       expect(forward.map((k) => snapshotIndexOf(k))).toEqual([700, 701, 1099]);
       expect(snapshotRecordOf(forward[0]!)).toEqual(samples[700]);
-      // Behind the page in hand (a dead worker's lease, the next epoch): read again from the start.
+      expect(read).toBe(1_100);
+      // Behind the page in hand (a dead worker's lease, the next epoch): the pages start again at
+      // the key's sample, not at the snapshot's start (which read 900 records more for k0900).
+      const [behind] = await located.locate([{ sampleId: "k0900", epoch: 2 }]);
+      expect(snapshotIndexOf(behind!)).toBe(900);
+      expect(snapshotRecordOf(behind!)).toEqual(samples[900]);
+      expect(read).toBe(1_200);
       const [back] = await located.locate([{ sampleId: "k0003", epoch: 1 }]);
+      expect(read).toBe(1_300);
       expect(snapshotIndexOf(back!)).toBe(3);
       expect(snapshotRecordOf(back!)).toEqual(samples[3]);
       expect(snapshotReplayOf(back!)).toBe(1);

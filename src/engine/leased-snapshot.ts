@@ -1,4 +1,4 @@
-import { keyString } from "../core/keys.js";
+import { byteOrder, keyString } from "../core/keys.js";
 import { planRun } from "../core/plan.js";
 import type { Key, SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
@@ -12,10 +12,11 @@ import { snapshotKey } from "./snapshot-keys.js";
  *
  * The snapshot is read a page at a time (`reads.samplePages`, sample-id order) as the claims come.
  * A claim hands out the run's open keys epoch by epoch in that same order, so one worker's claims
- * move forward through the snapshot and the pages are read about once an epoch; a key behind the
- * page in hand (another epoch's, or a dead worker's lease taken over) reads the snapshot again
- * from its start. No ids are compared (the store's order is not JavaScript's): a page is read
- * until it holds the key's sample. One page of records is held.
+ * move forward through the snapshot and the pages are read about once an epoch; for a key behind
+ * the page in hand (another epoch's, or a dead worker's lease taken over) the pages start again
+ * at its sample (`reads.samplePlace`: its place and the id before it), not at the snapshot's
+ * start. Ids are compared as the stores order them (UTF-8 bytes, `byteOrder`). One page of
+ * records is held.
  *
  * @example const keys = await new LeasedSnapshot(store, run.id, run.config.epochs).locate(claimed);
  */
@@ -27,6 +28,8 @@ export class LeasedSnapshot {
   #pages: AsyncIterator<SampleRecord[]> | undefined;
   /** The page in hand: its samples' records and places (0-based, sample-id order). */
   #held = new Map<string, { record: SampleRecord; index: number }>();
+  /** The first sample id of the page in hand (undefined before the first page). */
+  #first: string | undefined;
   #read = 0;
 
   constructor(store: Store, runId: string, epochs: number, pageSize = 512) {
@@ -63,19 +66,33 @@ export class LeasedSnapshot {
     });
   };
 
-  /** The sample's record and place: from the page in hand, the pages after it, or from the start. */
+  /** The sample's record and place: from the page in hand, the pages after it, or from its own. */
   async #find(sampleId: string): Promise<{ record: SampleRecord; index: number }> {
-    for (let pass = 0; pass < 2; pass++) {
-      for (;;) {
-        const held = this.#held.get(sampleId);
-        if (held) return held;
-        if (!(await this.#next())) break;
-      }
-      // Behind the page in hand: read the snapshot again from its start.
-      this.#pages = undefined;
-      this.#read = 0;
+    if (!this.#held.has(sampleId) && this.#first !== undefined) {
+      if (byteOrder(sampleId, this.#first) < 0) await this.#seek(sampleId);
     }
-    throw new Error(`leased key of sample "${sampleId}" is not in run ${this.#runId}'s snapshot`);
+    for (;;) {
+      const held = this.#held.get(sampleId);
+      if (held) return held;
+      if (!(await this.#next())) break;
+    }
+    throw this.#missing(sampleId);
+  }
+
+  /** The pages from `sampleId`'s own on (a key behind the page in hand). */
+  async #seek(sampleId: string): Promise<void> {
+    const place = await this.#store.reads.samplePlace(this.#runId, sampleId);
+    if (!place) throw this.#missing(sampleId);
+    const start = { afterSampleId: place.afterSampleId };
+    const pages = this.#store.reads.samplePages(this.#runId, this.#pageSize, start);
+    this.#pages = pages[Symbol.asyncIterator]();
+    this.#read = place.index;
+    this.#held = new Map();
+    this.#first = undefined;
+  }
+
+  #missing(sampleId: string): Error {
+    return new Error(`leased key of sample "${sampleId}" is not in run ${this.#runId}'s snapshot`);
   }
 
   /** Reads the next page into hand; false at the snapshot's end. */
@@ -87,6 +104,7 @@ export class LeasedSnapshot {
     const next = await this.#pages.next();
     if (next.done) return false;
     this.#held = new Map();
+    this.#first = next.value[0]?.sample.id;
     for (const record of next.value) {
       this.#held.set(record.sample.id, { record, index: this.#read++ });
     }

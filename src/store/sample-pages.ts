@@ -26,6 +26,13 @@ export const SAMPLE_PAGE_SQL = {
   whole: `SELECT sample_id, sample, fingerprint FROM samples
     WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)
     ORDER BY sample_id LIMIT CAST(@limit AS INTEGER)`,
+  // A sample's place (how many sort before it) and the id before it ("" for the first): one seek
+  // and a count of the index entries before it.
+  place: `SELECT
+      (SELECT count(*) FROM samples WHERE run_id = @runId AND sample_id < CAST(@id AS TEXT)) AS place,
+      (SELECT max(sample_id) FROM samples WHERE run_id = @runId AND sample_id < CAST(@id AS TEXT))
+        AS previous
+    FROM samples WHERE run_id = @runId AND sample_id = CAST(@id AS TEXT)`,
   // The `count`-th sample id after `after`: where a part of a parallel read ends.
   mark: `SELECT sample_id FROM samples
     WHERE run_id = @runId AND sample_id > CAST(@after AS TEXT)

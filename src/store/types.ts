@@ -42,6 +42,7 @@ import type {
   RunListing,
   RunNote,
   RunPart,
+  SamplePlace,
   ScoringFilter,
   SpendCursor,
   StepDiscard,
@@ -204,10 +205,7 @@ export interface ReadModel {
    * a filter, those of a key, of a range of sample ids (a page's) or of one pass.
    */
   listScorings(runId: string, filter?: ScoringFilter): Promise<Scoring[]>;
-  /**
-   * The snapshot's ids and fingerprints a page at a time, by sample id in byte order (keyset, as
-   * `attemptPages`): what a streamed export joins the attempts' pages with.
-   */
+  /** The snapshot's ids and fingerprints a page at a time (keyset, byte order, as `attemptPages`). */
   sampleFingerprintPages(
     runId: string,
     pageSize?: number,
@@ -215,6 +213,8 @@ export interface ReadModel {
   ): AsyncIterable<{ sampleId: string; fingerprint: string }[]>;
   /** The whole snapshot (`getSamples`' records) in the same order and pages. */
   samplePages(runId: string, pageSize?: number, start?: RunPart): AsyncIterable<SampleRecord[]>;
+  /** A sample's `SamplePlace` in the snapshot; undefined if the snapshot lacks the sample. */
+  samplePlace(runId: string, sampleId: string): Promise<SamplePlace | undefined>;
   /** The `count`-th sample id after `afterSampleId` ("": the first's) in byte order: a `RunPart`'s end. */
   sampleIdMark(runId: string, afterSampleId: string, count: number): Promise<string | undefined>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */

@@ -213,6 +213,12 @@ function describeSnapshotPages(h: HarnessRef): void {
     expect(await mark("a9", 3)).toBe("\u{1F600}");
     expect(await mark("a9", 4)).toBeUndefined();
     expect(await h.store.reads.sampleIdMark("r_none", "", 1)).toBeUndefined();
+    const place = (id: string) => h.store.reads.samplePlace(run.id, id);
+    expect(await place("B")).toEqual({ index: 0, afterSampleId: "" });
+    expect(await place("b")).toEqual({ index: 3, afterSampleId: "a9" });
+    expect(await place("\u{1F600}")).toEqual({ index: 5, afterSampleId: "é" });
+    expect(await place("a")).toBeUndefined();
+    expect(await h.store.reads.samplePlace("r_none", "B")).toBeUndefined();
     const ids = async (afterSampleId: string) => {
       const read: string[][] = [];
       for await (const page of h.store.reads.sampleFingerprintPages(run.id, 2, { afterSampleId })) {

@@ -172,6 +172,7 @@ function pagedReads(
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
+  | "samplePlace"
   | "attemptHeadPages"
   | "attemptFactPages"
   | "attemptPages"
@@ -211,6 +212,13 @@ function pagedReads(
         undefined,
         start,
       );
+    },
+    async samplePlace(runId: string, id: string) {
+      return c.guard(async () => {
+        type Row = { place: string; previous: string | null };
+        const [row] = await sql.samplePlace.rows<Row>(c.pool, { runId, id });
+        return row && { index: Number(row.place), afterSampleId: row.previous ?? "" };
+      });
     },
     async sampleIdMark(runId: string, after: string, count: number) {
       return c.guard(async () => {

@@ -231,6 +231,7 @@ const POSTGRES_SQL = {
   fingerprintPage: sql(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql(SAMPLE_PAGE_SQL.whole),
   sampleIdMark: sql(SAMPLE_PAGE_SQL.mark),
+  samplePlace: sql(SAMPLE_PAGE_SQL.place),
   attemptPage: sql(attemptsPage(ATTEMPT_COLUMNS)),
   // A part of the run's attempts (`RunPart`), up to its last sample id.
   attemptPartPage: sql(attemptsPage(ATTEMPT_COLUMNS, true)),

@@ -147,6 +147,7 @@ function pagedReads(
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
+  | "samplePlace"
   | "attemptHeadPages"
   | "attemptFactPages"
   | "attemptPages"
@@ -172,6 +173,12 @@ function pagedReads(
         undefined,
         start,
       );
+    },
+    async samplePlace(runId: string, id: string) {
+      return c.guard(() => {
+        const row = c.s.samplePlace.get({ runId, id });
+        return row && { index: row.place, afterSampleId: row.previous ?? "" };
+      });
     },
     async sampleIdMark(runId: string, after: string, count: number) {
       return c.guard(() => c.s.sampleIdMark.get({ runId, after, skip: count - 1 })?.[0]);

@@ -242,6 +242,7 @@ export const SQLITE_STATEMENTS = {
   fingerprintPage: rawSql<RawFingerprintRow>(SAMPLE_PAGE_SQL.fingerprints),
   samplePage: sql<SamplePageRow>(SAMPLE_PAGE_SQL.whole),
   sampleIdMark: rawSql<[sample_id: string]>(SAMPLE_PAGE_SQL.mark),
+  samplePlace: sql<{ place: number; previous: string | null }>(SAMPLE_PAGE_SQL.place),
   attemptPage: rawSql<AttemptRow>(attemptsPage(ATTEMPT_COLUMNS)),
   // A part of the run's attempts (`RunPart`), up to its last sample id.
   attemptPartPage: rawSql<AttemptRow>(attemptsPage(ATTEMPT_COLUMNS, true)),

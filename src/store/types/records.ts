@@ -377,3 +377,12 @@ export interface RunPart {
   lastSampleId?: string;
   upTo?: number;
 }
+
+/**
+ * Where a sample is in its run's snapshot: how many samples sort before it (byte order), and the
+ * id just before it ("" for the first), after which `samplePages` starts at the sample.
+ */
+export interface SamplePlace {
+  index: number;
+  afterSampleId: string;
+}
