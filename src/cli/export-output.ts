@@ -1,8 +1,5 @@
-import { createWriteStream } from "node:fs";
 import { once } from "node:events";
-import { open, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
-import { syncDirectory } from "../durable/write-file-atomic.js";
+import { removeStreamingTemps, writeStreamAtomic } from "../durable/write-file-atomic.js";
 import { prepareOutputFile } from "./output-file.js";
 
 /** Writes a piece of the output, waiting while the destination is full. */
@@ -10,9 +7,11 @@ export type Write = (text: string) => Promise<void>;
 
 /**
  * Runs `body` with a writer to stdout, or to `output` (`-o`): a temporary file beside it, synced
- * and renamed over it only once `body` finished, so a failure or a kill leaves the old file (or
- * none) and never a part of the export. Each write waits for the destination to drain, so memory
- * holds one piece at a time however long the export.
+ * and renamed over it only once `body` finished (`writeStreamAtomic`), so a failure or a kill
+ * leaves the old file (or none) and never a part of the export. Each write waits for the
+ * destination, so memory holds one piece at a time however long the export. Interrupted by
+ * SIGINT or SIGTERM (Ctrl-C), the temporary file is removed before the process ends on the
+ * signal; one SIGKILL leaves is removed by a later write of the same file (`removeStaleTemps`).
  *
  * @example await toOutput("out/run.jsonl", async (write) => { await write("{}\n"); });
  */
@@ -27,28 +26,17 @@ export async function toOutput(
     return;
   }
   await prepareOutputFile(output, "-o");
-  const temp = `${output}.${process.pid}.tmp`;
-  const out = createWriteStream(temp);
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  const interrupted = (signal: NodeJS.Signals) => {
+    removeStreamingTemps();
+    for (const s of signals) process.off(s, interrupted);
+    // Ends as the signal would have ended it without this handler.
+    process.kill(process.pid, signal);
+  };
+  for (const s of signals) process.on(s, interrupted);
   try {
-    await body(async (text) => {
-      if (!out.write(text)) await once(out, "drain");
-    });
-    out.end();
-    await once(out, "finish");
-    await fsyncFile(temp);
-    await rename(temp, output);
-    syncDirectory(dirname(output));
+    await writeStreamAtomic(output, body);
   } finally {
-    out.destroy();
-    await rm(temp, { force: true });
-  }
-}
-
-async function fsyncFile(path: string): Promise<void> {
-  const handle = await open(path, "r+");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
+    for (const s of signals) process.off(s, interrupted);
   }
 }

@@ -53,6 +53,7 @@ export async function writeStreamAtomic(
 ): Promise<void> {
   ensureDirectory(dirname(path));
   const temp = tempPath(path);
+  streaming.add(temp);
   try {
     const handle = await open(temp, "wx");
     try {
@@ -67,8 +68,25 @@ export async function writeStreamAtomic(
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
+  } finally {
+    streaming.delete(temp);
   }
   syncDirectory(dirname(path));
+}
+
+/** The temporary files `writeStreamAtomic` is writing now (none once each is renamed or removed). */
+const streaming = new Set<string>();
+
+/**
+ * Removes the temporary files of the streamed writes under way (`writeStreamAtomic`), at once:
+ * for a process about to end on a signal, whose writes will never be renamed. Their targets are
+ * left as they were.
+ *
+ * @example process.once("SIGINT", () => { removeStreamingTemps(); process.exit(130); });
+ */
+export function removeStreamingTemps(): void {
+  for (const temp of streaming) rmSync(temp, { force: true });
+  streaming.clear();
 }
 
 /** `writeFileAtomic` for callers that must not yield (a log reopened before it appends). */
