@@ -40,7 +40,7 @@ const NUMERIC_FLAGS: Record<string, Record<string, BoundName>> = {
   },
   plan: { "--epochs": "epochs", "--limit": "limit", "--load-timeout": "loadTimeoutMs" },
   cancel: { "--wait": "cancelWaitMs" },
-  export: { "--pass-threshold": "passThreshold" },
+  export: { "--pass-threshold": "passThreshold", "--threads": "exportThreads" },
 };
 
 const NUMERIC_VALUE = /<(n|ms|usd|score|bytes)>/;
