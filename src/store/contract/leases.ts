@@ -41,9 +41,19 @@ export function describeLeaseContract(h: HarnessRef): void {
       });
       const [stored] = await h.store.attempts.record("l1", a.token, [draft(first.keys[0]!)]);
       expect(stored?.status).toBe("scored");
+      // Again, now that the store has read the run as distributed (PostgreSQL pipelines these).
+      await expect(
+        h.store.attempts.record("l1", b.token, [draft(first.keys[1]!)]),
+      ).rejects.toMatchObject({ code: "E_FENCED" });
+      await expect(
+        h.store.attempts.record("l1", "nobody", [draft(first.keys[1]!)]),
+      ).rejects.toMatchObject({ code: "E_FENCED" });
+      const [next] = await h.store.attempts.record("l1", a.token, [draft(first.keys[1]!)]);
+      expect(next).toMatchObject({ sampleId: first.keys[1]!.sampleId, attempt: 1 });
+      expect(await h.store.reads.listAttempts("l1")).toHaveLength(2);
       const workers = await requireLeases(h.store).list("l1");
-      expect(workers.find((w) => w.token === a.token)).toMatchObject({ keysDone: 1, rejected: 0 });
-      expect(workers.find((w) => w.token === b.token)).toMatchObject({ rejected: 1 });
+      expect(workers.find((w) => w.token === a.token)).toMatchObject({ keysDone: 2, rejected: 0 });
+      expect(workers.find((w) => w.token === b.token)).toMatchObject({ rejected: 2 });
     });
 
     it("counts the open keys when asked, and always when a claim comes back short", async () => {
@@ -67,9 +77,11 @@ export function describeLeaseContract(h: HarnessRef): void {
     });
 
     it("expires a lease without heartbeat: taken over, the late commit rejected", async () => {
-      await distributedRun("l2", 2);
+      await distributedRun("l2", 3);
       const slow = await join("l2", "slow", 200);
-      const [key] = (await requireLeases(h.store).claim("l2", slow.token, 1)).keys;
+      const [done, key] = (await requireLeases(h.store).claim("l2", slow.token, 2)).keys;
+      // One commit first: the late one is then the store's commit of a run it knows distributed.
+      await h.store.attempts.record("l2", slow.token, [draft(done!)]);
       expect(await h.store.runs.heartbeat("l2", slow.token)).toMatchObject({ owned: true });
       await sleep(300);
       const fast = await join("l2", "fast");
@@ -79,7 +91,7 @@ export function describeLeaseContract(h: HarnessRef): void {
         code: "E_FENCED",
       });
       expect(await h.store.runs.heartbeat("l2", slow.token)).toEqual({ owned: false });
-      expect(await h.store.reads.listAttempts("l2")).toHaveLength(0);
+      expect(await h.store.reads.listAttempts("l2")).toHaveLength(1);
     });
 
     it("hands each key to one worker in a 16-way claim race", async () => {

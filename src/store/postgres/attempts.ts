@@ -1,5 +1,5 @@
 import type { Attempt, AttemptDraft, Key, Scoring, ScoringDraft } from "../../core/types.js";
-import { checkDrafts, notInSnapshot } from "../checks.js";
+import { checkDrafts, fenced, notInSnapshot, runNotFound } from "../checks.js";
 import { checkStepDrafts } from "../journal-rows.js";
 import {
   checkScoringDrafts,
@@ -85,22 +85,13 @@ export function postgresAttempts(c: PostgresContext): AttemptStore {
 async function recordOwned(
   c: PostgresContext,
   tx: PipelinedTx,
-  runId: string,
-  token: string,
-  drafts: AttemptDraft[],
-  inflight: readonly Key[],
-  steps: AttemptBatchExtras["steps"],
+  { runId, token, drafts, inflight, steps }: Batch,
 ): Promise<Attempt[] | undefined> {
   const [[owner], states, before, [missing]] = await Promise.all([
     sql.lockOwner.rows<{ owner_token: string | null }>(tx, { runId }),
     readKeyStates(tx, runId, drafts),
     readFiguresBefore(tx, runId, drafts),
-    inflight.length === 0
-      ? Promise.resolve([])
-      : sql.missingSample.rows<{ sampleId: string }>(tx, {
-          runId,
-          sampleIds: inflight.map((k) => k.sampleId),
-        }),
+    missingSamples(tx, runId, inflight),
   ]);
   if (owner?.owner_token !== token) return undefined;
   // Refused here, before any write: the writes' own checks answer after COMMIT has gone out, so
@@ -115,7 +106,60 @@ async function recordOwned(
   return stored;
 }
 
-/** One batch's transaction: an owned run's pipelined commit, else a fenced one (a worker's too). */
+/** A batch to commit, and every key it writes (`keys`: its attempts', marks' and steps'). */
+interface Batch {
+  runId: string;
+  token: string;
+  drafts: AttemptDraft[];
+  inflight: readonly Key[];
+  steps: AttemptBatchExtras["steps"];
+  keys: readonly Key[];
+}
+
+/**
+ * A distributed run's worker commit (`recordWorkerAttempts`' statements in the same order) in
+ * three round trips: BEGIN goes out with the worker's fence (its keys' lease rows locked) and the
+ * reads; once they answered, the writes, the run's row lock (taken last, as ever) and the read of
+ * its figures; then the figures' write with COMMIT. Undefined, nothing written, when `token` is
+ * the run's owner's (the fenced path answers then). The locks are taken in `recordBatch`'s order:
+ * leases, the worker's row (`finish`), the run's row last.
+ */
+async function recordLeased(
+  c: PostgresContext,
+  tx: PipelinedTx,
+  { runId, token, drafts, inflight, steps, keys }: Batch,
+): Promise<Attempt[] | undefined> {
+  const [[run], leased, states, [missing]] = await Promise.all([
+    sql.readOwner.rows<{ owner_token: string | null; distributed: boolean }>(tx, { runId }),
+    leases.fence(tx, runId, token, keys),
+    readKeyStates(tx, runId, drafts),
+    missingSamples(tx, runId, inflight),
+  ]);
+  if (!run) throw runNotFound(runId);
+  if (!run.distributed || run.owner_token === token) return undefined;
+  if (!leased) throw fenced(runId);
+  if (missing) throw notInSnapshot(runId, missing.sampleId);
+  const stored = drafts.length === 0 ? [] : numberAttempts(runId, drafts, states);
+  if (steps) tx.defer(writeSteps(tx, runId, steps.drafts, steps.discard));
+  tx.defer(c.mark(tx, runId, inflight));
+  if (stored.length > 0) tx.defer(journal.bind.run(tx, bindColumns(runId, stored)));
+  // A scored key has its outcome: its lease ends with the commit that gives it.
+  const scored = stored.filter((a) => a.status === "scored");
+  tx.defer(leases.finish(tx, runId, token, scored));
+  tx.defer(sql.lockOwner.run(tx, { runId }));
+  tx.defer(insertNumbered(tx, runId, drafts, stored));
+  // Under the run's row lock: the figures are the run's, shared by every worker.
+  const before = await readFiguresBefore(tx, runId, stored);
+  tx.defer(writeFiguresAfter(c.lastFigures, tx, runId, before, stored));
+  return stored;
+}
+
+/**
+ * One batch's transaction: pipelined once a commit has read whether the run is distributed (an
+ * owned run's by its owner, `recordOwned`; a distributed run's by a worker, `recordLeased`), else
+ * a fenced one, a round trip a statement (a run's first commit in this process, a distributed
+ * run's owner, a token that owns nothing: the path that says what is wrong).
+ */
 async function recordBatch(
   c: PostgresContext,
   runId: string,
@@ -124,15 +168,16 @@ async function recordBatch(
   inflight: readonly Key[],
   steps: AttemptBatchExtras["steps"],
 ): Promise<Attempt[]> {
-  if (c.ownedRun(runId)) {
-    const owned = await c.guard(() =>
+  const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
+  if (c.ownedRun(runId) || c.distributedRun(runId)) {
+    const record = c.ownedRun(runId) ? recordOwned : recordLeased;
+    const done = await c.guard(() =>
       pipelinedTransaction(c.pool, (tx) =>
-        recordOwned(c, tx, runId, token, drafts, inflight, steps),
+        record(c, tx, { runId, token, drafts, inflight, steps, keys }),
       ),
     );
-    if (owned) return owned;
+    if (done) return done;
   }
-  const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
   return c.guard(() =>
     transaction(c.pool, async (tx) => {
       if (await c.fenceWorker(tx, runId, token, keys)) {
@@ -188,6 +233,13 @@ async function recordWorkerAttempts(
   // Under the run's row lock, taken last: the figures are the run's, shared by every worker.
   await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
   return stored;
+}
+
+/** The first in-flight key whose sample the snapshot lacks (a read, sent with the fence's). */
+function missingSamples(tx: Queryable, runId: string, inflight: readonly Key[]) {
+  if (inflight.length === 0) return Promise.resolve([]);
+  const sampleIds = inflight.map((k) => k.sampleId);
+  return sql.missingSample.rows<{ sampleId: string }>(tx, { runId, sampleIds });
 }
 
 function bindColumns(runId: string, stored: readonly Attempt[]) {

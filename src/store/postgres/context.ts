@@ -63,6 +63,11 @@ export class PostgresContext {
     return this.distributed.get(runId) === false;
   }
 
+  /** Whether a write read the run as distributed (its workers' commits can then be pipelined). */
+  distributedRun(runId: string): boolean {
+    return this.distributed.get(runId) === true;
+  }
+
   /**
    * True when `token` is a worker of the run holding a live lease on each key (their lease rows
    * locked until the transaction ends); false when it is the run's owner (then `fence` locks

@@ -175,10 +175,15 @@ export const postgresLeases = {
    * holds a live lease on every key (rows locked until commit), else `E_FENCED`.
    */
   async fence(tx: Queryable, runId: string, token: string, keys: readonly Key[]): Promise<boolean> {
-    if ((await sql.isWorker.rows(tx, { runId, token })).length === 0) return false;
     const distinct = distinctKeys(keys);
-    if (distinct.length === 0) return true;
-    const held = await sql.heldLeases.rows(tx, { runId, token, ...columns(distinct) });
+    // Sent together: a token that is no worker's holds no lease, so the second locks nothing.
+    const [worker, held] = await Promise.all([
+      sql.isWorker.rows(tx, { runId, token }),
+      distinct.length === 0
+        ? Promise.resolve([])
+        : sql.heldLeases.rows(tx, { runId, token, ...columns(distinct) }),
+    ]);
+    if (worker.length === 0) return false;
     if (held.length !== distinct.length) throw leaseLost(runId, token);
     return true;
   },
