@@ -86,13 +86,6 @@ export async function writeRows(
   await writer.write(write);
 }
 
-/** A reader of parts, which gives what it reads to its `PartWriter`. */
-interface PartReader {
-  read(index: number, part: RunPart): void;
-  /** Ends the reader once it has read what it was given, or at once with `now` (a failure). */
-  close(now: boolean): Promise<void>;
-}
-
 /** A part's pages as they arrive, and whether its reader finished it. */
 interface Arrived {
   pieces: string[];
@@ -105,8 +98,8 @@ interface Arrived {
  * being written on; the parts' pages are written in part order.
  */
 class PartWriter {
-  readonly #readers: PartReader[] = [];
-  readonly #idle: PartReader[] = [];
+  readonly #readers: ThreadReader[] = [];
+  readonly #idle: ThreadReader[] = [];
   readonly #arrived = new Map<number, Arrived>();
   readonly #upTo: number;
   readonly #ends: (after: string) => Promise<string | undefined>;
@@ -122,7 +115,7 @@ class PartWriter {
     this.#ends = ends;
   }
 
-  add(reader: PartReader): void {
+  add(reader: ThreadReader): void {
     this.#readers.push(reader);
     this.#idle.push(reader);
   }
@@ -155,7 +148,7 @@ class PartWriter {
     this.#wakeUp();
   }
 
-  done(reader: PartReader, index: number): void {
+  done(reader: ThreadReader, index: number): void {
     this.#arrived.get(index)!.done = true;
     this.#idle.push(reader);
     this.#wakeUp();
@@ -189,7 +182,7 @@ class PartWriter {
 }
 
 /** Parts read by a thread of their own (`export-worker.ts`) with its own store connection. */
-class ThreadReader implements PartReader {
+class ThreadReader {
   readonly #worker: Worker;
   readonly #exited: Promise<unknown>;
   #closing = false;
@@ -220,7 +213,7 @@ class ThreadReader implements PartReader {
     this.#worker.postMessage({ index, part } satisfies ToWorker);
   }
 
-  /** Asks the thread to close its store and leave (stops it with `now`, or after 10 s). */
+  /** Asks the thread to close its store and leave once its part is read; stops it with `now`. */
   async close(now: boolean): Promise<void> {
     this.#closing = true;
     this.#worker.postMessage({ end: true } satisfies ToWorker);
