@@ -41,7 +41,7 @@ export function describeLeaseContract(h: HarnessRef): void {
       });
       const [stored] = await h.store.attempts.record("l1", a.token, [draft(first.keys[0]!)]);
       expect(stored?.status).toBe("scored");
-      // Again, now that the store has read the run as distributed (PostgreSQL pipelines these).
+      // Again, after a commit of the run (a store that caches what it read of the run must still fence).
       await expect(
         h.store.attempts.record("l1", b.token, [draft(first.keys[1]!)]),
       ).rejects.toMatchObject({ code: "E_FENCED" });
@@ -80,7 +80,7 @@ export function describeLeaseContract(h: HarnessRef): void {
       await distributedRun("l2", 3);
       const slow = await join("l2", "slow", 200);
       const [done, key] = (await requireLeases(h.store).claim("l2", slow.token, 2)).keys;
-      // One commit first: the late one is then the store's commit of a run it knows distributed.
+      // One commit first: the late one follows the worker's own earlier commit of the run.
       await h.store.attempts.record("l2", slow.token, [draft(done!)]);
       expect(await h.store.runs.heartbeat("l2", slow.token)).toMatchObject({ owned: true });
       await sleep(300);

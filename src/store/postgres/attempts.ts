@@ -117,12 +117,15 @@ interface Batch {
 }
 
 /**
- * A distributed run's worker commit (`recordWorkerAttempts`' statements in the same order) in
- * three round trips: BEGIN goes out with the worker's fence (its keys' lease rows locked) and the
- * reads; once they answered, the writes, the run's row lock (taken last, as ever) and the read of
- * its figures; then the figures' write with COMMIT. Undefined, nothing written, when `token` is
- * the run's owner's (the fenced path answers then). The locks are taken in `recordBatch`'s order:
- * leases, the worker's row (`finish`), the run's row last.
+ * A worker's commit in three round trips: BEGIN goes out with the worker's fence (its keys'
+ * lease rows locked) and the reads; once they answered, the writes with the run's row lock
+ * (taken last, right before the INSERT: it puts the run's attempts in commit order, the feed's
+ * `seq`, so workers' commits queue on it for the INSERT and the figures, not for the whole
+ * transaction) and the read of its figures; then the figures' write with COMMIT. The locks are
+ * taken in one order: lease rows, the worker's row (`finish`), the run's row last (what a
+ * settle's fence relies on, see `leases.ts`). Undefined, nothing written, when the run is not
+ * distributed or `token` is its owner's (the fenced path answers then); either way the store
+ * learns whether the run is distributed.
  */
 async function recordLeased(
   c: PostgresContext,
@@ -136,6 +139,7 @@ async function recordLeased(
     missingSamples(tx, runId, inflight),
   ]);
   if (!run) throw runNotFound(runId);
+  c.learnDistributed(runId, run.distributed);
   if (!run.distributed || run.owner_token === token) return undefined;
   if (!leased) throw fenced(runId);
   if (missing) throw notInSnapshot(runId, missing.sampleId);
@@ -155,10 +159,10 @@ async function recordLeased(
 }
 
 /**
- * One batch's transaction: pipelined once a commit has read whether the run is distributed (an
- * owned run's by its owner, `recordOwned`; a distributed run's by a worker, `recordLeased`), else
- * a fenced one, a round trip a statement (a run's first commit in this process, a distributed
- * run's owner, a token that owns nothing: the path that says what is wrong).
+ * One batch's transaction: pipelined (an owned run's by its owner, `recordOwned`; any other's
+ * first as a worker's, `recordLeased`), else a fenced one, a round trip a statement (the run's
+ * owner before this process knew the run owned, a distributed run's owner, a token that owns
+ * nothing: the path that says what is wrong).
  */
 async function recordBatch(
   c: PostgresContext,
@@ -169,21 +173,15 @@ async function recordBatch(
   steps: AttemptBatchExtras["steps"],
 ): Promise<Attempt[]> {
   const keys = [...drafts, ...inflight, ...(steps ? [...steps.drafts, ...steps.discard] : [])];
-  if (c.ownedRun(runId) || c.distributedRun(runId)) {
-    const record = c.ownedRun(runId) ? recordOwned : recordLeased;
-    const done = await c.guard(() =>
-      pipelinedTransaction(c.pool, (tx) =>
-        record(c, tx, { runId, token, drafts, inflight, steps, keys }),
-      ),
-    );
-    if (done) return done;
-  }
+  const record = c.ownedRun(runId) ? recordOwned : recordLeased;
+  const done = await c.guard(() =>
+    pipelinedTransaction(c.pool, (tx) =>
+      record(c, tx, { runId, token, drafts, inflight, steps, keys }),
+    ),
+  );
+  if (done) return done;
   return c.guard(() =>
     transaction(c.pool, async (tx) => {
-      if (await c.fenceWorker(tx, runId, token, keys)) {
-        if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
-        return recordWorkerAttempts(c, tx, runId, token, drafts, inflight);
-      }
       const fence = await c.fence(tx, runId, token, keys);
       if (steps) await writeSteps(tx, runId, steps.drafts, steps.discard);
       await c.mark(tx, runId, inflight);
@@ -202,37 +200,6 @@ async function recordBatch(
       return stored;
     }),
   );
-}
-
-/**
- * A worker's commit (see `fenceWorker`). Everything about its keys is done under their lease
- * rows' locks; the run's row lock, which puts the run's attempts in commit order (the feed's
- * `seq`), is taken last, right before the INSERT, so workers' commits queue on it for two
- * statements (the INSERT and COMMIT) and not for the whole transaction.
- */
-async function recordWorkerAttempts(
-  c: PostgresContext,
-  tx: Queryable,
-  runId: string,
-  token: string,
-  drafts: AttemptDraft[],
-  inflight: readonly Key[],
-): Promise<Attempt[]> {
-  await c.mark(tx, runId, inflight);
-  const stored = await insertAttempts(tx, runId, drafts, async (stored) => {
-    if (stored.length > 0) await journal.bind.run(tx, bindColumns(runId, stored));
-    // A scored key has its outcome: its lease ends with the commit that gives it.
-    await leases.finish(
-      tx,
-      runId,
-      token,
-      stored.filter((a) => a.status === "scored"),
-    );
-    await sql.lockOwner.run(tx, { runId });
-  });
-  // Under the run's row lock, taken last: the figures are the run's, shared by every worker.
-  await figuresAfterAttempts(c.lastFigures, tx, runId, stored);
-  return stored;
 }
 
 /** The first in-flight key whose sample the snapshot lacks (a read, sent with the fence's). */

@@ -63,9 +63,9 @@ export class PostgresContext {
     return this.distributed.get(runId) === false;
   }
 
-  /** Whether a write read the run as distributed (its workers' commits can then be pipelined). */
-  distributedRun(runId: string): boolean {
-    return this.distributed.get(runId) === true;
+  /** What a write read of whether the run is distributed (it never changes). */
+  learnDistributed(runId: string, distributed: boolean): void {
+    this.distributed.set(runId, distributed);
   }
 
   /**

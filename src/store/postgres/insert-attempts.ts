@@ -21,12 +21,9 @@ export async function insertAttempts(
   tx: Queryable,
   runId: string,
   drafts: AttemptDraft[],
-  /** Work of the caller's with the attempts as they will be stored, right before the INSERT. */
-  beforeInsert?: (stored: Attempt[]) => Promise<void>,
 ): Promise<Attempt[]> {
   if (drafts.length === 0) return [];
   const stored = numberAttempts(runId, drafts, await readKeyStates(tx, runId, drafts));
-  await beforeInsert?.(stored);
   await insertNumbered(tx, runId, drafts, stored);
   return stored;
 }
