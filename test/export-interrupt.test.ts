@@ -1,8 +1,7 @@
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli, STET_BIN } from "./helpers/cli.js";
+import { runCli, startCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
 
 // Ctrl-C during `stet export -o`: the file is replaced atomically, so an interrupted export must
@@ -34,24 +33,16 @@ describe("an interrupted stet export -o", () => {
     const { runId } = JSON.parse(run.stdout) as { runId: string };
     writeFileSync(join(dir, "out.jsonl"), "the old export\n");
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
-      const child = spawn(process.execPath, [STET_BIN, "export", runId, "-o", "out.jsonl"], {
-        cwd: dir,
-        stdio: "ignore",
-      });
+      const { child, done } = startCli(["export", runId, "-o", "out.jsonl"], { cwd: dir });
       let exited = false;
-      const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        child.on("exit", (code, sig) => {
-          exited = true;
-          resolve({ code, signal: sig });
-        }),
-      );
+      void done.then(() => (exited = true));
       // Stopped as soon as its temporary file exists, so it cannot finish before the signal.
       while (temps(dir).length === 0 && !exited) await new Promise((r) => setTimeout(r, 2));
       expect(exited, "the export finished before it could be interrupted").toBe(false);
       child.kill("SIGSTOP");
       child.kill(signal);
       child.kill("SIGCONT");
-      expect(await ended).toEqual({ code: null, signal });
+      expect(await done).toMatchObject({ code: null, signal });
       expect(readdirSync(dir).filter((name) => name.includes("out.jsonl."))).toEqual([]);
       expect(readFileSync(join(dir, "out.jsonl"), "utf8")).toBe("the old export\n");
     }
