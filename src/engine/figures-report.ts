@@ -1,6 +1,7 @@
 import type { UsageTotal } from "../core/aggregate.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { assembleReport } from "./assemble-report.js";
+import { withRerunRequests } from "./rerun-plan.js";
 import { reviewedKeys, reviewedOutcomes, reviewFigures } from "../core/review-figures.js";
 import type { KeyFigures } from "../core/run-figures.js";
 import type { Key, Run } from "../core/types.js";
@@ -8,10 +9,9 @@ import type { Store } from "../store/types.js";
 
 /**
  * A run's stored report from the figures the store keeps (`reads.readFigures`), reading no
- * attempt: the same report `buildReport` folds from every attempt, field for field. Undefined
- * when the figures cannot give it exactly and the caller must fold: a run with a re-run request
- * still open (its key's earlier attempts decide nothing in the plan; a done one changes nothing),
- * or whose figures were kept with another reducer.
+ * attempt but those of keys asked to re-run (`withRerunRequests`, for the plan): the same report
+ * `buildReport` folds from every attempt, field for field. Undefined when the figures cannot give
+ * it exactly and the caller must fold: a run whose figures were kept with another reducer.
  * A run's reviews are read whole (people's, so few) with the figures of the keys they name: the
  * human scorers and their agreement need those keys' outcomes only. With `allNow`
  * (an invocation that committed every row the run has, none of them replaying spend: see
@@ -27,27 +27,13 @@ export async function figuresReport(
   options: { invocation: boolean; allNow?: boolean; rescore?: RescoreParts },
 ): Promise<RunReport | undefined> {
   const { config } = run;
-  const reruns = config.rerun ?? [];
   const [reviews, inflight] = await Promise.all([
     store.reviews.list(run.id),
     store.runs.listInflight(run.id),
   ]);
   const reviewed = reviewedKeys(reviews);
-  const read = await store.reads.readFigures(run.id, config.reducer, [
-    ...inflight,
-    ...reviewed,
-    ...reruns,
-  ]);
+  const read = await store.reads.readFigures(run.id, config.reducer, [...inflight, ...reviewed]);
   if (read.figures.reducer !== config.reducer) return undefined;
-  // A re-run request is done once its key has a scored attempt after the one it follows (the
-  // outcome then: a later scored attempt outranks an earlier one); one still open makes its
-  // key's earlier attempts history, which only a fold of the key's attempts plans.
-  const rerunOutcomes = read.keys.slice(inflight.length + reviewed.length);
-  const open = reruns.some((request, i) => {
-    const outcome = rerunOutcomes[i];
-    return outcome?.status !== "scored" || outcome.attempt <= request.after;
-  });
-  if (open) return undefined;
   const figures = read.figures.report(config.scorers, read.examples);
   const human =
     reviews.length === 0
@@ -62,7 +48,6 @@ export async function figuresReport(
           config.reducer,
         );
   const total = run.sampleCount * config.epochs;
-  const plan = storedPlan(total, figures, inflight, read.keys, config.epochs);
   const { rescore } = options;
   if (rescore) {
     const reused = rescore.reused ?? figures.reused;
@@ -78,6 +63,14 @@ export async function figuresReport(
       wallMs: 0,
     });
   }
+  const counted = storedPlan(total, figures, inflight, read.keys, config.epochs);
+  // A re-run request makes its key's attempts up to the one it follows history: in the plan
+  // only (the outcome a report's figures fold is still the key's best attempt).
+  const reruns = config.rerun ?? [];
+  const plan =
+    reruns.length === 0
+      ? counted
+      : await withRerunRequests(store, run.id, counted, reruns, inflight);
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
   const allNow = options.invocation && options.allNow === true;
   if (options.invocation && !allNow && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;

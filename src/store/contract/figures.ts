@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OutcomeFold, type FoldResult } from "../../core/outcome-fold.js";
 import type { AttemptDraft, Key, Reducer, Run } from "../../core/types.js";
-import { requireLeases, type Store } from "../types.js";
+import { requireLeases, type AttemptHead, type Store } from "../types.js";
 import {
   draft,
   fingerprintOf,
@@ -98,6 +98,8 @@ export async function life(
   check: (run: Run) => Promise<void> = async (run) => {
     expect(await kept(store, run)).toStrictEqual(await recomputed(store, run));
   },
+  /** Whether a resume also asks keys to re-run (`RunConfig.rerun`, as `--rerun` records it). */
+  reruns = false,
 ): Promise<number> {
   const rnd = random(seed);
   const reducers: Reducer[] = ["mean", "max", "pass@2", "mode"];
@@ -119,25 +121,23 @@ export async function life(
   const fingerprint = (id: string) => `fp:${id}:v${version.get(id)!}`;
   let token = me.token;
   // A distributed run's keys are leased to two workers; each commits its own keys.
-  const holder = new Map<string, string>();
-  if (distributed) {
-    await store.runs.release(run.id, token, "interrupted");
-    await requireLeases(store).reopen(run.id);
-    for (const name of ["a", "b"]) {
-      const worker = { ...owner(`w${seed}${name}`), concurrency: 16, leaseMs: 60_000 };
-      await requireLeases(store).register(run.id, worker);
-      const { keys } = await requireLeases(store).claim(run.id, worker.token, 16);
-      for (const k of keys) holder.set(`${k.sampleId}#${k.epoch}`, worker.token);
-    }
-  }
+  const holder = distributed
+    ? await leaseToWorkers(store, run.id, token, seed)
+    : new Map<string, string>();
   const tokenOf = (k: Key) => holder.get(`${k.sampleId}#${k.epoch}`) ?? token;
   let checks = 0;
   for (let step = 0; step < 30; step++) {
     const roll = rnd();
     const heads = await store.reads.listAttemptHeads(run.id);
+    // A key asked to re-run takes a new attempt (marked `rerunAfter`) until one after the
+    // attempt it follows is scored.
+    const after = new Map(
+      (run.config.rerun ?? []).map((r) => [`${r.sampleId}#${r.epoch}`, r.after]),
+    );
     const scoredNow = new Set(
       heads
         .filter((a) => a.status === "scored" && a.fingerprint === fingerprint(a.sampleId))
+        .filter((a) => a.attempt > (after.get(`${a.sampleId}#${a.epoch}`) ?? 0))
         .map((a) => `${a.sampleId}#${a.epoch}`),
     );
     if (roll < 0.6) {
@@ -151,7 +151,8 @@ export async function life(
         if (scoredNow.has(k)) continue;
         const d = randomDraft(rnd, key, fingerprint(key.sampleId));
         if (d.status === "scored") scoredNow.add(k);
-        batch.push(d);
+        const follows = after.get(k);
+        batch.push(follows === undefined ? d : { ...d, rerunAfter: follows });
       }
       const byToken = new Map<string, AttemptDraft[]>();
       for (const d of batch) byToken.set(tokenOf(d), [...(byToken.get(tokenOf(d)) ?? []), d]);
@@ -212,6 +213,7 @@ export async function life(
       me = owner(`o${seed}-${step}`);
       expect(await store.runs.claim(run.id, me, null)).toBe(true);
       token = me.token;
+      if (reruns && rnd() < 0.7) await askReruns(store, run, token, heads, rnd);
     }
     if (rnd() < 0.3) {
       // A person reviews a stored attempt (any: a later one may supersede it as the outcome).
@@ -237,6 +239,46 @@ export async function life(
     checks++;
   }
   return checks;
+}
+
+/** A distributed run's keys leased to two workers: each key's holder's token. */
+async function leaseToWorkers(
+  store: Store,
+  runId: string,
+  token: string,
+  seed: number,
+): Promise<Map<string, string>> {
+  const holder = new Map<string, string>();
+  await store.runs.release(runId, token, "interrupted");
+  await requireLeases(store).reopen(runId);
+  for (const name of ["a", "b"]) {
+    const worker = { ...owner(`w${seed}${name}`), concurrency: 16, leaseMs: 60_000 };
+    await requireLeases(store).register(runId, worker);
+    const { keys } = await requireLeases(store).claim(runId, worker.token, 16);
+    for (const k of keys) holder.set(`${k.sampleId}#${k.epoch}`, worker.token);
+  }
+  return holder;
+}
+
+/** A resume's re-run request (as `--rerun` records it): a few keys, each after its last attempt. */
+async function askReruns(
+  store: Store,
+  run: Run,
+  token: string,
+  heads: readonly AttemptHead[],
+  rnd: Rnd,
+): Promise<void> {
+  const asked = new Map((run.config.rerun ?? []).map((r) => [`${r.sampleId}#${r.epoch}`, r]));
+  for (let i = 0; i < 1 + Math.floor(rnd() * 3); i++) {
+    const key = {
+      sampleId: `s${Math.floor(rnd() * run.sampleCount)}`,
+      epoch: 1 + Math.floor(rnd() * run.config.epochs),
+    };
+    const own = heads.filter((a) => a.sampleId === key.sampleId && a.epoch === key.epoch);
+    const last = Math.max(0, ...own.map((a) => a.attempt));
+    asked.set(`${key.sampleId}#${key.epoch}`, { ...key, after: last });
+  }
+  await store.runs.updateConfig(run.id, token, { ...run.config, rerun: [...asked.values()] });
 }
 
 /**
