@@ -179,14 +179,15 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     // no step 9 (attempts' limit_hit), no step 10 (the reply cache's tables), no step 11 (reviews),
     // no step 12 (the rate limits' tables), no step 13 (runs' labels), no step 14 (batch
     // submissions), no step 15 (rate figures' waiting requests), no step 16 (run figures: built
-    // again by the first read of each run), no step 17 (the journal's input prefixes).
+    // again by the first read of each run), no step 17 (the journal's input prefixes), no step 19
+    // (re-run requests beside their runs).
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const header = JSON.parse(lines[0]!) as {
       schemaVersion: number;
       tables: string[];
       rows: Record<string, number>;
     };
-    expect(header.schemaVersion).toBe(18);
+    expect(header.schemaVersion).toBe(19);
     const dropped = (line: string) => {
       const row = JSON.parse(line) as { table?: string; row?: { version?: number } };
       return (
@@ -200,6 +201,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
         row.table === "batch_submissions" ||
         row.table === "run_figures" ||
         row.table === "sample_figures" ||
+        row.table === "rerun_requests" ||
         (row.table === "schema_migrations" && (row.row?.version ?? 0) >= 6)
       );
     };
@@ -228,7 +230,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       .map(withoutRetries);
     const rows: Record<string, number> = {
       ...header.rows,
-      schema_migrations: header.rows.schema_migrations! - 13,
+      schema_migrations: header.rows.schema_migrations! - 14,
     };
     delete rows.leases;
     delete rows.workers;
@@ -240,8 +242,9 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
     delete rows.batch_submissions;
     delete rows.run_figures;
     delete rows.sample_figures;
+    delete rows.rerun_requests;
     const older = join(project.dir, "v5.pgbak");
-    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -10), rows };
+    const v5 = { ...header, schemaVersion: 5, tables: header.tables.slice(0, -11), rows };
     writeFileSync(
       older,
       [JSON.stringify(v5), ...body, JSON.stringify({ end: true, rows: body.length }), ""].join(
@@ -257,7 +260,7 @@ describe.skipIf(SKIP_POSTGRES)("stet backup and restore (PostgreSQL)", () => {
       "SELECT version FROM schema_migrations ORDER BY version",
     );
     expect(versions.map((v) => v.version)).toEqual([
-      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
     ]);
     // A store from before retries were counted exports as it did then: the same as today's,
     // less the retry counts its rows never had.

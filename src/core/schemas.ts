@@ -154,7 +154,6 @@ export const runConfigSchema = z.object({
     .optional(),
   identity: runIdentitySchema.optional(),
   history: z.array(runHistoryEntrySchema).optional(),
-  rerun: z.array(rerunRequestSchema).optional(),
   /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
   distributed: z.literal(true).optional(),
   /** The benchmark the run was started in with other models' runs (`--model a --model b`). */

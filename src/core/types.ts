@@ -251,12 +251,6 @@ export interface RunConfig {
   identity?: RunIdentity;
   /** Accepted changes of the run's eval, oldest first. */
   history?: RunHistoryEntry[];
-  /**
-   * Keys asked to re-run (`--rerun`, `--rerun-failed`) with the number of the key's last attempt
-   * at the time: such a key is pending until a scored attempt numbered after it is stored, so a
-   * killed re-run is finished by the next resume and a finished one never repeats.
-   */
-  rerun?: RerunRequest[];
   /** Executed by any number of workers over per-key leases (`stet run --distributed`). */
   distributed?: true;
   /**
@@ -286,7 +280,12 @@ export interface DatasetEvalConfig {
   system?: string;
 }
 
-/** A key to execute again though it has a scored attempt, and the attempt it follows. */
+/**
+ * A key asked to re-run (`--rerun`, `--rerun-failed`, `--rerun-limited`) with the number of the
+ * key's last attempt at the time: such a key is pending until a scored attempt numbered after it
+ * is stored, so a killed re-run is finished by the next resume and a finished one never repeats.
+ * A run's requests are kept beside it, one a key (`reads.rerunPages`), not in its config.
+ */
 export interface RerunRequest extends Key {
   after: number;
 }

@@ -35,7 +35,7 @@ describe.each(stores)("a stored report from the store's figures (%s)", (_name, o
         seed,
         seed % 2 === 0,
         async (run) => {
-          asked += run.config.rerun?.length ?? 0;
+          for await (const page of store.reads.rerunPages(run.id)) asked += page.length;
           const folded = await foldedReport(store, run);
           const kept = await figuresReport(store, run, { invocation: false });
           if (kept) fast++;

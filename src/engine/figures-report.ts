@@ -66,11 +66,7 @@ export async function figuresReport(
   const counted = storedPlan(total, figures, inflight, read.keys, config.epochs);
   // A re-run request makes its key's attempts up to the one it follows history: in the plan
   // only (the outcome a report's figures fold is still the key's best attempt).
-  const reruns = config.rerun ?? [];
-  const plan =
-    reruns.length === 0
-      ? counted
-      : await withRerunRequests(store, run.id, counted, reruns, inflight);
+  const plan = await withRerunRequests(store, run.id, counted, inflight);
   // An invocation with work to do counts what it found stored as reused: only a fold knows it.
   const allNow = options.invocation && options.allNow === true;
   if (options.invocation && !allNow && (plan.toExecute > 0 || plan.toRescore > 0)) return undefined;

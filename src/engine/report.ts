@@ -6,6 +6,7 @@ import type { UsageSum } from "../core/usage-sum.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import { assembleReport } from "./assemble-report.js";
 import { figuresReport } from "./figures-report.js";
+import { recordedReruns } from "./rerun-plan.js";
 import { storedReviewFigures } from "./review-report.js";
 import { SnapshotWindow } from "./snapshot-window.js";
 
@@ -150,17 +151,18 @@ export async function foldedReport(
   run: Run,
   options: { invocation?: boolean } = {},
 ): Promise<RunReport> {
-  const [samples, heads, inflight] = await Promise.all([
+  const [samples, heads, inflight, rerun] = await Promise.all([
     store.reads.getSamples(run.id),
     store.reads.listAttemptHeads(run.id),
     store.runs.listInflight(run.id),
+    recordedReruns(store, run.id),
   ]);
   const plan = planRun({
     snapshot: samples,
     epochs: run.config.epochs,
     attempts: heads,
     inflight,
-    ...(run.config.rerun === undefined ? {} : { rerun: run.config.rerun }),
+    ...(rerun.length === 0 ? {} : { rerun }),
   });
   return buildReport({
     store,

@@ -4,7 +4,7 @@ import { outranks } from "../core/run-figures.js";
 import type { Key, RerunRequest } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
-/** How many requests' samples one read of their attempts covers. */
+/** How many requests (so at most how many samples) one read of their attempts covers. */
 const SAMPLES_A_READ = 1_000;
 
 /** Where a plan counts a key (the fields of a PlanSummary it adds one to). */
@@ -17,29 +17,22 @@ type Outcome = Pick<AttemptHead, "status" | "attempt"> & { scorerError: boolean 
  * The plan `storedPlan` counted from the figures, corrected for the run's re-run requests as
  * `planRun` reads them: a requested key's attempts up to the one it follows are history, so until
  * it has a scored attempt after that one it is to execute (`rerun` when nothing came after, else
- * as its last later attempt says). Reads the requested keys' attempts 1,000 samples at a time
- * (`reads.sampleHeads`): none of the run's other keys, nothing held beyond one read.
+ * as its last later attempt says). Reads the requests a page at a time (`reads.rerunPages`) and
+ * each page's keys' attempts (`reads.sampleHeads`): none of the run's other keys, nothing held
+ * beyond a page.
  *
- * @example const plan = await withRerunRequests(store, run.id, counted, run.config.rerun, inflight);
+ * @example const plan = await withRerunRequests(store, run.id, counted, inflight);
  */
 export async function withRerunRequests(
   store: Store,
   runId: string,
   counted: PlanSummary,
-  requests: readonly RerunRequest[],
   inflight: readonly Key[],
 ): Promise<PlanSummary> {
   const plan = { ...counted };
   const flying = new Set(inflight.map(keyString));
-  // One request a key, the last one given (as planRun reads them).
-  const asked = [...new Map(requests.map((r) => [keyString(r), r])).values()];
-  for (let from = 0; from < asked.length;) {
-    const chunk: RerunRequest[] = [];
-    const ids = new Set<string>();
-    for (; from < asked.length && ids.size < SAMPLES_A_READ; from++) {
-      chunk.push(asked[from]!);
-      ids.add(asked[from]!.sampleId);
-    }
+  for await (const page of store.reads.rerunPages(runId, SAMPLES_A_READ)) {
+    const ids = new Set(page.map((r) => r.sampleId));
     const { fingerprints, heads } = await store.reads.sampleHeads(runId, ids);
     const fingerprintOf = new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint]));
     const attempts = new Map<string, AttemptHead[]>();
@@ -50,7 +43,7 @@ export async function withRerunRequests(
       if (list) list.push(head);
       else attempts.set(k, [head]);
     }
-    for (const request of chunk) {
+    for (const request of page) {
       const k = keyString(request);
       const own = attempts.get(k) ?? [];
       const inFlight = flying.has(k);
@@ -59,6 +52,16 @@ export async function withRerunRequests(
     }
   }
   return plan;
+}
+
+/**
+ * Every re-run request of the run, in key order: what a plan of the whole run reads (its memory
+ * grows with the requests, as the plan's own does).
+ */
+export async function recordedReruns(store: Store, runId: string): Promise<RerunRequest[]> {
+  const all: RerunRequest[] = [];
+  for await (const page of store.reads.rerunPages(runId)) all.push(...page);
+  return all;
 }
 
 /** The key's outcome as the figures keep it: a scored attempt over an error, then the latest. */

@@ -98,7 +98,10 @@ export function createResultStream(options: { store: Store; path: string }): Res
     if (resumed) checkResultLog(paths.lines, id);
     // A key asked to re-run (`--rerun`) whose new attempt is not stored yet has no line until it
     // is: its old one is dropped, so the re-run's line can take its place.
-    const rerun = new Map((run.config.rerun ?? []).map((r) => [keyString(r), r.after]));
+    const rerun = new Map<string, number>();
+    for await (const page of store.reads.rerunPages(id)) {
+      for (const r of page) rerun.set(keyString(r), r.after);
+    }
     const current = (a: Attempt) => {
       const after = rerun.get(keyString(a));
       return after === undefined || a.attempt > after;

@@ -20,9 +20,8 @@ export function pagedResumeAsk(
   options: { paged?: { minBytes: number } },
   sparse: boolean,
 ): { stamp?: string } | undefined {
-  const { datasetStamp, rerun, reuse } = run.config;
-  if (!options.paged || !sparse) return undefined;
-  if ((rerun?.length ?? 0) > 0 || reuse !== undefined) return undefined;
+  const { datasetStamp, reuse } = run.config;
+  if (!options.paged || !sparse || reuse !== undefined) return undefined;
   return datasetStamp === undefined ? {} : { stamp: datasetStamp };
 }
 

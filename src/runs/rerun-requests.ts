@@ -15,6 +15,33 @@ export function asksRerun(ask: RerunAsk): boolean {
   return (ask.rerun?.length ?? 0) > 0 || ask.rerunFailed === true || ask.rerunLimited === true;
 }
 
+/** The most samples of recorded re-run requests a resume reads one by one instead of the run. */
+const RECORDED_RERUN_READS = 256;
+
+/**
+ * Whether a resume plans from the attempts of its open samples only (`plan.ts`'s `open`): it asks
+ * no re-run (`--rerun-failed` looks at every outcome) and the recorded requests name a few hundred
+ * samples at most (`recordedSamples`), whose attempts it reads one by one.
+ */
+export function plansSparse(ask: RerunAsk, recordedSamples: number): boolean {
+  return !asksRerun(ask) && recordedSamples <= RECORDED_RERUN_READS;
+}
+
+/**
+ * The requests a claim records (`updateConfig`'s `reruns`: all of them, replacing the recorded),
+ * or undefined when they are the ones recorded (same keys, each after the same attempt).
+ */
+function changedReruns(
+  recorded: readonly RerunRequest[],
+  next: readonly RerunRequest[],
+): RerunRequest[] | undefined {
+  if (recorded.length === next.length) {
+    const was = new Map(recorded.map((r) => [keyString(r), r.after]));
+    if (next.every((r) => was.get(keyString(r)) === r.after)) return undefined;
+  }
+  return [...next];
+}
+
 /** Up to five ids, then how many more. */
 export function preview(ids: readonly string[]): string {
   return ids.length <= 5
@@ -22,16 +49,19 @@ export function preview(ids: readonly string[]): string {
     : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
 }
 
-type RerunPlanning = { ok: true; requests: RerunRequest[] } | { ok: false; error: StetError };
+type RerunPlanning =
+  { ok: true; requests: RerunRequest[]; record?: RerunRequest[] } | { ok: false; error: StetError };
 
 /**
  * The keys to execute again: those still pending from an earlier request (no scored attempt after
  * the one they follow) and those asked for now (`rerun` ids, every epoch; `rerunFailed`: outcomes
  * below 1 on some scorer; `rerunLimited`: outcomes a per-sample limit ended), each following the
- * key's last attempt as stored now.
+ * key's last attempt as stored now; with `record`, those the claim records when they are not the
+ * `recorded` ones.
  */
 export function rerunRequests(
   run: Run,
+  recorded: readonly RerunRequest[],
   snapshot: readonly SampleRecord[],
   attempts: readonly AttemptHead[],
   options: RerunAsk,
@@ -45,8 +75,20 @@ export function rerunRequests(
     );
     return { ok: false, error };
   }
-  const recorded = run.config.rerun ?? [];
   if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
+  const requests = pendingRequests(run, recorded, snapshot, attempts, options);
+  const record = changedReruns(recorded, requests);
+  return { ok: true, requests, ...(record ? { record } : {}) };
+}
+
+/** The requests still pending and those asked now (see `rerunRequests`). */
+function pendingRequests(
+  run: Run,
+  recorded: readonly RerunRequest[],
+  snapshot: readonly SampleRecord[],
+  attempts: readonly AttemptHead[],
+  options: RerunAsk,
+): RerunRequest[] {
   const fingerprintOf = new Map(snapshot.map((r) => [r.sample.id, r.fingerprint]));
   const last = new Map<string, number>();
   const outcome = new Map<string, AttemptHead>();
@@ -79,7 +121,7 @@ export function rerunRequests(
     const k = keyString(key);
     pending.set(k, { sampleId: key.sampleId, epoch: key.epoch, after: last.get(k) ?? 0 });
   }
-  return { ok: true, requests: [...pending.values()] };
+  return [...pending.values()];
 }
 
 function wantedNone(options: RerunAsk): boolean {

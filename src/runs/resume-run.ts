@@ -10,13 +10,14 @@ import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { figuresReport } from "../engine/figures-report.js";
+import { recordedReruns } from "../engine/rerun-plan.js";
 import { SnapshotKeys, type SnapshotResume } from "../engine/snapshot-keys.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
-import { checkEval, withIdentity } from "./run-identity.js";
-import { asksRerun, preview, rerunRequests } from "./rerun-requests.js";
+import { checkEval, recordedChange, withIdentity } from "./run-identity.js";
+import { plansSparse, preview, rerunRequests } from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
@@ -114,10 +115,12 @@ export interface PlannedResume {
   cap?: SpendCap;
   /**
    * The configuration the claim records (`updateRunConfig`) before anything executes: the eval's
-   * identity (first recorded, or changed and accepted, with a history entry) and the keys asked to
-   * re-run. Absent when the recorded one stands.
+   * identity (first recorded, or changed and accepted, with a history entry). Absent when the
+   * recorded one stands.
    */
   config?: RunConfig;
+  /** The keys asked to re-run the claim records with it (all); absent when those recorded stand. */
+  reruns?: RerunRequest[];
   /**
    * Scorers an accepted change altered (a run with no scored attempt): the scorer errors to score
    * again run them even where the attempt has a score of theirs, the old scorer's.
@@ -184,15 +187,20 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
   // a new one reads every attempt (--rerun-failed looks at every outcome). A worker's report
   // tells other workers' attempts from those its plan read: unless paged, it reads them all.
-  const recorded = [...new Set((run.config.rerun ?? []).map((r) => r.sampleId))];
-  const sparse = !asksRerun(options) && recorded.length <= RECORDED_RERUN_READS;
+  const requests = await recordedReruns(store, run.id);
+  const recorded = [...new Set(requests.map((r) => r.sampleId))];
+  const sparse = plansSparse(options, recorded.length);
   // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
   // one of a large file executes from its snapshot, a page at a time (the file, unless it is
   // unchanged, compared with the snapshot a page at a time too).
   const stamp =
-    sparse && !options.asWorker && !options.eval ? await settledStamp(store, run) : undefined;
+    sparse && !options.asWorker && !options.eval
+      ? await settledStamp(store, run, requests.length)
+      : undefined;
   const pagedAsk =
-    stamp === undefined && !options.eval ? pagedResumeAsk(run, options, sparse) : undefined;
+    stamp === undefined && !options.eval
+      ? pagedResumeAsk(run, options, sparse && requests.length === 0)
+      : undefined;
   const found = options.eval
     ? undefined
     : await findEvalSource(run, stampOptions(options, stamp, pagedAsk));
@@ -225,7 +233,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     evalFile: options.evalFile,
   });
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
-  const rerun = rerunRequests(run, snapshot, attempts, options);
+  const rerun = rerunRequests(run, requests, snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan: ResumePlan = paged
     ? paged.plan
@@ -269,7 +277,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     run.config.identity && identity.differences.length === 0
       ? run.config
       : withIdentity(run.config, identity.identity, identity.differences);
-  const config = recordedChange(run.config, accepted, rerun.requests, plan.changed.length > 0);
+  const config = recordedChange(run.config, accepted, plan.changed.length > 0);
   const rateLimits = withFlagLimit(ev.rateLimits, options.rateLimit, run.config.model);
   const resume: PlannedResume = {
     run,
@@ -278,6 +286,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     eval: rateLimits ? { ...ev, rateLimits } : ev,
     ...(cap ? { cap } : {}),
     ...(config ? { config } : {}),
+    ...(rerun.record ? { reruns: rerun.record } : {}),
     ...(identity.changedScorers.length > 0 ? { changedScorers: identity.changedScorers } : {}),
     ...(reuse ? { reuse } : {}),
     ...(paged ? { keys: paged.resume } : {}),
@@ -307,9 +316,12 @@ export async function claimResume(
   const { run, plan, eval: ev } = resume;
   const owner = newOwnerIdentity();
   await acquireRun(store, run, owner, options);
-  if (resume.config && !(await store.runs.updateConfig(run.id, owner.token, resume.config))) {
+  const { config = run.config, reruns } = resume;
+  if (
+    (resume.config || reruns) &&
+    !(await store.runs.updateConfig(run.id, owner.token, config, reruns))
+  )
     throw await takenOver(store, run.id);
-  }
   if (resume.reuse) await seedReused(store, run.id, owner.token, resume.reuse);
   const changed = new Set(plan.changed);
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
@@ -429,22 +441,4 @@ function stampOptions(
 
 function refuse(refusal: ResumeRefusal): ResumePlanning {
   return { ok: false, refusal };
-}
-
-/** The most samples of recorded re-run requests a resume reads one by one instead of the run. */
-const RECORDED_RERUN_READS = 256;
-
-/** The config a claim records, or undefined when it is the one recorded. */
-function recordedChange(
-  recorded: RunConfig,
-  identity: RunConfig,
-  rerun: readonly RerunRequest[],
-  changed: boolean,
-): RunConfig | undefined {
-  const next: RunConfig = { ...identity };
-  if (rerun.length > 0) next.rerun = [...rerun];
-  else delete next.rerun;
-  // The claim writes the changed samples' new content: no file's stamp vouches for it.
-  if (changed) delete next.datasetStamp;
-  return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
 }

@@ -413,3 +413,15 @@ function show(value: Json): string {
   const text = JSON.stringify(value);
   return text.length > SHOWN ? `${text.slice(0, SHOWN - 3)}...` : text;
 }
+
+/** The config a claim records, or undefined when it is the one recorded. */
+export function recordedChange(
+  recorded: RunConfig,
+  identity: RunConfig,
+  changed: boolean,
+): RunConfig | undefined {
+  const next: RunConfig = { ...identity };
+  // The claim writes the changed samples' new content: no file's stamp vouches for it.
+  if (changed) delete next.datasetStamp;
+  return JSON.stringify(next) === JSON.stringify(recorded) ? undefined : next;
+}

@@ -1,4 +1,3 @@
-import { StetError } from "../core/errors.js";
 import type { BucketSpec, BucketWant } from "../core/rate-limits.js";
 import type { Secret } from "../core/secrets.js";
 import type {
@@ -8,6 +7,7 @@ import type {
   OwnerIdentity,
   Reducer,
   Run,
+  RerunRequest,
   RunConfig,
   RunStatus,
   SampleRecord,
@@ -102,20 +102,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/**
- * The store's lease capability, for a path that starts or joins distributed work: a store
- * without it is refused with `E_CONFIG` naming it, before anything is written.
- *
- * @example await requireLeases(store).register(runId, worker);
- */
-export function requireLeases(store: Pick<Store, "leases" | "location">): LeaseStore {
-  if (store.leases) return store.leases;
-  throw new StetError(
-    "E_CONFIG",
-    `store ${store.location} cannot hold distributed runs (it has no workers or leases): ` +
-      "run without --distributed, or use a SQLite or PostgreSQL store",
-  );
-}
+export { requireLeases } from "./require-leases.js";
 
 /** A run's record and its ownership: what every owner (or claimant) writes outside its attempts. */
 export interface RunStore {
@@ -143,9 +130,15 @@ export interface RunStore {
   requestCancel(runId: string, expectedToken: string, note: string): Promise<boolean>;
   /**
    * Replaces the run's recorded configuration (a rescore's new scorers, an accepted eval change),
-   * checked like a new run's; false when `token` no longer owns the run.
+   * checked like a new run's; with `reruns`, its re-run requests too (all of them: one a key), in
+   * the same transaction. False when `token` no longer owns the run (nothing written).
    */
-  updateConfig(runId: string, token: string, config: RunConfig): Promise<boolean>;
+  updateConfig(
+    runId: string,
+    token: string,
+    config: RunConfig,
+    reruns?: readonly RerunRequest[],
+  ): Promise<boolean>;
   /** Drops ownership and sets the final status; false when `token` no longer owns the run. */
   release(runId: string, token: string, status: RunStatus, note?: string): Promise<boolean>;
   /**
@@ -217,6 +210,8 @@ export interface ReadModel {
   samplePlace(runId: string, sampleId: string): Promise<SamplePlace | undefined>;
   /** The `count`-th sample id after `afterSampleId` ("": the first's) in byte order: a `RunPart`'s end. */
   sampleIdMark(runId: string, afterSampleId: string, count: number): Promise<string | undefined>;
+  /** The run's re-run requests in key order (sample id, epoch), a page at a time (keyset). */
+  rerunPages(runId: string, pageSize?: number): AsyncIterable<RerunRequest[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */

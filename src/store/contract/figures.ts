@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OutcomeFold, type FoldResult } from "../../core/outcome-fold.js";
-import type { AttemptDraft, Key, Reducer, Run } from "../../core/types.js";
+import type { AttemptDraft, Key, Reducer, RerunRequest, Run } from "../../core/types.js";
 import { requireLeases, type AttemptHead, type Store } from "../types.js";
 import {
   draft,
@@ -131,9 +131,7 @@ export async function life(
     const heads = await store.reads.listAttemptHeads(run.id);
     // A key asked to re-run takes a new attempt (marked `rerunAfter`) until one after the
     // attempt it follows is scored.
-    const after = new Map(
-      (run.config.rerun ?? []).map((r) => [`${r.sampleId}#${r.epoch}`, r.after]),
-    );
+    const after = new Map([...(await recordedAsks(store, run.id))].map(([k, r]) => [k, r.after]));
     const scoredNow = new Set(
       heads
         .filter((a) => a.status === "scored" && a.fingerprint === fingerprint(a.sampleId))
@@ -260,6 +258,15 @@ async function leaseToWorkers(
   return holder;
 }
 
+/** The run's re-run requests by key (`s1#2`). */
+async function recordedAsks(store: Store, runId: string): Promise<Map<string, RerunRequest>> {
+  const asked = new Map<string, RerunRequest>();
+  for await (const page of store.reads.rerunPages(runId)) {
+    for (const r of page) asked.set(`${r.sampleId}#${r.epoch}`, r);
+  }
+  return asked;
+}
+
 /** A resume's re-run request (as `--rerun` records it): a few keys, each after its last attempt. */
 async function askReruns(
   store: Store,
@@ -268,7 +275,7 @@ async function askReruns(
   heads: readonly AttemptHead[],
   rnd: Rnd,
 ): Promise<void> {
-  const asked = new Map((run.config.rerun ?? []).map((r) => [`${r.sampleId}#${r.epoch}`, r]));
+  const asked = await recordedAsks(store, run.id);
   for (let i = 0; i < 1 + Math.floor(rnd() * 3); i++) {
     const key = {
       sampleId: `s${Math.floor(rnd() * run.sampleCount)}`,
@@ -278,7 +285,7 @@ async function askReruns(
     const last = Math.max(0, ...own.map((a) => a.attempt));
     asked.set(`${key.sampleId}#${key.epoch}`, { ...key, after: last });
   }
-  await store.runs.updateConfig(run.id, token, { ...run.config, rerun: [...asked.values()] });
+  await store.runs.updateConfig(run.id, token, run.config, [...asked.values()]);
 }
 
 /**

@@ -1,12 +1,22 @@
 import { describe, expect, it } from "vitest";
-import type { SampleRecord } from "../../core/types.js";
+import type { RerunRequest, SampleRecord } from "../../core/types.js";
 import type { RunFilter } from "../types.js";
-import { type HarnessRef, newRun, owner, runConfig, sampleRecords, sleep } from "./fixtures.js";
+import {
+  draft,
+  errorDraft,
+  type HarnessRef,
+  newRun,
+  owner,
+  runConfig,
+  sampleRecords,
+  sleep,
+} from "./fixtures.js";
 
 export function describeRunContract(h: HarnessRef): void {
   describe("runs", () => {
     runCreationCases(h);
     snapshotAndConfigCases(h);
+    rerunRequestCases(h);
     listingCases(h);
   });
 }
@@ -147,7 +157,7 @@ function snapshotAndConfigCases(h: HarnessRef): void {
     expect(after?.status).toBe(before?.status);
   });
 
-  it("keeps a config's identity, history and re-run requests as written", async () => {
+  it("keeps a config's identity and history as written", async () => {
     const { owner: me } = await newRun(h.store, { id: "ident" });
     const next = runConfig({
       identity: {
@@ -164,14 +174,100 @@ function snapshotAndConfigCases(h: HarnessRef): void {
           differences: [{ field: "solver.model", recorded: "a", current: null }],
         },
       ],
-      rerun: [{ sampleId: "s1", epoch: 2, after: 3 }],
     });
     expect(await h.store.runs.updateConfig("ident", me.token, next)).toBe(true);
     expect((await h.store.runs.get("ident"))?.config).toEqual(next);
-    const bad = { ...next, rerun: [{ sampleId: "s1", epoch: 0, after: -1 }] };
-    await expect(h.store.runs.updateConfig("ident", me.token, bad)).rejects.toMatchObject({
-      code: "E_INVALID_INPUT",
-    });
+  });
+}
+
+/** A run's re-run requests, kept beside it (`updateConfig`'s `reruns`, `reads.rerunPages`). */
+function rerunRequestCases(h: HarnessRef): void {
+  it("replaces a run's re-run requests with its config, read back a page at a time in key order", async () => {
+    const { run, owner: me } = await newRun(h.store, { id: "asks" });
+    const other = await newRun(h.store, { id: "asks-other" });
+    const pages = async (runId: string, size?: number) => {
+      const out: RerunRequest[][] = [];
+      for await (const page of h.store.reads.rerunPages(runId, size)) out.push(page);
+      return out;
+    };
+    expect(await pages("asks")).toEqual([]);
+    // 2,500 requests: more than one page, and ids whose UTF-8 order differs from UTF-16's.
+    const ids = ["\u{1F600}", "\uFFFD", "s1", "s10", "s2"];
+    const asked = Array.from({ length: 2_500 }, (_, i) => ({
+      sampleId: `${ids[i % ids.length]}-${Math.floor(i / 10)}`,
+      epoch: 1 + (i % 2),
+      after: i % 4,
+    }));
+    expect(await h.store.runs.updateConfig("asks", me.token, run.config, asked)).toBe(true);
+    expect(
+      await h.store.runs.updateConfig("asks-other", other.owner.token, run.config, [asked[0]!]),
+    ).toBe(true);
+    const read = await pages("asks", 1_000);
+    expect(read.map((p) => p.length)).toEqual([1_000, 1_000, 500]);
+    const byteOrder = (a: RerunRequest, b: RerunRequest) =>
+      Buffer.compare(Buffer.from(a.sampleId), Buffer.from(b.sampleId)) || a.epoch - b.epoch;
+    expect(read.flat()).toEqual([...asked].sort(byteOrder));
+    // The run's config is its own, without the requests.
+    expect((await h.store.runs.get("asks"))?.config).toEqual(run.config);
+    // Replaced, not added to: the run now has exactly these; the other run keeps its own.
+    const fewer = [{ sampleId: "s1-0", epoch: 1, after: 2 }];
+    expect(await h.store.runs.updateConfig("asks", me.token, run.config, fewer)).toBe(true);
+    expect(await pages("asks")).toEqual([fewer]);
+    expect((await pages("asks-other")).flat()).toEqual([asked[0]]);
+    // Without `reruns` a config update leaves them; with none, they are gone.
+    expect(await h.store.runs.updateConfig("asks", me.token, run.config)).toBe(true);
+    expect(await pages("asks")).toEqual([fewer]);
+    expect(await h.store.runs.updateConfig("asks", me.token, run.config, [])).toBe(true);
+    expect(await pages("asks")).toEqual([]);
+  });
+
+  it("lets the requests that are done go when the owner releases the run", async () => {
+    const { run, owner: me } = await newRun(h.store, { id: "asks-done" });
+    await h.store.attempts.record(run.id, me.token, [
+      draft({ sampleId: "s1", epoch: 1 }),
+      draft({ sampleId: "s3", epoch: 1 }),
+      errorDraft({ sampleId: "s2", epoch: 1 }),
+    ]);
+    const asked = [
+      { sampleId: "s1", epoch: 1, after: 0 }, // done: scored attempt 1 follows it
+      { sampleId: "s2", epoch: 1, after: 0 }, // open: attempt 1 is an error
+      { sampleId: "s3", epoch: 1, after: 1 }, // open: nothing after attempt 1
+    ];
+    expect(await h.store.runs.updateConfig(run.id, me.token, run.config, asked)).toBe(true);
+    expect(await h.store.runs.release(run.id, "not-the-owner", "interrupted")).toBe(false);
+    const read = async () => {
+      const all: RerunRequest[] = [];
+      for await (const page of h.store.reads.rerunPages(run.id)) all.push(...page);
+      return all;
+    };
+    expect(await read()).toEqual(asked);
+    expect(await h.store.runs.release(run.id, me.token, "interrupted")).toBe(true);
+    expect(await read()).toEqual(asked.slice(1));
+  });
+
+  it("refuses re-run requests from a non-owner, malformed or repeating a key, writing nothing", async () => {
+    const { run, owner: me } = await newRun(h.store, { id: "asks-bad" });
+    const kept = [{ sampleId: "s1", epoch: 2, after: 3 }];
+    expect(await h.store.runs.updateConfig("asks-bad", me.token, run.config, kept)).toBe(true);
+    const changed = runConfig({ scorers: ["exact", "judge"] });
+    expect(await h.store.runs.updateConfig("asks-bad", "not-the-owner", changed, [])).toBe(false);
+    for (const bad of [
+      [{ sampleId: "s1", epoch: 0, after: 1 }],
+      [{ sampleId: "s1", epoch: 1, after: -1 }],
+      [{ sampleId: "", epoch: 1, after: 0 }],
+      [
+        { sampleId: "s2", epoch: 1, after: 0 },
+        { sampleId: "s2", epoch: 1, after: 1 },
+      ],
+    ]) {
+      await expect(
+        h.store.runs.updateConfig("asks-bad", me.token, changed, bad),
+      ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
+    }
+    const read: RerunRequest[] = [];
+    for await (const page of h.store.reads.rerunPages("asks-bad")) read.push(...page);
+    expect(read).toEqual(kept);
+    expect((await h.store.runs.get("asks-bad"))?.config).toEqual(run.config);
   });
 }
 

@@ -1,6 +1,7 @@
 import { SQLITE_RATE_LIMITS, SQLITE_RATE_WAITING } from "./sqlite-rates.js";
 import { journalPrefixMigration } from "./journal-prefix.js";
 import { openLeasesMigration } from "./open-leases.js";
+import { rerunRequestsMigration } from "./rerun-requests.js";
 import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
 
@@ -428,4 +429,5 @@ CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
   runFiguresMigration(17, "TEXT", " WITHOUT ROWID"),
   journalPrefixMigration(18),
   openLeasesMigration(19),
+  rerunRequestsMigration(20, "sqlite"),
 ];

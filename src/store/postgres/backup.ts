@@ -37,6 +37,7 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "batch_submissions", since: 14, order: "nonce" },
   { name: "run_figures", since: 15, order: "run_id" },
   { name: "sample_figures", since: 15, order: "run_id, sample_id" },
+  { name: "rerun_requests", since: 19, order: "run_id, sample_id, epoch" },
 ];
 
 const BATCH = 1_000;

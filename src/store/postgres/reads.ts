@@ -1,4 +1,5 @@
 import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
+import { readRerunPages, type RerunRow } from "../rerun-rows.js";
 import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
 import { attemptPages, factPages, headPages } from "../attempt-pages.js";
@@ -169,6 +170,7 @@ function pagedReads(
   c: PostgresContext,
 ): Pick<
   ReadModel,
+  | "rerunPages"
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
@@ -195,6 +197,11 @@ function pagedReads(
       });
   };
   return {
+    rerunPages(runId: string, pageSize = 1_000) {
+      return readRerunPages(pageSize, (afterId, afterEpoch, limit) =>
+        c.guard(() => sql.rerunPage.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit })),
+      );
+    },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,

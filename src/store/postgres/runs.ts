@@ -3,6 +3,7 @@ import { figuresAfterRescore } from "./figures.js";
 import type {
   Key,
   OwnerIdentity,
+  RerunRequest,
   Run,
   RunConfig,
   RunStatus,
@@ -10,6 +11,7 @@ import type {
 } from "../../core/types.js";
 import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
+import { checkReruns, RERUN_ROWS_A_STATEMENT } from "../rerun-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { transaction } from "./driver.js";
@@ -75,11 +77,37 @@ export function postgresRuns(c: PostgresContext): RunStore {
         async () => (await sql.requestCancel.run(c.pool, { runId, token, note })) === 1,
       );
     },
-    async updateConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+    async updateConfig(
+      runId: string,
+      token: string,
+      config: RunConfig,
+      reruns?: readonly RerunRequest[],
+    ): Promise<boolean> {
       checkRunConfig(config);
+      if (reruns) checkReruns(reruns);
       const text = JSON.stringify(config);
-      return c.guard(
-        async () => (await sql.updateRunConfig.run(c.pool, { runId, token, config: text })) === 1,
+      if (!reruns) {
+        return c.guard(
+          async () => (await sql.updateRunConfig.run(c.pool, { runId, token, config: text })) === 1,
+        );
+      }
+      return c.guard(() =>
+        transaction(c.pool, async (tx) => {
+          if ((await sql.updateRunConfig.run(tx, { runId, token, config: text })) !== 1) {
+            return false;
+          }
+          await sql.clearReruns.run(tx, { runId });
+          for (let i = 0; i < reruns.length; i += RERUN_ROWS_A_STATEMENT) {
+            const rows = reruns.slice(i, i + RERUN_ROWS_A_STATEMENT);
+            await sql.insertReruns.run(tx, {
+              runId,
+              ids: rows.map((r) => r.sampleId),
+              epochs: rows.map((r) => r.epoch),
+              afters: rows.map((r) => r.after),
+            });
+          }
+          return true;
+        }),
       );
     },
     async release(
@@ -89,10 +117,13 @@ export function postgresRuns(c: PostgresContext): RunStore {
       note?: string,
     ): Promise<boolean> {
       if (status === "running") throw illegalRelease(runId);
-      return c.guard(
-        async () =>
-          (await sql.releaseRun.run(c.pool, { runId, token, status, note: note ?? null })) === 1,
-      );
+      return c.guard(async () => {
+        const params = { runId, token, status, note: note ?? null };
+        const released = (await sql.releaseRun.run(c.pool, params)) === 1;
+        // The re-run requests this owner's work finished are done for good: let them go.
+        if (released) await sql.pruneReruns.run(c.pool, { runId });
+        return released;
+      });
     },
     async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {
       return c.guard(

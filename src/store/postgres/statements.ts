@@ -3,6 +3,7 @@ import { ATTEMPT_COLUMNS, ATTEMPT_FACT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../
 import { SCORING_COLUMNS } from "../scoring-rows.js";
 import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
 import { SAMPLE_PAGE_SQL } from "../sample-pages.js";
+import { pruneRerunsSql, RERUN_SQL } from "../rerun-rows.js";
 
 /** One entry of a statement table: its SQL, and whether it is a named prepared statement. */
 interface Sql {
@@ -125,6 +126,13 @@ const POSTGRES_SQL = {
   updateRunConfig: sql(
     `UPDATE runs SET config = @config, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,
+  ),
+  rerunPage: sql(RERUN_SQL.page),
+  clearReruns: sql(RERUN_SQL.clear),
+  pruneReruns: sql(pruneRerunsSql("postgres")),
+  insertReruns: sql(
+    `INSERT INTO rerun_requests (run_id, sample_id, epoch, after_attempt)
+     SELECT @runId, * FROM unnest(@ids::text[], @epochs::int[], @afters::int[])`,
   ),
   releaseRun: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}

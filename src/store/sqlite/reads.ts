@@ -11,6 +11,7 @@ import {
   toFingerprintFromRaw,
 } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
+import { readRerunPages } from "../rerun-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
   AttemptFact,
@@ -144,6 +145,7 @@ function pagedReads(
   c: SqliteContext,
 ): Pick<
   ReadModel,
+  | "rerunPages"
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
@@ -156,6 +158,11 @@ function pagedReads(
   const lastCommit = async (runId: string) =>
     c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor);
   return {
+    rerunPages(runId: string, pageSize = 1_000) {
+      return readRerunPages(pageSize, async (afterId, afterEpoch, limit) =>
+        c.guard(() => c.s.rerunPage.all({ runId, afterId, afterEpoch, limit })),
+      );
+    },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
         pageSize,

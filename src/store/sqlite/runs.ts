@@ -1,6 +1,7 @@
 import type {
   Key,
   OwnerIdentity,
+  RerunRequest,
   Run,
   RunConfig,
   RunStatus,
@@ -8,6 +9,7 @@ import type {
 } from "../../core/types.js";
 import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
+import { checkReruns, RERUN_ROWS_A_STATEMENT } from "../rerun-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { createRun } from "./create-run.js";
@@ -74,13 +76,32 @@ export function sqliteRuns(c: SqliteContext): RunStore {
     async requestCancel(runId: string, token: string, note: string): Promise<boolean> {
       return c.guard(() => c.s.requestCancel.run({ runId, token, note }).changes === 1);
     },
-    async updateConfig(runId: string, token: string, config: RunConfig): Promise<boolean> {
+    async updateConfig(
+      runId: string,
+      token: string,
+      config: RunConfig,
+      reruns?: readonly RerunRequest[],
+    ): Promise<boolean> {
       checkRunConfig(config);
-      return c.guard(() => {
-        const now = new Date(c.now()).toISOString();
-        const text = JSON.stringify(config);
-        return c.s.updateRunConfig.run({ runId, token, config: text, now }).changes === 1;
-      });
+      if (reruns) checkReruns(reruns);
+      return c.guard(() =>
+        immediate(c.db, () => {
+          const now = new Date(c.now()).toISOString();
+          const text = JSON.stringify(config);
+          if (c.s.updateRunConfig.run({ runId, token, config: text, now }).changes !== 1) {
+            return false;
+          }
+          if (!reruns) return true;
+          c.s.clearReruns.run({ runId });
+          for (let i = 0; i < reruns.length; i += RERUN_ROWS_A_STATEMENT) {
+            const rows = reruns
+              .slice(i, i + RERUN_ROWS_A_STATEMENT)
+              .map((r) => [r.sampleId, r.epoch, r.after]);
+            c.s.insertReruns.run({ runId, rows: JSON.stringify(rows) });
+          }
+          return true;
+        }),
+      );
     },
     async release(
       runId: string,
@@ -91,7 +112,11 @@ export function sqliteRuns(c: SqliteContext): RunStore {
       return c.guard(() => {
         if (status === "running") throw illegalRelease(runId);
         const now = new Date(c.now()).toISOString();
-        return c.s.releaseRun.run({ runId, token, status, note: note ?? null, now }).changes === 1;
+        const released =
+          c.s.releaseRun.run({ runId, token, status, note: note ?? null, now }).changes === 1;
+        // The re-run requests this owner's work finished are done for good: let them go.
+        if (released) c.s.pruneReruns.run({ runId });
+        return released;
       });
     },
     async interruptOrphan(runId: string, expectedToken: string, note: string): Promise<boolean> {

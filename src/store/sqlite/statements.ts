@@ -11,6 +11,7 @@ import {
   type SampleRow,
 } from "../rows.js";
 import type { RunRow } from "../run-rows.js";
+import { pruneRerunsSql, RERUN_SQL, type RerunRow } from "../rerun-rows.js";
 import { SAMPLE_PAGE_SQL, type RawFingerprintRow, type SamplePageRow } from "../sample-pages.js";
 import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
@@ -163,6 +164,15 @@ export const SQLITE_STATEMENTS = {
   ),
   updateRunConfig: sql(
     `UPDATE runs SET config = @config, updated_at = @now WHERE id = @runId AND owner_token = @token`,
+  ),
+  rerunPage: sql<RerunRow>(RERUN_SQL.page),
+  clearReruns: sql(RERUN_SQL.clear),
+  pruneReruns: sql(pruneRerunsSql("sqlite")),
+  // @rows: a JSON array of [sample id, epoch, after] rows.
+  insertReruns: sql(
+    `INSERT INTO rerun_requests (run_id, sample_id, epoch, after_attempt)
+     SELECT @runId, json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+       json_extract(value, '$[2]') FROM json_each(@rows)`,
   ),
   releaseRun: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = @now
