@@ -3,8 +3,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isStetError } from "../src/core/errors.js";
 import type { RunReport } from "../src/core/events.js";
-import { foldedReport } from "../src/engine/report.js";
-import { resumeRun } from "../src/runs/resume-run.js";
+import { foldedReport, summarizePlan } from "../src/engine/report.js";
+import { recordedReruns } from "../src/engine/rerun-plan.js";
+import { planResume, resumeRun } from "../src/runs/resume-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { failingEval, interruptedPagedRun, pagedRow, pagedRows } from "./helpers/paged-runs.js";
@@ -237,6 +238,117 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
         expect(paged!.message).toBe(whole!.message);
       }
       expect(await store.reads.listAttempts(runId)).toHaveLength(attempts);
+    },
+  );
+
+  it.skipIf(skip)(
+    "recorded re-run requests (a --rerun killed part way) are planned a page at a time as the whole load plans them, and only the open ones execute",
+    async () => {
+      const store = await open();
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
+      const runId = await interruptedPagedRun(store, p.dir, 1_500);
+      expect((await resumeRun({ store, runId, paged: { minBytes: 0 } })).status).toBe("completed");
+      // Six samples over three of the snapshot's pages asked to re-run (both epochs), killed
+      // after four commits; s13's and s1105's re-runs fail (the file `fail`), so their keys' are
+      // errors after the attempt they follow.
+      const asked = ["s13", "s1105", "s2", "s600", "s601", "s999"];
+      writeFileSync(join(p.dir, "fail"), "");
+      const stop = new AbortController();
+      let committed = 0;
+      const killed = await resumeRun({
+        store,
+        runId,
+        rerun: asked,
+        signal: stop.signal,
+        onEvent: (e) => {
+          if (e.type === "attempt-committed" && ++committed === 4) stop.abort();
+        },
+      });
+      expect(killed.status).toBe("interrupted");
+      unlinkSync(join(p.dir, "fail"));
+      const requests = await recordedReruns(store, runId);
+      const before = await store.reads.listAttempts(runId);
+      const pending = requests.filter(
+        (r) =>
+          !before.some(
+            (a) =>
+              a.sampleId === r.sampleId &&
+              a.epoch === r.epoch &&
+              a.attempt > r.after &&
+              a.status === "scored",
+          ),
+      );
+      expect(pending.length).toBeGreaterThan(0);
+      expect(before.some((a) => a.status === "error")).toBe(true);
+
+      // The plan from the snapshot's pages is the plan of the whole load, count for count.
+      const plansOf = (rerunErrors: boolean) =>
+        Promise.all(
+          [0, 1 << 30].map(async (minBytes) => {
+            const planning = await planResume({ store, runId, paged: { minBytes }, rerunErrors });
+            expect(planning.ok).toBe(true);
+            return planning.ok ? summarizePlan(planning.resume.plan) : undefined;
+          }),
+        );
+      // With --no-rerun-errors too, where a re-run's error keeps the key's scored attempt.
+      const kept = await plansOf(false);
+      expect(kept[0]).toEqual(kept[1]);
+      const plans = await plansOf(true);
+      expect(plans[0]).toEqual(plans[1]);
+      expect(kept[0]!.preserved).toBeGreaterThan(plans[0]!.preserved);
+      // A changed file too: a requested sample (s600) and another (s5) edited.
+      const data = join(p.dir, "data.jsonl");
+      const edited = (i: number) => JSON.stringify({ id: `s${i}`, input: i, target: "changed" });
+      const rows = Array.from({ length: N }, (_, i) =>
+        [5, 600].includes(i) ? edited(i) : pagedRow(i),
+      );
+      writeFileSync(data, rows.join("\n") + "\n");
+      const changed = await Promise.all(
+        [0, 1 << 30].map(async (minBytes) => {
+          const planning = await planResume({
+            store,
+            runId,
+            paged: { minBytes },
+            rerunChanged: true,
+          });
+          return planning.ok ? summarizePlan(planning.resume.plan) : planning.refusal;
+        }),
+      );
+      expect(changed[0]).toEqual(changed[1]);
+      expect(changed[0]).toMatchObject({ changed: ["s5", "s600"] });
+      writeFileSync(data, pagedRows(N));
+      expect(plans[0]).toMatchObject({
+        toExecute: pending.length,
+        preserved: 2 * N - pending.length,
+      });
+
+      const executed: string[] = [];
+      const watch = watchedReads(store);
+      const report = await resumeRun({
+        store: watch.store,
+        runId,
+        paged: { minBytes: 0 },
+        onEvent: (e) => {
+          if (e.type === "attempt-committed")
+            executed.push(`${e.attempt.sampleId}#${e.attempt.epoch}`);
+        },
+      });
+      expect(report.status).toBe("completed");
+      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      expect(watch.calls).toContain("samplePages");
+      expect(report.plan).toEqual(plans[0]);
+      expect(executed.sort()).toEqual(pending.map((r) => `${r.sampleId}#${r.epoch}`).sort());
+      // Each pending key now has a scored attempt after the one its request follows (the store took
+      // it as a re-run: it refuses a second scored attempt otherwise); nothing before changed.
+      const after = await store.reads.listAttempts(runId);
+      for (const r of pending) {
+        const mine = after.filter((a) => a.sampleId === r.sampleId && a.epoch === r.epoch);
+        expect(mine.some((a) => a.attempt > r.after && a.status === "scored")).toBe(true);
+      }
+      const byKey = new Map(after.map((a) => [`${a.sampleId}#${a.epoch}#${a.attempt}`, a]));
+      for (const a of before) expect(byKey.get(`${a.sampleId}#${a.epoch}#${a.attempt}`)).toEqual(a);
+      expect(after).toHaveLength(before.length + pending.length);
+      expect(await recordedReruns(store, runId)).toEqual([]);
     },
   );
 

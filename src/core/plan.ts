@@ -161,6 +161,7 @@ export function countedPlan(
     errored,
     erroredKept: counts.erroredKept,
     changedKeys: counts.changedKeys,
+    rerun: counts.rerun,
     changed: changed.map((r) => r.sample.id),
     samples: [...changed],
     toExecute: { length: toExecute },
@@ -179,6 +180,8 @@ export interface CountedResume {
   errored: number;
   erroredKept: number;
   changedKeys: number;
+  /** Keys of re-run requests with nothing after the attempt they follow. */
+  rerun: number;
 }
 
 /**

@@ -16,6 +16,7 @@ import type { SpendGate } from "./spend-gate.js";
 import type { ReplyCache } from "./reply-cache.js";
 import type { RateGate } from "../core/rate-limits.js";
 import type { StopControl } from "./stop-control.js";
+import { snapshotRerunAfterOf } from "./snapshot-keys.js";
 
 /** How a key's execution ended, for its source (a worker's lease). */
 export type KeyEnd = "scored" | "errored" | "abandoned";
@@ -75,7 +76,7 @@ export class KeyRunner {
     const { progress } = counts;
     const { retries } = run.config;
     const record = counts.recordOf(key);
-    const rerunAfter = plan.rerunAfter.get(keyString(key));
+    const rerunAfter = snapshotRerunAfterOf(key) ?? plan.rerunAfter.get(keyString(key));
     // The errored attempt a retry follows: the retry replays what that one's journal succeeded at.
     let retryOf: number | undefined;
     for (let i = 0; i <= retries; i++) {

@@ -23,12 +23,14 @@ type Outcome = Pick<AttemptHead, "status" | "attempt"> & { scorerError: boolean 
  *
  * @example const plan = await withRerunRequests(store, run.id, counted, inflight);
  */
-export async function withRerunRequests(
+export async function withRerunRequests<Plan extends Counts>(
   store: Store,
   runId: string,
-  counted: PlanSummary,
+  counted: Plan,
   inflight: readonly Key[],
-): Promise<PlanSummary> {
+  /** `planRun`'s `rerunErrors` (default true): false keeps a re-run's error, the key preserved. */
+  rerunErrors = true,
+): Promise<Plan> {
   const plan = { ...counted };
   const flying = new Set(inflight.map(keyString));
   for await (const page of store.reads.rerunPages(runId, SAMPLES_A_READ)) {
@@ -48,7 +50,7 @@ export async function withRerunRequests(
       const own = attempts.get(k) ?? [];
       const inFlight = flying.has(k);
       count(plan, storedClass(best(own), inFlight), -1);
-      count(plan, requestedClass(own, request.after, inFlight), 1);
+      count(plan, requestedClass(own, request.after, inFlight, rerunErrors), 1);
     }
   }
   return plan;
@@ -83,7 +85,12 @@ function storedClass(held: Outcome | undefined, inFlight: boolean): KeyClass {
  * Where `planRun` counts a key asked to re-run after attempt `after`: by its attempts after that
  * one (the first scored, else the last), in the order the store keeps them.
  */
-function requestedClass(attempts: readonly AttemptHead[], after: number, inFlight: boolean) {
+function requestedClass(
+  attempts: readonly AttemptHead[],
+  after: number,
+  inFlight: boolean,
+  rerunErrors: boolean,
+): KeyClass {
   let latest: AttemptHead | undefined;
   for (const a of attempts) {
     if (a.attempt <= after || latest?.status === "scored") continue;
@@ -92,6 +99,8 @@ function requestedClass(attempts: readonly AttemptHead[], after: number, inFligh
   if (latest?.status === "scored") return "preserved";
   if (!latest) return "rerun";
   if (inFlight) return "interrupted";
+  // A re-run that errored leaves the key's earlier scored attempt as its outcome.
+  if (!rerunErrors) return "preserved";
   return outcome(latest).scorerError ? "rescore" : "errored";
 }
 
@@ -99,7 +108,13 @@ function outcome(a: AttemptHead): Outcome {
   return { status: a.status, attempt: a.attempt, scorerError: a.error?.type === "scorer" };
 }
 
-function count(plan: PlanSummary, where: KeyClass, sign: 1 | -1): void {
+/** The counts of a plan this corrects (a `PlanSummary`'s, a paged resume's). */
+type Counts = Pick<
+  PlanSummary,
+  "preserved" | "toExecute" | "toRescore" | "interrupted" | "errored" | "neverStarted" | "rerun"
+>;
+
+function count(plan: Counts, where: KeyClass, sign: 1 | -1): void {
   if (where === "preserved") plan.preserved += sign;
   else if (where === "rescore") plan.toRescore += sign;
   else {

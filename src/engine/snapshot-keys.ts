@@ -1,7 +1,7 @@
 import { keyString } from "../core/keys.js";
 import { planRun, type Plan } from "../core/plan.js";
 import type { Key, SampleRecord } from "../core/types.js";
-import type { AttemptHead, Store } from "../store/types.js";
+import type { Store } from "../store/types.js";
 import type { KeySource } from "./lease-source.js";
 
 /** A key of the snapshot to execute: its sample's record and place, and what it replays. */
@@ -12,6 +12,8 @@ export interface SnapshotEntry {
   epoch: number;
   /** The errored attempt whose journal its new attempt replays (see Plan.replayFrom). */
   replayFrom?: number;
+  /** The attempt a re-run request has its new attempt follow (see Plan.rerunAfter). */
+  rerunAfter?: number;
 }
 
 /**
@@ -55,6 +57,11 @@ export function snapshotReplayOf(key: Key): number | undefined {
   return SnapshotKey.entryOf(key)?.replayFrom;
 }
 
+/** The attempt a key of a resume's `SnapshotKeys` is re-run after (a re-run request), if any. */
+export function snapshotRerunAfterOf(key: Key): number | undefined {
+  return SnapshotKey.entryOf(key)?.rerunAfter;
+}
+
 /**
  * What `SnapshotKeys` plans each page with for a resume: the run's keys dispatched but never
  * committed (the run's in-flight marks, a few per slot). Absent: a new run, every key executes.
@@ -91,16 +98,19 @@ export async function* plannedPages(
   resume: SnapshotResume,
   pageSize = 512,
 ): AsyncGenerator<PlannedPage> {
-  const heads = new HeadCursor(store, runId);
+  const heads = new SortedCursor(store.reads.attemptHeadPages(runId));
+  const reruns = new SortedCursor(store.reads.rerunPages(runId));
   const rerunErrors = resume.rerunErrors ?? true;
   let offset = 0;
   for await (const records of store.reads.samplePages(runId, pageSize)) {
     const ids = new Set(records.map((r) => r.sample.id));
+    const rerun = await reruns.take(ids);
     const plan = planRun({
       snapshot: records,
       epochs,
       attempts: await heads.take(ids),
       inflight: resume.inflight.filter((k) => ids.has(k.sampleId)),
+      ...(rerun.length === 0 ? {} : { rerun }),
       rerunErrors,
     });
     yield { records, offset, plan };
@@ -228,36 +238,39 @@ function epochEntries({ records, offset, plan }: SnapshotPage, epoch: number): S
     if (key.epoch !== epoch) continue;
     const index = plan.toExecute.sampleIndexOf(key)!;
     const replayFrom = plan.replayFrom.get(keyString(key));
+    const rerunAfter = plan.rerunAfter.get(keyString(key));
     entries.push({
       record: records[index]!,
       index: offset + index,
       epoch,
       ...(replayFrom === undefined ? {} : { replayFrom }),
+      ...(rerunAfter === undefined ? {} : { rerunAfter }),
     });
   }
   return entries;
 }
 
 /**
- * The run's attempt heads in the snapshot's order (`reads.attemptHeadPages`: sample id, epoch,
- * attempt), handed out a page of samples at a time: one read of them all in order, where looking
- * each page's samples up (`reads.sampleHeads`) cost a query a page (75 ms a page of 512 on
- * PostgreSQL). No ids are compared: the next attempts are a page's while their sample is one of
- * its samples (every attempt's sample is in the snapshot, and the pages come in the same order).
+ * Rows in the snapshot's order (sample id, then epoch and attempt: `reads.attemptHeadPages`' heads,
+ * `reads.rerunPages`' requests), handed out a page of samples at a time: one read of them all in
+ * order, where looking each page's samples up (`reads.sampleHeads`) cost a query a page (75 ms a
+ * page of 512 on PostgreSQL). No ids are compared: the next rows are a page's while their sample
+ * is one of its samples (every row's sample is in the snapshot, and the pages come in the same
+ * order).
  */
-class HeadCursor {
-  readonly #pages: AsyncIterator<AttemptHead[]>;
-  #buffer: AttemptHead[] = [];
+class SortedCursor<Row extends { sampleId: string }> {
+  readonly #pages: AsyncIterator<Row[]>;
+  #buffer: Row[] = [];
   #at = 0;
   #ended = false;
 
-  constructor(store: Store, runId: string) {
-    this.#pages = store.reads.attemptHeadPages(runId)[Symbol.asyncIterator]();
+  constructor(pages: AsyncIterable<Row[]>) {
+    this.#pages = pages[Symbol.asyncIterator]();
   }
 
-  /** The attempts of the samples `ids` names, the page next in the snapshot's order. */
-  async take(ids: ReadonlySet<string>): Promise<AttemptHead[]> {
-    const taken: AttemptHead[] = [];
+  /** The rows of the samples `ids` names, the page next in the snapshot's order. */
+  async take(ids: ReadonlySet<string>): Promise<Row[]> {
+    const taken: Row[] = [];
     for (;;) {
       if (this.#at === this.#buffer.length) {
         if (this.#ended) return taken;
@@ -270,9 +283,9 @@ class HeadCursor {
         this.#at = 0;
         continue;
       }
-      const head = this.#buffer[this.#at]!;
-      if (!ids.has(head.sampleId)) return taken;
-      taken.push(head);
+      const row = this.#buffer[this.#at]!;
+      if (!ids.has(row.sampleId)) return taken;
+      taken.push(row);
       this.#at++;
     }
   }

@@ -1,15 +1,17 @@
 import type { PagedSamples } from "../core/eval.js";
 import { countedPlan, planRun, type CountedResume, type ResumePlan } from "../core/plan.js";
 import { SeenIds } from "../core/seen-ids.js";
-import type { Key, Run, SampleRecord } from "../core/types.js";
+import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
 import { countedResume } from "../engine/figures-report.js";
+import { withRerunRequests } from "../engine/rerun-plan.js";
 import type { SnapshotResume } from "../engine/snapshot-keys.js";
 import type { Store } from "../store/types.js";
 
 /**
  * Whether a resume may plan from the run's snapshot a page at a time (`pagedResume`) instead of
  * loading its dataset file: it asked for pages (`stet resume` does, for files of
- * `PAGED_DATASET_BYTES`), plans sparse (no re-run asked or recorded), and the run
+ * `PAGED_DATASET_BYTES`), `pageable` (no new re-run asked: `--rerun-failed` reads every
+ * outcome; recorded requests are planned page by page, but not by a worker), and the run
  * was not started with `--reuse` (whose owed seeding plans against listed keys). With the stamp
  * the run recorded, if any: a file that still has it is not read.
  *
@@ -18,10 +20,10 @@ import type { Store } from "../store/types.js";
 export function pagedResumeAsk(
   run: Run,
   options: { paged?: { minBytes: number } },
-  sparse: boolean,
+  pageable: boolean,
 ): { stamp?: string } | undefined {
   const { datasetStamp, reuse } = run.config;
-  if (!options.paged || !sparse || reuse !== undefined) return undefined;
+  if (!options.paged || !pageable || reuse !== undefined) return undefined;
   return datasetStamp === undefined ? {} : { stamp: datasetStamp };
 }
 
@@ -60,8 +62,10 @@ export async function pagedResume(
   if (!changed) return undefined;
   const left = await countedResume(store, run);
   if (!left) return undefined;
-  const { plan, inflight } = left;
+  const { inflight } = left;
   const rerunErrors = options.rerunErrors ?? true;
+  // The run's re-run requests, as `planRun` reads them (and the pages will, `SnapshotKeys`).
+  const plan = await withRerunRequests(store, run.id, left.plan, inflight, rerunErrors);
   let counts: CountedResume = rerunErrors
     ? plan
     : {
@@ -80,7 +84,7 @@ export async function pagedResume(
     changed = moved.changed;
   }
   // Any key scored for the snapshot's content (what `checkEval` asks), a changed sample's too.
-  const scoredAny = plan.preserved > 0;
+  const scoredAny = left.plan.preserved > 0;
   return { plan: countedPlan(counts, changed), resume: { inflight, rerunErrors }, scoredAny };
 }
 
@@ -143,11 +147,16 @@ async function changedDelta(
     ...byId.get(f.sampleId)!,
     fingerprint: f.fingerprint,
   }));
+  const rerun: RerunRequest[] = [];
+  for await (const page of store.reads.rerunPages(run.id)) {
+    rerun.push(...page.filter((r) => ids.has(r.sampleId)));
+  }
   const common = {
     snapshot,
     epochs: run.config.epochs,
     attempts: heads,
     inflight: inflight.filter((k) => ids.has(k.sampleId)),
+    rerun,
     rerunErrors: options.rerunErrors,
   };
   const was = planRun(common);
@@ -169,6 +178,7 @@ const COUNTS = [
   "errored",
   "erroredKept",
   "changedKeys",
+  "rerun",
 ] as const;
 
 function count(plan: ReturnType<typeof planRun>, name: (typeof COUNTS)[number]): number {

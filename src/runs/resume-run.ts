@@ -17,7 +17,7 @@ import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { checkEval, recordedChange, withIdentity } from "./run-identity.js";
-import { plansSparse, preview, rerunRequests } from "./rerun-requests.js";
+import { asksRerun, plansSparse, preview, rerunRequests } from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
@@ -197,10 +197,10 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     sparse && !options.asWorker && !options.eval
       ? await settledStamp(store, run, requests.length)
       : undefined;
+  // Recorded re-run requests are planned a page at a time too (not a worker's); a new one is not.
+  const pageable = !asksRerun(options) && (requests.length === 0 || !options.asWorker);
   const pagedAsk =
-    stamp === undefined && !options.eval
-      ? pagedResumeAsk(run, options, sparse && requests.length === 0)
-      : undefined;
+    stamp === undefined && !options.eval ? pagedResumeAsk(run, options, pageable) : undefined;
   const found = options.eval
     ? undefined
     : await findEvalSource(run, stampOptions(options, stamp, pagedAsk));
