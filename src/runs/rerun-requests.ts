@@ -1,7 +1,7 @@
 import { StetError } from "../core/errors.js";
 import { keyString } from "../core/keys.js";
 import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
-import type { AttemptHead } from "../store/types.js";
+import type { AttemptHead, Store } from "../store/types.js";
 
 /** What a resume asks to execute again (see ResumeOptions). */
 export interface RerunAsk {
@@ -21,10 +21,47 @@ const RECORDED_RERUN_READS = 256;
 /**
  * Whether a resume plans from the attempts of its open samples only (`plan.ts`'s `open`): it asks
  * no re-run (`--rerun-failed` looks at every outcome) and the recorded requests name a few hundred
- * samples at most (`recordedSamples`), whose attempts it reads one by one.
+ * samples at most (`recorded.samples`), whose attempts it reads one by one.
  */
-export function plansSparse(ask: RerunAsk, recordedSamples: number): boolean {
-  return !asksRerun(ask) && recordedSamples <= RECORDED_RERUN_READS;
+export function plansSparse(ask: RerunAsk, recorded: RecordedReruns): boolean {
+  const { samples } = recorded;
+  return !asksRerun(ask) && samples !== undefined && samples.length <= RECORDED_RERUN_READS;
+}
+
+/** The most requests a resume reads before it knows whether it holds them all. */
+const FIRST_READ = 4_096;
+
+/**
+ * What a resume first reads of the run's recorded re-run requests: whether it has any and, when
+ * they are few (the first read of `FIRST_READ` holds them all), their samples' ids. All of them
+ * (`all()`) are read only by a resume that plans the whole run: one planned a page at a time
+ * reads each page's own (`plannedPages`).
+ */
+export interface RecordedReruns {
+  any: boolean;
+  /** The ids of the requests' samples; undefined when they are many. */
+  samples: readonly string[] | undefined;
+  all(): Promise<RerunRequest[]>;
+}
+
+/** The run's `RecordedReruns`. */
+export async function recordedRerunsOf(store: Store, runId: string): Promise<RecordedReruns> {
+  let first: RerunRequest[] = [];
+  for await (const page of store.reads.rerunPages(runId, FIRST_READ)) {
+    first = page;
+    break;
+  }
+  const few = first.length < FIRST_READ;
+  return {
+    any: first.length > 0,
+    samples: few ? [...new Set(first.map((r) => r.sampleId))] : undefined,
+    all: async () => {
+      if (few) return first;
+      const all: RerunRequest[] = [];
+      for await (const page of store.reads.rerunPages(runId)) all.push(...page);
+      return all;
+    },
+  };
 }
 
 /**

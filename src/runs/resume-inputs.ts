@@ -121,16 +121,16 @@ async function snapshotRecords(
  * dataset file still has that stamp (`findEvalSource`'s `unchanged`), no sample changed and
  * nothing is left: `settledInputs` and `settledPlan` plan it.
  *
- * @example const stamp = await settledStamp(store, run, 0); // "1:9f86d0…" or undefined
+ * @example const stamp = await settledStamp(store, run, false); // "1:9f86d0…" or undefined
  */
 export async function settledStamp(
   store: Store,
   run: Run,
-  /** How many re-run requests the run has recorded. */
-  reruns: number,
+  /** Whether the run has re-run requests recorded. */
+  reruns: boolean,
 ): Promise<string | undefined> {
   const { datasetStamp, reducer, epochs } = run.config;
-  if (datasetStamp === undefined || run.status !== "completed" || reruns > 0) return undefined;
+  if (datasetStamp === undefined || run.status !== "completed" || reruns) return undefined;
   const { figures } = await store.reads.readFigures(run.id, reducer);
   const settled = figures.reducer === reducer && figures.scored === run.sampleCount * epochs;
   return settled ? datasetStamp : undefined;

@@ -10,14 +10,19 @@ import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import { figuresReport } from "../engine/figures-report.js";
-import { recordedReruns } from "../engine/rerun-plan.js";
 import { SnapshotKeys, type SnapshotResume } from "../engine/snapshot-keys.js";
 import { buildReport, summarizePlan } from "../engine/report.js";
 import type { AttemptHead, Store } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { checkEval, recordedChange, withIdentity } from "./run-identity.js";
-import { asksRerun, plansSparse, preview, rerunRequests } from "./rerun-requests.js";
+import {
+  asksRerun,
+  plansSparse,
+  preview,
+  recordedRerunsOf,
+  rerunRequests,
+} from "./rerun-requests.js";
 import { runSecrets } from "./run-secrets.js";
 import { unknownRun } from "./require-run.js";
 import { readResumeInputs, settledInputs, settledStamp } from "./resume-inputs.js";
@@ -187,18 +192,17 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
   // a new one reads every attempt (--rerun-failed looks at every outcome). A worker's report
   // tells other workers' attempts from those its plan read: unless paged, it reads them all.
-  const requests = await recordedReruns(store, run.id);
-  const recorded = [...new Set(requests.map((r) => r.sampleId))];
-  const sparse = plansSparse(options, recorded.length);
+  const recorded = await recordedRerunsOf(store, run.id);
+  const sparse = plansSparse(options, recorded);
   // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
   // one of a large file executes from its snapshot, a page at a time (the file, unless it is
   // unchanged, compared with the snapshot a page at a time too).
   const stamp =
     sparse && !options.asWorker && !options.eval
-      ? await settledStamp(store, run, requests.length)
+      ? await settledStamp(store, run, recorded.any)
       : undefined;
   // Recorded re-run requests are planned a page at a time too (not a worker's); a new one is not.
-  const pageable = !asksRerun(options) && (requests.length === 0 || !options.asWorker);
+  const pageable = !asksRerun(options) && (!recorded.any || !options.asWorker);
   const pagedAsk =
     stamp === undefined && !options.eval ? pagedResumeAsk(run, options, pageable) : undefined;
   const found = options.eval
@@ -219,7 +223,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   const inputs =
     settled || paged
       ? settledInputs(paged?.resume.inflight, paged?.scoredAny ?? true)
-      : await readResumeInputs(store, run, current, sparse && !options.asWorker, recorded);
+      : await readResumeInputs(store, run, current, sparse && !options.asWorker, recorded.samples);
   const { snapshot, attempts, inflight } = inputs;
   const identity = checkEval({
     run,
@@ -233,6 +237,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     evalFile: options.evalFile,
   });
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
+  // A paged plan's pages read their own requests: the recorded ones stand as they are.
+  const requests = paged ? [] : await recorded.all();
   const rerun = rerunRequests(run, requests, snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan: ResumePlan = paged
