@@ -33,7 +33,8 @@ export async function withRerunRequests<Plan extends Counts>(
 ): Promise<Plan> {
   const plan = { ...counted };
   const flying = new Set(inflight.map(keyString));
-  for await (const page of store.reads.rerunPages(runId, SAMPLES_A_READ)) {
+  // A request that is done counts where the figures count its key: only the open ones move.
+  for await (const page of store.reads.rerunPages(runId, SAMPLES_A_READ, { open: true })) {
     const ids = new Set(page.map((r) => r.sampleId));
     const { fingerprints, heads } = await store.reads.sampleHeads(runId, ids);
     const fingerprintOf = new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint]));

@@ -10,31 +10,47 @@ export interface RerunRow {
   after_attempt: number;
 }
 
+const KEYSET = `(r.sample_id > CAST(@afterId AS TEXT)
+      OR (r.sample_id = CAST(@afterId AS TEXT) AND r.epoch > CAST(@afterEpoch AS INTEGER)))`;
+
 /** The statements both dialects share: a keyset page in key order, and a run's requests cleared. */
 export const RERUN_SQL = {
-  page: `SELECT sample_id, epoch, after_attempt FROM rerun_requests
-    WHERE run_id = @runId AND (sample_id > CAST(@afterId AS TEXT)
-      OR (sample_id = CAST(@afterId AS TEXT) AND epoch > CAST(@afterEpoch AS INTEGER)))
-    ORDER BY sample_id, epoch LIMIT CAST(@limit AS INTEGER)`,
+  page: `SELECT sample_id, epoch, after_attempt FROM rerun_requests AS r
+    WHERE r.run_id = @runId AND ${KEYSET}
+    ORDER BY r.sample_id, r.epoch LIMIT CAST(@limit AS INTEGER)`,
   clear: `DELETE FROM rerun_requests WHERE run_id = @runId`,
 };
 
 /**
- * Deletes the run's requests that are done: the key's outcome, as the run's figures keep it
- * (`sample_figures`, by epoch), is a scored attempt numbered after the one the request follows.
- * Done is for good (attempts are never removed), so this changes no plan; it keeps a finished
- * re-run's requests from being read by every report after it. A run whose figures are not built
- * yet keeps its requests.
+ * Whether request `r` is done: its key's outcome, as the run's figures keep it (`sample_figures`,
+ * by epoch), is a scored attempt numbered after the one the request follows. Done is for good
+ * (attempts are never removed), and a done request changes no plan. A run whose figures are not
+ * built yet has none done.
  */
-export function pruneRerunsSql(dialect: "sqlite" | "postgres"): string {
+function doneSql(dialect: "sqlite" | "postgres"): string {
   const field = (name: string) =>
     dialect === "sqlite"
       ? `json_extract(f.figures, '$."' || r.epoch || '".${name}')`
       : `(f.figures::jsonb -> r.epoch::text ->> '${name}')`;
   const attempt = dialect === "sqlite" ? field("attempt") : `${field("attempt")}::int`;
-  return `DELETE FROM rerun_requests AS r WHERE r.run_id = @runId AND EXISTS (
+  return `EXISTS (
     SELECT 1 FROM sample_figures f WHERE f.run_id = r.run_id AND f.sample_id = r.sample_id
       AND ${field("status")} = 'scored' AND ${attempt} > r.after_attempt)`;
+}
+
+/** A keyset page of the run's requests that are not done (`doneSql`), in key order. */
+export function openRerunPageSql(dialect: "sqlite" | "postgres"): string {
+  return `SELECT sample_id, epoch, after_attempt FROM rerun_requests AS r
+    WHERE r.run_id = @runId AND ${KEYSET} AND NOT ${doneSql(dialect)}
+    ORDER BY r.sample_id, r.epoch LIMIT CAST(@limit AS INTEGER)`;
+}
+
+/**
+ * Deletes the run's requests that are done (`doneSql`): what the owner's release does, so a
+ * finished re-run's requests are not read by every report after it.
+ */
+export function pruneRerunsSql(dialect: "sqlite" | "postgres"): string {
+  return `DELETE FROM rerun_requests AS r WHERE r.run_id = @runId AND ${doneSql(dialect)}`;
 }
 
 /** How many requests one statement writes. */

@@ -210,8 +210,12 @@ export interface ReadModel {
   samplePlace(runId: string, sampleId: string): Promise<SamplePlace | undefined>;
   /** The `count`-th sample id after `afterSampleId` ("": the first's) in byte order: a `RunPart`'s end. */
   sampleIdMark(runId: string, afterSampleId: string, count: number): Promise<string | undefined>;
-  /** The run's re-run requests in key order (sample id, epoch), a page at a time (keyset). */
-  rerunPages(runId: string, pageSize?: number): AsyncIterable<RerunRequest[]>;
+  /** The run's re-run requests in key order, a page at a time (keyset); `open`: those not done. */
+  rerunPages(
+    runId: string,
+    pageSize?: number,
+    options?: { open?: boolean },
+  ): AsyncIterable<RerunRequest[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */

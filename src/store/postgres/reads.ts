@@ -197,9 +197,10 @@ function pagedReads(
       });
   };
   return {
-    rerunPages(runId: string, pageSize = 1_000) {
+    rerunPages(runId: string, pageSize = 1_000, options: { open?: boolean } = {}) {
+      const page = options.open ? sql.openRerunPage : sql.rerunPage;
       return readRerunPages(pageSize, (afterId, afterEpoch, limit) =>
-        c.guard(() => sql.rerunPage.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit })),
+        c.guard(() => page.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit })),
       );
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {

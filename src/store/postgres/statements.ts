@@ -3,7 +3,7 @@ import { ATTEMPT_COLUMNS, ATTEMPT_FACT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../
 import { SCORING_COLUMNS } from "../scoring-rows.js";
 import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
 import { SAMPLE_PAGE_SQL } from "../sample-pages.js";
-import { pruneRerunsSql, RERUN_SQL } from "../rerun-rows.js";
+import { openRerunPageSql, pruneRerunsSql, RERUN_SQL } from "../rerun-rows.js";
 
 /** One entry of a statement table: its SQL, and whether it is a named prepared statement. */
 interface Sql {
@@ -128,6 +128,7 @@ const POSTGRES_SQL = {
      WHERE id = @runId AND owner_token = @token`,
   ),
   rerunPage: sql(RERUN_SQL.page),
+  openRerunPage: sql(openRerunPageSql("postgres")),
   clearReruns: sql(RERUN_SQL.clear),
   pruneReruns: sql(pruneRerunsSql("postgres")),
   insertReruns: sql(

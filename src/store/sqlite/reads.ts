@@ -158,9 +158,10 @@ function pagedReads(
   const lastCommit = async (runId: string) =>
     c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor);
   return {
-    rerunPages(runId: string, pageSize = 1_000) {
+    rerunPages(runId: string, pageSize = 1_000, options: { open?: boolean } = {}) {
+      const page = options.open ? c.s.openRerunPage : c.s.rerunPage;
       return readRerunPages(pageSize, async (afterId, afterEpoch, limit) =>
-        c.guard(() => c.s.rerunPage.all({ runId, afterId, afterEpoch, limit })),
+        c.guard(() => page.all({ runId, afterId, afterEpoch, limit })),
       );
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {

@@ -11,7 +11,7 @@ import {
   type SampleRow,
 } from "../rows.js";
 import type { RunRow } from "../run-rows.js";
-import { pruneRerunsSql, RERUN_SQL, type RerunRow } from "../rerun-rows.js";
+import { openRerunPageSql, pruneRerunsSql, RERUN_SQL, type RerunRow } from "../rerun-rows.js";
 import { SAMPLE_PAGE_SQL, type RawFingerprintRow, type SamplePageRow } from "../sample-pages.js";
 import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
@@ -166,6 +166,7 @@ export const SQLITE_STATEMENTS = {
     `UPDATE runs SET config = @config, updated_at = @now WHERE id = @runId AND owner_token = @token`,
   ),
   rerunPage: sql<RerunRow>(RERUN_SQL.page),
+  openRerunPage: sql<RerunRow>(openRerunPageSql("sqlite")),
   clearReruns: sql(RERUN_SQL.clear),
   pruneReruns: sql(pruneRerunsSql("sqlite")),
   // @rows: a JSON array of [sample id, epoch, after] rows.
