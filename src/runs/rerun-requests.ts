@@ -1,6 +1,7 @@
 import { StetError } from "../core/errors.js";
 import { keyString } from "../core/keys.js";
 import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
+import { recordedReruns } from "../engine/rerun-plan.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 /** What a resume asks to execute again (see ResumeOptions). */
@@ -55,12 +56,7 @@ export async function recordedRerunsOf(store: Store, runId: string): Promise<Rec
   return {
     any: first.length > 0,
     samples: few ? [...new Set(first.map((r) => r.sampleId))] : undefined,
-    all: async () => {
-      if (few) return first;
-      const all: RerunRequest[] = [];
-      for await (const page of store.reads.rerunPages(runId)) all.push(...page);
-      return all;
-    },
+    all: async () => (few ? first : recordedReruns(store, runId)),
   };
 }
 
