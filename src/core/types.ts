@@ -290,6 +290,25 @@ export interface RerunRequest extends Key {
   after: number;
 }
 
+/**
+ * Re-run requests asked of a run's stored outcomes (a resume's `--rerun-failed`,
+ * `--rerun-limited`): every key whose outcome scored below 1 on some scorer (`failed`), or that a
+ * per-sample limit ended (`limited`), each after the key's last attempt. The store resolves them
+ * from the run's figures, so whoever asks them holds none.
+ */
+export interface OutcomeAsk {
+  failed: boolean;
+  limited: boolean;
+}
+
+/**
+ * What a claim records of a run's re-run requests (`runs.updateConfig`): a list replaces the
+ * recorded ones; `asked` keeps those not done, then adds `added` and the keys `outcomes` names,
+ * each replacing the recorded request of its key.
+ */
+export type RerunRecord =
+  readonly RerunRequest[] | { asked: true; added: readonly RerunRequest[]; outcomes: OutcomeAsk };
+
 /** A scorer as a run records it: its name and configuration (or a hash of its source). */
 export interface ScorerIdentity {
   name: string;

@@ -1,5 +1,5 @@
 import { rerunRequestSchema } from "../core/schemas.js";
-import type { RerunRequest } from "../core/types.js";
+import type { OutcomeAsk, RerunRecord, RerunRequest } from "../core/types.js";
 import * as z from "zod";
 import { invalidInput } from "./checks.js";
 
@@ -19,6 +19,7 @@ export const RERUN_SQL = {
     WHERE r.run_id = @runId AND ${KEYSET}
     ORDER BY r.sample_id, r.epoch LIMIT CAST(@limit AS INTEGER)`,
   clear: `DELETE FROM rerun_requests WHERE run_id = @runId`,
+  figuresBuilt: `SELECT 1 AS built FROM run_figures WHERE run_id = @runId`,
 };
 
 /**
@@ -53,8 +54,96 @@ export function pruneRerunsSql(dialect: "sqlite" | "postgres"): string {
   return `DELETE FROM rerun_requests AS r WHERE r.run_id = @runId AND ${doneSql(dialect)}`;
 }
 
+/**
+ * The keys `OutcomeAsk` names of the run's stored outcomes, in key order, each after its key's last
+ * attempt: the outcome as the run's figures keep it (`sample_figures`, by epoch; see `KeyFigures`)
+ * is scored and, with `@failed`, one of its scores that count is below 1, or, with `@limited`, a
+ * per-sample limit ended it. `page`: a keyset page (from `@afterId`, `@afterEpoch`, `@limit` rows),
+ * read in the figures' key order, so a page stops where it fills. A run whose figures are not built
+ * names none (a caller reads its figures first).
+ */
+export function askedRerunsSql(dialect: "sqlite" | "postgres", page: boolean): string {
+  const sqlite = dialect === "sqlite";
+  const epoch = sqlite ? "CAST(e.key AS INTEGER)" : "e.key::int";
+  const from = sqlite
+    ? "sample_figures AS f, json_each(f.figures) AS e"
+    : "sample_figures AS f CROSS JOIN LATERAL jsonb_each(f.figures::jsonb) AS e(key, value)";
+  const status = sqlite ? "json_extract(e.value, '$.status')" : "e.value ->> 'status'";
+  const below = sqlite
+    ? "SELECT 1 FROM json_each(e.value, '$.values') AS v WHERE json_extract(v.value, '$[1]') < 1"
+    : "SELECT 1 FROM jsonb_array_elements(e.value -> 'values') AS v WHERE (v ->> 1)::float8 < 1";
+  const limited = sqlite
+    ? "json_extract(e.value, '$.limit') IS NOT NULL"
+    : "(e.value -> 'limit') IS NOT NULL";
+  const flag = (name: string) => (sqlite ? `@${name} = 1` : `CAST(@${name} AS boolean)`);
+  const keyset = page
+    ? `AND f.sample_id >= CAST(@afterId AS TEXT)
+      AND (f.sample_id > CAST(@afterId AS TEXT) OR ${epoch} > CAST(@afterEpoch AS INTEGER))`
+    : "";
+  const order = page ? `ORDER BY f.sample_id, ${epoch} LIMIT CAST(@limit AS INTEGER)` : "";
+  return `SELECT f.sample_id AS sample_id, ${epoch} AS epoch,
+      (SELECT MAX(a.attempt) FROM attempts AS a
+        WHERE a.run_id = f.run_id AND a.sample_id = f.sample_id AND a.epoch = ${epoch}) AS after_attempt
+    FROM ${from}
+    WHERE f.run_id = @runId ${keyset}
+      AND ${status} = 'scored'
+      AND ((${flag("failed")} AND EXISTS (${below})) OR (${flag("limited")} AND ${limited}))
+    ${order}`;
+}
+
+/**
+ * Records the keys `OutcomeAsk` names (`askedRerunsSql`), each replacing the recorded request of
+ * its key: what a claim asking them writes, after the recorded ones done are let go.
+ */
+export function recordAskedSql(dialect: "sqlite" | "postgres"): string {
+  // SQLite reads `SELECT ... ON CONFLICT` as a join unless the SELECT has a WHERE.
+  return `INSERT INTO rerun_requests (run_id, sample_id, epoch, after_attempt)
+    SELECT @runId, sample_id, epoch, after_attempt FROM (${askedRerunsSql(dialect, false)}) AS asked
+    WHERE true
+    ${UPSERT}`;
+}
+
+/** A recorded request's key asked again follows the key's last attempt now. */
+export const UPSERT =
+  "ON CONFLICT (run_id, sample_id, epoch) DO UPDATE SET after_attempt = excluded.after_attempt";
+
+/** `reads.rerunPages`' options. */
+export interface RerunPagesOptions {
+  open?: boolean;
+  asked?: OutcomeAsk;
+}
+
+/** An `OutcomeAsk`'s parameters to `askedRerunsSql` (1 or 0: SQLite binds no booleans). */
+export function askedFlags(asked: OutcomeAsk): { failed: number; limited: number } {
+  return { failed: asked.failed ? 1 : 0, limited: asked.limited ? 1 : 0 };
+}
+
 /** How many requests one statement writes. */
 export const RERUN_ROWS_A_STATEMENT = 5_000;
+
+/** A `RerunRecord` that keeps the recorded requests not done and adds asked ones. */
+export type AskedRecord = Extract<RerunRecord, { asked: true }>;
+
+export function isAsked(record: RerunRecord): record is AskedRecord {
+  return "asked" in record;
+}
+
+/** Refuses a malformed `RerunRecord` (`checkReruns`) before anything is written: its listed requests. */
+export function checkRerunRecord(record: RerunRecord): readonly RerunRequest[] {
+  const listed = isAsked(record) ? record.added : record;
+  checkReruns(listed);
+  return listed;
+}
+
+/**
+ * Why requests asked of a run's outcomes are not recorded: its figures, which name them, are not
+ * built yet (a run stored before them; the first read of its figures builds them).
+ */
+export function figuresNotBuilt(runId: string): Error {
+  return invalidInput(
+    `re-run requests asked of run ${runId}'s outcomes need its figures: read them first`,
+  );
+}
 
 /**
  * Refuses requests that are not one a key of well-formed keys (`E_INVALID_INPUT`), before

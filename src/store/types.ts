@@ -1,4 +1,3 @@
-import type { BucketSpec, BucketWant } from "../core/rate-limits.js";
 import type { Secret } from "../core/secrets.js";
 import type {
   Attempt,
@@ -7,6 +6,8 @@ import type {
   OwnerIdentity,
   Reducer,
   Run,
+  OutcomeAsk,
+  RerunRecord,
   RerunRequest,
   RunConfig,
   RunStatus,
@@ -16,6 +17,7 @@ import type {
 } from "../core/types.js";
 import type { Review, ReviewDraft } from "../core/reviews.js";
 import type { StoredFiguresRead } from "./figures-rows.js";
+import type { RateBudgetStore } from "./types/rate-budget.js";
 import type {
   AttemptBatchExtras,
   AttemptFact,
@@ -26,7 +28,6 @@ import type {
   BenchmarkSummary,
   CacheEntry,
   CacheStats,
-  RateWaits,
   CachedReply,
   HeartbeatReply,
   JournalEntry,
@@ -103,6 +104,7 @@ export interface Store {
 }
 
 export { requireLeases } from "./require-leases.js";
+export type { RateBudgetStore } from "./types/rate-budget.js";
 
 /** A run's record and its ownership: what every owner (or claimant) writes outside its attempts. */
 export interface RunStore {
@@ -130,14 +132,14 @@ export interface RunStore {
   requestCancel(runId: string, expectedToken: string, note: string): Promise<boolean>;
   /**
    * Replaces the run's recorded configuration (a rescore's new scorers, an accepted eval change),
-   * checked like a new run's; with `reruns`, its re-run requests too (all of them: one a key), in
-   * the same transaction. False when `token` no longer owns the run (nothing written).
+   * checked like a new run's; with `reruns`, its re-run requests too (`RerunRecord`), in the same
+   * transaction. False when `token` no longer owns the run (nothing written).
    */
   updateConfig(
     runId: string,
     token: string,
     config: RunConfig,
-    reruns?: readonly RerunRequest[],
+    reruns?: RerunRecord,
   ): Promise<boolean>;
   /** Drops ownership and sets the final status; false when `token` no longer owns the run. */
   release(runId: string, token: string, status: RunStatus, note?: string): Promise<boolean>;
@@ -210,11 +212,14 @@ export interface ReadModel {
   samplePlace(runId: string, sampleId: string): Promise<SamplePlace | undefined>;
   /** The `count`-th sample id after `afterSampleId` ("": the first's) in byte order: a `RunPart`'s end. */
   sampleIdMark(runId: string, afterSampleId: string, count: number): Promise<string | undefined>;
-  /** The run's re-run requests in key order, a page at a time (keyset); `open`: those not done. */
+  /**
+   * The run's re-run requests in key order, a page at a time (keyset); `open`: those not done;
+   * `asked`: instead, the keys an `OutcomeAsk` names of its outcomes (none before its figures are built).
+   */
   rerunPages(
     runId: string,
     pageSize?: number,
-    options?: { open?: boolean },
+    options?: { open?: boolean; asked?: OutcomeAsk },
   ): AsyncIterable<RerunRequest[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
@@ -419,30 +424,4 @@ export interface ReviewStore {
    * with a filter, those of a range of sample ids (a streamed export's page), or the first few.
    */
   list(runId: string, filter?: ReviewFilter): Promise<Review[]>;
-}
-
-/**
- * Rate limits shared through the store: one token bucket per endpoint (see BucketSpec), from
- * which processes take chunks (no request waits on a round trip to the store), and the waits
- * each process's model calls had per run and endpoint, which `show` sums.
- */
-export interface RateBudgetStore {
-  /**
-   * Takes up to `want` from the endpoint's bucket, read, refilled by the store's clock and
-   * written back in one transaction: what was granted, or, nothing granted, when to ask again.
-   */
-  take(
-    endpoint: string,
-    spec: BucketSpec,
-    want: BucketWant,
-  ): Promise<{ granted: { requests: number; tokens: number }; retryInMs: number }>;
-  /**
-   * The endpoint's pause after a 429, shared by every process of the store: extended to at
-   * least `forMs` from now by the store's clock (0 extends nothing), and how long it has left, ms.
-   */
-  sharePause(endpoint: string, forMs: number): Promise<number>;
-  /** Records a process's totals for a run and endpoint (replacing its earlier totals). */
-  recordWaits(runId: string, owner: string, waits: readonly RateWaits[]): Promise<void>;
-  /** A run's waits per endpoint, summed over every process that recorded some. */
-  listWaits(runId: string): Promise<RateWaits[]>;
 }

@@ -17,6 +17,7 @@ export function describeRunContract(h: HarnessRef): void {
     runCreationCases(h);
     snapshotAndConfigCases(h);
     rerunRequestCases(h);
+    askedRerunCases(h);
     listingCases(h);
   });
 }
@@ -273,6 +274,82 @@ function rerunRequestCases(h: HarnessRef): void {
     for await (const page of h.store.reads.rerunPages("asks-bad")) read.push(...page);
     expect(read).toEqual(kept);
     expect((await h.store.runs.get("asks-bad"))?.config).toEqual(run.config);
+  });
+}
+
+/** Re-run requests asked of a run's stored outcomes (`OutcomeAsk`), resolved by the store. */
+function askedRerunCases(h: HarnessRef): void {
+  it("names the keys a re-run asks of the stored outcomes and records them beside the open ones", async () => {
+    const { run, owner: me } = await newRun(h.store, { id: "asks-outcomes" });
+    const scored = (key: { sampleId: string; epoch: number }, value: number | null) =>
+      draft(key, { scores: [{ scorer: "exact", value }] });
+    const limit = { limit: "turns" as const, value: 3, used: 3 };
+    await h.store.attempts.record(run.id, me.token, [
+      scored({ sampleId: "s1", epoch: 1 }, 0), // failed, then an error after it: after 2
+      scored({ sampleId: "s1", epoch: 2 }, 1),
+      draft(
+        { sampleId: "s2", epoch: 1 },
+        {
+          scores: [
+            { scorer: "exact", value: 1 },
+            { scorer: "judge", value: 0.5 },
+          ],
+        },
+      ), // failed on its second scorer
+      draft({ sampleId: "s2", epoch: 2 }, { limit }), // limited, passing
+      errorDraft({ sampleId: "s3", epoch: 1 }), // no outcome scored: asked by neither
+      scored({ sampleId: "s3", epoch: 2 }, null), // no score that counts
+    ]);
+    await h.store.attempts.record(run.id, me.token, [
+      errorDraft({ sampleId: "s1", epoch: 1 }, { rerunAfter: 1 }),
+    ]);
+    const read = async (options: Parameters<typeof h.store.reads.rerunPages>[2], size = 1) => {
+      const all: RerunRequest[] = [];
+      for await (const page of h.store.reads.rerunPages(run.id, size, options)) all.push(...page);
+      return all;
+    };
+    const failed = [
+      { sampleId: "s1", epoch: 1, after: 2 },
+      { sampleId: "s2", epoch: 1, after: 1 },
+    ];
+    const limited = [{ sampleId: "s2", epoch: 2, after: 1 }];
+    expect(await read({ asked: { failed: true, limited: false } })).toEqual(failed);
+    expect(await read({ asked: { failed: false, limited: true } })).toEqual(limited);
+    expect(await read({ asked: { failed: true, limited: true } }, 2)).toEqual([
+      ...failed,
+      ...limited,
+    ]);
+    expect(await read({ asked: { failed: false, limited: false } })).toEqual([]);
+    // Recorded before: one done (s1#2 scored after it), one open; the open one stays, the done
+    // one goes, an asked key's recorded request follows its last attempt now.
+    const recorded = [
+      { sampleId: "s1", epoch: 1, after: 0 },
+      { sampleId: "s1", epoch: 2, after: 0 },
+      { sampleId: "s3", epoch: 1, after: 0 },
+    ];
+    expect(await h.store.runs.updateConfig(run.id, me.token, run.config, recorded)).toBe(true);
+    const record = {
+      asked: true as const,
+      added: [{ sampleId: "s3", epoch: 2, after: 1 }],
+      outcomes: { failed: true, limited: false },
+    };
+    expect(await h.store.runs.updateConfig(run.id, "not-the-owner", run.config, record)).toBe(
+      false,
+    );
+    expect(await read({})).toEqual(recorded);
+    expect(await h.store.runs.updateConfig(run.id, me.token, run.config, record)).toBe(true);
+    expect(await read({}, 1_000)).toEqual([
+      { sampleId: "s1", epoch: 1, after: 2 },
+      { sampleId: "s2", epoch: 1, after: 1 },
+      { sampleId: "s3", epoch: 1, after: 0 },
+      { sampleId: "s3", epoch: 2, after: 1 },
+    ]);
+    await expect(
+      h.store.runs.updateConfig(run.id, me.token, run.config, {
+        ...record,
+        added: [{ sampleId: "s3", epoch: 0, after: 1 }],
+      }),
+    ).rejects.toMatchObject({ code: "E_INVALID_INPUT" });
   });
 }
 

@@ -1,5 +1,10 @@
 import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/types.js";
-import { readRerunPages, type RerunRow } from "../rerun-rows.js";
+import {
+  askedFlags,
+  readRerunPages,
+  type RerunPagesOptions,
+  type RerunRow,
+} from "../rerun-rows.js";
 import type { StoredFiguresRead } from "../figures-rows.js";
 import { groupReportInputs, type RunHeadRow, type UsageRow } from "../report-inputs.js";
 import { attemptPages, factPages, headPages } from "../attempt-pages.js";
@@ -197,10 +202,12 @@ function pagedReads(
       });
   };
   return {
-    rerunPages(runId: string, pageSize = 1_000, options: { open?: boolean } = {}) {
-      const page = options.open ? sql.openRerunPage : sql.rerunPage;
+    rerunPages(runId: string, pageSize = 1_000, options: RerunPagesOptions = {}) {
+      const { asked } = options;
+      const page = asked ? sql.askedRerunPage : options.open ? sql.openRerunPage : sql.rerunPage;
+      const flags = asked ? askedFlags(asked) : {};
       return readRerunPages(pageSize, (afterId, afterEpoch, limit) =>
-        c.guard(() => page.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit })),
+        c.guard(() => page.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit, ...flags })),
       );
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {

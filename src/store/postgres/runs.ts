@@ -3,7 +3,7 @@ import { figuresAfterRescore } from "./figures.js";
 import type {
   Key,
   OwnerIdentity,
-  RerunRequest,
+  RerunRecord,
   Run,
   RunConfig,
   RunStatus,
@@ -11,7 +11,13 @@ import type {
 } from "../../core/types.js";
 import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
-import { checkReruns, RERUN_ROWS_A_STATEMENT } from "../rerun-rows.js";
+import {
+  askedFlags,
+  checkRerunRecord,
+  figuresNotBuilt,
+  isAsked,
+  RERUN_ROWS_A_STATEMENT,
+} from "../rerun-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { PostgresContext } from "./context.js";
 import { transaction } from "./driver.js";
@@ -81,24 +87,29 @@ export function postgresRuns(c: PostgresContext): RunStore {
       runId: string,
       token: string,
       config: RunConfig,
-      reruns?: readonly RerunRequest[],
+      reruns?: RerunRecord,
     ): Promise<boolean> {
       checkRunConfig(config);
-      if (reruns) checkReruns(reruns);
+      const listed = reruns ? checkRerunRecord(reruns) : [];
       const text = JSON.stringify(config);
       if (!reruns) {
         return c.guard(
           async () => (await sql.updateRunConfig.run(c.pool, { runId, token, config: text })) === 1,
         );
       }
+      const asked = isAsked(reruns) ? reruns : undefined;
       return c.guard(() =>
         transaction(c.pool, async (tx) => {
+          if (asked && (await sql.figuresBuilt.rows(tx, { runId })).length === 0) {
+            throw figuresNotBuilt(runId);
+          }
           if ((await sql.updateRunConfig.run(tx, { runId, token, config: text })) !== 1) {
             return false;
           }
-          await sql.clearReruns.run(tx, { runId });
-          for (let i = 0; i < reruns.length; i += RERUN_ROWS_A_STATEMENT) {
-            const rows = reruns.slice(i, i + RERUN_ROWS_A_STATEMENT);
+          // Asked: the recorded ones not done stay; else all are replaced.
+          await (asked ? sql.pruneReruns : sql.clearReruns).run(tx, { runId });
+          for (let i = 0; i < listed.length; i += RERUN_ROWS_A_STATEMENT) {
+            const rows = listed.slice(i, i + RERUN_ROWS_A_STATEMENT);
             await sql.insertReruns.run(tx, {
               runId,
               ids: rows.map((r) => r.sampleId),
@@ -106,6 +117,7 @@ export function postgresRuns(c: PostgresContext): RunStore {
               afters: rows.map((r) => r.after),
             });
           }
+          if (asked) await sql.recordAsked.run(tx, { runId, ...askedFlags(asked.outcomes) });
           return true;
         }),
       );

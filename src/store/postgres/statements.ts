@@ -3,7 +3,14 @@ import { ATTEMPT_COLUMNS, ATTEMPT_FACT_COLUMNS, ATTEMPT_HEAD_COLUMNS } from "../
 import { SCORING_COLUMNS } from "../scoring-rows.js";
 import { JOURNAL_COLUMNS, JOURNAL_SQL } from "../journal-rows.js";
 import { SAMPLE_PAGE_SQL } from "../sample-pages.js";
-import { openRerunPageSql, pruneRerunsSql, RERUN_SQL } from "../rerun-rows.js";
+import {
+  askedRerunsSql,
+  openRerunPageSql,
+  pruneRerunsSql,
+  recordAskedSql,
+  RERUN_SQL,
+  UPSERT,
+} from "../rerun-rows.js";
 
 /** One entry of a statement table: its SQL, and whether it is a named prepared statement. */
 interface Sql {
@@ -133,8 +140,11 @@ const POSTGRES_SQL = {
   pruneReruns: sql(pruneRerunsSql("postgres")),
   insertReruns: sql(
     `INSERT INTO rerun_requests (run_id, sample_id, epoch, after_attempt)
-     SELECT @runId, * FROM unnest(@ids::text[], @epochs::int[], @afters::int[])`,
+     SELECT @runId, * FROM unnest(@ids::text[], @epochs::int[], @afters::int[]) ${UPSERT}`,
   ),
+  askedRerunPage: sql(askedRerunsSql("postgres", true)),
+  recordAsked: sql(recordAskedSql("postgres")),
+  figuresBuilt: sql(RERUN_SQL.figuresBuilt),
   releaseRun: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = ${DB_NOW_ISO}
      WHERE id = @runId AND owner_token = @token`,

@@ -11,7 +11,7 @@ import {
   toFingerprintFromRaw,
 } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
-import { readRerunPages } from "../rerun-rows.js";
+import { askedFlags, readRerunPages, type RerunPagesOptions } from "../rerun-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
   AttemptFact,
@@ -158,10 +158,12 @@ function pagedReads(
   const lastCommit = async (runId: string) =>
     c.guard(() => c.read.listAttemptsAfter(runId, undefined, 0).cursor);
   return {
-    rerunPages(runId: string, pageSize = 1_000, options: { open?: boolean } = {}) {
-      const page = options.open ? c.s.openRerunPage : c.s.rerunPage;
+    rerunPages(runId: string, pageSize = 1_000, options: RerunPagesOptions = {}) {
+      const { asked } = options;
+      const page = asked ? c.s.askedRerunPage : options.open ? c.s.openRerunPage : c.s.rerunPage;
+      const flags = asked ? askedFlags(asked) : {};
       return readRerunPages(pageSize, async (afterId, afterEpoch, limit) =>
-        c.guard(() => page.all({ runId, afterId, afterEpoch, limit })),
+        c.guard(() => page.all({ runId, afterId, afterEpoch, limit, ...flags })),
       );
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {

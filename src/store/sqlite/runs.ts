@@ -1,7 +1,7 @@
 import type {
   Key,
   OwnerIdentity,
-  RerunRequest,
+  RerunRecord,
   Run,
   RunConfig,
   RunStatus,
@@ -9,7 +9,13 @@ import type {
 } from "../../core/types.js";
 import { checkRunConfig, checkUniqueSampleIds, illegalRelease, notInSnapshot } from "../checks.js";
 import { ownerParams } from "../rows.js";
-import { checkReruns, RERUN_ROWS_A_STATEMENT } from "../rerun-rows.js";
+import {
+  askedFlags,
+  checkRerunRecord,
+  figuresNotBuilt,
+  isAsked,
+  RERUN_ROWS_A_STATEMENT,
+} from "../rerun-rows.js";
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { createRun } from "./create-run.js";
@@ -80,25 +86,30 @@ export function sqliteRuns(c: SqliteContext): RunStore {
       runId: string,
       token: string,
       config: RunConfig,
-      reruns?: readonly RerunRequest[],
+      reruns?: RerunRecord,
     ): Promise<boolean> {
       checkRunConfig(config);
-      if (reruns) checkReruns(reruns);
+      const listed = reruns ? checkRerunRecord(reruns) : [];
       return c.guard(() =>
         immediate(c.db, () => {
+          const asked = reruns && isAsked(reruns) ? reruns : undefined;
+          if (asked && !c.s.figuresBuilt.get({ runId })) throw figuresNotBuilt(runId);
           const now = new Date(c.now()).toISOString();
           const text = JSON.stringify(config);
           if (c.s.updateRunConfig.run({ runId, token, config: text, now }).changes !== 1) {
             return false;
           }
           if (!reruns) return true;
-          c.s.clearReruns.run({ runId });
-          for (let i = 0; i < reruns.length; i += RERUN_ROWS_A_STATEMENT) {
-            const rows = reruns
+          // Asked: the recorded ones not done stay; else all are replaced.
+          if (asked) c.s.pruneReruns.run({ runId });
+          else c.s.clearReruns.run({ runId });
+          for (let i = 0; i < listed.length; i += RERUN_ROWS_A_STATEMENT) {
+            const rows = listed
               .slice(i, i + RERUN_ROWS_A_STATEMENT)
               .map((r) => [r.sampleId, r.epoch, r.after]);
             c.s.insertReruns.run({ runId, rows: JSON.stringify(rows) });
           }
+          if (asked) c.s.recordAsked.run({ runId, ...askedFlags(asked.outcomes) });
           return true;
         }),
       );

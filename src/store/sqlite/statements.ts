@@ -11,7 +11,15 @@ import {
   type SampleRow,
 } from "../rows.js";
 import type { RunRow } from "../run-rows.js";
-import { openRerunPageSql, pruneRerunsSql, RERUN_SQL, type RerunRow } from "../rerun-rows.js";
+import {
+  askedRerunsSql,
+  openRerunPageSql,
+  pruneRerunsSql,
+  recordAskedSql,
+  RERUN_SQL,
+  UPSERT,
+  type RerunRow,
+} from "../rerun-rows.js";
 import { SAMPLE_PAGE_SQL, type RawFingerprintRow, type SamplePageRow } from "../sample-pages.js";
 import type { RunHeadRow, UsageRow } from "../report-inputs.js";
 import { SCORING_COLUMNS, type ScoringRow } from "../scoring-rows.js";
@@ -173,8 +181,11 @@ export const SQLITE_STATEMENTS = {
   insertReruns: sql(
     `INSERT INTO rerun_requests (run_id, sample_id, epoch, after_attempt)
      SELECT @runId, json_extract(value, '$[0]'), json_extract(value, '$[1]'),
-       json_extract(value, '$[2]') FROM json_each(@rows)`,
+       json_extract(value, '$[2]') FROM json_each(@rows) WHERE true ${UPSERT}`,
   ),
+  askedRerunPage: sql<RerunRow>(askedRerunsSql("sqlite", true)),
+  figuresBuilt: sql<{ built: number }>(RERUN_SQL.figuresBuilt),
+  recordAsked: sql(recordAskedSql("sqlite")),
   releaseRun: sql(
     `UPDATE runs SET ${CLEAR_OWNER}, status = @status, note = @note, updated_at = @now
        WHERE id = @runId AND owner_token = @token`,
