@@ -3,9 +3,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isStetError } from "../src/core/errors.js";
 import type { RunReport } from "../src/core/events.js";
+import { byteOrder } from "../src/core/keys.js";
+import type { RerunRequest } from "../src/core/types.js";
 import { foldedReport, summarizePlan } from "../src/engine/report.js";
 import { recordedReruns } from "../src/engine/rerun-plan.js";
-import { planResume, resumeRun } from "../src/runs/resume-run.js";
+import { planResume, resumeRun, type ResumeOptions } from "../src/runs/resume-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { failingEval, interruptedPagedRun, pagedRow, pagedRows } from "./helpers/paged-runs.js";
@@ -322,20 +324,10 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
         preserved: 2 * N - pending.length,
       });
 
-      const executed: string[] = [];
-      const watch = watchedReads(store);
-      const report = await resumeRun({
-        store: watch.store,
-        runId,
-        paged: { minBytes: 0 },
-        onEvent: (e) => {
-          if (e.type === "attempt-committed")
-            executed.push(`${e.attempt.sampleId}#${e.attempt.epoch}`);
-        },
-      });
+      const { report, executed, calls } = await committedBy(store, runId);
       expect(report.status).toBe("completed");
-      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
-      expect(watch.calls).toContain("samplePages");
+      expect(calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      expect(calls).toContain("samplePages");
       expect(report.plan).toEqual(plans[0]);
       expect(executed.sort()).toEqual(pending.map((r) => `${r.sampleId}#${r.epoch}`).sort());
       // Each pending key now has a scored attempt after the one its request follows (the store took
@@ -349,6 +341,90 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
       for (const a of before) expect(byKey.get(`${a.sampleId}#${a.epoch}#${a.attempt}`)).toEqual(a);
       expect(after).toHaveLength(before.length + pending.length);
       expect(await recordedReruns(store, runId)).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a new --rerun-failed (with --rerun ids and recorded requests) is planned and recorded a page at a time as the whole load does it",
+    async () => {
+      const store = await open();
+      // Every 7th sample's target is wrong: its keys score 0, so --rerun-failed asks them.
+      const rows = Array.from({ length: N }, (_, i) =>
+        i % 7 === 0 ? JSON.stringify({ id: `s${i}`, input: i, target: "wrong" }) : pagedRow(i),
+      );
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": rows.join("\n") + "\n" });
+      const runId = await interruptedPagedRun(store, p.dir, 1_500);
+      expect((await resumeRun({ store, runId, paged: { minBytes: 0 } })).status).toBe("completed");
+      // Recorded first: a --rerun of three samples stopped after one commit (s2#1 done).
+      const stopAfter = (n: number) => {
+        const stop = new AbortController();
+        let committed = 0;
+        const onEvent = (e: { type: string }) => {
+          if (e.type === "attempt-committed" && ++committed === n) stop.abort();
+        };
+        return { signal: stop.signal, onEvent };
+      };
+      const first = await resumeRun({
+        store,
+        runId,
+        rerun: ["s2", "s600", "s601"],
+        ...stopAfter(1),
+      });
+      expect(first.status).toBe("interrupted");
+      expect(await recordedReruns(store, runId)).toHaveLength(5);
+
+      const asks = [
+        { rerunFailed: true },
+        { rerunFailed: true, rerunLimited: true, rerun: ["s13", "s600", "s5"] },
+        { rerunLimited: true, rerun: ["s1"] },
+      ];
+      for (const ask of asks) {
+        const [paged, whole] = await Promise.all(
+          [0, 1 << 30].map((minBytes) => planResume({ store, runId, paged: { minBytes }, ...ask })),
+        );
+        if (!paged!.ok || !whole!.ok) throw new Error("planned nothing");
+        expect(summarizePlan(paged!.resume.plan)).toEqual(summarizePlan(whole!.resume.plan));
+        expect(paged!.resume.keys).toBeDefined();
+        expect(whole!.resume.keys).toBeUndefined();
+      }
+      // The failed keys, s13's and s5's, and the open recorded ones: what the whole load records.
+      const ask = { rerunFailed: true, rerun: ["s13", "s5"] };
+      const whole = await planResume({ store, runId, paged: { minBytes: 1 << 30 }, ...ask });
+      if (!whole.ok || !Array.isArray(whole.resume.reruns)) throw new Error("no requests");
+      const asked = whole.resume.reruns as RerunRequest[];
+      const failedKeys = 2 * Math.ceil(N / 7);
+      expect(asked.length).toBe(failedKeys + 2 * 2 + 5); // s5, s13, and the five recorded open
+      expect(summarizePlan(whole.resume.plan).toExecute).toBe(asked.length);
+
+      // Executed paged: nothing read whole; stopped after four commits, the claim recorded
+      // every request (those four are let go at release as done).
+      const stopped = stopAfter(4);
+      const killed = await committedBy(store, runId, { ...ask, ...stopped });
+      expect(killed.report.status).toBe("interrupted");
+      expect(killed.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      const executed = killed.executed;
+      const key = (r: { sampleId: string; epoch: number }) => `${r.sampleId}#${r.epoch}`;
+      // In key order, as the store reads them.
+      const left = asked
+        .filter((r) => !executed.includes(key(r)))
+        .sort((a, b) => byteOrder(a.sampleId, b.sampleId) || a.epoch - b.epoch);
+      expect(executed).toHaveLength(4);
+      expect(await recordedReruns(store, runId)).toEqual(left);
+
+      // A plain resume executes the rest, paged, and leaves no request.
+      const before = await store.reads.listAttempts(runId);
+      const rest = await committedBy(store, runId);
+      expect(rest.report.status).toBe("completed");
+      expect(rest.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
+      expect(rest.executed.sort()).toEqual(left.map(key).sort());
+      const after = await store.reads.listAttempts(runId);
+      const byKey = new Map(after.map((a) => [`${key(a)}#${a.attempt}`, a]));
+      for (const a of before) expect(byKey.get(`${key(a)}#${a.attempt}`)).toEqual(a);
+      expect(await recordedReruns(store, runId)).toEqual([]);
+
+      // An id the run lacks is refused, paged as whole, with nothing recorded.
+      const unknown = await planResume({ store, runId, paged: { minBytes: 0 }, rerun: ["nope"] });
+      expect(unknown.ok ? undefined : unknown.refusal.reason).toBe("invalid-rerun");
     },
   );
 
@@ -367,3 +443,23 @@ describe.each(stores)("a resume from the snapshot's pages (%s)", (_name, open, s
     },
   );
 });
+
+/**
+ * A resume from the snapshot's pages (`minBytes: 0`) through `watchedReads`: its report, the keys
+ * it committed (`sample#epoch`, in commit order) and the store's reads it made.
+ */
+async function committedBy(store: Store, runId: string, extra: Partial<ResumeOptions> = {}) {
+  const executed: string[] = [];
+  const watch = watchedReads(store);
+  const report = await resumeRun({
+    ...extra,
+    store: watch.store,
+    runId,
+    paged: { minBytes: 0 },
+    onEvent: (e) => {
+      extra.onEvent?.(e);
+      if (e.type === "attempt-committed") executed.push(`${e.attempt.sampleId}#${e.attempt.epoch}`);
+    },
+  });
+  return { report, executed, calls: watch.calls };
+}

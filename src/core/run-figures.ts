@@ -10,7 +10,7 @@ import {
 } from "./outcome-fold.js";
 import { scoresStand } from "./outcomes.js";
 import { CHART_BINS } from "./score-chart.js";
-import type { AttemptErrorType, AttemptStatus, Reducer, UsageFigures } from "./types.js";
+import type { AttemptErrorType, AttemptStatus, Reducer, Score, UsageFigures } from "./types.js";
 import { UsageSum } from "./usage-sum.js";
 
 /**
@@ -40,13 +40,18 @@ export function keyFigures(outcome: FoldedAttempt): KeyFigures {
   }
   if (outcome.limit) figures.limit = outcome.limit.limit;
   if (outcome.provenance.kind === "imported") figures.imported = { usage: outcome.usage };
-  if (scoresStand(outcome)) {
-    // A scorer's first score is the one a fold reads (`scores.find`).
-    const values = new Map<string, number | null>();
-    for (const s of outcome.scores) if (!values.has(s.scorer)) values.set(s.scorer, s.value);
-    figures.values = [...values].filter((e): e is [string, number] => e[1] !== null);
-  }
+  if (scoresStand(outcome)) figures.values = countingScores(outcome.scores);
   return figures;
+}
+
+/**
+ * The scores of an outcome that count, as scorer and value: each scorer's first (the one a fold
+ * reads, `scores.find`), where it has a value. What `--rerun-failed` compares with 1.
+ */
+export function countingScores(scores: readonly Score[]): [scorer: string, value: number][] {
+  const values = new Map<string, number | null>();
+  for (const s of scores) if (!values.has(s.scorer)) values.set(s.scorer, s.value);
+  return [...values].filter((e): e is [string, number] => e[1] !== null);
 }
 
 /**

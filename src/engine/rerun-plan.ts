@@ -1,7 +1,7 @@
 import type { PlanSummary } from "../core/events.js";
-import { keyString } from "../core/keys.js";
+import { byteOrder, keyString } from "../core/keys.js";
 import { outranks } from "../core/run-figures.js";
-import type { Key, RerunRequest } from "../core/types.js";
+import type { Key, OutcomeAsk, RerunRequest } from "../core/types.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 /** How many requests (so at most how many samples) one read of their attempts covers. */
@@ -30,11 +30,13 @@ export async function withRerunRequests<Plan extends Counts>(
   inflight: readonly Key[],
   /** `planRun`'s `rerunErrors` (default true): false keeps a re-run's error, the key preserved. */
   rerunErrors = true,
+  /** A re-run asked now, not recorded yet: its keys are requested too (`plannedRequests`). */
+  ask?: RerunAskNow,
 ): Promise<Plan> {
   const plan = { ...counted };
   const flying = new Set(inflight.map(keyString));
   // A request that is done counts where the figures count its key: only the open ones move.
-  for await (const page of store.reads.rerunPages(runId, SAMPLES_A_READ, { open: true })) {
+  for await (const page of plannedRequests(store, runId, { open: true, ask })) {
     const ids = new Set(page.map((r) => r.sampleId));
     const { fingerprints, heads } = await store.reads.sampleHeads(runId, ids);
     const fingerprintOf = new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint]));
@@ -55,6 +57,86 @@ export async function withRerunRequests<Plan extends Counts>(
     }
   }
   return plan;
+}
+
+/**
+ * A re-run a resume asks now, before its claim records it (`RerunRecord`'s `asked`): `added`, the
+ * keys of the sample ids it names (each after its key's last attempt), and the keys `outcomes`
+ * names of the stored outcomes.
+ */
+export interface RerunAskNow {
+  added: readonly RerunRequest[];
+  outcomes: OutcomeAsk;
+}
+
+/**
+ * The requests a plan reads, in key order, a page of at most `SAMPLES_A_READ` at a time: the
+ * run's (`open`: those not done) and, with `ask`, the ones it asks, as the claim will record them
+ * (a key asked and recorded once, after the later attempt). Nothing held beyond a page of each.
+ */
+export async function* plannedRequests(
+  store: Store,
+  runId: string,
+  options: { open?: boolean; ask?: RerunAskNow | undefined } = {},
+): AsyncIterable<RerunRequest[]> {
+  const { open = false, ask } = options;
+  const recorded = store.reads.rerunPages(runId, SAMPLES_A_READ, { open });
+  if (!ask) {
+    yield* recorded;
+    return;
+  }
+  const sources = [requestsOf(recorded), requestsOf([sortedKeys(ask.added)])];
+  const { failed, limited } = ask.outcomes;
+  if (failed || limited) {
+    sources.push(
+      requestsOf(store.reads.rerunPages(runId, SAMPLES_A_READ, { asked: ask.outcomes })),
+    );
+  }
+  let page: RerunRequest[] = [];
+  for await (const request of mergedKeys(sources)) {
+    page.push(request);
+    if (page.length === SAMPLES_A_READ) {
+      yield page;
+      page = [];
+    }
+  }
+  if (page.length > 0) yield page;
+}
+
+/** Key order: sample ids by their bytes (the store's), then epochs. */
+const keyOrder = (a: Key, b: Key) => byteOrder(a.sampleId, b.sampleId) || a.epoch - b.epoch;
+
+function sortedKeys(requests: readonly RerunRequest[]): RerunRequest[] {
+  return [...requests].sort(keyOrder);
+}
+
+async function* requestsOf(
+  pages: AsyncIterable<RerunRequest[]> | Iterable<RerunRequest[]>,
+): AsyncGenerator<RerunRequest, void, undefined> {
+  for await (const page of pages) yield* page;
+}
+
+/** Streams in key order merged into one, a key in several once, after the latest `after`. */
+async function* mergedKeys(
+  streams: AsyncGenerator<RerunRequest, void, undefined>[],
+): AsyncGenerator<RerunRequest, void, undefined> {
+  const heads = await Promise.all(streams.map((s) => s.next()));
+  for (;;) {
+    let least: RerunRequest | undefined;
+    for (const head of heads) {
+      if (head.done) continue;
+      if (!least || keyOrder(head.value, least) < 0) least = head.value;
+    }
+    if (!least) return;
+    let after = least.after;
+    for (let i = 0; i < heads.length; i++) {
+      const head = heads[i]!;
+      if (head.done || keyOrder(head.value, least) !== 0) continue;
+      after = Math.max(after, head.value.after);
+      heads[i] = await streams[i]!.next();
+    }
+    yield { sampleId: least.sampleId, epoch: least.epoch, after };
+  }
 }
 
 /**

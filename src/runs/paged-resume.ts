@@ -3,16 +3,16 @@ import { countedPlan, planRun, type CountedResume, type ResumePlan } from "../co
 import { SeenIds } from "../core/seen-ids.js";
 import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
 import { countedResume } from "../engine/figures-report.js";
-import { withRerunRequests } from "../engine/rerun-plan.js";
+import { plannedRequests, withRerunRequests, type RerunAskNow } from "../engine/rerun-plan.js";
 import type { SnapshotResume } from "../engine/snapshot-keys.js";
 import type { Store } from "../store/types.js";
 
 /**
  * Whether a resume may plan from the run's snapshot a page at a time (`pagedResume`) instead of
  * loading its dataset file: it asked for pages (`stet resume` does, for files of
- * `PAGED_DATASET_BYTES`), `pageable` (no new re-run asked: `--rerun-failed` reads every
- * outcome; recorded requests are planned page by page, but not by a worker), and the run
- * was not started with `--reuse` (whose owed seeding plans against listed keys). With the stamp
+ * `PAGED_DATASET_BYTES`), `pageable` (a worker's resume with re-run requests, recorded or asked,
+ * is not), and the run was not started with `--reuse` (whose owed seeding plans against listed
+ * keys). With the stamp
  * the run recorded, if any: a file that still has it is not read.
  *
  * @example const ask = pagedResumeAsk(run, { paged: { minBytes: 8 << 20 } }, true); // { stamp }
@@ -33,6 +33,8 @@ export interface PagedResumeOptions {
   rerunErrors?: boolean;
   /** Re-run the keys of samples whose content changed (`--rerun-changed`). */
   rerunChanged?: boolean;
+  /** A re-run asked now (`askedNow`), planned with the recorded requests. */
+  ask?: RerunAskNow | undefined;
 }
 
 /**
@@ -65,7 +67,8 @@ export async function pagedResume(
   const { inflight } = left;
   const rerunErrors = options.rerunErrors ?? true;
   // The run's re-run requests, as `planRun` reads them (and the pages will, `SnapshotKeys`).
-  const plan = await withRerunRequests(store, run.id, left.plan, inflight, rerunErrors);
+  const { ask } = options;
+  const plan = await withRerunRequests(store, run.id, left.plan, inflight, rerunErrors, ask);
   let counts: CountedResume = rerunErrors
     ? plan
     : {
@@ -79,6 +82,7 @@ export async function pagedResume(
     const moved = await changedDelta(store, run, changed, inflight, {
       rerunErrors,
       rerunChanged: options.rerunChanged ?? false,
+      ask,
     });
     counts = moved.delta(counts);
     changed = moved.changed;
@@ -136,7 +140,7 @@ async function changedDelta(
   run: Run,
   changed: readonly SampleRecord[],
   inflight: readonly Key[],
-  options: Required<PagedResumeOptions>,
+  options: Required<Omit<PagedResumeOptions, "ask">> & Pick<PagedResumeOptions, "ask">,
 ): Promise<{ delta: (counts: CountedResume) => CountedResume; changed: SampleRecord[] }> {
   const byId = new Map(changed.map((r) => [r.sample.id, r]));
   const { fingerprints, heads } = await store.reads.sampleHeads(run.id, byId.keys());
@@ -148,7 +152,7 @@ async function changedDelta(
     fingerprint: f.fingerprint,
   }));
   const rerun: RerunRequest[] = [];
-  for await (const page of store.reads.rerunPages(run.id)) {
+  for await (const page of plannedRequests(store, run.id, { ask: options.ask })) {
     rerun.push(...page.filter((r) => ids.has(r.sampleId)));
   }
   const common = {

@@ -1,7 +1,8 @@
 import { StetError } from "../core/errors.js";
 import { keyString } from "../core/keys.js";
-import type { Key, RerunRequest, Run, SampleRecord } from "../core/types.js";
-import { recordedReruns } from "../engine/rerun-plan.js";
+import { countingScores } from "../core/run-figures.js";
+import type { Key, RerunRecord, RerunRequest, Run, SampleRecord } from "../core/types.js";
+import { recordedReruns, type RerunAskNow } from "../engine/rerun-plan.js";
 import type { AttemptHead, Store } from "../store/types.js";
 
 /** What a resume asks to execute again (see ResumeOptions). */
@@ -83,7 +84,56 @@ export function preview(ids: readonly string[]): string {
 }
 
 type RerunPlanning =
-  { ok: true; requests: RerunRequest[]; record?: RerunRequest[] } | { ok: false; error: StetError };
+  { ok: true; requests: RerunRequest[]; record?: RerunRecord } | { ok: false; error: StetError };
+
+/** How many sample ids of `--rerun` one read of their attempts covers. */
+const IDS_A_READ = 1_000;
+
+/**
+ * What a resume planned a page at a time asks to re-run (`RerunAskNow`), read without the run's
+ * dataset or attempts: the keys of the `--rerun` ids (every epoch, each after its last attempt),
+ * whose attempts are read by id, and `--rerun-failed` and `--rerun-limited`, which the store
+ * resolves from the run's figures. Nothing asked: no ask. A refusal names ids the run lacks.
+ */
+export async function askedNow(
+  store: Store,
+  run: Run,
+  options: RerunAsk,
+): Promise<{ ok: true; ask?: RerunAskNow } | { ok: false; error: StetError }> {
+  if (!asksRerun(options)) return { ok: true };
+  const ids = [...new Set(options.rerun ?? [])];
+  const added: RerunRequest[] = [];
+  const unknown: string[] = [];
+  for (let i = 0; i < ids.length; i += IDS_A_READ) {
+    const chunk = ids.slice(i, i + IDS_A_READ);
+    const { fingerprints, heads } = await store.reads.sampleHeads(run.id, chunk);
+    const known = new Set(fingerprints.map((f) => f.sampleId));
+    unknown.push(...chunk.filter((id) => !known.has(id)));
+    const last = new Map<string, number>();
+    for (const a of heads) last.set(keyString(a), Math.max(last.get(keyString(a)) ?? 0, a.attempt));
+    for (const sampleId of known) {
+      for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
+        added.push({ sampleId, epoch, after: last.get(keyString({ sampleId, epoch })) ?? 0 });
+      }
+    }
+  }
+  if (unknown.length > 0) return { ok: false, error: unknownRerunIds(run, unknown) };
+  const outcomes = { failed: options.rerunFailed === true, limited: options.rerunLimited === true };
+  return { ok: true, ask: { added, outcomes } };
+}
+
+/** The re-run planning of a resume planned a page at a time: the ask recorded by its claim. */
+export function pagedReruns(ask: RerunAskNow | undefined): RerunPlanning {
+  return { ok: true, requests: [], ...(ask ? { record: { asked: true, ...ask } } : {}) };
+}
+
+function unknownRerunIds(run: Run, unknown: readonly string[]): StetError {
+  return new StetError(
+    "E_USAGE",
+    `--rerun names sample ids run ${run.id} does not have: ${preview([...new Set(unknown)])}`,
+    { details: { runId: run.id, unknown } },
+  );
+}
 
 /**
  * The keys to execute again: those still pending from an earlier request (no scored attempt after
@@ -100,14 +150,7 @@ export function rerunRequests(
   options: RerunAsk,
 ): RerunPlanning {
   const unknown = unknownIds(snapshot, options.rerun ?? []);
-  if (unknown.length > 0) {
-    const error = new StetError(
-      "E_USAGE",
-      `--rerun names sample ids run ${run.id} does not have: ${preview([...new Set(unknown)])}`,
-      { details: { runId: run.id, unknown } },
-    );
-    return { ok: false, error };
-  }
+  if (unknown.length > 0) return { ok: false, error: unknownRerunIds(run, unknown) };
   if (recorded.length === 0 && wantedNone(options)) return { ok: true, requests: [] };
   const requests = pendingRequests(run, recorded, snapshot, attempts, options);
   const record = changedReruns(recorded, requests);
@@ -145,7 +188,7 @@ function pendingRequests(
       const failed =
         options.rerunFailed === true &&
         scored !== undefined &&
-        scored.scores.some((score) => score.value !== null && score.value < 1);
+        countingScores(scored.scores).some(([, value]) => value < 1);
       const limited = options.rerunLimited === true && scored?.limit !== undefined;
       if (wanted.has(sample.id) || failed || limited) asked.push(key);
     }

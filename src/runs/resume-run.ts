@@ -4,20 +4,21 @@ import type { EngineEval } from "../core/eval.js";
 import type { PlanSummary, RunReport } from "../core/events.js";
 import { keyString } from "../core/keys.js";
 import { listedKeys, planRun, settledPlan, type ResumePlan } from "../core/plan.js";
-import type { RerunRequest, Run, RunConfig } from "../core/types.js";
+import type { RerunRecord, Run, RunConfig } from "../core/types.js";
 import { acquireRun, takenOver, takeoverRefusal } from "../engine/acquire.js";
 import type { SpendCap } from "../engine/budget.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { newOwnerIdentity } from "../engine/owner.js";
-import { figuresReport } from "../engine/figures-report.js";
 import { SnapshotKeys, type SnapshotResume } from "../engine/snapshot-keys.js";
-import { buildReport, summarizePlan } from "../engine/report.js";
-import type { AttemptHead, Store } from "../store/types.js";
+import { summarizePlan } from "../engine/report.js";
+import type { AttemptHead } from "../store/types.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { findEvalSource, type EvalLookup } from "./find-eval.js";
 import { checkEval, recordedChange, withIdentity } from "./run-identity.js";
 import {
+  askedNow,
   asksRerun,
+  pagedReruns,
   plansSparse,
   preview,
   recordedRerunsOf,
@@ -33,6 +34,7 @@ import { resumeCap } from "./spend-cap.js";
 import { wholeEval } from "./paged-eval.js";
 import { pagedResume, pagedResumeAsk } from "./paged-resume.js";
 import { settledStatus } from "./run-status.js";
+import { settledReport } from "./settled-report.js";
 import { owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
 
 /**
@@ -124,8 +126,8 @@ export interface PlannedResume {
    * recorded one stands.
    */
   config?: RunConfig;
-  /** The keys asked to re-run the claim records with it (all); absent when those recorded stand. */
-  reruns?: RerunRequest[];
+  /** The re-run requests the claim records with it; absent when those recorded stand. */
+  reruns?: RerunRecord;
   /**
    * Scorers an accepted change altered (a run with no scored attempt): the scorer errors to score
    * again run them even where the attempt has a score of theirs, the old scorer's.
@@ -190,8 +192,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   if (active) return refuse({ reason: "run-active", error: active });
 
   // Re-run requests recorded earlier read their samples' attempts (up to a few hundred samples);
-  // a new one reads every attempt (--rerun-failed looks at every outcome). A worker's report
-  // tells other workers' attempts from those its plan read: unless paged, it reads them all.
+  // a new one is planned a page at a time, or reads every attempt. A worker's report tells other
+  // workers' attempts from those its plan read: unless paged, it reads them all.
   const recorded = await recordedRerunsOf(store, run.id);
   const sparse = plansSparse(options, recorded);
   // A complete run whose dataset file is unchanged is planned reading neither; an unfinished
@@ -201,8 +203,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     sparse && !options.asWorker && !options.eval
       ? await settledStamp(store, run, recorded.any)
       : undefined;
-  // Recorded re-run requests are planned a page at a time too (not a worker's); a new one is not.
-  const pageable = !asksRerun(options) && (!recorded.any || !options.asWorker);
+  // Re-run requests, recorded or asked now, are planned a page at a time too (not a worker's).
+  const pageable = !options.asWorker || (!asksRerun(options) && !recorded.any);
   const pagedAsk =
     stamp === undefined && !options.eval ? pagedResumeAsk(run, options, pageable) : undefined;
   const found = options.eval
@@ -210,9 +212,13 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     : await findEvalSource(run, stampOptions(options, stamp, pagedAsk));
   const settled = stamp !== undefined && found?.unchanged === true;
   const pages = pagedAsk && found?.eval.pages;
-  const paged = pages
-    ? await pagedResume(store, run, { unchanged: found?.unchanged === true, pages }, options)
-    : undefined;
+  const asked = pages ? await askedNow(store, run, options) : undefined;
+  if (asked?.ok === false) return refuse({ reason: "invalid-rerun", error: asked.error });
+  const unchanged = found?.unchanged === true;
+  const paged =
+    pages && asked?.ok
+      ? await pagedResume(store, run, { unchanged, pages }, { ...options, ask: asked.ask })
+      : undefined;
   // Pages not planned a page at a time are loaded whole, as a smaller file is.
   const ev: ResumeEval =
     options.eval ?? (found!.eval.pages && !paged ? await wholeEval(found!.eval) : found!.eval);
@@ -237,9 +243,10 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
     evalFile: options.evalFile,
   });
   if (!identity.ok) return refuse({ reason: "eval-changed", error: identity.error });
-  // A paged plan's pages read their own requests: the recorded ones stand as they are.
-  const requests = paged ? [] : await recorded.all();
-  const rerun = rerunRequests(run, requests, snapshot, attempts, options);
+  // A paged plan's pages read their own requests: the recorded ones stand, an ask is added.
+  const rerun = paged
+    ? pagedReruns(asked?.ok ? asked.ask : undefined)
+    : rerunRequests(run, await recorded.all(), snapshot, attempts, options);
   if (!rerun.ok) return refuse({ reason: "invalid-rerun", error: rerun.error });
   const plan: ResumePlan = paged
     ? paged.plan
@@ -388,7 +395,7 @@ export async function settleResume(
   const settled = settledStatus({ remaining: plan.erroredKept, cutShort: false });
   if (run.status !== settled) return executeResume(resume, options);
   const t0 = performance.now();
-  const report = await settledReport(resume, options.store);
+  const report = await settledReport(run, plan, options.store);
   report.wallMs = performance.now() - t0;
   const { id: runId, evalName } = run;
   options.onEvent?.({ type: "run-started", runId, evalName, resumed: true, plan: report.plan });
@@ -410,23 +417,6 @@ export async function resumeRun(options: ResumeOptions): Promise<RunReport> {
   const { refusal } = planning;
   if (refusal.reason === "nothing-to-resume") return settleResume(refusal.resume, options);
   throw refusal.error;
-}
-
-/**
- * The report of a resume with nothing to execute: from the run's figures where they give it
- * exactly (`figuresReport`; not when samples changed, whose fingerprints the plan's records
- * define), else folded from the stored attempts a page at a time.
- */
-async function settledReport(resume: PlannedResume, store: Store): Promise<RunReport> {
-  const { run, plan } = resume;
-  const summary = summarizePlan(plan);
-  const figures =
-    plan.changed.length === 0 ? await figuresReport(store, run, { invocation: true }) : undefined;
-  if (figures) return { ...figures, resumed: true, plan: summary, preserved: plan.preserved };
-  // A plan that counts its keys only holds no samples: the report reads the snapshot's pages.
-  const samples = listedKeys(plan) ? { samples: plan.samples } : {};
-  const input = { store, run, ...samples, plan: summary, resumed: true, wallMs: 0 };
-  return buildReport(input);
 }
 
 /** What `findEvalSource` is asked for: the settled stamp, else pages (and the run's stamp). */

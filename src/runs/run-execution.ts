@@ -175,9 +175,20 @@ function heldSamples(plan: Execution["plan"], end: ExecutionEnd) {
   return { samples: plan.samples, fingerprintOf: end.fingerprintOf };
 }
 
-/** Keys of the plan's re-run requests without a scored attempt after the one they follow. */
+/**
+ * Keys of the plan's re-run requests without a scored attempt after the one they follow. A plan
+ * that counts its keys only (from the snapshot's pages) lists no requests: the run's own that are
+ * not done are counted, a page at a time.
+ */
 async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): Promise<number> {
   const { plan, run } = exec;
+  if (listedKeys(plan) === undefined) {
+    let open = 0;
+    for await (const page of store.reads.rerunPages(run.id, 4_096, { open: true })) {
+      open += page.length;
+    }
+    return open;
+  }
   if (plan.rerunAfter.size === 0) return 0;
   const fingerprintOf = new Map(plan.samples.map((r) => [r.sample.id, r.fingerprint]));
   const done = new Set<string>();
