@@ -2,7 +2,7 @@ import type { PlanSummary } from "../core/events.js";
 import { byteOrder, keyString } from "../core/keys.js";
 import { outranks } from "../core/run-figures.js";
 import type { Key, OutcomeAsk, RerunRequest } from "../core/types.js";
-import type { AttemptHead, Store } from "../store/types.js";
+import type { AttemptHead, RerunFact, Store } from "../store/types.js";
 
 /** How many requests (so at most how many samples) one read of their attempts covers. */
 const SAMPLES_A_READ = 1_000;
@@ -10,15 +10,17 @@ const SAMPLES_A_READ = 1_000;
 /** Where a plan counts a key (the fields of a PlanSummary it adds one to). */
 type KeyClass = "preserved" | "rescore" | "interrupted" | "errored" | "neverStarted" | "rerun";
 
-/** A key's outcome as a plan classes it: its status, and whether its error is a scorer's. */
-type Outcome = Pick<AttemptHead, "status" | "attempt"> & { scorerError: boolean };
+/** A request's latest attempt after the one it follows, as `requestedClass` reads it. */
+type Later = RerunFact["later"] | "scored";
 
 /**
  * The plan `storedPlan` counted from the figures, corrected for the run's re-run requests as
  * `planRun` reads them: a requested key's attempts up to the one it follows are history, so until
  * it has a scored attempt after that one it is to execute (`rerun` when nothing came after, else
- * as its last later attempt says). Reads the requests a page at a time (`reads.rerunPages`) and
- * each page's keys' attempts (`reads.sampleHeads`): none of the run's other keys, nothing held
+ * as its last later attempt says). A request that is done counts where the figures count its key:
+ * only the open ones move, read as one count of each kind (`reads.rerunFacts`). With `ask` (a
+ * re-run asked now, not recorded yet) the requests are read a page at a time instead
+ * (`plannedRequests`), each page's keys' attempts beside them (`reads.sampleHeads`): nothing held
  * beyond a page.
  *
  * @example const plan = await withRerunRequests(store, run.id, counted, inflight);
@@ -27,6 +29,7 @@ export async function withRerunRequests<Plan extends Counts>(
   store: Store,
   runId: string,
   counted: Plan,
+  /** The keys in flight (the store's, as `rerunFacts` reads them): used with `ask` only. */
   inflight: readonly Key[],
   /** `planRun`'s `rerunErrors` (default true): false keeps a re-run's error, the key preserved. */
   rerunErrors = true,
@@ -34,8 +37,11 @@ export async function withRerunRequests<Plan extends Counts>(
   ask?: RerunAskNow,
 ): Promise<Plan> {
   const plan = { ...counted };
+  if (!ask) {
+    for (const fact of await store.reads.rerunFacts(runId)) move(plan, fact, rerunErrors);
+    return plan;
+  }
   const flying = new Set(inflight.map(keyString));
-  // A request that is done counts where the figures count its key: only the open ones move.
   for await (const page of plannedRequests(store, runId, { open: true, ask })) {
     const ids = new Set(page.map((r) => r.sampleId));
     const { fingerprints, heads } = await store.reads.sampleHeads(runId, ids);
@@ -50,13 +56,71 @@ export async function withRerunRequests<Plan extends Counts>(
     }
     for (const request of page) {
       const k = keyString(request);
-      const own = attempts.get(k) ?? [];
-      const inFlight = flying.has(k);
-      count(plan, storedClass(best(own), inFlight), -1);
-      count(plan, requestedClass(own, request.after, inFlight, rerunErrors), 1);
+      move(plan, factOf(attempts.get(k) ?? [], request.after, flying.has(k)), rerunErrors);
     }
   }
   return plan;
+}
+
+/** Moves a fact's keys from where `storedPlan` counted them to where `planRun` does. */
+function move(
+  plan: Counts,
+  fact: Omit<RerunFact, "later"> & { later: Later },
+  rerunErrors: boolean,
+): void {
+  count(plan, storedClass(fact), -fact.keys);
+  count(plan, requestedClass(fact, rerunErrors), fact.keys);
+}
+
+/**
+ * A request's facts from its key's attempts (those for the sample's current fingerprint, in the
+ * order the store keeps them): its outcome as the figures keep it (a scored attempt over an
+ * error, then the latest) and the latest attempt after `after` (the first scored, else the last).
+ */
+function factOf(
+  attempts: readonly AttemptHead[],
+  after: number,
+  flying: boolean,
+): Omit<RerunFact, "later"> & { later: Later } {
+  let held: AttemptHead | undefined;
+  for (const a of attempts) if (outranks(a, held)) held = a;
+  let latest: AttemptHead | undefined;
+  for (const a of attempts) {
+    if (a.attempt <= after || latest?.status === "scored") continue;
+    latest = a;
+  }
+  const later: Later = !latest
+    ? "none"
+    : latest.status === "scored"
+      ? "scored"
+      : latest.error?.type === "scorer"
+        ? "scorer-error"
+        : "error";
+  return {
+    held: held?.status ?? null,
+    heldScorer: held?.error?.type === "scorer",
+    flying,
+    later,
+    keys: 1,
+  };
+}
+
+/** Where `storedPlan` counts a key of these facts. */
+function storedClass(fact: Pick<RerunFact, "held" | "heldScorer" | "flying">): KeyClass {
+  if (fact.held === "scored") return "preserved";
+  if (fact.flying) return "interrupted";
+  if (fact.held) return fact.heldScorer ? "rescore" : "errored";
+  return "neverStarted";
+}
+
+/** Where `planRun` counts a key asked to re-run, by its latest attempt after the one it follows. */
+function requestedClass(fact: { later: Later; flying: boolean }, rerunErrors: boolean): KeyClass {
+  if (fact.later === "scored") return "preserved";
+  if (fact.later === "none") return "rerun";
+  if (fact.flying) return "interrupted";
+  // A re-run that errored leaves the key's earlier scored attempt as its outcome.
+  if (!rerunErrors) return "preserved";
+  return fact.later === "scorer-error" ? "rescore" : "errored";
 }
 
 /**
@@ -149,59 +213,18 @@ export async function recordedReruns(store: Store, runId: string): Promise<Rerun
   return all;
 }
 
-/** The key's outcome as the figures keep it: a scored attempt over an error, then the latest. */
-function best(attempts: readonly AttemptHead[]): Outcome | undefined {
-  let held: AttemptHead | undefined;
-  for (const a of attempts) if (outranks(a, held)) held = a;
-  return held && outcome(held);
-}
-
-/** Where `storedPlan` counts a key of this outcome. */
-function storedClass(held: Outcome | undefined, inFlight: boolean): KeyClass {
-  if (held?.status === "scored") return "preserved";
-  if (inFlight) return "interrupted";
-  if (held) return held.scorerError ? "rescore" : "errored";
-  return "neverStarted";
-}
-
-/**
- * Where `planRun` counts a key asked to re-run after attempt `after`: by its attempts after that
- * one (the first scored, else the last), in the order the store keeps them.
- */
-function requestedClass(
-  attempts: readonly AttemptHead[],
-  after: number,
-  inFlight: boolean,
-  rerunErrors: boolean,
-): KeyClass {
-  let latest: AttemptHead | undefined;
-  for (const a of attempts) {
-    if (a.attempt <= after || latest?.status === "scored") continue;
-    latest = a;
-  }
-  if (latest?.status === "scored") return "preserved";
-  if (!latest) return "rerun";
-  if (inFlight) return "interrupted";
-  // A re-run that errored leaves the key's earlier scored attempt as its outcome.
-  if (!rerunErrors) return "preserved";
-  return outcome(latest).scorerError ? "rescore" : "errored";
-}
-
-function outcome(a: AttemptHead): Outcome {
-  return { status: a.status, attempt: a.attempt, scorerError: a.error?.type === "scorer" };
-}
-
 /** The counts of a plan this corrects (a `PlanSummary`'s, a paged resume's). */
 type Counts = Pick<
   PlanSummary,
   "preserved" | "toExecute" | "toRescore" | "interrupted" | "errored" | "neverStarted" | "rerun"
 >;
 
-function count(plan: Counts, where: KeyClass, sign: 1 | -1): void {
-  if (where === "preserved") plan.preserved += sign;
-  else if (where === "rescore") plan.toRescore += sign;
+/** Adds `n` keys (or takes them, negative) to where a plan counts them. */
+function count(plan: Counts, where: KeyClass, n: number): void {
+  if (where === "preserved") plan.preserved += n;
+  else if (where === "rescore") plan.toRescore += n;
   else {
-    plan.toExecute += sign;
-    plan[where] += sign;
+    plan.toExecute += n;
+    plan[where] += n;
   }
 }

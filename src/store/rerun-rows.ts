@@ -1,5 +1,6 @@
 import { rerunRequestSchema } from "../core/schemas.js";
 import type { OutcomeAsk, RerunRecord, RerunRequest } from "../core/types.js";
+import type { RerunFact } from "./types.js";
 import * as z from "zod";
 import { invalidInput } from "./checks.js";
 
@@ -10,8 +11,10 @@ export interface RerunRow {
   after_attempt: number;
 }
 
-const KEYSET = `(r.sample_id > CAST(@afterId AS TEXT)
-      OR (r.sample_id = CAST(@afterId AS TEXT) AND r.epoch > CAST(@afterEpoch AS INTEGER)))`;
+// The first conjunct bounds the index range, so a page starts where the last ended (PostgreSQL
+// reads an OR of the two alone as a filter over every request before it: quadratic).
+const KEYSET = `r.sample_id >= CAST(@afterId AS TEXT)
+      AND (r.sample_id > CAST(@afterId AS TEXT) OR r.epoch > CAST(@afterEpoch AS INTEGER))`;
 
 /** The statements both dialects share: a keyset page in key order, and a run's requests cleared. */
 export const RERUN_SQL = {
@@ -44,6 +47,64 @@ export function openRerunPageSql(dialect: "sqlite" | "postgres"): string {
   return `SELECT sample_id, epoch, after_attempt FROM rerun_requests AS r
     WHERE r.run_id = @runId AND ${KEYSET} AND NOT ${doneSql(dialect)}
     ORDER BY r.sample_id, r.epoch LIMIT CAST(@limit AS INTEGER)`;
+}
+
+/**
+ * What decides where a plan counts the key of each open request (`doneSql`), counted by kind in
+ * one statement (`RerunFact`): the key's outcome as the figures keep it (`held`: status, and
+ * whether its error is a scorer's), whether it is in flight, and its latest attempt after the one
+ * the request follows for the sample's current fingerprint (`later`: 0 none, 1 an error, 2 a
+ * scorer's error; an open request has no scored one).
+ */
+export function rerunFactsSql(dialect: "sqlite" | "postgres"): string {
+  const sqlite = dialect === "sqlite";
+  const key = sqlite
+    ? ""
+    : "CROSS JOIN LATERAL (SELECT f.figures::jsonb -> r.epoch::text AS k) AS kf";
+  const held = sqlite
+    ? `json_extract(f.figures, '$."' || r.epoch || '".status')`
+    : "kf.k ->> 'status'";
+  const heldScorer = sqlite
+    ? `COALESCE(json_extract(f.figures, '$."' || r.epoch || '".error.type') = 'scorer', 0)`
+    : "COALESCE((kf.k -> 'error' ->> 'type') = 'scorer', false)::int";
+  const errorType = sqlite ? "json_extract(a.error, '$.type')" : "(a.error::jsonb ->> 'type')";
+  const flag = sqlite ? "" : "::int";
+  return `SELECT held, held_scorer, flying, later, count(*) AS n FROM (
+    SELECT ${held} AS held, ${heldScorer} AS held_scorer,
+      EXISTS (SELECT 1 FROM inflight AS i
+        WHERE i.run_id = r.run_id AND i.sample_id = r.sample_id AND i.epoch = r.epoch)${flag} AS flying,
+      COALESCE((SELECT CASE WHEN ${errorType} = 'scorer' THEN 2 ELSE 1 END
+        FROM attempts_now AS a JOIN samples AS s
+          ON s.run_id = a.run_id AND s.sample_id = a.sample_id AND s.fingerprint = a.fingerprint
+        WHERE a.run_id = r.run_id AND a.sample_id = r.sample_id AND a.epoch = r.epoch
+          AND a.attempt > r.after_attempt
+        ORDER BY a.attempt DESC LIMIT 1), 0) AS later
+    FROM rerun_requests AS r
+      LEFT JOIN sample_figures AS f ON f.run_id = r.run_id AND f.sample_id = r.sample_id ${key}
+    WHERE r.run_id = @runId AND NOT ${doneSql(dialect)}
+  ) AS facts GROUP BY held, held_scorer, flying, later`;
+}
+
+/** A row of `rerunFactsSql`. */
+export interface RerunFactRow {
+  held: string | null;
+  held_scorer: number;
+  flying: number;
+  later: number;
+  n: number | string;
+}
+
+/** A `RerunFactRow` as `reads.rerunFacts` gives it. */
+export function toRerunFact(row: RerunFactRow): RerunFact {
+  const held = row.held === "scored" || row.held === "error" ? row.held : null;
+  const later = row.later === 2 ? "scorer-error" : row.later === 1 ? "error" : "none";
+  return {
+    held,
+    heldScorer: row.held_scorer === 1,
+    flying: row.flying === 1,
+    later,
+    keys: Number(row.n),
+  };
 }
 
 /**

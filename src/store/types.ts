@@ -221,6 +221,11 @@ export interface ReadModel {
     pageSize?: number,
     options?: { open?: boolean; asked?: OutcomeAsk },
   ): AsyncIterable<RerunRequest[]>;
+  /**
+   * The run's open re-run requests (`rerunPages` with `open`) counted by what decides where a
+   * plan counts their keys (`RerunFact`), in one read: what a stored report's plan is corrected by.
+   */
+  rerunFacts(runId: string): Promise<RerunFact[]>;
   /** All attempts of a run, ordered by sample id, epoch, attempt. */
   listAttempts(runId: string, filter?: AttemptFilter): Promise<Attempt[]>;
   /** Like listAttempts without outputs and transcripts; what planning and metrics need. */
@@ -424,4 +429,19 @@ export interface ReviewStore {
    * with a filter, those of a range of sample ids (a streamed export's page), or the first few.
    */
   list(runId: string, filter?: ReviewFilter): Promise<Review[]>;
+}
+
+/**
+ * How many open re-run requests' keys (`keys`) have these facts: the key's outcome as the run's
+ * figures keep it (`held`: its status, none when it has no attempt for the sample's current
+ * fingerprint; `heldScorer`: its error is a scorer's), whether it is in flight, and its latest
+ * attempt for that fingerprint after the one the request follows (an open request has no scored
+ * one after it).
+ */
+export interface RerunFact {
+  held: "scored" | "error" | null;
+  heldScorer: boolean;
+  flying: boolean;
+  later: "none" | "error" | "scorer-error";
+  keys: number;
 }

@@ -5,6 +5,8 @@ const ANALYZED = {
   attempts: "attempts, scorings",
   samples: "samples",
   leases: "leases",
+  sample_figures: "sample_figures",
+  rerun_requests: "rerun_requests, sample_figures",
 } as const;
 
 /** How many of a run's rows are counted, at most, to tell whether the planner undercounts it. */

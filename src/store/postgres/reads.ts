@@ -2,6 +2,8 @@ import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/ty
 import {
   askedFlags,
   readRerunPages,
+  toRerunFact,
+  type RerunFactRow,
   type RerunPagesOptions,
   type RerunRow,
 } from "../rerun-rows.js";
@@ -176,6 +178,7 @@ function pagedReads(
 ): Pick<
   ReadModel,
   | "rerunPages"
+  | "rerunFacts"
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
@@ -206,9 +209,22 @@ function pagedReads(
       const { asked } = options;
       const page = asked ? sql.askedRerunPage : options.open ? sql.openRerunPage : sql.rerunPage;
       const flags = asked ? askedFlags(asked) : {};
+      // Asked keys are read in the figures' order, requests in their own: statistics first.
+      const table = asked ? "sample_figures" : "rerun_requests";
+      let first = true;
       return readRerunPages(pageSize, (afterId, afterEpoch, limit) =>
-        c.guard(() => page.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit, ...flags })),
+        c.guard(async () => {
+          if (first) await c.plannerStats.check(c.pool, table, runId);
+          first = false;
+          return page.rows<RerunRow>(c.pool, { runId, afterId, afterEpoch, limit, ...flags });
+        }),
       );
+    },
+    async rerunFacts(runId: string) {
+      return c.guard(async () => {
+        await c.plannerStats.check(c.pool, "rerun_requests", runId);
+        return (await sql.rerunFacts.rows<RerunFactRow>(c.pool, { runId })).map(toRerunFact);
+      });
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(

@@ -11,7 +11,7 @@ import {
   toFingerprintFromRaw,
 } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
-import { askedFlags, readRerunPages, type RerunPagesOptions } from "../rerun-rows.js";
+import { askedFlags, readRerunPages, toRerunFact, type RerunPagesOptions } from "../rerun-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
   AttemptFact,
@@ -146,6 +146,7 @@ function pagedReads(
 ): Pick<
   ReadModel,
   | "rerunPages"
+  | "rerunFacts"
   | "sampleFingerprintPages"
   | "samplePages"
   | "sampleIdMark"
@@ -165,6 +166,9 @@ function pagedReads(
       return readRerunPages(pageSize, async (afterId, afterEpoch, limit) =>
         c.guard(() => page.all({ runId, afterId, afterEpoch, limit, ...flags })),
       );
+    },
+    async rerunFacts(runId: string) {
+      return c.guard(() => c.s.rerunFacts.all({ runId }).map(toRerunFact));
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(
