@@ -32,14 +32,29 @@ export const RERUN_SQL = {
  * built yet has none done.
  */
 function doneSql(dialect: "sqlite" | "postgres"): string {
-  const field = (name: string) =>
+  const key =
     dialect === "sqlite"
-      ? `json_extract(f.figures, '$."' || r.epoch || '".${name}')`
-      : `(f.figures::jsonb -> r.epoch::text ->> '${name}')`;
-  const attempt = dialect === "sqlite" ? field("attempt") : `${field("attempt")}::int`;
+      ? `json_extract(f.figures, '$."' || r.epoch || '"')`
+      : "(f.figures::jsonb -> r.epoch::text)";
   return `EXISTS (
     SELECT 1 FROM sample_figures f WHERE f.run_id = r.run_id AND f.sample_id = r.sample_id
-      AND ${field("status")} = 'scored' AND ${attempt} > r.after_attempt)`;
+      AND ${doneOf(dialect, key, "r.after_attempt")})`;
+}
+
+/** A key's figures (`key`, JSON: SQLite's text, PostgreSQL's jsonb) field by field. */
+function keyField(
+  dialect: "sqlite" | "postgres",
+  key: string,
+  path: "status" | "attempt" | "error.type",
+): string {
+  if (dialect === "sqlite") return `json_extract(${key}, '$.${path}')`;
+  if (path === "error.type") return `(${key} -> 'error' ->> 'type')`;
+  return path === "attempt" ? `(${key} ->> 'attempt')::int` : `(${key} ->> '${path}')`;
+}
+
+/** Whether a key whose figures are `key` is done for a request following attempt `after`. */
+function doneOf(dialect: "sqlite" | "postgres", key: string, after: string): string {
+  return `${keyField(dialect, key, "status")} = 'scored' AND ${keyField(dialect, key, "attempt")} > ${after}`;
 }
 
 /** A keyset page of the run's requests that are not done (`doneSql`), in key order. */
@@ -58,30 +73,32 @@ export function openRerunPageSql(dialect: "sqlite" | "postgres"): string {
  */
 export function rerunFactsSql(dialect: "sqlite" | "postgres"): string {
   const sqlite = dialect === "sqlite";
+  // Each request's key's figures read out of its sample's once (materialized on PostgreSQL, which
+  // would otherwise parse the sample's figures again for every expression below).
   const key = sqlite
-    ? ""
-    : "CROSS JOIN LATERAL (SELECT f.figures::jsonb -> r.epoch::text AS k) AS kf";
-  const held = sqlite
-    ? `json_extract(f.figures, '$."' || r.epoch || '".status')`
-    : "kf.k ->> 'status'";
-  const heldScorer = sqlite
-    ? `COALESCE(json_extract(f.figures, '$."' || r.epoch || '".error.type') = 'scorer', 0)`
-    : "COALESCE((kf.k -> 'error' ->> 'type') = 'scorer', false)::int";
+    ? `json_extract(f.figures, '$."' || r.epoch || '"')`
+    : "f.figures::jsonb -> r.epoch::text";
+  const field = (path: "status" | "attempt" | "error.type") => keyField(dialect, "k.j", path);
   const errorType = sqlite ? "json_extract(a.error, '$.type')" : "(a.error::jsonb ->> 'type')";
-  const flag = sqlite ? "" : "::int";
-  return `SELECT held, held_scorer, flying, later, count(*) AS n FROM (
-    SELECT ${held} AS held, ${heldScorer} AS held_scorer,
+  const int = sqlite ? "" : "::int";
+  return `WITH k AS ${sqlite ? "" : "MATERIALIZED"} (
+    SELECT r.run_id, r.sample_id, r.epoch, r.after_attempt, ${key} AS j
+    FROM rerun_requests AS r
+      LEFT JOIN sample_figures AS f ON f.run_id = r.run_id AND f.sample_id = r.sample_id
+    WHERE r.run_id = @runId
+  )
+  SELECT held, held_scorer, flying, later, count(*) AS n FROM (
+    SELECT ${field("status")} AS held,
+      COALESCE(${field("error.type")} = 'scorer', ${sqlite ? "0" : "false"})${int} AS held_scorer,
       EXISTS (SELECT 1 FROM inflight AS i
-        WHERE i.run_id = r.run_id AND i.sample_id = r.sample_id AND i.epoch = r.epoch)${flag} AS flying,
+        WHERE i.run_id = k.run_id AND i.sample_id = k.sample_id AND i.epoch = k.epoch)${int} AS flying,
       COALESCE((SELECT CASE WHEN ${errorType} = 'scorer' THEN 2 ELSE 1 END
         FROM attempts_now AS a JOIN samples AS s
           ON s.run_id = a.run_id AND s.sample_id = a.sample_id AND s.fingerprint = a.fingerprint
-        WHERE a.run_id = r.run_id AND a.sample_id = r.sample_id AND a.epoch = r.epoch
-          AND a.attempt > r.after_attempt
+        WHERE a.run_id = k.run_id AND a.sample_id = k.sample_id AND a.epoch = k.epoch
+          AND a.attempt > k.after_attempt
         ORDER BY a.attempt DESC LIMIT 1), 0) AS later
-    FROM rerun_requests AS r
-      LEFT JOIN sample_figures AS f ON f.run_id = r.run_id AND f.sample_id = r.sample_id ${key}
-    WHERE r.run_id = @runId AND NOT ${doneSql(dialect)}
+    FROM k WHERE NOT COALESCE(${doneOf(dialect, "k.j", "k.after_attempt")}, ${sqlite ? "0" : "false"})
   ) AS facts GROUP BY held, held_scorer, flying, later`;
 }
 
