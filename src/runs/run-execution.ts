@@ -178,16 +178,12 @@ function heldSamples(plan: Execution["plan"], end: ExecutionEnd) {
 /**
  * Keys of the plan's re-run requests without a scored attempt after the one they follow. A plan
  * that counts its keys only (from the snapshot's pages) lists no requests: the run's own that are
- * not done are counted, a page at a time.
+ * not done are counted by the store (`reads.rerunFacts`).
  */
 async function pendingReruns(store: ExecuteOptions["store"], exec: Execution): Promise<number> {
   const { plan, run } = exec;
   if (listedKeys(plan) === undefined) {
-    let open = 0;
-    for await (const page of store.reads.rerunPages(run.id, 4_096, { open: true })) {
-      open += page.length;
-    }
-    return open;
+    return (await store.reads.rerunFacts(run.id)).reduce((sum, fact) => sum + fact.keys, 0);
   }
   if (plan.rerunAfter.size === 0) return 0;
   const fingerprintOf = new Map(plan.samples.map((r) => [r.sample.id, r.fingerprint]));
