@@ -110,7 +110,10 @@ export async function askedNow(
     const known = new Set(fingerprints.map((f) => f.sampleId));
     unknown.push(...chunk.filter((id) => !known.has(id)));
     const last = new Map<string, number>();
-    for (const a of heads) last.set(keyString(a), Math.max(last.get(keyString(a)) ?? 0, a.attempt));
+    for (const a of heads) {
+      const k = keyString(a);
+      last.set(k, Math.max(last.get(k) ?? 0, a.attempt));
+    }
     for (const sampleId of known) {
       for (let epoch = 1; epoch <= run.config.epochs; epoch++) {
         added.push({ sampleId, epoch, after: last.get(keyString({ sampleId, epoch })) ?? 0 });
