@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { bucketSpec } from "../core/rate-limits.js";
 import { EndpointGate } from "./endpoint-gate.js";
 
-/** An endpoint with no declared limit, on a clock the test moves. */
-function gate(clock: { now: number }): EndpointGate {
+/** An endpoint with no declared limit, on a clock the test moves, its chances from `random`. */
+function gate(clock: { now: number }, random?: () => number): EndpointGate {
   const take = () => Promise.resolve({ granted: { requests: 0, tokens: 0 }, retryInMs: 0 });
   return new EndpointGate(
     "openai:m@http://x/v1",
@@ -11,6 +11,8 @@ function gate(clock: { now: number }): EndpointGate {
     take,
     () => clock.now,
     () => {},
+    () => {},
+    random,
   );
 }
 
@@ -54,7 +56,68 @@ async function thirdGoesAfter(answers: [which: "older" | "newer", remaining: num
   return goesWithin(g, 50);
 }
 
+/**
+ * A gate whose 30 requests, one after another, were answered with what is left falling by `fall`
+ * each (another `fall - 1` processes spending the same budget), down to `last` left.
+ */
+async function sharedBy(fall: number, last: number, clock: { now: number }, random: () => number) {
+  const g = gate(clock, random);
+  for (let i = 29; i >= 0; i--) (await g.acquire(1)).settle(answer(last + i * fall, 1));
+  return g;
+}
+
 describe("EndpointGate", () => {
+  it("sends the last requests of a budget others spend too with its share's chance: alone, it sends them", async () => {
+    // Three left. Alone (each answer one fewer) the process sends: they are its own. One of four
+    // (each answer four fewer) it sends one with a chance of about 3/4, as each of the others:
+    // before, each of the four sent three, and the window's end was refused a 429 each time.
+    const never = () => 0.99;
+    expect(await goesWithin(await sharedBy(1, 3, { now: 1_000 }, never), 50)).toBe(true);
+    expect(await goesWithin(await sharedBy(4, 3, { now: 1_000 }, never), 50)).toBe(false);
+    expect(await goesWithin(await sharedBy(4, 3, { now: 1_000 }, () => 0.5), 50)).toBe(true);
+    // Of 200 such processes, about three in four send (the chance is 3 of the share learnt).
+    let sent = 0;
+    for (let i = 0; i < 200; i++) {
+      if (await goesWithin(await sharedBy(4, 3, { now: 1_000 }, Math.random), 5)) sent++;
+    }
+    expect(sent).toBeGreaterThan(110);
+    expect(sent).toBeLessThan(190);
+  });
+
+  it("takes what is left less its own requests in flight times the share: the others' are in flight too", async () => {
+    // 22 left; it sends a, b and c; c's answer says what the fall of the three says (10 of four
+    // processes, 19 alone) while a and b are still on their way.
+    for (const [fall, goes] of [
+      [1, true],
+      [4, false],
+    ] as const) {
+      const g = await sharedBy(fall, 22, { now: 1_000 }, () => 0.99);
+      await g.acquire(1);
+      await g.acquire(1);
+      (await g.acquire(1)).settle(answer(22 - 3 * fall, 1));
+      // Alone: 19 - 2 left. One of four: 10 - 2 × 4 = 2 of its share of 4, so a chance of 1/2
+      // (before: 10 - 2 = 8, as if the others had nothing in flight).
+      expect({ fall, goes: await goesWithin(g, 50) }).toEqual({ fall, goes });
+    }
+  });
+
+  it("at a reset of a budget others spend too, sends its one request with a chance of 1/share, else looks again", async () => {
+    // Nothing left until a reset a second away; then a sliding window frees one request. Alone,
+    // the process sends one at the reset; one of four, each sends one with a chance of 1/4 (before,
+    // all four did: three 429s at each window's end).
+    for (const [fall, random, goes] of [
+      [1, 0.99, true],
+      [4, 0.99, false],
+      [4, 0.1, true],
+    ] as const) {
+      const clock = { now: 1_000 };
+      const g = await sharedBy(fall, 0, clock, () => random);
+      expect(await goesWithin(g, 50)).toBe(false);
+      clock.now += 1_001;
+      expect({ fall, random, goes: await goesWithin(g, 120) }).toEqual({ fall, random, goes });
+    }
+  });
+
   it("reads the budget from the newest request's answer: an older one answered later says nothing newer", async () => {
     // The newer request's answer comes first and says the window is spent; the older one's,
     // counted before the server admitted the newer, comes after it and says 50 were left.

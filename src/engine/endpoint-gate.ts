@@ -12,6 +12,8 @@ export type TakeChunk = (
 const FIRST_PAUSE_MS = 1000;
 /** How long past a reset a request waits for the answer of one sent since the budget was read. */
 const NEWS_PATIENCE_MS = 1000;
+/** How soon a process that left a shared budget's reset to the others looks at it again. */
+const SHARED_RESET_RETRY_MS = 50;
 
 type Hold = { go: true; until: number } | { go: false; ms: number } | { go: false; refill: true };
 
@@ -52,6 +54,13 @@ export class EndpointGate {
   #pausedUntil = 0;
   #lastSuccess = -Infinity;
   #known: { requests?: Left; tokens?: Left } = {};
+  /** The requests axis as the last answer said it (before the in-flight correction). */
+  #reading: { remaining: number; seq: number } | undefined;
+  /**
+   * Requests the endpoint took per request this process sent, between two answers: 1 alone,
+   * about n when n processes share its budget (see #learnShare).
+   */
+  #share = 1;
   readonly #wakers = new Set<() => void>();
 
   constructor(
@@ -62,6 +71,8 @@ export class EndpointGate {
     private readonly onWaiting: (waiting: boolean) => void,
     /** Told each pause a 429 or 529 asks for (the limiter shares it through the store). */
     private readonly onPause: (ms: number) => void = () => {},
+    /** Where the chances of `#hold` come from (in [0, 1)). */
+    private readonly random: () => number = Math.random,
   ) {
     this.waits = { endpoint: name, requests: 0, throttled: 0, rejected: 0, waitMs: 0 };
   }
@@ -159,6 +170,12 @@ export class EndpointGate {
     for (const axis of ["requests", "tokens"] as const) {
       const left = this.#known[axis];
       const need = axis === "requests" ? 1 : tokens;
+      if (left && axis === "requests" && left.remaining > 0 && left.remaining < this.#share) {
+        // The last of a budget others spend too: this process's part of it is remaining/share
+        // of a request, so it sends one with that chance (n processes send about `remaining`
+        // together), else leaves the rest to them and waits, as when it is spent.
+        if (this.random() * this.#share >= left.remaining) left.remaining = 0;
+      }
       if (!left || left.remaining >= need || left.remaining > 0) continue;
       // Spent as far as the last answer said: wait for the reset, or an answer that says more.
       if (t < left.resetAt) return { go: false, ms: Math.min(left.resetAt - t, 1000) };
@@ -168,7 +185,12 @@ export class EndpointGate {
       // that news is over a second late: the reset then lets one go as below.
       if (this.#sent > this.#learnedFrom && t < left.resetAt + NEWS_PATIENCE_MS)
         return { go: false, ms: left.resetAt + NEWS_PATIENCE_MS - t };
-      // The reset came: one request goes and its answer says what is left.
+      // The reset came: one request goes and its answer says what is left; of processes
+      // sharing the budget, each with a chance of 1/share, the others looking again shortly.
+      if (this.#share > 1 && this.random() * this.#share >= 1) {
+        left.resetAt = t + SHARED_RESET_RETRY_MS;
+        return { go: false, ms: SHARED_RESET_RETRY_MS };
+      }
       reset.push(left);
     }
     // Until when the request may be written: within its chunk's lease (see RatePermit.lapsed).
@@ -188,7 +210,8 @@ export class EndpointGate {
     // Used only by a request that goes: marked before the chunk refused one, the reset was spent
     // with nothing in flight to answer, and every request waited for ever (seen under load).
     for (const left of reset) left.resetAt = Infinity;
-    if (this.#known.requests) this.#known.requests.remaining--;
+    // Each request this process sends, the others sharing the budget send about `#share - 1`.
+    if (this.#known.requests) this.#known.requests.remaining -= this.#share;
     if (this.#known.tokens) this.#known.tokens.remaining -= tokens;
     this.#pace.spend(t);
     return { go: true, until };
@@ -277,18 +300,36 @@ export class EndpointGate {
   #learn(said: ReturnType<typeof readRateHeaders>, t: number, seq: number): void {
     if (seq < this.#learnedFrom) return;
     this.#learnedFrom = seq;
+    if (said.requests) this.#learnShare(said.requests.remaining, seq);
     for (const axis of ["requests", "tokens"] as const) {
       const left = said[axis];
       if (!left) {
         if (this.#known[axis]?.resetAt === Infinity) delete this.#known[axis];
         continue;
       }
-      const inflight = axis === "requests" ? this.#inflight : 0;
+      // Others sharing the budget have about as many in flight each as this process.
+      const inflight = axis === "requests" ? this.#inflight * this.#share : 0;
       this.#known[axis] = {
         remaining: left.remaining - inflight,
         resetAt: t + (left.resetMs ?? FIRST_PAUSE_MS),
       };
     }
+  }
+
+  /**
+   * How many requests the endpoint took per request this process sent, from two answers' counts
+   * of what is left: the fall between them over this process's requests sent between them (its
+   * requests are counted in the order they were sent). About 1 alone; about n when n processes
+   * (workers, or other runs on the same key) spend the same budget, none of which this process
+   * can see in flight. Read only while the count falls (a window that frees requests as it
+   * slides says nothing of who spends them); averaged, between 1 and 64.
+   */
+  #learnShare(remaining: number, seq: number): void {
+    const last = this.#reading;
+    this.#reading = { remaining, seq };
+    if (!last || seq <= last.seq || remaining >= last.remaining) return;
+    const taken = (last.remaining - remaining) / (seq - last.seq);
+    this.#share = Math.min(64, Math.max(1, 0.7 * this.#share + 0.3 * taken));
   }
 
   /** Waits `ms`, or less when an answer comes (it may free the endpoint); rejects on `signal`. */
