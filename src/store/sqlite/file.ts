@@ -9,15 +9,35 @@ export type StoreFileState = "missing" | "empty" | "store";
 const MAGIC = Buffer.from("SQLite format 3\0", "latin1");
 const HEADER_BYTES = 100;
 
+/** The pauses before a store file that looks cut short is read again (see checkHeader). */
+const RECHECK_MS = [50, 100, 200];
+
 /**
  * Reads a store file's SQLite header without opening it: a file that is not SQLite, or shorter
  * than its header says with no WAL to make up the rest (cut short by a partial copy, or a disk
  * that lost its end), is refused as corrupt before SQLite sees it. Returns "missing", "empty" (0 bytes) or "store" (a SQLite file, whose
  * tables `checkTables` judges once it is open).
  *
+ * A sound store looks cut short for a moment while another process checkpoints it (a stet
+ * process closing it): the checkpoint writes page 1, with the new page count, before the pages
+ * that lengthen the file, and deletes the WAL after. So a file is cut short only when it still
+ * is after `pause` has waited 50, 100 and 200 ms (350 ms more before a corrupt file's error).
+ *
  * @example checkHeader(".stet/stet.db") // "store"
  */
-export function checkHeader(path: string): StoreFileState {
+export function checkHeader(path: string, pause: (ms: number) => void = sleepSync): StoreFileState {
+  let read = readHeader(path);
+  for (const ms of RECHECK_MS) {
+    if (typeof read === "string") return read;
+    pause(ms);
+    read = readHeader(path);
+  }
+  if (typeof read === "string") return read;
+  throw corruptStore(path, read.cutShort);
+}
+
+/** The file's state as its header and size say, or how it is cut short. */
+function readHeader(path: string): StoreFileState | { cutShort: string } {
   let size: number;
   try {
     size = statSync(path).size;
@@ -38,12 +58,14 @@ export function checkHeader(path: string): StoreFileState {
   // A WAL with frames holds pages the file may not have yet: a checkpoint that a full disk cut
   // off leaves the file shorter than its header says, yet SQLite reads the pages from the WAL.
   if (counted && size < pageSize * pages && !hasFrames(`${path}-wal`)) {
-    throw corruptStore(
-      path,
-      `it is cut short: ${size} bytes where its header says ${pageSize * pages}`,
-    );
+    return { cutShort: `it is cut short: ${size} bytes where its header says ${pageSize * pages}` };
   }
   return "store";
+}
+
+/** Blocks the thread for `ms`: opening a store is synchronous, and this is only its retry pause. */
+export function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /**

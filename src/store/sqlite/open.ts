@@ -4,7 +4,14 @@ import { dirname } from "node:path";
 import { StetError, isStetError } from "../../core/errors.js";
 import { migrateSqlite } from "./migrate.js";
 import { messageOf } from "../rows.js";
-import { checkHeader, checkTables, corruptStore, isCorruption, notAStore } from "./file.js";
+import {
+  checkHeader,
+  checkTables,
+  corruptStore,
+  isCorruption,
+  notAStore,
+  sleepSync,
+} from "./file.js";
 import { busyMessage, isBusy } from "./lock-holder.js";
 import type { SqliteDatabase } from "./driver.js";
 
@@ -58,11 +65,6 @@ export function openSqliteDatabase(path: string, options: OpenSqliteOptions): Sq
       throw new StetError("E_STORE", `cannot open the store ${path}: ${why}`, { cause });
     }
   }
-}
-
-/** Blocks the thread for `ms`: opening a store is synchronous, and this is only its retry pause. */
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function configure(db: SqliteDatabase, inMemory: boolean): void {
