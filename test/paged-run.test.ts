@@ -5,7 +5,7 @@ import { resumeRun } from "../src/runs/resume-run.js";
 import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
-import { interruptedPagedRun } from "./helpers/paged-runs.js";
+import { comparableAttempts, interruptedPagedRun } from "./helpers/paged-runs.js";
 import { perTest } from "./helpers/eval-project.js";
 import { watchedReads } from "./helpers/watched-reads.js";
 
@@ -40,15 +40,7 @@ const stores = bothStores();
 /** What a run stored, without what differs between two runs of the same eval (ids, times). */
 async function stored(store: Store, runId: string) {
   const run = (await store.runs.get(runId))!;
-  const attempts = (await store.reads.listAttempts(runId)).map((a) => ({
-    key: `${a.sampleId}#${a.epoch}`,
-    attempt: a.attempt,
-    status: a.status,
-    output: a.output,
-    scores: a.scores,
-    fingerprint: a.fingerprint,
-    usage: a.usage,
-  }));
+  const attempts = await comparableAttempts(store, runId);
   return {
     status: run.status,
     sampleCount: run.sampleCount,

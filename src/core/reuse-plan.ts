@@ -115,6 +115,11 @@ export class ReuseSource {
     return this.was.includes(2);
   }
 
+  /** The ids of the samples changed since the source, whose records `addChanged` is owed. */
+  changedIds(): string[] {
+    return this.samples.filter((_, i) => this.was[i] === 2).map((r) => r.sample.id);
+  }
+
   /** Keeps the source's records of the changed samples among `records` (what reasons name). */
   addChanged(records: Iterable<SampleRecord>): void {
     for (const record of records) {
@@ -186,17 +191,48 @@ export function planReuse(input: ReusePlanInput): ReusePlan {
       else skip(input.folded.missingReason(index));
     });
   }
-  const notReused = [...reasons]
-    .map(([reason, keys]) => ({ reason, keys }))
-    .sort((a, b) => b.keys - a.keys || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
   return {
     source: input.source,
     requested: input.requested,
     reused: origins.length,
     rescored: input.rescore.length > 0 ? origins.length : 0,
-    notReused,
+    notReused: sortedReasons(reasons),
     origins,
   };
+}
+
+/** Keys counted by why they were not reused, as a summary lists them: most first, then by reason. */
+function sortedReasons(reasons: ReadonlyMap<string, number>): NotReused[] {
+  return [...reasons]
+    .map(([reason, keys]) => ({ reason, keys }))
+    .sort((a, b) => b.keys - a.keys || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
+}
+
+/**
+ * The summary of a reuse planned a page of the new run's samples at a time: each page's
+ * `planReuse` added, its origins not kept (what a run created from a dataset's pages seeds is
+ * found again in the store, `runs/paged-reuse.ts`). The sum is the summary `planReuse` makes of
+ * every page's samples at once.
+ *
+ * @example const tally = new ReuseTally(); tally.add(planReuse(page)); tally.summary();
+ */
+export class ReuseTally {
+  private readonly reasons = new Map<string, number>();
+  private reused = 0;
+  private rescored = 0;
+
+  add(plan: ReuseSummary): void {
+    this.reused += plan.reused;
+    this.rescored += plan.rescored;
+    for (const { reason, keys } of plan.notReused) {
+      this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + keys);
+    }
+  }
+
+  summary(source: string | null, requested: string): ReuseSummary {
+    const { reused, rescored } = this;
+    return { source, requested, reused, rescored, notReused: sortedReasons(this.reasons) };
+  }
 }
 
 /**

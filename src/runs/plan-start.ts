@@ -1,6 +1,11 @@
+import { stat } from "node:fs/promises";
+import type { PagedSamples } from "../core/eval.js";
 import type { NotReused } from "../core/reuse-plan.js";
+import { SeenIds } from "../core/seen-ids.js";
+import type { SampleRecord } from "../core/types.js";
 import type { Store } from "../store/types.js";
 import { evalIdentity } from "./eval-identity.js";
+import { wholeEval } from "./paged-eval.js";
 import { planReuseFrom } from "./reuse-run.js";
 import { runSecrets } from "./run-secrets.js";
 import type { RunDefinition } from "./start-run.js";
@@ -32,12 +37,40 @@ export interface StartPlan {
  * @example const plan = await planStart(store, await prepareStart({ eval: "qa.ts", reuse: "latest" }));
  */
 export async function planStart(store: Store, definition: RunDefinition): Promise<StartPlan> {
+  const { pages } = definition.eval;
+  if (!pages) return planOf(store, definition);
+  // A paged dataset is read a page at a time; one that may repeat an id is loaded whole, which
+  // refuses a repeat as `stet run` would, naming both rows.
+  const checked = { ...pages, read: () => unrepeated(pages) };
+  try {
+    return await planOf(store, { ...definition, eval: { ...definition.eval, pages: checked } });
+  } catch (error) {
+    if (error !== MAY_REPEAT) throw error;
+    return planOf(store, { ...definition, eval: await wholeEval(definition.eval) });
+  }
+}
+
+/** What `unrepeated` throws at an id the pages may have given before. */
+const MAY_REPEAT = new Error("a sample id may repeat");
+
+/** The pages as they come, until an id that may have come before (`SeenIds`): then MAY_REPEAT. */
+async function* unrepeated(pages: PagedSamples): AsyncGenerator<SampleRecord[]> {
+  // Sized for the most rows the file could hold (a JSONL row of a sample is 16 bytes and up).
+  const seen = new SeenIds((await stat(pages.file)).size / 16);
+  for await (const page of pages.read()) {
+    if (page.some((r) => seen.add(r.sample.id))) throw MAY_REPEAT;
+    yield page;
+  }
+}
+
+async function planOf(store: Store, definition: RunDefinition): Promise<StartPlan> {
   const ev = definition.eval;
-  const keys = ev.samples.length * ev.epochs;
-  const base = { evalName: ev.name, keys };
+  const { pages } = ev;
   if (definition.reuse === undefined) {
+    const keys = (pages ? await countSamples(pages) : ev.samples.length) * ev.epochs;
     return {
-      ...base,
+      evalName: ev.name,
+      keys,
       requested: null,
       source: null,
       reused: 0,
@@ -59,9 +92,12 @@ export async function planStart(store: Store, definition: RunDefinition): Promis
     identity,
     model: definition.model,
   });
+  // Every key is reused or counted under why not (a paged dataset's keys are counted so).
+  const keys = planned.reused + planned.notReused.reduce((sum, r) => sum + r.keys, 0);
   const execute = keys - planned.reused;
   return {
-    ...base,
+    evalName: ev.name,
+    keys,
     requested: planned.requested,
     source: planned.source,
     reused: planned.reused,
@@ -73,4 +109,10 @@ export async function planStart(store: Store, definition: RunDefinition): Promis
     expectedSpendUsd:
       planned.meanCostUsd === null ? null : Math.round(planned.meanCostUsd * execute * 1e6) / 1e6,
   };
+}
+
+async function countSamples(pages: PagedSamples): Promise<number> {
+  let count = 0;
+  for await (const page of pages.read()) count += page.length;
+  return count;
 }

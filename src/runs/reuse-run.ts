@@ -1,9 +1,21 @@
 import { StetError } from "../core/errors.js";
-import type { EngineEval } from "../core/eval.js";
-import { planReuse, ReuseSource, reusedDraft, type ReusePlan } from "../core/reuse-plan.js";
-import type { AttemptFacts } from "../core/plan.js";
+import type { EngineEval, JournalKeep, PagedSamples } from "../core/eval.js";
+import type { Execution } from "../engine/execute-run.js";
+import { countedResume } from "../engine/figures-report.js";
+import { SnapshotKeys } from "../engine/snapshot-keys.js";
+import { pagedRescoreUnits } from "./rescore-units.js";
+import {
+  planReuse,
+  ReuseSource,
+  ReuseTally,
+  reusableStatus,
+  reusedDraft,
+  type ReusePlan,
+  type ReusePlanInput,
+} from "../core/reuse-plan.js";
+import { countedPlan, type AttemptFacts } from "../core/plan.js";
 import { runModel } from "../core/run-model.js";
-import type { Attempt, Run, RunIdentity } from "../core/types.js";
+import type { Attempt, OwnerIdentity, Run, RunIdentity } from "../core/types.js";
 import { keyString } from "../core/keys.js";
 import type { KeyList } from "../core/key-list.js";
 import type { AttemptFact, StepDraft, Store } from "../store/types.js";
@@ -44,38 +56,64 @@ export interface PlannedReuse extends ReusePlan {
 
 export async function planReuseFrom(store: Store, request: ReuseRequest): Promise<PlannedReuse> {
   const source = await findSource(store, request);
-  const base = {
-    requested: request.from,
-    samples: request.eval.samples,
-    epochs: request.eval.epochs,
-    scorers: request.eval.scorers.map((s) => s.name),
-  };
-  const folded = new ReuseSource(request.eval.samples, request.eval.epochs);
-  if (!source.run) {
-    const plan = planReuse({
-      ...base,
-      source: null,
-      blockers: [source.why],
-      folded,
-      rescore: [],
-    });
-    return { ...plan, scorers: base.scorers, rescore: [], meanCostUsd: null };
-  }
-  const blockers = identityBlockers(source.run, request);
-  const recorded = source.run.config.identity;
+  const scorers = request.eval.scorers.map((s) => s.name);
+  const recorded = source.run?.config.identity;
   const rescore = recorded ? changedScorers(recorded.scorers, request.identity.scorers) : [];
-  const blocked = blockers.length > 0;
+  const blockers = source.run ? identityBlockers(source.run, request) : [source.why];
+  // The source's rows are read only when something of it may be reused.
+  const from = blockers.length === 0 ? source.run?.id : undefined;
+  const { samples, epochs, pages } = request.eval;
+  const base = { requested: request.from, source: source.run?.id ?? null, blockers, scorers };
+  const input = { ...base, epochs, rescore: source.run ? rescore : [] };
   const cost = new MeanCost();
-  if (!blocked) {
+  if (pages) {
+    const plan = await pagedReusePlan(store, from, input, pages, cost);
+    return { ...plan, scorers, rescore: input.rescore, meanCostUsd: cost.mean() };
+  }
+  const folded = new ReuseSource(samples, epochs);
+  if (from) {
     // Each page is folded and let go: the source's attempts are never held all at once.
-    for await (const page of store.reads.attemptFactPages(source.run.id)) {
+    for await (const page of store.reads.attemptFactPages(from)) {
       folded.addAttempts(page);
       cost.add(page);
     }
-    await foldSnapshot(store, source.run.id, folded);
+    await foldSnapshot(store, from, folded);
   }
-  const plan = planReuse({ ...base, source: source.run.id, blockers, folded, rescore });
-  return { ...plan, scorers: base.scorers, rescore, meanCostUsd: cost.mean() };
+  const plan = planReuse({ ...input, samples, folded });
+  return { ...plan, scorers, rescore: input.rescore, meanCostUsd: cost.mean() };
+}
+
+/**
+ * `planReuse` of a paged dataset (`EngineEval.pages`, a run created from the file's pages), a
+ * page of the file at a time: each page's samples looked up in the source by id
+ * (`reads.sampleHeads`: their snapshot fingerprints and attempt heads; the source's records of
+ * those that changed, to name the fields), planned, counted and let go. No list of the keys to
+ * reuse is kept (`origins` is empty): `seedReusedPages` finds them again in the store.
+ */
+async function pagedReusePlan(
+  store: Store,
+  from: string | undefined,
+  input: Omit<ReusePlanInput, "samples" | "folded">,
+  pages: PagedSamples,
+  cost: MeanCost,
+): Promise<ReusePlan> {
+  if (from) for await (const page of store.reads.attemptFactPages(from)) cost.add(page);
+  const tally = new ReuseTally();
+  for await (const samples of pages.read()) {
+    const folded = new ReuseSource(samples, input.epochs);
+    if (from) {
+      const { fingerprints, heads } = await store.reads.sampleHeads(
+        from,
+        samples.map((r) => r.sample.id),
+      );
+      folded.addSnapshot(fingerprints);
+      folded.addAttempts(heads);
+      const changed = folded.changedIds();
+      if (changed.length > 0) folded.addChanged(await store.reads.sampleRecordsOf(from, changed));
+    }
+    tally.add(planReuse({ ...input, samples, folded }));
+  }
+  return { ...tally.summary(input.source, input.requested), origins: [] };
 }
 
 /**
@@ -113,6 +151,33 @@ class MeanCost {
   }
 }
 
+/** The reuse a new run asked for (`options.reuse`), planned before the run is recorded. */
+export async function startReuse(
+  options: Pick<ReuseRequest, "eval" | "model"> & {
+    store: Store;
+    reuse?: string;
+    seed?: unknown[];
+  },
+  identity: RunIdentity,
+  distributed: boolean,
+) {
+  if (options.reuse === undefined) return undefined;
+  if (distributed || options.seed?.length) {
+    throw new StetError(
+      "E_USAGE",
+      `--reuse cannot be used with ${distributed ? "--distributed" : "--resume-from"}: start the run with one of them`,
+    );
+  }
+  const plan = await planReuseFrom(options.store, {
+    from: options.reuse,
+    eval: options.eval,
+    identity,
+    model: options.model,
+  });
+  const { source, requested, reused, rescored, notReused } = plan;
+  return { plan, summary: { source, requested, reused, rescored, notReused } };
+}
+
 /**
  * Records the attempts a plan reuses in the new run, with their step journals, a page of the
  * source's attempts at a time (each page, its attempts and their journal entries, in one
@@ -131,16 +196,110 @@ export async function seedReused(
   const seeded: AttemptFacts[] = [];
   for await (const page of store.reads.attemptPages(plan.source)) {
     const picked = page.filter((a) => wanted.has(`${keyString(a)}#${a.attempt}`));
-    if (picked.length === 0) continue;
-    const drafts = picked.map((a) => reusedDraft(a, plan));
-    const steps = await reusedSteps(store, plan.source, picked, wanted);
-    const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
-    for (const a of await store.attempts.record(runId, token, drafts, extras)) {
+    for (const a of await recordReused(store, runId, token, plan, picked)) {
       const { sampleId, epoch, attempt, status, fingerprint, error } = a;
       seeded.push({ sampleId, epoch, attempt, status, fingerprint, error });
     }
   }
   return seeded;
+}
+
+/**
+ * `seedReused` for a run created from a dataset's pages, whose reuse was planned a page at a
+ * time (`origins` empty): the keys `planReuse` picked are found again, in the same order, from
+ * the source's attempts a page at a time (`attemptPages`), each key's latest reusable attempt of
+ * the fingerprint the new run's snapshot has for its sample (looked up a page at a time,
+ * `reads.sampleHeads`), and recorded as `seedReused` records them. Nothing is listed or held
+ * beyond a page. Returns how many were recorded.
+ */
+export async function seedReusedPages(
+  store: Store,
+  run: Pick<Run, "id" | "config">,
+  token: string,
+  plan: PlannedReuse,
+): Promise<number> {
+  if (plan.source === null || plan.reused === 0) return 0;
+  const picks = new LatestReusable(run.config.epochs);
+  let seeded = 0;
+  for await (const page of store.reads.attemptPages(plan.source)) {
+    const ids = [...new Set(page.map((a) => a.sampleId))];
+    const { fingerprints } = await store.reads.sampleHeads(run.id, ids);
+    const picked = picks.take(page, new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint])));
+    seeded += (await recordReused(store, run.id, token, plan, picked)).length;
+  }
+  return seeded + (await recordReused(store, run.id, token, plan, picks.end())).length;
+}
+
+/**
+ * Of attempts in key order (sample id, epoch, attempt), a page at a time, each key's latest
+ * reusable one (`reusableStatus`) of the fingerprint its sample has now, for epochs 1 to
+ * `epochs`: what `ReuseSource` and `planReuse` pick of the same attempts. A key's last attempt may
+ * be on the next page, so its pick is given once the key is over (`take` of a later page, `end`).
+ */
+class LatestReusable {
+  #key = "";
+  #best: Attempt | undefined;
+
+  constructor(private readonly epochs: number) {}
+
+  take(page: readonly Attempt[], now: ReadonlyMap<string, string>): Attempt[] {
+    const picked: Attempt[] = [];
+    for (const attempt of page) {
+      const key = keyString(attempt);
+      if (key !== this.#key) picked.push(...this.end());
+      this.#key = key;
+      if (attempt.epoch < 1 || attempt.epoch > this.epochs) continue;
+      if (now.get(attempt.sampleId) !== attempt.fingerprint) continue;
+      if (reusableStatus(attempt.status)) this.#best = attempt;
+    }
+    return picked;
+  }
+
+  end(): Attempt[] {
+    const best = this.#best;
+    this.#best = undefined;
+    return best ? [best] : [];
+  }
+}
+
+/** Records picked source attempts in the new run, with their journal entries, in one transaction. */
+async function recordReused(
+  store: Store,
+  runId: string,
+  token: string,
+  plan: PlannedReuse,
+  picked: readonly Attempt[],
+): Promise<Attempt[]> {
+  if (picked.length === 0 || plan.source === null) return [];
+  const wanted = new Set(picked.map((a) => `${keyString(a)}#${a.attempt}`));
+  const drafts = picked.map((a) => reusedDraft(a, plan));
+  const steps = await reusedSteps(store, plan.source, picked, wanted);
+  const extras = steps.length > 0 ? { steps: { drafts: steps, discard: [] } } : undefined;
+  return store.attempts.record(runId, token, drafts, extras);
+}
+
+/**
+ * What a new run created from a dataset's pages executes once its reuse is seeded
+ * (`seedReusedPages`): its keys planned as a resume from the snapshot's pages plans them
+ * (`countedResume`, `SnapshotKeys` with `resume`), so the reused keys are not executed and the
+ * reused outputs awaiting new scorers are scored first (`pagedRescoreUnits`), nothing listed.
+ */
+export async function reusedPages(
+  store: Store,
+  run: Run,
+  owner: OwnerIdentity,
+  journalKeep: JournalKeep | undefined,
+): Promise<Pick<Execution, "run" | "owner" | "plan" | "keys" | "rescore">> {
+  const left = await countedResume(store, run);
+  // A new run's figures are kept with its own reducer, which is what counts it.
+  if (!left) throw new Error(`run ${run.id}: its figures do not count it`);
+  const resume = { inflight: left.inflight };
+  const plan = countedPlan(left.plan);
+  const keys = new SnapshotKeys(store, run.id, run.config.epochs, { resume });
+  if (plan.toRescore.length === 0) return { run, owner, plan, keys };
+  const units = pagedRescoreUnits(store, run, resume);
+  const pass = `reuse-${owner.token.slice(0, 12)}`;
+  return { run, owner, plan, keys, rescore: { units, pass, journalKeep } };
 }
 
 /** The journal entries of a page of picked source attempts, as steps of the new run's keys. */

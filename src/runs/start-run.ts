@@ -6,7 +6,7 @@ import type { EngineEval, SolverFn } from "../core/eval.js";
 import type { RunReport } from "../core/events.js";
 import type { Json } from "../core/json.js";
 import { planRun, snapshotPlan } from "../core/plan.js";
-import type { AttemptDraft, DatasetEvalConfig, RunConfig, RunIdentity } from "../core/types.js";
+import type { AttemptDraft, DatasetEvalConfig, RunConfig } from "../core/types.js";
 import { datasetEval } from "../eval/dataset-eval.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { SnapshotKeys } from "../engine/snapshot-keys.js";
@@ -22,7 +22,7 @@ import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
-import { planReuseFrom, seedReused } from "./reuse-run.js";
+import { reusedPages, seedReused, seedReusedPages, startReuse } from "./reuse-run.js";
 import { rescoreUnits } from "./rescore-units.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
@@ -78,14 +78,19 @@ export interface RunEvalOptions extends ExecuteOptions, RunDefinition {
  * report.metrics; // [{ scorer: "exact", mean: 0.82, stderr: 0.03, samples: 100 }]
  */
 export async function runEval(options: RunEvalOptions): Promise<RunReport> {
-  // Seeds and reuse are planned against the dataset's samples: a paged one is loaded whole.
-  if (options.eval.pages && (options.seed?.length || options.reuse !== undefined)) {
+  // A seed is planned against the dataset's samples: a paged one is loaded whole. (Reuse is planned
+  // a page at a time: `planReuseFrom`, `seedReusedPages`.)
+  if (options.eval.pages && options.seed?.length) {
     return runEval({ ...options, eval: await wholeEval(options.eval) });
   }
   const { eval: ev } = options;
   const { run, owner, seeded } = await createRecordedRun(options);
   if (ev.pages) {
     // Created from the dataset's pages: executed from the snapshot's, holding neither.
+    if (run.config.reuse?.reused) {
+      const parts = await reusedPages(options.store, run, owner, ev.journalKeep);
+      return runExecution(execution(options, parts), options);
+    }
     const plan = snapshotPlan(run.sampleCount, ev.epochs);
     const keys = new SnapshotKeys(options.store, run.id, ev.epochs);
     return runExecution(execution(options, { run, owner, plan, fresh: true, keys }), options);
@@ -184,7 +189,7 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     options.evalPath,
     runSecrets(store, options.secrets),
   );
-  const reuse = await planReuse(options, identity, distributed);
+  const reuse = await startReuse(options, identity, distributed);
   const run = await store.runs
     .create({
       id: options.runId ?? newRunId(),
@@ -202,6 +207,11 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     .catch(async (error: unknown) => {
       throw await withDuplicateRows(error, ev.pages);
     });
+  if (reuse && ev.pages) {
+    // Planned a page at a time: the picks are found again in the store (`reusedPages` executes).
+    const seed = () => seedReusedPages(store, run, owner.token, reuse.plan).then(() => []);
+    return { run, owner, seeded: await seedRun(store, run.id, owner.token, seed) };
+  }
   const seeded = await seedRun(store, run.id, owner.token, () =>
     reuse
       ? seedReused(store, run.id, owner.token, reuse.plan)
@@ -210,25 +220,6 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
         : Promise.resolve([]),
   );
   return { run, owner, seeded };
-}
-
-/** The reuse a new run asked for (`options.reuse`), planned before the run is recorded. */
-async function planReuse(options: RunEvalOptions, identity: RunIdentity, distributed: boolean) {
-  if (options.reuse === undefined) return undefined;
-  if (distributed || options.seed?.length) {
-    throw new StetError(
-      "E_USAGE",
-      `--reuse cannot be used with ${distributed ? "--distributed" : "--resume-from"}: start the run with one of them`,
-    );
-  }
-  const plan = await planReuseFrom(options.store, {
-    from: options.reuse,
-    eval: options.eval,
-    identity,
-    model: options.model,
-  });
-  const { source, requested, reused, rescored, notReused } = plan;
-  return { plan, summary: { source, requested, reused, rescored, notReused } };
 }
 
 /** What `stet run` and `POST /api/runs` ask for. */
@@ -270,8 +261,9 @@ export interface StartRequest {
   labels?: RunLabels;
   /**
    * A dataset file of at least `minBytes` is not loaded: the run is created from its pages and
-   * executes from its snapshot's (`EngineEval.pages`), in sample id order. Not with a seed or
-   * reuse, which plan against the samples. `stet run` asks it for files of `PAGED_DATASET_BYTES`.
+   * executes from its snapshot's (`EngineEval.pages`), in sample id order. Not with a seed, which
+   * is planned against the samples (reuse is planned a page at a time). `stet run` asks it for
+   * files of `PAGED_DATASET_BYTES`.
    */
   paged?: { minBytes: number };
 }
@@ -316,9 +308,7 @@ export async function prepareStart(
     cache: request.cache,
     ...(request.batch === undefined ? {} : { batch: request.batch }),
     stamp: true,
-    ...(request.paged && request.resumeFrom === undefined && request.reuse === undefined
-      ? { paged: request.paged }
-      : {}),
+    ...(request.paged && request.resumeFrom === undefined ? { paged: request.paged } : {}),
   });
   const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
   if (rateLimits) ev.rateLimits = rateLimits;

@@ -261,6 +261,8 @@ export interface ReadModel {
     runId: string,
     sampleIds: Iterable<string>,
   ): Promise<{ fingerprints: { sampleId: string; fingerprint: string }[]; heads: AttemptHead[] }>;
+  /** The snapshot's records of the samples `sampleIds` names, as `sampleHeads` reads them. */
+  sampleRecordsOf(runId: string, sampleIds: Iterable<string>): Promise<SampleRecord[]>;
   /** Whole attempts (outputs, transcripts) in the same order and pages: what copying a run reads. */
   attemptPages(runId: string, pageSize?: number, start?: RunPart): AsyncIterable<Attempt[]>;
   /** Each key of the run with its current outcome, filtered and paged (E_RUN_NOT_FOUND). */

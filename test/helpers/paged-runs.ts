@@ -68,3 +68,27 @@ export default defineEval({
 });
 `;
 }
+
+/**
+ * A run's attempts as two runs of the same eval may be compared: without ids and times (the
+ * provenance, which names a source run, as `source` rewrites it).
+ *
+ * @example expect(await comparableAttempts(a, runA)).toEqual(await comparableAttempts(b, runB));
+ */
+export async function comparableAttempts(
+  store: Store,
+  runId: string,
+  source: (provenance: string) => string = (p) => p,
+) {
+  return (await store.reads.listAttempts(runId)).map((a) => ({
+    key: `${a.sampleId}#${a.epoch}`,
+    attempt: a.attempt,
+    status: a.status,
+    output: a.output,
+    scores: a.scores,
+    error: a.error,
+    fingerprint: a.fingerprint,
+    usage: a.usage,
+    provenance: source(JSON.stringify(a.provenance ?? null)),
+  }));
+}

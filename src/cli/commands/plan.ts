@@ -1,5 +1,5 @@
 import { planStart, type StartPlan } from "../../runs/plan-start.js";
-import { prepareStart } from "../../runs/start-run.js";
+import { PAGED_DATASET_BYTES, prepareStart } from "../../runs/start-run.js";
 import { EXIT } from "../exit-codes.js";
 import { createIo } from "../io.js";
 import { openStore, storeLocation } from "../open-store.js";
@@ -32,6 +32,8 @@ export async function planCommand(target: string, flags: PlanFlags): Promise<num
     ...(flags.limit === undefined ? {} : { limit: flags.limit }),
     ...(flags.loadTimeout === undefined ? {} : { loadTimeoutMs: flags.loadTimeout }),
     ...(flags.reuse === undefined ? {} : { reuse: flags.reuse }),
+    // A large dataset file is planned a page at a time, as `stet run` executes it.
+    paged: { minBytes: PAGED_DATASET_BYTES },
   });
   // Only read: a store that does not exist is refused, never made.
   const store = await openStore(flags.store, { create: false });

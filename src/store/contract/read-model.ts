@@ -273,7 +273,7 @@ function describeOpenSamples(h: HarnessRef): void {
 
 /** What an import plans from: the snapshot and attempts of the samples its records name only. */
 function describeSampleHeads(h: HarnessRef): void {
-  it("reads the fingerprints and attempt heads of the samples named, a page of ids at a time", async () => {
+  it("reads the fingerprints, attempt heads and records of the samples named, a page of ids at a time", async () => {
     const ids = ["b", "a", "\u{1F600}", "é", "z"];
     const { run, owner: me } = await newRun(h.store, { ids });
     await h.store.attempts.record(run.id, me.token, [
@@ -301,6 +301,15 @@ function describeSampleHeads(h: HarnessRef): void {
     const unknown = Array.from({ length: 2_500 }, (_, i) => `m${String(i).padStart(4, "0")}`);
     const asked = ["é", "b", ...unknown, "a", "\u{1F600}", "b"];
     expect(await h.store.reads.sampleHeads(run.id, asked)).toEqual(expected);
+    // Their records alike: each once, in the snapshot's (byte) order, the updated one as it is now.
+    expect(await h.store.reads.sampleRecordsOf(run.id, asked)).toEqual(
+      (await h.store.reads.getSamples(run.id)).filter((r) => named.includes(r.sample.id)),
+    );
+    expect((await h.store.reads.sampleRecordsOf(run.id, ["é"]))[0]!.fingerprint).toBe(
+      expected.fingerprints.find((f) => f.sampleId === "é")!.fingerprint,
+    );
+    expect(await h.store.reads.sampleRecordsOf(run.id, [])).toEqual([]);
+    expect(await h.store.reads.sampleRecordsOf("nope", ["a"])).toEqual([]);
     expect(await h.store.reads.sampleHeads(run.id, [])).toEqual({ fingerprints: [], heads: [] });
     expect(await h.store.reads.sampleHeads("nope", ["a"])).toEqual({
       fingerprints: [],

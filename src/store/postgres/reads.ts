@@ -315,7 +315,9 @@ function pagedReads(
 }
 
 /** The reads of some samples' attempt heads: a resume's (its open samples), an import's. */
-function sampleHeadReads(c: PostgresContext): Pick<ReadModel, "openSampleHeads" | "sampleHeads"> {
+function sampleHeadReads(
+  c: PostgresContext,
+): Pick<ReadModel, "openSampleHeads" | "sampleHeads" | "sampleRecordsOf"> {
   const headsOf = async (runId: string, sampleIds: readonly string[]) => {
     const head = attemptMapper(runId).head;
     const heads: AttemptHead[] = [];
@@ -342,6 +344,17 @@ function sampleHeadReads(c: PostgresContext): Pick<ReadModel, "openSampleHeads" 
         }
         const known = fingerprints.map((f) => f.sampleId);
         return { fingerprints, heads: await headsOf(runId, known) };
+      });
+    },
+    async sampleRecordsOf(runId: string, sampleIds: Iterable<string>) {
+      const record = sampleMapper(runId);
+      return c.guard(async () => {
+        const records: SampleRecord[] = [];
+        for (const ids of idPages(distinctIds(sampleIds))) {
+          const rows = await sql.recordsOf.rows<SamplePageRow>(c.pool, { runId, ids });
+          records.push(...rows.map(record));
+        }
+        return records;
       });
     },
   };

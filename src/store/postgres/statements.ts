@@ -287,6 +287,12 @@ const POSTGRES_SQL = {
      WHERE run_id = @runId AND sample_id = ANY(@ids::text[])
      ORDER BY sample_id`,
   ),
+  // Some samples' records (a reuse's, of its changed samples).
+  recordsOf: sql(
+    `SELECT sample_id, sample, fingerprint FROM samples
+     WHERE run_id = @runId AND sample_id = ANY(@ids::text[])
+     ORDER BY sample_id`,
+  ),
   sampleHeads: sql(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
      WHERE run_id = @runId AND sample_id = ANY(@ids::text[])

@@ -236,7 +236,9 @@ function pagedReads(
 }
 
 /** The reads of some samples' attempt heads: a resume's (its open samples), an import's. */
-function sampleHeadReads(c: SqliteContext): Pick<ReadModel, "openSampleHeads" | "sampleHeads"> {
+function sampleHeadReads(
+  c: SqliteContext,
+): Pick<ReadModel, "openSampleHeads" | "sampleHeads" | "sampleRecordsOf"> {
   // In one synchronous block each: no commit lands between the pages.
   const headsOf = (runId: string, sampleIds: readonly string[]) => {
     const head = attemptMapper(runId).head;
@@ -262,6 +264,14 @@ function sampleHeadReads(c: SqliteContext): Pick<ReadModel, "openSampleHeads" | 
         const known = fingerprints.map((f) => f.sampleId);
         return { fingerprints, heads: headsOf(runId, known) };
       });
+    },
+    async sampleRecordsOf(runId: string, sampleIds: Iterable<string>) {
+      const record = sampleMapper(runId);
+      return c.guard(() =>
+        idPages(distinctIds(sampleIds)).flatMap((ids) =>
+          c.s.recordsOf.all({ runId, ids: JSON.stringify(ids) }).map(record),
+        ),
+      );
     },
   };
 }

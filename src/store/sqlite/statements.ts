@@ -305,6 +305,12 @@ export const SQLITE_STATEMENTS = {
          WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
          ORDER BY sample_id`,
   ),
+  // Some samples' records (a reuse's, of its changed samples), `@ids` a JSON array of sample ids.
+  recordsOf: sql<SamplePageRow>(
+    `SELECT sample_id, sample, fingerprint FROM samples
+         WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
+         ORDER BY sample_id`,
+  ),
   sampleHeads: rawSql<AttemptHeadRow>(
     `SELECT ${ATTEMPT_HEAD_COLUMNS} FROM attempts_now
          WHERE run_id = @runId AND sample_id IN (SELECT value FROM json_each(@ids))
