@@ -32,6 +32,20 @@ export interface ReuseSummary {
   notReused: NotReused[];
 }
 
+/**
+ * A run's reuse as its configuration records it: the summary, and `seeded` once every key it
+ * reuses is stored (a start, or a resume's claim, seeds them all before anything executes; a
+ * kill between two pages of the seed leaves it absent, and a resume then seeds the rest).
+ */
+export interface RecordedReuse extends ReuseSummary {
+  seeded?: true;
+}
+
+/** The summary of a recorded reuse, as reports show it (`seeded` is the store's concern). */
+export function reuseSummaryOf({ seeded: _seeded, ...summary }: RecordedReuse): ReuseSummary {
+  return summary;
+}
+
 /** An attempt without its output and transcript: what planning reads of the source run. */
 export type SourceAttempt = Omit<Attempt, "output" | "transcript">;
 

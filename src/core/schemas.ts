@@ -166,6 +166,7 @@ export const runConfigSchema = z.object({
       reused: z.number().int().nonnegative(),
       rescored: z.number().int().nonnegative(),
       notReused: z.array(z.object({ reason: z.string(), keys: z.number().int().nonnegative() })),
+      seeded: z.literal(true).optional(),
     })
     .optional(),
   /** The stamp of the dataset file the snapshot was read from (see RunConfig.datasetStamp). */

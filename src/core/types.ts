@@ -1,7 +1,7 @@
 import type { RunLabels } from "./labels.js";
 import type { Json } from "./json.js";
 import type { AttemptLimit, SampleLimits } from "./limits.js";
-import type { ReuseSummary } from "./reuse-plan.js";
+import type { RecordedReuse } from "./reuse-plan.js";
 
 /** One dataset row after mapping: `id` is stable and unique within the dataset. */
 export interface Sample {
@@ -261,7 +261,7 @@ export interface RunConfig {
   /** A run of a dataset with no eval module (`stet run --dataset`): what rebuilds its eval. */
   datasetEval?: DatasetEvalConfig;
   /** Started with `--reuse`: which run its reused keys came from, how many, and why not the rest. */
-  reuse?: ReuseSummary;
+  reuse?: RecordedReuse;
   /**
    * The stamp of the dataset file the snapshot was read from (see `datasetStamp`): a resume
    * that finds the file's stamp unchanged knows every sample current without reading it. Dropped

@@ -4,6 +4,7 @@ import type { FoldResult } from "../core/outcome-fold.js";
 import type { ReviewFigures } from "../core/review-figures.js";
 import type { Run } from "../core/types.js";
 import type { RateWaits } from "../core/rate-limits.js";
+import { reuseSummaryOf } from "../core/reuse-plan.js";
 
 /** What a report says beyond the run's figures: the invocation's side of it. */
 export interface ReportParts {
@@ -43,7 +44,7 @@ export function assembleReport(
     status: run.status,
     resumed: parts.resumed,
     ...(parts.stored ? { stored: true as const } : {}),
-    ...(run.config.reuse ? { reuse: run.config.reuse } : {}),
+    ...(run.config.reuse ? { reuse: reuseSummaryOf(run.config.reuse) } : {}),
     plan: parts.plan,
     counts: {
       total,

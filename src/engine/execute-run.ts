@@ -2,6 +2,7 @@ import type { BatchOptions } from "../core/batch.js";
 import type { RunEvent } from "../core/events.js";
 import type { CachePolicy, ModelCaller, JournalKeep, Scorer, SolverFn } from "../core/eval.js";
 import type { KeyList } from "../core/key-list.js";
+import { reuseSummaryOf } from "../core/reuse-plan.js";
 import { listedKeys, type ExecutionPlan } from "../core/plan.js";
 import type { RateLimits } from "../core/rate-limits.js";
 import { createSecretRedactor, type Secret } from "../core/secrets.js";
@@ -185,7 +186,7 @@ export async function executeRun(exec: Execution, options: ExecuteOptions): Prom
     evalName: run.evalName,
     resumed: exec.resumed,
     plan: summarizePlan(plan),
-    ...(run.config.reuse && !exec.resumed ? { reuse: run.config.reuse } : {}),
+    ...(run.config.reuse && !exec.resumed ? { reuse: reuseSummaryOf(run.config.reuse) } : {}),
   });
 
   const journals = await KeyJournals.open({

@@ -10,10 +10,10 @@ import type { Store } from "../store/types.js";
 /**
  * Whether a resume may plan from the run's snapshot a page at a time (`pagedResume`) instead of
  * loading its dataset file: it asked for pages (`stet resume` does, for files of
- * `PAGED_DATASET_BYTES`), `pageable` (a worker's resume with re-run requests, recorded or asked,
- * is not), and the run was not started with `--reuse` (whose owed seeding plans against listed
- * keys). With the stamp
- * the run recorded, if any: a file that still has it is not read.
+ * `PAGED_DATASET_BYTES`), and `pageable` (a worker's resume with re-run requests, recorded or
+ * asked, is not; nor one of a run that may owe reused keys, `mayOweReuse`, whose owed seeding
+ * plans against listed keys). With the stamp the run recorded, if any: a file that still has it
+ * is not read.
  *
  * @example const ask = pagedResumeAsk(run, { paged: { minBytes: 8 << 20 } }, true); // { stamp }
  */
@@ -22,9 +22,20 @@ export function pagedResumeAsk(
   options: { paged?: { minBytes: number } },
   pageable: boolean,
 ): { stamp?: string } | undefined {
-  const { datasetStamp, reuse } = run.config;
-  if (!options.paged || !pageable || reuse !== undefined) return undefined;
+  const { datasetStamp } = run.config;
+  if (!options.paged || !pageable) return undefined;
   return datasetStamp === undefined ? {} : { stamp: datasetStamp };
+}
+
+/**
+ * Whether a run started with `--reuse` may still owe reused keys (`owedReuse`): its seeding was
+ * cut short, so its configuration does not say `seeded` (`markSeeded`). False for a run started
+ * without `--reuse`.
+ *
+ * @example if (mayOweReuse(run)) ...; // plan against listed keys
+ */
+export function mayOweReuse(run: Run): boolean {
+  return run.config.reuse !== undefined && run.config.reuse.seeded !== true;
 }
 
 /** What a paged resume asks of a changed file's samples (see `pagedResume`). */

@@ -32,10 +32,10 @@ import { pagedRescoreUnits, rescoreUnits } from "./rescore-units.js";
 import { resumeBatch } from "./run-batches.js";
 import { resumeCap } from "./spend-cap.js";
 import { wholeEval } from "./paged-eval.js";
-import { pagedResume, pagedResumeAsk } from "./paged-resume.js";
+import { mayOweReuse, pagedResume, pagedResumeAsk } from "./paged-resume.js";
 import { settledStatus } from "./run-status.js";
 import { settledReport } from "./settled-report.js";
-import { owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
+import { markSeeded, owedReuse, seedReused, type PlannedReuse } from "./reuse-run.js";
 
 /**
  * What a resume executes with: the eval as it is now (its samples are compared with the run's,
@@ -204,7 +204,8 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
       ? await settledStamp(store, run, recorded.any)
       : undefined;
   // Re-run requests, recorded or asked now, are planned a page at a time too (not a worker's).
-  const pageable = !options.asWorker || (!asksRerun(options) && !recorded.any);
+  const pageable =
+    (!options.asWorker || (!asksRerun(options) && !recorded.any)) && !mayOweReuse(run);
   const pagedAsk =
     stamp === undefined && !options.eval ? pagedResumeAsk(run, options, pageable) : undefined;
   const found = options.eval
@@ -276,7 +277,7 @@ export async function planResume(options: ResumeOptions): Promise<ResumePlanning
   }
   // A run started with --reuse whose seeding a kill cut short: its untried keys the source covers
   // are seeded by the claim, not executed.
-  // (A paged resume is never one: see pagedResumeAsk.)
+  // (A paged resume is never one: see mayOweReuse.)
   const listed = listedKeys(plan);
   const tried = new Set(attempts.map(keyString));
   const untried = listed?.filter((k) => !tried.has(keyString(k)));
@@ -336,6 +337,8 @@ export async function claimResume(
   )
     throw await takenOver(store, run.id);
   if (resume.reuse) await seedReused(store, run.id, owner.token, resume.reuse);
+  // Planned against listed keys (`mayOweReuse`): whatever was owed is stored now.
+  if (mayOweReuse(run)) await markSeeded(store, { ...run, config }, owner.token);
   const changed = new Set(plan.changed);
   const changedRecords = plan.samples.filter((r) => changed.has(r.sample.id));
   if (changedRecords.length > 0)

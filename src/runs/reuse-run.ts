@@ -279,6 +279,24 @@ async function recordReused(
 }
 
 /**
+ * Records in the run's configuration that every key its reuse picked is stored
+ * (`RecordedReuse.seeded`), so that a resume need not plan what a cut-short seed owes
+ * (`mayOweReuse`) and may plan a page at a time. Returns the run as recorded.
+ */
+export async function markSeeded(store: Store, run: Run, token: string): Promise<Run> {
+  const reuse = run.config.reuse;
+  if (!reuse || reuse.seeded) return run;
+  const config = { ...run.config, reuse: { ...reuse, seeded: true as const } };
+  if (!(await store.runs.updateConfig(run.id, token, config))) {
+    throw new StetError(
+      "E_FENCED",
+      `run ${run.id} was taken over while its reused keys were stored`,
+    );
+  }
+  return { ...run, config };
+}
+
+/**
  * What a new run created from a dataset's pages executes once its reuse is seeded
  * (`seedReusedPages`): its keys planned as a resume from the snapshot's pages plans them
  * (`countedResume`, `SnapshotKeys` with `resume`), so the reused keys are not executed and the

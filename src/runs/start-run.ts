@@ -22,7 +22,7 @@ import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
-import { reusedPages, seedReused, seedReusedPages, startReuse } from "./reuse-run.js";
+import { markSeeded, reusedPages, seedReused, seedReusedPages, startReuse } from "./reuse-run.js";
 import { rescoreUnits } from "./rescore-units.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
@@ -207,17 +207,20 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
     .catch(async (error: unknown) => {
       throw await withDuplicateRows(error, ev.pages);
     });
-  if (reuse && ev.pages) {
-    // Planned a page at a time: the picks are found again in the store (`reusedPages` executes).
-    const seed = () => seedReusedPages(store, run, owner.token, reuse.plan).then(() => []);
-    return { run, owner, seeded: await seedRun(store, run.id, owner.token, seed) };
+  if (reuse) {
+    // Paged, the picks are found again in the store (`reusedPages` executes the rest).
+    const seed = async () => {
+      const seeded = ev.pages
+        ? await seedReusedPages(store, run, owner.token, reuse.plan).then(() => [])
+        : await seedReused(store, run.id, owner.token, reuse.plan);
+      return { seeded, run: await markSeeded(store, run, owner.token) };
+    };
+    return { owner, ...(await seedRun(store, run.id, owner.token, seed)) };
   }
   const seeded = await seedRun(store, run.id, owner.token, () =>
-    reuse
-      ? seedReused(store, run.id, owner.token, reuse.plan)
-      : options.seed?.length
-        ? store.attempts.record(run.id, owner.token, options.seed)
-        : Promise.resolve([]),
+    options.seed?.length
+      ? store.attempts.record(run.id, owner.token, options.seed)
+      : Promise.resolve([]),
   );
   return { run, owner, seeded };
 }
@@ -374,7 +377,7 @@ function runConfig(options: RunDefinition): RunConfig {
 }
 
 /** Records the seed; if that fails, the new run is released (resumable) before rethrowing. */
-async function seedRun<T>(store: Store, runId: string, token: string, seed: () => Promise<T[]>) {
+async function seedRun<T>(store: Store, runId: string, token: string, seed: () => Promise<T>) {
   try {
     return await seed();
   } catch (error) {
