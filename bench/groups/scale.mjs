@@ -4,7 +4,8 @@
 // run with itself and `stet review` of two keys, beside the floor the read paths are held
 // against: the store's raw scan (a SELECT of every attempt row); then a second run SIGKILLed a
 // quarter of the way and its `stet resume`, which executes the rest from the snapshot's pages, and
-// a distributed run of the same file (its creator the one worker). One repetition each (minutes
+// a distributed run of the same file (its creator the one worker), and `stet plan --reuse` and
+// `stet run --reuse` of the first run with 1 % of the samples edited. One repetition each (minutes
 // at this size); run only when named:
 // `npm run bench -- scale`.
 import { spawn } from "node:child_process";
@@ -161,6 +162,34 @@ export default async function scale() {
       `${fmt(distributed.wallMs)} (${perSecond(N, distributed.wallMs).replace("rows", "keys")}), ${mb(distributed.rssKb)}`,
       "≤ 300 MB",
       distributed.rssKb / 1024 <= 300,
+    );
+    // `--reuse` of the first run with every 100th sample's target edited: planned a page of the
+    // file at a time, the reused attempts seeded a page of the source at a time, the rest
+    // executed from the snapshot's pages. Last: it adds a run's attempts to the store.
+    rmSync(join(dir, "data.jsonl"));
+    for (let from = 0; from < N; from += 100_000) {
+      const rows = jsonl(Math.min(N, from + 100_000), from).split("\n");
+      const edited = rows.map((row, i) =>
+        (from + i) % 100 === 99 ? row.replace('"target":"q', '"target":"Q') : row,
+      );
+      appendFileSync(join(dir, "data.jsonl"), edited.join("\n"));
+    }
+    const changed = Math.floor(N / 100);
+    const planned = await cli(["plan", "eval.mjs", "--reuse", runId, "--json"], dir);
+    if (JSON.parse(planned.stdout).execute !== changed) throw new Error("plan --reuse miscounted");
+    report(
+      `\`stet plan --reuse\` of the ${n}-key run, ${changed.toLocaleString()} samples edited: wall, peak RSS`,
+      `${fmt(planned.wallMs)}, ${mb(planned.rssKb)}`,
+      "≤ 300 MB",
+      planned.rssKb / 1024 <= 300,
+    );
+    const reused = await cli(["run", "eval.mjs", "--reuse", runId, "--json"], dir);
+    if (JSON.parse(reused.stdout).plan.preserved !== N - changed) throw new Error("reuse missed");
+    report(
+      `\`stet run --reuse\` of it (${(N - changed).toLocaleString()} keys reused, the rest executed): wall, peak RSS`,
+      `${fmt(reused.wallMs)}, ${mb(reused.rssKb)}`,
+      "≤ 300 MB",
+      reused.rssKb / 1024 <= 300,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
