@@ -22,7 +22,8 @@ import { loadEvalSource } from "./load-eval-source.js";
 import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
-import { markSeeded, reusedPages, seedReused, seedReusedPages, startReuse } from "./reuse-run.js";
+import { markSeeded, seedReused, startReuse } from "./reuse-run.js";
+import { reusedPages, seedReusedPages } from "./paged-reuse.js";
 import { rescoreUnits } from "./rescore-units.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
