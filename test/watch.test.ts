@@ -93,7 +93,8 @@ describe("stet run --watch", () => {
     // A syntax error: said without a stack trace, and the watch goes on.
     writeFileSync(join(p.dir, "eval.mjs"), `${EVAL}\nexport const broken = ;\n`);
     await cli.waitFor(nth(WATCHING, 3));
-    expect(cli.stderr()).toContain("failed to load eval file");
+    // Said on stderr, another pipe: it may come in after the line on stdout that follows it.
+    await cli.waitFor(/failed to load eval file/, 30_000, "stderr");
     expect(cli.stderr()).toContain(join(p.dir, "eval.mjs"));
     expect(cli.stderr()).not.toMatch(/\n\s+at /);
     expect(mock.requests).toHaveLength(6);

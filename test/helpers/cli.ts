@@ -15,8 +15,15 @@ export interface CliProcess {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  /** Resolves with the first stdout match of `pattern`. */
-  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
+  /**
+   * Resolves with the first match of `pattern` in stdout (or in `from`: the two are separate
+   * pipes, so what the process wrote to one before the other may arrive after it).
+   */
+  waitFor: (
+    pattern: RegExp,
+    timeoutMs?: number,
+    from?: "stdout" | "stderr",
+  ) => Promise<RegExpMatchArray>;
   done: Promise<CliResult>;
 }
 
@@ -37,10 +44,11 @@ export function startCli(
   const done = new Promise<CliResult>((resolve) => {
     child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
-  const waitFor = (pattern: RegExp, timeoutMs = 30_000) =>
+  const waitFor = (pattern: RegExp, timeoutMs = 30_000, from: "stdout" | "stderr" = "stdout") =>
     new Promise<RegExpMatchArray>((resolve, reject) => {
+      const stream = child[from]!;
       const check = () => {
-        const m = stdout.match(pattern);
+        const m = (from === "stdout" ? stdout : stderr).match(pattern);
         if (m) {
           cleanup();
           resolve(m);
@@ -59,10 +67,10 @@ export function startCli(
       };
       const cleanup = () => {
         clearTimeout(timer);
-        child.stdout!.off("data", check);
+        stream.off("data", check);
         child.off("close", onExit);
       };
-      child.stdout!.on("data", check);
+      stream.on("data", check);
       child.on("close", onExit);
       check();
     });
