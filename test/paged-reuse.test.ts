@@ -20,7 +20,7 @@ import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 // More than one of the snapshot's pages (512); its 1,400 keys are two of the source's (1,000).
 const N = 700;
 
-/** The source's dataset, and the new one: 40 samples changed, 30 gone, 25 added. */
+/** The source's dataset, and the new one: every 31st sample changed, every 43rd gone, 25 added. */
 const before = (i: number) => ({ id: `s${i}`, input: i, target: String(i * 2) });
 const after = (i: number) =>
   i % 31 === 0 ? { ...before(i), input: i, target: String(i * 2 + 1) } : before(i);
