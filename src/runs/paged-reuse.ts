@@ -19,24 +19,23 @@ import { recordReused, type PlannedReuse } from "./reuse-run.js";
  * the source's attempts a page at a time (`attemptPages`), each key's latest reusable attempt of
  * the fingerprint the new run's snapshot has for its sample (looked up a page at a time,
  * `reads.sampleHeads`), and recorded as `seedReused` records them. Nothing is listed or held
- * beyond a page. Returns how many were recorded.
+ * beyond a page.
  */
 export async function seedReusedPages(
   store: Store,
   run: Pick<Run, "id" | "config">,
   token: string,
   plan: PlannedReuse,
-): Promise<number> {
-  if (plan.source === null || plan.reused === 0) return 0;
+): Promise<void> {
+  if (plan.source === null || plan.reused === 0) return;
   const picks = new LatestReusable(run.config.epochs);
-  let seeded = 0;
   for await (const page of store.reads.attemptPages(plan.source)) {
     const ids = [...new Set(page.map((a) => a.sampleId))];
     const { fingerprints } = await store.reads.sampleHeads(run.id, ids);
     const picked = picks.take(page, new Map(fingerprints.map((f) => [f.sampleId, f.fingerprint])));
-    seeded += (await recordReused(store, run.id, token, plan, picked)).length;
+    await recordReused(store, run.id, token, plan, picked);
   }
-  return seeded + (await recordReused(store, run.id, token, plan, picks.end())).length;
+  await recordReused(store, run.id, token, plan, picks.end());
 }
 
 /**

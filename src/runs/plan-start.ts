@@ -91,6 +91,7 @@ async function planOf(store: Store, definition: RunDefinition): Promise<StartPla
     eval: ev,
     identity,
     model: definition.model,
+    meanCost: true,
   });
   // Every key is reused or counted under why not (a paged dataset's keys are counted so).
   const keys = planned.reused + planned.notReused.reduce((sum, r) => sum + r.keys, 0);

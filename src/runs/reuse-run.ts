@@ -25,6 +25,11 @@ export interface ReuseRequest {
   identity: RunIdentity;
   /** The `--model` override of the new run. */
   model?: string | undefined;
+  /**
+   * Whether to find the source's mean cost per key (`PlannedReuse.meanCostUsd`, what `stet plan`
+   * prints); a dataset read a page at a time reads the source's attempts once more for it.
+   */
+  meanCost?: boolean;
 }
 
 /**
@@ -44,7 +49,7 @@ export interface PlannedReuse extends ReusePlan {
   rescore: string[];
   /**
    * What a key cost the source run, on average: its executed attempts' known cost over the keys
-   * they ran (null without a source, or when no cost is known).
+   * they ran (null unless `meanCost` was asked, without a source, or when no cost is known).
    */
   meanCostUsd: number | null;
 }
@@ -60,22 +65,24 @@ export async function planReuseFrom(store: Store, request: ReuseRequest): Promis
   const { samples, epochs, pages } = request.eval;
   const base = { requested: request.from, source: source.run?.id ?? null, blockers, scorers };
   const input = { ...base, epochs, rescore: source.run ? rescore : [] };
-  const cost = new MeanCost();
-  if (pages) {
-    const plan = await pagedReusePlan(store, from, input, pages, cost);
-    return { ...plan, scorers, rescore: input.rescore, meanCostUsd: cost.mean() };
-  }
+  const cost = request.meanCost ? new MeanCost() : undefined;
+  const planned = (plan: ReusePlan) => ({
+    ...plan,
+    scorers,
+    rescore: input.rescore,
+    meanCostUsd: cost?.mean() ?? null,
+  });
+  if (pages) return planned(await pagedReusePlan(store, from, input, pages, cost));
   const folded = new ReuseSource(samples, epochs);
   if (from) {
     // Each page is folded and let go: the source's attempts are never held all at once.
     for await (const page of store.reads.attemptFactPages(from)) {
       folded.addAttempts(page);
-      cost.add(page);
+      cost?.add(page);
     }
     await foldSnapshot(store, from, folded);
   }
-  const plan = planReuse({ ...input, samples, folded });
-  return { ...plan, scorers, rescore: input.rescore, meanCostUsd: cost.mean() };
+  return planned(planReuse({ ...input, samples, folded }));
 }
 
 /**
@@ -90,9 +97,9 @@ async function pagedReusePlan(
   from: string | undefined,
   input: Omit<ReusePlanInput, "samples" | "folded">,
   pages: PagedSamples,
-  cost: MeanCost,
+  cost: MeanCost | undefined,
 ): Promise<ReusePlan> {
-  if (from) for await (const page of store.reads.attemptFactPages(from)) cost.add(page);
+  if (from && cost) for await (const page of store.reads.attemptFactPages(from)) cost.add(page);
   const tally = new ReuseTally();
   for await (const samples of pages.read()) {
     const folded = new ReuseSource(samples, input.epochs);
