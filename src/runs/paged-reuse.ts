@@ -71,12 +71,13 @@ class LatestReusable {
 }
 
 /**
- * What a new run created from a dataset's pages executes once its reuse is seeded
- * (`seedReusedPages`): its keys planned as a resume from the snapshot's pages plans them
- * (`countedResume`, `SnapshotKeys` with `resume`), so the reused keys are not executed and the
- * reused outputs awaiting new scorers are scored first (`pagedRescoreUnits`), nothing listed.
+ * What a new run created from a dataset's pages executes once it is seeded (its reuse,
+ * `seedReusedPages`, or the completed results of `--resume-from`): its keys planned as a resume
+ * from the snapshot's pages plans them (`countedResume`, `SnapshotKeys` with `resume`), so the
+ * seeded keys are not executed and seeded outputs awaiting new scorers are scored first
+ * (`pagedRescoreUnits`), nothing listed.
  */
-export async function reusedPages(
+export async function seededPages(
   store: Store,
   run: Run,
   owner: OwnerIdentity,

@@ -23,7 +23,7 @@ import { workRun, type WorkOptions } from "./work-run.js";
 import { runExecution } from "./run-execution.js";
 import { runSecrets } from "./run-secrets.js";
 import { markSeeded, seedReused, startReuse } from "./reuse-run.js";
-import { reusedPages, seedReusedPages } from "./paged-reuse.js";
+import { seededPages, seedReusedPages } from "./paged-reuse.js";
 import { rescoreUnits } from "./rescore-units.js";
 
 export { datasetEvalSpec } from "../eval/dataset-eval.js";
@@ -79,17 +79,13 @@ export interface RunEvalOptions extends ExecuteOptions, RunDefinition {
  * report.metrics; // [{ scorer: "exact", mean: 0.82, stderr: 0.03, samples: 100 }]
  */
 export async function runEval(options: RunEvalOptions): Promise<RunReport> {
-  // A seed is planned against the dataset's samples: a paged one is loaded whole. (Reuse is planned
-  // a page at a time: `planReuseFrom`, `seedReusedPages`.)
-  if (options.eval.pages && options.seed?.length) {
-    return runEval({ ...options, eval: await wholeEval(options.eval) });
-  }
   const { eval: ev } = options;
   const { run, owner, seeded } = await createRecordedRun(options);
   if (ev.pages) {
-    // Created from the dataset's pages: executed from the snapshot's, holding neither.
-    if (run.config.reuse?.reused) {
-      const parts = await reusedPages(options.store, run, owner, ev.journalKeep);
+    // Created from the dataset's pages: executed from the snapshot's, holding neither. A seeded
+    // run (reused keys, or the results of `--resume-from`) executes what its figures leave.
+    if (run.config.reuse?.reused || seeded.length > 0) {
+      const parts = await seededPages(options.store, run, owner, ev.journalKeep);
       return runExecution(execution(options, parts), options);
     }
     const plan = snapshotPlan(run.sampleCount, ev.epochs);
@@ -209,7 +205,7 @@ async function createRecordedRun(options: RunEvalOptions, distributed = false) {
       throw await withDuplicateRows(error, ev.pages);
     });
   if (reuse) {
-    // Paged, the picks are found again in the store (`reusedPages` executes the rest).
+    // Paged, the picks are found again in the store (`seededPages` executes the rest).
     const seed = async () => {
       const seeded = ev.pages
         ? await seedReusedPages(store, run, owner.token, reuse.plan).then(() => [])
@@ -265,9 +261,9 @@ export interface StartRequest {
   labels?: RunLabels;
   /**
    * A dataset file of at least `minBytes` is not loaded: the run is created from its pages and
-   * executes from its snapshot's (`EngineEval.pages`), in sample id order. Not with a seed, which
-   * is planned against the samples (reuse is planned a page at a time). `stet run` asks it for
-   * files of `PAGED_DATASET_BYTES`.
+   * executes from its snapshot's (`EngineEval.pages`), in sample id order; a seed
+   * (`resumeFrom`) or a reuse is planned a page at a time too. `stet run` asks it for files of
+   * `PAGED_DATASET_BYTES`.
    */
   paged?: { minBytes: number };
 }
@@ -312,7 +308,7 @@ export async function prepareStart(
     cache: request.cache,
     ...(request.batch === undefined ? {} : { batch: request.batch }),
     stamp: true,
-    ...(request.paged && request.resumeFrom === undefined ? { paged: request.paged } : {}),
+    ...(request.paged ? { paged: request.paged } : {}),
   });
   const rateLimits = withFlagLimit(ev.rateLimits, request.rateLimit, request.model);
   if (rateLimits) ev.rateLimits = rateLimits;
