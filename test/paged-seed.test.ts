@@ -2,7 +2,7 @@ import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isStetError } from "../src/core/errors.js";
-import { prepareStart, runEval } from "../src/runs/start-run.js";
+import { prepareStart, runEval, startDistributed } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { runCli } from "./helpers/cli.js";
@@ -100,6 +100,38 @@ describe.each(stores)("--resume-from of a dataset read a page at a time (%s)", (
         (h) => h.provenance.kind === "imported",
       );
       expect(imported).toHaveLength(paged.seed!.length);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a distributed start (--distributed --resume-from): its workers execute only what the seed left, paged as whole",
+    async () => {
+      const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
+      const source = await runCli(
+        ["run", "eval.mjs", "--limit", "600", "--output", "partial.jsonl", "--store", "seed.db"],
+        { cwd: p.dir },
+      );
+      expect(source.code, source.stderr).toBe(0);
+      callsOf(p.dir);
+      const ask = { eval: join(p.dir, "eval.mjs"), resumeFrom: join(p.dir, "partial.jsonl") };
+      const paged = await prepareStart({ ...ask, paged: { minBytes: 0 } });
+      const whole = await prepareStart({ ...ask, paged: { minBytes: 1 << 30 } });
+      const [a, b] = [await open(), await open()];
+      const watch = watchedReads(a);
+      // Before, the seeded keys' leases were handed out: a worker executed one and its commit was
+      // refused ("already has a scored attempt"), failing the run.
+      const reportA = await startDistributed({ store: watch.store, ...paged });
+      const executedA = callsOf(p.dir);
+      const reportB = await startDistributed({ store: b, ...whole });
+      const executedB = callsOf(p.dir);
+      expect(reportA.status).toBe("completed");
+      expect(executedA).toHaveLength(2 * N - 1_200);
+      expect(executedA.some((k) => Number(k.slice(1, k.indexOf("#"))) < 600)).toBe(false);
+      expect(executedB).toEqual(executedA);
+      expect(await stored(a, reportA.runId)).toEqual(await stored(b, reportB.runId));
+      const figures = (r: typeof reportA) => ({ ...r, runId: "", wallMs: 0, startedAt: "" });
+      expect(figures(reportA)).toEqual(figures(reportB));
+      expect(watch.calls.filter((c) => WHOLE_READS.includes(c))).toEqual([]);
     },
   );
 

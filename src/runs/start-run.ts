@@ -10,7 +10,7 @@ import type { AttemptDraft, DatasetEvalConfig, RunConfig } from "../core/types.j
 import { datasetEval } from "../eval/dataset-eval.js";
 import type { ExecuteOptions, Execution } from "../engine/execute-run.js";
 import { SnapshotKeys } from "../engine/snapshot-keys.js";
-import { wholeEval, withDuplicateRows } from "./paged-eval.js";
+import { withDuplicateRows } from "./paged-eval.js";
 import { newOwnerIdentity } from "../engine/owner.js";
 import type { LoadedEvalFile } from "../eval/load-eval-file.js";
 import { EVAL_DEFAULTS, resolveEval } from "../eval/resolve-eval.js";
@@ -159,17 +159,15 @@ export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
   checkDistributable(options.eval);
-  // A seed is planned against the dataset's samples: a paged one is then loaded whole. Otherwise
-  // the run is created from its pages, and its workers execute from the snapshot's (`workRun`).
-  if (options.eval.pages && options.seed?.length) {
-    options = { ...options, eval: await wholeEval(options.eval) };
-  }
+  // Of a dataset's pages (a seed too), the run is created from them and its workers execute from
+  // the snapshot's (`workRun`).
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
-  const { run, owner } = await createRecordedRun(options, true);
-  // The creator lets go at once: a distributed run has no owner; its workers hold leases.
+  const { run, owner, seeded } = await createRecordedRun(options, true);
+  // The creator lets go at once: a distributed run has no owner; its workers hold leases. The
+  // seeded keys' leases are done: no worker executes a key the seed completed.
   await store.runs.release(run.id, owner.token, "interrupted", "opening to workers");
-  await leases.reopen(run.id);
+  await leases.reopen(run.id, seeded.length > 0 ? { seeded: true } : {});
   const fromPages = options.eval.pages !== undefined;
   return workRun({ ...options, runId: run.id, created: true, ...(fromPages ? { fromPages } : {}) });
 }

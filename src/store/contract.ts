@@ -8,7 +8,7 @@ import type { HarnessRef, StoreHarness } from "./contract/fixtures.js";
 import { describeFiguresContract } from "./contract/figures.js";
 import { describeJournalContract } from "./contract/journal.js";
 import { describeJournalPrefixContract } from "./contract/journal-prefix.js";
-import { describeLeaseContract } from "./contract/leases.js";
+import { describeLeaseContract, describeSeededLeaseContract } from "./contract/leases.js";
 import { describeLimitContract } from "./contract/limits.js";
 import { describeOwnershipContract } from "./contract/ownership.js";
 import { describePagedRunContract } from "./contract/paged-runs.js";
@@ -76,6 +76,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       describeJournalPrefixContract(ref);
     });
     describe("leases", () => describeLeaseContract(ref));
+    describe("seeded leases", () => describeSeededLeaseContract(ref));
     describe("cache", () => describeCacheContract(ref));
     describe("reviews", () => describeReviewContract(ref));
     describe("rates", () => describeRatesContract(ref));

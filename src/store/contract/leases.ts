@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { draft, owner, runConfig, sampleRecords, sleep, type HarnessRef } from "./fixtures.js";
+import {
+  draft,
+  errorDraft,
+  owner,
+  runConfig,
+  sampleRecords,
+  sleep,
+  type HarnessRef,
+} from "./fixtures.js";
 import { requireLeases } from "../types.js";
 
 /** Per-key leases of a distributed run: claims, expiry, the fence of a worker's commits. */
@@ -17,11 +25,7 @@ export function describeLeaseContract(h: HarnessRef): void {
     expect(await requireLeases(h.store).reopen(id)).toBe(true);
     return ids;
   };
-  const join = async (runId: string, name: string, leaseMs = 30_000) => {
-    const worker = { ...owner(name), concurrency: 4, leaseMs };
-    await requireLeases(h.store).register(runId, worker);
-    return worker;
-  };
+  const join = (runId: string, name: string, leaseMs?: number) => joinRun(h, runId, name, leaseMs);
 
   describe("workers and key leases", () => {
     it("claims keys in batches, never one key twice, and fences commits by lease", async () => {
@@ -138,6 +142,38 @@ export function describeLeaseContract(h: HarnessRef): void {
       const journal = await h.store.journal.list("l4");
       expect(journal).toHaveLength(40);
       expect(journal.every((e) => e.attempt === 1)).toBe(true);
+    });
+  });
+}
+
+/** Registers worker `name` on a distributed run. */
+async function joinRun(h: HarnessRef, runId: string, name: string, leaseMs = 30_000) {
+  const worker = { ...owner(name), concurrency: 4, leaseMs };
+  await requireLeases(h.store).register(runId, worker);
+  return worker;
+}
+
+/** A distributed run opened after its creator recorded a seed (`--distributed --resume-from`). */
+export function describeSeededLeaseContract(h: HarnessRef): void {
+  describe("a seeded distributed run", () => {
+    it("opens a seeded run with the seed's scored keys done: no worker is handed one", async () => {
+      const ids = ["s0", "s1", "s2", "s3"];
+      const run = await h.store.runs.create({
+        id: "ls",
+        config: runConfig({ distributed: true, epochs: 1 }),
+        samples: sampleRecords(ids),
+        owner: owner("creator"),
+      });
+      // The creator records the seed (two keys, one of them an error), then lets go.
+      const seed = [draft({ sampleId: "s1", epoch: 1 }), errorDraft({ sampleId: "s2", epoch: 1 })];
+      await h.store.attempts.record("ls", run.owner!.token, seed);
+      await h.store.runs.release("ls", run.owner!.token, "interrupted");
+      expect(await requireLeases(h.store).reopen("ls", { seeded: true })).toBe(true);
+      const worker = await joinRun(h, "ls", "w");
+      const claim = await requireLeases(h.store).claim("ls", worker.token, 10);
+      // The errored seed key executes like any other: only a scored one is done.
+      expect(claim.keys.map((k) => k.sampleId).sort()).toEqual(["s0", "s2", "s3"]);
+      expect(claim).toMatchObject({ open: 3 });
     });
   });
 }

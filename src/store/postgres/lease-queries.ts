@@ -3,6 +3,12 @@ import { distinctKeys, leaseLost, toWorker, type WorkerRow } from "../lease-rows
 import type { Key, RunStatus } from "../../core/types.js";
 import type { LeaseClaim, WorkerIdentity, WorkerRecord, WorkerState } from "../types.js";
 
+/** A scored attempt of a lease's key (`l`) for its sample's current fingerprint. */
+const SCORED_NOW = `SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
+  AND s.sample_id = a.sample_id
+  WHERE a.run_id = @runId AND a.sample_id = l.sample_id AND a.epoch = l.epoch
+    AND a.fingerprint = s.fingerprint AND a.status = 'scored'`;
+
 /**
  * The PostgreSQL side of per-key leases (see the Store port's distributed-run methods). Every
  * expiry is judged on the database server's clock (DB_NOW_MS), so hosts with skewed clocks agree.
@@ -110,11 +116,10 @@ const sql = {
   ),
   reopenLeases: statement(
     `UPDATE leases l SET done = 0, token = NULL, expires_at = NULL
-     WHERE l.run_id = @runId AND l.done = 1 AND NOT EXISTS (
-       SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
-         AND s.sample_id = a.sample_id
-       WHERE a.run_id = @runId AND a.sample_id = l.sample_id AND a.epoch = l.epoch
-         AND a.fingerprint = s.fingerprint AND a.status = 'scored')`,
+     WHERE l.run_id = @runId AND l.done = 1 AND NOT EXISTS (${SCORED_NOW})`,
+  ),
+  seededLeases: statement(
+    `UPDATE leases l SET done = 1 WHERE l.run_id = @runId AND l.done = 0 AND EXISTS (${SCORED_NOW})`,
   ),
   reopenRun: statement(
     `UPDATE runs SET status = 'running', note = NULL, cancel_requested = NULL,
@@ -222,9 +227,10 @@ export const postgresLeases = {
     return rows.map((row) => toWorker(row, row.db_now_ms));
   },
 
-  async reopen(tx: Queryable, runId: string): Promise<boolean> {
+  async reopen(tx: Queryable, runId: string, seeded = false): Promise<boolean> {
     if ((await sql.reopenRun.run(tx, { runId })) === 0) return false;
     await sql.reopenLeases.run(tx, { runId });
+    if (seeded) await sql.seededLeases.run(tx, { runId });
     return true;
   },
 

@@ -91,10 +91,11 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
       const nowMs = now();
       return s.list.all(runId).map((row) => toWorker(row, nowMs));
     },
-    reopen(runId: string): boolean {
+    reopen(runId: string, seeded = false): boolean {
       const at = new Date(now()).toISOString();
       if (s.reopenRun.run({ runId, now: at }).changes === 0) return false;
       s.reopenLeases.run({ runId });
+      if (seeded) s.seededLeases.run({ runId });
       return true;
     },
     cancel(runId: string, note: string): boolean {
@@ -108,6 +109,12 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
     },
   };
 }
+
+/** A scored attempt of a lease's key for its sample's current fingerprint. */
+const SCORED_NOW = `SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
+  AND s.sample_id = a.sample_id
+  WHERE a.run_id = @runId AND a.sample_id = leases.sample_id AND a.epoch = leases.epoch
+    AND a.fingerprint = s.fingerprint AND a.status = 'scored'`;
 
 /** The statements of leases and workers, prepared once (the first time a distributed run asks). */
 function leaseStatements(db: SqliteDatabase) {
@@ -183,11 +190,10 @@ function leaseStatements(db: SqliteDatabase) {
     ),
     reopenLeases: db.prepare(
       `UPDATE leases SET done = 0, token = NULL, expires_at = NULL
-       WHERE run_id = @runId AND done = 1 AND NOT EXISTS (
-         SELECT 1 FROM attempts_now a JOIN samples s ON s.run_id = a.run_id
-           AND s.sample_id = a.sample_id
-         WHERE a.run_id = @runId AND a.sample_id = leases.sample_id AND a.epoch = leases.epoch
-           AND a.fingerprint = s.fingerprint AND a.status = 'scored')`,
+       WHERE run_id = @runId AND done = 1 AND NOT EXISTS (${SCORED_NOW})`,
+    ),
+    seededLeases: db.prepare(
+      `UPDATE leases SET done = 1 WHERE run_id = @runId AND done = 0 AND EXISTS (${SCORED_NOW})`,
     ),
     cancel: db.prepare(
       `UPDATE runs SET cancel_requested = @note
