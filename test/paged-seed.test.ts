@@ -29,6 +29,16 @@ function callsOf(dir: string): string[] {
   return lines.filter(Boolean).sort();
 }
 
+/**
+ * Writes `partial.jsonl` in `dir`: the Results of a run of the eval's first `limit` samples (its
+ * own store), which exits `code` (3 when some keys ended in error).
+ */
+async function seedFile(dir: string, limit: number, code: number): Promise<void> {
+  const args = ["run", "eval.mjs", "--limit", String(limit), "--output", "partial.jsonl"];
+  const source = await runCli([...args, "--store", "seed.db"], { cwd: dir });
+  expect(source.code, source.stderr).toBe(code);
+}
+
 /** `failingEval`'s solver, also logging each call (`calls.log`). */
 const EVAL = failingEval("paged-seed", 8).replace(
   "solver: async (sample, ctx) => {",
@@ -52,11 +62,7 @@ describe.each(stores)("--resume-from of a dataset read a page at a time (%s)", (
     async () => {
       const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N), fail: "" });
       // The seed: the Results of the first 600 samples, every 13th an error (not completed).
-      const source = await runCli(
-        ["run", "eval.mjs", "--limit", "600", "--output", "partial.jsonl", "--store", "seed.db"],
-        { cwd: p.dir },
-      );
-      expect(source.code, source.stderr).toBe(3); // keys ended in error
+      await seedFile(p.dir, 600, 3);
       unlinkSync(join(p.dir, "fail"));
       callsOf(p.dir);
 
@@ -107,11 +113,7 @@ describe.each(stores)("--resume-from of a dataset read a page at a time (%s)", (
     "a distributed start (--distributed --resume-from): its workers execute only what the seed left, paged as whole",
     async () => {
       const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
-      const source = await runCli(
-        ["run", "eval.mjs", "--limit", "600", "--output", "partial.jsonl", "--store", "seed.db"],
-        { cwd: p.dir },
-      );
-      expect(source.code, source.stderr).toBe(0);
+      await seedFile(p.dir, 600, 0);
       callsOf(p.dir);
       const ask = { eval: join(p.dir, "eval.mjs"), resumeFrom: join(p.dir, "partial.jsonl") };
       const paged = await prepareStart({ ...ask, paged: { minBytes: 0 } });
@@ -139,11 +141,7 @@ describe.each(stores)("--resume-from of a dataset read a page at a time (%s)", (
     "a seed naming a sample the paged dataset lacks is refused before the run exists",
     async () => {
       const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
-      const source = await runCli(
-        ["run", "eval.mjs", "--limit", "40", "--output", "partial.jsonl", "--store", "seed.db"],
-        { cwd: p.dir },
-      );
-      expect(source.code, source.stderr).toBe(0);
+      await seedFile(p.dir, 40, 0);
       // s7's row gone from the dataset: the seed names a sample the new run does not have.
       const rows = pagedRows(N)
         .split("\n")
