@@ -164,10 +164,10 @@ export async function startDistributed(options: DistributedRunOptions): Promise<
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
   const { run, owner, seeded } = await createRecordedRun(options, true);
-  // The creator lets go at once: a distributed run has no owner; its workers hold leases. The
-  // seeded keys' leases are done: no worker executes a key the seed completed.
+  // The creator lets go at once: a distributed run has no owner; its workers hold leases. A
+  // seeded key's lease is done: no worker executes a key the seed completed.
   await store.runs.release(run.id, owner.token, "interrupted", "opening to workers");
-  await leases.reopen(run.id, seeded.length > 0 ? { seeded: true } : {});
+  await leases.reopen(run.id, { fresh: seeded.length === 0 });
   const fromPages = options.eval.pages !== undefined;
   return workRun({ ...options, runId: run.id, created: true, ...(fromPages ? { fromPages } : {}) });
 }

@@ -400,10 +400,10 @@ export interface LeaseStore {
   list(runId: string): Promise<WorkerRecord[]>;
   /**
    * Opens a distributed run to workers again (a resume): status running, cancel request cleared,
-   * keys without a scored attempt for their current fingerprint claimable again; with `seeded`
-   * (a new run's seed), keys with one done. False when it is not a distributed run.
+   * keys without a scored attempt for their current fingerprint claimable, those with one done (a
+   * seed's or an import's); `fresh`: a run just created, with no attempt. False if not distributed.
    */
-  reopen(runId: string, options?: { seeded?: boolean }): Promise<boolean>;
+  reopen(runId: string, options?: { fresh?: boolean }): Promise<boolean>;
   /** Asks every worker of a running distributed run to stop (they see `note` at their heartbeat). */
   requestCancel(runId: string, note: string): Promise<boolean>;
   /**

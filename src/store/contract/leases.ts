@@ -168,7 +168,7 @@ export function describeSeededLeaseContract(h: HarnessRef): void {
       const seed = [draft({ sampleId: "s1", epoch: 1 }), errorDraft({ sampleId: "s2", epoch: 1 })];
       await h.store.attempts.record("ls", run.owner!.token, seed);
       await h.store.runs.release("ls", run.owner!.token, "interrupted");
-      expect(await requireLeases(h.store).reopen("ls", { seeded: true })).toBe(true);
+      expect(await requireLeases(h.store).reopen("ls")).toBe(true);
       const worker = await joinRun(h, "ls", "w");
       const claim = await requireLeases(h.store).claim("ls", worker.token, 10);
       // The errored seed key executes like any other: only a scored one is done.

@@ -118,7 +118,7 @@ const sql = {
     `UPDATE leases l SET done = 0, token = NULL, expires_at = NULL
      WHERE l.run_id = @runId AND l.done = 1 AND NOT EXISTS (${SCORED_NOW})`,
   ),
-  seededLeases: statement(
+  scoredLeases: statement(
     `UPDATE leases l SET done = 1 WHERE l.run_id = @runId AND l.done = 0 AND EXISTS (${SCORED_NOW})`,
   ),
   reopenRun: statement(
@@ -227,10 +227,10 @@ export const postgresLeases = {
     return rows.map((row) => toWorker(row, row.db_now_ms));
   },
 
-  async reopen(tx: Queryable, runId: string, seeded = false): Promise<boolean> {
+  async reopen(tx: Queryable, runId: string, fresh = false): Promise<boolean> {
     if ((await sql.reopenRun.run(tx, { runId })) === 0) return false;
     await sql.reopenLeases.run(tx, { runId });
-    if (seeded) await sql.seededLeases.run(tx, { runId });
+    if (!fresh) await sql.scoredLeases.run(tx, { runId });
     return true;
   },
 

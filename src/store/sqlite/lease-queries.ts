@@ -91,11 +91,11 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
       const nowMs = now();
       return s.list.all(runId).map((row) => toWorker(row, nowMs));
     },
-    reopen(runId: string, seeded = false): boolean {
+    reopen(runId: string, fresh = false): boolean {
       const at = new Date(now()).toISOString();
       if (s.reopenRun.run({ runId, now: at }).changes === 0) return false;
       s.reopenLeases.run({ runId });
-      if (seeded) s.seededLeases.run({ runId });
+      if (!fresh) s.scoredLeases.run({ runId });
       return true;
     },
     cancel(runId: string, note: string): boolean {
@@ -192,7 +192,7 @@ function leaseStatements(db: SqliteDatabase) {
       `UPDATE leases SET done = 0, token = NULL, expires_at = NULL
        WHERE run_id = @runId AND done = 1 AND NOT EXISTS (${SCORED_NOW})`,
     ),
-    seededLeases: db.prepare(
+    scoredLeases: db.prepare(
       `UPDATE leases SET done = 1 WHERE run_id = @runId AND done = 0 AND EXISTS (${SCORED_NOW})`,
     ),
     cancel: db.prepare(
