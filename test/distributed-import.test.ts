@@ -1,4 +1,3 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { importResults } from "../src/runs/import-into-run.js";
@@ -7,7 +6,7 @@ import { workRun } from "../src/runs/work-run.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
-import { failingEval, pagedRows } from "./helpers/paged-runs.js";
+import { callsOf, failingEval, pagedRows } from "./helpers/paged-runs.js";
 
 // `stet import <file> --into <run>` of a distributed run records completed results as an owner,
 // which ends no lease: before, the resume that reopened the run handed the imported keys' leases
@@ -24,14 +23,6 @@ const EVAL = failingEval("distributed-import", 2).replace(
 );
 
 const { project } = perTest();
-
-/** The keys the solver was called for since the last look (`sample#epoch`), sorted. */
-function callsOf(dir: string): string[] {
-  const log = join(dir, "calls.log");
-  const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
-  writeFileSync(log, "");
-  return lines.filter(Boolean).sort();
-}
 
 describe.each(bothStores())("an import into a distributed run (%s)", (_n, open, skip) => {
   it.skipIf(skip)(

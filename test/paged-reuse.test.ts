@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { planStart } from "../src/runs/plan-start.js";
@@ -7,7 +7,7 @@ import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { perTest } from "./helpers/eval-project.js";
-import { comparableAttempts } from "./helpers/paged-runs.js";
+import { callsOf, comparableAttempts } from "./helpers/paged-runs.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
 // `stet run --reuse` and `stet plan --reuse` of a large dataset file (issue 34: flat memory):
@@ -55,14 +55,6 @@ export default defineEval({
   retries: 0,
 });
 `;
-
-/** The keys the solver was called for since the last look (`sample#epoch`), sorted. */
-function callsOf(dir: string): string[] {
-  const log = join(dir, "calls.log");
-  const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
-  writeFileSync(log, "");
-  return lines.filter(Boolean).sort();
-}
 
 const { project } = perTest();
 const stores = bothStores();

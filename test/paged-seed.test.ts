@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isStetError } from "../src/core/errors.js";
@@ -7,7 +7,7 @@ import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
-import { comparableAttempts, failingEval, pagedRows } from "./helpers/paged-runs.js";
+import { callsOf, comparableAttempts, failingEval, pagedRows } from "./helpers/paged-runs.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
 // `stet run --resume-from partial.jsonl` of a large dataset file (issue 34: flat memory): the run
@@ -20,14 +20,6 @@ const N = 1_300; // more than two of the snapshot's pages (512 samples)
 
 const { project } = perTest();
 const stores = bothStores();
-
-/** The keys the solver was called for since the last look (`sample#epoch`), sorted. */
-function callsOf(dir: string): string[] {
-  const log = join(dir, "calls.log");
-  const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
-  writeFileSync(log, "");
-  return lines.filter(Boolean).sort();
-}
 
 /**
  * Writes `partial.jsonl` in `dir`: the Results of a run of the eval's first `limit` samples (its

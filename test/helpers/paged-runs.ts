@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { prepareStart, runEval } from "../../src/runs/start-run.js";
@@ -91,4 +92,15 @@ export async function comparableAttempts(
     usage: a.usage,
     provenance: source(JSON.stringify(a.provenance ?? null)),
   }));
+}
+
+/**
+ * The keys an eval's solver logged to `dir/calls.log` (`sample#epoch`, a line a call) since the
+ * last look, sorted; the log is emptied.
+ */
+export function callsOf(dir: string): string[] {
+  const log = join(dir, "calls.log");
+  const lines = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
+  writeFileSync(log, "");
+  return lines.filter(Boolean).sort();
 }
