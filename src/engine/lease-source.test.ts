@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { describe, expect, it } from "vitest";
+import pg from "pg";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { SKIP_POSTGRES, TEST_POSTGRES_URL, testSchema } from "../../test/helpers/postgres.js";
 import { storesPerTest } from "../../test/helpers/temp-store.js";
 import { StetError } from "../core/errors.js";
 import type { Key } from "../core/types.js";
@@ -11,6 +13,7 @@ import {
   sampleRecords,
   sleep,
 } from "../store/contract/fixtures.js";
+import { openPostgresStore } from "../store/postgres/index.js";
 import { requireLeases, type Store } from "../store/types.js";
 import { LeaseSource, planSource } from "./lease-source.js";
 import { hostId } from "./owner.js";
@@ -197,5 +200,64 @@ describe("LeaseSource (a real SQLite store)", () => {
     expect(plan.next(() => true)).toBeUndefined();
     expect(plan.next(() => false)).toEqual({ sampleId: "s1", epoch: 1 });
     expect(plan.next(() => false)).toBeUndefined();
+  });
+});
+
+describe.skipIf(SKIP_POSTGRES)("LeaseSource (PostgreSQL)", () => {
+  it("waits for a claim in flight before the worker leaves: no key stays leased to a worker that left", async () => {
+    const { schema, drop } = testSchema();
+    const s = openPostgresStore(TEST_POSTGRES_URL, { schema });
+    const db = new pg.Client({
+      connectionString: TEST_POSTGRES_URL,
+      options: `-c search_path=${schema}`,
+    });
+    onTestFinished(async () => {
+      await db.end();
+      await s.close();
+      await drop();
+    });
+    const leases = requireLeases(s);
+    const runId = await distributed(s, 4);
+    const me = await worker(s, runId, "alpha");
+    const gone = { ...owner("gone"), host: hostId(), pid: process.pid, concurrency: 1, leaseMs: 1 };
+    await leases.register(runId, gone);
+    const source = new LeaseSource({ store: s, runId, token: me.token, batch: 2, pollMs: 5 });
+    expect(await source.next(() => false)).toEqual({ sampleId: "s1", epoch: 1 });
+    // s3 is leased to a worker whose lease ran out: the next claim takes it over and marks that
+    // worker lost, and so waits while another transaction holds the worker's row.
+    expect((await leases.claim(runId, gone.token, 1)).keys).toEqual([{ sampleId: "s3", epoch: 1 }]);
+    await sleep(20);
+    await db.connect();
+    const [{ pid: blocker }] = (await db.query("SELECT pg_backend_pid() AS pid")).rows;
+    await db.query("BEGIN");
+    await db.query("SELECT 1 FROM workers WHERE token = $1 FOR UPDATE", [gone.token]);
+    // The last buffered key: a claim ahead of need starts, and waits on the held row.
+    expect(await source.next(() => false)).toEqual({ sampleId: "s2", epoch: 1 });
+    const probe = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await probe.connect();
+    onTestFinished(() => probe.end());
+    for (;;) {
+      const waiting = await probe.query(
+        "SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        [blocker],
+      );
+      if (waiting.rowCount! > 0) break;
+      await sleep(10);
+    }
+    // The worker stops and leaves as `workRun` does: the source closed first.
+    let left = false;
+    const leaving = source.close().then(async () => {
+      await leases.leave(runId, me.token, "stopped");
+      left = true;
+    });
+    await sleep(100);
+    expect(left).toBe(false);
+    await db.query("COMMIT");
+    await leaving;
+    const held = await db.query("SELECT sample_id FROM leases WHERE token = $1 AND done = 0", [
+      me.token,
+    ]);
+    expect(held.rows).toEqual([]);
+    expect(await leases.closeRun(runId, "interrupted")).toBe(true);
   });
 });

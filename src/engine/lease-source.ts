@@ -131,6 +131,17 @@ export class LeaseSource implements KeySource {
     return this.#open;
   }
 
+  /**
+   * Claims nothing more, and waits for a claim in flight (one ahead of need may still be running
+   * when the execution stops). Called before the worker leaves: a claim that committed after the
+   * leave released its leases would hold keys no process executes until the lease expires, and
+   * the run could not be closed meanwhile.
+   */
+  async close(): Promise<void> {
+    this.#exhausted = true;
+    await this.#claiming?.catch(() => {});
+  }
+
   /** A claim in the background; an error is left for the next claim that waits to meet. */
   async #claimAhead(): Promise<void> {
     if (this.#claiming || this.#exhausted) return;

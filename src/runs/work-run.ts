@@ -206,6 +206,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
       secrets: runSecrets(store, options.secrets),
     });
   } catch (error) {
+    await source.close();
     await requireLeases(store)
       .leave(runId, worker.token, "lost")
       .catch(() => {});
@@ -213,6 +214,7 @@ export async function workRun(options: WorkOptions): Promise<RunReport> {
     throw error;
   }
   const stopped = end.stopped;
+  await source.close();
   await requireLeases(store).leave(runId, worker.token, stopped ? "stopped" : "finished");
   if (stopped?.reason === "store-unwritable") {
     throw await withStoredSpend(stopped.error!, () =>
