@@ -6,11 +6,15 @@ import {
   POSTGRES,
   postgresAnswers,
   rate,
+  median,
   report,
   spread,
 } from "../harness.mjs";
 
-/** Instant samples on PostgreSQL at concurrency 16 and 64; skipped when it does not answer. */
+/**
+ * Instant samples on PostgreSQL at concurrency 16 and 64, at 64 against issue 34's target (12,000/s
+ * on loopback, quiet); skipped when it does not answer.
+ */
 export default async function postgresGroup() {
   await postgres(16);
   await postgres(64);
@@ -33,7 +37,7 @@ async function postgres(concurrency) {
   report(
     `10,000 samples, instant solver, PostgreSQL store (loopback), concurrency ${concurrency} (in-process)`,
     `${spread(figures, perSecondFmt)} samples`,
-    "—",
-    true,
+    concurrency === 64 ? "≥ 12,000/s (quiet)" : "—",
+    concurrency === 64 ? median(figures) >= 12_000 : true,
   );
 }

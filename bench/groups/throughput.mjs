@@ -5,7 +5,10 @@ import { join } from "node:path";
 import { openSqliteStore } from "../stet.mjs";
 import { median, perSecondFmt, rate, report, spread } from "../harness.mjs";
 
-/** Instant samples on SQLite at concurrency 16 and 64. */
+/**
+ * Instant samples on SQLite at concurrency 16 and 64; at 64, against issue 34's target (45,000/s on
+ * this 2-core machine, quiet).
+ */
 export default async function throughputGroup() {
   await throughput(16);
   await throughput(64);
@@ -20,7 +23,7 @@ async function throughput(concurrency) {
   report(
     `10,000 samples, instant solver, durable SQLite, concurrency ${concurrency} (in-process)`,
     `${spread(figures, perSecondFmt)} samples`,
-    "≥ 10,000/s",
-    median(figures) >= 10_000,
+    concurrency === 64 ? "≥ 45,000/s (quiet)" : "≥ 10,000/s",
+    median(figures) >= (concurrency === 64 ? 45_000 : 10_000),
   );
 }
