@@ -605,7 +605,13 @@ describe.each(STORES)("spend figures are sums of the stored rows (%s)", (kind) =
     ).toEqual([6, 6, 6]);
     const total = await spentSince(w.db, runId!);
     const row = await runRow(w.db, runId!);
-    expect(row?.status).toBe("interrupted");
+    // What kept the run from closing, if it did not: its workers and its keys still leased.
+    const held = await w.db.rows(
+      `SELECT w.token, w.state, COUNT(l.sample_id) AS leased FROM workers w
+       LEFT JOIN leases l ON l.token = w.token AND l.done = 0
+       WHERE w.run_id = ${quoted(runId!)} GROUP BY w.token, w.state`,
+    );
+    expect(row?.status, JSON.stringify(held)).toBe("interrupted");
     expectNote(row?.note, total, "the run's note");
     let bought = 0;
     for (const [i, d] of done.entries()) {
