@@ -159,15 +159,15 @@ export function checkDistributable(ev: Pick<EngineEval, "name" | "batch">): void
 export async function startDistributed(options: DistributedRunOptions): Promise<RunReport> {
   const { store } = options;
   checkDistributable(options.eval);
-  // Of a dataset's pages (a seed too), the run is created from them and its workers execute from
-  // the snapshot's (`workRun`).
   // Refused before the run is recorded: a store without leases could not hand out its keys.
   const leases = requireLeases(store);
-  const { run, owner, seeded } = await createRecordedRun(options, true);
+  const { run, owner } = await createRecordedRun(options, true);
   // The creator lets go at once: a distributed run has no owner; its workers hold leases. A
   // seeded key's lease is done: no worker executes a key the seed completed.
   await store.runs.release(run.id, owner.token, "interrupted", "opening to workers");
-  await leases.reopen(run.id, { fresh: seeded.length === 0 });
+  await leases.reopen(run.id);
+  // Of a dataset's pages (a seed too), the run is created from them and its workers execute from
+  // the snapshot's (`workRun`).
   const fromPages = options.eval.pages !== undefined;
   return workRun({ ...options, runId: run.id, created: true, ...(fromPages ? { fromPages } : {}) });
 }

@@ -401,9 +401,9 @@ export interface LeaseStore {
   /**
    * Opens a distributed run to workers again (a resume): status running, cancel request cleared,
    * keys without a scored attempt for their current fingerprint claimable, those with one done (a
-   * seed's or an import's); `fresh`: a run just created, with no attempt. False if not distributed.
+   * seed's or an import's). False when it is not a distributed run.
    */
-  reopen(runId: string, options?: { fresh?: boolean }): Promise<boolean>;
+  reopen(runId: string): Promise<boolean>;
   /** Asks every worker of a running distributed run to stop (they see `note` at their heartbeat). */
   requestCancel(runId: string, note: string): Promise<boolean>;
   /**

@@ -121,6 +121,7 @@ const sql = {
   scoredLeases: statement(
     `UPDATE leases l SET done = 1 WHERE l.run_id = @runId AND l.done = 0 AND EXISTS (${SCORED_NOW})`,
   ),
+  anyAttempt: statement(`SELECT 1 FROM attempts WHERE run_id = @runId LIMIT 1`),
   reopenRun: statement(
     `UPDATE runs SET status = 'running', note = NULL, cancel_requested = NULL,
        updated_at = ${DB_NOW_ISO}
@@ -227,10 +228,13 @@ export const postgresLeases = {
     return rows.map((row) => toWorker(row, row.db_now_ms));
   },
 
-  async reopen(tx: Queryable, runId: string, fresh = false): Promise<boolean> {
+  async reopen(tx: Queryable, runId: string): Promise<boolean> {
     if ((await sql.reopenRun.run(tx, { runId })) === 0) return false;
     await sql.reopenLeases.run(tx, { runId });
-    if (!fresh) await sql.scoredLeases.run(tx, { runId });
+    // A run without an attempt (one just created, no seed) has no scored key: its open leases
+    // are not looked at one by one.
+    const attempted = await sql.anyAttempt.rows(tx, { runId });
+    if (attempted.length > 0) await sql.scoredLeases.run(tx, { runId });
     return true;
   },
 

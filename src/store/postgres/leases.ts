@@ -64,8 +64,8 @@ export function postgresLeaseStore(c: PostgresContext): LeaseStore {
     async list(runId: string): Promise<WorkerRecord[]> {
       return c.guard(() => leases.list(c.pool, runId));
     },
-    async reopen(runId: string, options: { fresh?: boolean } = {}): Promise<boolean> {
-      return c.guard(() => transaction(c.pool, (tx) => leases.reopen(tx, runId, options.fresh)));
+    async reopen(runId: string): Promise<boolean> {
+      return c.guard(() => transaction(c.pool, (tx) => leases.reopen(tx, runId)));
     },
     async requestCancel(runId: string, note: string): Promise<boolean> {
       return c.guard(() => leases.cancel(c.pool, runId, note));

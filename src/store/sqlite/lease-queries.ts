@@ -91,11 +91,13 @@ export function prepareLeases(db: SqliteDatabase, now: () => number) {
       const nowMs = now();
       return s.list.all(runId).map((row) => toWorker(row, nowMs));
     },
-    reopen(runId: string, fresh = false): boolean {
+    reopen(runId: string): boolean {
       const at = new Date(now()).toISOString();
       if (s.reopenRun.run({ runId, now: at }).changes === 0) return false;
       s.reopenLeases.run({ runId });
-      if (!fresh) s.scoredLeases.run({ runId });
+      // A run without an attempt (one just created, no seed) has no scored key: its open leases
+      // are not looked at one by one.
+      if (s.anyAttempt.get({ runId })) s.scoredLeases.run({ runId });
       return true;
     },
     cancel(runId: string, note: string): boolean {
@@ -195,6 +197,7 @@ function leaseStatements(db: SqliteDatabase) {
     scoredLeases: db.prepare(
       `UPDATE leases SET done = 1 WHERE run_id = @runId AND done = 0 AND EXISTS (${SCORED_NOW})`,
     ),
+    anyAttempt: db.prepare(`SELECT 1 FROM attempts WHERE run_id = @runId LIMIT 1`),
     cancel: db.prepare(
       `UPDATE runs SET cancel_requested = @note
        WHERE id = @runId AND status = 'running' AND owner_token IS NULL AND ${DISTRIBUTED}`,

@@ -51,8 +51,8 @@ export function sqliteLeases(c: SqliteContext): LeaseStore {
     async list(runId: string): Promise<WorkerRecord[]> {
       return c.guard(() => c.leases.list(runId));
     },
-    async reopen(runId: string, options: { fresh?: boolean } = {}): Promise<boolean> {
-      return c.guard(() => immediate(c.db, () => c.leases.reopen(runId, options.fresh)));
+    async reopen(runId: string): Promise<boolean> {
+      return c.guard(() => immediate(c.db, () => c.leases.reopen(runId)));
     },
     async requestCancel(runId: string, note: string): Promise<boolean> {
       return c.guard(() => c.leases.cancel(runId, note));
