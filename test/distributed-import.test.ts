@@ -6,7 +6,7 @@ import { workRun } from "../src/runs/work-run.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { runCli } from "./helpers/cli.js";
 import { perTest } from "./helpers/eval-project.js";
-import { callsOf, failingEval, pagedRows } from "./helpers/paged-runs.js";
+import { callsOf, failingEval, pagedRows, stopAfter } from "./helpers/paged-runs.js";
 
 // `stet import <file> --into <run>` of a distributed run records completed results as an owner,
 // which ends no lease: before, the resume that reopened the run handed the imported keys' leases
@@ -31,16 +31,7 @@ describe.each(bothStores())("an import into a distributed run (%s)", (_n, open, 
       const p = project({ "eval.mjs": EVAL, "data.jsonl": pagedRows(N) });
       const store = await open();
       const prepared = await prepareStart({ eval: join(p.dir, "eval.mjs") });
-      const stop = new AbortController();
-      let committed = 0;
-      const first = await startDistributed({
-        store,
-        ...prepared,
-        signal: stop.signal,
-        onEvent: (e) => {
-          if (e.type === "attempt-committed" && ++committed === 20) stop.abort();
-        },
-      });
+      const first = await startDistributed({ store, ...prepared, ...stopAfter(20) });
       expect(first.status).toBe("interrupted");
       const executed = new Set(callsOf(p.dir));
 

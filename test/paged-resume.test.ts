@@ -10,7 +10,13 @@ import { recordedReruns } from "../src/engine/rerun-plan.js";
 import { planResume, resumeRun, type ResumeOptions } from "../src/runs/resume-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
-import { failingEval, interruptedPagedRun, pagedRow, pagedRows } from "./helpers/paged-runs.js";
+import {
+  failingEval,
+  interruptedPagedRun,
+  pagedRow,
+  pagedRows,
+  stopAfter,
+} from "./helpers/paged-runs.js";
 import { perTest } from "./helpers/eval-project.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
@@ -265,17 +271,7 @@ describe.each(stores)(
         // errors after the attempt they follow.
         const asked = ["s13", "s1105", "s2", "s600", "s601", "s999"];
         writeFileSync(join(p.dir, "fail"), "");
-        const stop = new AbortController();
-        let committed = 0;
-        const killed = await resumeRun({
-          store,
-          runId,
-          rerun: asked,
-          signal: stop.signal,
-          onEvent: (e) => {
-            if (e.type === "attempt-committed" && ++committed === 4) stop.abort();
-          },
-        });
+        const killed = await resumeRun({ store, runId, rerun: asked, ...stopAfter(4) });
         expect(killed.status).toBe("interrupted");
         unlinkSync(join(p.dir, "fail"));
         const requests = await recordedReruns(store, runId);
@@ -369,14 +365,6 @@ describe.each(stores)(
           "completed",
         );
         // Recorded first: a --rerun of three samples stopped after one commit (s2#1 done).
-        const stopAfter = (n: number) => {
-          const stop = new AbortController();
-          let committed = 0;
-          const onEvent = (e: { type: string }) => {
-            if (e.type === "attempt-committed" && ++committed === n) stop.abort();
-          };
-          return { signal: stop.signal, onEvent };
-        };
         const first = await resumeRun({
           store,
           runId,

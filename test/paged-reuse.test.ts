@@ -7,7 +7,7 @@ import { prepareStart, runEval } from "../src/runs/start-run.js";
 import type { Store } from "../src/store/types.js";
 import { bothStores } from "./helpers/both-stores.js";
 import { perTest } from "./helpers/eval-project.js";
-import { callsOf, comparableAttempts } from "./helpers/paged-runs.js";
+import { callsOf, comparableAttempts, stopAfter } from "./helpers/paged-runs.js";
 import { WHOLE_READS, watchedReads } from "./helpers/watched-reads.js";
 
 // `stet run --reuse` and `stet plan --reuse` of a large dataset file (issue 34: flat memory):
@@ -157,16 +157,7 @@ describe.each(stores)("--reuse of a dataset read a page at a time (%s)", (_name,
       callsOf(p.dir);
       process.env.HEALED = "1";
       try {
-        const stop = new AbortController();
-        let executed = 0;
-        const first = await runEval({
-          store,
-          ...started,
-          signal: stop.signal,
-          onEvent: (e) => {
-            if (e.type === "attempt-committed" && ++executed === 60) stop.abort();
-          },
-        });
+        const first = await runEval({ store, ...started, ...stopAfter(60) });
         expect(first.status).toBe("interrupted");
         // Every reused key is stored: recorded so a resume need not plan a cut-short seed.
         expect((await store.runs.get(first.runId))!.config.reuse).toMatchObject({ seeded: true });

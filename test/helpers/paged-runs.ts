@@ -18,18 +18,26 @@ export async function interruptedPagedRun(
   const prepared = await prepareStart({ eval: join(dir, "eval.mjs"), paged: { minBytes: 0 } });
   expect(prepared.eval.pages).toBeDefined();
   expect(prepared.eval.datasetStamp).toBeDefined();
-  const stop = new AbortController();
-  let committed = 0;
-  const first = await runEval({
-    store,
-    ...prepared,
-    signal: stop.signal,
-    onEvent: (e) => {
-      if (e.type === "attempt-committed" && ++committed === stopAt) stop.abort();
-    },
-  });
+  const first = await runEval({ store, ...prepared, ...stopAfter(stopAt) });
   expect(first.status).toBe("interrupted");
   return first.runId;
+}
+
+/**
+ * A run's `signal` and `onEvent` that stop it gracefully once `n` attempts are committed.
+ *
+ * @example const killed = await resumeRun({ store, runId, ...stopAfter(4) });
+ */
+export function stopAfter(n: number): {
+  signal: AbortSignal;
+  onEvent: (e: { type: string }) => void;
+} {
+  const stop = new AbortController();
+  let committed = 0;
+  const onEvent = (e: { type: string }) => {
+    if (e.type === "attempt-committed" && ++committed === n) stop.abort();
+  };
+  return { signal: stop.signal, onEvent };
 }
 
 /** Row `i` of a paged test's dataset: sample `s<i>`, input `i`, target `2i` (as text). */
