@@ -113,7 +113,7 @@ describe("a store written by stet 0.1.0", () => {
     const after = new Database(path, { readonly: true });
     cleanups.push(() => void after.close());
     expect(after.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()).toEqual({
-      v: 20,
+      v: 21,
     });
     expect(unchangedColumns(rows(after), before)).toEqual(before);
   });
@@ -144,7 +144,7 @@ describe("a store written by stet 0.1.0", () => {
       const version = await client.query(
         `SELECT MAX(version) AS v FROM "${schema}".schema_migrations`,
       );
-      expect(version.rows[0]).toEqual({ v: 19 });
+      expect(version.rows[0]).toEqual({ v: 20 });
       expect(unchangedColumns(await rows(), before)).toEqual(before);
     },
   );

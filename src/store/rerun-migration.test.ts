@@ -12,8 +12,9 @@ import { openSqliteStore } from "./sqlite/index.js";
 import type { Store } from "./types.js";
 
 // SQLite migration 20 (PostgreSQL 19) moves the re-run requests an older stet kept in a run's
-// config (`config.rerun`) into their own table. Each case makes a store, writes such a config the
-// way the older stet stored it, takes the migration back off, and opens the store again.
+// config (`config.rerun`) into their own table, and migration 21 (PostgreSQL 20) counts them by
+// what places their keys in a plan. Each case makes a store, writes such a config the way the
+// older stet stored it, takes both migrations back off, and opens the store again.
 
 /** What an older stet's config held: a key asked twice (its last entry is the one planned). */
 const OLD_REQUESTS = [
@@ -25,6 +26,8 @@ const MOVED: RerunRequest[] = [
   { sampleId: "s1", epoch: 2, after: 3 },
   { sampleId: "s2", epoch: 1, after: 4 },
 ];
+/** The moved requests as counted: both open, their keys without an attempt. */
+const COUNTED = [{ held: null, heldScorer: false, flying: false, later: "none", keys: 2 }];
 
 async function requests(store: Store, runId: string): Promise<RerunRequest[]> {
   const all: RerunRequest[] = [];
@@ -32,7 +35,7 @@ async function requests(store: Store, runId: string): Promise<RerunRequest[]> {
   return all;
 }
 
-describe("the re-run requests migration", () => {
+describe("the re-run requests migrations", () => {
   it("SQLite: moves config.rerun into rerun_requests, one row a key, and out of the config", async () => {
     const dir = await mkdtemp(join(tmpdir(), "stet-rerun-migration-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
@@ -47,13 +50,16 @@ describe("the re-run requests migration", () => {
     raw
       .prepare("UPDATE runs SET config = json_set(config, '$.rerun', json(?)) WHERE id = 'asked'")
       .run(JSON.stringify(OLD_REQUESTS));
-    raw.exec("DROP TABLE rerun_requests; DELETE FROM schema_migrations WHERE version = 20");
+    raw.exec(`DROP TABLE rerun_requests; DROP TABLE rerun_counts;
+      DELETE FROM schema_migrations WHERE version IN (20, 21)`);
     raw.close();
 
     const again = openSqliteStore(path);
     onTestFinished(() => again.close());
     expect(await requests(again, "asked")).toEqual(MOVED);
     expect(await requests(again, "plain")).toEqual([]);
+    expect(await again.reads.rerunFacts("asked")).toEqual(COUNTED);
+    expect(await again.reads.rerunFacts("plain")).toEqual([]);
     expect((await again.runs.get("asked"))?.config).toEqual(asked.run.config);
     const check = new Database(path, { readonly: true });
     onTestFinished(() => void check.close());
@@ -87,8 +93,8 @@ describe("the re-run requests migration", () => {
       await pool.query("UPDATE runs SET config = $1 WHERE id = 'asked'", [
         JSON.stringify(withRequests),
       ]);
-      await pool.query("DROP TABLE rerun_requests");
-      await pool.query("DELETE FROM schema_migrations WHERE version = 19");
+      await pool.query("DROP TABLE rerun_requests; DROP TABLE rerun_counts");
+      await pool.query("DELETE FROM schema_migrations WHERE version IN (19, 20)");
 
       const again = openPostgresStore(TEST_POSTGRES_URL, { schema });
       onTestFinished(async () => {
@@ -97,6 +103,8 @@ describe("the re-run requests migration", () => {
       });
       expect(await requests(again, "asked")).toEqual(MOVED);
       expect(await requests(again, "plain")).toEqual([]);
+      expect(await again.reads.rerunFacts("asked")).toEqual(COUNTED);
+      expect(await again.reads.rerunFacts("plain")).toEqual([]);
       expect((await again.runs.get("asked"))?.config).toEqual(asked.run.config);
       expect(await configOf("plain")).toBe(plainBefore);
       expect(await configOf("asked")).not.toMatch(/rerun/);

@@ -1,6 +1,5 @@
 import { rerunRequestSchema } from "../core/schemas.js";
 import type { OutcomeAsk, RerunRecord, RerunRequest } from "../core/types.js";
-import type { RerunFact } from "./types.js";
 import * as z from "zod";
 import { invalidInput } from "./checks.js";
 
@@ -42,7 +41,7 @@ function doneSql(dialect: "sqlite" | "postgres"): string {
 }
 
 /** A key's figures (`key`, JSON: SQLite's text, PostgreSQL's jsonb) field by field. */
-function keyField(
+export function keyField(
   dialect: "sqlite" | "postgres",
   key: string,
   path: "status" | "attempt" | "error.type",
@@ -53,7 +52,7 @@ function keyField(
 }
 
 /** Whether a key whose figures are `key` is done for a request following attempt `after`. */
-function doneOf(dialect: "sqlite" | "postgres", key: string, after: string): string {
+export function doneOf(dialect: "sqlite" | "postgres", key: string, after: string): string {
   return `${keyField(dialect, key, "status")} = 'scored' AND ${keyField(dialect, key, "attempt")} > ${after}`;
 }
 
@@ -62,66 +61,6 @@ export function openRerunPageSql(dialect: "sqlite" | "postgres"): string {
   return `SELECT sample_id, epoch, after_attempt FROM rerun_requests AS r
     WHERE r.run_id = @runId AND ${KEYSET} AND NOT ${doneSql(dialect)}
     ORDER BY r.sample_id, r.epoch LIMIT CAST(@limit AS INTEGER)`;
-}
-
-/**
- * What decides where a plan counts the key of each open request (`doneSql`), counted by kind in
- * one statement (`RerunFact`): the key's outcome as the figures keep it (`held`: status, and
- * whether its error is a scorer's), whether it is in flight, and its latest attempt after the one
- * the request follows for the sample's current fingerprint (`later`: 0 none, 1 an error, 2 a
- * scorer's error; an open request has no scored one).
- */
-export function rerunFactsSql(dialect: "sqlite" | "postgres"): string {
-  const sqlite = dialect === "sqlite";
-  // Each request's key's figures read out of its sample's once (materialized on PostgreSQL, which
-  // would otherwise parse the sample's figures again for every expression below).
-  const key = sqlite
-    ? `json_extract(f.figures, '$."' || r.epoch || '"')`
-    : "f.figures::jsonb -> r.epoch::text";
-  const field = (path: "status" | "attempt" | "error.type") => keyField(dialect, "k.j", path);
-  const errorType = sqlite ? "json_extract(a.error, '$.type')" : "(a.error::jsonb ->> 'type')";
-  const int = sqlite ? "" : "::int";
-  return `WITH k AS ${sqlite ? "" : "MATERIALIZED"} (
-    SELECT r.run_id, r.sample_id, r.epoch, r.after_attempt, ${key} AS j
-    FROM rerun_requests AS r
-      LEFT JOIN sample_figures AS f ON f.run_id = r.run_id AND f.sample_id = r.sample_id
-    WHERE r.run_id = @runId
-  )
-  SELECT held, held_scorer, flying, later, count(*) AS n FROM (
-    SELECT ${field("status")} AS held,
-      COALESCE(${field("error.type")} = 'scorer', ${sqlite ? "0" : "false"})${int} AS held_scorer,
-      EXISTS (SELECT 1 FROM inflight AS i
-        WHERE i.run_id = k.run_id AND i.sample_id = k.sample_id AND i.epoch = k.epoch)${int} AS flying,
-      COALESCE((SELECT CASE WHEN ${errorType} = 'scorer' THEN 2 ELSE 1 END
-        FROM attempts_now AS a JOIN samples AS s
-          ON s.run_id = a.run_id AND s.sample_id = a.sample_id AND s.fingerprint = a.fingerprint
-        WHERE a.run_id = k.run_id AND a.sample_id = k.sample_id AND a.epoch = k.epoch
-          AND a.attempt > k.after_attempt
-        ORDER BY a.attempt DESC LIMIT 1), 0) AS later
-    FROM k WHERE NOT COALESCE(${doneOf(dialect, "k.j", "k.after_attempt")}, ${sqlite ? "0" : "false"})
-  ) AS facts GROUP BY held, held_scorer, flying, later`;
-}
-
-/** A row of `rerunFactsSql`. */
-export interface RerunFactRow {
-  held: string | null;
-  held_scorer: number;
-  flying: number;
-  later: number;
-  n: number | string;
-}
-
-/** A `RerunFactRow` as `reads.rerunFacts` gives it. */
-export function toRerunFact(row: RerunFactRow): RerunFact {
-  const held = row.held === "scored" || row.held === "error" ? row.held : null;
-  const later = row.later === 2 ? "scorer-error" : row.later === 1 ? "error" : "none";
-  return {
-    held,
-    heldScorer: row.held_scorer === 1,
-    flying: row.flying === 1,
-    later,
-    keys: Number(row.n),
-  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { journalPrefixMigration } from "./journal-prefix.js";
 import { openLeasesMigration } from "./open-leases.js";
+import { rerunFactsMigration } from "./rerun-facts.js";
 import { rerunRequestsMigration } from "./rerun-requests.js";
 import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
@@ -429,4 +430,5 @@ ALTER TABLE rate_waits ADD COLUMN waiting BIGINT NOT NULL DEFAULT 0,
   journalPrefixMigration(17),
   openLeasesMigration(18),
   rerunRequestsMigration(19, "postgres"),
+  rerunFactsMigration(20, "postgres"),
 ];

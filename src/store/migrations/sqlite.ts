@@ -1,6 +1,7 @@
 import { SQLITE_RATE_LIMITS, SQLITE_RATE_WAITING } from "./sqlite-rates.js";
 import { journalPrefixMigration } from "./journal-prefix.js";
 import { openLeasesMigration } from "./open-leases.js";
+import { rerunFactsMigration } from "./rerun-facts.js";
 import { rerunRequestsMigration } from "./rerun-requests.js";
 import { runFiguresMigration } from "./run-figures.js";
 import type { Migration } from "./types.js";
@@ -430,4 +431,5 @@ CREATE INDEX batch_submissions_run ON batch_submissions (run_id, created_at);
   journalPrefixMigration(18),
   openLeasesMigration(19),
   rerunRequestsMigration(20, "sqlite"),
+  rerunFactsMigration(21, "sqlite"),
 ];

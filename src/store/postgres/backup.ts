@@ -38,6 +38,7 @@ const TABLES: readonly { name: string; since: number; order: string; serial?: st
   { name: "run_figures", since: 15, order: "run_id" },
   { name: "sample_figures", since: 15, order: "run_id, sample_id" },
   { name: "rerun_requests", since: 19, order: "run_id, sample_id, epoch" },
+  { name: "rerun_counts", since: 20, order: "run_id, fact" },
 ];
 
 const BATCH = 1_000;

@@ -18,6 +18,17 @@ import { scoringFilterParams, toScoring, type ScoringRow } from "../scoring-rows
 import type { Pool } from "pg";
 import { statement, transaction, type Queryable } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
+import {
+  ADD_RERUN_COUNT,
+  rebuildRerunFactsSql,
+  RERUN_COUNTS_SQL,
+  rerunFactRowsSql,
+  toRerunFacts,
+  type RerunCountRow,
+} from "../rerun-facts.js";
+import type { RerunFact } from "../types.js";
+
+const REBUILD_RERUN_FACTS = rebuildRerunFactsSql("postgres", "run");
 
 /**
  * Some samples of a run (by id) with their fingerprint and figures, each looked up through its
@@ -47,10 +58,12 @@ const figures = {
     `SELECT ${SAMPLES_BY_ID} FROM unnest(@sampleIds::text[]) AS k(sample_id)`,
     { prepare: true },
   ),
-  // A commit's one read: the run's figures beside each touched sample's fingerprint and figures.
+  // A commit's one read: the run's figures beside each touched sample's fingerprint and figures,
+  // and whether the run has a re-run request open.
   commitBefore: statement(
     `SELECT ${SAMPLES_BY_ID},
-         (SELECT r.figures FROM run_figures r WHERE r.run_id = @runId) AS run
+         (SELECT r.figures FROM run_figures r WHERE r.run_id = @runId) AS run,
+         EXISTS (SELECT 1 FROM rerun_counts c WHERE c.run_id = @runId AND c.n > 0) AS reruns_open
        FROM unnest(@sampleIds::text[]) AS k(sample_id)`,
     { prepare: true },
   ),
@@ -74,10 +87,33 @@ const figures = {
        AND sample_id > @after ORDER BY sample_id LIMIT 200`,
   ),
   fingerprints: statement(`SELECT sample_id, fingerprint FROM samples WHERE run_id = @runId`),
+  // The open re-run requests' counts (`store/rerun-facts.ts`): the facts of the requests of some
+  // samples computed again and the counts of those that moved moved, in one statement.
+  rerunFactsAfter: statement(
+    `WITH x AS (${rerunFactRowsSql("postgres", "samples")}),
+     moved AS (
+       UPDATE rerun_requests AS r SET fact = x.now FROM x
+       WHERE r.run_id = x.run_id AND r.sample_id = x.sample_id AND r.epoch = x.epoch
+         AND r.fact IS DISTINCT FROM x.now
+       RETURNING x.was, x.now),
+     delta AS (
+       SELECT fact, sum(n)::int AS n FROM (
+         SELECT was AS fact, -1 AS n FROM moved WHERE was IS NOT NULL
+         UNION ALL SELECT now, 1 FROM moved WHERE now IS NOT NULL) AS m
+       GROUP BY fact HAVING sum(n) <> 0)
+     ${ADD_RERUN_COUNT.replace("VALUES (@runId, @fact, @n)", "SELECT @runId, fact, n FROM delta")}`,
+    { prepare: true },
+  ),
+  rerunCounts: statement(RERUN_COUNTS_SQL, { prepare: true }),
+  clearRerunCounts: statement(REBUILD_RERUN_FACTS.clearCounts),
+  setRerunFacts: statement(REBUILD_RERUN_FACTS.setFacts),
+  countRerunFacts: statement(REBUILD_RERUN_FACTS.countFacts),
 };
 
 interface BeforeRow {
   sample_id: string;
+  /** `commitBefore`'s only: whether the run has a re-run request open. */
+  reruns_open?: boolean;
   /** NULL: not a sample of the run. */
   fingerprint: string | null;
   figures: string | null;
@@ -128,15 +164,46 @@ export async function writeFiguresAfter(
   attempts: readonly FoldedAttempt[],
 ): Promise<void> {
   const text = rows[0]?.run;
-  if (attempts.length === 0 || !text) return;
-  const run = parseRun(held, runId, text);
-  const before = new Map<string, SampleBefore>(
-    inSnapshot(rows).map((r) => [
-      r.sample_id,
-      { fingerprint: r.fingerprint, figures: sample(r.figures) },
-    ]),
-  );
-  await write(held, tx, runId, run, applyAttempts(run, before, attempts));
+  if (attempts.length === 0) return;
+  // Each write sent before any answer is awaited (a pipelined commit sends COMMIT behind them).
+  const writes: Promise<void>[] = [];
+  if (text) {
+    const run = parseRun(held, runId, text);
+    const before = new Map<string, SampleBefore>(
+      inSnapshot(rows).map((r) => [
+        r.sample_id,
+        { fingerprint: r.fingerprint, figures: sample(r.figures) },
+      ]),
+    );
+    writes.push(write(held, tx, runId, run, applyAttempts(run, before, attempts)));
+  }
+  // New attempts reopen no request that is done: only open ones can move.
+  if (rows[0]?.reruns_open) {
+    writes.push(rerunFactsAfter(tx, runId, [...new Set(attempts.map((a) => a.sampleId))]));
+  }
+  await Promise.all(writes);
+}
+
+/**
+ * Inside a write's transaction, after it: the facts of the requests of `sampleIds` computed again and the counts of those that moved moved (`store/rerun-facts.ts`).
+ */
+async function rerunFactsAfter(tx: Queryable, runId: string, sampleIds: string[]): Promise<void> {
+  await figures.rerunFactsAfter.run(tx, { runId, sampleIds });
+}
+
+/**
+ * Inside a write's transaction, after it wrote the run's requests (recorded, replaced, cleared)
+ * or built its figures: every request's fact computed again and the counts from nothing.
+ */
+export async function rebuildRerunFacts(tx: Queryable, runId: string): Promise<void> {
+  await figures.clearRerunCounts.run(tx, { runId });
+  await figures.setRerunFacts.run(tx, { runId });
+  await figures.countRerunFacts.run(tx, { runId });
+}
+
+/** The facts of the run's open requests as a report's plan counts them (`reads.rerunFacts`). */
+export async function readRerunFacts(db: Queryable, runId: string): Promise<RerunFact[]> {
+  return toRerunFacts(await figures.rerunCounts.rows<RerunCountRow>(db, { runId }));
 }
 
 /**
@@ -150,11 +217,13 @@ export async function figuresAfterRescore(
   sampleIds: Iterable<string>,
   scorings: readonly ScoringDraft[] = [],
 ): Promise<void> {
+  const ids = [...new Set(sampleIds)];
+  // A scoring or a sample's new content may move any request of the samples, a done one too.
   const run = await runFigures(held, tx, runId);
-  if (!run) return;
+  if (!run) return rerunFactsAfter(tx, runId, ids);
   for (const scoring of scorings) run.addScoring(scoring);
   const rows = inSnapshot(
-    await figures.samplesBefore.rows<BeforeRow>(tx, { runId, sampleIds: [...new Set(sampleIds)] }),
+    await figures.samplesBefore.rows<BeforeRow>(tx, { runId, sampleIds: ids }),
   );
   const head = attemptMapper(runId).head;
   const after = new Map<string, SampleFigures>();
@@ -164,6 +233,7 @@ export async function figuresAfterRescore(
     after.set(row.sample_id, recomputeSample(run, sample(row.figures), attempts, row.fingerprint));
   }
   await write(held, tx, runId, run, after);
+  await rerunFactsAfter(tx, runId, ids);
 }
 
 /**
@@ -226,6 +296,8 @@ async function build(
   const scorings = scoringRows.map((row) => toScoring(runId, row));
   const built = buildFigures(reducer, fingerprints, attempts, scorings);
   await write(held, tx, runId, built.run, built.samples);
+  // The requests' facts read the samples' figures, which were not there before.
+  await rebuildRerunFacts(tx, runId);
   return built.run;
 }
 

@@ -2,8 +2,6 @@ import type { Attempt, Key, Reducer, SampleRecord, Scoring } from "../../core/ty
 import {
   askedFlags,
   readRerunPages,
-  toRerunFact,
-  type RerunFactRow,
   type RerunPagesOptions,
   type RerunRow,
 } from "../rerun-rows.js";
@@ -49,10 +47,10 @@ import type {
   StoredSpend,
 } from "../types.js";
 import type { DbRun, PostgresContext } from "./context.js";
-import { readFigures } from "./figures.js";
+import { readFigures, readRerunFacts } from "./figures.js";
 import { postgresReadModel } from "./read-queries.js";
 import type { QueryResultRow } from "pg";
-import { transaction, type Statement } from "./driver.js";
+import type { Statement } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
 
 /** Every read of the PostgreSQL store (`ReadModel`): listings, attempts, outcomes, spend. */
@@ -221,16 +219,7 @@ function pagedReads(
       );
     },
     async rerunFacts(runId: string) {
-      return c.guard(async () => {
-        await c.plannerStats.check(c.pool, "rerun_requests", runId);
-        // The planner's cost of a lookup a request sets off JIT compilation above some 10,000
-        // requests: 0.9 s of it for 1.4 s of work at 171,428 (PostgreSQL 15).
-        const rows = await transaction(c.pool, async (tx) => {
-          await tx.query("SET LOCAL jit = off");
-          return sql.rerunFacts.rows<RerunFactRow>(tx, { runId });
-        });
-        return rows.map(toRerunFact);
-      });
+      return c.guard(() => readRerunFacts(c.pool, runId));
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(

@@ -1,5 +1,5 @@
 import { createRun } from "./create-run.js";
-import { figuresAfterRescore } from "./figures.js";
+import { figuresAfterRescore, rebuildRerunFacts } from "./figures.js";
 import type {
   Key,
   OwnerIdentity,
@@ -118,6 +118,10 @@ export function postgresRuns(c: PostgresContext): RunStore {
             });
           }
           if (asked) await sql.recordAsked.run(tx, { runId, ...askedFlags(asked.outcomes) });
+          // Above some 10,000 requests the planner's cost of their lookups sets off JIT
+          // compilation, which took most of the time of the same statements' reads.
+          await tx.query("SET LOCAL jit = off");
+          await rebuildRerunFacts(tx, runId);
           return true;
         }),
       );

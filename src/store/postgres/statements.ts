@@ -9,7 +9,6 @@ import {
   pruneRerunsSql,
   recordAskedSql,
   RERUN_SQL,
-  rerunFactsSql,
   UPSERT,
 } from "../rerun-rows.js";
 
@@ -144,7 +143,6 @@ const POSTGRES_SQL = {
      SELECT @runId, * FROM unnest(@ids::text[], @epochs::int[], @afters::int[]) ${UPSERT}`,
   ),
   askedRerunPage: sql(askedRerunsSql("postgres", true)),
-  rerunFacts: sql(rerunFactsSql("postgres")),
   recordAsked: sql(recordAskedSql("postgres")),
   figuresBuilt: sql(RERUN_SQL.figuresBuilt),
   releaseRun: sql(

@@ -18,6 +18,18 @@ import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
 import { ROWS_PER_STATEMENT, rowWriter, sql, valuesRows, type Prepared } from "./statements.js";
+import {
+  ADD_RERUN_COUNT,
+  ANY_OPEN_RERUN_SQL,
+  rebuildRerunFactsSql,
+  RERUN_COUNTS_SQL,
+  rerunFactRowsSql,
+  toRerunFacts,
+  type RerunCountRow,
+} from "../rerun-facts.js";
+import type { RerunFact } from "../types.js";
+
+const REBUILD_RERUN_FACTS = rebuildRerunFactsSql("sqlite", "run");
 
 /** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
 function putSamples(rows: number) {
@@ -57,6 +69,20 @@ export const SQLITE_FIGURES_STATEMENTS = {
   fingerprints: sql<{ sample_id: string; fingerprint: string }>(
     `SELECT sample_id, fingerprint FROM samples WHERE run_id = ?`,
   ),
+  // The open re-run requests' counts (`store/rerun-facts.ts`).
+  rerunCounts: sql<RerunCountRow>(RERUN_COUNTS_SQL),
+  anyOpenRerun: sql<{ open: number }>(ANY_OPEN_RERUN_SQL),
+  rerunFactRows: sql<{ sample_id: string; epoch: number; was: string | null; now: string | null }>(
+    rerunFactRowsSql("sqlite", "samples"),
+  ),
+  setRerunFact: sql(
+    `UPDATE rerun_requests SET fact = @fact
+       WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
+  ),
+  addRerunCount: sql(ADD_RERUN_COUNT),
+  clearRerunCounts: sql(REBUILD_RERUN_FACTS.clearCounts),
+  setRerunFacts: sql(REBUILD_RERUN_FACTS.setFacts),
+  countRerunFacts: sql(REBUILD_RERUN_FACTS.countFacts),
 };
 
 export type FiguresStatements = Prepared<typeof SQLITE_FIGURES_STATEMENTS>;
@@ -74,9 +100,18 @@ export function figuresAfterAttempts(
 ): void {
   if (attempts.length === 0) return;
   const run = runFigures(c, runId);
-  if (!run) return;
-  writeSamples(c, runId, applyAttempts(run, before, attempts));
-  putRun(c, runId, run);
+  if (run) {
+    writeSamples(c, runId, applyAttempts(run, before, attempts));
+    putRun(c, runId, run);
+  }
+  // New attempts reopen no request that is done: only open ones can move.
+  if (c.figures.anyOpenRerun.get({ runId })) {
+    rerunFactsAfter(
+      c,
+      runId,
+      attempts.map((a) => a.sampleId),
+    );
+  }
 }
 
 /**
@@ -89,12 +124,14 @@ export function figuresAfterRescore(
   sampleIds: Iterable<string>,
   scorings: readonly ScoringDraft[] = [],
 ): void {
+  const ids = [...new Set(sampleIds)];
+  // A scoring or a sample's new content may move any request of the samples, a done one too.
   const run = runFigures(c, runId);
-  if (!run) return;
+  if (!run) return rerunFactsAfter(c, runId, ids);
   for (const scoring of scorings) run.addScoring(scoring);
   const head = attemptMapper(runId).head;
   const after = new Map<string, SampleFigures>();
-  for (const sampleId of new Set(sampleIds)) {
+  for (const sampleId of ids) {
     const row = c.figures.sampleBefore.get(runId, sampleId);
     if (!row) continue;
     const attempts = c.figures.sampleAttempts.all(runId, sampleId).map(head);
@@ -105,6 +142,41 @@ export function figuresAfterRescore(
   }
   writeSamples(c, runId, after);
   putRun(c, runId, run);
+  rerunFactsAfter(c, runId, ids);
+}
+
+/**
+ * Inside a write's transaction, after it: the facts of the requests of `sampleIds` computed again
+ * and the counts of those that moved moved (`store/rerun-facts.ts`).
+ */
+function rerunFactsAfter(c: SqliteContext, runId: string, sampleIds: readonly string[]): void {
+  const moved = new Map<string, number>();
+  const move = (fact: string | null, n: number) => {
+    if (fact !== null) moved.set(fact, (moved.get(fact) ?? 0) + n);
+  };
+  const rows = c.figures.rerunFactRows.all({ runId, sampleIds: JSON.stringify(sampleIds) });
+  for (const { sample_id: sampleId, epoch, was, now } of rows) {
+    if (was === now) continue;
+    c.figures.setRerunFact.run({ runId, sampleId, epoch, fact: now });
+    move(was, -1);
+    move(now, 1);
+  }
+  for (const [fact, n] of moved) if (n !== 0) c.figures.addRerunCount.run({ runId, fact, n });
+}
+
+/**
+ * Inside a write's transaction, after it wrote the run's requests (recorded, replaced, cleared)
+ * or built its figures: every request's fact computed again and the counts from nothing.
+ */
+export function rebuildRerunFacts(c: SqliteContext, runId: string): void {
+  c.figures.clearRerunCounts.run({ runId });
+  c.figures.setRerunFacts.run({ runId });
+  c.figures.countRerunFacts.run({ runId });
+}
+
+/** The facts of the run's open requests as a report's plan counts them (`reads.rerunFacts`). */
+export function readRerunFacts(c: SqliteContext, runId: string): RerunFact[] {
+  return toRerunFacts(c.figures.rerunCounts.all({ runId }));
 }
 
 /**
@@ -149,6 +221,8 @@ function build(c: SqliteContext, runId: string, reducer: Reducer): RunFigures {
   const { run, samples } = buildFigures(reducer, fingerprints, attempts, scorings);
   writeSamples(c, runId, samples);
   putRun(c, runId, run);
+  // The requests' facts read the samples' figures, which were not there before.
+  rebuildRerunFacts(c, runId);
   return run;
 }
 

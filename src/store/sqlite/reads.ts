@@ -11,7 +11,7 @@ import {
   toFingerprintFromRaw,
 } from "../sample-pages.js";
 import { labelsColumn, toRun } from "../run-rows.js";
-import { askedFlags, readRerunPages, toRerunFact, type RerunPagesOptions } from "../rerun-rows.js";
+import { askedFlags, readRerunPages, type RerunPagesOptions } from "../rerun-rows.js";
 import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type {
   AttemptFact,
@@ -32,7 +32,7 @@ import type {
   StoredSpend,
 } from "../types.js";
 import type { SqliteContext } from "./context.js";
-import { readFigures } from "./figures.js";
+import { readFigures, readRerunFacts } from "./figures.js";
 
 /** Every read of the SQLite store (`ReadModel`): listings, attempts, outcomes, spend. */
 export function sqliteReads(c: SqliteContext): ReadModel {
@@ -168,7 +168,7 @@ function pagedReads(
       );
     },
     async rerunFacts(runId: string) {
-      return c.guard(() => c.s.rerunFacts.all({ runId }).map(toRerunFact));
+      return c.guard(() => readRerunFacts(c, runId));
     },
     sampleFingerprintPages(runId: string, pageSize = 1_000, start?: RunPart) {
       return snapshotPages(

@@ -19,7 +19,7 @@ import {
 import type { HeartbeatReply, NewRun, RunStore } from "../types.js";
 import type { SqliteContext } from "./context.js";
 import { createRun } from "./create-run.js";
-import { figuresAfterRescore } from "./figures.js";
+import { figuresAfterRescore, rebuildRerunFacts } from "./figures.js";
 import { immediate } from "./driver.js";
 
 /** Run records and their ownership (`RunStore`) in SQLite. */
@@ -110,6 +110,7 @@ export function sqliteRuns(c: SqliteContext): RunStore {
             c.s.insertReruns.run({ runId, rows: JSON.stringify(rows) });
           }
           if (asked) c.s.recordAsked.run({ runId, ...askedFlags(asked.outcomes) });
+          rebuildRerunFacts(c, runId);
           return true;
         }),
       );

@@ -17,9 +17,7 @@ import {
   pruneRerunsSql,
   recordAskedSql,
   RERUN_SQL,
-  rerunFactsSql,
   UPSERT,
-  type RerunFactRow,
   type RerunRow,
 } from "../rerun-rows.js";
 import { SAMPLE_PAGE_SQL, type RawFingerprintRow, type SamplePageRow } from "../sample-pages.js";
@@ -186,7 +184,6 @@ export const SQLITE_STATEMENTS = {
        json_extract(value, '$[2]') FROM json_each(@rows) WHERE true ${UPSERT}`,
   ),
   askedRerunPage: sql<RerunRow>(askedRerunsSql("sqlite", true)),
-  rerunFacts: sql<RerunFactRow>(rerunFactsSql("sqlite")),
   figuresBuilt: sql<{ built: number }>(RERUN_SQL.figuresBuilt),
   recordAsked: sql(recordAskedSql("sqlite")),
   releaseRun: sql(
