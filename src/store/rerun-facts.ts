@@ -96,10 +96,6 @@ export const RERUN_COUNTS_SQL = `SELECT fact, n, 0 AS flying FROM rerun_counts
     ON r.run_id = i.run_id AND r.sample_id = i.sample_id AND r.epoch = i.epoch
     WHERE i.run_id = @runId AND r.fact IS NOT NULL`;
 
-/** Whether the run has a request open (`rerun_counts`): a commit's check before recomputing. */
-export const ANY_OPEN_RERUN_SQL = `SELECT 1 AS open FROM rerun_counts
-  WHERE run_id = @runId AND n > 0 LIMIT 1`;
-
 /** A row of `RERUN_COUNTS_SQL`. */
 export interface RerunCountRow {
   fact: string;

@@ -41,7 +41,7 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
           const before = new Map<string, SampleBefore>();
           const left = leftOpen(c, runId);
           const stored = drafts.map((draft) => insertAttempt(c, runId, draft, before, left));
-          figuresAfterAttempts(c, runId, stored, before);
+          figuresAfterAttempts(c, runId, stored, before, left.reruns);
           // A worker's scored key has its outcome: its lease ends with the commit that gave it.
           if (fence === "worker") {
             c.leases.finish(
@@ -80,22 +80,25 @@ export function sqliteAttempts(c: SqliteContext): AttemptStore {
   };
 }
 
-/** What an attempt's commit may have to close: the run's in-flight marks, its open steps. */
+/**
+ * What an attempt's commit may have to close or move: the run's in-flight marks, its open steps,
+ * its open re-run requests' counts (`store/rerun-facts.ts`).
+ */
 interface LeftOpen {
   inflight: boolean;
   steps: boolean;
+  reruns: boolean;
 }
 
 /**
- * Whether the run has any in-flight mark or open journal entry, read once per batch inside its
- * IMMEDIATE transaction (nothing can add one before the commit): when it has none, an attempt's
- * clearing and binding statements, which would change no row, are not run.
+ * Whether the run has any in-flight mark, open journal entry or open re-run request, read once
+ * per batch inside its IMMEDIATE transaction (nothing can add one before the commit): when it has
+ * none, an attempt's clearing and binding statements, which would change no row, are not run, nor
+ * are the requests' facts computed again.
  */
 function leftOpen(c: SqliteContext, runId: string): LeftOpen {
-  return {
-    inflight: c.s.anyInflight.get(runId) !== undefined,
-    steps: c.s.anyOpenStep.get(runId) !== undefined,
-  };
+  const [inflight, steps, reruns] = c.s.leftOpen.get(runId, runId, runId)!;
+  return { inflight: inflight === 1, steps: steps === 1, reruns: reruns === 1 };
 }
 
 /** Runs inside the caller's IMMEDIATE transaction, so the checks hold until commit. */

@@ -20,7 +20,6 @@ import { immediate } from "./driver.js";
 import { ROWS_PER_STATEMENT, rowWriter, sql, valuesRows, type Prepared } from "./statements.js";
 import {
   ADD_RERUN_COUNT,
-  ANY_OPEN_RERUN_SQL,
   rebuildRerunFactsSql,
   RERUN_COUNTS_SQL,
   rerunFactRowsSql,
@@ -71,7 +70,6 @@ export const SQLITE_FIGURES_STATEMENTS = {
   ),
   // The open re-run requests' counts (`store/rerun-facts.ts`).
   rerunCounts: sql<RerunCountRow>(RERUN_COUNTS_SQL),
-  anyOpenRerun: sql<{ open: number }>(ANY_OPEN_RERUN_SQL),
   rerunFactRows: sql<{ sample_id: string; epoch: number; was: string | null; now: string | null }>(
     rerunFactRowsSql("sqlite", "samples"),
   ),
@@ -97,6 +95,8 @@ export function figuresAfterAttempts(
   attempts: readonly FoldedAttempt[],
   /** Each touched sample's fingerprint and figures before the batch (read with its key state). */
   before: ReadonlyMap<string, SampleBefore>,
+  /** Whether the run had a re-run request open before the batch (`leftOpen`). */
+  reruns: boolean,
 ): void {
   if (attempts.length === 0) return;
   const run = runFigures(c, runId);
@@ -105,7 +105,7 @@ export function figuresAfterAttempts(
     putRun(c, runId, run);
   }
   // New attempts reopen no request that is done: only open ones can move.
-  if (c.figures.anyOpenRerun.get({ runId })) {
+  if (reruns) {
     rerunFactsAfter(
       c,
       runId,

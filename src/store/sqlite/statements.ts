@@ -197,8 +197,15 @@ export const SQLITE_STATEMENTS = {
 
   markInflight: sql(`INSERT OR IGNORE INTO inflight (run_id, sample_id, epoch) VALUES (?, ?, ?)`),
   clearInflight: sql(`DELETE FROM inflight WHERE run_id = ? AND sample_id = ? AND epoch = ?`),
-  anyInflight: sql(`SELECT 1 FROM inflight WHERE run_id = ? LIMIT 1`),
-  anyOpenStep: sql(`SELECT 1 FROM journal WHERE run_id = ? AND attempt IS NULL LIMIT 1`),
+  // What a commit may have to close or move (`LeftOpen`): one read a batch, three run ids bound.
+  leftOpen: {
+    ...sql<[number, number, number]>(
+      `SELECT EXISTS (SELECT 1 FROM inflight WHERE run_id = ?),
+         EXISTS (SELECT 1 FROM journal WHERE run_id = ? AND attempt IS NULL),
+         EXISTS (SELECT 1 FROM rerun_counts WHERE run_id = ? AND n > 0)`,
+    ),
+    raw: true,
+  },
   listInflight: sql<{ sample_id: string; epoch: number }>(
     `SELECT sample_id, epoch FROM inflight WHERE run_id = ? ORDER BY sample_id, epoch`,
   ),
