@@ -131,6 +131,20 @@ describe("stet import", () => {
     expect(dumpDb(store)).toBe(before);
   });
 
+  it("refuses the rows `stet export --format jsonl` wrote, saying what to import instead", async () => {
+    const { store, runId } = await erroredRun();
+    const rows = join(dir, `rows-${runId}.jsonl`);
+    const exported = await cli(["export", runId, "-o", rows, "--store", store]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const before = dumpDb(store);
+    const result = await cli(["import", rows, "--into", runId, "--store", store]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${rows}:1 is a row of \`stet export --format jsonl\``);
+    expect(result.stderr).toContain("export the run with `--format resultset`");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(dumpDb(store)).toBe(before);
+  });
+
   type Doc = {
     results: Array<Record<string, unknown> & { grader_results: Array<{ score: unknown }> }>;
   };

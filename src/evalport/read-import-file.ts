@@ -10,7 +10,7 @@ import { parseJson, refusalError } from "./parse-json.js";
 import { fromResult, type ResultAttempt } from "./result-mapping.js";
 import type { EvalPortResult, ResultSetDocument } from "./result-set-types.js";
 import { validateDocument } from "./validate-document.js";
-import { validateJsonLines } from "./validate-json-lines.js";
+import { ErrorList, validateJsonLines } from "./validate-json-lines.js";
 import type { ValidationError } from "./validation-types.js";
 
 export type ImportFormat = "resultset" | "results-jsonl" | "fallback-jsonl";
@@ -35,13 +35,16 @@ export interface ImportFile {
 }
 
 const SHOWN_ERRORS = 20;
+/** The most errors a refusal holds and gives in its details; the rest are counted. */
+const KEPT_ERRORS = 1_000;
 
 /**
  * Reads a file to import: a ResultSet (`.json`), a Results JSONL (`stet run --output`), or the
  * engine's fallback JSONL (`<run>.fallback.jsonl`, lines `{ runId, ...AttemptDraft }`). With
  * `sha256`, the file's bytes must hash to it. The file is validated whole (EvalPort schemas and
  * rules, or the fallback line schema) and mapped with `fromResult`; any problem throws
- * StetError `E_INVALID_INPUT` listing every error as `file:line:col: /path: message [code]`.
+ * StetError `E_INVALID_INPUT` listing the first errors as `file:line:col: /path: message [code]`
+ * and counting the rest (its details hold the first `KEPT_ERRORS` and the count of the others).
  *
  * @example const file = await readImportFile("partial.json", { sha256: "9f86d0…" });
  */
@@ -122,8 +125,12 @@ function readResultSet(path: string, text: string): Parsed {
 }
 
 function readResultLines(path: string, text: string): Parsed {
-  const validation = validateJsonLines(text, { file: path, kind: "result" });
-  if (!validation.valid) refuse(path, "Results JSONL", validation.errors);
+  const validation = validateJsonLines(text, {
+    file: path,
+    kind: "result",
+    maxErrors: KEPT_ERRORS,
+  });
+  if (!validation.valid) refuse(path, "Results JSONL", validation.errors, validation.omitted);
   const fallbackTime = new Date().toISOString();
   const records: ImportRecord[] = [];
   text.split("\n").forEach((line, i) => {
@@ -135,7 +142,7 @@ function readResultLines(path: string, text: string): Parsed {
 }
 
 function readFallback(path: string, text: string): Parsed {
-  const errors: ValidationError[] = [];
+  const errors = new ErrorList(KEPT_ERRORS);
   const records: ImportRecord[] = [];
   const runIds = new Set<string>();
   text.split("\n").forEach((raw, i) => {
@@ -148,14 +155,16 @@ function readFallback(path: string, text: string): Parsed {
     }
     const result = fallbackLineSchema.safeParse(parsed.value);
     if (!result.success) {
+      if (errors.found === 0 && isExportRow(parsed.value)) throw exportRows(path, line);
       errors.push(...result.error.issues.map((issue) => zodError(path, line, issue)));
       return;
     }
     const { runId, ...draft } = result.data;
     runIds.add(runId);
-    records.push({ attempt: draft, where: `line ${line}` });
+    // Once a line is refused the file is: its records are not needed.
+    if (errors.found === 0) records.push({ attempt: draft, where: `line ${line}` });
   });
-  if (errors.length > 0) refuse(path, "fallback JSONL", errors);
+  if (errors.found > 0) refuse(path, "fallback JSONL", errors.kept, errors.omitted);
   if (runIds.size > 1) {
     throw new StetError(
       "E_INVALID_INPUT",
@@ -168,6 +177,29 @@ function readFallback(path: string, text: string): Parsed {
     partial: false,
     ...(runIds.size === 1 && { runId: [...runIds][0]! }),
   };
+}
+
+/**
+ * Whether a line is a row of `stet export --format jsonl` (`cli/export-rows.ts`: a key's outcome,
+ * its attempt's number and provenance's kind), which has the fallback line's `runId` and
+ * `sampleId` but is not an attempt to restore.
+ */
+function isExportRow(value: unknown): boolean {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "attempt" in value &&
+    "provenance" in value &&
+    typeof value.provenance === "string" &&
+    !("fingerprint" in value)
+  );
+}
+
+function exportRows(path: string, line: number): StetError {
+  return new StetError(
+    "E_INVALID_INPUT",
+    `${path}:${line} is a row of \`stet export --format jsonl\` (a key's outcome), which \`stet import\` does not read: export the run with \`--format resultset\`, or import the Results JSONL its \`--output\` wrote; nothing was imported`,
+  );
 }
 
 function isFallback(text: string): boolean {
@@ -195,12 +227,14 @@ function zodError(file: string, line: number, issue: z.core.$ZodIssue): Validati
   return { file, line, path: pointer, code: `fallback.${issue.code}`, message: issue.message };
 }
 
-function refuse(path: string, what: string, errors: ValidationError[]): never {
+/** Refuses the file: its first errors shown, `KEPT_ERRORS` in the details, the rest counted. */
+function refuse(path: string, what: string, errors: ValidationError[], omitted = 0): never {
   const shown = errors.slice(0, SHOWN_ERRORS).map((e) => `  ${formatValidationError(e)}`);
-  const more = errors.length - shown.length;
+  const more = errors.length + omitted - shown.length;
+  const kept = errors.slice(0, KEPT_ERRORS);
   throw new StetError(
     "E_INVALID_INPUT",
     `${path} is not a valid ${what}; nothing was imported:\n${shown.join("\n")}${more > 0 ? `\n  … and ${more} more` : ""}`,
-    { details: { errors } },
+    { details: { errors: kept, omitted: errors.length + omitted - kept.length } },
   );
 }

@@ -12,6 +12,8 @@ export interface JsonLinesOptions {
   kind?: DocumentKind | "auto";
   /** The suite's grader ids, to check the test cases' references (a suite's test_cases_file). */
   graderIds?: ReadonlySet<string>;
+  /** List at most this many errors; those past it are counted in `omitted` (default: all). */
+  maxErrors?: number;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface JsonLinesOptions {
 export function validateJsonLines(text: string, options: JsonLinesOptions = {}): ValidationResult {
   const { file } = options;
   let kind = options.kind === "auto" ? undefined : options.kind;
-  const errors: ValidationError[] = [];
+  const errors = new ErrorList(options.maxErrors);
   const testCases: LocatedTestCase[] = [];
   let records = 0;
   text.split("\n").forEach((raw, index) => {
@@ -56,7 +58,30 @@ export function validateJsonLines(text: string, options: JsonLinesOptions = {}):
     (e) => e.code === "suite.duplicate_test_case_id" || e.code === "suite.dangling_grader_ref",
   );
   errors.push(...crossLine);
-  return { valid: errors.length === 0, kind, errors: sortByLine(errors) };
+  const omitted = errors.omitted > 0 ? { omitted: errors.omitted } : {};
+  return { valid: errors.found === 0, kind, errors: sortByLine(errors.kept), ...omitted };
+}
+
+/**
+ * Errors as found, the first `max` kept and the rest counted: a file broken on every one of its
+ * million lines is refused naming its first problems, without holding the others.
+ */
+export class ErrorList {
+  readonly kept: ValidationError[] = [];
+  omitted = 0;
+
+  constructor(private readonly max = Infinity) {}
+
+  get found(): number {
+    return this.kept.length + this.omitted;
+  }
+
+  push(...errors: ValidationError[]): void {
+    for (const error of errors) {
+      if (this.kept.length < this.max) this.kept.push(error);
+      else this.omitted++;
+    }
+  }
 }
 
 function sortByLine(errors: ValidationError[]): ValidationError[] {

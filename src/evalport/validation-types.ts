@@ -26,6 +26,8 @@ export interface ValidationResult {
   /** The kind validated against; `undefined` when it could not be told (see `kind.unknown`). */
   kind: DocumentKind | undefined;
   errors: ValidationError[];
+  /** Errors found past a caller's `maxErrors` (`validateJsonLines`): counted, not listed. */
+  omitted?: number;
 }
 
 /** A plain JSON object (not an array, not null). */
