@@ -2,7 +2,8 @@
 // 10000000) through the CLI, and what each read of it costs: wall and peak RSS of the run, the
 // resume plan of the complete run, `stet show`, `stet export --format jsonl`, `stet diff` of the
 // run with itself and `stet review` of two keys, beside the floor the read paths are held
-// against: the store's raw scan (a SELECT of every attempt row); then a second run SIGKILLed a
+// against: the store's raw scan (a SELECT of every attempt row), and `stet show` again with the
+// run's failed tenth asked to re-run (`--rerun-failed`, SIGKILLed early); then a second run SIGKILLed a
 // quarter of the way and its `stet resume`, which executes the rest from the snapshot's pages, and
 // a distributed run of the same file (its creator the one worker), and `stet plan --reuse` and
 // `stet run --reuse` of the first run with 1 % of the samples edited. One repetition each (minutes
@@ -16,6 +17,15 @@ import Database from "better-sqlite3";
 import { BIN, cli, fmt, jsonl, project, report } from "../harness.mjs";
 
 const N = Number(process.env.STET_BENCH_SCALE ?? 1_000_000);
+
+/**
+ * The bench's rows (`jsonl`), every 10th sample's target another than its input, so its key
+ * fails `exact` (what `--rerun-failed` asks again). Rows 0, 10, 20…: the `--reuse` step edits
+ * others (99, 199…).
+ */
+function rows(n, from = 0) {
+  return jsonl(n, from).replace(/"target":"question (\d*0)"/g, '"target":"answer $1"');
+}
 
 const instantEval = `
 import { defineEval, scorers } from "stet";
@@ -61,11 +71,13 @@ function attemptsOf(db, runId) {
 }
 
 /** `stet run --run-id <runId>` SIGKILLed once more than `at` attempts are stored; their count. */
-async function killedRun(dir, runId, at) {
-  const child = spawn(process.execPath, [BIN, "run", "eval.mjs", "--run-id", runId], {
-    cwd: dir,
-    stdio: "ignore",
-  });
+function killedRun(dir, runId, at) {
+  return killed(dir, ["run", "eval.mjs", "--run-id", runId], runId, at);
+}
+
+/** `stet <args>` (a run or a resume of `runId`) SIGKILLed once more than `at` attempts are stored. */
+async function killed(dir, args, runId, at) {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, stdio: "ignore" });
   const ended = new Promise((resolve) => child.on("close", resolve));
   const db = join(dir, ".stet/stet.db");
   while (attemptsOf(db, runId) <= at) {
@@ -82,7 +94,7 @@ export default async function scale() {
   const dir = project({ "eval.mjs": instantEval, "data.jsonl": "" });
   // Written 100,000 rows at a time: 10,000,000 rows are past V8's longest string.
   for (let from = 0; from < N; from += 100_000) {
-    appendFileSync(join(dir, "data.jsonl"), jsonl(Math.min(N, from + 100_000), from));
+    appendFileSync(join(dir, "data.jsonl"), rows(Math.min(N, from + 100_000), from));
   }
   try {
     const run = await cli(["run", "eval.mjs", "--json"], dir);
@@ -142,6 +154,24 @@ export default async function scale() {
       "≤ 300 MB",
       reviewed.rssKb / 1024 <= 300,
     );
+    // Its failed keys asked to re-run, the resume SIGKILLed a tenth of the way: `show` counts
+    // the plan with the requests still open from the counts the store keeps.
+    const asked = N / 10;
+    const rerunStored = await killed(
+      dir,
+      ["resume", runId, "--rerun-failed"],
+      runId,
+      N + asked / 10,
+    );
+    const open = asked - (rerunStored - N);
+    const showOpen = await cli(["show", runId, "--json"], dir);
+    if (JSON.parse(showOpen.stdout).plan.rerun !== open) throw new Error("show miscounted reruns");
+    report(
+      `\`stet show\` of the ${n}-key run with ${open.toLocaleString()} of ${asked.toLocaleString()} \`--rerun-failed\` requests open: wall, peak RSS`,
+      `${fmt(showOpen.wallMs)}, ${mb(showOpen.rssKb)}`,
+      "≤ 0.3 s",
+      showOpen.wallMs <= 300,
+    );
     // An interrupted run's resume: the dataset file is unchanged, so the snapshot is paged.
     const stored = await killedRun(dir, "interrupted", N / 4);
     const resumed = await cli(["resume", "interrupted"], dir);
@@ -168,8 +198,8 @@ export default async function scale() {
     // executed from the snapshot's pages. Last: it adds a run's attempts to the store.
     rmSync(join(dir, "data.jsonl"));
     for (let from = 0; from < N; from += 100_000) {
-      const rows = jsonl(Math.min(N, from + 100_000), from).split("\n");
-      const edited = rows.map((row, i) =>
+      const lines = rows(Math.min(N, from + 100_000), from).split("\n");
+      const edited = lines.map((row, i) =>
         (from + i) % 100 === 99 ? row.replace('"target":"q', '"target":"Q') : row,
       );
       appendFileSync(join(dir, "data.jsonl"), edited.join("\n"));
