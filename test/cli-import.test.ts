@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { constants } from "node:buffer";
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -142,6 +150,21 @@ describe("stet import", () => {
     expect(result.stderr).toContain(`${rows}:1 is a row of \`stet export --format jsonl\``);
     expect(result.stderr).toContain("export the run with `--format resultset`");
     expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(dumpDb(store)).toBe(before);
+  });
+
+  it("refuses a ResultSet too long to read whole with exit 1, no stack trace, the store as it was", async () => {
+    const { store, runId } = await erroredRun();
+    // Sparse: one byte longer than one string can be, on no disk.
+    const big = join(dir, "too-long.json");
+    writeFileSync(big, "");
+    truncateSync(big, constants.MAX_STRING_LENGTH + 1);
+    const before = dumpDb(store);
+    const result = await cli(["import", big, "--into", runId, "--store", store]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${big} is 512 MiB: a ResultSet is read as one text`);
+    expect(result.stderr).toContain("import the run's Results JSONL (`stet run --output`)");
+    expect(result.stderr).not.toMatch(/unexpected error|\n\s+at /);
     expect(dumpDb(store)).toBe(before);
   });
 

@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { constants } from "node:buffer";
+import { truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { tempDir } from "../../test/helpers/temp-store.js";
@@ -8,10 +9,11 @@ import { readImportFile } from "./read-import-file.js";
 const { dir, cleanup } = tempDir();
 afterAll(() => cleanup());
 
-/** The refusal `readImportFile` throws for `text` written to `name`. */
-async function refusal(name: string, text: string) {
+/** The refusal `readImportFile` throws for `text` written to `name` (made `size` bytes, sparse). */
+async function refusal(name: string, text: string, size?: number) {
   const path = join(dir, name);
   writeFileSync(path, text);
+  if (size !== undefined) truncateSync(path, size);
   const error = await readImportFile(path).then(
     () => undefined,
     (e: unknown) => e,
@@ -44,6 +46,18 @@ describe("readImportFile's refusals", () => {
     expect(shown).toHaveLength(20);
     expect(shown.at(-1)).toMatch(/line \d+ is not JSON/);
     expect(message).toContain(`… and ${errors.length + omitted - 20} more`);
+  });
+
+  // A file longer than one string can be (V8: 2^29 − 24 characters) made sparse: no disk used.
+  it("refuses a ResultSet longer than one string can be, and reads a JSONL a line at a time", async () => {
+    const size = constants.MAX_STRING_LENGTH + 2 ** 20;
+    const whole = await refusal("big.json", "", size);
+    expect(whole.message).toBe(
+      `${whole.path} is 513 MiB: a ResultSet is read as one text, which can be at most ${constants.MAX_STRING_LENGTH.toLocaleString("en-US")} characters here; import the run's Results JSONL (\`stet run --output\`), which is read a line at a time, or copy the whole store (\`stet backup\`, \`stet restore\`); nothing was imported`,
+    );
+    // The same bytes as a JSONL: no whole text is made, and its one line is what is too long.
+    const line = await refusal("big.jsonl", "", size);
+    expect(line.message).toMatch(new RegExp(`^${line.path}:1 is 513 MiB: a line as one text`));
   });
 
   it("names a row of `stet export --format jsonl` as such, with what to import instead", async () => {

@@ -11,6 +11,7 @@ import { fromResult, type ResultAttempt } from "./result-mapping.js";
 import type { EvalPortResult, ResultSetDocument } from "./result-set-types.js";
 import { validateDocument } from "./validate-document.js";
 import { ErrorList, validateJsonLines } from "./validate-json-lines.js";
+import { linesOf, textOf } from "./file-text.js";
 import type { ValidationError } from "./validation-types.js";
 
 export type ImportFormat = "resultset" | "results-jsonl" | "fallback-jsonl";
@@ -52,7 +53,7 @@ export async function readImportFile(
   file: string,
   options: { sha256?: string } = {},
 ): Promise<ImportFile> {
-  const { path, text: raw, sha256 } = await readHashed(file);
+  const { path, bytes, sha256 } = await readHashed(file);
   if (options.sha256 !== undefined && normalizeHex(options.sha256) !== sha256) {
     throw new StetError(
       "E_INVALID_INPUT",
@@ -60,31 +61,38 @@ export async function readImportFile(
       { details: { expected: options.sha256, actual: sha256 } },
     );
   }
-  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   const base = { path, sha256 };
-  if (!/\.(jsonl|ndjson)$/i.test(path)) return { ...base, ...readResultSet(path, text) };
+  if (!/\.(jsonl|ndjson)$/i.test(path)) {
+    return { ...base, ...readResultSet(path, textOf(bytes, path, RESULT_SET, NO_WHOLE_TEXT)) };
+  }
+  // Lines decoded one at a time: a JSONL file is not limited by the longest string.
+  const lines = linesOf(bytes, path);
   return {
     ...base,
-    ...(isFallback(text) ? readFallback(path, text) : readResultLines(path, text)),
+    ...(isFallback(lines) ? readFallback(path, lines) : readResultLines(path, lines)),
   };
 }
 
+const RESULT_SET = "a ResultSet is read";
+const NO_WHOLE_TEXT =
+  "import the run's Results JSONL (`stet run --output`), which is read a line at a time, or copy the whole store (`stet backup`, `stet restore`); nothing was imported";
+
 /**
- * A file's text (UTF-8) and the sha256 of its bytes (what an import's provenance names it by,
+ * A file's bytes and their sha256 (what an import's provenance names it by,
  * `sha256:<hex>`); `E_INVALID_INPUT` naming the file when it cannot be read.
  *
  * @example const { sha256 } = await readHashed("partial.json");
  */
 export async function readHashed(
   file: string,
-): Promise<{ path: string; text: string; sha256: string }> {
+): Promise<{ path: string; bytes: Buffer; sha256: string }> {
   const path = resolve(file);
   const bytes = await readFile(path).catch((cause: unknown) => {
     const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
     throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause });
   });
   const sha256 = createHash("sha256").update(bytes).digest("hex");
-  return { path, text: bytes.toString("utf8"), sha256 };
+  return { path, bytes, sha256 };
 }
 
 /**
@@ -124,8 +132,8 @@ function readResultSet(path: string, text: string): Parsed {
   return { format: "resultset", records, partial: isPartial(doc) };
 }
 
-function readResultLines(path: string, text: string): Parsed {
-  const validation = validateJsonLines(text, {
+function readResultLines(path: string, lines: Iterable<string>): Parsed {
+  const validation = validateJsonLines(lines, {
     file: path,
     kind: "result",
     maxErrors: KEPT_ERRORS,
@@ -133,37 +141,40 @@ function readResultLines(path: string, text: string): Parsed {
   if (!validation.valid) refuse(path, "Results JSONL", validation.errors, validation.omitted);
   const fallbackTime = new Date().toISOString();
   const records: ImportRecord[] = [];
-  text.split("\n").forEach((line, i) => {
-    if (line.trim() === "") return;
+  let i = 0;
+  for (const line of lines) {
+    i++;
+    if (line.trim() === "") continue;
     const result = JSON.parse(line) as EvalPortResult;
-    records.push(mapResult(path, result, `line ${i + 1}`, fallbackTime));
-  });
+    records.push(mapResult(path, result, `line ${i}`, fallbackTime));
+  }
   return { format: "results-jsonl", records, partial: false };
 }
 
-function readFallback(path: string, text: string): Parsed {
+function readFallback(path: string, lines: Iterable<string>): Parsed {
   const errors = new ErrorList(KEPT_ERRORS);
   const records: ImportRecord[] = [];
   const runIds = new Set<string>();
-  text.split("\n").forEach((raw, i) => {
-    const line = i + 1;
-    if (raw.trim() === "") return;
+  let line = 0;
+  for (const raw of lines) {
+    line++;
+    if (raw.trim() === "") continue;
     const parsed = parseJson(raw);
     if (!parsed.ok) {
       errors.push({ ...refusalError(parsed, `line ${line} is not JSON`), file: path, line });
-      return;
+      continue;
     }
     const result = fallbackLineSchema.safeParse(parsed.value);
     if (!result.success) {
       if (errors.found === 0 && isExportRow(parsed.value)) throw exportRows(path, line);
       errors.push(...result.error.issues.map((issue) => zodError(path, line, issue)));
-      return;
+      continue;
     }
     const { runId, ...draft } = result.data;
     runIds.add(runId);
     // Once a line is refused the file is: its records are not needed.
     if (errors.found === 0) records.push({ attempt: draft, where: `line ${line}` });
-  });
+  }
   if (errors.found > 0) refuse(path, "fallback JSONL", errors.kept, errors.omitted);
   if (runIds.size > 1) {
     throw new StetError(
@@ -202,8 +213,13 @@ function exportRows(path: string, line: number): StetError {
   );
 }
 
-function isFallback(text: string): boolean {
-  const first = text.split("\n").find((line) => line.trim() !== "");
+function isFallback(lines: Iterable<string>): boolean {
+  let first: string | undefined;
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    first = line;
+    break;
+  }
   const parsed = first === undefined ? undefined : parseJson(first);
   return parsed?.ok === true && isFallbackLine(parsed.value);
 }

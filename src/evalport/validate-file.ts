@@ -7,6 +7,7 @@ import { repeatedKeyError } from "./repeated-key-error.js";
 import { suiteGraderIds } from "./suite-rules.js";
 import { validateDocument } from "./validate-document.js";
 import { validateJsonLines } from "./validate-json-lines.js";
+import { linesOf, textOf } from "./file-text.js";
 import {
   type DocumentKind,
   type ValidationError,
@@ -30,8 +31,12 @@ export async function validateFile(
   path: string,
   options: { kind?: DocumentKind | "auto" } = {},
 ): Promise<ValidationResult> {
-  const text = await readText(path);
-  if (/\.(jsonl|ndjson)$/i.test(path)) return validateJsonLines(text, { file: path, ...options });
+  const bytes = await readBytes(path);
+  // Lines decoded one at a time: a JSONL file is not limited by the longest string.
+  if (/\.(jsonl|ndjson)$/i.test(path)) {
+    return validateJsonLines(linesOf(bytes, path), { file: path, ...options });
+  }
+  const text = textOf(bytes, path, "a JSON document is read", "nothing was validated");
   const parsed = parseJson(text);
   const kind = options.kind === "auto" ? undefined : options.kind;
   if (!parsed.ok) {
@@ -89,9 +94,12 @@ async function testCasesFileErrors(
 }
 
 async function readText(path: string): Promise<string> {
+  return textOf(await readBytes(path), path, "a JSON document is read", "nothing was validated");
+}
+
+async function readBytes(path: string): Promise<Buffer> {
   try {
-    const text = await readFile(path, "utf8");
-    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+    return await readFile(path);
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new StetError("E_INVALID_INPUT", `cannot read ${path}: ${reason}`, { cause: error });

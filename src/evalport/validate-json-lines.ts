@@ -26,21 +26,26 @@ export interface JsonLinesOptions {
  * @example validateJsonLines('{"test_case_id":"a","passed":true,"grader_results":[]}\n{oops\n', { file: "r.jsonl" })
  * // { valid: false, kind: "result", errors: [{ file: "r.jsonl", line: 2, column: 2, code: "json.syntax", ... }] }
  */
-export function validateJsonLines(text: string, options: JsonLinesOptions = {}): ValidationResult {
+export function validateJsonLines(
+  /** The file's text, or its lines (`linesOf`). */
+  text: string | Iterable<string>,
+  options: JsonLinesOptions = {},
+): ValidationResult {
   const { file } = options;
   let kind = options.kind === "auto" ? undefined : options.kind;
   const errors = new ErrorList(options.maxErrors);
   const testCases: LocatedTestCase[] = [];
   let records = 0;
-  text.split("\n").forEach((raw, index) => {
-    const line = index + 1;
-    if (raw.trim() === "") return;
+  let line = 0;
+  for (const raw of typeof text === "string" ? text.split("\n") : text) {
+    line++;
+    if (raw.trim() === "") continue;
     records++;
     const where = { ...(file !== undefined && { file }), line };
     const parsed = parseJson(raw);
     if (!parsed.ok) {
       errors.push({ ...refusalError(parsed, `line ${line} is not JSON`), ...where });
-      return;
+      continue;
     }
     const repeated = repeatedKeyError(raw, parsed.value);
     if (repeated) errors.push({ ...repeated, ...where });
@@ -48,7 +53,7 @@ export function validateJsonLines(text: string, options: JsonLinesOptions = {}):
     const result = validateDocument(parsed.value, kind ?? "auto");
     errors.push(...result.errors.map((e) => ({ ...e, ...where })));
     if (kind === "testcase") testCases.push({ value: parsed.value, path: "", ...where });
-  });
+  }
   if (records === 0) {
     errors.push({ path: "", code: "file.empty", message: "no JSON lines", ...(file && { file }) });
   }
