@@ -168,6 +168,21 @@ describe("stet import", () => {
     expect(dumpDb(store)).toBe(before);
   });
 
+  it("names a wrong run id before reading the file", async () => {
+    const { store } = await erroredRun();
+    const result = await cli([
+      "import",
+      join(dir, "absent.json"),
+      "--into",
+      "r_nope",
+      "--store",
+      store,
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no run with id "r_nope"');
+    expect(result.stderr).not.toContain("absent.json");
+  });
+
   type Doc = {
     results: Array<Record<string, unknown> & { grader_results: Array<{ score: unknown }> }>;
   };

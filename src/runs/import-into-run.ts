@@ -57,6 +57,8 @@ export interface ImportReport {
  */
 export async function importResults(options: ImportOptions): Promise<ImportReport> {
   const { store, runId } = options;
+  // A wrong run id is said before a large file is read; the run is read again after it.
+  await requireRun(store, runId);
   const file = await readImportFile(options.file, {
     ...(options.sha256 === undefined ? {} : { sha256: options.sha256 }),
   });
