@@ -53,7 +53,7 @@ export async function readImportFile(
   file: string,
   options: { sha256?: string } = {},
 ): Promise<ImportFile> {
-  const { path, bytes, sha256 } = await readHashed(file);
+  const { path, bytes, sha256 } = await hashedBytes(file);
   if (options.sha256 !== undefined && normalizeHex(options.sha256) !== sha256) {
     throw new StetError(
       "E_INVALID_INPUT",
@@ -78,14 +78,18 @@ const NO_WHOLE_TEXT =
   "import the run's Results JSONL (`stet run --output`), which is read a line at a time, or copy the whole store (`stet backup`, `stet restore`); nothing was imported";
 
 /**
- * A file's bytes and their sha256 (what an import's provenance names it by,
+ * A file's path and the sha256 of its bytes (what an import's provenance names it by,
  * `sha256:<hex>`); `E_INVALID_INPUT` naming the file when it cannot be read.
  *
  * @example const { sha256 } = await readHashed("partial.json");
  */
-export async function readHashed(
-  file: string,
-): Promise<{ path: string; bytes: Buffer; sha256: string }> {
+export async function readHashed(file: string): Promise<{ path: string; sha256: string }> {
+  const { path, sha256 } = await hashedBytes(file);
+  return { path, sha256 };
+}
+
+/** `readHashed` with the bytes it hashed (a Buffer: kept out of the public declarations). */
+async function hashedBytes(file: string): Promise<{ path: string; bytes: Buffer; sha256: string }> {
   const path = resolve(file);
   const bytes = await readFile(path).catch((cause: unknown) => {
     const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
