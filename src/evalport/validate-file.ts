@@ -75,9 +75,9 @@ async function testCasesFileErrors(
   const file = suite.test_cases_file;
   if (typeof file !== "string" || suite.test_cases !== undefined) return [];
   const casesPath = resolve(dirname(suitePath), file);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readText(casesPath);
+    bytes = await readBytes(casesPath);
   } catch (error) {
     const message = `test_cases_file ${JSON.stringify(file)}: ${(error as Error).message}`;
     return [
@@ -90,11 +90,8 @@ async function testCasesFileErrors(
     ];
   }
   const graderIds = suiteGraderIds(suite);
-  return validateJsonLines(text, { file: casesPath, kind: "testcase", graderIds }).errors;
-}
-
-async function readText(path: string): Promise<string> {
-  return textOf(await readBytes(path), path, "a JSON document is read", "nothing was validated");
+  const lines = linesOf(bytes, casesPath);
+  return validateJsonLines(lines, { file: casesPath, kind: "testcase", graderIds }).errors;
 }
 
 async function readBytes(path: string): Promise<Buffer> {

@@ -9,7 +9,7 @@ import type { RerunFact } from "./types.js";
  * `held|heldScorer|later`, NULL once done); `rerun_counts` holds how many rows hold each. A write
  * recomputes the facts of the requests of the samples it touched (`rerunFactRowsSql`) and moves
  * the counts of those that changed; a write of the requests themselves recomputes the run's. The
- * keys in flight are read at the report, as they are few (`rerunCountsSql`).
+ * keys in flight are read at the report, as they are few (`RERUN_COUNTS_SQL`).
  */
 
 /** Which requests a statement recomputes: those of some samples, of one run, or of every run. */
@@ -23,7 +23,7 @@ type Scope = "samples" | "run" | "all";
  * error; an open request has no scored one). `samples`: `@sampleIds`, a JSON array in SQLite, a
  * text array in PostgreSQL, each looked up by the requests' primary key.
  */
-export function rerunFactRowsSql(dialect: "sqlite" | "postgres", scope: Scope): string {
+function rerunFactRowsSql(dialect: "sqlite" | "postgres", scope: Scope): string {
   const sqlite = dialect === "sqlite";
   const key = sqlite
     ? `json_extract(f.figures, '$."' || r.epoch || '"')`
@@ -80,21 +80,36 @@ export function rebuildRerunFactsSql(
   };
 }
 
-/** A request's fact moved: the count of `fact` (for `run_id`) changed by `n`. */
-export const ADD_RERUN_COUNT = `INSERT INTO rerun_counts (run_id, fact, n) VALUES (@runId, @fact, @n)
-  ON CONFLICT (run_id, fact) DO UPDATE SET n = rerun_counts.n + excluded.n`;
+/** How a count is moved: the rows inserted are added to the counts already there. */
+export const RERUN_COUNT_UPSERT =
+  "ON CONFLICT (run_id, fact) DO UPDATE SET n = rerun_counts.n + excluded.n";
 
 /**
  * One read of what a report's plan counts of the open requests: the counts (`flying` 0), then the
  * fact of each open request whose key is in flight (`flying` 1, `n` 1), which `toRerunFacts`
  * moves out of its count. One statement, so both are of one commit.
  */
-export const RERUN_COUNTS_SQL = `SELECT fact, n, 0 AS flying FROM rerun_counts
+const RERUN_COUNTS_SQL = `SELECT fact, n, 0 AS flying FROM rerun_counts
     WHERE run_id = @runId AND n > 0
   UNION ALL
   SELECT r.fact, 1, 1 FROM inflight AS i JOIN rerun_requests AS r
     ON r.run_id = i.run_id AND r.sample_id = i.sample_id AND r.epoch = i.epoch
     WHERE i.run_id = @runId AND r.fact IS NOT NULL`;
+
+/**
+ * The statements both dialects prepare, as text: the report's read (`counts`), the facts of the
+ * requests of `@sampleIds` (`factRows`), a count moved by `@n` (`addCount`), and the run's facts
+ * and counts made again (`rebuildRerunFactsSql`).
+ */
+export function rerunFactsStatements(dialect: "sqlite" | "postgres") {
+  return {
+    counts: RERUN_COUNTS_SQL,
+    factRows: rerunFactRowsSql(dialect, "samples"),
+    addCount: `INSERT INTO rerun_counts (run_id, fact, n) VALUES (@runId, @fact, @n)
+      ${RERUN_COUNT_UPSERT}`,
+    ...rebuildRerunFactsSql(dialect, "run"),
+  };
+}
 
 /** A row of `RERUN_COUNTS_SQL`. */
 export interface RerunCountRow {

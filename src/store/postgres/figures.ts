@@ -19,16 +19,14 @@ import type { Pool } from "pg";
 import { statement, transaction, type Queryable } from "./driver.js";
 import { postgresStatements as sql } from "./statements.js";
 import {
-  ADD_RERUN_COUNT,
-  rebuildRerunFactsSql,
-  RERUN_COUNTS_SQL,
-  rerunFactRowsSql,
+  RERUN_COUNT_UPSERT,
+  rerunFactsStatements,
   toRerunFacts,
   type RerunCountRow,
 } from "../rerun-facts.js";
 import type { RerunFact } from "../types.js";
 
-const REBUILD_RERUN_FACTS = rebuildRerunFactsSql("postgres", "run");
+const RERUN_FACTS = rerunFactsStatements("postgres");
 
 /**
  * Some samples of a run (by id) with their fingerprint and figures, each looked up through its
@@ -90,7 +88,7 @@ const figures = {
   // The open re-run requests' counts (`store/rerun-facts.ts`): the facts of the requests of some
   // samples computed again and the counts of those that moved moved, in one statement.
   rerunFactsAfter: statement(
-    `WITH x AS (${rerunFactRowsSql("postgres", "samples")}),
+    `WITH x AS (${RERUN_FACTS.factRows}),
      moved AS (
        UPDATE rerun_requests AS r SET fact = x.now FROM x
        WHERE r.run_id = x.run_id AND r.sample_id = x.sample_id AND r.epoch = x.epoch
@@ -101,13 +99,14 @@ const figures = {
          SELECT was AS fact, -1 AS n FROM moved WHERE was IS NOT NULL
          UNION ALL SELECT now, 1 FROM moved WHERE now IS NOT NULL) AS m
        GROUP BY fact HAVING sum(n) <> 0)
-     ${ADD_RERUN_COUNT.replace("VALUES (@runId, @fact, @n)", "SELECT @runId, fact, n FROM delta")}`,
+     INSERT INTO rerun_counts (run_id, fact, n) SELECT @runId, fact, n FROM delta
+     ${RERUN_COUNT_UPSERT}`,
     { prepare: true },
   ),
-  rerunCounts: statement(RERUN_COUNTS_SQL, { prepare: true }),
-  clearRerunCounts: statement(REBUILD_RERUN_FACTS.clearCounts),
-  setRerunFacts: statement(REBUILD_RERUN_FACTS.setFacts),
-  countRerunFacts: statement(REBUILD_RERUN_FACTS.countFacts),
+  rerunCounts: statement(RERUN_FACTS.counts, { prepare: true }),
+  clearRerunCounts: statement(RERUN_FACTS.clearCounts),
+  setRerunFacts: statement(RERUN_FACTS.setFacts),
+  countRerunFacts: statement(RERUN_FACTS.countFacts),
 };
 
 interface BeforeRow {
@@ -185,7 +184,8 @@ export async function writeFiguresAfter(
 }
 
 /**
- * Inside a write's transaction, after it: the facts of the requests of `sampleIds` computed again and the counts of those that moved moved (`store/rerun-facts.ts`).
+ * Inside a write's transaction, after it: the facts of the requests of `sampleIds` computed again
+ * and the counts of those that moved moved (`store/rerun-facts.ts`).
  */
 async function rerunFactsAfter(tx: Queryable, runId: string, sampleIds: string[]): Promise<void> {
   await figures.rerunFactsAfter.run(tx, { runId, sampleIds });

@@ -18,17 +18,10 @@ import { scoringFilterParams, toScoring } from "../scoring-rows.js";
 import type { SqliteContext } from "./context.js";
 import { immediate } from "./driver.js";
 import { ROWS_PER_STATEMENT, rowWriter, sql, valuesRows, type Prepared } from "./statements.js";
-import {
-  ADD_RERUN_COUNT,
-  rebuildRerunFactsSql,
-  RERUN_COUNTS_SQL,
-  rerunFactRowsSql,
-  toRerunFacts,
-  type RerunCountRow,
-} from "../rerun-facts.js";
+import { rerunFactsStatements, toRerunFacts, type RerunCountRow } from "../rerun-facts.js";
 import type { RerunFact } from "../types.js";
 
-const REBUILD_RERUN_FACTS = rebuildRerunFactsSql("sqlite", "run");
+const RERUN_FACTS = rerunFactsStatements("sqlite");
 
 /** The upsert of `rows` samples' figures, each four parameters: run, sample, figures, errored. */
 function putSamples(rows: number) {
@@ -69,18 +62,18 @@ export const SQLITE_FIGURES_STATEMENTS = {
     `SELECT sample_id, fingerprint FROM samples WHERE run_id = ?`,
   ),
   // The open re-run requests' counts (`store/rerun-facts.ts`).
-  rerunCounts: sql<RerunCountRow>(RERUN_COUNTS_SQL),
+  rerunCounts: sql<RerunCountRow>(RERUN_FACTS.counts),
   rerunFactRows: sql<{ sample_id: string; epoch: number; was: string | null; now: string | null }>(
-    rerunFactRowsSql("sqlite", "samples"),
+    RERUN_FACTS.factRows,
   ),
   setRerunFact: sql(
     `UPDATE rerun_requests SET fact = @fact
        WHERE run_id = @runId AND sample_id = @sampleId AND epoch = @epoch`,
   ),
-  addRerunCount: sql(ADD_RERUN_COUNT),
-  clearRerunCounts: sql(REBUILD_RERUN_FACTS.clearCounts),
-  setRerunFacts: sql(REBUILD_RERUN_FACTS.setFacts),
-  countRerunFacts: sql(REBUILD_RERUN_FACTS.countFacts),
+  addRerunCount: sql(RERUN_FACTS.addCount),
+  clearRerunCounts: sql(RERUN_FACTS.clearCounts),
+  setRerunFacts: sql(RERUN_FACTS.setFacts),
+  countRerunFacts: sql(RERUN_FACTS.countFacts),
 };
 
 export type FiguresStatements = Prepared<typeof SQLITE_FIGURES_STATEMENTS>;
